@@ -1,0 +1,520 @@
+#include "allocator/allocator.h"
+
+#include <cassert>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "allocator/sql.h"
+
+namespace allocator {
+namespace {
+
+using store::Db;
+using store::Status;
+using store::StatementRef;
+
+// Sweeps one reaper call runs a shard for at most, so that a backlog of
+// expired leases is freed in several short transactions, not one long one.
+constexpr int kMaxSweepsPerReap = 8;
+
+uint64_t RandomWord() {
+  thread_local std::mt19937_64 rng{std::random_device{}() ^
+                                   (static_cast<uint64_t>(std::random_device{}()) << 32)};
+  return rng();
+}
+
+Outcome OutcomeOfStorage(const Status& s) {
+  return s.IsBusy() ? Outcome::kOverloaded : Outcome::kError;
+}
+
+SessionResult Fail(Outcome outcome, std::string message) {
+  SessionResult r;
+  r.outcome = outcome;
+  r.message = std::move(message);
+  return r;
+}
+
+// Reads a session row of kFindIdempotent's shape into *s.
+void ReadIdempotentRow(store::Statement& q, Session* s) {
+  s->session_id = q.ColumnString(0);
+  s->container_id = q.ColumnString(1);
+  s->region = q.ColumnString(2);
+  s->pool = q.ColumnString(3);
+  s->token = q.ColumnInt64(4);
+  s->lease_expires_at_ms = q.ColumnInt64(5);
+  s->data = q.ColumnString(6);
+}
+
+// After a CAS on (session_id, token) changed nothing: why not.
+SessionResult ExplainFailedCas(Db* db, const Caller& caller, const std::string& session_id,
+                               int64_t token, int64_t now_ms, bool lease_must_run) {
+  Status s;
+  StatementRef q = db->Cached(sql::kSessionState, &s);
+  if (!s.ok()) return Fail(Outcome::kError, s.ToString());
+  q->Bind(1, session_id);
+  bool row = false;
+  s = q->Step(&row);
+  if (!s.ok()) return Fail(Outcome::kError, s.ToString());
+  if (!row) return Fail(Outcome::kNotFound, "no session " + session_id);
+  if (!caller.admin && q->ColumnText(1) != caller.tenant) {
+    return Fail(Outcome::kForbidden, "session " + session_id + " belongs to another tenant");
+  }
+  if (lease_must_run && q->ColumnInt64(2) <= now_ms) {
+    return Fail(Outcome::kNotFound, "session " + session_id + " has expired");
+  }
+  if (q->ColumnInt64(0) != token) {
+    return Fail(Outcome::kStaleToken, "token " + std::to_string(token) +
+                                          " is not current for session " + session_id);
+  }
+  return Fail(Outcome::kError, "compare-and-swap failed for an unknown reason");
+}
+
+}  // namespace
+
+// One claim request on its way through its regions, shard by shard.
+struct Allocator::ClaimAttempt {
+  ClaimRequest req;
+  std::vector<std::string> regions;  // the region, then the fallbacks
+  int64_t lease_ms = 0;
+  SessionCallback done;
+};
+
+// Runs the claim statement for regions[first, last) of one shard, in order,
+// under one savepoint: the first region with a fitting container wins.
+class Allocator::ClaimJob : public store::WriteJob {
+ public:
+  ClaimJob(Allocator* a, std::shared_ptr<ClaimAttempt> attempt, size_t first, size_t last,
+           std::string session_id, int64_t quota)
+      : a_(a),
+        attempt_(std::move(attempt)),
+        first_(first),
+        last_(last),
+        session_id_(std::move(session_id)),
+        quota_(quota) {}
+
+  Status Apply(Db* db) override {
+    const ClaimRequest& req = attempt_->req;
+    const int64_t now = store::NowMs();
+    Status s;
+    if (!req.idempotency_key.empty()) {
+      // A retry of a claim that already holds a session is that session.
+      // The unique index on (tenant, idempotency_key) is the backstop.
+      StatementRef q = db->Cached(sql::kFindIdempotent, &s);
+      if (!s.ok()) return s;
+      q->Bind(1, req.caller.tenant);
+      q->Bind(2, req.idempotency_key);
+      bool row = false;
+      s = q->Step(&row);
+      if (!s.ok()) return s;
+      if (row) {
+        ReadIdempotentRow(*q, &result_.session);
+        result_.outcome = Outcome::kReplayed;
+        return Status::Ok();
+      }
+    }
+    for (size_t i = first_; i < last_; ++i) {
+      StatementRef claim = db->Cached(sql::kClaim, &s);
+      if (!s.ok()) return s;
+      claim->Bind(1, attempt_->regions[i]);
+      claim->Bind(2, req.pool);
+      claim->Bind(3, now - a_->options_.dead_after_ms);
+      claim->Bind(4, static_cast<int64_t>(a_->options_.candidates));
+      claim->Bind(5, session_id_);
+      claim->Bind(6, req.caller.tenant);
+      if (req.idempotency_key.empty()) {
+        claim->BindNull(7);
+      } else {
+        claim->Bind(7, req.idempotency_key);
+      }
+      claim->Bind(8, now + attempt_->lease_ms);
+      claim->Bind(9, now);
+      claim->Bind(10, quota_);
+      bool row = false;
+      s = claim->Step(&row);
+      if (!s.ok()) return s;
+      if (row) {
+        Session& out = result_.session;
+        out.session_id = session_id_;
+        out.container_id = claim->ColumnString(0);
+        out.region = attempt_->regions[i];
+        out.pool = req.pool;
+        out.token = claim->ColumnInt64(1);
+        out.lease_expires_at_ms = claim->ColumnInt64(2);
+        out.data = claim->ColumnString(3);
+        result_.outcome = Outcome::kOk;
+        return claim->Run();  // finish the statement so its change is whole
+      }
+    }
+    // Nothing fitted: was it the quota? Only this path pays for the count.
+    result_.outcome = Outcome::kNoCapacity;
+    if (quota_ >= 0) {
+      StatementRef count = db->Cached(sql::kCountTenantSessions, &s);
+      if (!s.ok()) return s;
+      count->Bind(1, req.caller.tenant);
+      bool row = false;
+      s = count->Step(&row);
+      if (!s.ok()) return s;
+      if (row && count->ColumnInt64(0) >= quota_) result_.outcome = Outcome::kQuotaExceeded;
+    }
+    return Status::Ok();
+  }
+
+  void Done(Status status) override {
+    if (!status.ok()) {
+      a_->stats_.claims_error.fetch_add(1, std::memory_order_relaxed);
+      attempt_->done(Fail(OutcomeOfStorage(status), status.ToString()));
+      return;
+    }
+    if (result_.outcome == Outcome::kNoCapacity && last_ < attempt_->regions.size()) {
+      a_->RunClaim(std::move(attempt_), last_);  // the next shard's regions
+      return;
+    }
+    switch (result_.outcome) {
+      case Outcome::kOk: a_->stats_.claims_ok.fetch_add(1, std::memory_order_relaxed); break;
+      case Outcome::kReplayed:
+        a_->stats_.claims_replayed.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case Outcome::kQuotaExceeded:
+        a_->stats_.claims_quota.fetch_add(1, std::memory_order_relaxed);
+        result_.message = "tenant " + attempt_->req.caller.tenant + " holds its maximum of " +
+                          std::to_string(a_->options_.max_sessions_per_tenant) + " sessions";
+        break;
+      default:
+        a_->stats_.claims_no_capacity.fetch_add(1, std::memory_order_relaxed);
+        result_.message = "no healthy available container in pool " + attempt_->req.pool +
+                          " of region " + attempt_->regions.front() +
+                          (attempt_->regions.size() > 1 ? " or its fallback regions" : "");
+        break;
+    }
+    attempt_->done(std::move(result_));
+  }
+
+ private:
+  Allocator* a_;
+  std::shared_ptr<ClaimAttempt> attempt_;
+  size_t first_, last_;
+  std::string session_id_;
+  int64_t quota_;
+  SessionResult result_;
+};
+
+// Release or renew: one compare-and-swap on (session_id, token).
+class Allocator::SessionCasJob : public store::WriteJob {
+ public:
+  enum class Kind { kRelease, kRenew };
+  SessionCasJob(Allocator* a, Kind kind, Caller caller, std::string session_id, int64_t token,
+                int64_t lease_ms, SessionCallback done)
+      : a_(a),
+        kind_(kind),
+        caller_(std::move(caller)),
+        session_id_(std::move(session_id)),
+        token_(token),
+        lease_ms_(lease_ms),
+        done_(std::move(done)) {}
+
+  Status Apply(Db* db) override {
+    const int64_t now = store::NowMs();
+    Status s;
+    StatementRef cas = db->Cached(kind_ == Kind::kRelease ? sql::kRelease : sql::kRenew, &s);
+    if (!s.ok()) return s;
+    cas->Bind(1, session_id_);
+    cas->Bind(2, token_);
+    if (caller_.admin) {
+      cas->BindNull(3);
+    } else {
+      cas->Bind(3, caller_.tenant);
+    }
+    if (kind_ == Kind::kRenew) {
+      cas->Bind(4, now);
+      cas->Bind(5, now + lease_ms_);
+    }
+    bool row = false;
+    s = cas->Step(&row);
+    if (!s.ok()) return s;
+    if (row) {
+      result_.outcome = Outcome::kOk;
+      Session& out = result_.session;
+      out.session_id = session_id_;
+      out.container_id = cas->ColumnString(0);
+      if (kind_ == Kind::kRenew) {
+        out.region = cas->ColumnString(1);
+        out.pool = cas->ColumnString(2);
+        out.token = cas->ColumnInt64(3);
+        out.lease_expires_at_ms = cas->ColumnInt64(4);
+        out.data = cas->ColumnString(5);
+      }
+      return cas->Run();
+    }
+    cas->Reset();
+    result_ = ExplainFailedCas(db, caller_, session_id_, token_, now, kind_ == Kind::kRenew);
+    return result_.outcome == Outcome::kError ? Status::IOError(result_.message) : Status::Ok();
+  }
+
+  void Done(Status status) override {
+    if (!status.ok()) {
+      done_(Fail(OutcomeOfStorage(status), status.ToString()));
+      return;
+    }
+    if (result_.outcome == Outcome::kOk) {
+      (kind_ == Kind::kRelease ? a_->stats_.releases : a_->stats_.renewals)
+          .fetch_add(1, std::memory_order_relaxed);
+    } else if (result_.outcome == Outcome::kStaleToken) {
+      a_->stats_.stale_tokens.fetch_add(1, std::memory_order_relaxed);
+    }
+    done_(std::move(result_));
+  }
+
+ private:
+  Allocator* a_;
+  Kind kind_;
+  Caller caller_;
+  std::string session_id_;
+  int64_t token_;
+  int64_t lease_ms_;
+  SessionCallback done_;
+  SessionResult result_;
+};
+
+Allocator::Allocator(std::vector<store::Shard*> shards, store::ShardMap map,
+                     AllocatorOptions options)
+    : shards_(std::move(shards)), map_(std::move(map)), options_(options) {
+  assert(static_cast<int>(shards_.size()) == map_.shards());
+}
+
+Allocator::~Allocator() { Stop(); }
+
+void Allocator::Start() {
+  std::lock_guard<std::mutex> lock(reaper_mu_);
+  reaper_stop_ = false;
+  if (!reaper_.joinable()) reaper_ = std::thread([this] { ReaperLoop(); });
+}
+
+void Allocator::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(reaper_mu_);
+    reaper_stop_ = true;
+  }
+  reaper_cv_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
+}
+
+std::string Allocator::NewSessionId(int shard) {
+  // "s_" + the shard in two hex digits + 128 random bits: the shard tells
+  // GET and release where to look without asking every file.
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "s_%02x%016llx%016llx", shard,
+                static_cast<unsigned long long>(RandomWord()),
+                static_cast<unsigned long long>(RandomWord()));
+  return buf;
+}
+
+int Allocator::ShardOfSession(std::string_view id) const {
+  if (id.size() != 36 || id.substr(0, 2) != "s_") return -1;
+  int shard = 0;
+  for (char c : id.substr(2, 2)) {
+    int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+    if (v < 0) return -1;
+    shard = shard * 16 + v;
+  }
+  return shard < map_.shards() ? shard : -1;
+}
+
+void Allocator::Claim(ClaimRequest req, SessionCallback done) {
+  assert(req.lease_ms >= 0 && req.lease_ms <= options_.max_lease_ms);
+  auto attempt = std::make_shared<ClaimAttempt>();
+  attempt->lease_ms = req.lease_ms > 0 ? req.lease_ms : options_.default_lease_ms;
+  attempt->regions.reserve(1 + req.fallback_regions.size());
+  attempt->regions.push_back(req.region);
+  for (auto& r : req.fallback_regions) attempt->regions.push_back(std::move(r));
+  attempt->req = std::move(req);
+  attempt->done = std::move(done);
+
+  if (map_.shards() > 1 && !attempt->req.idempotency_key.empty()) {
+    // With shards the key's session may live in another region's file: look
+    // in every file first, from committed state. (Two concurrent duplicates
+    // whose claims land in different shards are not caught: README says so.)
+    for (store::Shard* shard : shards_) {
+      SessionResult found;
+      Status s = shard->reads->With([&](Db* db) {
+        Status st;
+        StatementRef q = db->Cached(sql::kFindIdempotent, &st);
+        if (!st.ok()) return st;
+        q->Bind(1, attempt->req.caller.tenant);
+        q->Bind(2, attempt->req.idempotency_key);
+        bool row = false;
+        st = q->Step(&row);
+        if (st.ok() && row) {
+          ReadIdempotentRow(*q, &found.session);
+          found.outcome = Outcome::kReplayed;
+        }
+        return st;
+      });
+      if (s.ok() && found.outcome == Outcome::kReplayed) {
+        stats_.claims_replayed.fetch_add(1, std::memory_order_relaxed);
+        attempt->done(std::move(found));
+        return;
+      }
+    }
+  }
+  RunClaim(std::move(attempt), 0);
+}
+
+void Allocator::RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t first) {
+  // Consecutive regions of the same shard are tried in one job, in order.
+  const int shard = map_.ShardOf(attempt->regions[first]);
+  size_t last = first + 1;
+  while (last < attempt->regions.size() && map_.ShardOf(attempt->regions[last]) == shard) ++last;
+
+  int64_t quota = options_.max_sessions_per_tenant;
+  if (quota >= 0 && map_.shards() > 1) {
+    // The statement counts this shard's sessions; the other shards' share is
+    // read here, from committed state, and taken off the quota.
+    for (store::Shard* other : shards_) {
+      if (other->index == shard) continue;
+      (void)other->reads->With([&](Db* db) {
+        Status st;
+        StatementRef q = db->Cached(sql::kCountTenantSessions, &st);
+        if (!st.ok()) return st;
+        q->Bind(1, attempt->req.caller.tenant);
+        bool row = false;
+        st = q->Step(&row);
+        if (st.ok() && row) quota -= q->ColumnInt64(0);
+        return st;
+      });
+    }
+    if (quota < 0) quota = 0;
+  }
+  auto* raw = attempt.get();
+  auto job = std::make_unique<ClaimJob>(this, std::move(attempt), first, last,
+                                        NewSessionId(shard), quota);
+  if (!shards_[shard]->writer->Submit(std::move(job))) {
+    // The job was not taken and its Done will not run: answer here.
+    stats_.claims_error.fetch_add(1, std::memory_order_relaxed);
+    raw->done(Fail(Outcome::kOverloaded, "the claim queue of shard " + std::to_string(shard) +
+                                             " is full; retry shortly"));
+  }
+}
+
+void Allocator::Release(const Caller& caller, std::string session_id, int64_t token,
+                        SessionCallback done) {
+  const int shard = ShardOfSession(session_id);
+  if (shard < 0) {
+    done(Fail(Outcome::kNotFound, "no session " + session_id));
+    return;
+  }
+  // The callback moves into the job; if the writer refuses the job it is
+  // destroyed unrun, so the refusal is answered through the shared copy.
+  auto shared_done = std::make_shared<SessionCallback>(std::move(done));
+  auto job = std::make_unique<SessionCasJob>(
+      this, SessionCasJob::Kind::kRelease, caller, std::move(session_id), token, 0,
+      [shared_done](SessionResult r) { (*shared_done)(std::move(r)); });
+  if (!shards_[shard]->writer->Submit(std::move(job))) {
+    (*shared_done)(Fail(Outcome::kOverloaded, "the write queue is full; retry shortly"));
+  }
+}
+
+void Allocator::Renew(const Caller& caller, std::string session_id, int64_t token,
+                      int64_t lease_ms, SessionCallback done) {
+  assert(lease_ms >= 0 && lease_ms <= options_.max_lease_ms);
+  const int shard = ShardOfSession(session_id);
+  if (shard < 0) {
+    done(Fail(Outcome::kNotFound, "no session " + session_id));
+    return;
+  }
+  auto shared_done = std::make_shared<SessionCallback>(std::move(done));
+  auto job = std::make_unique<SessionCasJob>(
+      this, SessionCasJob::Kind::kRenew, caller, std::move(session_id), token,
+      lease_ms > 0 ? lease_ms : options_.default_lease_ms,
+      [shared_done](SessionResult r) { (*shared_done)(std::move(r)); });
+  if (!shards_[shard]->writer->Submit(std::move(job))) {
+    (*shared_done)(Fail(Outcome::kOverloaded, "the write queue is full; retry shortly"));
+  }
+}
+
+SessionResult Allocator::GetSession(const Caller& caller, std::string_view session_id) {
+  const std::string id(session_id);
+  const int shard = ShardOfSession(id);
+  if (shard < 0) return Fail(Outcome::kNotFound, "no session " + id);
+  SessionResult result = Fail(Outcome::kNotFound, "no session " + id);
+  Status s = shards_[shard]->reads->With([&](Db* db) {
+    Status st;
+    StatementRef q = db->Cached(sql::kGetSession, &st);
+    if (!st.ok()) return st;
+    q->Bind(1, id);
+    bool row = false;
+    st = q->Step(&row);
+    if (!st.ok() || !row) return st;
+    if (q->ColumnInt64(4) <= store::NowMs()) {
+      result = Fail(Outcome::kNotFound, "session " + id + " has expired");
+      return st;
+    }
+    if (!caller.admin && q->ColumnText(6) != caller.tenant) {
+      result = Fail(Outcome::kForbidden, "session " + id + " belongs to another tenant");
+      return st;
+    }
+    result.outcome = Outcome::kOk;
+    result.message.clear();
+    Session& out = result.session;
+    out.session_id = id;
+    out.container_id = q->ColumnString(0);
+    out.region = q->ColumnString(1);
+    out.pool = q->ColumnString(2);
+    out.token = q->ColumnInt64(3);
+    out.lease_expires_at_ms = q->ColumnInt64(4);
+    out.data = q->ColumnString(5);
+    return st;
+  });
+  if (!s.ok()) return Fail(OutcomeOfStorage(s), s.ToString());
+  return result;
+}
+
+int64_t Allocator::ReapExpiredLeases() {
+  int64_t freed = 0;
+  for (store::Shard* shard : shards_) {
+    for (int sweep = 0; sweep < kMaxSweepsPerReap; ++sweep) {
+      const int64_t now = store::NowMs();
+      // A read first: an idle pool costs the writer nothing.
+      bool any = false;
+      Status s = shard->reads->With([&](Db* db) {
+        Status st;
+        StatementRef q = db->Cached(sql::kAnyExpired, &st);
+        if (!st.ok()) return st;
+        q->Bind(1, now);
+        return q->Step(&any);
+      });
+      if (!s.ok() || !any) break;
+      int64_t changed = 0;
+      s = shard->writer->RunSync(
+          [&](Db* db) {
+            Status st;
+            StatementRef q = db->Cached(sql::kReapExpired, &st);
+            if (!st.ok()) return st;
+            q->Bind(1, now);
+            q->Bind(2, static_cast<int64_t>(options_.reaper_batch_rows));
+            st = q->Run();
+            changed = db->Changes();
+            return st;
+          },
+          /*solo=*/true);
+      if (!s.ok()) break;
+      freed += changed;
+      stats_.lease_expiries.fetch_add(static_cast<uint64_t>(changed), std::memory_order_relaxed);
+      if (changed < options_.reaper_batch_rows) break;
+    }
+  }
+  return freed;
+}
+
+void Allocator::ReaperLoop() {
+  std::unique_lock<std::mutex> lock(reaper_mu_);
+  while (!reaper_stop_) {
+    reaper_cv_.wait_for(lock, std::chrono::milliseconds(options_.reaper_interval_ms));
+    if (reaper_stop_) break;
+    lock.unlock();
+    ReapExpiredLeases();
+    lock.lock();
+  }
+}
+
+}  // namespace allocator

@@ -1,0 +1,250 @@
+#include "allocator/registry.h"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "allocator/sql.h"
+
+namespace allocator {
+namespace {
+
+using store::Db;
+using store::Status;
+using store::StatementRef;
+
+ContainerResult Fail(Outcome outcome, std::string message) {
+  ContainerResult r;
+  r.outcome = outcome;
+  r.message = std::move(message);
+  return r;
+}
+
+Outcome OutcomeOfStorage(const Status& s) {
+  return s.IsBusy() ? Outcome::kOverloaded : Outcome::kError;
+}
+
+// A job whose work is a function and whose outcome goes to a callback.
+class ContainerJob : public store::WriteJob {
+ public:
+  using Work = std::function<Status(Db*, ContainerResult*)>;
+  ContainerJob(Work work, ContainerCallback done) : work_(std::move(work)), done_(std::move(done)) {}
+  Status Apply(Db* db) override { return work_(db, &result_); }
+  void Done(Status status) override {
+    if (!status.ok()) {
+      done_(Fail(OutcomeOfStorage(status), status.ToString()));
+      return;
+    }
+    done_(std::move(result_));
+  }
+
+ private:
+  Work work_;
+  ContainerCallback done_;
+  ContainerResult result_;
+};
+
+// Submits a ContainerJob; a refused job is answered kOverloaded at once.
+void SubmitContainerJob(store::Shard* shard, ContainerJob::Work work, ContainerCallback done) {
+  auto shared_done = std::make_shared<ContainerCallback>(std::move(done));
+  auto job = std::make_unique<ContainerJob>(
+      std::move(work), [shared_done](ContainerResult r) { (*shared_done)(std::move(r)); });
+  if (!shard->writer->Submit(std::move(job))) {
+    (*shared_done)(Fail(Outcome::kOverloaded, "the write queue is full; retry shortly"));
+  }
+}
+
+}  // namespace
+
+Registry::Registry(std::vector<store::Shard*> shards, store::ShardMap map)
+    : shards_(std::move(shards)), map_(std::move(map)) {}
+
+int Registry::FindShard(std::string_view id) {
+  const std::string key(id);
+  for (store::Shard* shard : shards_) {
+    bool row = false;
+    Status s = shard->reads->With([&](Db* db) {
+      Status st;
+      StatementRef q = db->Cached(sql::kContainerExists, &st);
+      if (!st.ok()) return st;
+      q->Bind(1, key);
+      return q->Step(&row);
+    });
+    if (s.ok() && row) return shard->index;
+  }
+  return -1;
+}
+
+void Registry::Register(std::vector<ContainerSpec> specs, ContainerCallback done) {
+  std::map<int, std::vector<ContainerSpec>> by_shard;
+  for (ContainerSpec& spec : specs) {
+    const int shard = map_.ShardOf(spec.region);
+    if (map_.shards() > 1) {
+      // A container lives in exactly one shard: moving it to a region of
+      // another shard would leave a second copy behind.
+      const int found = FindShard(spec.id);
+      if (found >= 0 && found != shard) {
+        done(Fail(Outcome::kConflict, "container " + spec.id +
+                                          " is registered in a region of another shard; "
+                                          "delete it before moving it to region " +
+                                          spec.region));
+        return;
+      }
+    }
+    by_shard[shard].push_back(std::move(spec));
+  }
+  if (by_shard.empty()) {
+    ContainerResult r;
+    r.outcome = Outcome::kOk;
+    done(std::move(r));
+    return;
+  }
+  // One transaction a shard; the reply waits for all of them.
+  struct Pending {
+    std::mutex mu;
+    size_t left = 0;
+    ContainerResult result;  // GUARDED_BY(mu)
+    ContainerCallback done;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->left = by_shard.size();
+  pending->result.outcome = Outcome::kOk;
+  pending->done = std::move(done);
+  for (auto& [shard, list] : by_shard) {
+    auto batch = std::make_shared<std::vector<ContainerSpec>>(std::move(list));
+    SubmitContainerJob(
+        shards_[shard],
+        [batch](Db* db, ContainerResult* out) {
+          const int64_t now = store::NowMs();
+          for (const ContainerSpec& c : *batch) {
+            Status s;
+            StatementRef up = db->Cached(sql::kUpsertContainer, &s);
+            if (!s.ok()) return s;
+            up->Bind(1, c.id);
+            up->Bind(2, c.region);
+            up->Bind(3, c.pool);
+            up->Bind(4, c.latency_ms);
+            up->Bind(5, c.data);
+            up->Bind(6, now);
+            s = up->Run();
+            if (!s.ok()) return s;
+          }
+          out->outcome = Outcome::kOk;
+          out->count = static_cast<int64_t>(batch->size());
+          return Status::Ok();
+        },
+        [pending](ContainerResult r) {
+          std::unique_lock<std::mutex> lock(pending->mu);
+          if (r.outcome == Outcome::kOk) {
+            pending->result.count += r.count;
+          } else if (pending->result.outcome == Outcome::kOk) {
+            pending->result.outcome = r.outcome;
+            pending->result.message = r.message;
+          }
+          if (--pending->left > 0) return;
+          ContainerResult final_result = std::move(pending->result);
+          lock.unlock();
+          pending->done(std::move(final_result));
+        });
+  }
+}
+
+ContainerResult Registry::Get(std::string_view id) {
+  const std::string key(id);
+  for (store::Shard* shard : shards_) {
+    ContainerResult result = Fail(Outcome::kNotFound, "no container " + key);
+    Status s = shard->reads->With([&](Db* db) {
+      Status st;
+      StatementRef q = db->Cached(sql::kGetContainer, &st);
+      if (!st.ok()) return st;
+      q->Bind(1, key);
+      bool row = false;
+      st = q->Step(&row);
+      if (!st.ok() || !row) return st;
+      ContainerInfo& c = result.container;
+      c.id = q->ColumnString(0);
+      c.region = q->ColumnString(1);
+      c.pool = q->ColumnString(2);
+      c.status = q->ColumnString(3);
+      c.latency_ms = q->ColumnInt64(4);
+      c.last_heartbeat_ms = q->ColumnInt64(5);
+      c.generation = q->ColumnInt64(6);
+      c.drain_requested = q->ColumnInt64(7) != 0;
+      c.data = q->ColumnString(8);
+      if (!q->ColumnIsNull(9)) c.session_id = q->ColumnString(9);
+      result.outcome = Outcome::kOk;
+      result.message.clear();
+      return st;
+    });
+    if (!s.ok()) return Fail(OutcomeOfStorage(s), s.ToString());
+    if (result.outcome == Outcome::kOk) return result;
+  }
+  return Fail(Outcome::kNotFound, "no container " + key);
+}
+
+void Registry::Drain(std::string id, ContainerCallback done) {
+  const int shard = map_.shards() == 1 ? 0 : FindShard(id);
+  if (shard < 0) {
+    done(Fail(Outcome::kNotFound, "no container " + id));
+    return;
+  }
+  SubmitContainerJob(
+      shards_[shard],
+      [id](Db* db, ContainerResult* out) {
+        Status s;
+        StatementRef q = db->Cached(sql::kDrain, &s);
+        if (!s.ok()) return s;
+        q->Bind(1, id);
+        bool row = false;
+        s = q->Step(&row);
+        if (!s.ok()) return s;
+        if (!row) {
+          *out = Fail(Outcome::kNotFound, "no container " + id);
+          return Status::Ok();
+        }
+        out->outcome = Outcome::kOk;
+        out->container.id = id;
+        out->container.status = q->ColumnString(0);
+        out->container.drain_requested = out->container.status == "picked";
+        return q->Run();
+      },
+      std::move(done));
+}
+
+void Registry::Remove(std::string id, ContainerCallback done) {
+  const int shard = map_.shards() == 1 ? 0 : FindShard(id);
+  if (shard < 0) {
+    done(Fail(Outcome::kNotFound, "no container " + id));
+    return;
+  }
+  SubmitContainerJob(
+      shards_[shard],
+      [id](Db* db, ContainerResult* out) {
+        Status s;
+        {
+          StatementRef del = db->Cached(sql::kRemoveUnpicked, &s);
+          if (!s.ok()) return s;
+          del->Bind(1, id);
+          s = del->Run();
+          if (!s.ok()) return s;
+        }
+        if (db->Changes() == 1) {
+          out->outcome = Outcome::kOk;
+          out->count = 1;
+          return Status::Ok();
+        }
+        StatementRef q = db->Cached(sql::kContainerExists, &s);
+        if (!s.ok()) return s;
+        q->Bind(1, id);
+        bool row = false;
+        s = q->Step(&row);
+        if (!s.ok()) return s;
+        *out = row ? Fail(Outcome::kConflict, "container " + id + " is picked; release it first")
+                   : Fail(Outcome::kNotFound, "no container " + id);
+        return Status::Ok();
+      },
+      std::move(done));
+}
+
+}  // namespace allocator

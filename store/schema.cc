@@ -1,0 +1,129 @@
+#include "store/schema.h"
+
+#include <cassert>
+#include <string>
+
+namespace store {
+namespace {
+
+// Version 1: the pool. One row a container, and the session on it lives in the
+// same row: there is no second copy of "who holds what". generation is the
+// fencing token; it only ever grows.
+constexpr char kSchemaV1[] = R"sql(
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE containers (
+  id                  TEXT PRIMARY KEY,
+  region              TEXT NOT NULL,
+  pool                TEXT NOT NULL,
+  status              TEXT NOT NULL
+                      CHECK (status IN ('available', 'picked', 'draining', 'dead')),
+  latency_ms          INTEGER NOT NULL DEFAULT 0,
+  data                TEXT NOT NULL DEFAULT '{}',
+  last_heartbeat_ms   INTEGER NOT NULL,
+  generation          INTEGER NOT NULL DEFAULT 0,
+  drain_requested     INTEGER NOT NULL DEFAULT 0,
+  session_id          TEXT,
+  tenant              TEXT,
+  idempotency_key     TEXT,
+  lease_expires_at_ms INTEGER,
+  claimed_at_ms       INTEGER,
+  CHECK ((status = 'picked') = (session_id IS NOT NULL))
+);
+-- The claim walks this index: the cheapest available containers of one
+-- region and pool, in latency order. Partial, so it holds only what can be claimed.
+CREATE INDEX containers_claimable ON containers (region, pool, latency_ms)
+  WHERE status = 'available';
+CREATE UNIQUE INDEX containers_session ON containers (session_id)
+  WHERE session_id IS NOT NULL;
+-- One live session per tenant and idempotency key, enforced by SQLite itself,
+-- so a duplicate can never become a second session.
+CREATE UNIQUE INDEX containers_idempotency ON containers (tenant, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+CREATE INDEX containers_tenant ON containers (tenant) WHERE session_id IS NOT NULL;
+CREATE INDEX containers_lease ON containers (lease_expires_at_ms) WHERE session_id IS NOT NULL;
+)sql";
+
+// Version 2: what heartbeats need. reported_ts_ms is the container's own clock
+// of its newest report, which only orders that container's reports; load is
+// its last reported load. The heartbeat index finds the silent ones.
+constexpr char kSchemaV2[] = R"sql(
+ALTER TABLE containers ADD COLUMN reported_ts_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE containers ADD COLUMN load REAL NOT NULL DEFAULT 0;
+CREATE INDEX containers_heartbeat ON containers (last_heartbeat_ms) WHERE status <> 'dead';
+CREATE INDEX containers_counts ON containers (region, pool, status);
+)sql";
+
+constexpr const char* kSteps[] = {kSchemaV1, kSchemaV2};
+static_assert(sizeof(kSteps) / sizeof(kSteps[0]) == kSchemaVersion);
+
+Status ReadCompatibleVersion(Db* db, int* version) {
+  *version = 0;
+  Status s;
+  StatementRef has_meta = db->Cached(
+      "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'meta'", &s);
+  if (!s.ok()) return s;
+  bool row = false;
+  s = has_meta->Step(&row);
+  if (!s.ok() || !row || has_meta->ColumnInt64(0) == 0) return s;
+  StatementRef get = db->Cached("SELECT value FROM meta WHERE key = 'compatible_version'", &s);
+  if (!s.ok()) return s;
+  s = get->Step(&row);
+  if (s.ok() && row) *version = std::stoi(get->ColumnString(0));
+  return s;
+}
+
+}  // namespace
+
+Status SchemaVersion(Db* db, int* version) {
+  Status s;
+  StatementRef q = db->Cached("PRAGMA user_version", &s);
+  if (!s.ok()) return s;
+  bool row = false;
+  s = q->Step(&row);
+  *version = row ? static_cast<int>(q->ColumnInt64(0)) : 0;
+  return s;
+}
+
+Status MigrateTo(Db* db, int target) {
+  assert(target >= 1 && target <= kSchemaVersion);
+  for (;;) {
+    Transaction txn(db);
+    Status s = txn.Begin();
+    if (!s.ok()) return s;
+    // Read the version inside the write transaction: two processes migrating
+    // the same file at once must not both run a step.
+    int version = 0;
+    s = SchemaVersion(db, &version);
+    if (!s.ok()) return s;
+    if (version > kSchemaVersion) {
+      int compatible = 0;
+      s = ReadCompatibleVersion(db, &compatible);
+      if (!s.ok()) return s;
+      if (compatible > kSchemaVersion) {
+        return Status::InvalidArgument(
+            db->path() + " has schema version " + std::to_string(version) +
+            " (needs a binary of version " + std::to_string(compatible) +
+            " or newer); this binary knows version " + std::to_string(kSchemaVersion));
+      }
+      return Status::Ok();  // newer, but declared readable by us
+    }
+    if (version >= target) return Status::Ok();
+    s = db->Exec(kSteps[version]);
+    if (!s.ok()) return s;
+    s = db->Exec("PRAGMA user_version = " + std::to_string(version + 1));
+    if (!s.ok()) return s;
+    s = db->Exec("INSERT INTO meta (key, value) VALUES ('compatible_version', '" +
+                 std::to_string(version + 1 < kCompatibleVersion ? version + 1 : kCompatibleVersion) +
+                 "') ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+    if (!s.ok()) return s;
+    s = txn.Commit();
+    if (!s.ok()) return s;
+  }
+}
+
+Status Migrate(Db* db) { return MigrateTo(db, kSchemaVersion); }
+
+}  // namespace store

@@ -1,0 +1,49 @@
+#ifndef EDGEALLOC_STORE_STATUS_H_
+#define EDGEALLOC_STORE_STATUS_H_
+
+#include <string>
+#include <string_view>
+
+namespace store {
+
+// A Status says whether an operation succeeded and, if not, why, in LevelDB's
+// shape. It is a plain value: cheap to copy when Ok, safe to pass between
+// threads. Expected outcomes of the domain (no capacity, stale token) are not
+// Statuses; they are result values of the part that owns them.
+class [[nodiscard]] Status {
+ public:
+  enum class Code { kOk, kNotFound, kConflict, kBusy, kInvalidArgument, kIOError, kCorruption };
+
+  Status() = default;
+  static Status Ok() { return Status(); }
+  static Status NotFound(std::string_view msg) { return Status(Code::kNotFound, msg); }
+  static Status Conflict(std::string_view msg) { return Status(Code::kConflict, msg); }
+  static Status Busy(std::string_view msg) { return Status(Code::kBusy, msg); }
+  static Status InvalidArgument(std::string_view msg) {
+    return Status(Code::kInvalidArgument, msg);
+  }
+  static Status IOError(std::string_view msg) { return Status(Code::kIOError, msg); }
+  static Status Corruption(std::string_view msg) { return Status(Code::kCorruption, msg); }
+
+  bool ok() const { return code_ == Code::kOk; }
+  bool IsNotFound() const { return code_ == Code::kNotFound; }
+  bool IsConflict() const { return code_ == Code::kConflict; }
+  bool IsBusy() const { return code_ == Code::kBusy; }
+  bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
+  bool IsIOError() const { return code_ == Code::kIOError; }
+  bool IsCorruption() const { return code_ == Code::kCorruption; }
+  Code code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+  // "OK" or "<Code>: <message>", for logs and error replies.
+  std::string ToString() const;
+
+ private:
+  Status(Code code, std::string_view msg) : code_(code), message_(msg) {}
+  Code code_ = Code::kOk;
+  std::string message_;
+};
+
+}  // namespace store
+
+#endif  // EDGEALLOC_STORE_STATUS_H_

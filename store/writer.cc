@@ -1,0 +1,142 @@
+#include "store/writer.h"
+
+#include <chrono>
+#include <future>
+#include <vector>
+
+#include "concurrentqueue/blockingconcurrentqueue.h"
+
+namespace store {
+namespace {
+
+// How long the writer sleeps on an empty queue before it looks at stop_.
+constexpr auto kIdleWait = std::chrono::milliseconds(20);
+
+constexpr char kSavepointSql[] = "SAVEPOINT job";
+constexpr char kReleaseSql[] = "RELEASE job";
+constexpr char kRollbackToSql[] = "ROLLBACK TO job";
+
+Status RunCached(Db* db, const char* sql) {
+  Status s;
+  StatementRef stmt = db->Cached(sql, &s);
+  if (!s.ok()) return s;
+  return stmt->Run();
+}
+
+class FunctionJob : public WriteJob {
+ public:
+  FunctionJob(std::function<Status(Db*)> fn, bool solo) : fn_(std::move(fn)), solo_(solo) {}
+  Status Apply(Db* db) override { return fn_(db); }
+  void Done(Status status) override { done_.set_value(std::move(status)); }
+  bool solo() const override { return solo_; }
+  std::future<Status> future() { return done_.get_future(); }
+
+ private:
+  std::function<Status(Db*)> fn_;
+  bool solo_;
+  std::promise<Status> done_;
+};
+
+}  // namespace
+
+struct Writer::Queue {
+  moodycamel::BlockingConcurrentQueue<WriteJob*> q;
+};
+
+Writer::Writer(std::unique_ptr<Db> db, WriterOptions options)
+    : db_(std::move(db)), path_(db_->path()), options_(options), queue_(new Queue) {}
+
+Writer::~Writer() { Stop(); }
+
+void Writer::Start() {
+  accepting_ = true;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Writer::Stop() {
+  accepting_ = false;
+  // A Submit that saw accepting_ before it flipped finishes its enqueue
+  // before the writer is told to stop, so no accepted job is stranded.
+  while (submitting_.load() != 0) std::this_thread::yield();
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Writer::Submit(std::unique_ptr<WriteJob> job) {
+  submitting_.fetch_add(1);
+  bool ok = accepting_.load() && stats_.queued.load(std::memory_order_relaxed) <
+                                     options_.max_queued_jobs;
+  if (ok) {
+    stats_.queued.fetch_add(1, std::memory_order_relaxed);
+    queue_->q.enqueue(job.release());
+  } else {
+    stats_.refused.fetch_add(1, std::memory_order_relaxed);
+  }
+  submitting_.fetch_sub(1);
+  return ok;
+}
+
+Status Writer::RunSync(std::function<Status(Db*)> fn, bool solo) {
+  auto job = std::make_unique<FunctionJob>(std::move(fn), solo);
+  std::future<Status> done = job->future();
+  if (!Submit(std::move(job))) return Status::Busy("writer of " + path_ + " is full or stopping");
+  return done.get();
+}
+
+void Writer::Loop() {
+  std::vector<WriteJob*> jobs(static_cast<size_t>(options_.max_group_jobs));
+  for (;;) {
+    size_t n = queue_->q.wait_dequeue_bulk_timed(jobs.data(), jobs.size(), kIdleWait);
+    if (n == 0) {
+      if (stop_.load()) break;  // stop_ is set only after the last Submit finished
+      continue;
+    }
+    stats_.queued.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
+    // Consecutive ordinary jobs share one transaction; a solo job gets its own.
+    size_t start = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (jobs[i]->solo()) {
+        if (i > start) CommitGroup(&jobs[start], i - start);
+        CommitGroup(&jobs[i], 1);
+        start = i + 1;
+      }
+    }
+    if (start < n) CommitGroup(&jobs[start], n - start);
+  }
+}
+
+void Writer::CommitGroup(WriteJob** jobs, size_t n) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Status> outcomes(n);
+  Transaction txn(db_.get());
+  Status group = txn.Begin();
+  if (group.ok()) {
+    for (size_t i = 0; i < n; ++i) {
+      Status s = RunCached(db_.get(), kSavepointSql);
+      if (s.ok()) {
+        s = jobs[i]->Apply(db_.get());
+        // On failure only this job's changes go; the savepoint is then released.
+        Status end = s.ok() ? RunCached(db_.get(), kReleaseSql)
+                            : RunCached(db_.get(), kRollbackToSql);
+        if (!s.ok() && end.ok()) end = RunCached(db_.get(), kReleaseSql);
+        if (s.ok()) s = end;
+      }
+      outcomes[i] = std::move(s);
+    }
+    group = txn.Commit();
+  }
+  stats_.transactions.fetch_add(1, std::memory_order_relaxed);
+  stats_.commit_micros_total.fetch_add(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count(),
+      std::memory_order_relaxed);
+  // Done only now: no reply leaves before its commit has returned.
+  for (size_t i = 0; i < n; ++i) {
+    Status s = group.ok() ? std::move(outcomes[i]) : group;
+    (s.ok() ? stats_.jobs_ok : stats_.jobs_failed).fetch_add(1, std::memory_order_relaxed);
+    jobs[i]->Done(std::move(s));
+    delete jobs[i];
+  }
+}
+
+}  // namespace store
