@@ -48,10 +48,13 @@ CREATE INDEX containers_lease ON containers (lease_expires_at_ms) WHERE session_
 
 // Version 2: what heartbeats need. reported_ts_ms is the container's own clock
 // of its newest report, which only orders that container's reports; load is
-// its last reported load. The heartbeat index finds the silent ones.
+// its last reported load; dead_reported marks a picked container that said
+// it is dead, for the reaper to end its session (a batched write never moves
+// a container out of picked itself). The heartbeat index finds the silent ones.
 constexpr char kSchemaV2[] = R"sql(
 ALTER TABLE containers ADD COLUMN reported_ts_ms INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE containers ADD COLUMN load REAL NOT NULL DEFAULT 0;
+ALTER TABLE containers ADD COLUMN dead_reported INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX containers_heartbeat ON containers (last_heartbeat_ms) WHERE status <> 'dead';
 CREATE INDEX containers_counts ON containers (region, pool, status);
 )sql";
