@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what edgealloc needs from Debian 12 (only what is missing), then
+# configures and builds into build/. Safe to run again: it does only what is
+# left to do. Needs root (or sudo) only when a package is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(g++ cmake make python3 libsqlite3-dev libboost1.81-dev nlohmann-json3-dev
+          libconcurrentqueue-dev catch2 libcli11-dev)
+# The dashboard's browser test and promtool's check of /metrics need these.
+packages+=(chromium prometheus)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+build_type=${BUILD_TYPE:-RelWithDebInfo}
+cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" >/dev/null
+cmake --build build -j"$(nproc)"
