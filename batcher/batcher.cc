@@ -1,0 +1,469 @@
+#include "batcher/batcher.h"
+
+#include <algorithm>
+#include <cassert>
+#include <chrono>
+#include <future>
+#include <iterator>
+#include <string_view>
+#include <utility>
+
+#include "batcher/sql.h"
+#include "concurrentqueue/blockingconcurrentqueue.h"
+#include "store/db.h"
+
+namespace batcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One container's heartbeats of a batch, folded into one row.
+struct Row {
+  std::string id;
+  int64_t accepted_ms = 0;
+  std::optional<int64_t> ts_ms;
+  std::optional<double> load;
+  Heartbeat::State state = Heartbeat::State::kNone;
+};
+
+// What one attempt of a batch found; reset at each attempt.
+struct Outcome {
+  uint64_t written = 0;
+  uint64_t stale = 0;
+  std::vector<size_t> unknown;  // indexes into the rows
+};
+
+const char* StateName(Heartbeat::State state) {
+  switch (state) {
+    case Heartbeat::State::kReady:
+      return "ready";
+    case Heartbeat::State::kDraining:
+      return "draining";
+    case Heartbeat::State::kDead:
+      return "dead";
+    case Heartbeat::State::kNone:
+      break;
+  }
+  return nullptr;
+}
+
+// Folds items[0..n) into one row per container, in queue order, as if they
+// were written one after another: an item whose ts_ms is older than the
+// newest of its container seen so far changes nothing but liveness; a newer
+// one (or one without ts_ms, which counts as current and inherits the newest
+// ts_ms) replaces ts_ms, and load and state if it carries them.
+// last_heartbeat_ms is the newest accepted_ms of all. *coalesced counts the
+// items folded away.
+std::vector<Row> Coalesce(Heartbeat* items, size_t n, uint64_t* coalesced) {
+  std::vector<Row> rows;
+  rows.reserve(n);
+  std::unordered_map<std::string_view, size_t> index;
+  index.reserve(n);
+  *coalesced = 0;
+  for (size_t i = 0; i < n; ++i) {
+    Heartbeat& h = items[i];
+    auto [it, fresh] = index.emplace(std::string_view(h.container_id), rows.size());
+    if (fresh) {
+      rows.push_back(Row{h.container_id, h.accepted_ms, h.ts_ms, h.load, h.state});
+      continue;
+    }
+    ++*coalesced;
+    Row& row = rows[it->second];
+    row.accepted_ms = std::max(row.accepted_ms, h.accepted_ms);
+    if (h.ts_ms && row.ts_ms && *h.ts_ms < *row.ts_ms) continue;  // older report
+    if (h.ts_ms) row.ts_ms = h.ts_ms;
+    if (h.load) row.load = h.load;
+    if (h.state != Heartbeat::State::kNone) row.state = h.state;
+  }
+  return rows;
+}
+
+// A batch of rows as one solo job: its own BEGIN IMMEDIATE transaction on the
+// shard's one writer connection, under the cross-process flock. The batching
+// thread owns rows, outcome and promise and waits for Done, so the pointers
+// outlive the job.
+class BatchJob : public store::WriteJob {
+ public:
+  BatchJob(const std::vector<Row>* rows, Outcome* outcome, std::promise<store::Status>* done)
+      : rows_(rows), outcome_(outcome), done_(done) {}
+
+  store::Status Apply(store::Db* db) override {
+    *outcome_ = Outcome();
+    store::Status s;
+    store::StatementRef stmt = db->Cached(sql::kHeartbeat, &s);
+    if (!s.ok()) return s;
+    for (size_t i = 0; i < rows_->size(); ++i) {
+      const Row& row = (*rows_)[i];
+      stmt->Reset();
+      stmt->Bind(1, row.id);
+      stmt->Bind(2, row.accepted_ms);
+      if (row.ts_ms) {
+        stmt->Bind(3, *row.ts_ms);
+      } else {
+        stmt->BindNull(3);
+      }
+      if (row.load) {
+        stmt->Bind(4, *row.load);
+      } else {
+        stmt->BindNull(4);
+      }
+      if (const char* state = StateName(row.state)) {
+        stmt->Bind(5, state);
+      } else {
+        stmt->BindNull(5);
+      }
+      bool has_row = false;
+      s = stmt->Step(&has_row);
+      if (!s.ok()) return s;
+      if (!has_row) {
+        outcome_->unknown.push_back(i);
+        continue;
+      }
+      ++outcome_->written;
+      // Applied reports leave reported_ts_ms == ts_ms; a stale one left it newer.
+      if (row.ts_ms && stmt->ColumnInt64(0) != *row.ts_ms) ++outcome_->stale;
+    }
+    return store::Status::Ok();
+  }
+
+  void Done(store::Status status) override { done_->set_value(std::move(status)); }
+  bool solo() const override { return true; }
+
+ private:
+  const std::vector<Row>* rows_;
+  Outcome* outcome_;
+  std::promise<store::Status>* done_;
+};
+
+// Takes n slots of a queue bounded at `capacity`, or none.
+bool Reserve(std::atomic<int64_t>* depth, int64_t n, int64_t capacity) {
+  int64_t current = depth->load(std::memory_order_relaxed);
+  do {
+    if (current + n > capacity) return false;
+  } while (!depth->compare_exchange_weak(current, current + n, std::memory_order_acq_rel));
+  return true;
+}
+
+}  // namespace
+
+// One shard's queue and its batching thread.
+struct Batcher::Lane {
+  explicit Lane(store::Shard* s) : shard(s) {}
+  store::Shard* shard;
+  // Moodycamel's ConcurrentQueue with a semaphore, so the batching thread can
+  // sleep until an item comes or its batch_wait runs out. Unbounded by
+  // itself: `depth` is the bound.
+  moodycamel::BlockingConcurrentQueue<Heartbeat> queue;
+  // Items reserved or queued and not yet taken into a batch. Submit reserves
+  // before it enqueues, so depth never exceeds queue_capacity.
+  std::atomic<int64_t> depth{0};
+  // accepted_ms of the oldest item of the batch being (or last) written; 0
+  // once the queue was found empty. How far behind the writes are: the
+  // reaper judges silence from it, so a backlog is not taken for death.
+  std::atomic<int64_t> behind_since_ms{0};
+  std::thread thread;
+};
+
+Batcher::Batcher(std::vector<store::Shard*> shards, store::ShardMap map, BatcherOptions options)
+    : map_(std::move(map)), options_(options) {
+  assert(!shards.empty());
+  assert(static_cast<int>(shards.size()) == map_.shards());
+  options_.batch_max = std::clamp(options_.batch_max, 1, kMaxBatchRows);
+  options_.batch_wait_ms = std::max(options_.batch_wait_ms, 0);
+  options_.queue_capacity = std::max<int64_t>(options_.queue_capacity, 1);
+  options_.dead_after_ms = std::max<int64_t>(options_.dead_after_ms, 1);
+  if (options_.reaper_interval_ms <= 0) {
+    options_.reaper_interval_ms =
+        static_cast<int>(std::clamp<int64_t>(options_.dead_after_ms / 4, 1, 1000));
+  }
+  for (store::Shard* shard : shards) lanes_.push_back(std::make_unique<Lane>(shard));
+}
+
+Batcher::~Batcher() { Stop(); }
+
+void Batcher::Start() {
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  if (started_.exchange(true)) return;
+  for (auto& lane : lanes_) {
+    Lane* l = lane.get();
+    l->thread = std::thread([this, l] { LaneLoop(l); });
+  }
+  reaper_ = std::thread([this] { ReaperLoop(); });
+}
+
+void Batcher::Stop() {
+  if (!started_.load()) Start();
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  if (stopped_.exchange(true)) return;
+  accepting_ = false;
+  // A Submit that saw accepting_ before it flipped finishes its enqueue
+  // before the lanes are told to drain, so no accepted item is stranded.
+  while (submitting_.load() != 0) std::this_thread::yield();
+  {
+    std::lock_guard<std::mutex> reaper_lock(reaper_mu_);
+    reaper_stop_ = true;
+  }
+  reaper_cv_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
+  draining_ = true;
+  for (auto& lane : lanes_) {
+    if (lane->thread.joinable()) lane->thread.join();
+  }
+}
+
+SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
+  SubmitResult result;
+  result.items = static_cast<int64_t>(items.size());
+  submitting_.fetch_add(1);
+  struct Leave {
+    std::atomic<int>* n;
+    ~Leave() { n->fetch_sub(1); }
+  } leave{&submitting_};
+  if (!accepting_.load()) {
+    result.code = SubmitResult::Code::kStopping;
+    stats_.refused_stopping.fetch_add(items.size(), std::memory_order_relaxed);
+    return result;
+  }
+  if (items.empty()) return result;
+
+  std::vector<std::vector<Heartbeat>> per_shard(lanes_.size());
+  if (lanes_.size() == 1) {
+    per_shard[0] = std::move(items);
+  } else {
+    for (Heartbeat& h : items) {
+      const int shard = ShardOfId(h.container_id);
+      if (shard < 0) {
+        ++result.unknown;
+      } else {
+        per_shard[static_cast<size_t>(shard)].push_back(std::move(h));
+      }
+    }
+  }
+
+  // All or nothing: a slot in every shard the request touches, or none.
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    const auto n = static_cast<int64_t>(per_shard[i].size());
+    if (n == 0 || Reserve(&lanes_[i]->depth, n, options_.queue_capacity)) continue;
+    for (size_t j = 0; j < i; ++j) {
+      lanes_[j]->depth.fetch_sub(static_cast<int64_t>(per_shard[j].size()));
+    }
+    result.code = SubmitResult::Code::kOverloaded;
+    result.unknown = 0;
+    stats_.refused.fetch_add(static_cast<uint64_t>(result.items), std::memory_order_relaxed);
+    return result;
+  }
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    std::vector<Heartbeat>& share = per_shard[i];
+    if (share.empty()) continue;
+    // enqueue_bulk fails only when memory is exhausted; the slots are
+    // reserved, so room is not the question.
+    const bool queued = lanes_[i]->queue.enqueue_bulk(std::make_move_iterator(share.begin()),
+                                                      share.size());
+    assert(queued);
+    (void)queued;
+  }
+  stats_.accepted.fetch_add(static_cast<uint64_t>(result.items), std::memory_order_relaxed);
+  if (result.unknown > 0) {
+    stats_.unknown.fetch_add(static_cast<uint64_t>(result.unknown), std::memory_order_relaxed);
+  }
+  return result;
+}
+
+int64_t Batcher::QueueDepth(int shard) const {
+  return lanes_[static_cast<size_t>(shard)]->depth.load(std::memory_order_relaxed);
+}
+
+int64_t Batcher::QueueDepth() const {
+  int64_t total = 0;
+  for (const auto& lane : lanes_) total += lane->depth.load(std::memory_order_relaxed);
+  return total;
+}
+
+int Batcher::ShardOfId(const std::string& id) {
+  {
+    std::shared_lock<std::shared_mutex> lock(cache_mu_);
+    auto it = shard_of_id_.find(id);
+    if (it != shard_of_id_.end()) return it->second;
+  }
+  // Unknown ids are not cached: a container registered a moment later must
+  // be found by its next heartbeat.
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    bool found = false;
+    store::Status s = lanes_[i]->shard->reads->With([&](store::Db* db) {
+      store::Status st;
+      store::StatementRef q = db->Cached(sql::kContainerExists, &st);
+      if (!st.ok()) return st;
+      q->Bind(1, id);
+      return q->Step(&found);
+    });
+    if (!s.ok() || !found) continue;
+    std::unique_lock<std::shared_mutex> lock(cache_mu_);
+    if (shard_of_id_.size() >= kMaxCachedIds) shard_of_id_.clear();
+    shard_of_id_.emplace(id, static_cast<int>(i));
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void Batcher::Forget(const std::string& id) {
+  std::unique_lock<std::shared_mutex> lock(cache_mu_);
+  shard_of_id_.erase(id);
+}
+
+void Batcher::LaneLoop(Lane* lane) {
+  const auto max = static_cast<size_t>(options_.batch_max);
+  std::vector<Heartbeat> buf(max);
+  for (;;) {
+    // Read before the dequeue: once draining_ is set no Submit can enqueue,
+    // so an empty dequeue after it means the queue is empty for good.
+    const bool draining = draining_.load();
+    size_t n = lane->queue.wait_dequeue_bulk_timed(buf.data(), max, kPollMs * 1000);
+    if (n == 0) {
+      lane->behind_since_ms.store(0, std::memory_order_relaxed);
+      if (draining) return;
+      continue;
+    }
+    // The time bound runs from the first item's acceptance: an item that
+    // already waited behind a slow write is not made to wait again.
+    const int64_t waited = store::NowMs() - buf[0].accepted_ms;
+    const int64_t left_ms = std::clamp<int64_t>(options_.batch_wait_ms - waited, 0,
+                                                options_.batch_wait_ms);
+    const auto deadline = Clock::now() + std::chrono::milliseconds(left_ms);
+    while (n < max) {
+      const auto now = Clock::now();
+      if (draining_.load() || now >= deadline) {
+        n += lane->queue.try_dequeue_bulk(buf.data() + n, max - n);
+        break;
+      }
+      const auto slice = std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(kPollMs));
+      const auto usecs = std::chrono::duration_cast<std::chrono::microseconds>(slice).count();
+      n += lane->queue.wait_dequeue_bulk_timed(buf.data() + n, max - n, std::max<int64_t>(usecs, 1));
+    }
+    lane->depth.fetch_sub(static_cast<int64_t>(n));
+    WriteBatch(lane, buf.data(), n);
+  }
+}
+
+void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
+  int64_t oldest = items[0].accepted_ms;
+  for (size_t i = 1; i < n; ++i) oldest = std::min(oldest, items[i].accepted_ms);
+  lane->behind_since_ms.store(oldest, std::memory_order_relaxed);
+
+  uint64_t coalesced = 0;
+  const std::vector<Row> rows = Coalesce(items, n, &coalesced);
+  int backoff_ms = kRetryInitialMs;
+  std::optional<Clock::time_point> failing_since;
+  for (;;) {
+    Outcome outcome;
+    std::promise<store::Status> done;
+    std::future<store::Status> result = done.get_future();
+    const auto t0 = Clock::now();
+    // At most one batch in flight per shard: the queue stays the only buffer,
+    // and its bound the only bound.
+    store::Status s =
+        lane->shard->writer->Submit(std::make_unique<BatchJob>(&rows, &outcome, &done))
+            ? result.get()
+            : store::Status::Busy("writer of " + lane->shard->path + " is full or stopping");
+    if (s.ok()) {
+      stats_.write_latency_us.Observe(
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
+      stats_.batch_size.Observe(static_cast<int64_t>(rows.size()));
+      stats_.batches.fetch_add(1, std::memory_order_relaxed);
+      stats_.written.fetch_add(outcome.written, std::memory_order_relaxed);
+      stats_.stale.fetch_add(outcome.stale, std::memory_order_relaxed);
+      stats_.coalesced.fetch_add(coalesced, std::memory_order_relaxed);
+      stats_.unknown.fetch_add(outcome.unknown.size(), std::memory_order_relaxed);
+      if (lanes_.size() > 1) {
+        for (size_t i : outcome.unknown) Forget(rows[i].id);  // removed since it was cached
+      }
+      break;
+    }
+    stats_.write_retries.fetch_add(1, std::memory_order_relaxed);
+    const auto now = Clock::now();
+    if (!failing_since) failing_since = now;
+    if (draining_.load() && now - *failing_since > std::chrono::milliseconds(kStopGiveUpMs)) {
+      stats_.lost.fetch_add(n, std::memory_order_relaxed);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    backoff_ms = std::min(backoff_ms * 2, kRetryMaxMs);
+  }
+  for (size_t i = 0; i < n; ++i) items[i] = Heartbeat();  // release the strings now
+}
+
+void Batcher::ReaperLoop() {
+  std::unique_lock<std::mutex> lock(reaper_mu_);
+  for (;;) {
+    reaper_cv_.wait_for(lock, std::chrono::milliseconds(options_.reaper_interval_ms),
+                        [this] { return reaper_stop_; });
+    if (reaper_stop_) return;
+    lock.unlock();
+    for (auto& lane : lanes_) ReapShard(lane.get());
+    lock.lock();
+  }
+}
+
+int64_t Batcher::SilenceCutoff(const Lane* lane) const {
+  const int64_t now = store::NowMs();
+  const int64_t behind_since = lane->behind_since_ms.load(std::memory_order_relaxed);
+  const int64_t behind = behind_since > 0 ? std::max<int64_t>(now - behind_since, 0) : 0;
+  return now - options_.dead_after_ms - behind;
+}
+
+void Batcher::ReapShard(Lane* lane) {
+  bool any = false;
+  store::Status s = lane->shard->reads->With([&](store::Db* db) {
+    store::Status st;
+    {
+      store::StatementRef q = db->Cached(sql::kAnySilent, &st);
+      if (!st.ok()) return st;
+      q->Bind(1, SilenceCutoff(lane));
+      st = q->Step(&any);
+      if (!st.ok() || any) return st;
+    }
+    store::StatementRef q = db->Cached(sql::kAnyDeadReported, &st);
+    if (!st.ok()) return st;
+    return q->Step(&any);
+  });
+  if (!s.ok() || !any) return;  // a failed read: the next tick looks again
+
+  // Bounded transactions, one after another, until a sweep finds less than
+  // a full one. The cutoff is taken again at write time.
+  for (;;) {
+    int64_t ended = 0;
+    int64_t marked = 0;
+    s = lane->shard->writer->RunSync(
+        [&](store::Db* db) {
+          ended = 0;
+          marked = 0;
+          const int64_t cutoff = SilenceCutoff(lane);
+          store::Status st;
+          {
+            store::StatementRef q = db->Cached(sql::kReapPicked, &st);
+            if (!st.ok()) return st;
+            q->Bind(1, cutoff);
+            q->Bind(2, kReapBatchRows);
+            st = q->Run();
+            if (!st.ok()) return st;
+            ended = db->Changes();
+          }
+          if (ended >= kReapBatchRows) return st;
+          store::StatementRef q = db->Cached(sql::kReapUnpicked, &st);
+          if (!st.ok()) return st;
+          q->Bind(1, cutoff);
+          q->Bind(2, kReapBatchRows - ended);
+          st = q->Run();
+          if (st.ok()) marked = db->Changes();
+          return st;
+        },
+        /*solo=*/true);
+    if (!s.ok()) return;  // Busy or an error: nothing written; the next tick retries
+    stats_.sessions_ended.fetch_add(static_cast<uint64_t>(ended), std::memory_order_relaxed);
+    stats_.dead_marked.fetch_add(static_cast<uint64_t>(ended + marked), std::memory_order_relaxed);
+    if (ended + marked < kReapBatchRows) return;
+    std::lock_guard<std::mutex> lock(reaper_mu_);
+    if (reaper_stop_) return;
+  }
+}
+
+}  // namespace batcher

@@ -1,0 +1,157 @@
+#ifndef EDGEALLOC_BATCHER_BATCHER_H_
+#define EDGEALLOC_BATCHER_BATCHER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "batcher/heartbeat.h"
+#include "batcher/stats.h"
+#include "store/shard.h"
+#include "store/shard_map.h"
+
+namespace batcher {
+
+// Bounds of the heartbeat path (STYLE.md: every queue and batch bound is named).
+// Rows a batch at most, whatever BatcherOptions::batch_max says.
+inline constexpr int kMaxBatchRows = 1000;
+// Rows the reaper changes in one transaction, so a sweep of a large dead
+// region never holds the write lock for long.
+inline constexpr int kReapBatchRows = 256;
+// Ids remembered by the id -> shard cache (several shards only); it is
+// cleared when full, which costs one lookup per id afterwards.
+inline constexpr size_t kMaxCachedIds = 1 << 20;
+// Backoff between attempts of a batch the Writer refused or failed.
+inline constexpr int kRetryInitialMs = 1;
+inline constexpr int kRetryMaxMs = 1000;
+// During Stop(), how long a batch is retried against a failing store before
+// its items are given up (counted in BatcherStats::lost). While running, a
+// batch is retried for as long as it takes.
+inline constexpr int kStopGiveUpMs = 10000;
+// Longest a batching thread sleeps before it looks at the stop flag.
+inline constexpr int kPollMs = 20;
+
+struct BatcherOptions {
+  // Rows a transaction at most (--batch-max); clamped to [1, kMaxBatchRows].
+  int batch_max = 100;
+  // Longest a heartbeat waits for others to share its transaction, counted
+  // from its accepted_ms (--batch-wait-ms); clamped to >= 0.
+  int batch_wait_ms = 10;
+  // Heartbeats queued per shard before a request is refused (--queue-capacity).
+  int64_t queue_capacity = 100000;
+  // A container without heartbeat this long is dead (--dead-after-ms).
+  int64_t dead_after_ms = 30000;
+  // How often the reaper looks; <= 0 derives min(1000, max(1, dead_after_ms / 4)).
+  int reaper_interval_ms = 0;
+};
+
+// What Submit did with a request. Expected outcomes, not errors: the server
+// maps them to 202, 503 overloaded and 503 while draining.
+struct SubmitResult {
+  enum class Code {
+    kAccepted,    // taken whole: 202 {"accepted": items}
+    kOverloaded,  // a queue lacked room; nothing taken: 503 overloaded
+    kStopping,    // Stop() has begun; nothing taken: 503
+  };
+  Code code = Code::kAccepted;
+  // Items of the request (all of them when accepted, including unknown ones).
+  int64_t items = 0;
+  // Of an accepted request, items dropped at once because no shard holds
+  // their container (several shards only; with one shard an unknown id is
+  // found, counted and dropped at write time).
+  int64_t unknown = 0;
+
+  bool accepted() const { return code == Code::kAccepted; }
+};
+
+// A Batcher takes validated heartbeats from the HTTP handlers, queues them per
+// shard and writes them in short, coalesced transactions through each shard's
+// Writer; its reaper marks silent containers dead. Submit and every reader are
+// safe from any thread; each shard has one batching thread that alone writes
+// its queue out, and one reaper thread serves all shards. The Batcher does not
+// own the shards: they must outlive it, their Writers running until Stop()
+// has returned.
+class Batcher {
+ public:
+  // REQUIRES: shards non-empty, shards.size() == map.shards(), every Writer started.
+  Batcher(std::vector<store::Shard*> shards, store::ShardMap map, BatcherOptions options = {});
+  Batcher(const Batcher&) = delete;
+  Batcher& operator=(const Batcher&) = delete;
+  // Stop()s if still running.
+  ~Batcher();
+
+  // Starts the batching threads and the reaper. Submit works before Start
+  // (items wait in the queues). Call at most once.
+  void Start();
+
+  // Refuses new requests (kStopping), waits for every Submit in flight,
+  // stops the reaper, then writes every queued heartbeat and joins the
+  // threads: once it returns, everything accepted is in the database (or,
+  // if the store kept failing for kStopGiveUpMs, counted in stats().lost).
+  // The caller stops the shards' Writers afterwards, never before. Starts
+  // the threads first if Start() was never called. Idempotent.
+  void Stop();
+
+  // Queues a request, all or nothing. kAccepted: every item is queued (or,
+  // with several shards, counted unknown and dropped) and will be written
+  // within about batch_wait_ms. kOverloaded: some shard's queue lacked room
+  // for its share; nothing of the request was queued. kStopping: Stop() has
+  // begun; nothing was queued. With several shards an id not yet cached is
+  // looked up in each shard's ReadPool, on the calling thread.
+  SubmitResult Submit(std::vector<Heartbeat>&& items);
+
+  // Heartbeats queued in shard i, or in all shards, not yet taken into a batch.
+  int64_t QueueDepth(int shard) const;
+  int64_t QueueDepth() const;
+  int shards() const { return static_cast<int>(lanes_.size()); }
+  const BatcherOptions& options() const { return options_; }
+  const BatcherStats& stats() const { return stats_; }
+
+ private:
+  struct Lane;
+
+  // The shard that holds `id`, or -1. Several shards only.
+  int ShardOfId(const std::string& id);
+  void Forget(const std::string& id);
+  void LaneLoop(Lane* lane);
+  // Writes one batch through the lane's Writer, retrying until it is durable
+  // (or, while stopping, until kStopGiveUpMs of failures).
+  void WriteBatch(Lane* lane, Heartbeat* items, size_t n);
+  void ReaperLoop();
+  // now - dead_after_ms, less how far the lane's writes are behind.
+  int64_t SilenceCutoff(const Lane* lane) const;
+  void ReapShard(Lane* lane);
+
+  const store::ShardMap map_;
+  BatcherOptions options_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  BatcherStats stats_;
+
+  std::shared_mutex cache_mu_;
+  std::unordered_map<std::string, int> shard_of_id_;  // GUARDED_BY(cache_mu_)
+
+  std::atomic<bool> accepting_{true};
+  std::atomic<int> submitting_{0};
+  // Set once no Submit can enqueue any more: a batching thread that then
+  // finds its queue empty is done.
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> started_{false};
+  std::atomic<bool> stopped_{false};
+  std::mutex stop_mu_;  // serializes Start and Stop
+
+  std::mutex reaper_mu_;
+  std::condition_variable reaper_cv_;
+  bool reaper_stop_ = false;  // GUARDED_BY(reaper_mu_)
+  std::thread reaper_;
+};
+
+}  // namespace batcher
+
+#endif  // EDGEALLOC_BATCHER_BATCHER_H_

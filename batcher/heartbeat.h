@@ -1,0 +1,32 @@
+#ifndef EDGEALLOC_BATCHER_HEARTBEAT_H_
+#define EDGEALLOC_BATCHER_HEARTBEAT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace batcher {
+
+// A Heartbeat is one validated report of a container (API.md "Heartbeats"),
+// as the HTTP handler hands it to the Batcher. A plain value: it is moved into
+// a queue on the io thread and read by the shard's batching thread.
+struct Heartbeat {
+  // The state a container reports about itself; kNone for a plain heartbeat,
+  // which only says "alive" and never changes the container's status.
+  enum class State { kNone, kReady, kDraining, kDead };
+
+  std::string container_id;
+  // The container's own clock. Only orders this container's reports: one
+  // older than the newest already taken changes nothing but liveness. Absent:
+  // counts as current.
+  std::optional<int64_t> ts_ms;
+  std::optional<double> load;
+  State state = State::kNone;
+  // The server's clock (ms since the epoch) when the request was accepted;
+  // liveness (last_heartbeat_ms) is judged by it, never by ts_ms.
+  int64_t accepted_ms = 0;
+};
+
+}  // namespace batcher
+
+#endif  // EDGEALLOC_BATCHER_HEARTBEAT_H_

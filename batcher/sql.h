@@ -1,0 +1,101 @@
+#ifndef EDGEALLOC_BATCHER_SQL_H_
+#define EDGEALLOC_BATCHER_SQL_H_
+
+// The statements of the heartbeat path and the container reaper, in one place
+// so that what runs under the write lock can be read at a glance. Keywords in
+// capitals, `?N` placeholders. In an SQLite UPDATE every SET expression sees
+// the row as it was before the statement, which the guards below rely on.
+
+namespace batcher::sql {
+
+// One coalesced heartbeat, guarded at write time (never at enqueue time, so a
+// claim that landed in between is seen). Liveness always advances:
+// last_heartbeat_ms is the server's clock, fair to a container whose own
+// clock is skewed. The report (reported_ts_ms, load, state) applies only if
+// it is not older than the newest one taken (?3 NULL counts as current).
+// State machine, never into or out of 'picked':
+//   ready:    dead / draining -> available; on a picked row it withdraws an
+//             earlier dead report (dead_reported = 0).
+//   draining: available -> draining; picked stays picked, drain_requested = 1.
+//   dead:     not picked -> dead; picked stays picked, dead_reported = 1, and
+//             the reaper ends its session in its own transaction.
+//   none:     liveness, load and ts only. A dead container stays dead until
+//             it reports ready (or is registered again).
+// Returns reported_ts_ms after the update (to tell a stale report: it differs
+// from ?3), or no row for an id this shard does not hold.
+//   ?1 id ?2 accepted_ms ?3 ts_ms (or NULL) ?4 load (or NULL)
+//   ?5 state: 'ready', 'draining', 'dead' or NULL
+inline constexpr char kHeartbeat[] = R"sql(
+UPDATE containers SET
+  last_heartbeat_ms = MAX(last_heartbeat_ms, ?2),
+  reported_ts_ms = CASE WHEN ?3 IS NULL OR ?3 < reported_ts_ms THEN reported_ts_ms ELSE ?3 END,
+  load = CASE WHEN ?3 IS NOT NULL AND ?3 < reported_ts_ms THEN load ELSE COALESCE(?4, load) END,
+  status = CASE
+    WHEN ?3 IS NOT NULL AND ?3 < reported_ts_ms THEN status
+    WHEN ?5 = 'ready' AND status IN ('dead', 'draining') THEN 'available'
+    WHEN ?5 = 'draining' AND status = 'available' THEN 'draining'
+    WHEN ?5 = 'dead' AND status <> 'picked' THEN 'dead'
+    ELSE status END,
+  drain_requested = CASE
+    WHEN ?3 IS NOT NULL AND ?3 < reported_ts_ms THEN drain_requested
+    WHEN ?5 = 'draining' AND status = 'picked' THEN 1
+    ELSE drain_requested END,
+  dead_reported = CASE
+    WHEN ?3 IS NOT NULL AND ?3 < reported_ts_ms THEN dead_reported
+    WHEN ?5 = 'dead' AND status = 'picked' THEN 1
+    WHEN ?5 = 'ready' THEN 0
+    ELSE dead_reported END
+WHERE id = ?1
+RETURNING reported_ts_ms
+)sql";
+
+// Does this shard hold the container? (Routing with several shards: a
+// heartbeat carries no region.)
+inline constexpr char kContainerExists[] = R"sql(
+SELECT 1 FROM containers WHERE id = ?1
+)sql";
+
+// Is there anything for the reaper? Two cheap reads on a read-only
+// connection before any job is queued, so an idle pool costs the writer
+// nothing. The first walks the partial index containers_heartbeat.
+//   ?1 cutoff_ms (now - dead_after_ms)
+inline constexpr char kAnySilent[] = R"sql(
+SELECT 1 FROM containers WHERE status <> 'dead' AND last_heartbeat_ms < ?1 LIMIT 1
+)sql";
+// A dead report left for the reaper. No index covers dead_reported, so this
+// scans the table: fine for pools of thousands of containers. dead_reported
+// is looked for on any row that is not dead, not only picked ones: a session
+// released between the report and the sweep leaves it on an available row.
+inline constexpr char kAnyDeadReported[] = R"sql(
+SELECT 1 FROM containers WHERE dead_reported = 1 AND status <> 'dead' LIMIT 1
+)sql";
+
+// The reaper, picked rows first: at most ?2 picked containers that are silent
+// or reported dead become dead, and their session ends (the holder's next
+// session call answers 404). Counted as sessions ended.
+//   ?1 cutoff_ms ?2 limit
+inline constexpr char kReapPicked[] = R"sql(
+UPDATE containers
+SET status = 'dead', session_id = NULL, tenant = NULL, idempotency_key = NULL,
+    lease_expires_at_ms = NULL, claimed_at_ms = NULL, drain_requested = 0,
+    dead_reported = 0
+WHERE id IN (SELECT id FROM containers
+             WHERE status = 'picked' AND (last_heartbeat_ms < ?1 OR dead_reported = 1)
+             LIMIT ?2)
+)sql";
+
+// Then at most ?2 available or draining containers that are silent or carry a
+// dead report become dead.
+//   ?1 cutoff_ms ?2 limit
+inline constexpr char kReapUnpicked[] = R"sql(
+UPDATE containers
+SET status = 'dead', drain_requested = 0, dead_reported = 0
+WHERE id IN (SELECT id FROM containers
+             WHERE status IN ('available', 'draining')
+               AND (last_heartbeat_ms < ?1 OR dead_reported = 1)
+             LIMIT ?2)
+)sql";
+
+}  // namespace batcher::sql
+
+#endif  // EDGEALLOC_BATCHER_SQL_H_
