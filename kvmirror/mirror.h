@@ -1,0 +1,149 @@
+#ifndef EDGEALLOC_KVMIRROR_MIRROR_H_
+#define EDGEALLOC_KVMIRROR_MIRROR_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kvmirror/snapshot.h"
+#include "store/db.h"
+#include "store/status.h"
+
+namespace kvmirror {
+
+// The one read a refresh makes of a shard: a single statement that SQLite
+// answers from the covering index containers_counts (region, pool, status)
+// without touching the table. It is reset as soon as its last row is read, so
+// no read transaction stays open between refreshes to hold the WAL back from
+// checkpointing. Public so a test can check its query plan.
+inline constexpr char kCountsSql[] =
+    "SELECT region, pool, status, COUNT(*) FROM containers GROUP BY region, pool, status";
+
+// Bounds of a refresh period, in ms. Below the lower one the mirror would be
+// a load on SQLite rather than a cache of it.
+inline constexpr int64_t kMinRefreshMs = 10;
+inline constexpr int64_t kMaxRefreshMs = 3600 * 1000;
+
+struct MirrorOptions {
+  // SQLite's wait for its own locks on the read-only connection. A WAL reader
+  // waits only in rare cases (recovery of a crashed writer's WAL); the bound
+  // keeps Stop() prompt even then. Errors are counted and retried next period.
+  int busy_timeout_ms = 250;
+  // Test hook: called on the refreshing thread after a shard's part has been
+  // read and built and before it is published, with the shard's index. A test
+  // blocks in it to show that readers of Current() go on meanwhile. Stop()
+  // waits for a call in progress to return.
+  std::function<void(int shard)> before_publish;
+};
+
+// Counters of a Mirror, for /metrics. Written by the refreshing threads, read
+// from any thread; each is a relaxed atomic, so two of them read together may
+// be one refresh apart.
+struct MirrorStats {
+  // Shard refreshes published (one per shard per period).
+  std::atomic<uint64_t> refreshes{0};
+  // Shard refreshes that failed (open or read error); the shard's previous
+  // part stays published, so the snapshot's age grows instead of it emptying.
+  std::atomic<uint64_t> refresh_errors{0};
+  // Read-and-build time of the latest shard refresh, and the sum of them all.
+  std::atomic<uint64_t> last_refresh_micros{0};
+  std::atomic<uint64_t> total_refresh_micros{0};
+};
+
+// A Mirror is the eventually consistent view of the pool's capacity
+// (DESIGN.md, kvmirror/): one background thread per shard file reads the
+// counts on a read-only connection of its own every refresh period, and the
+// merged Snapshot is published by an atomic swap of a shared_ptr. Current() is
+// safe from any thread and never touches SQLite nor waits for a refresh: it
+// only loads the pointer. The Mirror owns its threads and connections; the
+// caller owns the Mirror and must Stop() (or destroy) it before the files go.
+class Mirror {
+ public:
+  // A mirror of the shard files `shard_paths` (ShardMap::PathOf(0..N-1)),
+  // refreshed every `refresh_ms`. Opens nothing until Start() or RefreshNow().
+  // REQUIRES: !shard_paths.empty(), kMinRefreshMs <= refresh_ms <= kMaxRefreshMs.
+  Mirror(std::vector<std::string> shard_paths, int64_t refresh_ms, MirrorOptions options = {});
+  Mirror(const Mirror&) = delete;
+  Mirror& operator=(const Mirror&) = delete;
+  // Stops if running.
+  ~Mirror();
+
+  // Refreshes every shard once on the calling thread, so that a served mirror
+  // is never empty, then starts one refresh thread per shard. Returns Ok; or
+  // the first shard's open or read error (IOError, Busy, Corruption,
+  // InvalidArgument for a file without the containers table), and then no
+  // thread is started and Current() holds whatever shards did succeed.
+  // REQUIRES: not started before.
+  store::Status Start();
+
+  // Wakes the refresh threads and joins them: returns as soon as a read in
+  // progress ends, well within one refresh period, never waiting out the
+  // period itself. Current() stays valid and keeps the last snapshot.
+  // Idempotent; safe to call without Start().
+  void Stop();
+
+  // Reads every shard and publishes once, on the calling thread, waiting for a
+  // refresh of the same shard in progress on another thread. For tests and
+  // tools. Returns Ok, or the first shard's error (the other shards are still
+  // refreshed; the failed one keeps its previous part).
+  store::Status RefreshNow();
+
+  // The latest published snapshot; never null. Until the first refresh it is
+  // the empty snapshot (no regions, as_of_ms() == 0). Once every shard has
+  // been read, as_of_ms() is the oldest of the shards' reads. Lock-free for
+  // the caller in the sense that matters: it never waits for SQLite or for a
+  // refresh being built.
+  std::shared_ptr<const Snapshot> Current() const { return current_.load(); }
+
+  int64_t refresh_ms() const { return refresh_ms_; }
+  const MirrorStats& stats() const { return stats_; }
+  // The message of the latest refresh error, "" if none has happened.
+  std::string last_error() const;
+
+ private:
+  struct ShardState;
+
+  // Reads shard `i` and, on success, publishes its part.
+  // REQUIRES: shard i's refresh_mu is not held by this thread.
+  store::Status RefreshShard(int i);
+  // Opens the shard's connection if needed, reads the counts and builds its
+  // part. REQUIRES: shard.refresh_mu is held.
+  store::Status ReadPart(ShardState* shard, std::shared_ptr<const Snapshot>* part);
+  // Replaces part i and publishes the merge of all parts.
+  void Publish(int i, std::shared_ptr<const Snapshot> part);
+  void Loop(int i);
+
+  const int64_t refresh_ms_;
+  const MirrorOptions options_;
+  std::vector<std::unique_ptr<ShardState>> shards_;
+
+  // Serializes publishers (shard threads and RefreshNow) so that parts_ and
+  // the merge published from it agree. Held only for an in-memory merge,
+  // never during a read; readers of Current() never take it.
+  std::mutex publish_mu_;
+  std::vector<std::shared_ptr<const Snapshot>> parts_;  // GUARDED_BY(publish_mu_)
+
+  std::atomic<std::shared_ptr<const Snapshot>> current_;
+
+  // Wakes the refresh threads early, for Stop().
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  bool stop_ = false;  // GUARDED_BY(wake_mu_)
+  bool started_ = false;
+  std::vector<std::thread> threads_;
+
+  mutable std::mutex error_mu_;
+  std::string last_error_;  // GUARDED_BY(error_mu_)
+
+  MirrorStats stats_;
+};
+
+}  // namespace kvmirror
+
+#endif  // EDGEALLOC_KVMIRROR_MIRROR_H_

@@ -1,0 +1,392 @@
+#include "kvmirror/mirror.h"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store/db.h"
+#include "store/shard.h"
+#include "store/shard_map.h"
+#include "tests/support/temp_dir.h"
+
+namespace kvmirror {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+int64_t MsSince(Clock::time_point start) {
+  return std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
+}
+
+// Opens shard i of `map` writable and migrated, the way the admin CLI does.
+std::unique_ptr<store::Db> OpenWritable(const store::ShardMap& map, int i) {
+  std::unique_ptr<store::Db> db;
+  store::Status s = store::OpenShardDb(map, i, store::DbOptions{}, &db);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return db;
+}
+
+// Runs `sql` in one write transaction, as the store's writers do.
+void Write(store::Db* db, const std::string& sql) {
+  store::Transaction txn(db);
+  store::Status s = txn.Begin();
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  s = db->Exec(sql);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  s = txn.Commit();
+  REQUIRE(s.ok());
+}
+
+// Adds n available containers "<prefix>-1".."<prefix>-n".
+void AddContainers(store::Db* db, const std::string& region, const std::string& pool, int n,
+                   const std::string& prefix) {
+  Write(db,
+        "WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < " +
+            std::to_string(n) +
+            ") INSERT INTO containers (id, region, pool, status, last_heartbeat_ms) "
+            "SELECT '" + prefix + "-' || n, '" + region + "', '" + pool +
+            "', 'available', 0 FROM seq");
+}
+
+// Moves n available containers of region and pool to `status`.
+void Flip(store::Db* db, const std::string& region, const std::string& pool, int n,
+          const std::string& status) {
+  const std::string session = status == "picked" ? "'s-' || id" : "NULL";
+  Write(db, "UPDATE containers SET status = '" + status + "', session_id = " + session +
+                " WHERE id IN (SELECT id FROM containers WHERE region = '" + region +
+                "' AND pool = '" + pool + "' AND status = 'available' LIMIT " +
+                std::to_string(n) + ")");
+}
+
+StatusCounts Counts(int64_t available, int64_t picked, int64_t draining, int64_t dead) {
+  StatusCounts c;
+  c.available = available;
+  c.picked = picked;
+  c.draining = draining;
+  c.dead = dead;
+  return c;
+}
+
+StatusCounts CountsOf(const Mirror& mirror, const std::string& region, const std::string& pool) {
+  auto snap = mirror.Current();
+  const StatusCounts* c = snap->Find(region, pool);
+  return c == nullptr ? StatusCounts{} : *c;
+}
+
+TEST_CASE("mirror: before any refresh it holds the empty snapshot") {
+  testing::TempDir dir;
+  Mirror mirror({dir.File("never-opened.db")}, 100);
+  auto snap = mirror.Current();
+  REQUIRE(snap != nullptr);
+  CHECK(snap->as_of_ms() == 0);
+  CHECK(snap->regions().empty());
+  CHECK(mirror.stats().refreshes.load() == 0);
+}
+
+TEST_CASE("mirror: Start publishes the database's counts before it returns") {
+  testing::TempDir dir;
+  store::ShardMap map(dir.File("pool.db"), 1);
+  auto db = OpenWritable(map, 0);
+  AddContainers(db.get(), "weur", "chrome", 9, "wc");
+  AddContainers(db.get(), "weur", "android", 2, "wa");
+  Flip(db.get(), "weur", "chrome", 5, "picked");
+  Flip(db.get(), "weur", "chrome", 1, "dead");
+  Flip(db.get(), "weur", "android", 2, "draining");
+
+  Mirror mirror({map.PathOf(0)}, 1000);
+  const int64_t before = store::NowMs();
+  store::Status s = mirror.Start();
+  const int64_t after = store::NowMs();
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  auto snap = mirror.Current();
+  CHECK(snap->as_of_ms() >= before);
+  CHECK(snap->as_of_ms() <= after);
+  CHECK(*snap->Find("weur", "chrome") == Counts(3, 5, 0, 1));
+  CHECK(*snap->Find("weur", "android") == Counts(0, 0, 2, 0));
+  CHECK(snap->totals() == Counts(3, 5, 2, 1));
+  CHECK(mirror.stats().refreshes.load() == 1);
+  CHECK(mirror.stats().refresh_errors.load() == 0);
+  mirror.Stop();
+}
+
+TEST_CASE("mirror: converges to the database within one refresh period after a burst of writes") {
+  constexpr int64_t kRefreshMs = 100;
+  testing::TempDir dir;
+  store::ShardMap map(dir.File("pool.db"), 1);
+  auto db = OpenWritable(map, 0);
+  AddContainers(db.get(), "weur", "chrome", 200, "c");
+  Mirror mirror({map.PathOf(0)}, kRefreshMs);
+  REQUIRE(mirror.Start().ok());
+  CHECK(CountsOf(mirror, "weur", "chrome") == Counts(200, 0, 0, 0));
+
+  // A burst: 50 claims, one transaction each, as the allocator would commit.
+  for (int i = 0; i < 50; ++i) Flip(db.get(), "weur", "chrome", 1, "picked");
+  const int64_t written_ms = store::NowMs();
+  const auto written = Clock::now();
+  while (CountsOf(mirror, "weur", "chrome") != Counts(150, 50, 0, 0) && MsSince(written) < 2000) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  const int64_t took = MsSince(written);
+  INFO("converged after " << took << " ms");
+  CHECK(CountsOf(mirror, "weur", "chrome") == Counts(150, 50, 0, 0));
+  // One period, plus the refresh in flight when the burst ended and slack for
+  // a shared CI machine.
+  CHECK(took <= 2 * kRefreshMs + 100);
+  // The snapshot that shows the burst was read after it.
+  CHECK(mirror.Current()->as_of_ms() >= written_ms - 1);
+  CHECK(mirror.stats().refreshes.load() >= 2);
+  mirror.Stop();
+}
+
+// Holds the next refresh of the mirror in before_publish until released.
+struct Hold {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool armed = false;
+  bool entered = false;
+  bool released = false;
+
+  void BeforePublish() {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!armed) return;
+    armed = false;
+    entered = true;
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(5), [this] { return released; });
+  }
+};
+
+TEST_CASE("mirror: readers never wait while a refresh is held up before publishing") {
+  testing::TempDir dir;
+  store::ShardMap map(dir.File("pool.db"), 1);
+  auto db = OpenWritable(map, 0);
+  AddContainers(db.get(), "weur", "chrome", 100, "c");
+  Hold hold;
+  MirrorOptions options;
+  options.before_publish = [&hold](int) { hold.BeforePublish(); };
+  Mirror mirror({map.PathOf(0)}, 50, options);
+  REQUIRE(mirror.Start().ok());
+
+  {
+    std::unique_lock<std::mutex> lock(hold.mu);
+    hold.armed = true;
+  }
+  Flip(db.get(), "weur", "chrome", 50, "picked");
+  {
+    std::unique_lock<std::mutex> lock(hold.mu);
+    REQUIRE(hold.cv.wait_for(lock, std::chrono::seconds(2), [&] { return hold.entered; }));
+  }
+  // A refresh thread now sits in before_publish, having read the database;
+  // nothing else publishes while it does.
+  const std::shared_ptr<const Snapshot> held = mirror.Current();
+
+  struct Result {
+    int64_t calls = 0;
+    int64_t first_5000_micros = 0;
+    int64_t slowest_micros = 0;
+    int64_t not_the_held_snapshot = 0;
+  } result;
+  std::thread reader([&] {
+    const auto start = Clock::now();
+    while (MsSince(start) < 1000) {
+      const auto t = Clock::now();
+      std::shared_ptr<const Snapshot> snap = mirror.Current();
+      const int64_t micros =
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
+      if (snap != held) ++result.not_the_held_snapshot;
+      if (micros > result.slowest_micros) result.slowest_micros = micros;
+      if (++result.calls == 5000) {
+        result.first_5000_micros =
+            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+      }
+    }
+  });
+  reader.join();
+  {
+    std::unique_lock<std::mutex> lock(hold.mu);
+    hold.released = true;
+  }
+  hold.cv.notify_all();
+
+  INFO("calls " << result.calls << ", first 5000 in " << result.first_5000_micros
+                << " us, slowest " << result.slowest_micros << " us");
+  CHECK(result.calls >= 5000);
+  CHECK(result.first_5000_micros < 200'000);
+  CHECK(result.slowest_micros < 50'000);
+  CHECK(result.not_the_held_snapshot == 0);
+
+  // Released, the held refresh publishes what it read.
+  const auto released = Clock::now();
+  while (mirror.Current() == held && MsSince(released) < 2000) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  CHECK(CountsOf(mirror, "weur", "chrome") == Counts(50, 50, 0, 0));
+  mirror.Stop();
+}
+
+TEST_CASE("mirror: two shards are read on their own connections and merged") {
+  testing::TempDir dir;
+  store::ShardMap map(dir.File("pool.db"), 2);
+  // Find a region that each shard owns.
+  std::string region_of[2];
+  for (int i = 0; region_of[0].empty() || region_of[1].empty(); ++i) {
+    const std::string r = "region" + std::to_string(i);
+    if (region_of[map.ShardOf(r)].empty()) region_of[map.ShardOf(r)] = r;
+  }
+  auto db0 = OpenWritable(map, 0);
+  auto db1 = OpenWritable(map, 1);
+  AddContainers(db0.get(), region_of[0], "chrome", 4, "a");
+  AddContainers(db1.get(), region_of[1], "chrome", 6, "b");
+  AddContainers(db1.get(), region_of[1], "gpu", 1, "g");
+  Flip(db1.get(), region_of[1], "chrome", 2, "picked");
+
+  std::vector<int> published;
+  MirrorOptions options;
+  options.before_publish = [&published](int shard) { published.push_back(shard); };
+  Mirror mirror({map.PathOf(0), map.PathOf(1)}, 1000, options);
+  const int64_t before = store::NowMs();
+  REQUIRE(mirror.Start().ok());
+  const int64_t after = store::NowMs();
+  CHECK(published == std::vector<int>{0, 1});
+  auto snap = mirror.Current();
+  CHECK(snap->regions().size() == 2);
+  CHECK(*snap->Find(region_of[0], "chrome") == Counts(4, 0, 0, 0));
+  CHECK(*snap->Find(region_of[1], "chrome") == Counts(4, 2, 0, 0));
+  CHECK(*snap->Find(region_of[1], "gpu") == Counts(1, 0, 0, 0));
+  CHECK(snap->totals() == Counts(9, 2, 0, 0));
+  CHECK(snap->as_of_ms() >= before);
+  CHECK(snap->as_of_ms() <= after);
+  mirror.Stop();
+
+  // A write to one shard shows up after a refresh; the other is unchanged.
+  Flip(db0.get(), region_of[0], "chrome", 1, "dead");
+  REQUIRE(mirror.RefreshNow().ok());
+  CHECK(CountsOf(mirror, region_of[0], "chrome") == Counts(3, 0, 0, 1));
+  CHECK(CountsOf(mirror, region_of[1], "chrome") == Counts(4, 2, 0, 0));
+}
+
+TEST_CASE("mirror: as_of_ms is when the read began, and the age grows until the next refresh") {
+  testing::TempDir dir;
+  store::ShardMap map(dir.File("pool.db"), 1);
+  auto db = OpenWritable(map, 0);
+  AddContainers(db.get(), "weur", "chrome", 3, "c");
+  // Never started: only RefreshNow refreshes, so the age is ours to watch.
+  Mirror mirror({map.PathOf(0)}, 1000);
+  CHECK(mirror.Current()->ToCapacityJson(store::NowMs()).find(R"("age_ms":null)") !=
+        std::string::npos);
+
+  const int64_t before = store::NowMs();
+  REQUIRE(mirror.RefreshNow().ok());
+  const int64_t after = store::NowMs();
+  auto first = mirror.Current();
+  CHECK(first->as_of_ms() >= before);
+  CHECK(first->as_of_ms() <= after);
+  std::this_thread::sleep_for(milliseconds(60));
+  CHECK(first->AgeMs(store::NowMs()) >= 60);
+  CHECK(mirror.Current() == first);  // nothing refreshed it meanwhile
+
+  REQUIRE(mirror.RefreshNow().ok());
+  auto second = mirror.Current();
+  CHECK(second != first);
+  CHECK(second->as_of_ms() >= first->as_of_ms() + 60);
+  CHECK(second->AgeMs(store::NowMs()) < 60);
+  // An old snapshot still held by a reader stays intact.
+  CHECK(*first->Find("weur", "chrome") == Counts(3, 0, 0, 0));
+}
+
+TEST_CASE("mirror: Stop returns promptly, without waiting out the refresh period") {
+  testing::TempDir dir;
+  store::ShardMap map(dir.File("pool.db"), 2);
+  OpenWritable(map, 0);
+  OpenWritable(map, 1);
+  Mirror mirror({map.PathOf(0), map.PathOf(1)}, 10'000);
+  REQUIRE(mirror.Start().ok());
+  std::this_thread::sleep_for(milliseconds(20));
+  const auto start = Clock::now();
+  mirror.Stop();
+  CHECK(MsSince(start) < 200);
+  mirror.Stop();  // idempotent
+  CHECK(mirror.Current()->as_of_ms() > 0);  // the last snapshot stays readable
+}
+
+TEST_CASE("mirror: a file that cannot be opened fails Start, is counted, and starts no thread") {
+  testing::TempDir dir;
+  Mirror mirror({dir.File("missing.db")}, 100);
+  store::Status s = mirror.Start();
+  CHECK_FALSE(s.ok());
+  CHECK(mirror.stats().refresh_errors.load() == 1);
+  CHECK(mirror.stats().refreshes.load() == 0);
+  CHECK(mirror.last_error().find("missing.db") != std::string::npos);
+  CHECK(mirror.Current()->as_of_ms() == 0);
+  std::this_thread::sleep_for(milliseconds(250));
+  CHECK(mirror.stats().refresh_errors.load() == 1);  // no thread retried
+  mirror.Stop();
+}
+
+TEST_CASE("mirror: a failed refresh keeps the previous snapshot published") {
+  testing::TempDir dir;
+  store::ShardMap map(dir.File("pool.db"), 1);
+  auto db = OpenWritable(map, 0);
+  AddContainers(db.get(), "weur", "chrome", 3, "c");
+  Mirror mirror({map.PathOf(0)}, 1000);
+  REQUIRE(mirror.RefreshNow().ok());
+  auto good = mirror.Current();
+
+  Write(db.get(), "DROP TABLE containers");
+  store::Status s = mirror.RefreshNow();
+  CHECK_FALSE(s.ok());
+  CHECK(mirror.Current() == good);
+  CHECK(mirror.stats().refresh_errors.load() == 1);
+  CHECK(mirror.stats().refreshes.load() == 1);
+  CHECK_FALSE(mirror.last_error().empty());
+}
+
+TEST_CASE("mirror: the count is read from the covering index, not the table") {
+  testing::TempDir dir;
+  store::ShardMap map(dir.File("pool.db"), 1);
+  auto db = OpenWritable(map, 0);
+  store::Statement plan;
+  REQUIRE(db->Prepare(std::string("EXPLAIN QUERY PLAN ") + kCountsSql, &plan).ok());
+  std::string details;
+  bool row = false;
+  while (plan.Step(&row).ok() && row) details += plan.ColumnString(3) + "\n";
+  INFO(details);
+  CHECK(details.find("COVERING INDEX containers_counts") != std::string::npos);
+}
+
+TEST_CASE("mirror: no read stays open between refreshes, so the WAL checkpoints fully") {
+  testing::TempDir dir;
+  store::ShardMap map(dir.File("pool.db"), 1);
+  auto db = OpenWritable(map, 0);
+  AddContainers(db.get(), "weur", "chrome", 500, "c");
+  Mirror mirror({map.PathOf(0)}, 20);
+  REQUIRE(mirror.Start().ok());
+  Flip(db.get(), "weur", "chrome", 100, "picked");
+  std::this_thread::sleep_for(milliseconds(100));  // several refreshes
+
+  // TRUNCATE needs every reader out of the WAL; an open read would make it
+  // report busy (first column 1) after the busy timeout.
+  store::Statement checkpoint;
+  REQUIRE(db->Prepare("PRAGMA wal_checkpoint(TRUNCATE)", &checkpoint).ok());
+  bool row = false;
+  REQUIRE(checkpoint.Step(&row).ok());
+  REQUIRE(row);
+  CHECK(checkpoint.ColumnInt64(0) == 0);
+  checkpoint.Reset();
+  mirror.Stop();
+  CHECK(CountsOf(mirror, "weur", "chrome") == Counts(400, 100, 0, 0));
+}
+
+}  // namespace
+}  // namespace kvmirror

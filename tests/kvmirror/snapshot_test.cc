@@ -1,0 +1,152 @@
+#include "kvmirror/snapshot.h"
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kvmirror {
+namespace {
+
+StatusCounts Counts(int64_t available, int64_t picked, int64_t draining, int64_t dead) {
+  StatusCounts c;
+  c.available = available;
+  c.picked = picked;
+  c.draining = draining;
+  c.dead = dead;
+  return c;
+}
+
+std::string Json(std::string_view s) {
+  std::string out;
+  AppendJsonString(s, &out);
+  return out;
+}
+
+TEST_CASE("snapshot: the empty snapshot has no data and says so with a null age") {
+  Snapshot s;
+  CHECK(s.as_of_ms() == 0);
+  CHECK(s.regions().empty());
+  CHECK(s.totals() == StatusCounts{});
+  CHECK(s.AgeMs(1'700'000'000'000) == -1);
+  CHECK(s.ToCapacityJson(1'700'000'000'000) == R"({"as_of_ms":0,"age_ms":null,"regions":{}})");
+}
+
+TEST_CASE("snapshot: capacity JSON has API.md's shape, names in sorted order") {
+  Snapshot::Regions regions;
+  regions["weur"]["chrome"] = Counts(3, 5, 0, 1);
+  regions["weur"]["android"] = Counts(1, 0, 2, 0);
+  regions["apac"]["chrome"] = Counts(7, 0, 0, 0);
+  Snapshot s(1'700'000'000'000, regions);
+  CHECK(s.ToCapacityJson(1'700'000'000'012) ==
+        R"({"as_of_ms":1700000000000,"age_ms":12,"regions":{)"
+        R"("apac":{"pools":{"chrome":{"available":7,"picked":0,"draining":0,"dead":0}}},)"
+        R"("weur":{"pools":{"android":{"available":1,"picked":0,"draining":2,"dead":0},)"
+        R"("chrome":{"available":3,"picked":5,"draining":0,"dead":1}}}}})");
+}
+
+TEST_CASE("snapshot: a region without pools renders as an empty pools object") {
+  Snapshot::Regions regions;
+  regions["weur"];
+  Snapshot s(5, regions);
+  CHECK(s.ToCapacityJson(5) == R"({"as_of_ms":5,"age_ms":0,"regions":{"weur":{"pools":{}}}})");
+}
+
+TEST_CASE("snapshot: age is now minus as_of, never negative when the clock steps back") {
+  Snapshot s(1000, {});
+  CHECK(s.AgeMs(1250) == 250);
+  CHECK(s.AgeMs(1000) == 0);
+  CHECK(s.AgeMs(900) == 0);
+  CHECK(s.ToCapacityJson(900) == R"({"as_of_ms":1000,"age_ms":0,"regions":{}})");
+}
+
+TEST_CASE("snapshot: totals, region totals and lookups add up the counts") {
+  Snapshot::Regions regions;
+  regions["weur"]["chrome"] = Counts(3, 5, 0, 1);
+  regions["weur"]["android"] = Counts(1, 0, 2, 0);
+  regions["apac"]["chrome"] = Counts(7, 0, 0, 0);
+  Snapshot s(1, regions);
+  CHECK(s.totals() == Counts(11, 5, 2, 1));
+  CHECK(s.totals().total() == 19);
+  CHECK(s.RegionTotals("weur") == Counts(4, 5, 2, 1));
+  CHECK(s.RegionTotals("nowhere") == StatusCounts{});
+  REQUIRE(s.Find("weur", "chrome") != nullptr);
+  CHECK(*s.Find("weur", "chrome") == Counts(3, 5, 0, 1));
+  CHECK(s.Find("weur", "firefox") == nullptr);
+  CHECK(s.Find("eeur", "chrome") == nullptr);
+}
+
+TEST_CASE("snapshot: a status name outside the schema's four is refused, not guessed") {
+  StatusCounts c;
+  CHECK(c.Add("available", 2));
+  CHECK(c.Add("picked", 3));
+  CHECK(c.Add("draining", 4));
+  CHECK(c.Add("dead", 5));
+  CHECK_FALSE(c.Add("retired", 6));
+  CHECK_FALSE(c.Add("Available", 6));
+  CHECK(c == Counts(2, 3, 4, 5));
+}
+
+TEST_CASE("snapshot: merge sums the parts and is as old as its oldest part") {
+  Snapshot::Regions a;
+  a["weur"]["chrome"] = Counts(1, 2, 0, 0);
+  Snapshot::Regions b;
+  b["apac"]["chrome"] = Counts(4, 0, 0, 1);
+  b["weur"]["chrome"] = Counts(1, 1, 1, 1);  // cannot happen with a ShardMap; still adds
+  auto merged = Snapshot::Merge(
+      {std::make_shared<const Snapshot>(2000, a), std::make_shared<const Snapshot>(1500, b)});
+  CHECK(merged->as_of_ms() == 1500);
+  CHECK(merged->regions().size() == 2);
+  CHECK(*merged->Find("weur", "chrome") == Counts(2, 3, 1, 1));
+  CHECK(*merged->Find("apac", "chrome") == Counts(4, 0, 0, 1));
+  CHECK(merged->totals() == Counts(6, 3, 1, 2));
+}
+
+TEST_CASE("snapshot: merge of one part is that part, and a missing part makes the age unknown") {
+  auto only = std::make_shared<const Snapshot>(42, Snapshot::Regions{});
+  CHECK(Snapshot::Merge({only}) == only);
+
+  Snapshot::Regions a;
+  a["weur"]["chrome"] = Counts(1, 0, 0, 0);
+  auto partial = Snapshot::Merge({std::make_shared<const Snapshot>(2000, a), nullptr});
+  CHECK(partial->as_of_ms() == 0);
+  CHECK(partial->Find("weur", "chrome") != nullptr);
+  CHECK(partial->ToCapacityJson(3000).find(R"("age_ms":null)") != std::string::npos);
+
+  CHECK(Snapshot::Merge({})->as_of_ms() == 0);
+}
+
+TEST_CASE("snapshot: JSON strings escape quote, backslash and control characters") {
+  CHECK(Json("chrome") == R"("chrome")");
+  CHECK(Json("") == R"("")");
+  CHECK(Json(R"(we"ur)") == R"("we\"ur")");
+  CHECK(Json(R"(a\b)") == R"("a\\b")");
+  CHECK(Json("a\nb\tc\rd") == R"("a\u000ab\u0009c\u000dd")");
+  CHECK(Json(std::string("a\0b", 3)) == R"("a\u0000b")");
+  CHECK(Json("\x1f\x7f") == "\"\\u001f\x7f\"");  // DEL needs no escape in JSON
+  CHECK(Json("a/b<c>") == R"("a/b<c>")");
+}
+
+TEST_CASE("snapshot: JSON strings keep valid UTF-8 and replace bytes that are not") {
+  CHECK(Json("z\xC3\xBCrich") == "\"z\xC3\xBCrich\"");             // ü, 2 bytes
+  CHECK(Json("\xE6\x9D\xB1\xE4\xBA\xAC") == "\"\xE6\x9D\xB1\xE4\xBA\xAC\"");  // 東京
+  CHECK(Json("\xF0\x9F\x8C\x8D") == "\"\xF0\x9F\x8C\x8D\"");       // U+1F30D, 4 bytes
+  CHECK(Json("a\xFFz") == R"("a\ufffdz")");                        // never valid
+  CHECK(Json("\xC3") == R"("\ufffd")");                            // truncated
+  CHECK(Json("\xC0\xAF") == R"("\ufffd\ufffd")");                  // overlong '/'
+  CHECK(Json("\xED\xA0\x80") == R"("\ufffd\ufffd\ufffd")");        // a surrogate
+  CHECK(Json("\xF4\x90\x80\x80") == R"("\ufffd\ufffd\ufffd\ufffd")");  // above U+10FFFF
+}
+
+TEST_CASE("snapshot: names are escaped in the capacity JSON") {
+  Snapshot::Regions regions;
+  regions["we\"ur"]["a\\b\n"] = Counts(1, 0, 0, 0);
+  Snapshot s(10, regions);
+  CHECK(s.ToCapacityJson(10) ==
+        R"({"as_of_ms":10,"age_ms":0,"regions":{"we\"ur":{"pools":{"a\\b\u000a":)"
+        R"({"available":1,"picked":0,"draining":0,"dead":0}}}}})");
+}
+
+}  // namespace
+}  // namespace kvmirror
