@@ -1,0 +1,153 @@
+#include "store/schema.h"
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "store/db.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using store::Db;
+using store::Statement;
+using store::Status;
+
+std::unique_ptr<Db> OpenOrDie(const std::string& path) {
+  std::unique_ptr<Db> db;
+  Status s = Db::Open(path, {}, &db);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return db;
+}
+
+int Version(Db* db) {
+  int v = -1;
+  REQUIRE(store::SchemaVersion(db, &v).ok());
+  return v;
+}
+
+int64_t QueryInt(Db* db, const std::string& sql) {
+  Statement q;
+  Status s = db->Prepare(sql, &q);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  bool row = false;
+  REQUIRE(q.Step(&row).ok());
+  REQUIRE(row);
+  return q.ColumnInt64(0);
+}
+
+std::string QueryText(Db* db, const std::string& sql) {
+  Statement q;
+  REQUIRE(db->Prepare(sql, &q).ok());
+  bool row = false;
+  REQUIRE(q.Step(&row).ok());
+  REQUIRE(row);
+  return q.ColumnString(0);
+}
+
+std::set<std::string> Columns(Db* db, const std::string& table) {
+  Statement q;
+  REQUIRE(db->Prepare("SELECT name FROM pragma_table_info('" + table + "')", &q).ok());
+  std::set<std::string> out;
+  bool row = false;
+  while (q.Step(&row).ok() && row) out.insert(q.ColumnString(0));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("schema: an empty file migrates to kSchemaVersion with every table and column") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  CHECK(Version(db.get()) == 0);
+  Status s = store::Migrate(db.get());
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(Version(db.get()) == store::kSchemaVersion);
+  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") ==
+        std::to_string(store::kCompatibleVersion));
+  const auto cols = Columns(db.get(), "containers");
+  for (const char* c : {"id", "region", "pool", "status", "latency_ms", "data",
+                        "last_heartbeat_ms", "generation", "drain_requested", "session_id",
+                        "tenant", "idempotency_key", "lease_expires_at_ms", "claimed_at_ms",
+                        "reported_ts_ms", "load", "dead_reported"}) {
+    INFO(c);
+    CHECK(cols.count(c) == 1);
+  }
+  CHECK_FALSE(db->write_lock()->held());
+}
+
+TEST_CASE("schema: a version 1 file keeps its rows and gains the version 2 columns") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::MigrateTo(db.get(), 1).ok());
+  CHECK(Version(db.get()) == 1);
+  CHECK(Columns(db.get(), "containers").count("dead_reported") == 0);
+  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, latency_ms, data, "
+                   "last_heartbeat_ms, generation) VALUES ('c-1', 'weur', 'chrome', "
+                   "'available', 12, '{\"k\":1}', 1000, 7)")
+              .ok());
+
+  Status s = store::Migrate(db.get());
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(Version(db.get()) == 2);
+  CHECK(QueryText(db.get(), "SELECT region || '/' || pool || '/' || status || '/' || data "
+                            "FROM containers WHERE id = 'c-1'") ==
+        "weur/chrome/available/{\"k\":1}");
+  CHECK(QueryInt(db.get(), "SELECT generation FROM containers WHERE id = 'c-1'") == 7);
+  CHECK(QueryInt(db.get(), "SELECT latency_ms FROM containers WHERE id = 'c-1'") == 12);
+  CHECK(QueryInt(db.get(), "SELECT reported_ts_ms + dead_reported FROM containers") == 0);
+  CHECK(QueryInt(db.get(), "SELECT load = 0 FROM containers") == 1);
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name "
+                           "IN ('containers_heartbeat', 'containers_counts')") == 2);
+}
+
+TEST_CASE("schema: migrating a current file again changes nothing") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::Migrate(db.get()).ok());
+  const int64_t cookie = QueryInt(db.get(), "PRAGMA schema_version");
+  const int64_t changes = QueryInt(db.get(), "SELECT total_changes()");
+  REQUIRE(store::Migrate(db.get()).ok());
+  REQUIRE(store::Migrate(db.get()).ok());
+  CHECK(Version(db.get()) == store::kSchemaVersion);
+  CHECK(QueryInt(db.get(), "PRAGMA schema_version") == cookie);  // no DDL ran
+  CHECK(QueryInt(db.get(), "SELECT total_changes()") == changes);  // no row written
+  // MigrateTo an older version on a current file is also a no-op.
+  REQUIRE(store::MigrateTo(db.get(), 1).ok());
+  CHECK(Version(db.get()) == store::kSchemaVersion);
+}
+
+TEST_CASE("schema: a file from a newer binary that declares itself unreadable is refused") {
+  testing::TempDir dir;
+  const std::string path = dir.File("a.db");
+  auto db = OpenOrDie(path);
+  REQUIRE(store::Migrate(db.get()).ok());
+  REQUIRE(db->Exec("PRAGMA user_version = 7; "
+                   "UPDATE meta SET value = '6' WHERE key = 'compatible_version'")
+              .ok());
+  Status s = store::Migrate(db.get());
+  INFO(s.ToString());
+  CHECK(s.IsInvalidArgument());
+  CHECK_THAT(s.message(), Catch::Contains("version 7"));  // the file's
+  CHECK_THAT(s.message(), Catch::Contains("version 6"));  // the binary it needs
+  CHECK_THAT(s.message(), Catch::Contains("version " + std::to_string(store::kSchemaVersion)));
+  CHECK_THAT(s.message(), Catch::Contains(path));
+  CHECK(Version(db.get()) == 7);  // untouched
+  CHECK_FALSE(db->write_lock()->held());
+}
+
+TEST_CASE("schema: a newer file that is declared compatible is used as it is") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::Migrate(db.get()).ok());
+  REQUIRE(db->Exec("PRAGMA user_version = 3").ok());  // compatible_version stays 2
+  Status s = store::Migrate(db.get());
+  INFO(s.ToString());
+  CHECK(s.ok());
+  CHECK(Version(db.get()) == 3);  // never downgraded
+}
