@@ -1,0 +1,224 @@
+#include "server/config.h"
+
+#include <CLI/CLI.hpp>
+
+#include <arpa/inet.h>
+
+#include <charconv>
+#include <ostream>
+#include <thread>
+
+namespace server {
+namespace {
+
+constexpr int kMaxShards = 256;
+constexpr int kMaxThreads = 1024;
+
+// A validator for an integer flag in [lo, hi]; the message says what the flag
+// is for, so that a newcomer sees why the value was refused.
+CLI::Validator InRange(int64_t lo, int64_t hi, const std::string& what) {
+  return CLI::Validator(
+      [lo, hi, what](std::string& s) -> std::string {
+        int64_t v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc() || end != s.data() + s.size()) {
+          return "'" + s + "' is not a whole number (" + what + ")";
+        }
+        if (v < lo || v > hi) {
+          return "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
+                 s + " (" + what + ")";
+        }
+        return "";
+      },
+      "", "InRange");
+}
+
+constexpr int64_t kBig = int64_t{1} << 50;
+
+}  // namespace
+
+bool SplitHostPort(const std::string& listen, std::string* host, uint16_t* port,
+                   std::string* error) {
+  std::string h, p;
+  if (!listen.empty() && listen[0] == '[') {
+    size_t close = listen.find(']');
+    if (close == std::string::npos || close + 1 >= listen.size() || listen[close + 1] != ':') {
+      *error = "'" + listen + "' is not [IPv6]:PORT";
+      return false;
+    }
+    h = listen.substr(1, close - 1);
+    p = listen.substr(close + 2);
+  } else {
+    size_t colon = listen.rfind(':');
+    if (colon == std::string::npos || listen.find(':') != colon) {
+      *error = "'" + listen + "' is not HOST:PORT (write IPv6 as [::1]:8080)";
+      return false;
+    }
+    h = listen.substr(0, colon);
+    p = listen.substr(colon + 1);
+  }
+  int v = -1;
+  auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), v);
+  if (h.empty() || p.empty() || ec != std::errc() || end != p.data() + p.size() || v < 0 ||
+      v > 65535) {
+    *error = "'" + listen + "' is not HOST:PORT with a port in 0..65535";
+    return false;
+  }
+  *host = h;
+  *port = static_cast<uint16_t>(v);
+  return true;
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    return IN6_IS_ADDR_LOOPBACK(&v6);
+  }
+  return false;
+}
+
+Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  Command cmd;
+  ServeConfig& s = cmd.serve;
+  RegisterConfig& r = cmd.reg;
+  unsigned cores = std::thread::hardware_concurrency();
+  s.threads = cores == 0 ? 1 : static_cast<int>(cores);
+
+  CLI::App app{"edgealloc: hands out exclusive containers (browsers, sandboxes) from a SQLite pool."};
+  app.name("edgealloc");
+  app.require_subcommand(1);
+  app.failure_message(CLI::FailureMessage::help);
+
+  CLI::App* serve = app.add_subcommand("serve", "Serve the HTTP API (see API.md).");
+  serve->add_option("--db", s.db, "SQLite database file (created and migrated)")
+      ->envname("EDGEALLOC_DB")
+      ->capture_default_str();
+  serve->add_option("--listen", s.listen, "HOST:PORT to serve on")
+      ->envname("EDGEALLOC_LISTEN")
+      ->capture_default_str();
+  serve
+      ->add_option("--keys", s.keys_file,
+                   "bearer keys file, 'key role [tenant]' a line; without it only loopback is "
+                   "allowed")
+      ->envname("EDGEALLOC_KEYS")
+      ->check(CLI::ExistingFile);
+  serve->add_option("--threads", s.threads, "HTTP io threads (default: the number of cores)")
+      ->envname("EDGEALLOC_THREADS")
+      ->check(InRange(1, kMaxThreads, "HTTP io threads"))
+      ->capture_default_str();
+  serve->add_option("--shards", s.shards, "database files the pool is split over, by region")
+      ->envname("EDGEALLOC_SHARDS")
+      ->check(InRange(1, kMaxShards, "database files the pool is split over"))
+      ->capture_default_str();
+  std::string sync = "full";
+  serve
+      ->add_option("--sync", sync,
+                   "SQLite synchronous for the claim path: full (fsync each commit) or normal")
+      ->envname("EDGEALLOC_SYNC")
+      ->check(CLI::IsMember({"full", "normal"}))
+      ->capture_default_str();
+  serve->add_option("--lease-ms", s.lease_ms, "session lease when a claim names none")
+      ->envname("EDGEALLOC_LEASE_MS")
+      ->check(InRange(1, kBig, "default session lease in ms"))
+      ->capture_default_str();
+  serve->add_option("--max-lease-ms", s.max_lease_ms, "longest lease a claim or renew may ask for")
+      ->envname("EDGEALLOC_MAX_LEASE_MS")
+      ->check(InRange(1, kBig, "longest session lease in ms"))
+      ->capture_default_str();
+  serve->add_option("--dead-after-ms", s.dead_after_ms,
+                    "a container without a heartbeat this long is dead")
+      ->envname("EDGEALLOC_DEAD_AFTER_MS")
+      ->check(InRange(1, kBig, "heartbeat timeout in ms"))
+      ->capture_default_str();
+  serve->add_option("--batch-max", s.batch_max, "heartbeats written in one transaction at most")
+      ->envname("EDGEALLOC_BATCH_MAX")
+      ->check(InRange(1, 100000, "heartbeat batch size"))
+      ->capture_default_str();
+  serve->add_option("--batch-wait-ms", s.batch_wait_ms, "longest wait to fill a heartbeat batch")
+      ->envname("EDGEALLOC_BATCH_WAIT_MS")
+      ->check(InRange(0, 60000, "heartbeat batch wait in ms"))
+      ->capture_default_str();
+  serve->add_option("--queue-capacity", s.queue_capacity, "heartbeats queued before 503")
+      ->envname("EDGEALLOC_QUEUE_CAPACITY")
+      ->check(InRange(1, 100000000, "heartbeat queue capacity"))
+      ->capture_default_str();
+  serve->add_option("--mirror-refresh-ms", s.mirror_refresh_ms, "capacity mirror refresh period")
+      ->envname("EDGEALLOC_MIRROR_REFRESH_MS")
+      ->check(InRange(1, kBig, "capacity mirror refresh period in ms"))
+      ->capture_default_str();
+  serve
+      ->add_option("--max-sessions-per-tenant", s.max_sessions_per_tenant,
+                   "concurrent sessions a tenant may hold (default: unlimited; 0 = unlimited)")
+      ->envname("EDGEALLOC_MAX_SESSIONS_PER_TENANT")
+      ->check(InRange(0, kBig, "sessions a tenant may hold, 0 for unlimited"));
+  serve->add_option("--max-body-bytes", s.max_body_bytes, "request body limit in bytes")
+      ->envname("EDGEALLOC_MAX_BODY_BYTES")
+      ->check(InRange(1, int64_t{1} << 30, "request body limit in bytes"))
+      ->capture_default_str();
+  serve
+      ->add_option("--candidates", s.candidates,
+                   "size of the candidate pool a claim picks from at random")
+      ->envname("EDGEALLOC_CANDIDATES")
+      ->check(InRange(1, 1000, "claim candidate pool size"))
+      ->capture_default_str();
+  serve->add_flag("--demo", s.demo, "register a small demo fleet and keep it alive")
+      ->envname("EDGEALLOC_DEMO");
+
+  CLI::App* reg = app.add_subcommand(
+      "register",
+      "Register containers from a JSON file ({\"containers\":[...]}, as POST /v1/containers), "
+      "also while a server runs.");
+  reg->add_option("--db", r.db, "SQLite database file")->envname("EDGEALLOC_DB")->capture_default_str();
+  reg->add_option("--shards", r.shards, "database files the pool is split over (as the server)")
+      ->envname("EDGEALLOC_SHARDS")
+      ->check(InRange(1, kMaxShards, "database files the pool is split over"))
+      ->capture_default_str();
+  reg->add_option("file", r.file, "JSON file, or - for stdin")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    cmd.exit_code = app.exit(e, out, err);
+    return cmd;
+  } catch (const CLI::CallForAllHelp& e) {
+    cmd.exit_code = app.exit(e, out, err);
+    return cmd;
+  } catch (const CLI::ParseError& e) {
+    app.exit(e, out, err);
+    cmd.exit_code = 2;
+    return cmd;
+  }
+
+  auto usage = [&](const std::string& msg) {
+    err << "edgealloc: " << msg << "\n";
+    cmd.kind = Command::Kind::kExit;
+    cmd.exit_code = 2;
+    return cmd;
+  };
+
+  if (*reg) {
+    cmd.kind = Command::Kind::kRegister;
+    return cmd;
+  }
+  s.sync = sync == "normal" ? store::Sync::kNormal : store::Sync::kFull;
+  std::string error;
+  if (!SplitHostPort(s.listen, &s.host, &s.port, &error)) return usage("--listen: " + error);
+  if (s.lease_ms > s.max_lease_ms) {
+    return usage("--lease-ms (" + std::to_string(s.lease_ms) + ") is longer than --max-lease-ms (" +
+                 std::to_string(s.max_lease_ms) + ")");
+  }
+  if (s.keys_file.empty() && !IsLoopbackHost(s.host)) {
+    return usage("refusing to listen on " + s.listen +
+                 " without keys: anyone who can reach it could claim and remove containers. "
+                 "Give --keys FILE (lines of 'key role [tenant]'), or listen on 127.0.0.1.");
+  }
+  cmd.kind = Command::Kind::kServe;
+  return cmd;
+}
+
+}  // namespace server

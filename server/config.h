@@ -1,0 +1,67 @@
+#ifndef EDGEALLOC_SERVER_CONFIG_H_
+#define EDGEALLOC_SERVER_CONFIG_H_
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "store/db.h"
+
+namespace server {
+
+// Everything `edgealloc serve` is told, by flag or environment (API.md
+// "Running"). A plain value; ParseCommandLine fills and validates it.
+struct ServeConfig {
+  std::string db = "edgealloc.db";
+  std::string listen = "127.0.0.1:8080";
+  std::string host = "127.0.0.1";  // from listen
+  uint16_t port = 8080;            // from listen; 0 picks a free port (tests)
+  std::string keys_file;           // empty: open mode, loopback only
+  int threads = 1;                 // default: hardware cores
+  int shards = 1;
+  store::Sync sync = store::Sync::kFull;
+  int64_t lease_ms = 60000;
+  int64_t max_lease_ms = 3600000;
+  int64_t dead_after_ms = 30000;
+  int batch_max = 100;             // TODO(#3): used by the heartbeat batcher
+  int64_t batch_wait_ms = 10;      // TODO(#3)
+  int64_t queue_capacity = 100000; // TODO(#3)
+  int64_t mirror_refresh_ms = 1000;  // TODO(#4): used by the capacity mirror
+  int64_t max_sessions_per_tenant = 0;  // 0: unlimited
+  int64_t max_body_bytes = 1 << 20;
+  int candidates = 5;
+  bool demo = false;
+};
+
+// What `edgealloc register` is told.
+struct RegisterConfig {
+  std::string db = "edgealloc.db";
+  int shards = 1;
+  std::string file;  // "-": stdin
+};
+
+struct Command {
+  enum class Kind { kServe, kRegister, kExit };
+  Kind kind = Kind::kExit;
+  int exit_code = 0;  // for kExit: 0 (--help), 2 (usage error)
+  ServeConfig serve;
+  RegisterConfig reg;
+};
+
+// Parses `edgealloc serve|register [options]`, flags first, then EDGEALLOC_*
+// environment variables, then defaults. Help goes to `out`; a usage error
+// goes to `err` in words a newcomer understands and gives kExit with code 2.
+// Also refuses, as a usage error, to serve without --keys on an address that
+// is not loopback.
+Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+// Splits "HOST:PORT" or "[V6]:PORT". Returns false with *error set if malformed.
+bool SplitHostPort(const std::string& listen, std::string* host, uint16_t* port,
+                   std::string* error);
+
+// True for localhost, 127.0.0.0/8 and ::1.
+bool IsLoopbackHost(const std::string& host);
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_CONFIG_H_

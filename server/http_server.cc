@@ -1,0 +1,348 @@
+#include "server/http_server.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <atomic>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace server {
+
+namespace beast = boost::beast;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// Owned by the HttpServer. Declared so that the io_context (and with it the
+// pending handlers that still hold Connections) dies before the counters
+// those Connections touch in their destructors.
+struct HttpServer::Impl {
+  Impl(HttpServerOptions o, Handler h)
+      : options(std::move(o)), handler(std::move(h)), ioc(options.threads),
+        acceptor(net::make_strand(ioc)), retry_timer(acceptor.get_executor()) {}
+
+  void DoAccept();
+  void OnAccept(beast::error_code ec, tcp::socket socket);
+
+  HttpServerOptions options;
+  Handler handler;
+  std::atomic<int> connections{0};
+  std::atomic<int> in_flight{0};
+  std::atomic<bool> stopping{false};
+  bool started = false;
+  bool stopped = false;
+  uint16_t port = 0;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  net::steady_timer retry_timer;  // backs off accept errors (EMFILE)
+  std::vector<std::thread> threads;
+};
+
+namespace {
+
+// One client connection: reads a request, hands it to the handler, writes
+// the reply, reads the next. Lives on its own strand; owned by the shared
+// pointers of its pending operations and of an outstanding Reply.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket&& socket, HttpServer::Impl* server, bool counted)
+      : stream_(std::move(socket)), server_(server), counted_(counted) {}
+
+  ~Connection() {
+    if (counted_) server_->connections.fetch_sub(1);
+  }
+
+  void Run() {
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&Connection::Begin, shared_from_this()));
+  }
+
+ private:
+  void Begin() {
+    if (!counted_) {
+      return SendError(503, "overloaded", "too many open connections; retry shortly", false);
+    }
+    DoRead();
+  }
+
+  void DoRead() {
+    parser_.emplace();
+    parser_->header_limit(HttpServer::kHeaderLimitBytes);
+    parser_->body_limit(static_cast<uint64_t>(server_->options.max_body_bytes));
+    stream_.expires_after(HttpServer::kReadTimeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Connection::OnReadHeader,
+                                                      shared_from_this()));
+  }
+
+  // REQUIRES: ec is a read error. Answers what deserves an answer, else closes.
+  void OnReadError(beast::error_code ec) {
+    if (ec == http::error::end_of_stream) return DoClose();
+    if (ec == http::error::header_limit) {
+      return SendError(431, "headers_too_large",
+                       "request line and headers are over " +
+                           std::to_string(HttpServer::kHeaderLimitBytes) + " bytes",
+                       true);
+    }
+    if (ec == http::error::body_limit) return SendBodyTooLarge();
+    if (ec.category() == http::make_error_code(http::error::bad_method).category()) {
+      return SendError(400, "bad_request", "malformed HTTP request: " + ec.message(), true);
+    }
+    // Timeouts, resets, shutdown: nothing to answer.
+    beast::error_code ignored;
+    stream_.socket().close(ignored);
+  }
+
+  void OnReadHeader(beast::error_code ec, std::size_t) {
+    if (ec) return OnReadError(ec);
+    const Request& req = parser_->get();
+    version_ = req.version();
+    auto length = parser_->content_length();
+    if (length && *length > static_cast<uint64_t>(server_->options.max_body_bytes)) {
+      return SendBodyTooLarge();
+    }
+    if (parser_->is_done()) return Dispatch();
+    if (beast::iequals(req[http::field::expect], "100-continue")) {
+      auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
+                                                                     version_);
+      stream_.expires_after(HttpServer::kWriteTimeout);
+      http::async_write(stream_, *cont,
+                        [self = shared_from_this(), cont](beast::error_code ec, std::size_t) {
+                          if (ec) return;
+                          self->ReadBody();
+                        });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    stream_.expires_after(HttpServer::kReadTimeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&Connection::OnReadBody, shared_from_this()));
+  }
+
+  void OnReadBody(beast::error_code ec, std::size_t) {
+    if (ec) return OnReadError(ec);
+    Dispatch();
+  }
+
+  void SendBodyTooLarge() {
+    SendError(413, "body_too_large",
+              "request body is over the limit of " +
+                  std::to_string(server_->options.max_body_bytes) + " bytes (--max-body-bytes)",
+              true);
+  }
+
+  void Dispatch() {
+    Request req = parser_->release();
+    keep_alive_ = req.keep_alive();
+    server_->in_flight.fetch_add(1);
+    counted_request_ = true;
+    stream_.expires_never();  // no read is pending while the handler works
+    auto self = shared_from_this();
+    auto replied = std::make_shared<std::atomic<bool>>(false);
+    Reply reply = [self, replied](Response res) {
+      if (replied->exchange(true)) return;
+      net::post(self->stream_.get_executor(), [self, res = std::move(res)]() mutable {
+        self->DoWrite(std::move(res));
+      });
+    };
+    // The one try at the HTTP edge: nothing a handler throws reaches Asio.
+    try {
+      server_->handler(std::move(req), reply);
+    } catch (const std::exception& e) {
+      LogLine(std::string("edgealloc: internal error in a handler: ") + e.what());
+      reply(ErrorResponse(500, "internal", "internal error; it has been logged"));
+    } catch (...) {
+      LogLine("edgealloc: internal error in a handler (unknown exception)");
+      reply(ErrorResponse(500, "internal", "internal error; it has been logged"));
+    }
+  }
+
+  // Answers and closes; with `drain`, reads and drops what the client still
+  // sends (bounded), so it sees this answer rather than a reset.
+  void SendError(int status, std::string_view code, const std::string& message, bool drain) {
+    keep_alive_ = false;
+    drain_ = drain;
+    DoWrite(ErrorResponse(status, code, message));
+  }
+
+  void DoWrite(Response res) {
+    if (counted_request_) {
+      counted_request_ = false;
+      server_->in_flight.fetch_sub(1);
+    }
+    res_ = std::make_shared<Response>(std::move(res));
+    res_->version(version_ == 10 ? 10 : 11);
+    res_->set(http::field::server, "edgealloc");
+    res_->prepare_payload();
+    // Close after a refusal, on request, and while stopping, so that clients
+    // move to another server.
+    close_ = !keep_alive_ || server_->stopping.load();
+    res_->keep_alive(!close_);
+    stream_.expires_after(HttpServer::kWriteTimeout);
+    http::async_write(stream_, *res_,
+                      beast::bind_front_handler(&Connection::OnWrite, shared_from_this()));
+  }
+
+  void OnWrite(beast::error_code ec, std::size_t) {
+    if (ec) return;
+    res_.reset();
+    if (drain_) return DoDrain();
+    if (close_) return DoClose();
+    DoRead();
+  }
+
+  void DoDrain() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(HttpServer::kDrainTimeout);
+    drain_buffer_.resize(64 * 1024);
+    DoDrainRead();
+  }
+
+  void DoDrainRead() {
+    stream_.async_read_some(
+        net::buffer(drain_buffer_),
+        [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+          self->drained_ += n;
+          if (ec || self->drained_ >= HttpServer::kMaxDrainBytes) {
+            beast::error_code ignored;
+            self->stream_.socket().close(ignored);
+            return;
+          }
+          self->DoDrainRead();
+        });
+  }
+
+  void DoClose() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  HttpServer::Impl* server_;
+  bool counted_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::shared_ptr<Response> res_;
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+  bool close_ = false;
+  bool drain_ = false;
+  bool counted_request_ = false;
+  std::vector<char> drain_buffer_;
+  size_t drained_ = 0;
+};
+
+}  // namespace
+
+void HttpServer::Impl::DoAccept() {
+  acceptor.async_accept(net::make_strand(ioc),
+                        beast::bind_front_handler(&Impl::OnAccept, this));
+}
+
+void HttpServer::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
+  if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+  if (ec) {
+    // Out of file descriptors and the like: back off instead of spinning.
+    LogLine("edgealloc: accept failed: " + ec.message());
+    retry_timer.expires_after(std::chrono::milliseconds(50));
+    retry_timer.async_wait([this](beast::error_code ec) {
+      if (!ec && acceptor.is_open()) DoAccept();
+    });
+    return;
+  }
+  bool counted = connections.fetch_add(1) < HttpServer::kMaxConnections;
+  if (!counted) connections.fetch_sub(1);
+  std::make_shared<Connection>(std::move(socket), this, counted)->Run();
+  DoAccept();
+}
+
+HttpServer::HttpServer(HttpServerOptions options, Handler handler)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(handler))) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+store::Status HttpServer::Start() {
+  Impl& s = *impl_;
+  beast::error_code ec;
+  tcp::resolver resolver(s.ioc);
+  auto results = resolver.resolve(s.options.host, std::to_string(s.options.port),
+                                  tcp::resolver::numeric_service, ec);
+  if (ec || results.empty()) {
+    return store::Status::IOError("cannot resolve " + s.options.host + ": " + ec.message());
+  }
+  tcp::endpoint endpoint = results.begin()->endpoint();
+  s.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) s.acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) s.acceptor.bind(endpoint, ec);
+  if (!ec) s.acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return store::Status::IOError("cannot listen on " + s.options.host + ":" +
+                                  std::to_string(s.options.port) + ": " + ec.message());
+  }
+  s.port = s.acceptor.local_endpoint().port();
+  s.DoAccept();
+  s.started = true;
+  int n = s.options.threads < 1 ? 1 : s.options.threads;
+  for (int i = 0; i < n; ++i) {
+    s.threads.emplace_back([impl = impl_.get()] {
+      for (;;) {
+        try {
+          impl->ioc.run();
+          return;
+        } catch (const std::exception& e) {
+          LogLine(std::string("edgealloc: io thread caught: ") + e.what());
+        }
+      }
+    });
+  }
+  return store::Status::Ok();
+}
+
+uint16_t HttpServer::port() const { return impl_->port; }
+
+boost::asio::any_io_executor HttpServer::executor() { return impl_->ioc.get_executor(); }
+
+void HttpServer::StopAccepting() {
+  impl_->stopping.store(true);
+  Impl* impl = impl_.get();
+  net::post(impl->acceptor.get_executor(), [impl] {
+    beast::error_code ignored;
+    impl->acceptor.close(ignored);
+    impl->retry_timer.cancel();
+  });
+}
+
+bool HttpServer::WaitIdle(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (impl_->in_flight.load() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+void HttpServer::Stop() {
+  Impl& s = *impl_;
+  if (s.stopped) return;
+  s.stopped = true;
+  s.stopping.store(true);
+  s.ioc.stop();
+  for (auto& t : s.threads) t.join();
+  s.threads.clear();
+}
+
+int HttpServer::open_connections() const { return impl_->connections.load(); }
+int HttpServer::in_flight() const { return impl_->in_flight.load(); }
+
+}  // namespace server

@@ -1,0 +1,61 @@
+// edgealloc: hands out exclusive containers from a SQLite pool (DESIGN.md).
+// `edgealloc serve` runs the HTTP API; `edgealloc register` adds containers
+// from the command line, also while a server runs.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <csignal>
+#include <iostream>
+
+#include "server/admin.h"
+#include "server/config.h"
+#include "server/http_types.h"
+#include "server/service.h"
+
+namespace {
+
+int Serve(const server::ServeConfig& cfg) {
+  // Signals first, so a SIGTERM during start-up is not lost: the set blocks
+  // nothing, it turns the signal into a handler run on this thread.
+  boost::asio::io_context signals_io;
+  boost::asio::signal_set signals(signals_io, SIGINT, SIGTERM);
+  int caught = 0;
+  signals.async_wait([&caught](const boost::system::error_code& ec, int signo) {
+    if (!ec) caught = signo;
+  });
+
+  server::Service service(cfg);
+  store::Status s = service.Start();
+  if (!s.ok()) {
+    server::LogLine("edgealloc: cannot start: " + s.ToString());
+    return s.IsInvalidArgument() ? 2 : 1;
+  }
+  server::LogLine("edgealloc: serving on " + cfg.host + ":" + std::to_string(service.port()) +
+                  ", db " + cfg.db + ", " + std::to_string(cfg.shards) + " shard(s), sync " +
+                  (cfg.sync == store::Sync::kFull ? "full" : "normal") + ", " +
+                  std::to_string(cfg.threads) + " io threads, auth " +
+                  (cfg.keys_file.empty() ? "open (loopback only)" : "keys file") +
+                  (cfg.demo ? ", demo fleet" : ""));
+  signals_io.run();
+  server::LogLine(std::string("edgealloc: ") + (caught == SIGINT ? "SIGINT" : "SIGTERM") +
+                  ", stopping");
+  service.Stop();
+  server::LogLine("edgealloc: stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  server::Command cmd = server::ParseCommandLine(argc, argv, std::cout, std::cerr);
+  switch (cmd.kind) {
+    case server::Command::Kind::kExit:
+      return cmd.exit_code;
+    case server::Command::Kind::kRegister:
+      return server::RunRegister(cmd.reg, std::cin, std::cout, std::cerr);
+    case server::Command::Kind::kServe:
+      return Serve(cmd.serve);
+  }
+  return 2;
+}

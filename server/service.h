@@ -1,0 +1,71 @@
+#ifndef EDGEALLOC_SERVER_SERVICE_H_
+#define EDGEALLOC_SERVER_SERVICE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "allocator/allocator.h"
+#include "allocator/registry.h"
+#include "server/auth.h"
+#include "server/config.h"
+#include "server/demo.h"
+#include "server/http_server.h"
+#include "server/router.h"
+#include "server/routes.h"
+#include "store/shard.h"
+#include "store/status.h"
+
+namespace server {
+
+// A Service is one running edgealloc: the shards and their writers, the
+// allocator and registry, the routes and the HTTP server, and the demo fleet
+// when asked. main() and the tests own one. Start and Stop are for the owning
+// thread; everything else it holds is used from io and writer threads.
+class Service {
+ public:
+  // How long Stop waits for requests in flight.
+  static constexpr std::chrono::milliseconds kStopGrace{10000};
+
+  explicit Service(ServeConfig config);
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+  ~Service();
+
+  // Loads the keys, opens (creating, migrating) the shards, starts the
+  // allocator, the HTTP server and the demo fleet. Returns InvalidArgument for
+  // a bad keys file or a database of another layout (a usage error), IOError
+  // or Busy otherwise. On failure, what was started is stopped again.
+  store::Status Start();
+
+  // Stops in order: not ready, stop accepting, let requests in flight finish
+  // (at most `grace`), stop the demo and the reaper, drain and stop the
+  // writers, stop the io threads, close the databases. Idempotent.
+  void Stop(std::chrono::milliseconds grace = kStopGrace);
+
+  // The bound port. REQUIRES: Start returned Ok.
+  uint16_t port() const { return http_->port(); }
+  const ServeConfig& config() const { return config_; }
+  allocator::Allocator* allocator() { return allocator_.get(); }
+
+ private:
+  ServeConfig config_;
+  std::atomic<bool> ready_{false};
+  KeyStore keys_;
+  std::vector<std::unique_ptr<store::Shard>> shards_;
+  std::unique_ptr<allocator::Allocator> allocator_;
+  std::unique_ptr<allocator::Registry> registry_;
+  std::unique_ptr<Router> router_;
+  // Declared before api_ and demo_: they post to its executor, so it dies last.
+  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<Api> api_;
+  std::unique_ptr<Demo> demo_;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_SERVICE_H_
