@@ -1,0 +1,136 @@
+#include "allocator/registry.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "store/db.h"
+#include "tests/allocator/pool_fixture.h"
+
+namespace {
+
+using allocator::Outcome;
+using testing::Pool;
+using testing::Req;
+using testing::Spec;
+using testing::Tenant;
+
+std::string Name(Outcome o) { return allocator::OutcomeName(o); }
+
+}  // namespace
+
+TEST_CASE("registry: new containers are available, with what was registered") {
+  Pool pool;
+  const int64_t before = store::NowMs();
+  auto r = pool.Register({Spec("c1", "weur", "chrome", 12, R"({"endpoint":"ws://a"})"),
+                          Spec("c2", "weur")});
+  REQUIRE(r.outcome == Outcome::kOk);
+  CHECK(r.count == 2);
+  auto c1 = pool.Get("c1");
+  CHECK(c1.id == "c1");
+  CHECK(c1.region == "weur");
+  CHECK(c1.pool == "chrome");
+  CHECK(c1.status == "available");
+  CHECK(c1.latency_ms == 12);
+  CHECK(c1.data == R"({"endpoint":"ws://a"})");
+  CHECK(c1.last_heartbeat_ms >= before);
+  CHECK_FALSE(c1.session_id.has_value());
+  CHECK_FALSE(c1.drain_requested);
+  CHECK(pool.Get("c2").pool == "default");
+  CHECK(Name(pool.registry().Get("nope").outcome) == "not_found");
+  CHECK(Name(pool.Register({}).outcome) == "ok");
+}
+
+TEST_CASE("registry: updating a picked container changes its data and latency, never its holder") {
+  Pool pool;
+  pool.Add({Spec("c1", "weur", "default", 10, R"({"v":1})")});
+  auto s = pool.Claim(Req("weur"));
+  REQUIRE(s.outcome == Outcome::kOk);
+  pool.Add({Spec("c1", "eeur", "other", 99, R"({"v":2})")});
+  auto c = pool.Get("c1");
+  CHECK(c.status == "picked");
+  REQUIRE(c.session_id.has_value());
+  CHECK(*c.session_id == s.session.session_id);
+  CHECK(c.generation == s.session.token);
+  CHECK(c.latency_ms == 99);
+  CHECK(c.data == R"({"v":2})");
+  CHECK(c.region == "weur");  // region and pool only move when not picked
+  CHECK(c.pool == "default");
+  CHECK(Name(pool.Release(Tenant("t1"), s.session.session_id, s.session.token).outcome) == "ok");
+  pool.Add({Spec("c1", "eeur", "other", 99)});
+  c = pool.Get("c1");
+  CHECK(c.region == "eeur");
+  CHECK(c.pool == "other");
+}
+
+TEST_CASE("registry: registering a dead container that is not picked revives it") {
+  Pool pool;
+  pool.Add({Spec("c1", "weur")});
+  pool.Exec("weur", "UPDATE containers SET status = 'dead', last_heartbeat_ms = 0 WHERE id = 'c1'");
+  CHECK(Name(pool.Claim(Req("weur")).outcome) == "no_capacity");
+  pool.Add({Spec("c1", "weur")});
+  auto c = pool.Get("c1");
+  CHECK(c.status == "available");
+  CHECK(c.last_heartbeat_ms > 0);
+  CHECK(Name(pool.Claim(Req("weur")).outcome) == "ok");
+}
+
+TEST_CASE("registry: moving a container to a region of another shard is a conflict") {
+  Pool pool({}, 3);
+  REQUIRE(pool.map().ShardOf("weur") != pool.map().ShardOf("eeur"));
+  pool.Add({Spec("c1", "weur")});
+  auto r = pool.Register({Spec("c1", "eeur")});
+  CHECK(Name(r.outcome) == "conflict");
+  CHECK_THAT(r.message, Catch::Contains("c1"));
+  CHECK(pool.Get("c1").region == "weur");
+  // Containers of several shards in one call are all written.
+  auto many = pool.Register({Spec("a", "weur"), Spec("b", "eeur"), Spec("c", "wnam")});
+  CHECK(Name(many.outcome) == "ok");
+  CHECK(many.count == 3);
+  CHECK(pool.Get("b").region == "eeur");
+  CHECK(pool.Get("c").region == "wnam");
+}
+
+TEST_CASE("registry: draining an available container takes it out of the pool at once") {
+  Pool pool;
+  pool.Add({Spec("c1", "weur")});
+  auto r = pool.Drain("c1");
+  CHECK(Name(r.outcome) == "ok");
+  CHECK(pool.Get("c1").status == "draining");
+  CHECK(Name(pool.Claim(Req("weur")).outcome) == "no_capacity");
+  CHECK(Name(pool.Drain("nope").outcome) == "not_found");
+}
+
+TEST_CASE("registry: removing a picked container is a conflict, an unpicked one goes") {
+  Pool pool;
+  pool.Add({Spec("c1", "weur"), Spec("c2", "weur")});
+  auto s = pool.Claim(Req("weur"));
+  REQUIRE(s.outcome == Outcome::kOk);
+  const std::string picked = s.session.container_id;
+  const std::string free = picked == "c1" ? "c2" : "c1";
+
+  auto r = pool.Remove(picked);
+  CHECK(Name(r.outcome) == "conflict");
+  CHECK_FALSE(r.message.empty());
+  CHECK(pool.Get(picked).status == "picked");
+  CHECK(Name(pool.alloc().GetSession(Tenant("t1"), s.session.session_id).outcome) == "ok");
+
+  CHECK(Name(pool.Remove(free).outcome) == "ok");
+  CHECK(Name(pool.registry().Get(free).outcome) == "not_found");
+  CHECK(Name(pool.Remove(free).outcome) == "not_found");
+
+  REQUIRE(pool.Release(Tenant("t1"), s.session.session_id, s.session.token).outcome ==
+          Outcome::kOk);
+  CHECK(Name(pool.Remove(picked).outcome) == "ok");
+}
+
+TEST_CASE("registry: with several shards, drain and remove find the container's shard") {
+  Pool pool({}, 3);
+  pool.Add({Spec("w", "weur"), Spec("e", "eeur"), Spec("n", "wnam")});
+  CHECK(Name(pool.Drain("e").outcome) == "ok");
+  CHECK(pool.Get("e").status == "draining");
+  CHECK(Name(pool.Remove("n").outcome) == "ok");
+  CHECK(Name(pool.registry().Get("n").outcome) == "not_found");
+  CHECK(Name(pool.Remove("n").outcome) == "not_found");
+  CHECK(Name(pool.Drain("n").outcome) == "not_found");
+}
