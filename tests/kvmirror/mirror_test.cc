@@ -93,6 +93,14 @@ TEST_CASE("mirror: before any refresh it holds the empty snapshot") {
   CHECK(mirror.stats().refreshes.load() == 0);
 }
 
+TEST_CASE("mirror: a refresh period out of bounds is clamped, never a busy loop") {
+  testing::TempDir dir;
+  CHECK(Mirror({dir.File("a.db")}, 0).refresh_ms() == kMinRefreshMs);
+  CHECK(Mirror({dir.File("a.db")}, -5).refresh_ms() == kMinRefreshMs);
+  CHECK(Mirror({dir.File("a.db")}, kMaxRefreshMs + 1).refresh_ms() == kMaxRefreshMs);
+  CHECK(Mirror({dir.File("a.db")}, 250).refresh_ms() == 250);
+}
+
 TEST_CASE("mirror: Start publishes the database's counts before it returns") {
   testing::TempDir dir;
   store::ShardMap map(dir.File("pool.db"), 1);
