@@ -1,5 +1,6 @@
 #include "kvmirror/mirror.h"
 
+#include <algorithm>
 #include <cassert>
 #include <chrono>
 #include <utility>
@@ -17,12 +18,11 @@ struct Mirror::ShardState {
 };
 
 Mirror::Mirror(std::vector<std::string> shard_paths, int64_t refresh_ms, MirrorOptions options)
-    : refresh_ms_(refresh_ms),
+    : refresh_ms_(std::clamp(refresh_ms, kMinRefreshMs, kMaxRefreshMs)),
       options_(std::move(options)),
       parts_(shard_paths.size()),
       current_(std::make_shared<const Snapshot>()) {
   assert(!shard_paths.empty());
-  assert(refresh_ms >= kMinRefreshMs && refresh_ms <= kMaxRefreshMs);
   for (auto& path : shard_paths) shards_.push_back(std::make_unique<ShardState>(std::move(path)));
 }
 

@@ -25,9 +25,10 @@ namespace kvmirror {
 inline constexpr char kCountsSql[] =
     "SELECT region, pool, status, COUNT(*) FROM containers GROUP BY region, pool, status";
 
-// Bounds of a refresh period, in ms. Below the lower one the mirror would be
-// a load on SQLite rather than a cache of it.
-inline constexpr int64_t kMinRefreshMs = 10;
+// Bounds of a refresh period, in ms; the constructor clamps into them (the
+// server's --mirror-refresh-ms accepts from 1 ms, and an hour is far beyond
+// any useful staleness).
+inline constexpr int64_t kMinRefreshMs = 1;
 inline constexpr int64_t kMaxRefreshMs = 3600 * 1000;
 
 struct MirrorOptions {
@@ -62,12 +63,14 @@ struct MirrorStats {
 // merged Snapshot is published by an atomic swap of a shared_ptr. Current() is
 // safe from any thread and never touches SQLite nor waits for a refresh: it
 // only loads the pointer. The Mirror owns its threads and connections; the
-// caller owns the Mirror and must Stop() (or destroy) it before the files go.
+// caller owns the Mirror and must Stop() (or destroy) it before the files go;
+// Start() and Stop() are for that owning thread.
 class Mirror {
  public:
   // A mirror of the shard files `shard_paths` (ShardMap::PathOf(0..N-1)),
-  // refreshed every `refresh_ms`. Opens nothing until Start() or RefreshNow().
-  // REQUIRES: !shard_paths.empty(), kMinRefreshMs <= refresh_ms <= kMaxRefreshMs.
+  // refreshed every `refresh_ms`, clamped into [kMinRefreshMs, kMaxRefreshMs].
+  // Opens nothing until Start() or RefreshNow().
+  // REQUIRES: !shard_paths.empty().
   Mirror(std::vector<std::string> shard_paths, int64_t refresh_ms, MirrorOptions options = {});
   Mirror(const Mirror&) = delete;
   Mirror& operator=(const Mirror&) = delete;
