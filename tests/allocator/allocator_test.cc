@@ -3,6 +3,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -615,4 +616,58 @@ TEST_CASE("concurrency: many threads claiming and releasing never share a contai
   for (int i = 0; i < kContainers; ++i) {
     CHECK(pool.Get("c" + std::to_string(i)).status == "available");
   }
+}
+
+TEST_CASE("overload: a full write queue answers overloaded at once, exactly once, and claims nothing") {
+  store::WriterOptions writer_options;
+  writer_options.max_queued_jobs = 1;
+  Pool pool({}, 1, writer_options);
+  pool.Add({Spec("c1", "weur"), Spec("c2", "weur")});
+  SessionResult held = pool.Claim(Req("weur"));
+  REQUIRE(held.outcome == Outcome::kOk);
+
+  // Hold the writer thread inside a job, then fill the one queue slot.
+  std::promise<void> inside, release;
+  auto gate = release.get_future().share();
+  std::thread blocker([&] {
+    (void)pool.shard(0)->writer->RunSync([&](store::Db*) {
+      inside.set_value();
+      gate.wait();
+      return store::Status::Ok();
+    });
+  });
+  inside.get_future().wait();
+  // Fill the queue, whether or not the job in flight counts against it.
+  struct NoopJob : store::WriteJob {
+    store::Status Apply(store::Db*) override { return store::Status::Ok(); }
+    void Done(store::Status) override {}
+  };
+  int filled = 0;
+  while (filled < 10 && pool.shard(0)->writer->Submit(std::make_unique<NoopJob>())) ++filled;
+  REQUIRE(filled <= 1);
+
+  std::atomic<int> calls{0};
+  SessionResult refused;
+  pool.alloc().Claim(Req("weur", "refused"), [&](SessionResult r) {
+    ++calls;
+    refused = std::move(r);
+  });
+  CHECK(calls.load() == 1);  // answered on the caller's thread, before any commit
+  CHECK(Name(refused.outcome) == "overloaded");
+  std::atomic<int> release_calls{0};
+  SessionResult refused_release;
+  pool.alloc().Release(Tenant("t1"), held.session.session_id, held.session.token,
+                       [&](SessionResult r) {
+                         ++release_calls;
+                         refused_release = std::move(r);
+                       });
+  CHECK(release_calls.load() == 1);
+  CHECK(Name(refused_release.outcome) == "overloaded");
+
+  release.set_value();
+  blocker.join();
+  CHECK(Name(pool.Claim(Req("weur", "later")).outcome) == "ok");  // c2 was never claimed
+  CHECK(calls.load() == 1);  // the refused job never ran later
+  CHECK(release_calls.load() == 1);
+  CHECK(pool.Get(held.session.container_id).status == "picked");  // the refused release did nothing
 }

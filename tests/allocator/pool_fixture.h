@@ -52,11 +52,12 @@ inline allocator::Caller Tenant(std::string tenant) {
 // first, then the registry, then the shards with their writers.
 class Pool {
  public:
-  explicit Pool(allocator::AllocatorOptions options = {}, int shards = 1)
+  explicit Pool(allocator::AllocatorOptions options = {}, int shards = 1,
+                store::WriterOptions writer_options = {})
       : map_(dir_.File("pool.db"), shards) {
     store::DbOptions db_options;
     db_options.sync = store::Sync::kNormal;  // what is tested is logic, not fsync
-    store::Status s = store::OpenShards(map_, db_options, {}, &owned_);
+    store::Status s = store::OpenShards(map_, db_options, writer_options, &owned_);
     INFO(s.ToString());
     REQUIRE(s.ok());
     for (auto& shard : owned_) shards_.push_back(shard.get());
@@ -72,6 +73,7 @@ class Pool {
   allocator::Allocator& alloc() { return *allocator_; }
   allocator::Registry& registry() { return *registry_; }
   const store::ShardMap& map() const { return map_; }
+  store::Shard* shard(int i) { return shards_[i]; }
 
   allocator::SessionResult Claim(allocator::ClaimRequest req) {
     std::promise<allocator::SessionResult> p;
