@@ -1,0 +1,612 @@
+#include "batcher/batcher.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store/db.h"
+#include "store/shard.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using batcher::Batcher;
+using batcher::BatcherOptions;
+using batcher::Heartbeat;
+using batcher::SubmitResult;
+using store::Db;
+using store::Status;
+using State = Heartbeat::State;
+
+// What a test looks at in one container row.
+struct Row {
+  bool found = false;
+  std::string status;
+  int64_t last_heartbeat_ms = 0;
+  int64_t reported_ts_ms = 0;
+  double load = 0;
+  std::optional<std::string> session_id;
+  int64_t drain_requested = 0;
+  int64_t dead_reported = 0;
+};
+
+// A pool of real database files (WAL) in a temp folder, its shards opened
+// and their writers started, with direct SQL for setting the scene.
+class Pool {
+ public:
+  explicit Pool(int shards = 1, int write_lock_timeout_ms = 10000)
+      : map_(dir_.File("pool.db"), shards) {
+    options_.sync = store::Sync::kNormal;  // the tests count transactions, not fsyncs
+    options_.write_lock_timeout_ms = write_lock_timeout_ms;
+    const store::DbOptions& options = options_;
+    Status s = store::OpenShards(map_, options, {}, &shards_);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+  }
+  ~Pool() {
+    for (auto& shard : shards_) shard->writer->Stop();
+  }
+
+  const store::ShardMap& map() const { return map_; }
+  const store::DbOptions& options() const { return options_; }
+  store::Shard& shard(int i) { return *shards_[static_cast<size_t>(i)]; }
+  std::vector<store::Shard*> ptrs() {
+    std::vector<store::Shard*> out;
+    for (auto& shard : shards_) out.push_back(shard.get());
+    return out;
+  }
+
+  // Inserts containers straight into shard `i`, available, with the given
+  // last heartbeat.
+  void Add(const std::vector<std::string>& ids, int64_t last_heartbeat_ms, int i = 0) {
+    Status s = shard(i).writer->RunSync([&](Db* db) {
+      Status st;
+      for (const std::string& id : ids) {
+        store::StatementRef q = db->Cached(
+            "INSERT INTO containers (id, region, pool, status, last_heartbeat_ms) "
+            "VALUES (?1, 'weur', 'chrome', 'available', ?2)",
+            &st);
+        if (!st.ok()) return st;
+        q->Bind(1, id);
+        q->Bind(2, last_heartbeat_ms);
+        st = q->Run();
+        if (!st.ok()) return st;
+      }
+      return st;
+    });
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+  }
+  void Add(const std::string& id, int64_t last_heartbeat_ms = store::NowMs(), int i = 0) {
+    Add(std::vector<std::string>{id}, last_heartbeat_ms, i);
+  }
+
+  // Runs `sql` (binding ?1 = id) through the writer of shard i.
+  void Exec(const char* sql, const std::string& id, int i = 0) {
+    Status s = shard(i).writer->RunSync([&](Db* db) {
+      Status st;
+      store::StatementRef q = db->Cached(sql, &st);
+      if (!st.ok()) return st;
+      q->Bind(1, id);
+      return q->Run();
+    });
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+  }
+
+  // What the allocator's claim does to a row, as a direct UPDATE.
+  void Claim(const std::string& id, const std::string& session, int i = 0) {
+    static constexpr char kClaimSql[] =
+        "UPDATE containers SET status = 'picked', generation = generation + 1, "
+        "session_id = 's-' || ?1, tenant = 'acme', lease_expires_at_ms = 9999999999999, "
+        "claimed_at_ms = 1 WHERE id = ?1 AND status = 'available'";
+    Exec(kClaimSql, id, i);
+    REQUIRE(Get(id, i).session_id == "s-" + id);
+    (void)session;
+  }
+
+  Row Get(const std::string& id, int i = 0) {
+    Row row;
+    Status s = shard(i).reads->With([&](Db* db) {
+      Status st;
+      store::StatementRef q = db->Cached(
+          "SELECT status, last_heartbeat_ms, reported_ts_ms, load, session_id, "
+          "drain_requested, dead_reported FROM containers WHERE id = ?1",
+          &st);
+      if (!st.ok()) return st;
+      q->Bind(1, id);
+      st = q->Step(&row.found);
+      if (!st.ok() || !row.found) return st;
+      row.status = q->ColumnString(0);
+      row.last_heartbeat_ms = q->ColumnInt64(1);
+      row.reported_ts_ms = q->ColumnInt64(2);
+      row.load = q->ColumnDouble(3);
+      if (!q->ColumnIsNull(4)) row.session_id = q->ColumnString(4);
+      row.drain_requested = q->ColumnInt64(5);
+      row.dead_reported = q->ColumnInt64(6);
+      return st;
+    });
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    return row;
+  }
+
+  uint64_t Transactions(int i = 0) { return shard(i).writer->stats().transactions.load(); }
+
+ private:
+  testing::TempDir dir_;
+  store::DbOptions options_;
+  store::ShardMap map_;
+  std::vector<std::unique_ptr<store::Shard>> shards_;
+};
+
+Heartbeat Beat(std::string id, std::optional<int64_t> ts = std::nullopt,
+               std::optional<double> load = std::nullopt, State state = State::kNone) {
+  Heartbeat h;
+  h.container_id = std::move(id);
+  h.ts_ms = ts;
+  h.load = load;
+  h.state = state;
+  h.accepted_ms = store::NowMs();
+  return h;
+}
+
+std::vector<std::string> Ids(const std::string& prefix, int n) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(prefix + std::to_string(i));
+  return ids;
+}
+
+std::vector<Heartbeat> Beats(const std::vector<std::string>& ids) {
+  std::vector<Heartbeat> out;
+  for (const std::string& id : ids) out.push_back(Beat(id));
+  return out;
+}
+
+// Polls `done` every few ms for at most `limit`; true once it holds.
+bool WaitFor(const std::function<bool()>& done,
+             std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return done();
+}
+
+}  // namespace
+
+TEST_CASE("batcher: 100 queued heartbeats become one transaction, 250 become three") {
+  Pool pool;
+  pool.Add(Ids("c-", 250), 1);
+
+  SECTION("100 queued before the batching thread starts: one transaction") {
+    BatcherOptions options;
+    options.batch_wait_ms = 60000;
+    Batcher b(pool.ptrs(), pool.map(), options);
+    REQUIRE(b.Submit(Beats(Ids("c-", 100))).accepted());
+    CHECK(b.QueueDepth() == 100);
+    const uint64_t before = pool.Transactions();
+    b.Start();
+    // A full batch does not wait for batch_wait_ms.
+    REQUIRE(WaitFor([&] { return b.stats().written.load() == 100; }));
+    CHECK(pool.Transactions() - before == 1);
+    b.Stop();
+    CHECK(b.stats().batches.load() == 1);
+    CHECK(b.stats().batch_size.count() == 1);
+    CHECK(b.stats().batch_size.sum() == 100);
+    CHECK(b.stats().batch_size.CumulativeCount(5) == 0);  // le 50
+    CHECK(b.stats().batch_size.CumulativeCount(6) == 1);  // le 100
+    CHECK(b.stats().write_latency_us.count() == 1);
+    CHECK(b.QueueDepth() == 0);
+  }
+
+  SECTION("250 in one request to a running batcher: three transactions") {
+    BatcherOptions options;
+    options.batch_wait_ms = 100;
+    Batcher b(pool.ptrs(), pool.map(), options);
+    b.Start();
+    const uint64_t before = pool.Transactions();
+    REQUIRE(b.Submit(Beats(Ids("c-", 250))).accepted());
+    REQUIRE(WaitFor([&] { return b.stats().written.load() == 250; }));
+    CHECK(pool.Transactions() - before == 3);
+    CHECK(b.stats().batches.load() == 3);
+    CHECK(b.stats().batch_size.sum() == 250);
+    b.Stop();
+    CHECK(pool.Get("c-249").last_heartbeat_ms > 1);
+  }
+}
+
+TEST_CASE("batcher: one container's heartbeats coalesce; the newest ts wins, an older ts changes nothing") {
+  Pool pool;
+  pool.Add("c-1", 1);
+  BatcherOptions options;
+  options.batch_wait_ms = 0;
+  Batcher b(pool.ptrs(), pool.map(), options);
+
+  // Queued before the thread starts, so they share one batch.
+  std::vector<Heartbeat> items;
+  items.push_back(Beat("c-1", 100, 0.1));
+  items.push_back(Beat("c-1", 300, 0.3, State::kDraining));
+  items.push_back(Beat("c-1", 200, 0.2, State::kReady));  // older than 300: folded away
+  const int64_t newest_accept = items.back().accepted_ms;
+  REQUIRE(b.Submit(std::move(items)).accepted());
+  b.Start();
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == 1; }));
+  Row row = pool.Get("c-1");
+  CHECK(row.reported_ts_ms == 300);
+  CHECK(row.load == Approx(0.3));
+  CHECK(row.status == "draining");
+  CHECK(row.last_heartbeat_ms == newest_accept);
+  CHECK(b.stats().coalesced.load() == 2);
+  CHECK(b.stats().batches.load() == 1);
+
+  // A later batch with an older ts: liveness only, the report changes nothing.
+  std::vector<Heartbeat> stale;
+  stale.push_back(Beat("c-1", 250, 0.9, State::kReady));
+  const int64_t stale_accept = stale.back().accepted_ms;
+  REQUIRE(b.Submit(std::move(stale)).accepted());
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == 2; }));
+  row = pool.Get("c-1");
+  CHECK(row.reported_ts_ms == 300);
+  CHECK(row.load == Approx(0.3));
+  CHECK(row.status == "draining");
+  CHECK(row.last_heartbeat_ms >= stale_accept);
+  CHECK(b.stats().stale.load() == 1);
+
+  // No ts counts as current: it applies, and keeps the stored ts.
+  REQUIRE(b.Submit({Beat("c-1", std::nullopt, 0.5, State::kReady)}).accepted());
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == 3; }));
+  row = pool.Get("c-1");
+  CHECK(row.reported_ts_ms == 300);
+  CHECK(row.load == Approx(0.5));
+  CHECK(row.status == "available");
+  b.Stop();
+  const auto& st = b.stats();
+  CHECK(st.accepted.load() == st.written.load() + st.coalesced.load() + st.unknown.load());
+}
+
+TEST_CASE("batcher: a lone heartbeat is written within batch_wait_ms (bound, wide margin)") {
+  Pool pool;
+  pool.Add("c-1", 1);
+  BatcherOptions options;
+  options.batch_wait_ms = 50;
+  Batcher b(pool.ptrs(), pool.map(), options);
+  b.Start();
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(b.Submit({Beat("c-1")}).accepted());
+  REQUIRE(WaitFor([&] { return pool.Get("c-1").last_heartbeat_ms > 1; },
+                  std::chrono::milliseconds(2000)));
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - t0);
+  INFO("written after " << elapsed.count() << " ms");
+  CHECK(elapsed.count() <= 50 + 500);
+  // It did wait for company: the bound is also a wait.
+  CHECK(elapsed.count() >= 30);
+  b.Stop();
+}
+
+TEST_CASE("batcher: a heartbeat never undoes a claim that lands between enqueue and write") {
+  Pool pool;
+  pool.Add(std::vector<std::string>{"c-ready", "c-drain", "c-dead", "c-plain"}, 1);
+  Batcher b(pool.ptrs(), pool.map());
+  // Queued while every container is available...
+  std::vector<Heartbeat> items;
+  items.push_back(Beat("c-ready", 10, 0.1, State::kReady));
+  items.push_back(Beat("c-drain", 10, 0.1, State::kDraining));
+  items.push_back(Beat("c-dead", 10, 0.1, State::kDead));
+  items.push_back(Beat("c-plain", 10, 0.1));
+  REQUIRE(b.Submit(std::move(items)).accepted());
+  // ...then claimed before the batch is written.
+  for (const char* id : {"c-ready", "c-drain", "c-dead", "c-plain"}) pool.Claim(id, id);
+  b.Start();
+  b.Stop();
+  CHECK(b.stats().written.load() == 4);
+
+  for (const char* id : {"c-ready", "c-drain", "c-dead", "c-plain"}) {
+    INFO(id);
+    Row row = pool.Get(id);
+    CHECK(row.status == "picked");
+    CHECK(row.session_id == std::string("s-") + id);
+    CHECK(row.last_heartbeat_ms > 1);
+  }
+  CHECK(pool.Get("c-drain").drain_requested == 1);
+  CHECK(pool.Get("c-dead").dead_reported == 1);
+  CHECK(pool.Get("c-ready").dead_reported == 0);
+}
+
+TEST_CASE("batcher: a full queue refuses whole requests, and nothing of them is ever written") {
+  Pool pool;
+  pool.Add(Ids("a-", 6), 1);
+  pool.Add(Ids("b-", 6), 1);
+  pool.Add(Ids("c-", 4), 1);
+  BatcherOptions options;
+  options.queue_capacity = 10;
+  Batcher b(pool.ptrs(), pool.map(), options);
+
+  CHECK(b.Submit(Beats(Ids("a-", 6))).code == SubmitResult::Code::kAccepted);
+  SubmitResult refused = b.Submit(Beats(Ids("b-", 6)));  // 6 + 6 > 10
+  CHECK(refused.code == SubmitResult::Code::kOverloaded);
+  CHECK(refused.items == 6);
+  CHECK(b.Submit(Beats(Ids("c-", 4))).accepted());  // exactly fills it
+  CHECK(b.Submit({Beat("a-0")}).code == SubmitResult::Code::kOverloaded);
+  CHECK(b.QueueDepth() == 10);
+  CHECK(b.QueueDepth(0) == 10);
+
+  b.Start();
+  b.Stop();
+  for (const std::string& id : Ids("a-", 6)) CHECK(pool.Get(id).last_heartbeat_ms > 1);
+  for (const std::string& id : Ids("c-", 4)) CHECK(pool.Get(id).last_heartbeat_ms > 1);
+  for (const std::string& id : Ids("b-", 6)) CHECK(pool.Get(id).last_heartbeat_ms == 1);
+  CHECK(b.stats().accepted.load() == 10);
+  CHECK(b.stats().refused.load() == 7);
+  CHECK(b.stats().written.load() == 10);
+}
+
+TEST_CASE("batcher: under concurrent overload every accepted item is written and no refused one") {
+  constexpr int kThreads = 4;
+  constexpr int kRequests = 200;
+  constexpr int kItems = 4;
+  Pool pool;
+  std::vector<std::string> all;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int r = 0; r < kRequests; ++r) {
+      for (int i = 0; i < kItems; ++i) {
+        all.push_back("t" + std::to_string(t) + "-r" + std::to_string(r) + "-" + std::to_string(i));
+      }
+    }
+  }
+  pool.Add(all, 1);
+  BatcherOptions options;
+  options.queue_capacity = 32;
+  options.batch_max = 16;
+  options.batch_wait_ms = 2;
+  Batcher b(pool.ptrs(), pool.map(), options);
+  b.Start();
+
+  std::vector<std::vector<bool>> taken(kThreads, std::vector<bool>(kRequests));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRequests; ++r) {
+        std::vector<std::string> ids;
+        for (int i = 0; i < kItems; ++i) {
+          ids.push_back("t" + std::to_string(t) + "-r" + std::to_string(r) + "-" + std::to_string(i));
+        }
+        SubmitResult result = b.Submit(Beats(ids));
+        REQUIRE(result.code != SubmitResult::Code::kStopping);
+        taken[t][r] = result.accepted();
+        // A little room between requests, so that some fit and some do not.
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  b.Stop();
+
+  uint64_t accepted = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int r = 0; r < kRequests; ++r) {
+      if (taken[t][r]) accepted += kItems;
+      for (int i = 0; i < kItems; ++i) {
+        const std::string id =
+            "t" + std::to_string(t) + "-r" + std::to_string(r) + "-" + std::to_string(i);
+        const bool written = pool.Get(id).last_heartbeat_ms > 1;
+        if (written != taken[t][r]) FAIL(id << " written=" << written << " taken=" << taken[t][r]);
+      }
+    }
+  }
+  const auto& st = b.stats();
+  INFO("accepted " << st.accepted.load() << " refused " << st.refused.load());
+  CHECK(accepted > 0);
+  CHECK(st.accepted.load() == accepted);
+  CHECK(st.written.load() == accepted);
+  CHECK(st.accepted.load() + st.refused.load() == uint64_t{kThreads * kRequests * kItems});
+  CHECK(st.lost.load() == 0);
+  CHECK(b.QueueDepth() == 0);
+}
+
+TEST_CASE("batcher: Stop() writes everything accepted before it returns, then refuses") {
+  Pool pool;
+  pool.Add(Ids("c-", 500), 1);
+  BatcherOptions options;
+  options.batch_wait_ms = 60000;  // nothing leaves on its own: Stop must flush
+  Batcher b(pool.ptrs(), pool.map(), options);
+  b.Start();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      for (int round = 0; round < 10; ++round) REQUIRE(b.Submit(Beats(Ids("c-", 500))).accepted());
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  const int64_t last_accept = store::NowMs();
+  const auto t0 = std::chrono::steady_clock::now();
+  b.Stop();
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));
+
+  const auto& st = b.stats();
+  CHECK(st.accepted.load() == 10000);
+  CHECK(st.accepted.load() == st.written.load() + st.coalesced.load());
+  for (const std::string& id : Ids("c-", 500)) {
+    Row row = pool.Get(id);
+    REQUIRE(row.last_heartbeat_ms > 1);
+    REQUIRE(row.last_heartbeat_ms <= last_accept);
+  }
+  SubmitResult late = b.Submit(Beats(Ids("c-", 3)));
+  CHECK(late.code == SubmitResult::Code::kStopping);
+  CHECK(st.refused_stopping.load() == 3);
+  CHECK(st.refused.load() == 0);
+}
+
+TEST_CASE("batcher: a silent container dies and its session ends; ready revives it, draining stops claims") {
+  Pool pool;
+  const int64_t now = store::NowMs();
+  pool.Add("c-silent", now - 10000);
+  pool.Add("c-held", now - 10000);
+  pool.Claim("c-held", "c-held");
+  pool.Add("c-alive", now);
+  BatcherOptions options;
+  options.dead_after_ms = 300;
+  options.batch_wait_ms = 0;
+  Batcher b(pool.ptrs(), pool.map(), options);
+  CHECK(b.options().reaper_interval_ms == 75);
+  b.Start();
+
+  // c-alive keeps beating; the others stay silent.
+  std::atomic<bool> beating{true};
+  std::thread beater([&] {
+    while (beating) {
+      (void)b.Submit({Beat("c-alive")});
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  REQUIRE(WaitFor([&] { return pool.Get("c-silent").status == "dead"; }));
+  REQUIRE(WaitFor([&] { return pool.Get("c-held").status == "dead"; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // past dead_after_ms
+  CHECK(pool.Get("c-alive").status == "available");
+  Row held = pool.Get("c-held");
+  CHECK_FALSE(held.session_id.has_value());
+  // The reaper counts after its commit returned.
+  REQUIRE(WaitFor([&] { return b.stats().dead_marked.load() == 2; }));
+  CHECK(b.stats().sessions_ended.load() == 1);
+
+  // A plain heartbeat is liveness only: dead stays dead until it says ready.
+  const uint64_t written = b.stats().written.load();
+  REQUIRE(b.Submit({Beat("c-silent")}).accepted());
+  REQUIRE(WaitFor([&] { return b.stats().written.load() > written; }));
+  CHECK(pool.Get("c-silent").status == "dead");
+
+  REQUIRE(b.Submit({Beat("c-silent", std::nullopt, std::nullopt, State::kReady)}).accepted());
+  REQUIRE(WaitFor([&] { return pool.Get("c-silent").status == "available"; }, std::chrono::milliseconds(250)));
+
+  // draining: the container leaves the claimable set (the claim only takes
+  // status = 'available').
+  REQUIRE(b.Submit({Beat("c-alive", std::nullopt, std::nullopt, State::kDraining)}).accepted());
+  REQUIRE(WaitFor([&] { return pool.Get("c-alive").status == "draining"; }));
+  pool.Exec(
+      "UPDATE containers SET status = 'picked', session_id = 's-x' "
+      "WHERE id = ?1 AND status = 'available'",
+      "c-alive");
+  CHECK(pool.Get("c-alive").status == "draining");
+  beating = false;
+  beater.join();
+  b.Stop();
+}
+
+TEST_CASE("batcher: a dead report on a picked container leaves it picked until the reaper ends its session") {
+  Pool pool;
+  pool.Add("c-1");
+  pool.Claim("c-1", "c-1");
+  BatcherOptions options;
+  options.batch_wait_ms = 0;
+  options.reaper_interval_ms = 60000;  // the write is checked before any sweep
+  {
+    Batcher b(pool.ptrs(), pool.map(), options);
+    b.Start();
+    REQUIRE(b.Submit({Beat("c-1", 5, 1.0, State::kDead)}).accepted());
+    REQUIRE(WaitFor([&] { return b.stats().written.load() == 1; }));
+    Row row = pool.Get("c-1");
+    CHECK(row.status == "picked");
+    CHECK(row.dead_reported == 1);
+    b.Stop();
+  }
+  options.reaper_interval_ms = 20;
+  Batcher b(pool.ptrs(), pool.map(), options);
+  b.Start();
+  REQUIRE(WaitFor([&] { return pool.Get("c-1").status == "dead"; }));
+  b.Stop();  // the reaper counts after its commit; Stop joins it
+  Row row = pool.Get("c-1");
+  CHECK_FALSE(row.session_id.has_value());
+  CHECK(row.dead_reported == 0);
+  CHECK(b.stats().sessions_ended.load() == 1);
+  CHECK(b.stats().dead_marked.load() == 1);
+}
+
+TEST_CASE("batcher: unknown container ids are counted and dropped") {
+  SECTION("one shard: found out at write time") {
+    Pool pool;
+    pool.Add("c-1", 1);
+    Batcher b(pool.ptrs(), pool.map());
+    SubmitResult r = b.Submit({Beat("c-1"), Beat("nope-1"), Beat("nope-2")});
+    CHECK(r.accepted());
+    CHECK(r.items == 3);
+    b.Start();
+    b.Stop();
+    CHECK(b.stats().unknown.load() == 2);
+    CHECK(b.stats().written.load() == 1);
+    CHECK(b.stats().accepted.load() == 3);
+    CHECK_FALSE(pool.Get("nope-1").found);
+  }
+
+  SECTION("several shards: each id goes to the shard that holds it, unknown ones at submit") {
+    Pool pool(2);
+    pool.Add("in-0", 1, 0);
+    pool.Add("in-1", 1, 1);
+    Batcher b(pool.ptrs(), pool.map());
+    SubmitResult r = b.Submit({Beat("in-0"), Beat("in-1"), Beat("nope")});
+    CHECK(r.accepted());
+    CHECK(r.unknown == 1);
+    CHECK(b.QueueDepth(0) == 1);
+    CHECK(b.QueueDepth(1) == 1);
+    b.Start();
+    b.Stop();
+    CHECK(pool.Get("in-0", 0).last_heartbeat_ms > 1);
+    CHECK(pool.Get("in-1", 1).last_heartbeat_ms > 1);
+    CHECK(b.stats().unknown.load() == 1);
+    CHECK(b.stats().written.load() == 2);
+  }
+}
+
+TEST_CASE("batcher: with several shards a request that does not fit every shard is refused whole") {
+  Pool pool(2);
+  pool.Add(Ids("x-", 3), 1, 0);
+  pool.Add(Ids("y-", 3), 1, 1);
+  BatcherOptions options;
+  options.queue_capacity = 3;
+  Batcher b(pool.ptrs(), pool.map(), options);
+  REQUIRE(b.Submit(Beats({"y-0", "y-1"})).accepted());
+  // Fits shard 0, not shard 1: shard 0's reservation is rolled back.
+  SubmitResult r = b.Submit(Beats({"x-0", "x-1", "y-2", "y-1"}));
+  CHECK(r.code == SubmitResult::Code::kOverloaded);
+  CHECK(b.QueueDepth(0) == 0);
+  CHECK(b.QueueDepth(1) == 2);
+  b.Start();
+  b.Stop();
+  CHECK(pool.Get("x-0", 0).last_heartbeat_ms == 1);
+  CHECK(pool.Get("y-2", 1).last_heartbeat_ms == 1);
+  CHECK(pool.Get("y-0", 1).last_heartbeat_ms > 1);
+  CHECK(b.stats().refused.load() == 4);
+}
+
+TEST_CASE("batcher: a batch the store refuses (write lock held elsewhere) is retried, not dropped") {
+  Pool pool(1, /*write_lock_timeout_ms=*/30);
+  pool.Add(Ids("c-", 20), 1);
+  // Another process's writer, as the admin CLI would be: it holds the flock
+  // and an open write transaction, so the shard's writer times out with Busy.
+  std::unique_ptr<Db> other;
+  store::DbOptions other_options = pool.options();
+  other_options.program = "edgealloc admin";
+  REQUIRE(Db::Open(pool.map().PathOf(0), other_options, &other).ok());
+  auto txn = std::make_unique<store::Transaction>(other.get());
+  REQUIRE(txn->Begin().ok());
+
+  BatcherOptions options;
+  options.batch_wait_ms = 0;
+  Batcher b(pool.ptrs(), pool.map(), options);
+  b.Start();
+  REQUIRE(b.Submit(Beats(Ids("c-", 20))).accepted());
+  REQUIRE(WaitFor([&] { return b.stats().write_retries.load() >= 2; }));
+  CHECK(b.stats().written.load() == 0);
+
+  txn.reset();  // rolls back and lets go of the lock
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == 20; }));
+  b.Stop();
+  CHECK(b.stats().lost.load() == 0);
+  for (const std::string& id : Ids("c-", 20)) CHECK(pool.Get(id).last_heartbeat_ms > 1);
+}
