@@ -1,0 +1,49 @@
+#ifndef EDGEALLOC_TESTS_SUPPORT_HTTP_CLIENT_H_
+#define EDGEALLOC_TESTS_SUPPORT_HTTP_CLIENT_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace testing {
+
+// One HTTP response as a test sees it; header names are lower case.
+struct HttpReply {
+  int status = 0;
+  std::string body;
+  std::map<std::string, std::string> headers;
+  // The header's value, or "" if absent. `name` in lower case.
+  std::string Header(const std::string& name) const;
+  // error.code of an API error body, or "" if the body is not one.
+  std::string ErrorCode() const;
+};
+
+// A small synchronous HTTP/1.1 client over one keep-alive connection to
+// 127.0.0.1:port, reconnecting when the server closed it. For tests; one
+// thread at a time. Throws std::exception on network failures.
+class HttpClient {
+ public:
+  explicit HttpClient(uint16_t port, std::string key = "");
+  ~HttpClient();
+
+  HttpReply Request(const std::string& method, const std::string& target,
+                    const std::string& body = "",
+                    const std::map<std::string, std::string>& headers = {});
+  HttpReply Get(const std::string& target) { return Request("GET", target); }
+  HttpReply Post(const std::string& target, const std::string& body) {
+    return Request("POST", target, body);
+  }
+  HttpReply Delete(const std::string& target) { return Request("DELETE", target); }
+
+  // Writes `bytes` as they are on a fresh connection and reads one response.
+  HttpReply Raw(const std::string& bytes);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace testing
+
+#endif  // EDGEALLOC_TESTS_SUPPORT_HTTP_CLIENT_H_
