@@ -5,6 +5,7 @@
 #include <chrono>
 #include <future>
 #include <iterator>
+#include <new>
 #include <string_view>
 #include <utility>
 
@@ -255,12 +256,12 @@ SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
   for (size_t i = 0; i < lanes_.size(); ++i) {
     std::vector<Heartbeat>& share = per_shard[i];
     if (share.empty()) continue;
-    // enqueue_bulk fails only when memory is exhausted; the slots are
-    // reserved, so room is not the question.
-    const bool queued = lanes_[i]->queue.enqueue_bulk(std::make_move_iterator(share.begin()),
-                                                      share.size());
-    assert(queued);
-    (void)queued;
+    // The slots are reserved, so room is not the question: enqueue_bulk
+    // fails only when malloc does, which is what bad_alloc says everywhere
+    // else (the vectors above would throw it too).
+    if (!lanes_[i]->queue.enqueue_bulk(std::make_move_iterator(share.begin()), share.size())) {
+      throw std::bad_alloc();
+    }
   }
   stats_.accepted.fetch_add(static_cast<uint64_t>(result.items), std::memory_order_relaxed);
   if (result.unknown > 0) {
@@ -326,8 +327,8 @@ void Batcher::LaneLoop(Lane* lane) {
     // The time bound runs from the first item's acceptance: an item that
     // already waited behind a slow write is not made to wait again.
     const int64_t waited = store::NowMs() - buf[0].accepted_ms;
-    const int64_t left_ms = std::clamp<int64_t>(options_.batch_wait_ms - waited, 0,
-                                                options_.batch_wait_ms);
+    const int64_t left_ms =
+        std::clamp<int64_t>(options_.batch_wait_ms - waited, 0, options_.batch_wait_ms);
     const auto deadline = Clock::now() + std::chrono::milliseconds(left_ms);
     while (n < max) {
       const auto now = Clock::now();
@@ -335,9 +336,11 @@ void Batcher::LaneLoop(Lane* lane) {
         n += lane->queue.try_dequeue_bulk(buf.data() + n, max - n);
         break;
       }
-      const auto slice = std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(kPollMs));
+      const auto slice =
+          std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(kPollMs));
       const auto usecs = std::chrono::duration_cast<std::chrono::microseconds>(slice).count();
-      n += lane->queue.wait_dequeue_bulk_timed(buf.data() + n, max - n, std::max<int64_t>(usecs, 1));
+      n +=
+          lane->queue.wait_dequeue_bulk_timed(buf.data() + n, max - n, std::max<int64_t>(usecs, 1));
     }
     lane->depth.fetch_sub(static_cast<int64_t>(n));
     WriteBatch(lane, buf.data(), n);

@@ -104,7 +104,10 @@ class Batcher {
   // within about batch_wait_ms. kOverloaded: some shard's queue lacked room
   // for its share; nothing of the request was queued. kStopping: Stop() has
   // begun; nothing was queued. With several shards an id not yet cached is
-  // looked up in each shard's ReadPool, on the calling thread.
+  // looked up in each shard's ReadPool, on the calling thread. A request
+  // with more items for one shard than queue_capacity is always kOverloaded
+  // (the server's body limit keeps requests far below the default).
+  // REQUIRES: every item's accepted_ms is set (store::NowMs() at accept).
   SubmitResult Submit(std::vector<Heartbeat>&& items);
 
   // Heartbeats queued in shard i, or in all shards, not yet taken into a batch.

@@ -222,7 +222,9 @@ TEST_CASE("batcher: 100 queued heartbeats become one transaction, 250 become thr
   }
 }
 
-TEST_CASE("batcher: one container's heartbeats coalesce; the newest ts wins, an older ts changes nothing") {
+TEST_CASE(
+    "batcher: one container's heartbeats coalesce; the newest ts wins, an older ts changes "
+    "nothing") {
   Pool pool;
   pool.Add("c-1", 1);
   BatcherOptions options;
@@ -282,8 +284,8 @@ TEST_CASE("batcher: a lone heartbeat is written within batch_wait_ms (bound, wid
   REQUIRE(b.Submit({Beat("c-1")}).accepted());
   REQUIRE(WaitFor([&] { return pool.Get("c-1").last_heartbeat_ms > 1; },
                   std::chrono::milliseconds(2000)));
-  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - t0);
+  const auto elapsed =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   INFO("written after " << elapsed.count() << " ms");
   CHECK(elapsed.count() <= 50 + 500);
   // It did wait for company: the bound is also a wait.
@@ -376,7 +378,8 @@ TEST_CASE("batcher: under concurrent overload every accepted item is written and
       for (int r = 0; r < kRequests; ++r) {
         std::vector<std::string> ids;
         for (int i = 0; i < kItems; ++i) {
-          ids.push_back("t" + std::to_string(t) + "-r" + std::to_string(r) + "-" + std::to_string(i));
+          ids.push_back("t" + std::to_string(t) + "-r" + std::to_string(r) + "-" +
+                        std::to_string(i));
         }
         SubmitResult result = b.Submit(Beats(ids));
         REQUIRE(result.code != SubmitResult::Code::kStopping);
@@ -444,7 +447,9 @@ TEST_CASE("batcher: Stop() writes everything accepted before it returns, then re
   CHECK(st.refused.load() == 0);
 }
 
-TEST_CASE("batcher: a silent container dies and its session ends; ready revives it, draining stops claims") {
+TEST_CASE(
+    "batcher: a silent container dies and its session ends; ready revives it, draining stops "
+    "claims") {
   Pool pool;
   const int64_t now = store::NowMs();
   pool.Add("c-silent", now - 10000);
@@ -483,7 +488,8 @@ TEST_CASE("batcher: a silent container dies and its session ends; ready revives 
   CHECK(pool.Get("c-silent").status == "dead");
 
   REQUIRE(b.Submit({Beat("c-silent", std::nullopt, std::nullopt, State::kReady)}).accepted());
-  REQUIRE(WaitFor([&] { return pool.Get("c-silent").status == "available"; }, std::chrono::milliseconds(250)));
+  REQUIRE(WaitFor([&] { return pool.Get("c-silent").status == "available"; },
+                  std::chrono::milliseconds(250)));
 
   // draining: the container leaves the claimable set (the claim only takes
   // status = 'available').
@@ -499,7 +505,9 @@ TEST_CASE("batcher: a silent container dies and its session ends; ready revives 
   b.Stop();
 }
 
-TEST_CASE("batcher: a dead report on a picked container leaves it picked until the reaper ends its session") {
+TEST_CASE(
+    "batcher: a dead report on a picked container leaves it picked until the reaper ends its "
+    "session") {
   Pool pool;
   pool.Add("c-1");
   pool.Claim("c-1", "c-1");
@@ -584,7 +592,8 @@ TEST_CASE("batcher: with several shards a request that does not fit every shard 
   CHECK(b.stats().refused.load() == 4);
 }
 
-TEST_CASE("batcher: a batch the store refuses (write lock held elsewhere) is retried, not dropped") {
+TEST_CASE(
+    "batcher: a batch the store refuses (write lock held elsewhere) is retried, not dropped") {
   Pool pool(1, /*write_lock_timeout_ms=*/30);
   pool.Add(Ids("c-", 20), 1);
   // Another process's writer, as the admin CLI would be: it holds the flock
