@@ -181,7 +181,7 @@ bool WaitFor(const std::function<bool()>& done,
 
 }  // namespace
 
-TEST_CASE("batcher: 100 queued heartbeats become one transaction, 250 become three") {
+TEST_CASE("batcher: 100 queued heartbeats become one transaction and 250 become three") {
   Pool pool;
   pool.Add(Ids("c-", 250), 1);
 
@@ -223,7 +223,7 @@ TEST_CASE("batcher: 100 queued heartbeats become one transaction, 250 become thr
 }
 
 TEST_CASE(
-    "batcher: one container's heartbeats coalesce; the newest ts wins, an older ts changes "
+    "batcher: coalesced heartbeats of one container keep the newest ts and an older ts changes "
     "nothing") {
   Pool pool;
   pool.Add("c-1", 1);
@@ -273,7 +273,8 @@ TEST_CASE(
   CHECK(st.accepted.load() == st.written.load() + st.coalesced.load() + st.unknown.load());
 }
 
-TEST_CASE("batcher: a lone heartbeat is written within batch_wait_ms (bound, wide margin)") {
+TEST_CASE(
+    "batcher: a lone heartbeat is written within batch_wait_ms (a bound with a wide margin)") {
   Pool pool;
   pool.Add("c-1", 1);
   BatcherOptions options;
@@ -322,7 +323,7 @@ TEST_CASE("batcher: a heartbeat never undoes a claim that lands between enqueue 
   CHECK(pool.Get("c-ready").dead_reported == 0);
 }
 
-TEST_CASE("batcher: a full queue refuses whole requests, and nothing of them is ever written") {
+TEST_CASE("batcher: a full queue refuses whole requests and nothing of them is ever written") {
   Pool pool;
   pool.Add(Ids("a-", 6), 1);
   pool.Add(Ids("b-", 6), 1);
@@ -414,7 +415,7 @@ TEST_CASE("batcher: under concurrent overload every accepted item is written and
   CHECK(b.QueueDepth() == 0);
 }
 
-TEST_CASE("batcher: Stop() writes everything accepted before it returns, then refuses") {
+TEST_CASE("batcher: Stop() writes everything accepted before it returns and then refuses") {
   Pool pool;
   pool.Add(Ids("c-", 500), 1);
   BatcherOptions options;
@@ -448,8 +449,8 @@ TEST_CASE("batcher: Stop() writes everything accepted before it returns, then re
 }
 
 TEST_CASE(
-    "batcher: a silent container dies and its session ends; ready revives it, draining stops "
-    "claims") {
+    "batcher: a silent container dies and its session ends while ready revives it and draining "
+    "stops claims") {
   Pool pool;
   const int64_t now = store::NowMs();
   pool.Add("c-silent", now - 10000);
@@ -552,7 +553,9 @@ TEST_CASE("batcher: unknown container ids are counted and dropped") {
     CHECK_FALSE(pool.Get("nope-1").found);
   }
 
-  SECTION("several shards: each id goes to the shard that holds it, unknown ones at submit") {
+  SECTION(
+      "several shards: each id goes to the shard that holds it and unknown ones are dropped at "
+      "submit") {
     Pool pool(2);
     pool.Add("in-0", 1, 0);
     pool.Add("in-1", 1, 1);
@@ -593,7 +596,7 @@ TEST_CASE("batcher: with several shards a request that does not fit every shard 
 }
 
 TEST_CASE(
-    "batcher: a batch the store refuses (write lock held elsewhere) is retried, not dropped") {
+    "batcher: a batch the store refuses (write lock held elsewhere) is retried and never dropped") {
   Pool pool(1, /*write_lock_timeout_ms=*/30);
   pool.Add(Ids("c-", 20), 1);
   // Another process's writer, as the admin CLI would be: it holds the flock
