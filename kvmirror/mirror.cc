@@ -32,7 +32,10 @@ store::Status Mirror::Start() {
   assert(!started_);
   started_ = true;
   store::Status first = RefreshNow();
-  if (!first.ok()) return first;
+  if (!first.ok()) {
+    started_ = false;  // nothing runs; the owner may try again
+    return first;
+  }
   for (int i = 0; i < static_cast<int>(shards_.size()); ++i) {
     threads_.emplace_back([this, i] { Loop(i); });
   }
@@ -131,7 +134,7 @@ store::Status Mirror::ReadPart(ShardState* shard, std::shared_ptr<const Snapshot
       if (!row) break;
       // An unknown status (none exists under the schema's CHECK) is skipped.
       (void)regions[q->ColumnString(0)][q->ColumnString(1)].Add(q->ColumnText(2),
-                                                                 q->ColumnInt64(3));
+                                                                q->ColumnInt64(3));
     }
   }  // reset here: the read transaction ends before the snapshot is built
   *part = std::make_shared<const Snapshot>(as_of_ms, std::move(regions));

@@ -38,8 +38,9 @@ struct MirrorOptions {
   int busy_timeout_ms = 250;
   // Test hook: called on the refreshing thread after a shard's part has been
   // read and built and before it is published, with the shard's index. A test
-  // blocks in it to show that readers of Current() go on meanwhile. Stop()
-  // waits for a call in progress to return.
+  // blocks in it to show that readers of Current() go on meanwhile. With
+  // several shards it may run on several threads at once. Stop() waits for a
+  // call in progress to return.
   std::function<void(int shard)> before_publish;
 };
 
@@ -81,8 +82,9 @@ class Mirror {
   // is never empty, then starts one refresh thread per shard. Returns Ok; or
   // the first shard's open or read error (IOError, Busy, Corruption,
   // InvalidArgument for a file without the containers table), and then no
-  // thread is started and Current() holds whatever shards did succeed.
-  // REQUIRES: not started before.
+  // thread is started, Start() may be tried again, and Current() holds
+  // whatever shards did succeed (with as_of_ms() == 0 while any is unread).
+  // REQUIRES: not started successfully before.
   store::Status Start();
 
   // Wakes the refresh threads and joins them: returns as soon as a read in

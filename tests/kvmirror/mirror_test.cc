@@ -1,7 +1,6 @@
 #include "kvmirror/mirror.h"
 
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -50,12 +49,11 @@ void Write(store::Db* db, const std::string& sql) {
 // Adds n available containers "<prefix>-1".."<prefix>-n".
 void AddContainers(store::Db* db, const std::string& region, const std::string& pool, int n,
                    const std::string& prefix) {
-  Write(db,
-        "WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < " +
-            std::to_string(n) +
-            ") INSERT INTO containers (id, region, pool, status, last_heartbeat_ms) "
-            "SELECT '" + prefix + "-' || n, '" + region + "', '" + pool +
-            "', 'available', 0 FROM seq");
+  Write(db, "WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < " +
+                std::to_string(n) +
+                ") INSERT INTO containers (id, region, pool, status, last_heartbeat_ms) "
+                "SELECT '" +
+                prefix + "-' || n, '" + region + "', '" + pool + "', 'available', 0 FROM seq");
 }
 
 // Moves n available containers of region and pool to `status`.
@@ -64,8 +62,8 @@ void Flip(store::Db* db, const std::string& region, const std::string& pool, int
   const std::string session = status == "picked" ? "'s-' || id" : "NULL";
   Write(db, "UPDATE containers SET status = '" + status + "', session_id = " + session +
                 " WHERE id IN (SELECT id FROM containers WHERE region = '" + region +
-                "' AND pool = '" + pool + "' AND status = 'available' LIMIT " +
-                std::to_string(n) + ")");
+                "' AND pool = '" + pool + "' AND status = 'available' LIMIT " + std::to_string(n) +
+                ")");
 }
 
 StatusCounts Counts(int64_t available, int64_t picked, int64_t draining, int64_t dead) {
@@ -227,11 +225,15 @@ TEST_CASE("mirror: readers never wait while a refresh is held up before publishi
   }
   hold.cv.notify_all();
 
-  INFO("calls " << result.calls << ", first 5000 in " << result.first_5000_micros
-                << " us, slowest " << result.slowest_micros << " us");
+  INFO("calls " << result.calls << ", first 5000 in " << result.first_5000_micros << " us, slowest "
+                << result.slowest_micros << " us");
   CHECK(result.calls >= 5000);
   CHECK(result.first_5000_micros < 200'000);
-  CHECK(result.slowest_micros < 50'000);
+  // A reader that waited for the held refresh would wait out the hold (up to
+  // 5 s, as nothing releases it until the reader is done). Below that, a
+  // single slow call is the scheduler preempting us on a busy machine (seen
+  // at 140 ms with both cores saturated), not a wait.
+  CHECK(result.slowest_micros < 500'000);
   CHECK(result.not_the_held_snapshot == 0);
 
   // Released, the held refresh publishes what it read.
@@ -259,14 +261,23 @@ TEST_CASE("mirror: two shards are read on their own connections and merged") {
   AddContainers(db1.get(), region_of[1], "gpu", 1, "g");
   Flip(db1.get(), region_of[1], "chrome", 2, "picked");
 
+  // Only Start() and RefreshNow() publish within the test (a 10 s period),
+  // but the hook may run on the shard threads, so it locks.
+  std::mutex published_mu;
   std::vector<int> published;
   MirrorOptions options;
-  options.before_publish = [&published](int shard) { published.push_back(shard); };
-  Mirror mirror({map.PathOf(0), map.PathOf(1)}, 1000, options);
+  options.before_publish = [&](int shard) {
+    std::lock_guard<std::mutex> lock(published_mu);
+    published.push_back(shard);
+  };
+  Mirror mirror({map.PathOf(0), map.PathOf(1)}, 10'000, options);
   const int64_t before = store::NowMs();
   REQUIRE(mirror.Start().ok());
   const int64_t after = store::NowMs();
-  CHECK(published == std::vector<int>{0, 1});
+  {
+    std::lock_guard<std::mutex> lock(published_mu);
+    CHECK(published == std::vector<int>{0, 1});
+  }
   auto snap = mirror.Current();
   CHECK(snap->regions().size() == 2);
   CHECK(*snap->Find(region_of[0], "chrome") == Counts(4, 0, 0, 0));
@@ -324,11 +335,12 @@ TEST_CASE("mirror: Stop returns promptly, without waiting out the refresh period
   const auto start = Clock::now();
   mirror.Stop();
   CHECK(MsSince(start) < 200);
-  mirror.Stop();  // idempotent
+  mirror.Stop();                            // idempotent
   CHECK(mirror.Current()->as_of_ms() > 0);  // the last snapshot stays readable
 }
 
-TEST_CASE("mirror: a file that cannot be opened fails Start, is counted, and starts no thread") {
+TEST_CASE(
+    "mirror: a file that cannot be opened fails Start, starts no thread, and Start may retry") {
   testing::TempDir dir;
   Mirror mirror({dir.File("missing.db")}, 100);
   store::Status s = mirror.Start();
@@ -339,6 +351,12 @@ TEST_CASE("mirror: a file that cannot be opened fails Start, is counted, and sta
   CHECK(mirror.Current()->as_of_ms() == 0);
   std::this_thread::sleep_for(milliseconds(250));
   CHECK(mirror.stats().refresh_errors.load() == 1);  // no thread retried
+
+  // Once the file exists, Start may be tried again.
+  store::ShardMap map(dir.File("missing.db"), 1);
+  OpenWritable(map, 0);
+  REQUIRE(mirror.Start().ok());
+  CHECK(mirror.Current()->as_of_ms() > 0);
   mirror.Stop();
 }
 

@@ -1,7 +1,6 @@
 #include "kvmirror/snapshot.h"
 
 #include <catch2/catch.hpp>
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -129,14 +128,14 @@ TEST_CASE("snapshot: JSON strings escape quote, backslash and control characters
 }
 
 TEST_CASE("snapshot: JSON strings keep valid UTF-8 and replace bytes that are not") {
-  CHECK(Json("z\xC3\xBCrich") == "\"z\xC3\xBCrich\"");             // ü, 2 bytes
+  CHECK(Json("z\xC3\xBCrich") == "\"z\xC3\xBCrich\"");                        // ü, 2 bytes
   CHECK(Json("\xE6\x9D\xB1\xE4\xBA\xAC") == "\"\xE6\x9D\xB1\xE4\xBA\xAC\"");  // 東京
-  CHECK(Json("\xF0\x9F\x8C\x8D") == "\"\xF0\x9F\x8C\x8D\"");       // U+1F30D, 4 bytes
-  CHECK(Json("a\xFFz") == R"("a\ufffdz")");                        // never valid
-  CHECK(Json("\xC3") == R"("\ufffd")");                            // truncated
-  CHECK(Json("\xC0\xAF") == R"("\ufffd\ufffd")");                  // overlong '/'
-  CHECK(Json("\xED\xA0\x80") == R"("\ufffd\ufffd\ufffd")");        // a surrogate
-  CHECK(Json("\xF4\x90\x80\x80") == R"("\ufffd\ufffd\ufffd\ufffd")");  // above U+10FFFF
+  CHECK(Json("\xF0\x9F\x8C\x8D") == "\"\xF0\x9F\x8C\x8D\"");                  // U+1F30D, 4 bytes
+  CHECK(Json("a\xFFz") == R"("a\ufffdz")");                                   // never valid
+  CHECK(Json("\xC3") == R"("\ufffd")");                                       // truncated
+  CHECK(Json("\xC0\xAF") == R"("\ufffd\ufffd")");                             // overlong '/'
+  CHECK(Json("\xED\xA0\x80") == R"("\ufffd\ufffd\ufffd")");                   // a surrogate
+  CHECK(Json("\xF4\x90\x80\x80") == R"("\ufffd\ufffd\ufffd\ufffd")");         // above U+10FFFF
 }
 
 TEST_CASE("snapshot: names are escaped in the capacity JSON") {
