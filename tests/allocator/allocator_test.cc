@@ -411,7 +411,7 @@ TEST_CASE("lease: an expired session is freed by ReapExpiredLeases and is not_fo
   Pool pool;
   pool.Add({Spec("c1", "weur")});
   auto req = Req("weur");
-  req.lease_ms = 50;
+  req.lease_ms = 400;  // long enough that the "not yet" checks below run well inside it
   SessionResult r = pool.Claim(req);
   REQUIRE(r.outcome == Outcome::kOk);
   CHECK(Name(pool.alloc().GetSession(Tenant("t1"), r.session.session_id).outcome) == "ok");
@@ -441,16 +441,19 @@ TEST_CASE("lease: the reaper thread frees expired leases on its own after Start"
   Pool pool(options);
   pool.Add({Spec("c1", "weur"), Spec("c2", "weur")});
   pool.alloc().Start();
-  auto short_req = Req("weur");
-  short_req.lease_ms = 50;
-  SessionResult r = pool.Claim(short_req);
-  REQUIRE(r.outcome == Outcome::kOk);
+  // The long lease first: claimed second, it could take the short one's
+  // container back after the reaper freed it.
   auto long_req = Req("weur");
   long_req.lease_ms = 600000;
   SessionResult keep = pool.Claim(long_req);
   REQUIRE(keep.outcome == Outcome::kOk);
+  auto short_req = Req("weur");
+  short_req.lease_ms = 50;
+  SessionResult r = pool.Claim(short_req);
+  REQUIRE(r.outcome == Outcome::kOk);
   CHECK(Eventually([&] { return pool.Get(r.session.container_id).status == "available"; }));
-  CHECK(pool.alloc().stats().lease_expiries.load() >= 1);
+  // The counter moves after the sweep's commit, on the reaper thread.
+  CHECK(Eventually([&] { return pool.alloc().stats().lease_expiries.load() >= 1; }));
   CHECK(pool.Get(keep.session.container_id).status == "picked");  // a live lease is kept
   CHECK(Name(pool.alloc().GetSession(Tenant("t1"), keep.session.session_id).outcome) == "ok");
   pool.alloc().Stop();
