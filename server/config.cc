@@ -92,7 +92,6 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
   CLI::App app{"edgealloc: hands out exclusive containers (browsers, sandboxes) from a SQLite pool."};
   app.name("edgealloc");
   app.require_subcommand(1);
-  app.failure_message(CLI::FailureMessage::help);
 
   CLI::App* serve = app.add_subcommand("serve", "Serve the HTTP API (see API.md).");
   serve->add_option("--db", s.db, "SQLite database file (created and migrated)")
