@@ -48,7 +48,7 @@ void ReadIdempotentRow(store::Statement& q, Session* s) {
 
 // After a CAS on (session_id, token) changed nothing: why not.
 SessionResult ExplainFailedCas(Db* db, const Caller& caller, const std::string& session_id,
-                               int64_t token, int64_t now_ms, bool lease_must_run) {
+                               int64_t token, int64_t now_ms) {
   Status s;
   StatementRef q = db->Cached(sql::kSessionState, &s);
   if (!s.ok()) return Fail(Outcome::kError, s.ToString());
@@ -60,7 +60,7 @@ SessionResult ExplainFailedCas(Db* db, const Caller& caller, const std::string& 
   if (!caller.admin && q->ColumnText(1) != caller.tenant) {
     return Fail(Outcome::kForbidden, "session " + session_id + " belongs to another tenant");
   }
-  if (lease_must_run && q->ColumnInt64(2) <= now_ms) {
+  if (q->ColumnInt64(2) <= now_ms) {
     return Fail(Outcome::kNotFound, "session " + session_id + " has expired");
   }
   if (q->ColumnInt64(0) != token) {
@@ -100,18 +100,28 @@ class Allocator::ClaimJob : public store::WriteJob {
     if (!req.idempotency_key.empty()) {
       // A retry of a claim that already holds a session is that session.
       // The unique index on (tenant, idempotency_key) is the backstop.
-      StatementRef q = db->Cached(sql::kFindIdempotent, &s);
-      if (!s.ok()) return s;
-      q->Bind(1, req.caller.tenant);
-      q->Bind(2, req.idempotency_key);
-      bool row = false;
-      s = q->Step(&row);
-      if (!s.ok()) return s;
-      if (row) {
-        ReadIdempotentRow(*q, &result_.session);
-        result_.outcome = Outcome::kReplayed;
-        return Status::Ok();
+      {
+        StatementRef q = db->Cached(sql::kFindIdempotent, &s);
+        if (!s.ok()) return s;
+        q->Bind(1, req.caller.tenant);
+        q->Bind(2, req.idempotency_key);
+        q->Bind(3, now);
+        bool row = false;
+        s = q->Step(&row);
+        if (!s.ok()) return s;
+        if (row) {
+          ReadIdempotentRow(*q, &result_.session);
+          result_.outcome = Outcome::kReplayed;
+          return Status::Ok();
+        }
       }
+      StatementRef forget = db->Cached(sql::kForgetExpiredKey, &s);
+      if (!s.ok()) return s;
+      forget->Bind(1, req.caller.tenant);
+      forget->Bind(2, req.idempotency_key);
+      forget->Bind(3, now);
+      s = forget->Run();
+      if (!s.ok()) return s;
     }
     for (size_t i = first_; i < last_; ++i) {
       StatementRef claim = db->Cached(sql::kClaim, &s);
@@ -225,10 +235,8 @@ class Allocator::SessionCasJob : public store::WriteJob {
     } else {
       cas->Bind(3, caller_.tenant);
     }
-    if (kind_ == Kind::kRenew) {
-      cas->Bind(4, now);
-      cas->Bind(5, now + lease_ms_);
-    }
+    cas->Bind(4, now);
+    if (kind_ == Kind::kRenew) cas->Bind(5, now + lease_ms_);
     bool row = false;
     s = cas->Step(&row);
     if (!s.ok()) return s;
@@ -247,7 +255,7 @@ class Allocator::SessionCasJob : public store::WriteJob {
       return cas->Run();
     }
     cas->Reset();
-    result_ = ExplainFailedCas(db, caller_, session_id_, token_, now, kind_ == Kind::kRenew);
+    result_ = ExplainFailedCas(db, caller_, session_id_, token_, now);
     return result_.outcome == Outcome::kError ? Status::IOError(result_.message) : Status::Ok();
   }
 
@@ -342,6 +350,7 @@ void Allocator::Claim(ClaimRequest req, SessionCallback done) {
         if (!st.ok()) return st;
         q->Bind(1, attempt->req.caller.tenant);
         q->Bind(2, attempt->req.idempotency_key);
+        q->Bind(3, store::NowMs());
         bool row = false;
         st = q->Step(&row);
         if (st.ok() && row) {

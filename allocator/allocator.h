@@ -40,7 +40,8 @@ struct AllocatorStats {
 // of the shard that owns the region; release and renew are compare-and-swap
 // on (session_id, token). It is safe to call from any thread; results come
 // back through callbacks on writer threads, after the commit. It does not own
-// the shards, which must outlive it.
+// the shards, which must outlive it; stop the shards' writers before the
+// Allocator is destroyed, since a queued job points back at it.
 class Allocator {
  public:
   Allocator(std::vector<store::Shard*> shards, store::ShardMap map, AllocatorOptions options);
@@ -59,10 +60,11 @@ class Allocator {
   // REQUIRES: req.lease_ms is 0 or in [1, max_lease_ms]; fields validated.
   void Claim(ClaimRequest req, SessionCallback done);
 
-  // Releases the session if `token` is its current one: the container becomes
-  // available (draining if a drain was asked). kOk, kStaleToken, kNotFound
-  // (unknown or already released), kForbidden (another tenant's), kOverloaded
-  // or kError.
+  // Releases the session if `token` is its current one and its lease runs:
+  // the container becomes available (draining if a drain was asked, dead if
+  // it reported itself dead). kOk, kStaleToken, kNotFound (unknown, already
+  // released, or its lease is over: the reaper frees it), kForbidden (another
+  // tenant's), kOverloaded or kError.
   void Release(const Caller& caller, std::string session_id, int64_t token, SessionCallback done);
 
   // Extends the lease to now + lease_ms (0: the default) if `token` is

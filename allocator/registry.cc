@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
 #include "allocator/sql.h"
 
@@ -78,21 +79,45 @@ int Registry::FindShard(std::string_view id) {
 
 void Registry::Register(std::vector<ContainerSpec> specs, ContainerCallback done) {
   std::map<int, std::vector<ContainerSpec>> by_shard;
-  for (ContainerSpec& spec : specs) {
-    const int shard = map_.ShardOf(spec.region);
-    if (map_.shards() > 1) {
-      // A container lives in exactly one shard: moving it to a region of
-      // another shard would leave a second copy behind.
-      const int found = FindShard(spec.id);
-      if (found >= 0 && found != shard) {
+  std::vector<std::string> reserved;  // ids this call put into pending_
+  if (map_.shards() > 1) {
+    // A container lives in exactly one shard: an id already stored, or being
+    // stored, in a region of another shard is refused, and so is one id given
+    // with regions of two shards in this call.
+    std::unordered_map<std::string, int> wanted;
+    for (const ContainerSpec& spec : specs) {
+      const int shard = map_.ShardOf(spec.region);
+      auto [it, fresh] = wanted.emplace(spec.id, shard);
+      if (!fresh && it->second != shard) {
         done(Fail(Outcome::kConflict, "container " + spec.id +
-                                          " is registered in a region of another shard; "
-                                          "delete it before moving it to region " +
-                                          spec.region));
+                                          " is given twice, in regions of different shards"));
         return;
       }
     }
-    by_shard[shard].push_back(std::move(spec));
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    for (const auto& [id, shard] : wanted) {
+      auto p = pending_.find(id);
+      const int found = p != pending_.end() ? p->second : FindShard(id);
+      if (found >= 0 && found != shard) {
+        for (const std::string& r : reserved) pending_.erase(r);
+        done(Fail(Outcome::kConflict,
+                  "container " + id + " is registered in a region of another shard; "
+                                      "delete it before moving it to another region"));
+        return;
+      }
+      if (pending_.emplace(id, shard).second) reserved.push_back(id);
+    }
+  }
+  for (ContainerSpec& spec : specs) by_shard[map_.ShardOf(spec.region)].push_back(std::move(spec));
+  if (!reserved.empty()) {
+    // Let go of the reservations once every shard's write has ended.
+    done = [this, reserved = std::move(reserved), done = std::move(done)](ContainerResult r) {
+      {
+        std::lock_guard<std::mutex> lock(pending_mu_);
+        for (const std::string& id : reserved) pending_.erase(id);
+      }
+      done(std::move(r));
+    };
   }
   if (by_shard.empty()) {
     ContainerResult r;

@@ -1,7 +1,9 @@
 #ifndef EDGEALLOC_ALLOCATOR_REGISTRY_H_
 #define EDGEALLOC_ALLOCATOR_REGISTRY_H_
 
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <string_view>
 #include <vector>
 
@@ -23,8 +25,10 @@ class Registry {
   // latency always; region and pool only when not picked; never the holder).
   // Registration counts as a heartbeat, and revives a `dead` container that is
   // not picked. All of one shard's containers are written in one transaction.
-  // kOk with count = containers written; kConflict if an id is registered in a
-  // region of another shard; kOverloaded; kError.
+  // kOk with count = containers written; kConflict if an id is registered in,
+  // or being registered to, a region of another shard (also twice in one
+  // call); kOverloaded; kError. `done` may run on the calling thread (a
+  // refusal) or on a writer thread.
   // REQUIRES: every spec validated (ids, region, pool non-empty, data an object).
   void Register(std::vector<ContainerSpec> specs, ContainerCallback done);
 
@@ -45,6 +49,12 @@ class Registry {
 
   std::vector<store::Shard*> shards_;
   store::ShardMap map_;
+  // Ids between their shard check and their commit, with their shard, so two
+  // concurrent registrations cannot put one id into two shards. Only used
+  // with more than one shard. (Another process registering the same new id
+  // at the same moment is not covered: README says so.)
+  std::mutex pending_mu_;
+  std::unordered_map<std::string, int> pending_;  // GUARDED_BY(pending_mu_)
 };
 
 }  // namespace allocator

@@ -35,22 +35,38 @@ inline constexpr char kCountTenantSessions[] = R"sql(
 SELECT COUNT(*) FROM containers WHERE session_id IS NOT NULL AND tenant = ?1
 )sql";
 
-// The live session of a tenant's idempotency key, if any.
+// The live session of a tenant's idempotency key, if any: a session whose
+// lease is over is not replayed, even before the reaper has freed it.
+//   ?1 tenant ?2 key ?3 now_ms
 inline constexpr char kFindIdempotent[] = R"sql(
 SELECT session_id, id, region, pool, generation, lease_expires_at_ms, data
 FROM containers
 WHERE tenant = ?1 AND idempotency_key = ?2 AND session_id IS NOT NULL
+  AND lease_expires_at_ms > ?3
 )sql";
 
-// Release: compare-and-swap on (session_id, token). The container goes back
-// to available, or to draining if a drain was asked while it was picked.
-//   ?1 session_id ?2 token ?3 tenant (NULL for an admin)
+// An expired session still holding the key (the reaper has not run yet) lets
+// go of the key, so that the unique index does not refuse the new claim. The
+// container itself stays for the reaper: a claim never sweeps.
+//   ?1 tenant ?2 key ?3 now_ms
+inline constexpr char kForgetExpiredKey[] = R"sql(
+UPDATE containers SET idempotency_key = NULL
+WHERE tenant = ?1 AND idempotency_key = ?2 AND lease_expires_at_ms <= ?3
+)sql";
+
+// Release: compare-and-swap on (session_id, token), while the lease runs (an
+// expired session is already over, as GET says; the reaper frees it). The
+// container goes back to available; to draining if a drain was asked while it
+// was picked; to dead if it reported itself dead meanwhile.
+//   ?1 session_id ?2 token ?3 tenant (NULL for an admin) ?4 now_ms
 inline constexpr char kRelease[] = R"sql(
 UPDATE containers
-SET status = CASE WHEN drain_requested THEN 'draining' ELSE 'available' END,
-    drain_requested = 0, session_id = NULL, tenant = NULL, idempotency_key = NULL,
-    lease_expires_at_ms = NULL, claimed_at_ms = NULL
+SET status = CASE WHEN dead_reported THEN 'dead'
+                  WHEN drain_requested THEN 'draining' ELSE 'available' END,
+    drain_requested = 0, dead_reported = 0, session_id = NULL, tenant = NULL,
+    idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL
 WHERE session_id = ?1 AND generation = ?2 AND (?3 IS NULL OR tenant = ?3)
+  AND lease_expires_at_ms > ?4
 RETURNING id
 )sql";
 
@@ -84,9 +100,10 @@ WHERE session_id IS NOT NULL AND lease_expires_at_ms <= ?1 LIMIT 1
 // transaction of its own (never inside a claim).
 inline constexpr char kReapExpired[] = R"sql(
 UPDATE containers
-SET status = CASE WHEN drain_requested THEN 'draining' ELSE 'available' END,
-    drain_requested = 0, session_id = NULL, tenant = NULL, idempotency_key = NULL,
-    lease_expires_at_ms = NULL, claimed_at_ms = NULL
+SET status = CASE WHEN dead_reported THEN 'dead'
+                  WHEN drain_requested THEN 'draining' ELSE 'available' END,
+    drain_requested = 0, dead_reported = 0, session_id = NULL, tenant = NULL,
+    idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL
 WHERE id IN (SELECT id FROM containers
              WHERE session_id IS NOT NULL AND lease_expires_at_ms <= ?1
              ORDER BY lease_expires_at_ms LIMIT ?2)

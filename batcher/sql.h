@@ -62,8 +62,8 @@ SELECT 1 FROM containers WHERE id = ?1
 inline constexpr char kAnySilent[] = R"sql(
 SELECT 1 FROM containers WHERE status <> 'dead' AND last_heartbeat_ms < ?1 LIMIT 1
 )sql";
-// A dead report left for the reaper. No index covers dead_reported, so this
-// scans the table: fine for pools of thousands of containers. dead_reported
+// A dead report left for the reaper, found through the partial index
+// containers_dead_reported (only reported rows are in it). dead_reported
 // is looked for on any row that is not dead, not only picked ones: a session
 // released between the report and the sweep leaves it on an available row.
 inline constexpr char kAnyDeadReported[] = R"sql(

@@ -186,6 +186,8 @@ StatementRef Db::Cached(const char* sql, Status* status) {
   if (it == cache_.end()) {
     auto stmt = std::make_unique<Statement>();
     *status = Prepare(sql, stmt.get());
+    // A failed prepare is not cached, so every use reports its error.
+    if (!status->ok()) return StatementRef(&invalid_);
     it = cache_.emplace(sql, std::move(stmt)).first;
     return StatementRef(it->second.get());
   }

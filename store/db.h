@@ -135,6 +135,7 @@ class Db {
   sqlite3* db_ = nullptr;
   std::unique_ptr<WriteLock> write_lock_;
   std::unordered_map<const char*, std::unique_ptr<Statement>> cache_;
+  Statement invalid_;  // what Cached returns when a prepare failed
 };
 
 // A Transaction is one write transaction: the cross-process write lock, then

@@ -57,6 +57,7 @@ ALTER TABLE containers ADD COLUMN load REAL NOT NULL DEFAULT 0;
 ALTER TABLE containers ADD COLUMN dead_reported INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX containers_heartbeat ON containers (last_heartbeat_ms) WHERE status <> 'dead';
 CREATE INDEX containers_counts ON containers (region, pool, status);
+CREATE INDEX containers_dead_reported ON containers (id) WHERE dead_reported = 1;
 )sql";
 
 constexpr const char* kSteps[] = {kSchemaV1, kSchemaV2};

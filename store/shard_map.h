@@ -18,6 +18,8 @@ class ShardMap {
   ShardMap(std::string base_path, int shards);
 
   int shards() const { return shards_; }
+  // The --db path the shard files are named after.
+  const std::string& base_path() const { return base_path_; }
   // The shard that owns `region`, in [0, shards()).
   int ShardOf(std::string_view region) const;
   // The file of shard i: the base path itself with one shard, else

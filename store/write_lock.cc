@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -21,9 +23,36 @@ constexpr size_t kRecordBytes = 256;
 constexpr int kFirstBackoffMicros = 100;
 constexpr int kMaxBackoffMicros = 10000;
 
+// When this process started, in ms since the epoch, from /proc (field 22 of
+// /proc/self/stat is the start in clock ticks after boot; /proc/stat's btime
+// is the boot). Read at every Open, so a forked child names its own start.
+// Falls back to now where /proc is not there.
 int64_t ProcessStartMs() {
-  static const int64_t start = NowMs();
-  return start;
+  long long start_ticks = -1, boot_s = -1;
+  if (FILE* f = std::fopen("/proc/self/stat", "r")) {
+    char buf[1024];
+    size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    // The command name (field 2) may hold spaces; fields after it follow ')'.
+    if (const char* p = std::strrchr(buf, ')')) {
+      int field = 2;
+      for (; *p != '\0' && field < 22; ++p) {
+        if (*p == ' ') ++field;
+      }
+      if (field == 22) start_ticks = std::atoll(p);
+    }
+  }
+  if (FILE* f = std::fopen("/proc/stat", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      if (std::strncmp(line, "btime ", 6) == 0) boot_s = std::atoll(line + 6);
+    }
+    std::fclose(f);
+  }
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  if (start_ticks < 0 || boot_s < 0 || hz <= 0) return NowMs();
+  return boot_s * 1000 + start_ticks * 1000 / hz;
 }
 
 }  // namespace

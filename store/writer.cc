@@ -64,10 +64,14 @@ void Writer::Stop() {
 
 bool Writer::Submit(std::unique_ptr<WriteJob> job) {
   submitting_.fetch_add(1);
-  bool ok = accepting_.load() && stats_.queued.load(std::memory_order_relaxed) <
-                                     options_.max_queued_jobs;
+  // Reserve the slot first and give it back on refusal, so that concurrent
+  // Submits cannot together pass the bound.
+  bool ok = false;
+  if (accepting_.load()) {
+    ok = stats_.queued.fetch_add(1, std::memory_order_relaxed) < options_.max_queued_jobs;
+    if (!ok) stats_.queued.fetch_sub(1, std::memory_order_relaxed);
+  }
   if (ok) {
-    stats_.queued.fetch_add(1, std::memory_order_relaxed);
     queue_->q.enqueue(job.release());
   } else {
     stats_.refused.fetch_add(1, std::memory_order_relaxed);

@@ -34,7 +34,8 @@ class WriteJob {
 };
 
 struct WriterOptions {
-  // Jobs queued or in flight before Submit refuses (the caller answers 503).
+  // Jobs queued and not yet taken by the writer before Submit refuses (the
+  // caller answers 503). The group being committed does not count.
   int max_queued_jobs = 65536;
   // Jobs committed together at most; a bound on one transaction's length.
   int max_group_jobs = 256;
