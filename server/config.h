@@ -23,10 +23,10 @@ struct ServeConfig {
   int64_t lease_ms = 60000;
   int64_t max_lease_ms = 3600000;
   int64_t dead_after_ms = 30000;
-  int batch_max = 100;             // TODO(#3): used by the heartbeat batcher
-  int64_t batch_wait_ms = 10;      // TODO(#3)
-  int64_t queue_capacity = 100000; // TODO(#3)
-  int64_t mirror_refresh_ms = 1000;  // TODO(#4): used by the capacity mirror
+  int batch_max = 100;             // heartbeat rows a transaction (batcher)
+  int64_t batch_wait_ms = 10;      // longest a heartbeat waits for a batch
+  int64_t queue_capacity = 100000; // heartbeats queued a shard before 503
+  int64_t mirror_refresh_ms = 1000;  // capacity mirror refresh period
   int64_t max_sessions_per_tenant = 0;  // 0: unlimited
   int64_t max_body_bytes = 1 << 20;
   int candidates = 5;

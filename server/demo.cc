@@ -4,6 +4,7 @@
 #include <future>
 
 #include "server/http_types.h"
+#include "store/db.h"
 
 namespace server {
 namespace {
@@ -11,12 +12,13 @@ namespace {
 constexpr const char* kRegions[] = {"weur", "eeur", "wnam"};
 constexpr const char* kPools[] = {"chrome", "firefox"};
 constexpr int kPerPool = 8;
-constexpr int64_t kMinPeriodMs = 10;
 
 }  // namespace
 
-Demo::Demo(allocator::Registry* registry, int64_t dead_after_ms)
-    : registry_(registry), period_ms_(std::max(kMinPeriodMs, dead_after_ms / 3)) {}
+Demo::Demo(allocator::Registry* registry, batcher::Batcher* batcher, int64_t dead_after_ms)
+    : registry_(registry),
+      batcher_(batcher),
+      period_ms_(std::clamp(dead_after_ms / 3, kMinPeriodMs, kMaxPeriodMs)) {}
 
 Demo::~Demo() { Stop(); }
 
@@ -49,6 +51,20 @@ allocator::ContainerResult Demo::RegisterOnce() {
   return result.get();
 }
 
+batcher::SubmitResult Demo::HeartbeatOnce() {
+  const int64_t now = store::NowMs();
+  std::vector<batcher::Heartbeat> beats;
+  for (allocator::ContainerSpec& c : Fleet()) {
+    batcher::Heartbeat h;
+    h.container_id = std::move(c.id);
+    h.ts_ms = now;
+    h.state = batcher::Heartbeat::State::kReady;
+    h.accepted_ms = now;
+    beats.push_back(std::move(h));
+  }
+  return batcher_->Submit(std::move(beats));
+}
+
 bool Demo::Start(std::string* error) {
   allocator::ContainerResult r = RegisterOnce();
   if (r.outcome != allocator::Outcome::kOk) {
@@ -72,12 +88,16 @@ void Demo::Stop() {
 
 void Demo::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
+  bool refused = false;  // log a refusal once, not once a round
   while (!cv_.wait_for(lock, std::chrono::milliseconds(period_ms_), [this] { return stop_; })) {
     lock.unlock();
-    allocator::ContainerResult r = RegisterOnce();
-    if (r.outcome != allocator::Outcome::kOk) {
-      LogLine("edgealloc: demo keep-alive registration failed: " + r.message);
+    batcher::SubmitResult r = HeartbeatOnce();
+    if (!r.accepted() && !refused) {
+      LogLine(std::string("edgealloc: demo heartbeats refused (") +
+              (r.code == batcher::SubmitResult::Code::kOverloaded ? "queue full" : "stopping") +
+              "); will retry");
     }
+    refused = !r.accepted();
     lock.lock();
   }
 }

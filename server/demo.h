@@ -9,24 +9,32 @@
 #include <vector>
 
 #include "allocator/registry.h"
+#include "batcher/batcher.h"
 
 namespace server {
 
 // A Demo is the `--demo` fleet: 48 containers (regions weur, eeur, wnam;
-// pools chrome and firefox; 8 each) registered at start and re-registered at
-// a third of --dead-after-ms, since registration counts as a heartbeat, so
-// they stay alive without real containers. Its own thread does the
-// re-registering; Start and Stop are for the owning thread. The registry must
-// outlive it.
+// pools chrome and firefox; 8 each) registered once at start through the
+// Registry, then kept alive the way real containers are: a heartbeat with
+// state "ready" for each through the Batcher every kMaxPeriodMs or a third of
+// --dead-after-ms, whichever is smaller, so the demo exercises the real
+// heartbeat path. Its own thread sends them; Start and Stop are for the
+// owning thread. The registry and batcher must outlive it; stop the Demo
+// before Batcher::Stop().
 class Demo {
  public:
-  Demo(allocator::Registry* registry, int64_t dead_after_ms);
+  // The longest pause between two rounds of heartbeats.
+  static constexpr int64_t kMaxPeriodMs = 1000;
+  // The shortest, whatever --dead-after-ms says.
+  static constexpr int64_t kMinPeriodMs = 10;
+
+  Demo(allocator::Registry* registry, batcher::Batcher* batcher, int64_t dead_after_ms);
   Demo(const Demo&) = delete;
   Demo& operator=(const Demo&) = delete;
   ~Demo();
 
-  // Registers the fleet once (waiting for it) and starts the keep-alive
-  // thread. Returns false with *error if the first registration failed.
+  // Registers the fleet once (waiting for it) and starts the heartbeat
+  // thread. Returns false with *error if the registration failed.
   bool Start(std::string* error);
   // Stops and joins the thread. Idempotent.
   void Stop();
@@ -38,9 +46,12 @@ class Demo {
  private:
   // Registers the fleet and waits. kOk on success.
   allocator::ContainerResult RegisterOnce();
+  // Submits one "ready" heartbeat for each container of the fleet.
+  batcher::SubmitResult HeartbeatOnce();
   void Loop();
 
   allocator::Registry* registry_;
+  batcher::Batcher* batcher_;
   int64_t period_ms_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -49,24 +49,6 @@ bool FieldFail(BodyError* error, const std::string& field, const std::string& wh
   return Fail(error, "invalid_field", field + ": " + what);
 }
 
-bool ParseObject(std::string_view body, json* out, BodyError* error) {
-  if (NestingDepth(body) > kMaxJsonDepth) {
-    return Fail(error, "invalid_json",
-                "body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  }
-  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Fail(error, "invalid_json", "body is not valid JSON");
-  if (!j.is_object()) return Fail(error, "invalid_json", "body must be a JSON object");
-  *out = std::move(j);
-  return true;
-}
-
-size_t Utf8Chars(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
-
 // A string field of 1..256 characters. Missing: *present false, ok unless
 // required.
 bool GetName(const json& obj, const char* key, const std::string& field, bool required,
@@ -120,7 +102,7 @@ std::string Dump(const json& j) {
 bool ParseClaim(std::string_view body, int64_t max_lease_ms, allocator::ClaimRequest* out,
                 BodyError* error) {
   json j;
-  if (!ParseObject(body, &j, error)) return false;
+  if (!ParseJsonObject(body, &j, error)) return false;
   if (!GetName(j, "region", "region", true, &out->region, error)) return false;
   if (!GetName(j, "pool", "pool", false, &out->pool, error)) return false;
   if (!GetInt(j, "lease_ms", "lease_ms", false, 1, max_lease_ms, &out->lease_ms, error)) {
@@ -154,7 +136,7 @@ bool ParseClaim(std::string_view body, int64_t max_lease_ms, allocator::ClaimReq
 bool ParseRenew(std::string_view body, int64_t max_lease_ms, int64_t* token, int64_t* lease_ms,
                 BodyError* error) {
   json j;
-  if (!ParseObject(body, &j, error)) return false;
+  if (!ParseJsonObject(body, &j, error)) return false;
   if (!GetInt(j, "token", "token", true, std::numeric_limits<int64_t>::min(),
               std::numeric_limits<int64_t>::max(), token, error)) {
     return false;
@@ -166,7 +148,7 @@ bool ParseRenew(std::string_view body, int64_t max_lease_ms, int64_t* token, int
 bool ParseRegistration(std::string_view body, std::vector<allocator::ContainerSpec>* out,
                        BodyError* error) {
   json j;
-  if (!ParseObject(body, &j, error)) return false;
+  if (!ParseJsonObject(body, &j, error)) return false;
   auto it = j.find("containers");
   if (it == j.end() || it->is_null()) return FieldFail(error, "containers", "is required");
   if (!it->is_array()) return FieldFail(error, "containers", "must be an array of containers");
@@ -192,6 +174,24 @@ bool ParseRegistration(std::string_view body, std::vector<allocator::ContainerSp
     out->push_back(std::move(spec));
   }
   return true;
+}
+
+bool ParseJsonObject(std::string_view body, json* out, BodyError* error) {
+  if (NestingDepth(body) > kMaxJsonDepth) {
+    return Fail(error, "invalid_json",
+                "body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
+  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Fail(error, "invalid_json", "body is not valid JSON");
+  if (!j.is_object()) return Fail(error, "invalid_json", "body must be a JSON object");
+  *out = std::move(j);
+  return true;
+}
+
+size_t Utf8Chars(std::string_view s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
 }
 
 bool ParseInt64(std::string_view text, int64_t* out) {

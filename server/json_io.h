@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "allocator/types.h"
 
 namespace server {
@@ -37,6 +39,14 @@ bool ParseRenew(std::string_view body, int64_t max_lease_ms, int64_t* token, int
 // POST /v1/containers (and `edgealloc register`).
 bool ParseRegistration(std::string_view body, std::vector<allocator::ContainerSpec>* out,
                        BodyError* error);
+
+// Parses `body` as one JSON object into *out: invalid_json if it nests deeper
+// than kMaxJsonDepth, is not JSON or is not an object. For the route files
+// that read their own bodies (heartbeat_routes.cc).
+bool ParseJsonObject(std::string_view body, nlohmann::json* out, BodyError* error);
+
+// The characters (code points) of UTF-8 text: the unit of API.md's 1 to 256.
+size_t Utf8Chars(std::string_view s);
 
 // Parses a decimal int64 such as the `token` query parameter. False if not one.
 bool ParseInt64(std::string_view text, int64_t* out);

@@ -61,7 +61,8 @@ bool RouteRequest::QueryParam(std::string_view name, std::string* value) const {
 }
 
 void Router::Add(http::verb method, std::string pattern, Access access, RouteHandler handler) {
-  routes_.push_back(Route{method, SplitPath(pattern), access, std::move(handler)});
+  int metrics_route = metrics_ ? metrics_->AddRoute(pattern) : RequestMetrics::kUnmatched;
+  routes_.push_back(Route{method, SplitPath(pattern), access, std::move(handler), metrics_route});
 }
 
 bool Router::Match(const Route& route, const std::vector<std::string>& path,
@@ -86,10 +87,12 @@ void Router::Handle(Request req, Reply reply) const {
   std::vector<std::string> parts = SplitPath(path);
   std::vector<std::string> params;
   const Route* found = nullptr;
+  const Route* path_match = nullptr;  // for a 405's metrics label
   std::string allow;
   for (const Route& route : routes_) {
     std::vector<std::string> p;
     if (!Match(route, parts, &p)) continue;
+    if (!path_match) path_match = &route;
     if (route.method == req.method()) {
       if (!found) {
         found = &route;
@@ -102,6 +105,15 @@ void Router::Handle(Request req, Reply reply) const {
         allow += name;
       }
     }
+  }
+  if (metrics_) {
+    // Counted when answered, whoever answers and from whichever thread.
+    const int route = found ? found->metrics_route
+                            : path_match ? path_match->metrics_route : RequestMetrics::kUnmatched;
+    reply = [metrics = metrics_, route, inner = std::move(reply)](Response res) {
+      metrics->Count(route, res.result_int());
+      inner(std::move(res));
+    };
   }
   if (!found) {
     if (allow.empty()) {

@@ -8,6 +8,7 @@
 
 #include "server/auth.h"
 #include "server/http_types.h"
+#include "server/request_metrics.h"
 
 namespace server {
 
@@ -30,8 +31,11 @@ using RouteHandler = std::function<void(RouteRequest, Reply)>;
 // and safe from every io thread.
 class Router {
  public:
-  // `keys` must outlive the Router; an empty KeyStore is open mode.
-  explicit Router(const KeyStore* keys) : keys_(keys) {}
+  // `keys` must outlive the Router; an empty KeyStore is open mode. With
+  // `metrics`, which must outlive it too, every answer is counted by route
+  // pattern and status (edgealloc_http_requests_total).
+  explicit Router(const KeyStore* keys, RequestMetrics* metrics = nullptr)
+      : keys_(keys), metrics_(metrics) {}
 
   // Adds a route. A pattern is a path whose segments are literals or `{name}`
   // (one whole segment each), e.g. "/v1/sessions/{id}/renew".
@@ -39,7 +43,8 @@ class Router {
 
   // Answers `req`: 404 not_found for an unknown path, 405 method_not_allowed
   // with Allow for a known path, 401/403 per the route's Access, else the
-  // route's handler.
+  // route's handler. Counted under the route's pattern (a 405 under the
+  // first pattern that matched the path), or "unmatched" for a 404.
   void Handle(Request req, Reply reply) const;
 
  private:
@@ -48,12 +53,14 @@ class Router {
     std::vector<std::string> segments;
     Access access;
     RouteHandler handler;
+    int metrics_route = RequestMetrics::kUnmatched;
   };
   // True if `path` fits the route; fills *params.
   static bool Match(const Route& route, const std::vector<std::string>& path,
                     std::vector<std::string>* params);
 
   const KeyStore* keys_;
+  RequestMetrics* metrics_;
   std::vector<Route> routes_;
 };
 

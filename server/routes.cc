@@ -2,6 +2,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <chrono>
+
 #include "server/errors.h"
 #include "server/json_io.h"
 
@@ -81,14 +83,20 @@ void Api::AddRoutes(Router* router) {
 }
 
 void Api::Claim(RouteRequest req, Reply reply) {
+  const auto started = std::chrono::steady_clock::now();
   allocator::ClaimRequest claim;
   BodyError error;
   if (!ParseClaim(req.http.body(), options_.max_lease_ms, &claim, &error)) {
     return reply(BadBody(error));
   }
   claim.caller = CallerOf(req.who);
-  allocator_->Claim(std::move(claim), [io = io_, reply](allocator::SessionResult r) {
-    ReplyOnIo(io, reply, [r = std::move(r)] { return SessionResponse(r, 201); });
+  allocator_->Claim(std::move(claim), [io = io_, reply, started,
+                                       latency = options_.claim_latency](allocator::SessionResult r) {
+    ReplyOnIo(io, reply, [r = std::move(r), started, latency] {
+      Response res = SessionResponse(r, 201);
+      if (latency) latency->Observe(std::chrono::steady_clock::now() - started);
+      return res;
+    });
   });
 }
 

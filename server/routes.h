@@ -8,12 +8,18 @@
 
 #include "allocator/allocator.h"
 #include "allocator/registry.h"
+#include "server/histogram.h"
 #include "server/router.h"
 
 namespace server {
 
 struct ApiOptions {
   int64_t max_lease_ms = 3600000;
+  // Where POST /v1/sessions records how long each claim took, from the parsed
+  // request to its reply being ready (edgealloc_claim_duration_seconds).
+  // Claims refused before the allocator (400) are not observed. May be null;
+  // must outlive the Api.
+  LatencyHistogram* claim_latency = nullptr;
 };
 
 // The Api is the HTTP face of the allocator and the registry: the routes of

@@ -1,5 +1,8 @@
 #include "server/service.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace server {
 
 Service::Service(ServeConfig config) : config_(std::move(config)) {}
@@ -19,7 +22,13 @@ store::Status Service::Start() {
   store::Status s = store::OpenShards(map, db_options, store::WriterOptions{}, &shards_);
   if (!s.ok()) return s;
   std::vector<store::Shard*> shards;
-  for (auto& shard : shards_) shards.push_back(shard.get());
+  std::vector<const store::Shard*> const_shards;
+  std::vector<std::string> paths;
+  for (auto& shard : shards_) {
+    shards.push_back(shard.get());
+    const_shards.push_back(shard.get());
+    paths.push_back(shard->path);
+  }
 
   allocator::AllocatorOptions alloc_options;
   alloc_options.candidates = config_.candidates;
@@ -32,7 +41,24 @@ store::Status Service::Start() {
   allocator_->Start();
   registry_ = std::make_unique<allocator::Registry>(shards, map);
 
-  router_ = std::make_unique<Router>(&keys_);
+  batcher::BatcherOptions batch_options;
+  batch_options.batch_max = config_.batch_max;
+  batch_options.batch_wait_ms = static_cast<int>(
+      std::min<int64_t>(config_.batch_wait_ms, std::numeric_limits<int>::max()));
+  batch_options.queue_capacity = config_.queue_capacity;
+  batch_options.dead_after_ms = config_.dead_after_ms;
+  batcher_ = std::make_unique<batcher::Batcher>(shards, map, batch_options);
+  batcher_->Start();
+
+  // The first read happens here, so /v1/capacity is never served empty.
+  mirror_ = std::make_unique<kvmirror::Mirror>(paths, config_.mirror_refresh_ms);
+  s = mirror_->Start();
+  if (!s.ok()) {
+    Stop();
+    return s;
+  }
+
+  router_ = std::make_unique<Router>(&keys_, &request_metrics_);
   HttpServerOptions http_options;
   http_options.host = config_.host;
   http_options.port = config_.port;
@@ -43,15 +69,25 @@ store::Status Service::Start() {
       http_options, [router](Request req, Reply reply) { router->Handle(std::move(req), reply); });
   ApiOptions api_options;
   api_options.max_lease_ms = config_.max_lease_ms;
+  api_options.claim_latency = &claim_latency_;
   api_ = std::make_unique<Api>(allocator_.get(), registry_.get(), http_->executor(), api_options,
                                &ready_);
   api_->AddRoutes(router_.get());
-  // TODO(#3, #4): the batcher adds POST /v1/heartbeats, the mirror GET
-  // /v1/capacity, GET /metrics and GET /dashboard, here, with router_->Add.
+  heartbeat_api_ = std::make_unique<HeartbeatApi>(batcher_.get(), &ready_);
+  heartbeat_api_->AddRoutes(router_.get());
+  MetricsSources metrics;
+  metrics.allocator = &allocator_->stats();
+  metrics.claim_latency = &claim_latency_;
+  metrics.batcher = batcher_.get();
+  metrics.mirror = mirror_.get();
+  metrics.shards = const_shards;
+  metrics.requests = &request_metrics_;
+  ops_api_ = std::make_unique<OpsApi>(mirror_.get(), std::move(metrics));
+  ops_api_->AddRoutes(router_.get());
   started_ = true;
 
   if (config_.demo) {
-    demo_ = std::make_unique<Demo>(registry_.get(), config_.dead_after_ms);
+    demo_ = std::make_unique<Demo>(registry_.get(), batcher_.get(), config_.dead_after_ms);
     std::string error;
     if (!demo_->Start(&error)) {
       Stop();
@@ -63,6 +99,8 @@ store::Status Service::Start() {
     Stop();
     return s;
   }
+  // Ready only now: the databases are open, the mirror has read them once
+  // and the batcher's threads run.
   ready_.store(true);
   return store::Status::Ok();
 }
@@ -70,6 +108,8 @@ store::Status Service::Start() {
 void Service::Stop(std::chrono::milliseconds grace) {
   if (stopped_) return;
   stopped_ = true;
+  // Not ready first: /readyz answers 503 and new heartbeats are refused with
+  // 503, so a load balancer and the containers move on while we drain.
   ready_.store(false);
   if (http_) {
     http_->StopAccepting();
@@ -79,7 +119,11 @@ void Service::Stop(std::chrono::milliseconds grace) {
     }
   }
   if (demo_) demo_->Stop();
+  // The batcher drains through the writers, so it stops while they still
+  // run: every heartbeat answered 202 is in the database once this returns.
+  if (batcher_) batcher_->Stop();
   if (allocator_) allocator_->Stop();
+  if (mirror_) mirror_->Stop();
   // Writer::Stop runs every job it accepted, so every callback has run, and
   // posted its reply, before the io threads and their io_context go away.
   for (auto& shard : shards_) {
@@ -87,7 +131,11 @@ void Service::Stop(std::chrono::milliseconds grace) {
   }
   if (http_) http_->Stop();
   demo_.reset();
+  ops_api_.reset();
+  heartbeat_api_.reset();
   api_.reset();
+  batcher_.reset();
+  mirror_.reset();
   allocator_.reset();
   registry_.reset();
   shards_.clear();

@@ -9,10 +9,16 @@
 
 #include "allocator/allocator.h"
 #include "allocator/registry.h"
+#include "batcher/batcher.h"
+#include "kvmirror/mirror.h"
 #include "server/auth.h"
 #include "server/config.h"
 #include "server/demo.h"
+#include "server/heartbeat_routes.h"
+#include "server/histogram.h"
 #include "server/http_server.h"
+#include "server/ops_routes.h"
+#include "server/request_metrics.h"
 #include "server/router.h"
 #include "server/routes.h"
 #include "store/shard.h"
@@ -21,8 +27,8 @@
 namespace server {
 
 // A Service is one running edgealloc: the shards and their writers, the
-// allocator and registry, the routes and the HTTP server, and the demo fleet
-// when asked. main() and the tests own one. Start and Stop are for the owning
+// allocator and registry, the heartbeat batcher, the capacity mirror, the
+// routes and the HTTP server, and the demo fleet when asked. main() and the tests own one. Start and Stop are for the owning
 // thread; everything else it holds is used from io and writer threads.
 class Service {
  public:
@@ -35,20 +41,28 @@ class Service {
   ~Service();
 
   // Loads the keys, opens (creating, migrating) the shards, starts the
-  // allocator, the HTTP server and the demo fleet. Returns InvalidArgument for
-  // a bad keys file or a database of another layout (a usage error), IOError
-  // or Busy otherwise. On failure, what was started is stopped again.
+  // allocator, the batcher, the mirror (after its first read, so capacity is
+  // never empty), the HTTP server and the demo fleet; then /readyz says 200.
+  // Returns InvalidArgument for a bad keys file or a database of another
+  // layout (a usage error), IOError, Busy or Corruption otherwise. On
+  // failure, what was started is stopped again.
   store::Status Start();
 
-  // Stops in order: not ready, stop accepting, let requests in flight finish
-  // (at most `grace`), stop the demo and the reaper, drain and stop the
-  // writers, stop the io threads, close the databases. Idempotent.
+  // Stops in order: not ready (/readyz and new heartbeats 503), stop
+  // accepting, let requests in flight finish (at most `grace`), stop the
+  // demo, drain the batcher (everything answered 202 is written), stop the
+  // allocator's reaper and the mirror, drain and stop the writers, stop the
+  // io threads, close the databases. Idempotent.
   void Stop(std::chrono::milliseconds grace = kStopGrace);
 
   // The bound port. REQUIRES: Start returned Ok.
   uint16_t port() const { return http_->port(); }
   const ServeConfig& config() const { return config_; }
   allocator::Allocator* allocator() { return allocator_.get(); }
+  // Null before Start and after Stop.
+  batcher::Batcher* batcher() { return batcher_.get(); }
+  kvmirror::Mirror* mirror() { return mirror_.get(); }
+  bool ready() const { return ready_.load(); }
 
  private:
   ServeConfig config_;
@@ -57,10 +71,17 @@ class Service {
   std::vector<std::unique_ptr<store::Shard>> shards_;
   std::unique_ptr<allocator::Allocator> allocator_;
   std::unique_ptr<allocator::Registry> registry_;
+  std::unique_ptr<batcher::Batcher> batcher_;
+  std::unique_ptr<kvmirror::Mirror> mirror_;
+  // Read by /metrics; written by the router and the claim route.
+  RequestMetrics request_metrics_;
+  LatencyHistogram claim_latency_;
   std::unique_ptr<Router> router_;
   // Declared before api_ and demo_: they post to its executor, so it dies last.
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<Api> api_;
+  std::unique_ptr<HeartbeatApi> heartbeat_api_;
+  std::unique_ptr<OpsApi> ops_api_;
   std::unique_ptr<Demo> demo_;
   bool started_ = false;
   bool stopped_ = false;
