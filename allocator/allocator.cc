@@ -212,7 +212,7 @@ class Allocator::ClaimJob : public store::WriteJob {
 // Release or renew: one compare-and-swap on (session_id, token).
 class Allocator::SessionCasJob : public store::WriteJob {
  public:
-  enum class Kind { kRelease, kRenew };
+  using Kind = CasKind;
   SessionCasJob(Allocator* a, Kind kind, Caller caller, std::string session_id, int64_t token,
                 int64_t lease_ms, SessionCallback done)
       : a_(a),
@@ -394,50 +394,41 @@ void Allocator::RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t first) {
     }
     if (quota < 0) quota = 0;
   }
-  auto* raw = attempt.get();
-  auto job = std::make_unique<ClaimJob>(this, std::move(attempt), first, last,
-                                        NewSessionId(shard), quota);
+  std::unique_ptr<store::WriteJob> job = std::make_unique<ClaimJob>(
+      this, std::move(attempt), first, last, NewSessionId(shard), quota);
   if (!shards_[shard]->writer->Submit(std::move(job))) {
-    // The job was not taken and its Done will not run: answer here.
-    stats_.claims_error.fetch_add(1, std::memory_order_relaxed);
-    raw->done(Fail(Outcome::kOverloaded, "the claim queue of shard " + std::to_string(shard) +
-                                             " is full; retry shortly"));
+    // Refused, so never run: the job answers for itself (overloaded).
+    job->Done(Status::Busy("the claim queue of shard " + std::to_string(shard) +
+                           " is full; retry shortly"));
   }
 }
 
 void Allocator::Release(const Caller& caller, std::string session_id, int64_t token,
                         SessionCallback done) {
-  const int shard = ShardOfSession(session_id);
-  if (shard < 0) {
-    done(Fail(Outcome::kNotFound, "no session " + session_id));
-    return;
-  }
-  // The callback moves into the job; if the writer refuses the job it is
-  // destroyed unrun, so the refusal is answered through the shared copy.
-  auto shared_done = std::make_shared<SessionCallback>(std::move(done));
-  auto job = std::make_unique<SessionCasJob>(
-      this, SessionCasJob::Kind::kRelease, caller, std::move(session_id), token, 0,
-      [shared_done](SessionResult r) { (*shared_done)(std::move(r)); });
-  if (!shards_[shard]->writer->Submit(std::move(job))) {
-    (*shared_done)(Fail(Outcome::kOverloaded, "the write queue is full; retry shortly"));
-  }
+  RunSessionCas(CasKind::kRelease, caller, std::move(session_id), token, 0,
+                std::move(done));
 }
 
 void Allocator::Renew(const Caller& caller, std::string session_id, int64_t token,
                       int64_t lease_ms, SessionCallback done) {
   assert(lease_ms >= 0 && lease_ms <= options_.max_lease_ms);
+  RunSessionCas(CasKind::kRenew, caller, std::move(session_id), token,
+                lease_ms > 0 ? lease_ms : options_.default_lease_ms, std::move(done));
+}
+
+void Allocator::RunSessionCas(CasKind kind, const Caller& caller,
+                              std::string session_id, int64_t token, int64_t lease_ms,
+                              SessionCallback done) {
   const int shard = ShardOfSession(session_id);
   if (shard < 0) {
     done(Fail(Outcome::kNotFound, "no session " + session_id));
     return;
   }
-  auto shared_done = std::make_shared<SessionCallback>(std::move(done));
-  auto job = std::make_unique<SessionCasJob>(
-      this, SessionCasJob::Kind::kRenew, caller, std::move(session_id), token,
-      lease_ms > 0 ? lease_ms : options_.default_lease_ms,
-      [shared_done](SessionResult r) { (*shared_done)(std::move(r)); });
+  std::unique_ptr<store::WriteJob> job = std::make_unique<SessionCasJob>(
+      this, kind, caller, std::move(session_id), token, lease_ms, std::move(done));
   if (!shards_[shard]->writer->Submit(std::move(job))) {
-    (*shared_done)(Fail(Outcome::kOverloaded, "the write queue is full; retry shortly"));
+    job->Done(Status::Busy("the write queue of shard " + std::to_string(shard) +
+                           " is full; retry shortly"));
   }
 }
 

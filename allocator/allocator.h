@@ -89,6 +89,10 @@ class Allocator {
   class ClaimJob;
   class SessionCasJob;
   void RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t region_index);
+  enum class CasKind { kRelease, kRenew };
+  // Release or renew: one compare-and-swap job on the session's shard.
+  void RunSessionCas(CasKind kind, const Caller& caller, std::string session_id, int64_t token,
+                     int64_t lease_ms, SessionCallback done);
   std::string NewSessionId(int shard);
   // The shard that holds a session, from its id; -1 for an id we never made.
   int ShardOfSession(std::string_view session_id) const;

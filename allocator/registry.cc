@@ -46,13 +46,12 @@ class ContainerJob : public store::WriteJob {
   ContainerResult result_;
 };
 
-// Submits a ContainerJob; a refused job is answered kOverloaded at once.
+// Submits a ContainerJob; a refused job answers kOverloaded at once.
 void SubmitContainerJob(store::Shard* shard, ContainerJob::Work work, ContainerCallback done) {
-  auto shared_done = std::make_shared<ContainerCallback>(std::move(done));
-  auto job = std::make_unique<ContainerJob>(
-      std::move(work), [shared_done](ContainerResult r) { (*shared_done)(std::move(r)); });
+  std::unique_ptr<store::WriteJob> job =
+      std::make_unique<ContainerJob>(std::move(work), std::move(done));
   if (!shard->writer->Submit(std::move(job))) {
-    (*shared_done)(Fail(Outcome::kOverloaded, "the write queue is full; retry shortly"));
+    job->Done(Status::Busy("the write queue is full; retry shortly"));
   }
 }
 
@@ -208,14 +207,18 @@ ContainerResult Registry::Get(std::string_view id) {
   return Fail(Outcome::kNotFound, "no container " + key);
 }
 
-void Registry::Drain(std::string id, ContainerCallback done) {
+store::Shard* Registry::ShardOrAnswer(const std::string& id, ContainerCallback* done) {
   const int shard = map_.shards() == 1 ? 0 : FindShard(id);
-  if (shard < 0) {
-    done(Fail(Outcome::kNotFound, "no container " + id));
-    return;
-  }
+  if (shard >= 0) return shards_[shard];
+  (*done)(Fail(Outcome::kNotFound, "no container " + id));
+  return nullptr;
+}
+
+void Registry::Drain(std::string id, ContainerCallback done) {
+  store::Shard* shard = ShardOrAnswer(id, &done);
+  if (shard == nullptr) return;
   SubmitContainerJob(
-      shards_[shard],
+      shard,
       [id](Db* db, ContainerResult* out) {
         Status s;
         StatementRef q = db->Cached(sql::kDrain, &s);
@@ -238,13 +241,10 @@ void Registry::Drain(std::string id, ContainerCallback done) {
 }
 
 void Registry::Remove(std::string id, ContainerCallback done) {
-  const int shard = map_.shards() == 1 ? 0 : FindShard(id);
-  if (shard < 0) {
-    done(Fail(Outcome::kNotFound, "no container " + id));
-    return;
-  }
+  store::Shard* shard = ShardOrAnswer(id, &done);
+  if (shard == nullptr) return;
   SubmitContainerJob(
-      shards_[shard],
+      shard,
       [id](Db* db, ContainerResult* out) {
         Status s;
         {

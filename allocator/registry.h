@@ -46,6 +46,9 @@ class Registry {
  private:
   // The shard holding `id`, looked up in every shard; -1 if none.
   int FindShard(std::string_view id);
+  // The shard holding `id`; if none, answers *done with kNotFound and
+  // returns null.
+  store::Shard* ShardOrAnswer(const std::string& id, ContainerCallback* done);
 
   std::vector<store::Shard*> shards_;
   store::ShardMap map_;

@@ -62,7 +62,7 @@ void Writer::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool Writer::Submit(std::unique_ptr<WriteJob> job) {
+bool Writer::Submit(std::unique_ptr<WriteJob>&& job) {
   submitting_.fetch_add(1);
   // Reserve the slot first and give it back on refusal, so that concurrent
   // Submits cannot together pass the bound.

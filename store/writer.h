@@ -71,10 +71,11 @@ class Writer {
   // Every accepted job gets its Done. Idempotent.
   void Stop();
 
-  // Queues `job`. Returns false, without calling Done, if the writer is
-  // stopping or max_queued_jobs are already waiting; the caller still owns
-  // the outcome then (answers 503).
-  bool Submit(std::unique_ptr<WriteJob> job);
+  // Queues `job` and takes it. Returns false if the writer is stopping or
+  // max_queued_jobs are already waiting: then `job` is left with the caller,
+  // untouched and with Done not called, so it can answer for itself, e.g.
+  // `job->Done(Status::Busy(...))` (the server answers 503).
+  bool Submit(std::unique_ptr<WriteJob>&& job);
 
   // Runs `fn` as one job and waits for its durable outcome. For admin paths,
   // tests and tools; never from an io thread or from the writer thread.
