@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Runs `promtool check metrics` (parse errors and lint) on the /metrics of a
+# live `edgealloc serve --demo`, after a claim, a release and heartbeats, so
+# every family carries samples. Fails on any problem promtool reports, and
+# when promtool is missing (scripts/setup.sh installs it): never a silent skip.
+#
+#   tests/server/promtool_check.sh build/edgealloc
+set -euo pipefail
+
+bin=${1:?usage: promtool_check.sh path/to/edgealloc}
+if ! command -v promtool >/dev/null; then
+  echo "FAIL promtool not found (apt-get install -y prometheus, or scripts/setup.sh)" >&2
+  exit 1
+fi
+if ! command -v python3 >/dev/null; then
+  echo "FAIL python3 not found" >&2
+  exit 1
+fi
+
+tmp=$(mktemp -d)
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+base="http://127.0.0.1:$port"
+"$bin" serve --demo --db "$tmp/pool.db" --listen "127.0.0.1:$port" --mirror-refresh-ms 100 \
+  >"$tmp/server.log" 2>&1 &
+server_pid=$!
+
+# GET or POST with python3 (curl may be absent); prints the body, fails on a
+# status other than `want`.
+http() {
+  python3 - "$@" <<'PY'
+import sys, urllib.request, urllib.error
+method, url, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
+data = sys.argv[4].encode() if len(sys.argv) > 4 else None
+req = urllib.request.Request(url, data=data, method=method)
+try:
+    with urllib.request.urlopen(req, timeout=10) as r:
+        status, body = r.status, r.read()
+except urllib.error.HTTPError as e:
+    status, body = e.code, e.read()
+sys.stdout.write(body.decode("utf-8"))
+if status != want:
+    sys.stderr.write(f"{method} {url} -> {status}, want {want}\n")
+    sys.exit(1)
+PY
+}
+
+for _ in $(seq 1 100); do
+  if http GET "$base/readyz" 200 >/dev/null 2>&1; then break; fi
+  if ! kill -0 "$server_pid" 2>/dev/null; then
+    echo "FAIL server exited; log:" >&2; cat "$tmp/server.log" >&2; exit 1
+  fi
+  sleep 0.1
+done
+http GET "$base/readyz" 200 >/dev/null
+
+session=$(http POST "$base/v1/sessions" 201 '{"region":"weur","pool":"chrome"}')
+sid=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["session_id"])' "$session")
+token=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["token"])' "$session")
+http DELETE "$base/v1/sessions/$sid?token=$token" 204 >/dev/null
+http POST "$base/v1/heartbeats" 202 '{"heartbeats":[{"container_id":"demo-weur-chrome-0","load":0.5}]}' >/dev/null
+http GET "$base/v1/nowhere" 404 >/dev/null || true
+sleep 0.3
+
+http GET "$base/metrics" 200 >"$tmp/metrics.txt"
+lines=$(wc -l <"$tmp/metrics.txt")
+set +e
+promtool check metrics <"$tmp/metrics.txt" >"$tmp/promtool.out" 2>&1
+rc=$?
+set -e
+if [ "$rc" -ne 0 ] || [ -s "$tmp/promtool.out" ]; then
+  echo "FAIL promtool check metrics (exit $rc):" >&2
+  cat "$tmp/promtool.out" >&2
+  exit 1
+fi
+for family in edgealloc_claims_total edgealloc_claim_duration_seconds edgealloc_heartbeat_batch_size \
+              edgealloc_containers edgealloc_http_requests_total edgealloc_store_transactions_total; do
+  if ! grep -q "^# TYPE $family " "$tmp/metrics.txt"; then
+    echo "FAIL /metrics lacks $family" >&2
+    exit 1
+  fi
+done
+echo "ok promtool check metrics: $lines lines, no errors, no lint warnings"
