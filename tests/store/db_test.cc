@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "tests/support/db_queries.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -35,25 +36,8 @@ std::unique_ptr<Db> OpenOrDie(const std::string& path, DbOptions options = {}) {
   return db;
 }
 
-int64_t QueryInt(Db* db, const std::string& sql) {
-  Statement q;
-  Status s = db->Prepare(sql, &q);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  bool row = false;
-  REQUIRE(q.Step(&row).ok());
-  REQUIRE(row);
-  return q.ColumnInt64(0);
-}
-
-std::string QueryText(Db* db, const std::string& sql) {
-  Statement q;
-  REQUIRE(db->Prepare(sql, &q).ok());
-  bool row = false;
-  REQUIRE(q.Step(&row).ok());
-  REQUIRE(row);
-  return q.ColumnString(0);
-}
+using testing::QueryInt;
+using testing::QueryText;
 
 constexpr char kSelectValuesSql[] = "SELECT v FROM t ORDER BY v";
 constexpr char kSelectParamSql[] = "SELECT ?1";

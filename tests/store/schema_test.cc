@@ -6,6 +6,7 @@
 #include <string>
 
 #include "store/db.h"
+#include "tests/support/db_queries.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -28,25 +29,8 @@ int Version(Db* db) {
   return v;
 }
 
-int64_t QueryInt(Db* db, const std::string& sql) {
-  Statement q;
-  Status s = db->Prepare(sql, &q);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  bool row = false;
-  REQUIRE(q.Step(&row).ok());
-  REQUIRE(row);
-  return q.ColumnInt64(0);
-}
-
-std::string QueryText(Db* db, const std::string& sql) {
-  Statement q;
-  REQUIRE(db->Prepare(sql, &q).ok());
-  bool row = false;
-  REQUIRE(q.Step(&row).ok());
-  REQUIRE(row);
-  return q.ColumnString(0);
-}
+using testing::QueryInt;
+using testing::QueryText;
 
 std::set<std::string> Columns(Db* db, const std::string& table) {
   Statement q;
