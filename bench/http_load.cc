@@ -1,7 +1,8 @@
 // http_load: an HTTP load generator for edgealloc's claim path.
 //
 // N keep-alive connections run claim -> release cycles (or GET /healthz, the
-// HTTP ceiling) against a running server, closed loop (each connection sends
+// HTTP ceiling; POST /v1/heartbeats, the ingestion path of issue #3; GET
+// /v1/capacity, the mirror of issue #4) against a running server, closed loop (each connection sends
 // when its last reply is in) or open loop at a fixed offered rate (latency is
 // measured from when a request was due, not when it was sent, so queueing is
 // not hidden: no coordinated omission). It checks exclusivity as it goes: a
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <set>
@@ -43,11 +45,14 @@ struct Config {
   double duration_s = 10;
   double warmup_s = 1;
   double rate = 0;  // 0: closed loop
-  std::string mode = "cycle";  // cycle | healthz
+  std::string mode = "cycle";  // cycle | healthz | heartbeats | capacity
   std::string region = "bench";
   std::string pool = "default";
   std::string prefix = "";
   int hold_ms = 0;  // how long a session is held before its release
+  int items = 100;  // heartbeats a request (--mode heartbeats)
+  int containers = 10000;  // ids <id_prefix>0 .. <id_prefix>(containers-1)
+  std::string id_prefix = "hb-";
 };
 
 // Everything runs on one io thread, so the shared bookkeeping needs no lock.
@@ -61,6 +66,12 @@ struct Shared {
   std::unordered_set<std::string> seen_tokens;          // "container#token"
   uint64_t next_slot = 0;
   std::string first_error;
+  // Heartbeats: ids cycle over the fleet so that a batch touches distinct
+  // rows (as a real fleet's reports would), and ts_ms only grows so that no
+  // report is dropped as older than one already taken.
+  uint64_t next_heartbeat = 0;
+  int64_t ts_base_ms = 0;
+  uint64_t requests = 0, accepted_items = 0, overloaded_requests = 0, overloaded_items = 0;
 };
 
 std::string Field(const std::string& body, const char* name) {
@@ -118,6 +129,14 @@ class Conn : public std::enable_shared_from_this<Conn> {
     if (sh_->cfg.mode == "healthz") {
       req_.method(http::verb::get);
       req_.target("/healthz");
+    } else if (sh_->cfg.mode == "capacity") {
+      req_.method(http::verb::get);
+      req_.target("/v1/capacity");
+    } else if (sh_->cfg.mode == "heartbeats") {
+      req_.method(http::verb::post);
+      req_.target("/v1/heartbeats");
+      req_.set(http::field::content_type, "application/json");
+      req_.body() = HeartbeatBody();
     } else {
       req_.method(http::verb::post);
       req_.target("/v1/sessions");
@@ -126,6 +145,21 @@ class Conn : public std::enable_shared_from_this<Conn> {
     }
     req_.prepare_payload();
     Write([self = shared_from_this()] { self->OnClaim(); });
+  }
+
+  std::string HeartbeatBody() {
+    const Config& c = sh_->cfg;
+    std::string body = "{\"heartbeats\":[";
+    body.reserve(c.items * (c.id_prefix.size() + 64));
+    for (int i = 0; i < c.items; ++i) {
+      uint64_t n = sh_->next_heartbeat++;
+      if (i) body += ',';
+      body += "{\"container_id\":\"" + c.id_prefix + std::to_string(n % c.containers) +
+              "\",\"ts_ms\":" + std::to_string(sh_->ts_base_ms + static_cast<int64_t>(n)) +
+              ",\"state\":\"ready\"}";
+    }
+    body += "]}";
+    return body;
   }
 
   template <class F>
@@ -146,6 +180,15 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void OnClaim() {
     auto now = Clock::now();
     double ms = std::chrono::duration<double, std::milli>(now - due_).count();
+    if (sh_->cfg.mode == "heartbeats") return OnHeartbeats(ms);
+    if (sh_->cfg.mode == "capacity") {
+      if (res_.result_int() != 200) return Fail("capacity status " + std::to_string(res_.result_int()), {});
+      if (Measuring(due_)) {
+        sh_->claim_ms.push_back(ms);
+        ++sh_->requests;
+      }
+      return Next();
+    }
     if (sh_->cfg.mode == "healthz") {
       if (res_.result_int() != 200) return Fail("healthz status", {});
       if (Measuring(due_)) {
@@ -181,6 +224,37 @@ class Conn : public std::enable_shared_from_this<Conn> {
     }
     sh_->holder.erase(it);
     Release();
+  }
+
+  // 503 overloaded is the batcher's back pressure working as specified
+  // (nothing of the request was taken), so it is counted apart and is not an
+  // error; the connection goes on as a container would, with its next report.
+  void OnHeartbeats(double ms) {
+    const bool measuring = Measuring(due_);
+    const int status = res_.result_int();
+    if (status == 503 && res_.body().find("\"overloaded\"") != std::string::npos) {
+      if (measuring) {
+        ++sh_->overloaded_requests;
+        sh_->overloaded_items += sh_->cfg.items;
+      }
+      return Next();
+    }
+    if (status != 202) {
+      return Fail("heartbeats status " + std::to_string(status) + " " + res_.body(), {});
+    }
+    // The server's own count, not ours: it says what it took.
+    uint64_t accepted = std::strtoull(Field(res_.body(), "accepted").c_str(), nullptr, 10);
+    if (accepted != static_cast<uint64_t>(sh_->cfg.items)) {
+      return Fail("heartbeats accepted " + std::to_string(accepted) + " of " +
+                      std::to_string(sh_->cfg.items),
+                  {});
+    }
+    if (measuring) {
+      sh_->claim_ms.push_back(ms);
+      ++sh_->requests;
+      sh_->accepted_items += accepted;
+    }
+    Next();
   }
 
   // A stolen container also shows here: the thief's claim bumped the token,
@@ -233,23 +307,33 @@ double Percentile(std::vector<double>& v, double p) {
 
 int main(int argc, char** argv) {
   Config cfg;
-  CLI::App app{"edgealloc HTTP load generator: claim/release cycles or /healthz"};
+  CLI::App app{
+      "edgealloc HTTP load generator: claim/release cycles, /healthz, heartbeats or capacity"};
   app.add_option("--host", cfg.host);
   app.add_option("--port", cfg.port)->required();
   app.add_option("--connections,-c", cfg.connections, "keep-alive connections");
   app.add_option("--duration", cfg.duration_s, "seconds measured");
   app.add_option("--warmup", cfg.warmup_s, "seconds before measuring");
   app.add_option("--rate", cfg.rate, "offered requests a second (open loop); 0: closed loop");
-  app.add_option("--mode", cfg.mode, "cycle | healthz")->check(CLI::IsMember({"cycle", "healthz"}));
+  app.add_option("--mode", cfg.mode, "cycle | healthz | heartbeats | capacity")
+      ->check(CLI::IsMember({"cycle", "healthz", "heartbeats", "capacity"}));
   app.add_option("--region", cfg.region);
   app.add_option("--pool", cfg.pool);
   app.add_option("--prefix", cfg.prefix, "prefix of every printed figure name");
   app.add_option("--hold-ms", cfg.hold_ms, "hold each session this long before releasing it");
+  app.add_option("--items", cfg.items, "heartbeats a request (--mode heartbeats)")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--containers", cfg.containers, "container ids the heartbeats cycle over")
+      ->check(CLI::Range(1, 100000000));
+  app.add_option("--id-prefix", cfg.id_prefix, "heartbeat container ids are <id-prefix><i>");
   CLI11_PARSE(app, argc, argv);
 
   net::io_context io(1);
   Shared sh;
   sh.cfg = cfg;
+  sh.ts_base_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
   sh.start = Clock::now();
   sh.measure_from = sh.start + std::chrono::milliseconds(static_cast<int64_t>(cfg.warmup_s * 1000));
   sh.stop = sh.measure_from + std::chrono::milliseconds(static_cast<int64_t>(cfg.duration_s * 1000));
@@ -263,6 +347,24 @@ int main(int argc, char** argv) {
 
   const std::string& p = cfg.prefix;
   double secs = cfg.duration_s;
+  auto ull = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  if (cfg.mode == "heartbeats" || cfg.mode == "capacity") {
+    // Requests due inside the window and answered; in open loop, fewer than
+    // rate * duration means the offered rate was not met (the generator or
+    // the server fell behind), which the latency figures then show.
+    std::printf("%srequests_per_s %.0f 1/s\n", p.c_str(), sh.requests / secs);
+    if (cfg.mode == "heartbeats") {
+      std::printf("%saccepted_items_per_s %.0f 1/s\n", p.c_str(), sh.accepted_items / secs);
+      std::printf("%soverloaded_requests %llu count\n", p.c_str(), ull(sh.overloaded_requests));
+      std::printf("%soverloaded_items %llu count\n", p.c_str(), ull(sh.overloaded_items));
+    }
+    std::printf("%srequest_p50_ms %.3f ms\n", p.c_str(), Percentile(sh.claim_ms, 0.50));
+    std::printf("%srequest_p99_ms %.3f ms\n", p.c_str(), Percentile(sh.claim_ms, 0.99));
+    std::printf("%srequest_p999_ms %.3f ms\n", p.c_str(), Percentile(sh.claim_ms, 0.999));
+    std::printf("%serrors %llu count\n", p.c_str(), ull(sh.errors));
+    if (!sh.first_error.empty()) std::fprintf(stderr, "first error: %s\n", sh.first_error.c_str());
+    return sh.errors ? 1 : 0;
+  }
   std::printf("%scycles_per_s %.0f 1/s\n", p.c_str(), sh.cycles / secs);
   std::printf("%sclaim_p50_ms %.3f ms\n", p.c_str(), Percentile(sh.claim_ms, 0.50));
   std::printf("%sclaim_p99_ms %.3f ms\n", p.c_str(), Percentile(sh.claim_ms, 0.99));
