@@ -1,8 +1,8 @@
-#include "batcher/stats.h"
+#include "store/histogram.h"
 
 #include <cassert>
 
-namespace batcher {
+namespace store {
 
 Histogram::Histogram(std::initializer_list<int64_t> upper_bounds) {
   assert(upper_bounds.size() <= kMaxBounds);
@@ -26,4 +26,4 @@ uint64_t Histogram::CumulativeCount(size_t i) const {
   return total;
 }
 
-}  // namespace batcher
+}  // namespace store
