@@ -115,14 +115,8 @@ class Allocator::ClaimJob : public store::WriteJob {
           return Status::Ok();
         }
       }
-      StatementRef forget = db->Cached(sql::kForgetExpiredKey, &s);
-      if (!s.ok()) return s;
-      forget->Bind(1, req.caller.tenant);
-      forget->Bind(2, req.idempotency_key);
-      forget->Bind(3, now);
-      s = forget->Run();
-      if (!s.ok()) return s;
     }
+    bool forgot_expired_key = false;
     for (size_t i = first_; i < last_; ++i) {
       StatementRef claim = db->Cached(sql::kClaim, &s);
       if (!s.ok()) return s;
@@ -142,6 +136,17 @@ class Allocator::ClaimJob : public store::WriteJob {
       claim->Bind(10, quota_);
       bool row = false;
       s = claim->Step(&row);
+      if (s.IsConflict() && !req.idempotency_key.empty() && !forgot_expired_key) {
+        // The unique index refused the key: an expired session, not yet
+        // reaped, still holds it (a live one was replayed above). Let it go
+        // and claim again. Only this rare path pays for the extra statement.
+        claim->Reset();
+        s = ForgetExpiredKey(db, now);
+        if (!s.ok()) return s;
+        forgot_expired_key = true;
+        --i;  // the same region again (a defined unsigned wrap when i is 0)
+        continue;
+      }
       if (!s.ok()) return s;
       if (row) {
         Session& out = result_.session;
@@ -168,6 +173,16 @@ class Allocator::ClaimJob : public store::WriteJob {
       if (row && count->ColumnInt64(0) >= quota_) result_.outcome = Outcome::kQuotaExceeded;
     }
     return Status::Ok();
+  }
+
+  Status ForgetExpiredKey(Db* db, int64_t now) {
+    Status s;
+    StatementRef forget = db->Cached(sql::kForgetExpiredKey, &s);
+    if (!s.ok()) return s;
+    forget->Bind(1, attempt_->req.caller.tenant);
+    forget->Bind(2, attempt_->req.idempotency_key);
+    forget->Bind(3, now);
+    return forget->Run();
   }
 
   void Done(Status status) override {
