@@ -175,6 +175,11 @@ class Allocator::ClaimJob : public store::WriteJob {
     return Status::Ok();
   }
 
+  // Without an idempotency key the job writes with one statement at most:
+  // each region's claim either changes one row or nothing, and a failing one
+  // undoes itself. With a key, ForgetExpiredKey may write before the claim.
+  bool needs_savepoint() const override { return !attempt_->req.idempotency_key.empty(); }
+
   Status ForgetExpiredKey(Db* db, int64_t now) {
     Status s;
     StatementRef forget = db->Cached(sql::kForgetExpiredKey, &s);
@@ -273,6 +278,9 @@ class Allocator::SessionCasJob : public store::WriteJob {
     result_ = ExplainFailedCas(db, caller_, session_id_, token_, now);
     return result_.outcome == Outcome::kError ? Status::IOError(result_.message) : Status::Ok();
   }
+
+  // One UPDATE; ExplainFailedCas only reads.
+  bool needs_savepoint() const override { return false; }
 
   void Done(Status status) override {
     if (!status.ok()) {

@@ -196,6 +196,7 @@ StatementRef Db::Cached(const char* sql, Status* status) {
 }
 
 int64_t Db::Changes() const { return sqlite3_changes64(db_); }
+bool Db::InAutocommit() const { return sqlite3_get_autocommit(db_) != 0; }
 
 // ---- Transaction ----
 

@@ -121,6 +121,9 @@ class Db {
   StatementRef Cached(const char* sql, Status* status);
 
   int64_t Changes() const;
+  // True when no transaction is open, e.g. after SQLite rolled one back on
+  // its own (I/O error, full disk, out of memory).
+  bool InAutocommit() const;
   const std::string& path() const { return path_; }
   const DbOptions& options() const { return options_; }
   bool read_only() const { return options_.read_only; }

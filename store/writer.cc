@@ -116,18 +116,29 @@ void Writer::CommitGroup(WriteJob** jobs, size_t n) {
   Status group = txn.Begin();
   if (group.ok()) {
     for (size_t i = 0; i < n; ++i) {
-      Status s = RunCached(db_.get(), kSavepointSql);
+      const bool savepoint = jobs[i]->needs_savepoint();
+      Status s = savepoint ? RunCached(db_.get(), kSavepointSql) : Status::Ok();
       if (s.ok()) {
         s = jobs[i]->Apply(db_.get());
-        // On failure only this job's changes go; the savepoint is then released.
-        Status end = s.ok() ? RunCached(db_.get(), kReleaseSql)
-                            : RunCached(db_.get(), kRollbackToSql);
-        if (!s.ok() && end.ok()) end = RunCached(db_.get(), kReleaseSql);
-        if (s.ok()) s = end;
+        if (savepoint) {
+          // On failure only this job's changes go; the savepoint is then released.
+          Status end = s.ok() ? RunCached(db_.get(), kReleaseSql)
+                              : RunCached(db_.get(), kRollbackToSql);
+          if (!s.ok() && end.ok()) end = RunCached(db_.get(), kReleaseSql);
+          if (s.ok()) s = end;
+        }
       }
       outcomes[i] = std::move(s);
+      if (!outcomes[i].ok() && db_->InAutocommit()) {
+        // Some errors (I/O, full disk) make SQLite roll the whole transaction
+        // back. The jobs before this one are gone with it, and the ones after
+        // must not run outside a transaction: the whole group fails.
+        group = outcomes[i];
+        stats_.transactions_lost.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
     }
-    group = txn.Commit();
+    if (group.ok()) group = txn.Commit();
   }
   stats_.transactions.fetch_add(1, std::memory_order_relaxed);
   stats_.commit_micros_total.fetch_add(

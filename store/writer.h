@@ -19,9 +19,11 @@ namespace store {
 class WriteJob {
  public:
   virtual ~WriteJob() = default;
-  // Runs under a SAVEPOINT of its own: a non-Ok return rolls back this job's
-  // changes only, never those of the other jobs of the group. Keep it short:
-  // the write lock is held. No network, no logging, no large JSON here.
+  // Runs inside the group's transaction. A non-Ok return undoes this job's
+  // changes only, never those of the other jobs of the group: by a SAVEPOINT
+  // of its own, or, for a job whose only write is one statement (see
+  // needs_savepoint), by SQLite's own statement rollback. Keep it short: the
+  // write lock is held. No network, no logging, no large JSON here.
   virtual Status Apply(Db* db) = 0;
   // Called on the writer thread once the outcome is durable: Ok only after
   // COMMIT returned; else Apply's error, or the transaction's (Busy, IOError)
@@ -31,6 +33,10 @@ class WriteJob {
   // A solo job gets a transaction of its own instead of joining a group
   // commit: sweeps and large batches, so they never lengthen a claim's.
   virtual bool solo() const { return false; }
+  // False for a job that writes with at most one statement: a failing
+  // statement undoes itself, so a SAVEPOINT (two more statements and a
+  // statement journal per job, about a tenth of a claim's cost) buys nothing.
+  virtual bool needs_savepoint() const { return true; }
 };
 
 struct WriterOptions {
@@ -48,6 +54,9 @@ struct WriterStats {
   std::atomic<uint64_t> jobs_failed{0};
   std::atomic<uint64_t> refused{0};
   std::atomic<uint64_t> commit_micros_total{0};
+  // Groups whose transaction SQLite rolled back on its own (I/O error, full
+  // disk): every job of such a group is answered with the error.
+  std::atomic<uint64_t> transactions_lost{0};
   std::atomic<int64_t> queued{0};
 };
 

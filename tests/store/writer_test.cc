@@ -25,16 +25,19 @@ using store::WriterOptions;
 // A job made of two functions, for tests.
 class FnJob : public WriteJob {
  public:
-  FnJob(std::function<Status(Db*)> apply, std::function<void(Status)> done, bool solo = false)
-      : apply_(std::move(apply)), done_(std::move(done)), solo_(solo) {}
+  FnJob(std::function<Status(Db*)> apply, std::function<void(Status)> done, bool solo = false,
+        bool savepoint = true)
+      : apply_(std::move(apply)), done_(std::move(done)), solo_(solo), savepoint_(savepoint) {}
   Status Apply(Db* db) override { return apply_(db); }
   void Done(Status status) override { done_(std::move(status)); }
   bool solo() const override { return solo_; }
+  bool needs_savepoint() const override { return savepoint_; }
 
  private:
   std::function<Status(Db*)> apply_;
   std::function<void(Status)> done_;
   bool solo_;
+  bool savepoint_;
 };
 
 Status Insert(Db* db, const std::string& v) {
@@ -199,6 +202,67 @@ TEST_CASE("writer: a job that breaks a constraint fails alone with SQLite's mess
   CHECK(out.statuses[1].ok());
   CHECK_FALSE(f.Visible("x1"));
   CHECK(f.Visible("x2"));
+}
+
+TEST_CASE("writer: a one-statement job without a savepoint fails alone by SQLite's statement rollback") {
+  Fixture f;
+  f.writer->Start();
+  REQUIRE(f.writer->RunSync([](Db* db) { return Insert(db, "dup"); }).ok());
+  f.Block();
+  Outcomes out(3);
+  auto one_statement = [&](std::string sql, int i) {
+    REQUIRE(f.writer->Submit(std::make_unique<FnJob>(
+        [sql](Db* db) { return db->Exec(sql); }, out.For(i), /*solo=*/false,
+        /*savepoint=*/false)));
+  };
+  one_statement("INSERT INTO t (v) VALUES ('y1')", 0);
+  // One statement, two rows: the second breaks the unique key, so the first
+  // must go too, though no savepoint was taken.
+  one_statement("INSERT INTO t (v) VALUES ('y2'), ('dup')", 1);
+  one_statement("INSERT INTO t (v) VALUES ('y3')", 2);
+  f.Unblock();
+  out.Wait();
+  CHECK(out.statuses[0].ok());
+  CHECK(out.statuses[1].IsConflict());
+  CHECK(out.statuses[2].ok());
+  CHECK(f.Visible("y1"));
+  CHECK_FALSE(f.Visible("y2"));
+  CHECK(f.Visible("y3"));
+}
+
+TEST_CASE("writer: when SQLite rolls the group's transaction back on its own, every job of the group fails") {
+  Fixture f;
+  f.writer->Start();
+  f.Block();
+  Outcomes out(3);
+  std::atomic<bool> third_ran{false};
+  REQUIRE(f.writer->Submit(std::make_unique<FnJob>([](Db* db) { return Insert(db, "z1"); },
+                                                   out.For(0), false, /*savepoint=*/false)));
+  // Stands for an I/O error after which SQLite has rolled back by itself.
+  REQUIRE(f.writer->Submit(std::make_unique<FnJob>(
+      [](Db* db) {
+        Status s = db->Exec("ROLLBACK");
+        return s.ok() ? Status::IOError("disk I/O error") : s;
+      },
+      out.For(1), false, /*savepoint=*/false)));
+  REQUIRE(f.writer->Submit(std::make_unique<FnJob>(
+      [&third_ran](Db* db) {
+        third_ran = true;
+        return Insert(db, "z3");
+      },
+      out.For(2), false, /*savepoint=*/false)));
+  f.Unblock();
+  out.Wait();
+  CHECK_FALSE(out.statuses[0].ok());  // its write went with the transaction
+  CHECK(out.statuses[1].IsIOError());
+  CHECK_FALSE(out.statuses[2].ok());
+  CHECK_FALSE(third_ran.load());  // never run outside a transaction
+  CHECK_FALSE(f.Visible("z1"));
+  CHECK_FALSE(f.Visible("z3"));
+  CHECK(f.writer->stats().transactions_lost.load() == 1);
+  // The writer goes on with a fresh transaction.
+  CHECK(f.writer->RunSync([](Db* db) { return Insert(db, "after"); }).ok());
+  CHECK(f.Visible("after"));
 }
 
 TEST_CASE("writer: Done runs only after the commit: a separate reader already sees the row") {
