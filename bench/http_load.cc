@@ -47,6 +47,9 @@ struct Config {
   double rate = 0;  // 0: closed loop
   std::string mode = "cycle";  // cycle | healthz | heartbeats | capacity
   std::string region = "bench";
+  // Cycle mode: connection i claims in regions[i % size] (a load spread over
+  // shards); empty: every connection claims in `region`.
+  std::vector<std::string> regions;
   std::string pool = "default";
   std::string prefix = "";
   int hold_ms = 0;  // how long a session is held before its release
@@ -90,8 +93,8 @@ std::string Field(const std::string& body, const char* name) {
 
 class Conn : public std::enable_shared_from_this<Conn> {
  public:
-  Conn(net::io_context& io, Shared* sh, tcp::endpoint ep)
-      : stream_(io), timer_(io), sh_(sh), ep_(ep) {}
+  Conn(net::io_context& io, Shared* sh, tcp::endpoint ep, std::string region)
+      : stream_(io), timer_(io), sh_(sh), ep_(ep), region_(std::move(region)) {}
 
   void Start() {
     stream_.async_connect(ep_, [self = shared_from_this()](beast::error_code ec) {
@@ -141,7 +144,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
       req_.method(http::verb::post);
       req_.target("/v1/sessions");
       req_.set(http::field::content_type, "application/json");
-      req_.body() = "{\"region\":\"" + sh_->cfg.region + "\",\"pool\":\"" + sh_->cfg.pool + "\"}";
+      req_.body() = "{\"region\":\"" + region_ + "\",\"pool\":\"" + sh_->cfg.pool + "\"}";
     }
     req_.prepare_payload();
     Write([self = shared_from_this()] { self->OnClaim(); });
@@ -289,6 +292,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   net::steady_timer timer_;
   Shared* sh_;
   tcp::endpoint ep_;
+  std::string region_;
   beast::flat_buffer buf_;
   http::request<http::string_body> req_;
   http::response<http::string_body> res_;
@@ -314,10 +318,15 @@ int main(int argc, char** argv) {
   app.add_option("--connections,-c", cfg.connections, "keep-alive connections");
   app.add_option("--duration", cfg.duration_s, "seconds measured");
   app.add_option("--warmup", cfg.warmup_s, "seconds before measuring");
-  app.add_option("--rate", cfg.rate, "offered requests a second (open loop); 0: closed loop");
+  app.add_option("--rate", cfg.rate,
+                 "offered requests a second, open loop (in cycle mode one is a claim with its "
+                 "release: the claims a second); 0: closed loop");
   app.add_option("--mode", cfg.mode, "cycle | healthz | heartbeats | capacity")
       ->check(CLI::IsMember({"cycle", "healthz", "heartbeats", "capacity"}));
   app.add_option("--region", cfg.region);
+  app.add_option("--regions", cfg.regions,
+                 "comma-separated regions; connection i claims in the (i mod n)-th")
+      ->delimiter(',');
   app.add_option("--pool", cfg.pool);
   app.add_option("--prefix", cfg.prefix, "prefix of every printed figure name");
   app.add_option("--hold-ms", cfg.hold_ms, "hold each session this long before releasing it");
@@ -340,7 +349,9 @@ int main(int argc, char** argv) {
   tcp::endpoint ep(net::ip::make_address(cfg.host), static_cast<unsigned short>(cfg.port));
   std::vector<std::shared_ptr<Conn>> conns;
   for (int i = 0; i < cfg.connections; ++i) {
-    conns.push_back(std::make_shared<Conn>(io, &sh, ep));
+    const std::string& region =
+        cfg.regions.empty() ? cfg.region : cfg.regions[i % cfg.regions.size()];
+    conns.push_back(std::make_shared<Conn>(io, &sh, ep, region));
     conns.back()->Start();
   }
   io.run();
