@@ -6,6 +6,7 @@
 #include <mutex>
 #include <utility>
 
+#include "store/wal_vfs.h"
 #include "store/write_lock.h"
 
 namespace store {
@@ -123,7 +124,15 @@ Status Db::Open(const std::string& path, const DbOptions& options, std::unique_p
   // NOMUTEX: a Db belongs to one thread at a time, so SQLite's own mutex is waste.
   int flags = SQLITE_OPEN_NOMUTEX;
   flags |= options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  int rc = sqlite3_open_v2(path.c_str(), &db->db_, flags, nullptr);
+  // The coalescing VFS only under FULL: it relies on the sync of each commit
+  // (store/wal_vfs.h). Readers never write the WAL and keep the default.
+  const char* vfs = nullptr;
+  if (!options.read_only && options.sync == Sync::kFull && options.coalesce_wal_writes) {
+    Status s = RegisterCoalescingWalVfs();
+    if (!s.ok()) return s;
+    vfs = kCoalescingWalVfs;
+  }
+  int rc = sqlite3_open_v2(path.c_str(), &db->db_, flags, vfs);
   if (rc != SQLITE_OK) {
     Status s = StatusFromSqlite(rc, "open " + path, db->db_);
     return s.ok() ? Status::IOError("open " + path) : s;

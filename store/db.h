@@ -30,6 +30,9 @@ struct DbOptions {
   int write_lock_timeout_ms = 10000;
   // Written into <db>.lock so that a waiter can say who holds it.
   std::string program = "edgealloc";
+  // A writable Db with Sync::kFull writes each WAL commit with one pwrite
+  // (store/wal_vfs.h); off only to measure what that buys.
+  bool coalesce_wal_writes = true;
 };
 
 // A Statement is one prepared SQLite statement. It is owned by one thread at a
