@@ -5,6 +5,7 @@
 // own connection, so the figure is a ratio. Prints `name value unit`.
 
 #include <sqlite3.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -31,7 +32,15 @@ struct Options {
   int containers = 1000;
   double seconds = 3;
   std::string sync = "full";
+  bool coalesce = true;
 };
+
+// User and system CPU time of this process so far.
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 template <class R, class F>
 R Wait(F start) {
@@ -45,6 +54,7 @@ double GroupCommitCycles(const Options& o, const std::string& path, uint64_t* do
   store::ShardMap map(path, 1);
   store::DbOptions dbo;
   dbo.sync = o.sync == "full" ? store::Sync::kFull : store::Sync::kNormal;
+  dbo.coalesce_wal_writes = o.coalesce;
   std::vector<std::unique_ptr<store::Shard>> shards;
   if (auto s = store::OpenShards(map, dbo, {}, &shards); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
@@ -82,10 +92,14 @@ double GroupCommitCycles(const Options& o, const std::string& path, uint64_t* do
   };
   for (int t = 0; t < o.clients; ++t) cycle();
   auto t0 = Clock::now();
+  const double cpu0 = ProcessCpuSeconds();
   uint64_t c0 = cycles.load();
   std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.seconds * 1000)));
   uint64_t n = cycles.load() - c0;
+  const double cpu = ProcessCpuSeconds() - cpu0;
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  // CPU a cycle is steadier than cycles a second on a shared machine.
+  std::printf("store_cpu_us_per_cycle %.1f us\n", n ? cpu * 1e6 / n : 0.0);
   stop = true;
   while (running.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::printf("store_group_transactions %llu count\n",
@@ -146,6 +160,7 @@ int main(int argc, char** argv) {
   app.add_option("--containers", o.containers);
   app.add_option("--seconds", o.seconds);
   app.add_option("--sync", o.sync)->check(CLI::IsMember({"full", "normal"}));
+  app.add_flag("!--no-coalesce", o.coalesce, "SQLite's own two pwrites a WAL frame (store/wal_vfs.h)");
   CLI11_PARSE(app, argc, argv);
 #ifndef NDEBUG
   std::printf("# WARNING: debug build; figures are not representative\n");
