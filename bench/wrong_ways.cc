@@ -50,7 +50,7 @@ struct Options {
   int clients = 64;
   int containers = 1000;
   double seconds = 3;
-  int hold_us = 1000;
+  int hold_us = 5000;
   int candidates = 5;  // K, as the server's --candidates
   int refresh_ms = 100;
 };
