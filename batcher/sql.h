@@ -66,8 +66,11 @@ SELECT 1 FROM containers WHERE status <> 'dead' AND last_heartbeat_ms < ?1 LIMIT
 // containers_dead_reported (only reported rows are in it). dead_reported
 // is looked for on any row that is not dead, not only picked ones: a session
 // released between the report and the sweep leaves it on an available row.
+// The unary + keeps `status <> 'dead'` from matching containers_heartbeat's
+// WHERE: without it SQLite walked that index whole, reading every row for
+// dead_reported (1M row reads a reaper tick with 1M containers).
 inline constexpr char kAnyDeadReported[] = R"sql(
-SELECT 1 FROM containers WHERE dead_reported = 1 AND status <> 'dead' LIMIT 1
+SELECT 1 FROM containers WHERE dead_reported = 1 AND +status <> 'dead' LIMIT 1
 )sql";
 
 // The reaper, picked rows first: at most ?2 picked containers that are silent
@@ -87,15 +90,22 @@ WHERE id IN (SELECT id FROM containers
 )sql";
 
 // Then at most ?2 available or draining containers that are silent or carry a
-// dead report become dead. This one scans (the OR defeats the heartbeat
-// index), but it runs only after the cheap reads above found work.
+// dead report become dead. Two index walks, not one scan (an OR of the two
+// would defeat both indexes, and a sweep runs in the writer, between claims):
+// the silent ones oldest first through containers_heartbeat, then the
+// reported ones that are not silent through containers_dead_reported (the +
+// as in kAnyDeadReported). UNION ALL stops at the LIMIT.
 //   ?1 cutoff_ms ?2 limit
 inline constexpr char kReapUnpicked[] = R"sql(
 UPDATE containers
 SET status = 'dead', drain_requested = 0, dead_reported = 0
 WHERE id IN (SELECT id FROM containers
-             WHERE status IN ('available', 'draining')
-               AND (last_heartbeat_ms < ?1 OR dead_reported = 1)
+             WHERE status <> 'dead' AND last_heartbeat_ms < ?1
+               AND status IN ('available', 'draining')
+             UNION ALL
+             SELECT id FROM containers
+             WHERE dead_reported = 1 AND +status IN ('available', 'draining')
+               AND last_heartbeat_ms >= ?1
              LIMIT ?2)
 )sql";
 
