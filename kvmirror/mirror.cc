@@ -1,8 +1,13 @@
 #include "kvmirror/mirror.h"
 
+#include <pthread.h>
+#include <time.h>
+
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <cmath>
+#include <string>
 #include <utility>
 
 namespace kvmirror {
@@ -15,7 +20,24 @@ struct Mirror::ShardState {
   const std::string path;
   std::mutex refresh_mu;
   std::unique_ptr<store::Db> db;  // GUARDED_BY(refresh_mu)
+  // PRAGMA data_version on `db` when `last_read` was read; -1 when there is
+  // none to compare with (no read yet, or a reopened connection).
+  int64_t data_version = -1;                     // GUARDED_BY(refresh_mu)
+  std::shared_ptr<const Snapshot> last_read;     // GUARDED_BY(refresh_mu)
+  // Set by every refresh of this shard, read by its thread between them.
+  std::atomic<int64_t> period_ms{0};
 };
+
+namespace {
+
+// CPU time of the calling thread, in microseconds.
+int64_t ThreadCpuMicros() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+}  // namespace
 
 Mirror::Mirror(std::vector<std::string> shard_paths, int64_t refresh_ms, MirrorOptions options)
     : refresh_ms_(std::clamp(refresh_ms, kMinRefreshMs, kMaxRefreshMs)),
@@ -23,7 +45,11 @@ Mirror::Mirror(std::vector<std::string> shard_paths, int64_t refresh_ms, MirrorO
       parts_(shard_paths.size()),
       current_(std::make_shared<const Snapshot>()) {
   assert(!shard_paths.empty());
-  for (auto& path : shard_paths) shards_.push_back(std::make_unique<ShardState>(std::move(path)));
+  for (auto& path : shard_paths) {
+    shards_.push_back(std::make_unique<ShardState>(std::move(path)));
+    shards_.back()->period_ms.store(refresh_ms_);
+  }
+  stats_.period_ms.store(refresh_ms_);
 }
 
 Mirror::~Mirror() { Stop(); }
@@ -66,22 +92,35 @@ std::string Mirror::last_error() const {
   return last_error_;
 }
 
+int64_t Mirror::PeriodAfter(int64_t cpu_micros) const {
+  const double share = std::clamp(options_.max_cpu_share, 1e-9, 1.0);
+  const double wanted_ms = std::ceil(static_cast<double>(cpu_micros) / 1000.0 / share);
+  const int64_t longest = std::max(refresh_ms_, kMaxStretchedRefreshMs);
+  if (wanted_ms >= static_cast<double>(longest)) return longest;
+  return std::max(refresh_ms_, static_cast<int64_t>(wanted_ms));
+}
+
 void Mirror::Loop(int i) {
   using Clock = std::chrono::steady_clock;
-  const auto period = std::chrono::milliseconds(refresh_ms_);
+  // For `top -H` and the benches, which count this thread's CPU.
+  const std::string name = "mirror-" + std::to_string(i);
+  (void)pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+  const ShardState& shard = *shards_[i];
+  auto period = [&shard] { return std::chrono::milliseconds(shard.period_ms.load()); };
   // Deadlines, not sleeps, so a period includes the refresh instead of being
   // added to it; after a stall (a slow read) it starts over from now rather
-  // than catching up with a burst of reads.
-  auto next = Clock::now() + period;
+  // than catching up with a burst of reads. The period is the one the latest
+  // refresh set (PeriodAfter).
+  auto next = Clock::now() + period();
   std::unique_lock<std::mutex> lock(wake_mu_);
   for (;;) {
     if (wake_cv_.wait_until(lock, next, [this] { return stop_; })) return;
     lock.unlock();
     (void)RefreshShard(i);  // errors are counted in stats_ and last_error_
     lock.lock();
-    next += period;
+    next += period();
     const auto now = Clock::now();
-    if (next <= now) next = now + period;
+    if (next <= now) next = now + period();
   }
 }
 
@@ -90,28 +129,38 @@ store::Status Mirror::RefreshShard(int i) {
   std::lock_guard<std::mutex> lock(shard->refresh_mu);
   const auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const Snapshot> part;
-  store::Status s = ReadPart(shard, &part);
+  bool unchanged = false;
+  int64_t cpu_micros = 0;
+  store::Status s = ReadPart(shard, &part, &unchanged, &cpu_micros);
   const auto micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                                 std::chrono::steady_clock::now() - start)
                                                 .count());
   stats_.last_refresh_micros.store(micros, std::memory_order_relaxed);
   stats_.total_refresh_micros.fetch_add(micros, std::memory_order_relaxed);
+  stats_.last_read_cpu_micros.store(static_cast<uint64_t>(cpu_micros), std::memory_order_relaxed);
+  const int64_t period = PeriodAfter(cpu_micros);
+  shard->period_ms.store(period);
+  stats_.period_ms.store(period, std::memory_order_relaxed);
   if (!s.ok()) {
     stats_.refresh_errors.fetch_add(1, std::memory_order_relaxed);
     // Reopen next time: after an I/O error or a replaced file, a fresh
-    // connection is the cheapest way back.
+    // connection is the cheapest way back (and its data_version starts over).
     shard->db.reset();
+    shard->data_version = -1;
+    shard->last_read.reset();
     std::lock_guard<std::mutex> error_lock(error_mu_);
     last_error_ = shard->path + ": " + s.ToString();
     return s;
   }
   if (options_.before_publish) options_.before_publish(i);
   Publish(i, std::move(part));
+  if (unchanged) stats_.unchanged.fetch_add(1, std::memory_order_relaxed);
   stats_.refreshes.fetch_add(1, std::memory_order_relaxed);
   return s;
 }
 
-store::Status Mirror::ReadPart(ShardState* shard, std::shared_ptr<const Snapshot>* part) {
+store::Status Mirror::ReadPart(ShardState* shard, std::shared_ptr<const Snapshot>* part,
+                               bool* unchanged, int64_t* cpu_micros) {
   if (shard->db == nullptr) {
     store::DbOptions options;
     options.read_only = true;
@@ -120,10 +169,35 @@ store::Status Mirror::ReadPart(ShardState* shard, std::shared_ptr<const Snapshot
     store::Status s = store::Db::Open(shard->path, options, &shard->db);
     if (!s.ok()) return s;
   }
+  // The open is not counted: it happens once, the reads every period.
+  const int64_t cpu_start = ThreadCpuMicros();
+  struct CountCpu {
+    int64_t start;
+    int64_t* out;
+    ~CountCpu() { *out = std::max<int64_t>(ThreadCpuMicros() - start, 0); }
+  } count_cpu{cpu_start, cpu_micros};
   store::Status s;
   Snapshot::Regions regions;
   // Taken before the read begins: no row it returns is older than this.
   const int64_t as_of_ms = store::NowMs();
+  // data_version changes whenever another connection commits to the file
+  // (this one never writes). The same value as before the last read means
+  // nothing was committed since that read began, so its counts are still
+  // the file's as of now.
+  int64_t version = -1;
+  {
+    store::StatementRef q = shard->db->Cached("PRAGMA data_version", &s);
+    if (!s.ok()) return s;
+    bool row = false;
+    s = q->Step(&row);
+    if (!s.ok()) return s;
+    if (row) version = q->ColumnInt64(0);
+  }
+  if (version >= 0 && version == shard->data_version && shard->last_read != nullptr) {
+    *part = std::make_shared<const Snapshot>(as_of_ms, shard->last_read->regions());
+    *unchanged = true;
+    return store::Status::Ok();
+  }
   {
     store::StatementRef q = shard->db->Cached(kCountsSql, &s);
     if (!s.ok()) return s;
@@ -138,6 +212,8 @@ store::Status Mirror::ReadPart(ShardState* shard, std::shared_ptr<const Snapshot
     }
   }  // reset here: the read transaction ends before the snapshot is built
   *part = std::make_shared<const Snapshot>(as_of_ms, std::move(regions));
+  shard->data_version = version;
+  shard->last_read = *part;
   return store::Status::Ok();
 }
 

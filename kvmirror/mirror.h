@@ -31,7 +31,22 @@ inline constexpr char kCountsSql[] =
 inline constexpr int64_t kMinRefreshMs = 1;
 inline constexpr int64_t kMaxRefreshMs = 3600 * 1000;
 
+// The share of one core a shard's refreshes may take, by default. A refresh
+// reads every row once (the GROUP BY above), so its cost grows with the pool:
+// about 0.1 s of CPU at 1,000,000 containers, a tenth of a core at the
+// default 1 s period, taken from claims on a 2-core machine. A period is
+// stretched, up to kMaxStretchedRefreshMs, so that refreshes use at most this
+// share; the snapshot's age (age_ms, edgealloc_mirror_age_seconds) says how
+// stale that makes it. Pools of up to ~100,000 containers keep their period.
+inline constexpr double kDefaultMaxCpuShare = 0.05;
+// The longest a stretched period becomes (a configured period above it is
+// kept as it is).
+inline constexpr int64_t kMaxStretchedRefreshMs = 30 * 1000;
+
 struct MirrorOptions {
+  // See kDefaultMaxCpuShare; in (0, 1], clamped. 1 turns the stretch off for
+  // any refresh cheaper than its period.
+  double max_cpu_share = kDefaultMaxCpuShare;
   // SQLite's wait for its own locks on the read-only connection. A WAL reader
   // waits only in rare cases (recovery of a crashed writer's WAL); the bound
   // keeps Stop() prompt even then. Errors are counted and retried next period.
@@ -56,11 +71,26 @@ struct MirrorStats {
   // Read-and-build time of the latest shard refresh, and the sum of them all.
   std::atomic<uint64_t> last_refresh_micros{0};
   std::atomic<uint64_t> total_refresh_micros{0};
+  // Shard refreshes that found the file unchanged since their previous read
+  // (PRAGMA data_version) and republished that read's counts as of now
+  // without reading again: an idle pool costs nothing, whatever its size.
+  // Counted in refreshes too.
+  std::atomic<uint64_t> unchanged{0};
+  // The CPU time of the latest shard read (thread CPU, not wall: on a busy
+  // machine the wall time includes waiting for a core), in microseconds.
+  std::atomic<uint64_t> last_read_cpu_micros{0};
+  // The period the latest shard refresh set for its next one, in ms:
+  // refresh_ms(), or longer when that read cost more than max_cpu_share of
+  // the period.
+  std::atomic<int64_t> period_ms{0};
 };
 
 // A Mirror is the eventually consistent view of the pool's capacity
-// (DESIGN.md, kvmirror/): one background thread per shard file reads the
-// counts on a read-only connection of its own every refresh period, and the
+// (DESIGN.md, kvmirror/): one background thread per shard file (named
+// "mirror-<shard>") reads the counts on a read-only connection of its own
+// every refresh period (stretched for a pool so large that reading it every
+// period would cost more than max_cpu_share of a core; skipped, the counts
+// republished, when nothing was committed since the last read), and the
 // merged Snapshot is published by an atomic swap of a shared_ptr. Current() is
 // safe from any thread and never touches SQLite nor waits for a refresh: it
 // only loads the pointer. The Mirror owns its threads and connections; the
@@ -69,7 +99,8 @@ struct MirrorStats {
 class Mirror {
  public:
   // A mirror of the shard files `shard_paths` (ShardMap::PathOf(0..N-1)),
-  // refreshed every `refresh_ms`, clamped into [kMinRefreshMs, kMaxRefreshMs].
+  // refreshed every `refresh_ms`, clamped into [kMinRefreshMs, kMaxRefreshMs]
+  // (each shard's period stretched as MirrorOptions::max_cpu_share says).
   // Opens nothing until Start() or RefreshNow().
   // REQUIRES: !shard_paths.empty().
   Mirror(std::vector<std::string> shard_paths, int64_t refresh_ms, MirrorOptions options = {});
@@ -118,10 +149,16 @@ class Mirror {
   // REQUIRES: shard i's refresh_mu is not held by this thread.
   store::Status RefreshShard(int i);
   // Opens the shard's connection if needed, reads the counts and builds its
-  // part. REQUIRES: shard.refresh_mu is held.
-  store::Status ReadPart(ShardState* shard, std::shared_ptr<const Snapshot>* part);
+  // part; or, if nothing was committed since its last read, builds the part
+  // from that read as of now and sets *unchanged. *cpu_micros: this thread's
+  // CPU time for the read (not the open). REQUIRES: shard.refresh_mu is held.
+  store::Status ReadPart(ShardState* shard, std::shared_ptr<const Snapshot>* part,
+                         bool* unchanged, int64_t* cpu_micros);
   // Replaces part i and publishes the merge of all parts.
   void Publish(int i, std::shared_ptr<const Snapshot> part);
+  // The period after a read that took `cpu_micros` of CPU: refresh_ms_, or
+  // longer so that the read is at most max_cpu_share of it.
+  int64_t PeriodAfter(int64_t cpu_micros) const;
   void Loop(int i);
 
   const int64_t refresh_ms_;

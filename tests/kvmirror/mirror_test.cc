@@ -1,8 +1,11 @@
 #include "kvmirror/mirror.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -389,6 +392,101 @@ TEST_CASE("mirror: the count is read from the covering index, not the table") {
   while (plan.Step(&row).ok() && row) details += plan.ColumnString(3) + "\n";
   INFO(details);
   CHECK(details.find("COVERING INDEX containers_counts") != std::string::npos);
+}
+
+TEST_CASE("mirror: a read that costs more than its share of a core stretches the next period") {
+  testing::TempDir dir;
+  store::ShardMap map(dir.File("pool.db"), 1);
+  auto db = OpenWritable(map, 0);
+  AddContainers(db.get(), "weur", "chrome", 500, "c");
+  MirrorOptions options;
+  // Any read costs more than a billionth of its period: the period becomes
+  // the longest stretch, never longer.
+  options.max_cpu_share = 1e-9;
+  Mirror mirror({map.PathOf(0)}, 20, options);
+  REQUIRE(mirror.Start().ok());
+  CHECK(mirror.stats().last_read_cpu_micros.load() > 0);
+  CHECK(mirror.stats().period_ms.load() == kMaxStretchedRefreshMs);
+  // So the thread waits out the stretched period, not the 20 ms asked for.
+  Flip(db.get(), "weur", "chrome", 1, "picked");
+  std::this_thread::sleep_for(milliseconds(200));
+  CHECK(mirror.stats().refreshes.load() == 1);
+  CHECK(CountsOf(mirror, "weur", "chrome") == Counts(500, 0, 0, 0));
+  const auto stop = Clock::now();
+  mirror.Stop();  // the stretch does not delay Stop
+  CHECK(MsSince(stop) < 5000);
+  // RefreshNow is not held to the period.
+  REQUIRE(mirror.RefreshNow().ok());
+  CHECK(CountsOf(mirror, "weur", "chrome") == Counts(499, 1, 0, 0));
+}
+
+TEST_CASE("mirror: a read within its share of a core keeps the configured period") {
+  testing::TempDir dir;
+  store::ShardMap map(dir.File("pool.db"), 1);
+  auto db = OpenWritable(map, 0);
+  AddContainers(db.get(), "weur", "chrome", 10, "c");
+  MirrorOptions options;
+  options.max_cpu_share = 1.0;  // a read would have to outlast its period
+  Mirror mirror({map.PathOf(0)}, 1000, options);
+  REQUIRE(mirror.Start().ok());
+  CHECK(mirror.stats().period_ms.load() == 1000);
+  mirror.Stop();
+  // The default share keeps a small pool's period too.
+  Mirror by_default({map.PathOf(0)}, 1000);
+  REQUIRE(by_default.RefreshNow().ok());
+  CHECK(by_default.stats().period_ms.load() == 1000);
+}
+
+TEST_CASE("mirror: a file nothing was committed to is not read again, yet its age stays small") {
+  testing::TempDir dir;
+  store::ShardMap map(dir.File("pool.db"), 1);
+  auto db = OpenWritable(map, 0);
+  AddContainers(db.get(), "weur", "chrome", 100, "c");
+  Mirror mirror({map.PathOf(0)}, 10);
+  REQUIRE(mirror.Start().ok());
+  const int64_t first_as_of = mirror.Current()->as_of_ms();
+  CHECK(mirror.stats().unchanged.load() == 0);
+  const auto start = Clock::now();
+  while (mirror.stats().unchanged.load() < 3 && MsSince(start) < 5000) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  REQUIRE(mirror.stats().unchanged.load() >= 3);
+  // Republished as of each check: the counts are the file's as of then.
+  CHECK(mirror.Current()->as_of_ms() > first_as_of);
+  CHECK(CountsOf(mirror, "weur", "chrome") == Counts(100, 0, 0, 0));
+
+  // A commit is read at the next refresh.
+  Flip(db.get(), "weur", "chrome", 7, "picked");
+  const auto written = Clock::now();
+  while (CountsOf(mirror, "weur", "chrome") != Counts(93, 7, 0, 0) && MsSince(written) < 5000) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  CHECK(CountsOf(mirror, "weur", "chrome") == Counts(93, 7, 0, 0));
+  mirror.Stop();
+}
+
+TEST_CASE("mirror: its refresh threads are named mirror-<shard>, for per-thread CPU figures") {
+  testing::TempDir dir;
+  store::ShardMap map(dir.File("pool.db"), 2);
+  auto db0 = OpenWritable(map, 0);
+  auto db1 = OpenWritable(map, 1);
+  Mirror mirror({map.PathOf(0), map.PathOf(1)}, 1000);
+  REQUIRE(mirror.Start().ok());
+  std::vector<std::string> names;
+  for (int attempt = 0; attempt < 100 && names.size() < 2; ++attempt) {
+    names.clear();
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name.rfind("mirror-", 0) == 0) names.push_back(name);
+    }
+    std::this_thread::sleep_for(milliseconds(10));  // the threads name themselves
+  }
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"mirror-0", "mirror-1"});
+  mirror.Stop();
 }
 
 TEST_CASE("mirror: no read stays open between refreshes, so the WAL checkpoints fully") {
