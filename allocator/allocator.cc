@@ -257,22 +257,30 @@ class Allocator::SessionCasJob : public store::WriteJob {
     }
     cas->Bind(4, now);
     if (kind_ == Kind::kRenew) cas->Bind(5, now + lease_ms_);
-    bool row = false;
-    s = cas->Step(&row);
-    if (!s.ok()) return s;
-    if (row) {
-      result_.outcome = Outcome::kOk;
-      Session& out = result_.session;
-      out.session_id = session_id_;
-      out.container_id = cas->ColumnString(0);
-      if (kind_ == Kind::kRenew) {
+    if (kind_ == Kind::kRelease) {
+      s = cas->Run();
+      if (!s.ok()) return s;
+      if (db->Changes() == 1) {
+        result_.outcome = Outcome::kOk;
+        result_.session.session_id = session_id_;
+        return Status::Ok();
+      }
+    } else {
+      bool row = false;
+      s = cas->Step(&row);
+      if (!s.ok()) return s;
+      if (row) {
+        result_.outcome = Outcome::kOk;
+        Session& out = result_.session;
+        out.session_id = session_id_;
+        out.container_id = cas->ColumnString(0);
         out.region = cas->ColumnString(1);
         out.pool = cas->ColumnString(2);
         out.token = cas->ColumnInt64(3);
         out.lease_expires_at_ms = cas->ColumnInt64(4);
         out.data = cas->ColumnString(5);
+        return cas->Run();
       }
-      return cas->Run();
     }
     cas->Reset();
     result_ = ExplainFailedCas(db, caller_, session_id_, token_, now);

@@ -64,7 +64,8 @@ class Allocator {
   // the container becomes available (draining if a drain was asked, dead if
   // it reported itself dead). kOk, kStaleToken, kNotFound (unknown, already
   // released, or its lease is over: the reaper frees it), kForbidden (another
-  // tenant's), kOverloaded or kError.
+  // tenant's), kOverloaded or kError. A kOk result carries the session id
+  // only (the release writes without RETURNING; see sql::kRelease).
   void Release(const Caller& caller, std::string session_id, int64_t token, SessionCallback done);
 
   // Extends the lease to now + lease_ms (0: the default) if `token` is

@@ -57,7 +57,11 @@ WHERE tenant = ?1 AND idempotency_key = ?2 AND lease_expires_at_ms <= ?3
 // Release: compare-and-swap on (session_id, token), while the lease runs (an
 // expired session is already over, as GET says; the reaper frees it). The
 // container goes back to available; to draining if a drain was asked while it
-// was picked; to dead if it reported itself dead meanwhile.
+// was picked; to dead if it reported itself dead meanwhile. Success is one
+// changed row. The row is found by rowid through a subquery run once, not by
+// `WHERE session_id = ?1`: an UPDATE that finds its row through an index it
+// changes must first copy the keys to a temporary table, and SQLite builds
+// one per execution; so would RETURNING (EXPLAIN showed both).
 //   ?1 session_id ?2 token ?3 tenant (NULL for an admin) ?4 now_ms
 inline constexpr char kRelease[] = R"sql(
 UPDATE containers
@@ -65,9 +69,8 @@ SET status = CASE WHEN dead_reported THEN 'dead'
                   WHEN drain_requested THEN 'draining' ELSE 'available' END,
     drain_requested = 0, dead_reported = 0, session_id = NULL, tenant = NULL,
     idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL
-WHERE session_id = ?1 AND generation = ?2 AND (?3 IS NULL OR tenant = ?3)
-  AND lease_expires_at_ms > ?4
-RETURNING id
+WHERE rowid = (SELECT rowid FROM containers WHERE session_id = ?1)
+  AND generation = ?2 AND (?3 IS NULL OR tenant = ?3) AND lease_expires_at_ms > ?4
 )sql";
 
 // Renew: compare-and-swap on (session_id, token), only while the lease runs.

@@ -150,7 +150,7 @@ TEST_CASE("release: the right token frees the container, a second release is not
   REQUIRE(r.outcome == Outcome::kOk);
   SessionResult rel = pool.Release(Tenant("t1"), r.session.session_id, r.session.token);
   CHECK(Name(rel.outcome) == "ok");
-  CHECK(rel.session.container_id == "c1");
+  CHECK(rel.session.session_id == r.session.session_id);
   auto info = pool.Get("c1");
   CHECK(info.status == "available");
   CHECK_FALSE(info.session_id.has_value());
