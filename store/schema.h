@@ -9,7 +9,7 @@ namespace store {
 // The schema version this binary writes (PRAGMA user_version), and the oldest
 // version of the binary that can still use a file written by this one (kept in
 // the `meta` table as compatible_version, as in Chromium's MetaTable).
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 inline constexpr int kCompatibleVersion = 2;
 
 // Brings the database up to kSchemaVersion, one version a step, each step in

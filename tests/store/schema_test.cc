@@ -75,7 +75,7 @@ TEST_CASE("schema: a version 1 file keeps its rows and gains the version 2 colum
                    "'available', 12, '{\"k\":1}', 1000, 7)")
               .ok());
 
-  Status s = store::Migrate(db.get());
+  Status s = store::MigrateTo(db.get(), 2);
   INFO(s.ToString());
   REQUIRE(s.ok());
   CHECK(Version(db.get()) == 2);
@@ -88,6 +88,45 @@ TEST_CASE("schema: a version 1 file keeps its rows and gains the version 2 colum
   CHECK(QueryInt(db.get(), "SELECT load = 0 FROM containers") == 1);
   CHECK(QueryInt(db.get(), "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name "
                            "IN ('containers_heartbeat', 'containers_counts')") == 2);
+}
+
+TEST_CASE("schema: version 3 writes the status CHECK without IN, allowing the same values") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::MigrateTo(db.get(), 2).ok());
+  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms) "
+                   "VALUES ('c-1', 'weur', 'chrome', 'available', 1000)")
+              .ok());
+  const std::string update_status =
+      "EXPLAIN UPDATE containers SET status = 'draining' WHERE id = 'c-1'";
+  auto count_temp_btrees = [&] {
+    store::Statement q;
+    REQUIRE(db->Prepare(update_status, &q).ok());
+    int n = 0;
+    bool row = false;
+    while (q.Step(&row).ok() && row) n += q.ColumnString(1) == "OpenEphemeral";
+    return n;
+  };
+  CHECK(count_temp_btrees() == 1);  // version 2: the IN list's temporary B-tree
+
+  Status s = store::Migrate(db.get());
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(Version(db.get()) == 3);
+  CHECK(count_temp_btrees() == 0);
+  const std::string table_sql =
+      QueryText(db.get(), "SELECT sql FROM sqlite_schema WHERE name = 'containers'");
+  CHECK_THAT(table_sql, !Catch::Contains("status IN"));
+  CHECK_THAT(table_sql, Catch::Contains("status = 'draining'"));
+  CHECK(QueryText(db.get(), "PRAGMA integrity_check") == "ok");
+  CHECK(QueryText(db.get(), "SELECT status FROM containers WHERE id = 'c-1'") == "available");
+  // The same values pass and fail as before.
+  CHECK(db->Exec("UPDATE containers SET status = 'dead' WHERE id = 'c-1'").ok());
+  CHECK(db->Exec("UPDATE containers SET status = 'bogus' WHERE id = 'c-1'").IsConflict());
+  CHECK(db->Exec("UPDATE containers SET status = 'picked' WHERE id = 'c-1'").IsConflict());
+  // A fresh connection reads the rewritten schema.
+  auto again = OpenOrDie(dir.File("a.db"));
+  CHECK(again->Exec("UPDATE containers SET status = 'bogus' WHERE id = 'c-1'").IsConflict());
 }
 
 TEST_CASE("schema: migrating a current file again changes nothing") {
