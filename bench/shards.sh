@@ -20,6 +20,9 @@
 #                               shard means its writer waits on the disk all
 #                               the time (fsync-bound)
 #   shards<N>_jobs_per_commit   claims and releases a group commit carried
+#   shards<N>_commits_per_s     group commits a second, all shards
+#   shards<N>_commit_ms         time in COMMIT a commit: if it grows with N,
+#                               the shards' fsyncs queue on the disk
 #   shards<N>_cpu_busy          busy share of all cores (/proc/stat, anyone's
 #                               work, the other engineers' too): near 1.0
 #                               means CPU-bound
@@ -91,6 +94,8 @@ for n in "${COUNTS[@]}"; do
     s = t1 - t0
     printf "shards%d_commit_busy %.2f s/s\n", n, (c1 - c0) / s
     printf "shards%d_jobs_per_commit %.1f count\n", n, (x1 > x0) ? (j1 - j0) / (x1 - x0) : 0
+    printf "shards%d_commits_per_s %.0f 1/s\n", n, (x1 - x0) / s
+    printf "shards%d_commit_ms %.2f ms\n", n, (x1 > x0) ? (c1 - c0) * 1000 / (x1 - x0) : 0
     printf "shards%d_cpu_busy %.2f share\n", n, (a1 > a0) ? (b1 - b0) / (a1 - a0) : 0
     printf "shards%d_iowait %.2f share\n", n, (a1 > a0) ? (w1 - w0) / (a1 - a0) : 0
     printf "shards%d_server_cores %.2f cores\n", n, (p1 - p0) / hz / s
