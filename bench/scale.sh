@@ -82,12 +82,12 @@ Cpu() {
 }
 
 # LoadDb SIZE DB SPEC...: writes DB with load_fleet and sets LOADED to the
-# seconds it took (or "cached"). In --quick mode a 1M
-# file costs more than the run (6 to 14 s on this machine), so it is copied
-# from a cache beside the work folder when one was written by the same
-# load_fleet binary with the same specs less than 30 minutes ago (the rows'
-# heartbeats must stay younger than --dead-after-ms); the cache holds one
-# file, replaced when the key changes. The full run always loads afresh.
+# seconds it took (or "cached"). In --quick mode a 1M file costs more than
+# the run (6 to 14 s on this machine), so it is copied from a cache when one
+# was written by the same load_fleet binary with the same specs less than 30
+# minutes ago (the rows' heartbeats must stay younger than --dead-after-ms);
+# the cache holds one file, replaced when the key changes. The full run
+# always loads afresh.
 CACHE="${TMPDIR:-/tmp}/edgealloc-scale-cache"
 LoadDb() {
   local size=$1 db=$2 key cached
