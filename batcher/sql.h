@@ -75,8 +75,10 @@ SELECT 1 FROM containers WHERE dead_reported = 1 AND +status <> 'dead' LIMIT 1
 
 // The reaper, picked rows first: at most ?2 picked containers that are silent
 // or reported dead become dead, and their session ends (the holder's next
-// session call answers 404). Counted as sessions ended. `session_id IS NOT
-// NULL` lets it walk a partial index of the held rows instead of the table.
+// session call answers 404). Counted as sessions ended. Two index walks, as
+// in kReapUnpicked below: a walk of the held rows (containers_session) read
+// every held row each sweep, 135 ms in the writer with 500,000 sessions,
+// and a sweep runs whenever any container anywhere is silent.
 //   ?1 cutoff_ms ?2 limit
 inline constexpr char kReapPicked[] = R"sql(
 UPDATE containers
@@ -84,8 +86,10 @@ SET status = 'dead', session_id = NULL, tenant = NULL, idempotency_key = NULL,
     lease_expires_at_ms = NULL, claimed_at_ms = NULL, drain_requested = 0,
     dead_reported = 0
 WHERE id IN (SELECT id FROM containers
-             WHERE session_id IS NOT NULL AND status = 'picked'
-               AND (last_heartbeat_ms < ?1 OR dead_reported = 1)
+             WHERE status <> 'dead' AND last_heartbeat_ms < ?1 AND status = 'picked'
+             UNION ALL
+             SELECT id FROM containers
+             WHERE dead_reported = 1 AND +status = 'picked' AND last_heartbeat_ms >= ?1
              LIMIT ?2)
 )sql";
 
