@@ -64,7 +64,8 @@ WARMUP=1
 declare -A COUNT=([1k]=1000 [100k]=100000 [1m]=1000000)
 
 Header
-echo "# binaries: $BIN, $LOAD, $LOAD_FLEET"
+echo "# binaries: $BIN, $LOAD, $LOAD_FLEET (the server's build:" \
+  "$(awk -F= '/^CMAKE_BUILD_TYPE:/ { print $2 }' "$(dirname "$BIN")/CMakeCache.txt" 2>/dev/null || echo unknown))"
 echo "# claim pool: $CLAIM_POOL containers of bench/default at every N; the rest available elsewhere"
 
 # Proc PID FIELD: a /proc/PID/status field in MB (the file says kB).
