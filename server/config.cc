@@ -87,7 +87,10 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
   ServeConfig& s = cmd.serve;
   RegisterConfig& r = cmd.reg;
   unsigned cores = std::thread::hardware_concurrency();
-  s.threads = cores == 0 ? 1 : static_cast<int>(cores);
+  // One core is left to the shard writers: on 2 cores, 2 io threads beside
+  // the writer cost 15-20% more CPU a claim than 1 (bench/RESULTS.md), and
+  // the /healthz ceiling was no higher.
+  s.threads = cores <= 2 ? 1 : static_cast<int>(cores) - 1;
 
   CLI::App app{"edgealloc: hands out exclusive containers (browsers, sandboxes) from a SQLite pool."};
   app.name("edgealloc");
@@ -106,7 +109,7 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
                    "allowed")
       ->envname("EDGEALLOC_KEYS")
       ->check(CLI::ExistingFile);
-  serve->add_option("--threads", s.threads, "HTTP io threads (default: the number of cores)")
+  serve->add_option("--threads", s.threads, "HTTP io threads (default: the number of cores less one, at least 1)")
       ->envname("EDGEALLOC_THREADS")
       ->check(InRange(1, kMaxThreads, "HTTP io threads"))
       ->capture_default_str();

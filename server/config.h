@@ -17,7 +17,7 @@ struct ServeConfig {
   std::string host = "127.0.0.1";  // from listen
   uint16_t port = 8080;            // from listen; 0 picks a free port (tests)
   std::string keys_file;           // empty: open mode, loopback only
-  int threads = 1;                 // default: hardware cores
+  int threads = 1;                 // default: hardware cores less one, at least 1
   int shards = 1;
   store::Sync sync = store::Sync::kFull;
   int64_t lease_ms = 60000;
