@@ -48,27 +48,39 @@ const char* StateName(Heartbeat::State state) {
   return nullptr;
 }
 
-// Folds items[0..n) into one row per container, in queue order, as if they
-// were written one after another: an item whose ts_ms is older than the
-// newest of its container seen so far changes nothing but liveness; a newer
-// one (or one without ts_ms, which counts as current and inherits the newest
-// ts_ms) replaces ts_ms, and load and state if it carries them.
-// last_heartbeat_ms is the newest accepted_ms of all. *coalesced counts the
-// items folded away.
-std::vector<Row> Coalesce(Heartbeat* items, size_t n, uint64_t* coalesced) {
+// A batch's rows and the index that folds them, kept by its lane from one
+// batch to the next so that a batch allocates nothing once the lane is warm
+// (ids longer than the small-string buffer aside). Touched only by the lane's
+// batching thread.
+struct Scratch {
   std::vector<Row> rows;
-  rows.reserve(n);
-  std::unordered_map<std::string_view, size_t> index;
-  index.reserve(n);
-  *coalesced = 0;
+  std::unordered_map<std::string_view, size_t> index;  // keys view rows[i].id
+};
+
+// Folds items[0..n) into scratch->rows, one row per container, in queue
+// order, as if they were written one after another: an item whose ts_ms is
+// older than the newest of its container seen so far changes nothing but
+// liveness; a newer one (or one without ts_ms, which counts as current and
+// inherits the newest ts_ms) replaces ts_ms, and load and state if it carries
+// them. last_heartbeat_ms is the newest accepted_ms of all. Moves the ids out
+// of the items. Returns the items folded away.
+// REQUIRES: scratch->rows.capacity() >= n (the index views the rows' ids in place).
+uint64_t Coalesce(Heartbeat* items, size_t n, Scratch* scratch) {
+  std::vector<Row>& rows = scratch->rows;
+  auto& index = scratch->index;
+  assert(rows.capacity() >= n);
+  rows.clear();
+  index.clear();
+  uint64_t coalesced = 0;
   for (size_t i = 0; i < n; ++i) {
     Heartbeat& h = items[i];
-    auto [it, fresh] = index.emplace(std::string_view(h.container_id), rows.size());
-    if (fresh) {
-      rows.push_back(Row{h.container_id, h.accepted_ms, h.ts_ms, h.load, h.state});
+    auto it = index.find(std::string_view(h.container_id));
+    if (it == index.end()) {
+      rows.push_back(Row{std::move(h.container_id), h.accepted_ms, h.ts_ms, h.load, h.state});
+      index.emplace(std::string_view(rows.back().id), rows.size() - 1);
       continue;
     }
-    ++*coalesced;
+    ++coalesced;
     Row& row = rows[it->second];
     row.accepted_ms = std::max(row.accepted_ms, h.accepted_ms);
     if (h.ts_ms && row.ts_ms && *h.ts_ms < *row.ts_ms) continue;  // older report
@@ -76,7 +88,7 @@ std::vector<Row> Coalesce(Heartbeat* items, size_t n, uint64_t* coalesced) {
     if (h.load) row.load = h.load;
     if (h.state != Heartbeat::State::kNone) row.state = h.state;
   }
-  return rows;
+  return coalesced;
 }
 
 // A batch of rows as one solo job: its own BEGIN IMMEDIATE transaction on the
@@ -89,40 +101,52 @@ class BatchJob : public store::WriteJob {
       : rows_(rows), outcome_(outcome), done_(done) {}
 
   store::Status Apply(store::Db* db) override {
-    *outcome_ = Outcome();
+    outcome_->written = 0;
+    outcome_->stale = 0;
+    outcome_->unknown.clear();
     store::Status s;
-    store::StatementRef stmt = db->Cached(sql::kHeartbeat, &s);
+    store::StatementRef plain = db->Cached(sql::kHeartbeatPlain, &s);
+    if (!s.ok()) return s;
+    store::StatementRef report = db->Cached(sql::kHeartbeatReport, &s);
+    if (!s.ok()) return s;
+    store::StatementRef stale = db->Cached(sql::kHeartbeatStale, &s);
     if (!s.ok()) return s;
     for (size_t i = 0; i < rows_->size(); ++i) {
       const Row& row = (*rows_)[i];
-      stmt->Reset();
-      stmt->Bind(1, row.id);
-      stmt->Bind(2, row.accepted_ms);
+      const char* state = StateName(row.state);
+      store::Statement& stmt = state != nullptr ? *report : *plain;
+      stmt.Reset();
+      stmt.Bind(1, row.id);
+      stmt.Bind(2, row.accepted_ms);
       if (row.ts_ms) {
-        stmt->Bind(3, *row.ts_ms);
+        stmt.Bind(3, *row.ts_ms);
       } else {
-        stmt->BindNull(3);
+        stmt.BindNull(3);
       }
       if (row.load) {
-        stmt->Bind(4, *row.load);
+        stmt.Bind(4, *row.load);
       } else {
-        stmt->BindNull(4);
+        stmt.BindNull(4);
       }
-      if (const char* state = StateName(row.state)) {
-        stmt->Bind(5, state);
-      } else {
-        stmt->BindNull(5);
-      }
-      bool has_row = false;
-      s = stmt->Step(&has_row);
+      if (state != nullptr) stmt.Bind(5, state);
+      s = stmt.Run();
       if (!s.ok()) return s;
-      if (!has_row) {
-        outcome_->unknown.push_back(i);
+      if (db->Changes() > 0) {
+        ++outcome_->written;
         continue;
       }
-      ++outcome_->written;
-      // Applied reports leave reported_ts_ms == ts_ms; a stale one left it newer.
-      if (row.ts_ms && stmt->ColumnInt64(0) != *row.ts_ms) ++outcome_->stale;
+      // Older than the stored report, or not in this shard (sql.h).
+      stale->Reset();
+      stale->Bind(1, row.id);
+      stale->Bind(2, row.accepted_ms);
+      s = stale->Run();
+      if (!s.ok()) return s;
+      if (db->Changes() > 0) {
+        ++outcome_->written;
+        ++outcome_->stale;
+      } else {
+        outcome_->unknown.push_back(i);
+      }
     }
     return store::Status::Ok();
   }
@@ -162,6 +186,9 @@ struct Batcher::Lane {
   // once the queue was found empty. How far behind the writes are: the
   // reaper judges silence from it, so a backlog is not taken for death.
   std::atomic<int64_t> behind_since_ms{0};
+  // The batching thread's reused buffers.
+  Scratch scratch;
+  Outcome outcome;
   std::thread thread;
 };
 
@@ -314,6 +341,8 @@ void Batcher::Forget(const std::string& id) {
 void Batcher::LaneLoop(Lane* lane) {
   const auto max = static_cast<size_t>(options_.batch_max);
   std::vector<Heartbeat> buf(max);
+  lane->scratch.rows.reserve(max);
+  lane->scratch.index.reserve(max);
   for (;;) {
     // Read before the dequeue: once draining_ is set no Submit can enqueue,
     // so an empty dequeue after it means the queue is empty for good.
@@ -352,12 +381,12 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
   for (size_t i = 1; i < n; ++i) oldest = std::min(oldest, items[i].accepted_ms);
   lane->behind_since_ms.store(oldest, std::memory_order_relaxed);
 
-  uint64_t coalesced = 0;
-  const std::vector<Row> rows = Coalesce(items, n, &coalesced);
+  const uint64_t coalesced = Coalesce(items, n, &lane->scratch);
+  const std::vector<Row>& rows = lane->scratch.rows;
+  Outcome& outcome = lane->outcome;
   int backoff_ms = kRetryInitialMs;
   std::optional<Clock::time_point> failing_since;
   for (;;) {
-    Outcome outcome;
     std::promise<store::Status> done;
     std::future<store::Status> result = done.get_future();
     const auto t0 = Clock::now();
@@ -391,7 +420,10 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
     backoff_ms = std::min(backoff_ms * 2, kRetryMaxMs);
   }
-  for (size_t i = 0; i < n; ++i) items[i] = Heartbeat();  // release the strings now
+  // Release the strings now (the ids moved into the rows; the rest is small).
+  for (size_t i = 0; i < n; ++i) items[i] = Heartbeat();
+  lane->scratch.index.clear();
+  lane->scratch.rows.clear();
 }
 
 void Batcher::ReaperLoop() {

@@ -3,50 +3,76 @@
 
 // The statements of the heartbeat path and the container reaper, in one place
 // so that what runs under the write lock can be read at a glance. Keywords in
-// capitals, `?N` placeholders. In an SQLite UPDATE every SET expression sees
-// the row as it was before the statement, which the guards below rely on.
+// capitals, `?N` placeholders.
 
 namespace batcher::sql {
 
-// One coalesced heartbeat, guarded at write time (never at enqueue time, so a
-// claim that landed in between is seen). Liveness always advances:
-// last_heartbeat_ms is the server's clock, fair to a container whose own
-// clock is skewed. The report (reported_ts_ms, load, state) applies only if
-// it is not older than the newest one taken (?3 NULL counts as current).
-// State machine, never into or out of 'picked':
+// A heartbeat row is written by one of three statements, guarded at write
+// time (never at enqueue time, so a claim that landed in between is seen).
+// Liveness always advances: last_heartbeat_ms is the server's clock, fair to
+// a container whose own clock is skewed. The report (reported_ts_ms, load,
+// state) applies only if it is not older than the newest one taken (?3 NULL
+// counts as current). The batcher runs kHeartbeatReport for a row that
+// carries a state, kHeartbeatPlain for one that does not; if that changed no
+// row (sqlite3_changes() == 0), kHeartbeatStale writes the liveness alone,
+// and if that changes no row either the id is not in this shard.
+//
+// Why three statements and no RETURNING (issue #5, measured with callgrind):
+// - SQLite rewrites a row's entry in every index whose columns or partial
+//   WHERE mention a column the SET names, whether or not the value changes.
+//   kHeartbeatReport names status, so it moves the row in
+//   containers_claimable, containers_counts, containers_heartbeat and
+//   containers_dead_reported; kHeartbeatPlain, which most heartbeats take,
+//   moves it in containers_heartbeat only (half the pages and CPU a row),
+//   and cannot touch a claim's columns at all.
+// - RETURNING is a trigger in SQLite: each run opens an ephemeral table and,
+//   with the table's CHECK constraints, a statement journal that copies
+//   every page the statement touches. The stale report, which RETURNING was
+//   for, is rare, so it costs a second statement only when it happens.
+//   ?1 id ?2 accepted_ms ?3 ts_ms (or NULL) ?4 load (or NULL)
+inline constexpr char kHeartbeatPlain[] = R"sql(
+UPDATE containers SET
+  last_heartbeat_ms = MAX(last_heartbeat_ms, ?2),
+  reported_ts_ms = COALESCE(?3, reported_ts_ms),
+  load = COALESCE(?4, load)
+WHERE id = ?1 AND (?3 IS NULL OR ?3 >= reported_ts_ms)
+)sql";
+
+// As kHeartbeatPlain, and the reported state, never into or out of 'picked'.
+// In an SQLite UPDATE every SET expression sees the row as it was before the
+// statement, which these CASEs rely on.
 //   ready:    dead / draining -> available; on a picked row it withdraws an
 //             earlier dead report (dead_reported = 0).
 //   draining: available -> draining; picked stays picked, drain_requested = 1.
 //   dead:     not picked -> dead; picked stays picked, dead_reported = 1, and
 //             the reaper ends its session in its own transaction.
-//   none:     liveness, load and ts only. A dead container stays dead until
-//             it reports ready (or is registered again).
-// Returns reported_ts_ms after the update (to tell a stale report: it differs
-// from ?3), or no row for an id this shard does not hold.
-//   ?1 id ?2 accepted_ms ?3 ts_ms (or NULL) ?4 load (or NULL)
-//   ?5 state: 'ready', 'draining', 'dead' or NULL
-inline constexpr char kHeartbeat[] = R"sql(
+// A dead container stays dead until it reports ready (or is registered again).
+//   ?1 .. ?4 as kHeartbeatPlain ?5 state: 'ready', 'draining' or 'dead'
+inline constexpr char kHeartbeatReport[] = R"sql(
 UPDATE containers SET
   last_heartbeat_ms = MAX(last_heartbeat_ms, ?2),
-  reported_ts_ms = CASE WHEN ?3 IS NULL OR ?3 < reported_ts_ms THEN reported_ts_ms ELSE ?3 END,
-  load = CASE WHEN ?3 IS NOT NULL AND ?3 < reported_ts_ms THEN load ELSE COALESCE(?4, load) END,
+  reported_ts_ms = COALESCE(?3, reported_ts_ms),
+  load = COALESCE(?4, load),
   status = CASE
-    WHEN ?3 IS NOT NULL AND ?3 < reported_ts_ms THEN status
     WHEN ?5 = 'ready' AND status IN ('dead', 'draining') THEN 'available'
     WHEN ?5 = 'draining' AND status = 'available' THEN 'draining'
     WHEN ?5 = 'dead' AND status <> 'picked' THEN 'dead'
     ELSE status END,
   drain_requested = CASE
-    WHEN ?3 IS NOT NULL AND ?3 < reported_ts_ms THEN drain_requested
     WHEN ?5 = 'draining' AND status = 'picked' THEN 1
     ELSE drain_requested END,
   dead_reported = CASE
-    WHEN ?3 IS NOT NULL AND ?3 < reported_ts_ms THEN dead_reported
     WHEN ?5 = 'dead' AND status = 'picked' THEN 1
     WHEN ?5 = 'ready' THEN 0
     ELSE dead_reported END
-WHERE id = ?1
-RETURNING reported_ts_ms
+WHERE id = ?1 AND (?3 IS NULL OR ?3 >= reported_ts_ms)
+)sql";
+
+// A report older than the newest taken (or an id this shard lacks, which it
+// then changes nothing of): liveness only.
+//   ?1 id ?2 accepted_ms
+inline constexpr char kHeartbeatStale[] = R"sql(
+UPDATE containers SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?2) WHERE id = ?1
 )sql";
 
 // Does this shard hold the container? (Routing with several shards: a
