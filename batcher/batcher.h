@@ -22,6 +22,11 @@ namespace batcher {
 // Bounds of the heartbeat path (STYLE.md: every queue and batch bound is named).
 // Rows a batch at most, whatever BatcherOptions::batch_max says.
 inline constexpr int kMaxBatchRows = 1000;
+// A batch of at most this many rows (DESIGN.md's "<= 100 rows a transaction")
+// rides in the shard Writer's group commit beside the claims, as one job
+// under its own SAVEPOINT, and shares the group's fsync; a larger one gets a
+// transaction of its own (batcher.cc, BatchJob, says why).
+inline constexpr size_t kMaxRidingRows = 100;
 // Rows the reaper changes in one transaction, so a sweep of a large dead
 // region never holds the write lock for long.
 inline constexpr int kReapBatchRows = 256;

@@ -1,8 +1,10 @@
 #include "batcher/batcher.h"
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -621,4 +623,87 @@ TEST_CASE(
   b.Stop();
   CHECK(b.stats().lost.load() == 0);
   for (const std::string& id : Ids("c-", 20)) CHECK(pool.Get(id).last_heartbeat_ms > 1);
+}
+
+namespace {
+
+// A writer job that holds the shard's writer thread inside its transaction
+// until released, so that the jobs queued meanwhile are taken in one bulk.
+class Gate : public store::WriteJob {
+ public:
+  explicit Gate(std::shared_future<void> open, std::atomic<bool>* entered)
+      : open_(std::move(open)), entered_(entered) {}
+  Status Apply(Db*) override {
+    entered_->store(true);
+    open_.wait();
+    return Status::Ok();
+  }
+  void Done(Status) override {}
+  bool solo() const override { return true; }
+
+ private:
+  std::shared_future<void> open_;
+  std::atomic<bool>* entered_;
+};
+
+// An ordinary (group-commit) job, as a claim is: one UPDATE of `id`.
+class Touch : public store::WriteJob {
+ public:
+  Touch(std::string id, std::atomic<bool>* done) : id_(std::move(id)), done_(done) {}
+  Status Apply(Db* db) override {
+    static constexpr char kSql[] = "UPDATE containers SET latency_ms = 7 WHERE id = ?1";
+    Status s;
+    store::StatementRef q = db->Cached(kSql, &s);
+    if (!s.ok()) return s;
+    q->Bind(1, id_);
+    return q->Run();
+  }
+  void Done(Status s) override { done_->store(s.ok()); }
+
+ private:
+  std::string id_;
+  std::atomic<bool>* done_;
+};
+
+// Holds the writer with a Gate, queues a claim-like job and a batch of `n`
+// heartbeats behind it, opens the gate, and returns the transactions that
+// the claim-like job and the batch took together.
+uint64_t TransactionsOfBatchBesideClaim(int n, int batch_max) {
+  Pool pool;
+  pool.Add(Ids("c-", n), 1);
+  BatcherOptions options;
+  options.batch_max = batch_max;
+  options.batch_wait_ms = 0;
+  Batcher b(pool.ptrs(), pool.map(), options);
+  b.Start();
+  store::Writer& writer = *pool.shard(0).writer;
+
+  std::promise<void> open;
+  std::atomic<bool> entered{false};
+  REQUIRE(writer.Submit(std::make_unique<Gate>(open.get_future().share(), &entered)));
+  REQUIRE(WaitFor([&] { return entered.load(); }));
+  const uint64_t before = pool.Transactions();
+  std::atomic<bool> touched{false};
+  REQUIRE(writer.Submit(std::make_unique<Touch>("c-0", &touched)));
+  REQUIRE(b.Submit(Beats(Ids("c-", n))).accepted());
+  // Both wait behind the gate: the claim-like job and the lane's one batch.
+  const bool queued = WaitFor([&] { return writer.stats().queued.load() == 2; });
+  open.set_value();
+  REQUIRE(queued);
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == static_cast<uint64_t>(n); }));
+  REQUIRE(WaitFor([&] { return touched.load(); }));
+  b.Stop();
+  CHECK(pool.Get("c-0").last_heartbeat_ms > 1);
+  // The gate's own transaction is the first one counted after `before`.
+  return pool.Transactions() - before - 1;
+}
+
+}  // namespace
+
+TEST_CASE("batcher: a batch of at most 100 rows rides in the claims' group commit") {
+  CHECK(TransactionsOfBatchBesideClaim(100, 100) == 1);
+}
+
+TEST_CASE("batcher: a batch larger than 100 rows gets a transaction of its own") {
+  CHECK(TransactionsOfBatchBesideClaim(150, 200) == 2);
 }
