@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -180,22 +181,47 @@ class Connection : public std::enable_shared_from_this<Connection> {
       counted_request_ = false;
       server_->in_flight.fetch_sub(1);
     }
-    res_ = std::make_shared<Response>(std::move(res));
-    res_->version(version_ == 10 ? 10 : 11);
-    res_->set(http::field::server, "edgealloc");
-    res_->prepare_payload();
+    res.version(version_ == 10 ? 10 : 11);
+    res.set(http::field::server, "edgealloc");
+    res.prepare_payload();
     // Close after a refusal, on request, and while stopping, so that clients
     // move to another server.
     close_ = !keep_alive_ || server_->stopping.load();
-    res_->keep_alive(!close_);
+    res.keep_alive(!close_);
+    Serialize(res, &wire_);
     stream_.expires_after(HttpServer::kWriteTimeout);
-    http::async_write(stream_, *res_,
-                      beast::bind_front_handler(&Connection::OnWrite, shared_from_this()));
+    net::async_write(stream_, net::buffer(wire_),
+                     beast::bind_front_handler(&Connection::OnWrite, shared_from_this()));
+  }
+
+  // The response as it goes on the wire, into one reused string: Beast's
+  // serializer (a view over header pieces and body, written in steps) took
+  // about a tenth of the server's CPU under claims, as much as the send.
+  static void Serialize(const Response& res, std::string* out) {
+    out->clear();
+    out->append(res.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+    char status[4];
+    const unsigned code = res.result_int();
+    status[0] = static_cast<char>('0' + code / 100 % 10);
+    status[1] = static_cast<char>('0' + code / 10 % 10);
+    status[2] = static_cast<char>('0' + code % 10);
+    status[3] = ' ';
+    out->append(status, 4);
+    out->append(res.reason());
+    out->append("\r\n");
+    for (const auto& field : res) {
+      out->append(field.name_string());
+      out->append(": ");
+      out->append(field.value());
+      out->append("\r\n");
+    }
+    out->append("\r\n");
+    out->append(res.body());
   }
 
   void OnWrite(beast::error_code ec, std::size_t) {
     if (ec) return;
-    res_.reset();
+    if (wire_.capacity() > kMaxKeptWireBytes) std::string().swap(wire_);
     if (drain_) return DoDrain();
     if (close_) return DoClose();
     DoRead();
@@ -233,7 +259,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   HttpServer::Impl* server_;
   bool counted_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::shared_ptr<Response> res_;
+  // The bytes of the response being written; kept between responses so a
+  // keep-alive connection does not allocate one a request, unless it was big.
+  static constexpr size_t kMaxKeptWireBytes = 64 * 1024;
+  std::string wire_;
   unsigned version_ = 11;
   bool keep_alive_ = true;
   bool close_ = false;
