@@ -96,9 +96,10 @@ Header() {
   echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -n)"
   echo "# sqlite $(sqlite3 :memory: 'select sqlite_version()' 2>/dev/null || echo unknown)" \
     "(the system libsqlite3 the server links; CMake found" \
-    "$(awk -F'[][]' '/^FIND_PACKAGE_MESSAGE_DETAILS_SQLite3/ { print $6 }' "$ROOT/build/CMakeCache.txt"))"
+    "$(awk -F'[][]' '/^FIND_PACKAGE_MESSAGE_DETAILS_SQLite3/ { print $6 }' "$(dirname "$BIN")/CMakeCache.txt" 2>/dev/null))"
   echo "# sync full (the server's default; every claim and batch commit is fsynced)"
-  echo "# build $(awk -F= '/^CMAKE_BUILD_TYPE:/ { print $2 }' "$ROOT/build/CMakeCache.txt")"
+  # The cache of the build the server binary came from (build-bench/ under bench/run).
+  echo "# build $(awk -F= '/^CMAKE_BUILD_TYPE:/ { print $2 }' "$(dirname "$BIN")/CMakeCache.txt" 2>/dev/null || echo unknown)"
   echo "# cores $(nproc) (the load generator and the server share them)"
   echo "# load average $(cut -d' ' -f1-3 /proc/loadavg) before the run"
 }
