@@ -122,24 +122,34 @@ class BatchJob : public store::WriteJob {
     for (size_t i = 0; i < rows_->size(); ++i) {
       const Row& row = (*rows_)[i];
       const char* state = StateName(row.state);
-      store::Statement& stmt = state != nullptr ? *report : *plain;
-      stmt.Reset();
-      stmt.Bind(1, row.id);
-      stmt.Bind(2, row.accepted_ms);
-      if (row.ts_ms) {
-        stmt.Bind(3, *row.ts_ms);
-      } else {
-        stmt.BindNull(3);
+      // The plain statement first; a state it did not find already held
+      // goes through the report statement (sql.h).
+      bool changed = false;
+      for (store::Statement* stmt : {&*plain, &*report}) {
+        stmt->Reset();
+        stmt->Bind(1, row.id);
+        stmt->Bind(2, row.accepted_ms);
+        if (row.ts_ms) {
+          stmt->Bind(3, *row.ts_ms);
+        } else {
+          stmt->BindNull(3);
+        }
+        if (row.load) {
+          stmt->Bind(4, *row.load);
+        } else {
+          stmt->BindNull(4);
+        }
+        if (state != nullptr) {
+          stmt->Bind(5, state);
+        } else {
+          stmt->BindNull(5);
+        }
+        s = stmt->Run();
+        if (!s.ok()) return s;
+        changed = db->Changes() > 0;
+        if (changed || state == nullptr) break;
       }
-      if (row.load) {
-        stmt.Bind(4, *row.load);
-      } else {
-        stmt.BindNull(4);
-      }
-      if (state != nullptr) stmt.Bind(5, state);
-      s = stmt.Run();
-      if (!s.ok()) return s;
-      if (db->Changes() > 0) {
+      if (changed) {
         ++outcome_->written;
         continue;
       }

@@ -12,30 +12,39 @@ namespace batcher::sql {
 // Liveness always advances: last_heartbeat_ms is the server's clock, fair to
 // a container whose own clock is skewed. The report (reported_ts_ms, load,
 // state) applies only if it is not older than the newest one taken (?3 NULL
-// counts as current). The batcher runs kHeartbeatReport for a row that
-// carries a state, kHeartbeatPlain for one that does not; if that changed no
-// row (sqlite3_changes() == 0), kHeartbeatStale writes the liveness alone,
-// and if that changes no row either the id is not in this shard.
+// counts as current). The batcher runs kHeartbeatPlain first for every row;
+// if it changed no row (sqlite3_changes() == 0) and the row carries a state,
+// kHeartbeatReport; if that changed none either, kHeartbeatStale writes the
+// liveness alone, and if that changes no row the id is not in this shard.
 //
 // Why three statements and no RETURNING (issue #5, measured with callgrind):
 // - SQLite rewrites a row's entry in every index whose columns or partial
 //   WHERE mention a column the SET names, whether or not the value changes.
 //   kHeartbeatReport names status, so it moves the row in
 //   containers_claimable, containers_counts, containers_heartbeat and
-//   containers_dead_reported; kHeartbeatPlain, which most heartbeats take,
-//   moves it in containers_heartbeat only (half the pages and CPU a row),
-//   and cannot touch a claim's columns at all.
+//   containers_dead_reported; kHeartbeatPlain moves it in
+//   containers_heartbeat only (half the pages and CPU a row), and cannot
+//   touch a claim's columns at all. It takes every heartbeat without a state
+//   and every report of the state the row already has (a ready container
+//   saying "ready" again, the common case), for which kHeartbeatReport would
+//   change nothing but what kHeartbeatPlain changes: its WHERE says, per
+//   state, when that is (the outcome of kHeartbeatReport's CASEs below).
 // - RETURNING is a trigger in SQLite: each run opens an ephemeral table and,
 //   with the table's CHECK constraints, a statement journal that copies
 //   every page the statement touches. The stale report, which RETURNING was
 //   for, is rare, so it costs a second statement only when it happens.
 //   ?1 id ?2 accepted_ms ?3 ts_ms (or NULL) ?4 load (or NULL)
+//   ?5 state: 'ready', 'draining', 'dead' or NULL
 inline constexpr char kHeartbeatPlain[] = R"sql(
 UPDATE containers SET
   last_heartbeat_ms = MAX(last_heartbeat_ms, ?2),
   reported_ts_ms = COALESCE(?3, reported_ts_ms),
   load = COALESCE(?4, load)
-WHERE id = ?1 AND (?3 IS NULL OR ?3 >= reported_ts_ms)
+WHERE id = ?1 AND (?3 IS NULL OR ?3 >= reported_ts_ms) AND (
+  ?5 IS NULL
+  OR (?5 = 'ready' AND (status = 'available' OR status = 'picked') AND dead_reported = 0)
+  OR (?5 = 'draining' AND (status = 'draining' OR (status = 'picked' AND drain_requested = 1)))
+  OR (?5 = 'dead' AND (status = 'dead' OR (status = 'picked' AND dead_reported = 1))))
 )sql";
 
 // As kHeartbeatPlain, and the reported state, never into or out of 'picked'.
@@ -47,7 +56,7 @@ WHERE id = ?1 AND (?3 IS NULL OR ?3 >= reported_ts_ms)
 //   dead:     not picked -> dead; picked stays picked, dead_reported = 1, and
 //             the reaper ends its session in its own transaction.
 // A dead container stays dead until it reports ready (or is registered again).
-//   ?1 .. ?4 as kHeartbeatPlain ?5 state: 'ready', 'draining' or 'dead'
+//   ?1 .. ?5 as kHeartbeatPlain, ?5 not NULL
 inline constexpr char kHeartbeatReport[] = R"sql(
 UPDATE containers SET
   last_heartbeat_ms = MAX(last_heartbeat_ms, ?2),

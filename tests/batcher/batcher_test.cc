@@ -707,3 +707,48 @@ TEST_CASE("batcher: a batch of at most 100 rows rides in the claims' group commi
 TEST_CASE("batcher: a batch larger than 100 rows gets a transaction of its own") {
   CHECK(TransactionsOfBatchBesideClaim(150, 200) == 2);
 }
+
+TEST_CASE(
+    "batcher: a state report already held changes only liveness and one not held still applies") {
+  Pool pool;
+  pool.Add(Ids("c-", 6), 1);
+  // c-0 available: "ready" again. c-1 available with a dead report left on
+  // it: "ready" must clear it. c-2 draining: "draining" again. c-3 picked:
+  // "draining" must set drain_requested. c-4 dead: "dead" again. c-5 picked
+  // and reported dead: "dead" again leaves it picked and reported.
+  pool.Exec("UPDATE containers SET dead_reported = 1 WHERE id = ?1", "c-1");
+  pool.Exec("UPDATE containers SET status = 'draining' WHERE id = ?1", "c-2");
+  pool.Claim("c-3", "s3");
+  pool.Exec("UPDATE containers SET status = 'dead' WHERE id = ?1", "c-4");
+  pool.Claim("c-5", "s5");
+  pool.Exec("UPDATE containers SET dead_reported = 1 WHERE id = ?1", "c-5");
+
+  BatcherOptions options;
+  options.batch_wait_ms = 0;
+  Batcher b(pool.ptrs(), pool.map(), options);
+  b.Start();
+  std::vector<Heartbeat> items;
+  items.push_back(Beat("c-0", 10, 0.1, State::kReady));
+  items.push_back(Beat("c-1", 10, 0.2, State::kReady));
+  items.push_back(Beat("c-2", 10, 0.3, State::kDraining));
+  items.push_back(Beat("c-3", 10, 0.4, State::kDraining));
+  items.push_back(Beat("c-4", 10, 0.5, State::kDead));
+  items.push_back(Beat("c-5", 10, 0.6, State::kDead));
+  REQUIRE(b.Submit(std::move(items)).accepted());
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == 6; }));
+  b.Stop();
+  CHECK(b.stats().stale.load() == 0);
+
+  const Row r0 = pool.Get("c-0"), r1 = pool.Get("c-1"), r2 = pool.Get("c-2");
+  const Row r3 = pool.Get("c-3"), r4 = pool.Get("c-4"), r5 = pool.Get("c-5");
+  CHECK((r0.status == "available" && r0.dead_reported == 0 && r0.load == 0.1));
+  CHECK((r1.status == "available" && r1.dead_reported == 0 && r1.load == 0.2));
+  CHECK((r2.status == "draining" && r2.drain_requested == 0 && r2.load == 0.3));
+  CHECK((r3.status == "picked" && r3.drain_requested == 1 && r3.load == 0.4));
+  CHECK((r4.status == "dead" && r4.dead_reported == 0 && r4.load == 0.5));
+  CHECK((r5.status == "picked" && r5.dead_reported == 1 && r5.session_id == "s-c-5"));
+  for (const Row& r : {r0, r1, r2, r3, r4, r5}) {
+    CHECK(r.last_heartbeat_ms > 1);
+    CHECK(r.reported_ts_ms == 10);
+  }
+}
