@@ -2,13 +2,29 @@
 # Installs what edgealloc needs from Debian 12 (only what is missing), then
 # configures and builds into build/. Safe to run again: it does only what is
 # left to do. Needs root (or sudo) only when a package is missing.
+#
+#   scripts/setup.sh                          install, then build into build/
+#   scripts/setup.sh --deps-only [PACKAGE...] install only, with PACKAGEs too
+#                                             (bench/run adds gnuplot-nox)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+deps_only=0
+extra=()
+if [[ ${1:-} == --deps-only ]]; then
+  deps_only=1
+  shift
+  extra=("$@")
+elif (($#)); then
+  echo "setup: unknown argument $1 (scripts/setup.sh [--deps-only [PACKAGE...]])" >&2
+  exit 2
+fi
 
 packages=(g++ cmake make python3 libsqlite3-dev libboost1.81-dev nlohmann-json3-dev
           libconcurrentqueue-dev catch2 libcli11-dev)
 # The dashboard's browser test and promtool's check of /metrics need these.
 packages+=(chromium prometheus)
+packages+=("${extra[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
@@ -21,6 +37,8 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+((deps_only)) && exit 0
 
 build_type=${BUILD_TYPE:-RelWithDebInfo}
 cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" >/dev/null
