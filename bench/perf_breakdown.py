@@ -85,12 +85,15 @@ def Main():
         cores = total / (args.frequency * args.seconds)
         print(f"# server used {cores:.2f} cores: {total * per_cycle:.1f} us of CPU a cycle")
     print(f"# {total} samples; share of the server's CPU, then us a claim+release cycle")
+
+    def Row(count, name):
+        us = f"{count * per_cycle:6.1f} us" if per_cycle else ""
+        print(f"{100.0 * count / total:5.1f}%  {us}  {name}")
+
     names = [name for name, _ in RULES] + [OTHER]
     for name in sorted(names, key=lambda n: -parts[n]):
-        us = f"{parts[name] * per_cycle:6.1f} us" if per_cycle else ""
-        print(f"{100.0 * parts[name] / total:5.1f}%  {us}  {name}")
-    us = f"{in_malloc * per_cycle:6.1f} us" if per_cycle else ""
-    print(f"{100.0 * in_malloc / total:5.1f}%  {us}  (across the parts: in malloc/free)")
+        Row(parts[name], name)
+    Row(in_malloc, "(across the parts: in malloc/free)")
 
 
 if __name__ == "__main__":

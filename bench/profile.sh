@@ -20,9 +20,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SECONDS_RECORDED=${1:-3}
 FREQUENCY=1999
-if ! command -v perf >/dev/null; then
-  "$ROOT/scripts/setup.sh" --deps-only linux-perf
-fi
+# setup.sh installs only what is missing, perf (linux-perf) among it.
+"$ROOT/scripts/setup.sh" --deps-only linux-perf
 
 Header
 Fleet "$WORK/fleet.json" bench:default:1000:b-
