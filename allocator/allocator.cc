@@ -390,7 +390,14 @@ void Allocator::Claim(ClaimRequest req, SessionCallback done) {
         }
         return st;
       });
-      if (s.ok() && found.outcome == Outcome::kReplayed) {
+      if (!s.ok()) {
+        // Not knowing whether the key has a session is no licence to make a
+        // second one: storage trouble is answered as such.
+        stats_.claims_error.fetch_add(1, std::memory_order_relaxed);
+        attempt->done(Fail(OutcomeOfStorage(s), s.ToString()));
+        return;
+      }
+      if (found.outcome == Outcome::kReplayed) {
         stats_.claims_replayed.fetch_add(1, std::memory_order_relaxed);
         attempt->done(std::move(found));
         return;
@@ -412,7 +419,7 @@ void Allocator::RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t first) {
     // read here, from committed state, and taken off the quota.
     for (store::Shard* other : shards_) {
       if (other->index == shard) continue;
-      (void)other->reads->With([&](Db* db) {
+      Status s = other->reads->With([&](Db* db) {
         Status st;
         StatementRef q = db->Cached(sql::kCountTenantSessions, &st);
         if (!st.ok()) return st;
@@ -422,6 +429,12 @@ void Allocator::RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t first) {
         if (st.ok() && row) quota -= q->ColumnInt64(0);
         return st;
       });
+      if (!s.ok()) {
+        // An unread share would let the tenant past its quota.
+        stats_.claims_error.fetch_add(1, std::memory_order_relaxed);
+        attempt->done(Fail(OutcomeOfStorage(s), s.ToString()));
+        return;
+      }
     }
     if (quota < 0) quota = 0;
   }

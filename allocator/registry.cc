@@ -1,5 +1,6 @@
 #include "allocator/registry.h"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -60,7 +61,8 @@ void SubmitContainerJob(store::Shard* shard, ContainerJob::Work work, ContainerC
 Registry::Registry(std::vector<store::Shard*> shards, store::ShardMap map)
     : shards_(std::move(shards)), map_(std::move(map)) {}
 
-int Registry::FindShard(std::string_view id) {
+Status Registry::FindShard(std::string_view id, int* found) {
+  *found = -1;
   const std::string key(id);
   for (store::Shard* shard : shards_) {
     bool row = false;
@@ -71,14 +73,36 @@ int Registry::FindShard(std::string_view id) {
       q->Bind(1, key);
       return q->Step(&row);
     });
-    if (s.ok() && row) return shard->index;
+    // A read that failed says nothing about the id: it is not "unknown".
+    if (!s.ok()) return s;
+    if (row) {
+      *found = shard->index;
+      return Status::Ok();
+    }
   }
-  return -1;
+  return Status::Ok();
+}
+
+Status Registry::HighestTokenFloor(int64_t* floor) {
+  *floor = 0;
+  for (store::Shard* shard : shards_) {
+    Status s = shard->reads->With([&](Db* db) {
+      Status st;
+      StatementRef q = db->Cached(sql::kTokenFloor, &st);
+      if (!st.ok()) return st;
+      bool row = false;
+      st = q->Step(&row);
+      if (st.ok() && row) *floor = std::max(*floor, q->ColumnInt64(0));
+      return st;
+    });
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
 }
 
 void Registry::Register(std::vector<ContainerSpec> specs, ContainerCallback done) {
   std::map<int, std::vector<ContainerSpec>> by_shard;
-  std::vector<std::string> reserved;  // ids this call put into pending_
+  int64_t floor = 0;  // the highest token floor of all shards (several shards only)
   if (map_.shards() > 1) {
     // A container lives in exactly one shard: an id already stored, or being
     // stored, in a region of another shard is refused, and so is one id given
@@ -93,31 +117,41 @@ void Registry::Register(std::vector<ContainerSpec> specs, ContainerCallback done
         return;
       }
     }
-    std::lock_guard<std::mutex> lock(pending_mu_);
+    // From here until every shard's write has ended, no other registration,
+    // in this process or another, checks or writes: so none can put the same
+    // new id into another shard meanwhile.
+    Status s = EnterRegistration();
+    if (!s.ok()) {
+      done(Fail(OutcomeOfStorage(s), s.ToString()));
+      return;
+    }
+    done = [this, done = std::move(done)](ContainerResult r) {
+      LeaveRegistration();
+      done(std::move(r));
+    };
     for (const auto& [id, shard] : wanted) {
-      auto p = pending_.find(id);
-      const int found = p != pending_.end() ? p->second : FindShard(id);
+      int found = -1;
+      s = FindShard(id, &found);
+      if (!s.ok()) {
+        done(Fail(OutcomeOfStorage(s), s.ToString()));
+        return;
+      }
       if (found >= 0 && found != shard) {
-        for (const std::string& r : reserved) pending_.erase(r);
         done(Fail(Outcome::kConflict,
                   "container " + id + " is registered in a region of another shard; "
                                       "delete it before moving it to another region"));
         return;
       }
-      if (pending_.emplace(id, shard).second) reserved.push_back(id);
+    }
+    // Read after the checks: an id deleted from another shard was deleted
+    // before them, so its last token is in that shard's floor by now.
+    s = HighestTokenFloor(&floor);
+    if (!s.ok()) {
+      done(Fail(OutcomeOfStorage(s), s.ToString()));
+      return;
     }
   }
   for (ContainerSpec& spec : specs) by_shard[map_.ShardOf(spec.region)].push_back(std::move(spec));
-  if (!reserved.empty()) {
-    // Let go of the reservations once every shard's write has ended.
-    done = [this, reserved = std::move(reserved), done = std::move(done)](ContainerResult r) {
-      {
-        std::lock_guard<std::mutex> lock(pending_mu_);
-        for (const std::string& id : reserved) pending_.erase(id);
-      }
-      done(std::move(r));
-    };
-  }
   if (by_shard.empty()) {
     ContainerResult r;
     r.outcome = Outcome::kOk;
@@ -139,7 +173,7 @@ void Registry::Register(std::vector<ContainerSpec> specs, ContainerCallback done
     auto batch = std::make_shared<std::vector<ContainerSpec>>(std::move(list));
     SubmitContainerJob(
         shards_[shard],
-        [batch](Db* db, ContainerResult* out) {
+        [batch, floor](Db* db, ContainerResult* out) {
           const int64_t now = store::NowMs();
           for (const ContainerSpec& c : *batch) {
             Status s;
@@ -151,6 +185,7 @@ void Registry::Register(std::vector<ContainerSpec> specs, ContainerCallback done
             up->Bind(4, c.latency_ms);
             up->Bind(5, c.data);
             up->Bind(6, now);
+            up->Bind(7, floor);
             s = up->Run();
             if (!s.ok()) return s;
           }
@@ -172,6 +207,29 @@ void Registry::Register(std::vector<ContainerSpec> specs, ContainerCallback done
           pending->done(std::move(final_result));
         });
   }
+}
+
+Status Registry::EnterRegistration() {
+  std::unique_lock<std::mutex> lock(registration_mu_);
+  registration_cv_.wait(lock, [this] { return !registering_; });
+  registering_ = true;
+  lock.unlock();
+  Status s = register_lock_ != nullptr
+                 ? Status::Ok()
+                 : store::WriteLock::Open(map_.base_path() + ".register.lock", program_,
+                                          &register_lock_);
+  if (s.ok()) s = register_lock_->Acquire(kRegistrationLockTimeoutMs);
+  if (!s.ok()) LeaveRegistration();
+  return s;
+}
+
+void Registry::LeaveRegistration() {
+  if (register_lock_ != nullptr && register_lock_->held()) register_lock_->Release();
+  {
+    std::lock_guard<std::mutex> lock(registration_mu_);
+    registering_ = false;
+  }
+  registration_cv_.notify_one();
 }
 
 ContainerResult Registry::Get(std::string_view id) {
@@ -208,7 +266,13 @@ ContainerResult Registry::Get(std::string_view id) {
 }
 
 store::Shard* Registry::ShardOrAnswer(const std::string& id, ContainerCallback* done) {
-  const int shard = map_.shards() == 1 ? 0 : FindShard(id);
+  if (map_.shards() == 1) return shards_[0];
+  int shard = -1;
+  Status s = FindShard(id, &shard);
+  if (!s.ok()) {
+    (*done)(Fail(OutcomeOfStorage(s), s.ToString()));
+    return nullptr;
+  }
   if (shard >= 0) return shards_[shard];
   (*done)(Fail(Outcome::kNotFound, "no container " + id));
   return nullptr;

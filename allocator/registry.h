@@ -1,15 +1,17 @@
 #ifndef EDGEALLOC_ALLOCATOR_REGISTRY_H_
 #define EDGEALLOC_ALLOCATOR_REGISTRY_H_
 
+#include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <string_view>
 #include <vector>
 
 #include "allocator/types.h"
 #include "store/shard.h"
 #include "store/shard_map.h"
+#include "store/write_lock.h"
 
 namespace allocator {
 
@@ -25,10 +27,13 @@ class Registry {
   // latency always; region and pool only when not picked; never the holder).
   // Registration counts as a heartbeat, and revives a `dead` container that is
   // not picked. All of one shard's containers are written in one transaction.
-  // kOk with count = containers written; kConflict if an id is registered in,
-  // or being registered to, a region of another shard (also twice in one
-  // call); kOverloaded; kError. `done` may run on the calling thread (a
-  // refusal) or on a writer thread.
+  // A new id's tokens start above every token any deleted container had
+  // (in any shard), so a fencing token never repeats for an id.
+  // kOk with count = containers written; kConflict if an id is registered in
+  // a region of another shard (also twice in one call); kOverloaded; kError.
+  // With several shards, registrations run one at a time across processes
+  // (the caller may wait for the one before). `done` may run on the calling
+  // thread (a refusal) or on a writer thread.
   // REQUIRES: every spec validated (ids, region, pool non-empty, data an object).
   void Register(std::vector<ContainerSpec> specs, ContainerCallback done);
 
@@ -44,20 +49,33 @@ class Registry {
   void Remove(std::string id, ContainerCallback done);
 
  private:
-  // The shard holding `id`, looked up in every shard; -1 if none.
-  int FindShard(std::string_view id);
-  // The shard holding `id`; if none, answers *done with kNotFound and
-  // returns null.
+  // Finds the shard holding `id`: *found is its index, or -1 if no shard
+  // has it. A failed read is returned as it is, never taken for "unknown".
+  store::Status FindShard(std::string_view id, int* found);
+  // The highest token floor of all shards (store/schema.cc, version 4).
+  store::Status HighestTokenFloor(int64_t* floor);
+  // The shard holding `id`; if none, or if looking failed, answers *done
+  // and returns null.
   store::Shard* ShardOrAnswer(const std::string& id, ContainerCallback* done);
+  // Several shards only: makes this registration the only one running, in
+  // this process (registering_) and across processes (an exclusive flock on
+  // `<db>.register.lock`, which every program that registers takes), from
+  // its checks until its last shard's commit. Busy after
+  // kRegistrationLockTimeoutMs. LeaveRegistration ends it; it may run on
+  // another thread than Enter (a writer's, after the commit).
+  store::Status EnterRegistration();
+  void LeaveRegistration();
+
+  static constexpr int kRegistrationLockTimeoutMs = 10000;
 
   std::vector<store::Shard*> shards_;
   store::ShardMap map_;
-  // Ids between their shard check and their commit, with their shard, so two
-  // concurrent registrations cannot put one id into two shards. Only used
-  // with more than one shard. (Another process registering the same new id
-  // at the same moment is not covered: README says so.)
-  std::mutex pending_mu_;
-  std::unordered_map<std::string, int> pending_;  // GUARDED_BY(pending_mu_)
+  std::string program_ = "edgealloc registry";
+  std::mutex registration_mu_;
+  std::condition_variable registration_cv_;
+  bool registering_ = false;  // GUARDED_BY(registration_mu_)
+  // Opened on first use; touched only by the registration that is running.
+  std::unique_ptr<store::WriteLock> register_lock_;
 };
 
 }  // namespace allocator

@@ -114,11 +114,15 @@ WHERE id IN (SELECT id FROM containers
 
 // Registration: insert, or update what may change. The holder never changes;
 // region and pool only when not picked; a dead container that is not picked
-// comes back (registration counts as a heartbeat).
-//   ?1 id ?2 region ?3 pool ?4 latency_ms ?5 data ?6 now_ms
+// comes back (registration counts as a heartbeat). A new row starts at the
+// token floor (store/schema.cc, version 4): the highest generation of any row
+// deleted from this file, or from another shard's (?7), so an id deleted and
+// registered again never hands out a token it had before.
+//   ?1 id ?2 region ?3 pool ?4 latency_ms ?5 data ?6 now_ms ?7 other shards' floor
 inline constexpr char kUpsertContainer[] = R"sql(
-INSERT INTO containers (id, region, pool, status, latency_ms, data, last_heartbeat_ms)
-VALUES (?1, ?2, ?3, 'available', ?4, ?5, ?6)
+INSERT INTO containers (id, region, pool, status, latency_ms, data, last_heartbeat_ms, generation)
+VALUES (?1, ?2, ?3, 'available', ?4, ?5, ?6,
+        MAX(?7, (SELECT generation FROM token_floor WHERE only_row = 1)))
 ON CONFLICT (id) DO UPDATE SET
   latency_ms = excluded.latency_ms,
   data = excluded.data,
@@ -136,6 +140,11 @@ FROM containers WHERE id = ?1
 
 inline constexpr char kContainerExists[] = R"sql(
 SELECT status FROM containers WHERE id = ?1
+)sql";
+
+// The token floor of this file (see kUpsertContainer).
+inline constexpr char kTokenFloor[] = R"sql(
+SELECT generation FROM token_floor WHERE only_row = 1
 )sql";
 
 // Drain: available becomes draining now; picked is marked, and becomes

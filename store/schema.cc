@@ -109,15 +109,34 @@ Status RewriteStatusCheck(Db* db) {
   return s.ok() ? off : s;
 }
 
+// Version 4: fencing tokens never repeat for an id (API.md 1.1). A row's
+// generation only grows while the row lives; token_floor remembers the
+// highest generation of every row deleted since, by a trigger, so that a
+// delete from any program (even the sqlite3 shell) raises it. A new row starts
+// at the floor (allocator/sql.h kUpsertContainer), above any token its id
+// had before, in this file or, through the registry, in another shard's.
+constexpr char kSchemaV4[] = R"sql(
+CREATE TABLE token_floor (
+  only_row   INTEGER PRIMARY KEY CHECK (only_row = 1),
+  generation INTEGER NOT NULL
+);
+INSERT INTO token_floor (only_row, generation) VALUES (1, 0);
+CREATE TRIGGER containers_token_floor AFTER DELETE ON containers
+BEGIN
+  UPDATE token_floor SET generation = MAX(generation, OLD.generation) WHERE only_row = 1;
+END;
+)sql";
+
 Status RunStep(Db* db, int to_version) {
   switch (to_version) {
     case 1: return db->Exec(kSchemaV1);
     case 2: return db->Exec(kSchemaV2);
     case 3: return RewriteStatusCheck(db);
+    case 4: return db->Exec(kSchemaV4);
   }
   return Status::InvalidArgument("no migration step to version " + std::to_string(to_version));
 }
-static_assert(kSchemaVersion == 3, "add the new version's case to RunStep");
+static_assert(kSchemaVersion == 4, "add the new version's case to RunStep");
 
 Status ReadCompatibleVersion(Db* db, int* version) {
   *version = 0;

@@ -9,8 +9,10 @@ namespace store {
 // The schema version this binary writes (PRAGMA user_version), and the oldest
 // version of the binary that can still use a file written by this one (kept in
 // the `meta` table as compatible_version, as in Chromium's MetaTable).
-inline constexpr int kSchemaVersion = 3;
-inline constexpr int kCompatibleVersion = 2;
+inline constexpr int kSchemaVersion = 4;
+// 4: a binary before version 4 would insert rows below the token floor, so a
+// re-registered id could repeat a fencing token.
+inline constexpr int kCompatibleVersion = 4;
 
 // Brings the database up to kSchemaVersion, one version a step, each step in
 // its own write transaction together with its user_version bump, so a crash

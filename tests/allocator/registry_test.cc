@@ -1,10 +1,15 @@
 #include "allocator/registry.h"
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <future>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "store/db.h"
+#include "store/write_lock.h"
+#include "tests/support/temp_dir.h"
 #include "tests/allocator/pool_fixture.h"
 
 namespace {
@@ -158,4 +163,156 @@ TEST_CASE("registry: one id given twice in one call, in regions of two shards, i
     copies += static_cast<int>(n);
   }
   CHECK(copies <= 1);
+}
+
+// Issue #11, defect 1: a fencing token never repeats for a container id, also
+// after the id is deleted and registered again, in its shard or another.
+TEST_CASE("registry: a container deleted and registered again gets tokens above its old ones") {
+  for (const int shards : {1, 3}) {
+    DYNAMIC_SECTION("shards " << shards) {
+      Pool pool({}, shards);
+      pool.Add({Spec("c-1", "weur")});
+      int64_t last = 0;
+      for (int i = 0; i < 3; ++i) {
+        auto s = pool.Claim(Req("weur"));
+        REQUIRE(s.outcome == Outcome::kOk);
+        CHECK(s.session.token > last);
+        last = s.session.token;
+        REQUIRE(pool.Release(Tenant("t1"), s.session.session_id, s.session.token).outcome ==
+                Outcome::kOk);
+      }
+      REQUIRE(last == 3);
+      REQUIRE(Name(pool.Remove("c-1").outcome) == "ok");
+      // Back in the same region, then (deleted again) in another shard's.
+      for (const char* region : {"weur", "eeur"}) {
+        pool.Add({Spec("c-1", region)});
+        auto s = pool.Claim(Req(region));
+        REQUIRE(s.outcome == Outcome::kOk);
+        INFO("region " << region << " token " << s.session.token << " last " << last);
+        CHECK(s.session.token > last);
+        last = s.session.token;
+        REQUIRE(pool.Release(Tenant("t1"), s.session.session_id, s.session.token).outcome ==
+                Outcome::kOk);
+        REQUIRE(Name(pool.Remove("c-1").outcome) == "ok");
+      }
+    }
+  }
+}
+
+namespace {
+
+// A shard whose reads fail (its read pool opens a file that is not there)
+// while its writer is the real one, borrowed from `real` for the test's span.
+struct BrokenReads {
+  BrokenReads(store::Shard* real, const std::string& missing) : real_(real) {
+    shard.index = real->index;
+    shard.path = real->path;
+    shard.writer = std::move(real->writer);
+    store::DbOptions options;
+    shard.reads = std::make_unique<store::ReadPool>(missing, options);
+  }
+  ~BrokenReads() { real_->writer = std::move(shard.writer); }
+  store::Shard shard;
+
+ private:
+  store::Shard* real_;
+};
+
+}  // namespace
+
+// Issue #11, defect 5: with several shards a lookup that fails is storage
+// trouble, never "no such container" (which would let a registration put the
+// id into a second shard, or answer 404 for a container that exists).
+TEST_CASE("registry: with several shards, a failed lookup is an error, not an unknown container") {
+  testing::TempDir elsewhere;
+  Pool pool({}, 3);
+  const int weur = pool.map().ShardOf("weur");
+  const int eeur = pool.map().ShardOf("eeur");
+  REQUIRE(weur != eeur);
+  pool.Add({Spec("c-1", "weur")});
+  BrokenReads broken(pool.shard(weur), elsewhere.File("missing.db"));
+  std::vector<store::Shard*> shards;
+  for (int i = 0; i < 3; ++i) shards.push_back(i == weur ? &broken.shard : pool.shard(i));
+  allocator::Registry registry(shards, pool.map());
+  auto call = [&](auto fn) {
+    std::promise<allocator::ContainerResult> p;
+    auto f = p.get_future();
+    fn([&p](allocator::ContainerResult r) { p.set_value(std::move(r)); });
+    return f.get();
+  };
+  auto moved = call([&](auto done) { registry.Register({Spec("c-1", "eeur")}, done); });
+  CHECK(Name(moved.outcome) == "error");
+  CHECK(Name(call([&](auto done) { registry.Drain("c-1", done); }).outcome) == "error");
+  CHECK(Name(call([&](auto done) { registry.Remove("c-1", done); }).outcome) == "error");
+  // Nothing was written to another shard.
+  CHECK(Name(pool.registry().Get("c-1").outcome) == "ok");
+  CHECK(pool.Get("c-1").region == "weur");
+}
+
+// Issue #11, defect 6: with several shards, registrations run one at a time
+// across processes. Another process's registration holds `<db>.register.lock`
+// (an flock on another open file is what another process would hold).
+TEST_CASE("registry: with several shards, a registration waits while another process registers") {
+  Pool pool({}, 3);
+  std::unique_ptr<store::WriteLock> other;
+  REQUIRE(store::WriteLock::Open(pool.map().base_path() + ".register.lock", "other", &other).ok());
+  REQUIRE(other->Acquire(1000).ok());
+  auto result = std::async(std::launch::async, [&] { return pool.Register({Spec("x", "eeur")}); });
+  CHECK(result.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout);
+  other->Release();
+  REQUIRE(result.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(Name(result.get().outcome) == "ok");
+}
+
+// Issue #11, defect 6, as a race: two registries on the same files (each
+// with its own lock file handle, as two processes have) register the same
+// new ids into regions of different shards at the same moment. Each id must
+// end up in one shard only.
+TEST_CASE("registry: two registries racing with one new id into two shards store it once") {
+  Pool pool({}, 3);
+  const int weur = pool.map().ShardOf("weur");
+  const int eeur = pool.map().ShardOf("eeur");
+  REQUIRE(weur != eeur);
+  std::vector<store::Shard*> shards;
+  for (int i = 0; i < 3; ++i) shards.push_back(pool.shard(i));
+  allocator::Registry second(shards, pool.map());
+  constexpr int kRounds = 40;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string id = "race-" + std::to_string(round);
+    std::promise<void> go;
+    std::shared_future<void> start = go.get_future().share();
+    auto one = std::async(std::launch::async, [&] {
+      start.wait();
+      return pool.Register({Spec(id, "weur")});
+    });
+    auto two = std::async(std::launch::async, [&] {
+      start.wait();
+      std::promise<allocator::ContainerResult> p;
+      auto f = p.get_future();
+      second.Register({Spec(id, "eeur")},
+                      [&p](allocator::ContainerResult r) { p.set_value(std::move(r)); });
+      return f.get();
+    });
+    go.set_value();
+    const auto a = one.get();
+    const auto b = two.get();
+    int copies = 0;
+    for (int i = 0; i < 3; ++i) {
+      int64_t n = 0;
+      REQUIRE(pool.shard(i)->reads->With([&](store::Db* db) {
+        store::Status s;
+        store::StatementRef q = db->Cached("SELECT count(*) FROM containers WHERE id = ?1", &s);
+        if (!s.ok()) return s;
+        q->Bind(1, id);
+        bool row = false;
+        s = q->Step(&row);
+        n = q->ColumnInt64(0);
+        return s;
+      }).ok());
+      copies += static_cast<int>(n);
+    }
+    INFO("round " << round << ": " << Name(a.outcome) << ", " << Name(b.outcome));
+    REQUIRE(copies == 1);
+    CHECK((a.outcome == Outcome::kOk) != (b.outcome == Outcome::kOk));
+  }
 }

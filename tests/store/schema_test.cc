@@ -109,7 +109,7 @@ TEST_CASE("schema: version 3 writes the status CHECK without IN, allowing the sa
   };
   CHECK(count_temp_btrees() == 1);  // version 2: the IN list's temporary B-tree
 
-  Status s = store::Migrate(db.get());
+  Status s = store::MigrateTo(db.get(), 3);
   INFO(s.ToString());
   REQUIRE(s.ok());
   CHECK(Version(db.get()) == 3);
@@ -127,6 +127,27 @@ TEST_CASE("schema: version 3 writes the status CHECK without IN, allowing the sa
   // A fresh connection reads the rewritten schema.
   auto again = OpenOrDie(dir.File("a.db"));
   CHECK(again->Exec("UPDATE containers SET status = 'bogus' WHERE id = 'c-1'").IsConflict());
+}
+
+// Version 4 (issue #11, defect 1): a deleted row's generation raises the
+// file's token floor, whoever deletes it.
+TEST_CASE("schema: version 4 keeps the highest generation of deleted rows as the token floor") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::MigrateTo(db.get(), 3).ok());
+  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
+                   "generation) VALUES ('c-1', 'weur', 'chrome', 'available', 1000, 7)")
+              .ok());
+  REQUIRE(store::Migrate(db.get()).ok());
+  CHECK(QueryInt(db.get(), "SELECT generation FROM token_floor") == 0);
+  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
+                   "generation) VALUES ('c-2', 'weur', 'chrome', 'available', 1000, 3)")
+              .ok());
+  REQUIRE(db->Exec("DELETE FROM containers WHERE id = 'c-1'").ok());
+  CHECK(QueryInt(db.get(), "SELECT generation FROM token_floor") == 7);
+  REQUIRE(db->Exec("DELETE FROM containers WHERE id = 'c-2'").ok());
+  CHECK(QueryInt(db.get(), "SELECT generation FROM token_floor") == 7);  // never lowered
+  CHECK(db->Exec("INSERT INTO token_floor (only_row, generation) VALUES (2, 0)").IsConflict());
 }
 
 TEST_CASE("schema: migrating a current file again changes nothing") {
@@ -168,9 +189,11 @@ TEST_CASE("schema: a newer file that is declared compatible is used as it is") {
   testing::TempDir dir;
   auto db = OpenOrDie(dir.File("a.db"));
   REQUIRE(store::Migrate(db.get()).ok());
-  REQUIRE(db->Exec("PRAGMA user_version = 3").ok());  // compatible_version stays 2
+  // A version one ahead whose compatible_version is ours.
+  const int newer = store::kSchemaVersion + 1;
+  REQUIRE(db->Exec("PRAGMA user_version = " + std::to_string(newer)).ok());
   Status s = store::Migrate(db.get());
   INFO(s.ToString());
   CHECK(s.ok());
-  CHECK(Version(db.get()) == 3);  // never downgraded
+  CHECK(Version(db.get()) == newer);  // never downgraded
 }
