@@ -5,6 +5,7 @@
 #include <chrono>
 #include <future>
 #include <iterator>
+#include <map>
 #include <new>
 #include <string_view>
 #include <utility>
@@ -200,10 +201,12 @@ struct Batcher::Lane {
   // Items reserved or queued and not yet taken into a batch. Submit reserves
   // before it enqueues, so depth never exceeds queue_capacity.
   std::atomic<int64_t> depth{0};
-  // accepted_ms of the oldest item of the batch being (or last) written; 0
-  // once the queue was found empty. How far behind the writes are: the
-  // reaper judges silence from it, so a backlog is not taken for death.
-  std::atomic<int64_t> behind_since_ms{0};
+  // How many items of each accepted_ms are queued or being written: the
+  // oldest key is the lane's watermark (everything accepted before it is
+  // stored), which the reaper judges silence from, so that neither a backlog
+  // nor a batch still filling is taken for death.
+  std::mutex queued_mu;
+  std::map<int64_t, int64_t> queued_by_accepted_ms;  // GUARDED_BY(queued_mu)
   // The batching thread's reused buffers.
   Scratch scratch;
   Outcome outcome;
@@ -277,7 +280,16 @@ SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
     per_shard[0] = std::move(items);
   } else {
     for (Heartbeat& h : items) {
-      const int shard = ShardOfId(h.container_id);
+      int shard = -1;
+      store::Status s = ShardOfId(h.container_id, &shard);
+      if (!s.ok()) {
+        // Storage trouble, not an unknown id: refuse before accepting, so
+        // that no heartbeat answered 202 is dropped.
+        result.code = SubmitResult::Code::kUnavailable;
+        result.unknown = 0;
+        stats_.refused.fetch_add(static_cast<uint64_t>(result.items), std::memory_order_relaxed);
+        return result;
+      }
       if (shard < 0) {
         ++result.unknown;
       } else {
@@ -301,6 +313,7 @@ SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
   for (size_t i = 0; i < lanes_.size(); ++i) {
     std::vector<Heartbeat>& share = per_shard[i];
     if (share.empty()) continue;
+    MarkQueued(lanes_[i].get(), share.data(), share.size());
     // The slots are reserved, so room is not the question: enqueue_bulk
     // fails only when malloc does, which is what bad_alloc says everywhere
     // else (the vectors above would throw it too).
@@ -325,11 +338,15 @@ int64_t Batcher::QueueDepth() const {
   return total;
 }
 
-int Batcher::ShardOfId(const std::string& id) {
+store::Status Batcher::ShardOfId(const std::string& id, int* shard) {
+  *shard = -1;
   {
     std::shared_lock<std::shared_mutex> lock(cache_mu_);
     auto it = shard_of_id_.find(id);
-    if (it != shard_of_id_.end()) return it->second;
+    if (it != shard_of_id_.end()) {
+      *shard = it->second;
+      return store::Status::Ok();
+    }
   }
   // Unknown ids are not cached: a container registered a moment later must
   // be found by its next heartbeat.
@@ -342,13 +359,43 @@ int Batcher::ShardOfId(const std::string& id) {
       q->Bind(1, id);
       return q->Step(&found);
     });
-    if (!s.ok() || !found) continue;
+    if (!s.ok()) return s;
+    if (!found) continue;
     std::unique_lock<std::shared_mutex> lock(cache_mu_);
     if (shard_of_id_.size() >= kMaxCachedIds) shard_of_id_.clear();
     shard_of_id_.emplace(id, static_cast<int>(i));
-    return static_cast<int>(i);
+    *shard = static_cast<int>(i);
+    return store::Status::Ok();
   }
-  return -1;
+  return store::Status::Ok();
+}
+
+void Batcher::MarkQueued(Lane* lane, Heartbeat* items, size_t n) {
+  std::lock_guard<std::mutex> lock(lane->queued_mu);
+  // Taken under the lock the reaper reads the watermark under: an item is
+  // either in the set when the reaper looks, or stamped after it looked.
+  const int64_t now = store::NowMs();
+  int64_t last = -1;
+  int64_t run = 0;
+  for (size_t i = 0; i < n; ++i) {
+    items[i].accepted_ms = std::max(items[i].accepted_ms, now);
+    if (items[i].accepted_ms != last && run > 0) {
+      lane->queued_by_accepted_ms[last] += run;
+      run = 0;
+    }
+    last = items[i].accepted_ms;
+    ++run;
+  }
+  if (run > 0) lane->queued_by_accepted_ms[last] += run;
+}
+
+void Batcher::MarkWritten(Lane* lane, const Heartbeat* items, size_t n) {
+  std::lock_guard<std::mutex> lock(lane->queued_mu);
+  for (size_t i = 0; i < n; ++i) {
+    auto it = lane->queued_by_accepted_ms.find(items[i].accepted_ms);
+    if (it == lane->queued_by_accepted_ms.end()) continue;
+    if (--it->second == 0) lane->queued_by_accepted_ms.erase(it);
+  }
 }
 
 void Batcher::Forget(const std::string& id) {
@@ -367,7 +414,6 @@ void Batcher::LaneLoop(Lane* lane) {
     const bool draining = draining_.load();
     size_t n = lane->queue.wait_dequeue_bulk_timed(buf.data(), max, kPollMs * 1000);
     if (n == 0) {
-      lane->behind_since_ms.store(0, std::memory_order_relaxed);
       if (draining) return;
       continue;
     }
@@ -395,10 +441,6 @@ void Batcher::LaneLoop(Lane* lane) {
 }
 
 void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
-  int64_t oldest = items[0].accepted_ms;
-  for (size_t i = 1; i < n; ++i) oldest = std::min(oldest, items[i].accepted_ms);
-  lane->behind_since_ms.store(oldest, std::memory_order_relaxed);
-
   const uint64_t coalesced = Coalesce(items, n, &lane->scratch);
   const std::vector<Row>& rows = lane->scratch.rows;
   Outcome& outcome = lane->outcome;
@@ -438,6 +480,9 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
     backoff_ms = std::min(backoff_ms * 2, kRetryMaxMs);
   }
+  // Durable (or, stopping against a failing store, given up and counted):
+  // these items no longer hold the lane's watermark back.
+  MarkWritten(lane, items, n);
   // Release the strings now (the ids moved into the rows; the rest is small).
   for (size_t i = 0; i < n; ++i) items[i] = Heartbeat();
   lane->scratch.index.clear();
@@ -456,11 +501,14 @@ void Batcher::ReaperLoop() {
   }
 }
 
-int64_t Batcher::SilenceCutoff(const Lane* lane) const {
-  const int64_t now = store::NowMs();
-  const int64_t behind_since = lane->behind_since_ms.load(std::memory_order_relaxed);
-  const int64_t behind = behind_since > 0 ? std::max<int64_t>(now - behind_since, 0) : 0;
-  return now - options_.dead_after_ms - behind;
+int64_t Batcher::SilenceCutoff(Lane* lane) const {
+  std::lock_guard<std::mutex> lock(lane->queued_mu);
+  int64_t watermark = store::NowMs();
+  if (!lane->queued_by_accepted_ms.empty()) {
+    // Items accepted at this ms are not all stored yet; those before it are.
+    watermark = std::min(watermark, lane->queued_by_accepted_ms.begin()->first - 1);
+  }
+  return watermark - options_.dead_after_ms;
 }
 
 void Batcher::ReapShard(Lane* lane) {

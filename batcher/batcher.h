@@ -64,6 +64,7 @@ struct SubmitResult {
     kAccepted,    // taken whole: 202 {"accepted": items}
     kOverloaded,  // a queue lacked room; nothing taken: 503 overloaded
     kStopping,    // Stop() has begun; nothing taken: 503
+    kUnavailable, // looking up a container's shard failed; nothing taken: 503
   };
   Code code = Code::kAccepted;
   // Items of the request (all of them when accepted, including unknown ones).
@@ -112,7 +113,8 @@ class Batcher {
   // looked up in each shard's ReadPool, on the calling thread. A request
   // with more items for one shard than queue_capacity is always kOverloaded
   // (the server's body limit keeps requests far below the default).
-  // REQUIRES: every item's accepted_ms is set (store::NowMs() at accept).
+  // Each item's accepted_ms is set to the time Submit takes it (never
+  // earlier than the caller's stamp), so the reaper's watermark is exact.
   SubmitResult Submit(std::vector<Heartbeat>&& items);
 
   // Heartbeats queued in shard i, or in all shards, not yet taken into a batch.
@@ -125,16 +127,24 @@ class Batcher {
  private:
   struct Lane;
 
-  // The shard that holds `id`, or -1. Several shards only.
-  int ShardOfId(const std::string& id);
+  // Sets *shard to the shard that holds `id`, or -1 if none does. A failed
+  // read is returned, never taken for an unknown id. Several shards only.
+  store::Status ShardOfId(const std::string& id, int* shard);
   void Forget(const std::string& id);
   void LaneLoop(Lane* lane);
   // Writes one batch through the lane's Writer, retrying until it is durable
   // (or, while stopping, until kStopGiveUpMs of failures).
   void WriteBatch(Lane* lane, Heartbeat* items, size_t n);
   void ReaperLoop();
-  // now - dead_after_ms, less how far the lane's writes are behind.
-  int64_t SilenceCutoff(const Lane* lane) const;
+  // The reaper's cutoff for a lane: a container whose stored heartbeat is
+  // older is silent. Every heartbeat accepted up to the lane's watermark is
+  // stored, so the cutoff is min(now, watermark) - dead_after_ms: a heartbeat
+  // still queued is liveness from the moment it was accepted.
+  int64_t SilenceCutoff(Lane* lane) const;
+  // Stamps items[0..n) accepted now, into lane's queued set (before they
+  // are enqueued), and takes them out once written (durable or lost).
+  void MarkQueued(Lane* lane, Heartbeat* items, size_t n);
+  void MarkWritten(Lane* lane, const Heartbeat* items, size_t n);
   void ReapShard(Lane* lane);
 
   const store::ShardMap map_;

@@ -140,6 +140,10 @@ void HeartbeatApi::Post(RouteRequest req, Reply reply) {
           "the heartbeat queue is full; nothing of this request was taken; retry after a second"));
     case batcher::SubmitResult::Code::kStopping:
       return reply(ErrorResponse(503, "unavailable", "the server is stopping; retry"));
+    case batcher::SubmitResult::Code::kUnavailable:
+      return reply(ErrorResponse(
+          503, "unavailable",
+          "the database could not be read; nothing of this request was taken; retry"));
   }
   reply(ErrorResponse(503, "unavailable", "the server is stopping; retry"));
 }

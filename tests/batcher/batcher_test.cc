@@ -752,3 +752,68 @@ TEST_CASE(
     CHECK(r.reported_ts_ms == 10);
   }
 }
+
+// Issue #11, defect 7: a heartbeat accepted is liveness from the moment it is
+// accepted, also while its lane, idle before, waits to fill its first batch.
+TEST_CASE("batcher: a heartbeat waiting for its batch to fill keeps its container alive") {
+  Pool pool;
+  const int64_t t0 = store::NowMs();
+  // Alive now, silent for too long from t0 + 150 on unless its heartbeat counts.
+  pool.Add("c-1", t0 - 150);
+  BatcherOptions options;
+  options.dead_after_ms = 300;
+  options.batch_wait_ms = 280;  // the lone heartbeat waits this long for company
+  options.reaper_interval_ms = 5;
+  Batcher b(pool.ptrs(), pool.map(), options);
+  b.Start();
+  REQUIRE(b.Submit(Beats({"c-1"})).accepted());
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == 1; }));
+  b.Stop();
+  const Row row = pool.Get("c-1");
+  CHECK(row.status == "available");
+  CHECK(row.last_heartbeat_ms >= t0);
+  CHECK(b.stats().dead_marked.load() == 0);
+}
+
+namespace {
+
+// A shard whose reads fail (its read pool opens a file that is not there)
+// while its writer is the real one, borrowed from `real` for the test's span.
+struct BrokenReads {
+  BrokenReads(store::Shard* real, const std::string& missing, const store::DbOptions& options)
+      : real_(real) {
+    shard.index = real->index;
+    shard.path = real->path;
+    shard.writer = std::move(real->writer);
+    shard.reads = std::make_unique<store::ReadPool>(missing, options);
+  }
+  ~BrokenReads() { real_->writer = std::move(shard.writer); }
+  store::Shard shard;
+
+ private:
+  store::Shard* real_;
+};
+
+}  // namespace
+
+// Issue #11, defect 5: a failed lookup of a container's shard is storage
+// trouble, not an unknown container: nothing is taken and the caller hears
+// it, rather than a 202 for a heartbeat that is then dropped.
+TEST_CASE("batcher: with several shards, a lookup that fails refuses the request, never drops it") {
+  testing::TempDir elsewhere;
+  Pool pool(2);
+  pool.Add("c-1", 1, /*i=*/1);
+  BrokenReads broken(&pool.shard(1), elsewhere.File("missing.db"), pool.options());
+  {
+    Batcher b({&pool.shard(0), &broken.shard}, pool.map());
+    b.Start();
+    SubmitResult r = b.Submit(Beats({"c-1"}));
+    CHECK(r.code == SubmitResult::Code::kUnavailable);
+    CHECK(r.unknown == 0);
+    CHECK(b.QueueDepth() == 0);
+    b.Stop();
+    CHECK(b.stats().unknown.load() == 0);
+    CHECK(b.stats().accepted.load() == 0);
+  }
+  CHECK(pool.Get("c-1", 1).last_heartbeat_ms == 1);
+}
