@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 
 namespace store {
 namespace {
@@ -28,19 +29,41 @@ struct File {
   sqlite3_file base;
   sqlite3_file* real;
   bool wal;
+  // A WAL file and the main database file of the same connection point at
+  // each other (set when the WAL is opened, cleared when either closes): the
+  // WAL's write lock is taken and released on the main file's wal-index.
+  File* partner;
+  const char* db_name;    // main files only: SQLite's name, our registry's key
   char* buffer;           // malloc'ed on the first WAL write, grown to kMaxBuffer
   size_t capacity;
   size_t length;          // bytes gathered
   sqlite3_int64 offset;   // where buffer[0] goes in the file
+  // A flush failed: the frames SQLite believes written are not. Every call
+  // on this WAL fails with IOERR until the write transaction ends, so SQLite
+  // rolls the whole transaction back and can never commit without them.
+  bool failed;
 };
 
 File* Cast(sqlite3_file* f) { return reinterpret_cast<File*>(f); }
+
+// Main database files opened through this VFS, by the name SQLite gave them,
+// so that a WAL opened later finds its connection's main file
+// (sqlite3_filename_database of the WAL's name is that same pointer).
+// Touched only on open and close.
+std::mutex g_registry_mu;
+std::unordered_map<const char*, File*>* g_main_files = nullptr;  // GUARDED_BY(g_registry_mu)
 
 // The unix VFS writes at most 0x1ffff bytes a call (its seekAndWrite masks
 // the length), so a flush goes out in pieces of at most this many.
 constexpr size_t kMaxWrite = 0x1ffff & ~size_t{4095};
 
+// What a failed flush answers: an I/O error, whatever the write said (a full
+// disk's SQLITE_FULL would roll back only the statement), so that SQLite
+// rolls back the whole transaction.
+constexpr int kFlushFailed = SQLITE_IOERR_WRITE;
+
 int Flush(File* f) {
+  if (f->failed) return kFlushFailed;
   int rc = SQLITE_OK;
   for (size_t done = 0; done < f->length && rc == SQLITE_OK;) {
     const size_t n = std::min(f->length - done, kMaxWrite);
@@ -50,21 +73,45 @@ int Flush(File* f) {
     done += n;
   }
   f->length = 0;
-  return rc;
+  if (rc != SQLITE_OK) {
+    f->failed = true;
+    return kFlushFailed;
+  }
+  return SQLITE_OK;
+}
+
+// The write transaction of f's connection ended (committed, whose frames
+// were synced before, or rolled back) or begins: whatever is still gathered
+// belongs to no commit and must never reach the file, where another
+// connection may write frames at the same offsets next.
+void DropUncommitted(File* wal) {
+  wal->length = 0;
+  wal->failed = false;
 }
 
 int Close(sqlite3_file* file) {
   File* f = Cast(file);
-  int rc = Flush(f);
-  int rc2 = f->real->pMethods->xClose(f->real);
+  {
+    std::lock_guard<std::mutex> lock(g_registry_mu);
+    if (f->partner != nullptr) f->partner->partner = nullptr;
+    f->partner = nullptr;
+    if (f->db_name != nullptr && g_main_files != nullptr) {
+      auto it = g_main_files->find(f->db_name);
+      if (it != g_main_files->end() && it->second == f) g_main_files->erase(it);
+    }
+  }
+  // Under synchronous=FULL a commit's frames are synced before it returns,
+  // so anything still gathered at close was never committed: dropped.
+  if (f->wal) DropUncommitted(f);
+  int rc = f->real->pMethods->xClose(f->real);
   std::free(f->buffer);
   f->buffer = nullptr;
-  return rc != SQLITE_OK ? rc : rc2;
+  return rc;
 }
 
 int Read(sqlite3_file* file, void* out, int amount, sqlite3_int64 offset) {
   File* f = Cast(file);
-  if (f->length > 0) {
+  if (f->wal && (f->length > 0 || f->failed)) {
     // SQLite reads back frames of its own transaction (a spilled page, a
     // checksum rewrite, a checkpoint): they must be in the file first.
     if (int rc = Flush(f); rc != SQLITE_OK) return rc;
@@ -74,7 +121,12 @@ int Read(sqlite3_file* file, void* out, int amount, sqlite3_int64 offset) {
 
 int Write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offset) {
   File* f = Cast(file);
-  if (!f->wal) return f->real->pMethods->xWrite(f->real, data, amount, offset);
+  if (f->failed) return kFlushFailed;
+  // Gathering is safe only where the end of each write transaction is seen
+  // (the WAL paired with its main file); anything else writes through.
+  if (!f->wal || f->partner == nullptr) {
+    return f->real->pMethods->xWrite(f->real, data, amount, offset);
+  }
   g_writes.fetch_add(1, std::memory_order_relaxed);
   const size_t n = static_cast<size_t>(amount);
   const bool follows = f->length > 0 && offset == f->offset + static_cast<sqlite3_int64>(f->length);
@@ -102,20 +154,47 @@ int Write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offset
 
 int Truncate(sqlite3_file* file, sqlite3_int64 size) {
   File* f = Cast(file);
-  if (int rc = Flush(f); rc != SQLITE_OK) return rc;
+  if (f->wal) {
+    if (int rc = Flush(f); rc != SQLITE_OK) return rc;
+  }
   return f->real->pMethods->xTruncate(f->real, size);
 }
 
 int Sync(sqlite3_file* file, int flags) {
   File* f = Cast(file);
-  if (int rc = Flush(f); rc != SQLITE_OK) return rc;
+  if (f->wal) {
+    if (int rc = Flush(f); rc != SQLITE_OK) return rc;
+  }
   return f->real->pMethods->xSync(f->real, flags);
 }
 
 int FileSize(sqlite3_file* file, sqlite3_int64* size) {
   File* f = Cast(file);
-  if (int rc = Flush(f); rc != SQLITE_OK) return rc;
+  if (f->wal) {
+    if (int rc = Flush(f); rc != SQLITE_OK) return rc;
+  }
   return f->real->pMethods->xFileSize(f->real, size);
+}
+
+// SQLite's WAL write lock is slot 0 of the wal-index locks (WAL_WRITE_LOCK
+// in its wal.c), taken and released through the main file's xShmLock. A
+// connection that takes it starts a write transaction; one that lets it go
+// has ended it.
+constexpr int kWalWriteLockSlot = 0;
+
+int ShmLock(sqlite3_file* file, int offset, int n, int flags) {
+  File* f = Cast(file);
+  const bool write_slot = (flags & SQLITE_SHM_EXCLUSIVE) != 0 && offset <= kWalWriteLockSlot &&
+                          kWalWriteLockSlot < offset + n;
+  if (write_slot && (flags & SQLITE_SHM_UNLOCK) != 0 && f->partner != nullptr) {
+    // Before the lock goes: once it is gone another connection may append.
+    DropUncommitted(f->partner);
+  }
+  int rc = f->real->pMethods->xShmLock(f->real, offset, n, flags);
+  if (write_slot && (flags & SQLITE_SHM_LOCK) != 0 && rc == SQLITE_OK && f->partner != nullptr) {
+    DropUncommitted(f->partner);  // nothing from before may ride into this one
+  }
+  return rc;
 }
 
 // The rest passes straight through.
@@ -133,9 +212,6 @@ int DeviceCharacteristics(sqlite3_file* f) {
 }
 int ShmMap(sqlite3_file* f, int page, int size, int extend, void volatile** out) {
   return Cast(f)->real->pMethods->xShmMap(Cast(f)->real, page, size, extend, out);
-}
-int ShmLock(sqlite3_file* f, int offset, int n, int flags) {
-  return Cast(f)->real->pMethods->xShmLock(Cast(f)->real, offset, n, flags);
 }
 void ShmBarrier(sqlite3_file* f) { Cast(f)->real->pMethods->xShmBarrier(Cast(f)->real); }
 int ShmUnmap(sqlite3_file* f, int del) {
@@ -156,6 +232,19 @@ int Open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* file, int flags, int
   int rc = g_base->xOpen(g_base, name, f->real, flags, out_flags);
   // A failed open leaves pMethods null, so SQLite will not call xClose.
   f->base.pMethods = f->real->pMethods != nullptr ? &g_methods : nullptr;
+  if (rc != SQLITE_OK || f->base.pMethods == nullptr || name == nullptr) return rc;
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  if (g_main_files == nullptr) g_main_files = new std::unordered_map<const char*, File*>();
+  if ((flags & SQLITE_OPEN_MAIN_DB) != 0) {
+    f->db_name = name;
+    (*g_main_files)[name] = f;
+  } else if (f->wal) {
+    auto it = g_main_files->find(sqlite3_filename_database(name));
+    if (it != g_main_files->end()) {
+      f->partner = it->second;
+      it->second->partner = f;
+    }
+  }
   return rc;
 }
 

@@ -22,6 +22,18 @@ namespace store {
 // that is still in the buffer. Under NORMAL there is no such sync, and the
 // buffer would hide published frames from readers. The main database file
 // and the wal-index pass straight through.
+//
+// What is gathered is only ever written inside the write transaction that
+// wrote it: when the connection lets go of the WAL write lock (commit,
+// rollback, or SQLite's own rollback after an error) or closes, whatever is
+// left is dropped, since a committed transaction's frames were synced and so
+// flushed before. A WAL that cannot be paired with its connection's main
+// file (so its write lock cannot be seen) is written through. A flush that
+// fails makes every call on that WAL fail with SQLITE_IOERR_WRITE until the
+// write lock goes, so SQLite rolls the whole transaction back (a plain
+// SQLITE_FULL could roll back one statement and commit the rest without the
+// frames that were lost). tests/store/wal_vfs_test.cc and
+// tests/fault/ inject both.
 inline constexpr char kCoalescingWalVfs[] = "edgealloc-wal";
 
 // Registers the VFS (not as the default). Thread-safe and idempotent.

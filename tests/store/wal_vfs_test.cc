@@ -140,3 +140,48 @@ TEST_CASE("wal_vfs: what a killed process committed is there when the file is op
 }
 
 }  // namespace
+
+namespace {
+
+// Issue #11, defect 2: a transaction that spills pages to the WAL and then
+// rolls back must leave nothing of itself to be written later, when another
+// connection has committed frames at those offsets.
+TEST_CASE("wal_vfs: a rolled-back transaction's spilled frames are never written later") {
+  testing::TempDir dir;
+  const std::string path = dir.File("a.db");
+  auto a = OpenOrDie(path);
+  REQUIRE(a->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
+  InsertBlobs(a.get(), 5, 100);
+  // Everything committed is in the main file, so the rollback below reads
+  // pages back from there, not from the WAL (a WAL read would flush).
+  REQUIRE(a->Exec("PRAGMA wal_checkpoint(TRUNCATE)").ok());
+  // A tiny page cache, so that a large transaction spills frames to the WAL
+  // before its end; appending rows never reads the spilled pages back.
+  REQUIRE(a->Exec("PRAGMA cache_size = 4").ok());
+  {
+    Transaction txn(a.get());
+    REQUIRE(txn.Begin().ok());
+    for (int i = 0; i < 200; ++i) {
+      REQUIRE(a->Exec("INSERT INTO t (b) VALUES (zeroblob(3000))").ok());
+    }
+    txn.Rollback();
+  }
+  // Another connection (as another process would) commits at the same WAL
+  // offsets: a's rollback left the WAL's end where it was.
+  auto b = OpenOrDie(path);
+  for (int i = 0; i < 20; ++i) InsertBlobs(b.get(), 10, 3000);
+  // a reads, syncs and closes: nothing of its rolled-back transaction may
+  // reach the file now.
+  CHECK(QueryInt(a.get(), "SELECT count(*) FROM t") == 205);
+  REQUIRE(a->Exec("PRAGMA wal_checkpoint(PASSIVE)").ok());
+  a.reset();
+  CHECK(CountWithDefaultVfs(path) == 205);
+  CHECK(testing::QueryText(b.get(), "PRAGMA integrity_check") == "ok");
+  b.reset();
+  auto again = OpenOrDie(path);
+  CHECK(testing::QueryText(again.get(), "PRAGMA integrity_check") == "ok");
+  CHECK(QueryInt(again.get(), "SELECT count(*) FROM t") == 205);
+  CHECK(QueryInt(again.get(), "SELECT count(*) FROM t WHERE length(b) = 3000") == 200);
+}
+
+}  // namespace
