@@ -144,8 +144,21 @@ Status Db::Open(const std::string& path, const DbOptions& options, std::unique_p
     Status s = WriteLock::Open(path + ".lock", options.program, &db->write_lock_);
     if (!s.ok()) return s;
     // journal_mode=WAL is persistent in the file and needs the lock to switch.
-    s = db->Exec("PRAGMA journal_mode=WAL");
-    if (!s.ok()) return s;
+    // SQLite answers a switch it cannot make with the mode it kept, not an
+    // error; every durability argument here assumes WAL, so anything else
+    // is refused.
+    {
+      Statement wal;
+      s = db->Prepare("PRAGMA journal_mode=WAL", &wal);
+      bool row = false;
+      if (s.ok()) s = wal.Step(&row);
+      if (!s.ok()) return s;
+      const std::string mode = row ? wal.ColumnString(0) : std::string();
+      if (mode != "wal") {
+        return Status::IOError(path + ": cannot switch to WAL mode (the journal mode is \"" +
+                               mode + "\"); edgealloc needs WAL");
+      }
+    }
     s = db->Exec(options.sync == Sync::kFull ? "PRAGMA synchronous=FULL"
                                              : "PRAGMA synchronous=NORMAL");
     if (!s.ok()) return s;

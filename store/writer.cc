@@ -1,6 +1,7 @@
 #include "store/writer.h"
 
 #include <chrono>
+#include <exception>
 #include <future>
 #include <vector>
 
@@ -109,24 +110,59 @@ void Writer::Loop() {
   }
 }
 
+namespace {
+
+// Runs job->Apply, turning an exception into a failed Status: an exception
+// escaping the writer thread would end the process with accepted work
+// (queued heartbeats, claims waiting for their reply) unanswered.
+Status ApplyCatching(WriteJob* job, Db* db, bool* threw) {
+  *threw = false;
+  try {
+    return job->Apply(db);
+  } catch (const std::exception& e) {
+    *threw = true;
+    return Status::IOError(std::string("a write job threw: ") + e.what());
+  } catch (...) {
+    *threw = true;
+    return Status::IOError("a write job threw");
+  }
+}
+
+}  // namespace
+
 void Writer::CommitGroup(WriteJob** jobs, size_t n) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Status> outcomes(n);
   Transaction txn(db_.get());
   Status group = txn.Begin();
   if (group.ok()) {
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < n && group.ok(); ++i) {
       const bool savepoint = jobs[i]->needs_savepoint();
       Status s = savepoint ? RunCached(db_.get(), kSavepointSql) : Status::Ok();
-      if (s.ok()) {
-        s = jobs[i]->Apply(db_.get());
-        if (savepoint) {
-          // On failure only this job's changes go; the savepoint is then released.
-          Status end = s.ok() ? RunCached(db_.get(), kReleaseSql)
-                              : RunCached(db_.get(), kRollbackToSql);
-          if (!s.ok() && end.ok()) end = RunCached(db_.get(), kReleaseSql);
-          if (s.ok()) s = end;
+      if (!s.ok()) {
+        // Without its savepoint the job cannot be undone alone; nothing of it ran.
+        group = s;
+        break;
+      }
+      bool threw = false;
+      s = ApplyCatching(jobs[i], db_.get(), &threw);
+      if (savepoint) {
+        // On failure only this job's changes go; the savepoint is then released.
+        Status end = s.ok() ? RunCached(db_.get(), kReleaseSql) : RunCached(db_.get(), kRollbackToSql);
+        if (!s.ok() && end.ok()) end = RunCached(db_.get(), kReleaseSql);
+        if (!end.ok()) {
+          // The job's changes may still be in the transaction, or the
+          // savepoint stack is not what the next job expects: committing now
+          // could write what this job is told failed. The whole group fails.
+          group = end;
+          break;
         }
+      } else if (threw) {
+        // A job without a savepoint writes with one statement, which undid
+        // itself if it failed; but one that threw may have thrown after its
+        // statement, which cannot be undone alone: the whole group fails.
+        group = s;
+        break;
       }
       outcomes[i] = std::move(s);
       if (!outcomes[i].ok() && db_->InAutocommit()) {
@@ -134,11 +170,15 @@ void Writer::CommitGroup(WriteJob** jobs, size_t n) {
         // back. The jobs before this one are gone with it, and the ones after
         // must not run outside a transaction: the whole group fails.
         group = outcomes[i];
-        stats_.transactions_lost.fetch_add(1, std::memory_order_relaxed);
         break;
       }
     }
-    if (group.ok()) group = txn.Commit();
+    if (group.ok()) {
+      group = txn.Commit();
+    } else {
+      txn.Rollback();
+    }
+    if (!group.ok()) stats_.transactions_lost.fetch_add(1, std::memory_order_relaxed);
   }
   stats_.transactions.fetch_add(1, std::memory_order_relaxed);
   stats_.commit_micros_total.fetch_add(
@@ -149,7 +189,13 @@ void Writer::CommitGroup(WriteJob** jobs, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     Status s = group.ok() ? std::move(outcomes[i]) : group;
     (s.ok() ? stats_.jobs_ok : stats_.jobs_failed).fetch_add(1, std::memory_order_relaxed);
-    jobs[i]->Done(std::move(s));
+    try {
+      jobs[i]->Done(std::move(s));
+    } catch (...) {
+      // The outcome is decided and durable; a Done that throws has lost only
+      // its own reply. The other jobs still get theirs, and the writer goes on.
+      stats_.done_exceptions.fetch_add(1, std::memory_order_relaxed);
+    }
     delete jobs[i];
   }
 }

@@ -29,6 +29,9 @@ class WriteJob {
   // COMMIT returned; else Apply's error, or the transaction's (Busy, IOError)
   // with nothing of the job written. Must be quick: hand the result to
   // another thread (post to an io executor, set a promise), do not work here.
+  // Apply and Done should not throw; if one does, the writer catches it:
+  // an Apply that threw fails its job (its whole group if the job has no
+  // savepoint), a Done that threw loses only its own reply.
   virtual void Done(Status status) = 0;
   // A solo job gets a transaction of its own instead of joining a group
   // commit: sweeps and large batches, so they never lengthen a claim's.
@@ -54,9 +57,13 @@ struct WriterStats {
   std::atomic<uint64_t> jobs_failed{0};
   std::atomic<uint64_t> refused{0};
   std::atomic<uint64_t> commit_micros_total{0};
-  // Groups whose transaction SQLite rolled back on its own (I/O error, full
-  // disk): every job of such a group is answered with the error.
+  // Groups that failed whole (SQLite rolled back on its own after an I/O
+  // error or a full disk, a job's savepoint could not be rolled back or
+  // released, a job without one threw, or COMMIT failed): every job of such
+  // a group is answered with the error, and nothing of it is written.
   std::atomic<uint64_t> transactions_lost{0};
+  // Done calls that threw (their reply is lost; the writer went on).
+  std::atomic<uint64_t> done_exceptions{0};
   std::atomic<int64_t> queued{0};
 };
 

@@ -59,6 +59,24 @@ TEST_CASE("db: open switches a writable file to WAL and creates the -wal and .lo
   CHECK(db->path() == path);
 }
 
+// Issue #11, defect 9: SQLite answers a journal_mode switch it cannot make
+// with the old mode instead of an error. An in-memory database cannot be in
+// WAL mode ("memory" comes back): the open must fail, not go on without WAL.
+TEST_CASE("db: a file that cannot be switched to WAL is refused at open") {
+  testing::TempDir dir;
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());  // where ":memory:.lock" goes
+  std::unique_ptr<Db> db;
+  DbOptions normal;
+  normal.sync = store::Sync::kNormal;  // the default VFS
+  Status s = Db::Open(":memory:", normal, &db);
+  std::filesystem::current_path(before);
+  INFO(s.ToString());
+  CHECK(s.IsIOError());
+  CHECK_THAT(s.message(), Catch::Contains("WAL"));
+  CHECK(db == nullptr);
+}
+
 TEST_CASE("db: synchronous follows the Sync option") {
   testing::TempDir dir;
   DbOptions options;
