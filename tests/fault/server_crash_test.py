@@ -387,20 +387,20 @@ def check_http(model, port):
         for sid, l in m.live.items():
             st, body, _ = c.request("GET", "/v1/sessions/" + sid)
             if st != 200 or body["container_id"] != l["cid"] or body["token"] != l["token"]:
-                m.violation("after restart GET session %s: %d %s, expected %s/%d"
+                m.violation("session wrong after restart: GET %s: %d %s, expected %s/%d"
                             % (sid, st, body, l["cid"], l["token"]))
         for sid in list(m.released)[-50:]:
             st, body, _ = c.request("GET", "/v1/sessions/" + sid)
             if st != 404:
-                m.violation("after restart released session %s answers %d" % (sid, st))
+                m.violation("released session answers after restart: %s: %d" % (sid, st))
         holders = {l["cid"]: sid for sid, l in m.live.items()}
         for cid in sorted(m.present):
             st, body, _ = c.request("GET", "/v1/containers/" + cid)
             if st != 200:
-                m.violation("after restart GET container %s: %d" % (cid, st))
+                m.violation("container missing after restart: GET %s: %d" % (cid, st))
                 continue
             if body.get("session_id") != holders.get(cid):
-                m.violation("after restart container %s held by %s, expected %s"
+                m.violation("container holder wrong after restart: %s held by %s, expected %s"
                             % (cid, body.get("session_id"), holders.get(cid)))
     except ServerDown as e:
         m.violation("server did not answer after restart: %s" % e)
