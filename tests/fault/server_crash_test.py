@@ -33,6 +33,7 @@ any violation. Every server it started is killed, also on failure.
 """
 
 import argparse
+import ctypes
 import http.client
 import json
 import math
@@ -588,20 +589,52 @@ class Run:
                 self.m.violation("a client thread hung after the kill (no reply, no error)")
 
 
+def die_with_parent():
+    """In the server's child before exec: SIGKILL it if this script dies
+    (a ctest timeout), so that no server outlives the test."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 class Server:
-    def __init__(self, binary, db, shards, log):
+    def __init__(self, binary, db, shards, log, log_path):
         self.binary, self.db, self.shards, self.log = binary, db, shards, log
+        self.log_path = log_path
+        self.log_offset = 0
         self.proc = None
         self.port = None
 
+    def lost_port(self):
+        """The server exited because another process took the free port we
+        picked between our probe and its bind: not the server's fault."""
+        if self.proc is None or self.proc.poll() is None:
+            return False
+        with open(self.log_path, "rb") as f:
+            f.seek(self.log_offset)
+            return b"Address already in use" in f.read()
+
+    def start_ready(self, tries=5):
+        for _ in range(tries):
+            self.start()
+            if self.wait_ready():
+                return True
+            if not self.lost_port():
+                return False
+        return False
+
     def start(self):
         self.port = free_port()
+        self.log.flush()
+        self.log_offset = os.path.getsize(self.log_path)
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--db", self.db, "--listen", "127.0.0.1:%d" % self.port,
              "--shards", str(self.shards), "--threads", "2",
              "--lease-ms", str(LEASE_MS), "--dead-after-ms", str(LIVE_MS),
              "--batch-wait-ms", "2", "--mirror-refresh-ms", "1000"],
-            stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
+            stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent)
         return self.proc
 
     def wait_ready(self, timeout=15):
@@ -650,16 +683,16 @@ def main():
     db = os.path.join(tmp, "crash.db")
     db_files = [db] if args.shards == 1 else [
         "%s.shard%d-of-%d" % (db, i, args.shards) for i in range(args.shards)]
-    log = open(os.path.join(tmp, "server.log"), "ab")
+    log_path = os.path.join(tmp, "server.log")
+    log = open(log_path, "ab")
     m = Model()
-    server = Server(binary, db, args.shards, log)
+    server = Server(binary, db, args.shards, log, log_path)
     kills = 0
     kills_in_workload = 0
     t0 = time.time()
     try:
         # The fleet, once, before the first kill point.
-        server.start()
-        if not server.wait_ready():
+        if not server.start_ready():
             m.violation("server did not start")
             raise SystemExit
         c = Client(server.port)
@@ -676,9 +709,6 @@ def main():
         started = True
         while kills < args.kills and time.time() - t0 < args.seconds:
             m.kill_no = kills + 1
-            if not started:
-                server.start()
-            started = False
             # A sixth of the kill points land while the server starts (opening,
             # WAL recovery, migration); the rest under load, log-uniform from
             # 2 ms to 600 ms of it.
@@ -686,19 +716,27 @@ def main():
             stop = threading.Event()
             run = None
             if early:
+                if started:
+                    server.kill()  # a clean process to kill while it starts:
+                    started = False  # this one was up (the first), nothing is lost
+                server.start()
                 time.sleep(rng.uniform(0.001, 0.06))
             else:
-                if not server.wait_ready():
+                if not started and not server.start_ready():
                     m.violation("server did not become ready after restart")
                     break
                 check_http(m, server.port)
                 run = Run(m, server.port, rng.randrange(1 << 30), stop)
                 run.start()
                 time.sleep(math.exp(rng.uniform(math.log(0.002), math.log(0.6))))
+            started = False
+            lost_port = server.lost_port()
             status = server.kill()
             stop.set()
             if run:
                 run.join()
+            if lost_port:
+                continue  # never served: nothing to kill, nothing to check
             if status != -signal.SIGKILL:
                 m.violation("server ended on its own before the kill: status %s" % status)
             else:
@@ -708,8 +746,7 @@ def main():
             by_id, by_sid = check_disk(m, rows)
             resync(m, rows, by_sid)
         # The last restart is checked over HTTP too.
-        server.start()
-        if server.wait_ready():
+        if server.start_ready():
             check_http(m, server.port)
         else:
             m.violation("server did not become ready after the last restart")
