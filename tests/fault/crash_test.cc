@@ -950,7 +950,9 @@ void RunLayout(int shards) {
   Harness h(dir.File("crash.db"), shards, seed);
   h.Run(kills, seconds);
   h.Summary();
-  CHECK(h.kills() >= std::min(kills, 100));
+  // The time bound may cut a run short on a loaded machine; far fewer kill
+  // points than asked means the harness itself is broken.
+  CHECK(h.kills() >= std::min(kills, 50));
   CHECK(h.violations() == 0);
 }
 
