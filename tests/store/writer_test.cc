@@ -6,6 +6,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -399,4 +400,109 @@ TEST_CASE("writer: when another process holds the write lock, the group fails Bu
   CHECK_FALSE(f.Visible("blocked"));
   CHECK(f.writer->RunSync([](Db* db) { return Insert(db, "later"); }).ok());
   CHECK(f.Visible("later"));
+}
+
+// Issue #11, defect 4: a failed job whose savepoint cannot be rolled back
+// (here the job released it itself, so ROLLBACK TO finds none) would leave
+// its changes in the group's transaction. Committing then writes what the
+// job is told failed: the whole group fails instead, and every job hears it.
+TEST_CASE("writer: a job whose savepoint cannot be rolled back fails its whole group") {
+  Fixture f;
+  f.writer->Start();
+  f.Block();
+  Outcomes out(3);
+  REQUIRE(f.writer->Submit(std::make_unique<FnJob>([](Db* db) { return Insert(db, "a"); },
+                                                   out.For(0))));
+  REQUIRE(f.writer->Submit(std::make_unique<FnJob>(
+      [](Db* db) {
+        Status s = Insert(db, "b");
+        if (!s.ok()) return s;
+        s = db->Exec("RELEASE job");  // b now belongs to the group's transaction
+        if (!s.ok()) return s;
+        return Status::Conflict("job b gives up");
+      },
+      out.For(1))));
+  REQUIRE(f.writer->Submit(std::make_unique<FnJob>([](Db* db) { return Insert(db, "c"); },
+                                                   out.For(2))));
+  f.Unblock();
+  out.Wait();
+  CHECK_FALSE(f.Visible("b"));  // never committed while its job was told it failed
+  CHECK_FALSE(out.statuses[1].ok());
+  // The group failed whole: nothing of it is there, and no job was told Ok.
+  CHECK_FALSE(f.Visible("a"));
+  CHECK_FALSE(f.Visible("c"));
+  CHECK_FALSE(out.statuses[0].ok());
+  CHECK_FALSE(out.statuses[2].ok());
+  CHECK(f.writer->stats().transactions_lost.load() == 1);
+  // And the writer goes on.
+  CHECK(f.writer->RunSync([](Db* db) { return Insert(db, "d"); }).ok());
+  CHECK(f.Visible("d"));
+}
+
+// Issue #11, defect 4: an exception from a job must not end the process with
+// accepted work unanswered. A job with a savepoint that throws fails alone;
+// one without (its statement may have run) fails its group; a Done that
+// throws loses only its own reply; the writer keeps serving.
+TEST_CASE("writer: a job that throws fails, the others are answered, and the writer goes on") {
+  Fixture f;
+  f.writer->Start();
+  SECTION("Apply throws under a savepoint: that job alone fails") {
+    f.Block();
+    Outcomes out(3);
+    REQUIRE(f.writer->Submit(std::make_unique<FnJob>([](Db* db) { return Insert(db, "a"); },
+                                                     out.For(0))));
+    REQUIRE(f.writer->Submit(std::make_unique<FnJob>(
+        [](Db* db) -> Status {
+          (void)Insert(db, "b");
+          throw std::runtime_error("boom");
+        },
+        out.For(1))));
+    REQUIRE(f.writer->Submit(std::make_unique<FnJob>([](Db* db) { return Insert(db, "c"); },
+                                                     out.For(2))));
+    f.Unblock();
+    out.Wait();
+    CHECK(out.statuses[0].ok());
+    CHECK_THAT(out.statuses[1].message(), Catch::Contains("boom"));
+    CHECK(out.statuses[2].ok());
+    CHECK(f.Visible("a"));
+    CHECK_FALSE(f.Visible("b"));
+    CHECK(f.Visible("c"));
+  }
+  SECTION("Apply throws without a savepoint: its group fails whole") {
+    f.Block();
+    Outcomes out(2);
+    REQUIRE(f.writer->Submit(std::make_unique<FnJob>([](Db* db) { return Insert(db, "a"); },
+                                                     out.For(0))));
+    REQUIRE(f.writer->Submit(std::make_unique<FnJob>(
+        [](Db* db) -> Status {
+          (void)Insert(db, "b");  // its one statement ran
+          throw std::runtime_error("boom after the statement");
+        },
+        out.For(1), /*solo=*/false, /*savepoint=*/false)));
+    f.Unblock();
+    out.Wait();
+    CHECK_FALSE(out.statuses[0].ok());
+    CHECK_FALSE(out.statuses[1].ok());
+    CHECK_FALSE(f.Visible("a"));
+    CHECK_FALSE(f.Visible("b"));
+  }
+  SECTION("Done throws: the other jobs still get theirs") {
+    f.Block();
+    Outcomes out(2);
+    REQUIRE(f.writer->Submit(std::make_unique<FnJob>(
+        [](Db* db) { return Insert(db, "a"); },
+        [](Status) { throw std::runtime_error("reply lost"); })));
+    REQUIRE(f.writer->Submit(std::make_unique<FnJob>([](Db* db) { return Insert(db, "b"); },
+                                                     out.For(0))));
+    REQUIRE(f.writer->Submit(std::make_unique<FnJob>([](Db* db) { return Insert(db, "c"); },
+                                                     out.For(1))));
+    f.Unblock();
+    out.Wait();
+    CHECK(out.statuses[0].ok());
+    CHECK(out.statuses[1].ok());
+    CHECK(f.Visible("a"));
+    CHECK(f.writer->stats().done_exceptions.load() == 1);
+  }
+  CHECK(f.writer->RunSync([](Db* db) { return Insert(db, "z"); }).ok());
+  CHECK(f.Visible("z"));
 }
