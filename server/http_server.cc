@@ -177,10 +177,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void DoWrite(Response res) {
-    if (counted_request_) {
-      counted_request_ = false;
-      server_->in_flight.fetch_sub(1);
-    }
     res.version(version_ == 10 ? 10 : 11);
     res.set(http::field::server, "edgealloc");
     res.prepare_payload();
@@ -220,6 +216,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void OnWrite(beast::error_code ec, std::size_t) {
+    // A request is in flight until its answer is written (or cannot be):
+    // Service::Stop waits for that before the io threads stop, so that a
+    // reply posted by the last commits is not dropped unsent.
+    if (counted_request_) {
+      counted_request_ = false;
+      server_->in_flight.fetch_sub(1);
+    }
     if (ec) return;
     if (wire_.capacity() > kMaxKeptWireBytes) std::string().swap(wire_);
     if (drain_) return DoDrain();

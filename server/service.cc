@@ -129,6 +129,13 @@ void Service::Stop(std::chrono::milliseconds grace) {
   for (auto& shard : shards_) {
     if (shard->writer) shard->writer->Stop();
   }
+  // Those callbacks posted their replies; the io threads write them before
+  // they stop (bounded by the write timeout of each), so nothing committed
+  // goes unanswered, however long the drain took.
+  if (http_ && !http_->WaitIdle(kReplyGrace)) {
+    LogLine("edgealloc: " + std::to_string(http_->in_flight()) +
+            " replies not written when stopping (clients not reading)");
+  }
   if (http_) http_->Stop();
   demo_.reset();
   ops_api_.reset();

@@ -34,6 +34,9 @@ class Service {
  public:
   // How long Stop waits for requests in flight.
   static constexpr std::chrono::milliseconds kStopGrace{10000};
+  // After the writers drained, how long Stop waits for their replies to be
+  // written before the io threads stop.
+  static constexpr std::chrono::milliseconds kReplyGrace{5000};
 
   explicit Service(ServeConfig config);
   Service(const Service&) = delete;
@@ -51,8 +54,10 @@ class Service {
   // Stops in order: not ready (/readyz and new heartbeats 503), stop
   // accepting, let requests in flight finish (at most `grace`), stop the
   // demo, drain the batcher (everything answered 202 is written), stop the
-  // allocator's reaper and the mirror, drain and stop the writers, stop the
-  // io threads, close the databases. Idempotent.
+  // allocator's reaper and the mirror, drain and stop the writers, wait for
+  // the replies of what they committed to be written (at most kReplyGrace),
+  // stop the io threads, close the databases. Every request read is answered
+  // or not committed. Idempotent.
   void Stop(std::chrono::milliseconds grace = kStopGrace);
 
   // The bound port. REQUIRES: Start returned Ok.
