@@ -120,7 +120,10 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
   std::string sync = "full";
   serve
       ->add_option("--sync", sync,
-                   "SQLite synchronous for the claim path: full (fsync each commit) or normal")
+                   "SQLite synchronous for the claim path: full (fsync each commit before it is "
+                   "answered) or normal (no fsync per commit: a power loss can roll back "
+                   "answered claims, releases and registrations, and with them fencing "
+                   "tokens, which may then be handed out again)")
       ->envname("EDGEALLOC_SYNC")
       ->check(CLI::IsMember({"full", "normal"}))
       ->capture_default_str();
