@@ -35,6 +35,7 @@
 #include "store/db.h"
 #include "store/shard.h"
 #include "store/shard_map.h"
+#include "store/wal_vfs.h"
 #include "store/writer.h"
 #include "tests/support/temp_dir.h"
 
@@ -953,6 +954,296 @@ TEST_CASE("fault_vfs: power loss takes away what was not synced, and only that",
     CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(q, 0))) == "ok");
     sqlite3_finalize(q);
   }
+}
+
+// ======================================================================
+// Known defects of issue #11 (items 2, 3, 4). EXPECTED TO FAIL until the
+// coalescing WAL VFS and the Writer are fixed; kept as the failing-first tests.
+// ======================================================================
+
+std::unique_ptr<Db> OpenDb(const std::string& path) {
+  std::unique_ptr<Db> db;
+  Status s = Db::Open(path, DbOptions{}, &db);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return db;
+}
+
+// Rows of ~1000 bytes, enough to spill a 10-page cache many times over.
+std::string SpillInsert(int rows, int from) {
+  return "WITH RECURSIVE c(i) AS (SELECT " + std::to_string(from) + " UNION ALL SELECT i + 1 FROM c "
+         "WHERE i < " + std::to_string(from + rows - 1) + ") "
+         "INSERT INTO t (k, v, u) SELECT i, randomblob(1000), 'u' || i FROM c";
+}
+
+constexpr char kSpillTable[] =
+    "CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB, u TEXT UNIQUE)";
+
+int64_t CountOrDie(Db* db, const std::string& sql) {
+  int64_t n = -1;
+  std::string err;
+  INFO(err);
+  if (!QueryInt(db, sql, &n, &err)) FAIL_CHECK(err);
+  return n;
+}
+
+std::string IntegrityOf(Db* db) {
+  std::string ic, err;
+  if (!QueryText(db, "PRAGMA integrity_check", &ic, &err)) return "integrity_check failed: " + err;
+  return ic.substr(0, 300);
+}
+
+TEST_CASE("defect: rolled-back WAL frames of one connection never overwrite another's commit",
+          "[fault][defect]") {
+  // Issue #11 item 2. A is a writable Db whose transaction spills pages into
+  // the WAL (a 10-page cache) and rolls back; its frames stay in the
+  // coalescing buffer. B, a second writable Db of the file (its own <db>.lock
+  // description, as another process), commits frames at the same offsets.
+  // A's next read flushes its buffer over them.
+  FaultVfs& vfs = Vfs();
+  vfs.Reset();
+  testing::TempDir dir;
+  const std::string path = dir.File("a.db");
+  auto a = OpenDb(path);
+  REQUIRE(a->Exec(kSpillTable).ok());
+  REQUIRE(a->Exec("INSERT INTO t (k, v, u) VALUES (0, randomblob(100), 'u0')").ok());
+  REQUIRE(a->Exec("PRAGMA wal_checkpoint(TRUNCATE)").ok());
+  auto b = OpenDb(path);
+  REQUIRE(a->Exec("PRAGMA cache_size=10").ok());
+
+  const auto before = store::GetCoalescingWalStats();
+  {
+    store::Transaction txn(a.get());
+    REQUIRE(txn.Begin().ok());
+    REQUIRE(a->Exec(SpillInsert(300, 1)).ok());
+    txn.Rollback();
+  }
+  const auto after = store::GetCoalescingWalStats();
+  INFO("A's spilled WAL writes " << after.writes - before.writes << ", flushes "
+                                 << after.flushes - before.flushes);
+  REQUIRE(after.writes > before.writes);  // it did spill
+
+  {
+    store::Transaction txn(b.get());
+    REQUIRE(txn.Begin().ok());
+    REQUIRE(b->Exec(SpillInsert(50, 1000)).ok());
+    REQUIRE(txn.Commit().ok());
+  }
+  CHECK(CountOrDie(b.get(), "SELECT count(*) FROM t") == 51);
+  // A reads (its buffer goes to the file now, on the current code).
+  int64_t seen_by_a = -1;
+  std::string err;
+  (void)QueryInt(a.get(), "SELECT count(*) FROM t", &seen_by_a, &err);
+  INFO("A saw " << seen_by_a << " rows " << err);
+  CHECK(IntegrityOf(b.get()) == "ok");
+  a.reset();
+  b.reset();
+  std::unique_ptr<Db> c;
+  Status reopened = Db::Open(path, DbOptions{}, &c);
+  INFO("reopen: " << reopened.ToString());
+  CHECK(reopened.ok());
+  if (!reopened.ok()) return;
+  CHECK(IntegrityOf(c.get()) == "ok");
+  CHECK(CountOrDie(c.get(), "SELECT count(*) FROM t") == 51);
+  CHECK(CountOrDie(c.get(), "SELECT count(*) FROM t WHERE k >= 1000") == 50);
+}
+
+TEST_CASE("defect: a failed flush of the coalescing WAL VFS fails the whole transaction",
+          "[fault][defect]") {
+  // Issue #11 item 3. The transaction spills frames into the coalescing
+  // buffer; the next statement reads a spilled page, so the VFS flushes, and
+  // the flush's write fails. A multi-row UPDATE with a UNIQUE index uses a
+  // statement journal, so on SQLITE_FULL SQLite rolls back that statement
+  // only and the transaction goes on, believing its spilled frames written.
+  FaultVfs& vfs = Vfs();
+  FaultKind kind = FaultKind::kNoSpace;
+  SECTION("ENOSPC on the flush's write") { kind = FaultKind::kNoSpace; }
+  SECTION("EIO on the flush's write") { kind = FaultKind::kIoError; }
+  vfs.Reset();
+  testing::TempDir dir;
+  const std::string path = dir.File("a.db");
+  auto a = OpenDb(path);
+  REQUIRE(a->Exec(kSpillTable).ok());
+  REQUIRE(a->Exec("INSERT INTO t (k, v, u) VALUES (0, randomblob(100), 'u0')").ok());
+  REQUIRE(a->Exec("PRAGMA cache_size=10").ok());
+  store::Transaction txn(a.get());
+  REQUIRE(txn.Begin().ok());
+  REQUIRE(a->Exec(SpillInsert(300, 1)).ok());
+  FaultSpec spec;
+  spec.op = FaultOp::kWrite;
+  spec.target = FaultTarget::kWal;
+  spec.kind = kind;
+  vfs.Arm(spec);
+  Status s = a->Exec("UPDATE t SET u = u || 'x'");
+  const int code = sqlite3_extended_errcode(a->raw());
+  vfs.Disarm();
+  INFO(spec.ToString() << ": " << s.ToString() << " (code " << code << ")");
+  REQUIRE(vfs.fired() == 1);  // the flush did write, and that write failed
+  CHECK(!s.ok());
+  CHECK((code & 0xff) == SQLITE_IOERR);  // not SQLITE_FULL "from a read"
+  CHECK(a->InAutocommit());              // the whole transaction is gone
+  Status commit = txn.Commit();
+  INFO("commit: " << commit.ToString());
+  a.reset();
+  auto c = OpenDb(path);
+  CHECK(IntegrityOf(c.get()) == "ok");
+  // Committed whole, or not at all.
+  CHECK(CountOrDie(c.get(), "SELECT count(*) FROM t") == (commit.ok() ? 301 : 1));
+}
+
+TEST_CASE("defect: a job failing on a flush error is not committed half, nor its group with holes",
+          "[fault][defect]") {
+  // Issue #11 item 3 through store::Writer: job 1 spills 300 rows; job 2
+  // runs into the failing flush (ENOSPC) and fails; SQLite rolled back only
+  // job 2's statement, the Writer rolls back job 2's savepoint and commits
+  // the group: job 1 is answered Ok. Its rows must then all be there.
+  FaultVfs& vfs = Vfs();
+  vfs.Reset();
+  testing::TempDir dir;
+  const std::string path = dir.File("a.db");
+  Status job1, job2;
+  {
+    auto db = OpenDb(path);
+    REQUIRE(db->Exec(kSpillTable).ok());
+    REQUIRE(db->Exec("INSERT INTO t (k, v, u) VALUES (0, randomblob(100), 'u0')").ok());
+    REQUIRE(db->Exec("PRAGMA cache_size=10").ok());
+    store::Writer writer(std::move(db));
+    writer.Start();
+    auto open = Gate(&writer);
+    std::promise<void> p1, p2;
+    REQUIRE(writer.Submit(std::make_unique<FnJob>(
+        [](Db* db) { return db->Exec(SpillInsert(300, 1)); },
+        [&](Status s) {
+          job1 = s;
+          p1.set_value();
+        })));
+    REQUIRE(writer.Submit(std::make_unique<FnJob>(
+        [&vfs](Db* db) {
+          FaultSpec spec;
+          spec.op = FaultOp::kWrite;
+          spec.target = FaultTarget::kWal;
+          spec.kind = FaultKind::kNoSpace;
+          vfs.Arm(spec);
+          Status s = db->Exec("UPDATE t SET u = u || 'x'");
+          vfs.Disarm();
+          return s;
+        },
+        [&](Status s) {
+          job2 = s;
+          p2.set_value();
+        })));
+    open();
+    p1.get_future().wait();
+    p2.get_future().wait();
+    writer.Stop();
+  }
+  INFO("job 1: " << job1.ToString() << "; job 2: " << job2.ToString());
+  REQUIRE(vfs.fired() == 1);
+  CHECK(!job2.ok());
+  auto c = OpenDb(path);
+  CHECK(IntegrityOf(c.get()) == "ok");
+  CHECK(CountOrDie(c.get(), "SELECT count(*) FROM t WHERE k BETWEEN 1 AND 300") ==
+        (job1.ok() ? 300 : 0));
+  CHECK(CountOrDie(c.get(), "SELECT count(*) FROM t WHERE u LIKE '%x'") == 0);
+}
+
+TEST_CASE("defect (not reachable by a VFS): a job whose ROLLBACK TO fails fails its whole group",
+          "[fault][defect]") {
+  // Issue #11 item 4, as far as a VFS can reach it. Job 2 rewrites every
+  // (checkpointed) row of t through a 10-page cache, so its savepoint's
+  // pages are spilled and evicted, then fails; from then on every read
+  // fails. Job 1 (before it in the same group) must not be answered Ok
+  // unless its row is there, and nothing of job 2 may be.
+  //
+  // It passes on the current code, and says so with a WARN: in WAL mode
+  // SQLite's ROLLBACK TO does no I/O at all. The sub-journal is in memory
+  // (temp_store=MEMORY), WalSavepointUndo only moves mxFrame, a page that
+  // is not in the cache is fetched with PAGER_GET_NOCONTENT (no read) and
+  // filled from the sub-journal, and SPILLFLAG_ROLLBACK forbids a spill
+  // (a write) meanwhile. And when an I/O error does fail a statement, SQLite
+  // rolls the whole transaction back (IOERR, or FULL without a statement
+  // journal), which the Writer sees (InAutocommit) and fails the group for.
+  // A ROLLBACK TO that fails with the transaction still open needs
+  // SQLITE_NOMEM or similar: a malloc fault injector, not a VFS.
+  FaultVfs& vfs = Vfs();
+  FaultKind kind = FaultKind::kIoError;
+  SECTION("EIO on reads during ROLLBACK TO") { kind = FaultKind::kIoError; }
+  SECTION("ENOSPC on reads during ROLLBACK TO") { kind = FaultKind::kNoSpace; }
+  vfs.Reset();
+  testing::TempDir dir;
+  const std::string path = dir.File("a.db");
+  Status job1, job2, job3;
+  int64_t fired = 0;
+  int64_t fired_before_job3 = -1;  // -1: job 3 never ran
+  uint64_t spilled = 0;
+  {
+    auto db = OpenDb(path);
+    REQUIRE(db->Exec(kSpillTable).ok());
+    REQUIRE(db->Exec(SpillInsert(200, 1)).ok());
+    REQUIRE(db->Exec("PRAGMA wal_checkpoint(TRUNCATE)").ok());
+    REQUIRE(db->Exec("PRAGMA cache_size=10").ok());
+    store::Writer writer(std::move(db));
+    writer.Start();
+    auto open = Gate(&writer);
+    std::promise<void> p1, p2, p3;
+    REQUIRE(writer.Submit(std::make_unique<FnJob>(
+        [](Db* db) { return db->Exec("INSERT INTO t (k, v, u) VALUES (5000, x'00', 'job1')"); },
+        [&](Status s) {
+          job1 = s;
+          p1.set_value();
+        })));
+    REQUIRE(writer.Submit(std::make_unique<FnJob>(
+        [&vfs, kind, &spilled](Db* db) {
+          const uint64_t w0 = store::GetCoalescingWalStats().writes;
+          Status s = db->Exec("UPDATE t SET v = randomblob(1000), u = u || 'x' WHERE k <= 200");
+          spilled = store::GetCoalescingWalStats().writes - w0;
+          FaultSpec spec;
+          spec.op = FaultOp::kRead;
+          spec.kind = kind;
+          spec.sticky = true;
+          vfs.Arm(spec);
+          return s.ok() ? Status::InvalidArgument("job 2 fails after writing") : s;
+        },
+        [&](Status s) {
+          fired = vfs.fired();
+          vfs.Disarm();
+          job2 = s;
+          p2.set_value();
+        })));
+    REQUIRE(writer.Submit(std::make_unique<FnJob>(
+        [&](Db* db) {
+          // Job 3 runs only if job 2's ROLLBACK TO succeeded: how many reads
+          // failed until then says whether the fault reached it.
+          fired_before_job3 = vfs.fired();
+          vfs.Disarm();
+          return db->Exec("INSERT INTO t (k, v, u) VALUES (5001, x'00', 'job3')");
+        },
+        [&](Status s) {
+          job3 = s;
+          p3.set_value();
+        })));
+    open();
+    p1.get_future().wait();
+    p2.get_future().wait();
+    p3.get_future().wait();
+    vfs.Disarm();
+    writer.Stop();
+  }
+  INFO("WAL writes (spills) of job 2: " << spilled << "; reads failed: " << fired
+                                        << ", of them before job 3: " << fired_before_job3
+                                        << "; job 1: " << job1.ToString() << "; job 2: "
+                        << job2.ToString() << "; job 3: " << job3.ToString());
+  if (fired == 0 || fired_before_job3 == 0) {
+    WARN("no read failed during ROLLBACK TO: the fault did not reach it (SQLite found every "
+         "page of the savepoint in its cache, or read none)");
+  }
+  CHECK(!job2.ok());
+  auto c = OpenDb(path);
+  CHECK(IntegrityOf(c.get()) == "ok");
+  CHECK(CountOrDie(c.get(), "SELECT count(*) FROM t WHERE u LIKE '%x'") == 0);
+  CHECK(CountOrDie(c.get(), "SELECT count(*) FROM t WHERE k = 5000") == (job1.ok() ? 1 : 0));
+  CHECK(CountOrDie(c.get(), "SELECT count(*) FROM t WHERE k = 5001") == (job3.ok() ? 1 : 0));
+  CHECK(CountOrDie(c.get(), "SELECT count(*) FROM t WHERE k <= 200") == 200);
 }
 
 }  // namespace
