@@ -153,23 +153,23 @@ int64_t RealSize(File* f) {
 }
 
 // Remembers the bytes of [offset, offset + n) that exist now, before a change.
-void Remember(File* f, int64_t offset, int64_t n) {
+// False if they cannot be read: the change must then not be made (an
+// exception must not cross SQLite's C frames).
+bool Remember(File* f, int64_t offset, int64_t n) {
   FileState* st = StateOf(f);
-  if (st == nullptr || n <= 0) return;
+  if (st == nullptr || n <= 0) return true;
   const int64_t size = RealSize(f);
-  if (offset >= size) {
-    // Nothing old to keep, but keep the order of changes: an empty record.
-    return;
-  }
+  // Bytes past the end need no record: the truncate to the synced size
+  // takes them away.
+  if (offset >= size) return true;
   const int64_t len = std::min(n, size - offset);
   Undo u;
   u.offset = offset;
   u.old.resize(static_cast<size_t>(len));
   int rc = f->real->pMethods->xRead(f->real, u.old.data(), static_cast<int>(len), offset);
-  if (rc != SQLITE_OK && rc != SQLITE_IOERR_SHORT_READ) {
-    throw std::runtime_error("fault_vfs: cannot read the old bytes of " + *f->path);
-  }
+  if (rc != SQLITE_OK && rc != SQLITE_IOERR_SHORT_READ) return false;
   st->undo.push_back(std::move(u));
+  return true;
 }
 
 // ---- io methods ----
@@ -197,7 +197,7 @@ int Write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offset
   if (d.drop) return SQLITE_OK;
   if (d.rc != SQLITE_OK && d.short_bytes < 0) return d.rc;
   const int n = d.short_bytes >= 0 ? d.short_bytes : amount;
-  Remember(f, offset, n);
+  if (!Remember(f, offset, n)) return SQLITE_IOERR_WRITE;
   int rc = n > 0 ? f->real->pMethods->xWrite(f->real, data, n, offset) : SQLITE_OK;
   return d.rc != SQLITE_OK ? d.rc : rc;
 }
@@ -209,7 +209,7 @@ int Truncate(sqlite3_file* file, sqlite3_int64 size) {
   if (d.drop) return SQLITE_OK;
   if (d.rc != SQLITE_OK) return d.rc;
   const int64_t old = RealSize(f);
-  if (size < old) Remember(f, size, old - size);
+  if (size < old && !Remember(f, size, old - size)) return SQLITE_IOERR_TRUNCATE;
   return f->real->pMethods->xTruncate(f->real, size);
 }
 
