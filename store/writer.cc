@@ -175,6 +175,13 @@ void Writer::CommitGroup(WriteJob** jobs, size_t n) {
     }
     if (group.ok()) {
       group = txn.Commit();
+      if (!group.ok()) {
+        // A COMMIT that failed at its fsync may still have put the whole
+        // group in the WAL, which recovery then replays: the jobs are told
+        // they failed, but not that nothing of them is there. A client retry
+        // with an idempotency key finds out.
+        group = Status::IOError("commit outcome unknown: " + group.message());
+      }
     } else {
       txn.Rollback();
     }

@@ -27,7 +27,9 @@ class WriteJob {
   virtual Status Apply(Db* db) = 0;
   // Called on the writer thread once the outcome is durable: Ok only after
   // COMMIT returned; else Apply's error, or the transaction's (Busy, IOError)
-  // with nothing of the job written. Must be quick: hand the result to
+  // with nothing of the job written, except an IOError whose message starts
+  // "commit outcome unknown": the COMMIT itself failed (at its fsync), and
+  // the whole group may or may not be there after a restart, never a part. Must be quick: hand the result to
   // another thread (post to an io executor, set a promise), do not work here.
   // Apply and Done should not throw; if one does, the writer catches it:
   // an Apply that threw fails its job (its whole group if the job has no

@@ -354,9 +354,13 @@ void RunWriterCase(const WriterCase& c, Findings* f, RunStats* out) {
     if (r->kind == JobKind::kPlannedFailure) {
       f->Expect(!r->status.ok(), tag + ": a failing Apply was answered Ok");
     }
+    // A group whose COMMIT failed (store/writer.h) may be there after a
+    // restart, whole, or not at all: its outcome is unknown, never partial.
+    const bool unknown = !r->status.ok() &&
+                         r->status.message().rfind("commit outcome unknown", 0) == 0;
     if (r->kind == JobKind::kIncrement) {
       if (r->status.ok() && r->counted) ++acked_increments;
-      if (r->status.ok() && !r->counted) ++unknown_increments;
+      if ((r->status.ok() && !r->counted) || unknown) ++unknown_increments;
       continue;
     }
     int64_t rows = 0;
@@ -371,6 +375,10 @@ void RunWriterCase(const WriterCase& c, Findings* f, RunStats* out) {
     if (r->status.ok() && r->counted) {
       f->Expect(rows == ExpectedRows(r->kind),
                 tag + " acknowledged Ok but has " + std::to_string(rows) + " of its " +
+                    std::to_string(ExpectedRows(r->kind)) + " rows");
+    } else if (unknown) {
+      f->Expect(rows == 0 || rows == ExpectedRows(r->kind),
+                tag + " (commit outcome unknown) left " + std::to_string(rows) + " of its " +
                     std::to_string(ExpectedRows(r->kind)) + " rows");
     } else if (!r->status.ok() && rows != 0) {
       const bool whole = rows == ExpectedRows(r->kind);
@@ -397,6 +405,7 @@ void RunWriterCase(const WriterCase& c, Findings* f, RunStats* out) {
 
 struct RegRec {
   std::vector<std::string> ids;
+  int shards = 1;  // how many shard files the registration wrote to
   Outcome outcome = Outcome::kError;
   std::string message;
   bool counted = false;
@@ -493,7 +502,12 @@ void RunAllocCase(const AllocCase& c, Findings* f, RunStats* out) {
     };
     auto reg = [&](std::vector<allocator::ContainerSpec> specs) {
       RegRec rec;
-      for (auto& sp : specs) rec.ids.push_back(sp.id);
+      std::set<int> touched;
+      for (auto& sp : specs) {
+        rec.ids.push_back(sp.id);
+        touched.insert(map.ShardOf(sp.region));
+      }
+      rec.shards = static_cast<int>(touched.size());
       auto p = std::make_shared<std::promise<allocator::ContainerResult>>();
       registry->Register(std::move(specs), [p](allocator::ContainerResult r) { p->set_value(r); });
       allocator::ContainerResult r = Await(p->get_future(), "Register");
@@ -586,7 +600,14 @@ void RunAllocCase(const AllocCase& c, Findings* f, RunStats* out) {
         beats.push_back({h.container_id, now, *h.load});
       }
       batcher::SubmitResult sr = hb->Submit(std::move(items));
-      if (!sr.accepted()) f->Fail("heartbeats not accepted");
+      if (!sr.accepted()) {
+        // With several shards a lookup that failed refuses the request whole
+        // (503): allowed when a fault fired; then nothing of it is promised.
+        const bool excused = sr.code == batcher::SubmitResult::Code::kUnavailable &&
+                             (vfs.fired() > 0 || vfs.crashed());
+        if (!excused) f->Fail("heartbeats not accepted");
+        beats.clear();
+      }
       // Every accepted item accounted for (written, folded, or unknown; with
       // two shards, in two batches): each batch's commit then returned.
       const batcher::BatcherStats& st = hb->stats();
@@ -664,7 +685,13 @@ void RunAllocCase(const AllocCase& c, Findings* f, RunStats* out) {
       if (r.outcome == Outcome::kOk && r.counted) {
         f->Expect(rows.count(id) == 1, "registration of " + id + " acknowledged but missing");
       }
-      if (r.outcome != Outcome::kOk) {
+      // A registration spanning shards commits one transaction a shard: a
+      // failed one may have written some shards' part (registration is an
+      // idempotent upsert: the client retries it whole). Within one shard it
+      // is all or nothing, unless its commit's outcome is unknown.
+      const bool may_be_partial =
+          r.shards > 1 || r.message.find("commit outcome unknown") != std::string::npos;
+      if (r.outcome != Outcome::kOk && !may_be_partial) {
         f->Expect(rows.count(id) == 0, "registration of " + id + " failed (" +
                                            allocator::OutcomeName(r.outcome) +
                                            ") but the container exists");
@@ -909,13 +936,11 @@ TEST_CASE("fault: store::Writer with every write failing for good from the Nth o
 }
 
 TEST_CASE("fault: store::Writer with every fsync failing for good from the Nth on", "[fault]") {
-  // Fails on the current code: a group whose COMMIT failed at the WAL fsync
-  // is answered IOError, but its frames (commit marker included) are in the
-  // WAL file; the close cannot checkpoint (every fsync fails), so the WAL
-  // stays, and the next open's recovery replays the group whole. A one-shot
-  // fsync failure leaves no trace only because the next commit overwrites
-  // those frames, or the clean close checkpoints from the wal-index (which
-  // never listed them) and deletes the WAL.
+  // A group whose COMMIT failed at the WAL fsync is answered "commit outcome
+  // unknown": its frames (commit marker included) are in the WAL file; the
+  // close cannot checkpoint (every fsync fails), so the WAL stays, and the
+  // next open's recovery replays the group whole. That is allowed (whole or
+  // nothing); a part of a group, or a group answered plainly failed, is not.
   Vfs();
   Findings f("writer sweep, sticky fsync faults");
   Sweep(&f, WriterCase{}, RunWriterCase, 1, StickySyncPlans());
