@@ -9,6 +9,7 @@
 
 #include "store/db.h"
 #include "store/write_lock.h"
+#include "tests/support/broken_reads.h"
 #include "tests/support/temp_dir.h"
 #include "tests/allocator/pool_fixture.h"
 
@@ -140,6 +141,30 @@ TEST_CASE("registry: with several shards, drain and remove find the container's 
   CHECK(Name(pool.Drain("n").outcome) == "not_found");
 }
 
+namespace {
+
+// How many shard files of `pool` hold a row for `id`.
+int Copies(Pool& pool, const std::string& id) {
+  int copies = 0;
+  for (int i = 0; i < pool.map().shards(); ++i) {
+    int64_t n = 0;
+    REQUIRE(pool.shard(i)->reads->With([&](store::Db* db) {
+      store::Status s;
+      store::StatementRef q = db->Cached("SELECT count(*) FROM containers WHERE id = ?1", &s);
+      if (!s.ok()) return s;
+      q->Bind(1, id);
+      bool row = false;
+      s = q->Step(&row);
+      n = q->ColumnInt64(0);
+      return s;
+    }).ok());
+    copies += static_cast<int>(n);
+  }
+  return copies;
+}
+
+}  // namespace
+
 TEST_CASE("registry: one id given twice in one call, in regions of two shards, is not stored twice") {
   // A container lives in exactly one shard (DESIGN.md). Bug: Register looks
   // each id up in the committed shards only, so the same new id twice in one
@@ -148,21 +173,7 @@ TEST_CASE("registry: one id given twice in one call, in regions of two shards, i
   REQUIRE(pool.map().ShardOf("weur") != pool.map().ShardOf("eeur"));
   auto r = pool.Register({Spec("twin", "weur"), Spec("twin", "eeur")});
   INFO(Name(r.outcome) << " " << r.message);
-  int copies = 0;
-  for (int i = 0; i < 3; ++i) {
-    int64_t n = 0;
-    REQUIRE(pool.shard(i)->reads->With([&](store::Db* db) {
-      store::Status s;
-      store::StatementRef q = db->Cached("SELECT count(*) FROM containers WHERE id = 'twin'", &s);
-      if (!s.ok()) return s;
-      bool row = false;
-      s = q->Step(&row);
-      n = q->ColumnInt64(0);
-      return s;
-    }).ok());
-    copies += static_cast<int>(n);
-  }
-  CHECK(copies <= 1);
+  CHECK(Copies(pool, "twin") <= 1);
 }
 
 // Issue #11, defect 1: a fencing token never repeats for a container id, also
@@ -199,26 +210,6 @@ TEST_CASE("registry: a container deleted and registered again gets tokens above 
   }
 }
 
-namespace {
-
-// A shard whose reads fail (its read pool opens a file that is not there)
-// while its writer is the real one, borrowed from `real` for the test's span.
-struct BrokenReads {
-  BrokenReads(store::Shard* real, const std::string& missing) : real_(real) {
-    shard.index = real->index;
-    shard.path = real->path;
-    shard.writer = std::move(real->writer);
-    store::DbOptions options;
-    shard.reads = std::make_unique<store::ReadPool>(missing, options);
-  }
-  ~BrokenReads() { real_->writer = std::move(shard.writer); }
-  store::Shard shard;
-
- private:
-  store::Shard* real_;
-};
-
-}  // namespace
 
 // Issue #11, defect 5: with several shards a lookup that fails is storage
 // trouble, never "no such container" (which would let a registration put the
@@ -230,7 +221,7 @@ TEST_CASE("registry: with several shards, a failed lookup is an error, not an un
   const int eeur = pool.map().ShardOf("eeur");
   REQUIRE(weur != eeur);
   pool.Add({Spec("c-1", "weur")});
-  BrokenReads broken(pool.shard(weur), elsewhere.File("missing.db"));
+  testing::BrokenReads broken(pool.shard(weur), elsewhere.File("missing.db"));
   std::vector<store::Shard*> shards;
   for (int i = 0; i < 3; ++i) shards.push_back(i == weur ? &broken.shard : pool.shard(i));
   allocator::Registry registry(shards, pool.map());
@@ -296,23 +287,8 @@ TEST_CASE("registry: two registries racing with one new id into two shards store
     go.set_value();
     const auto a = one.get();
     const auto b = two.get();
-    int copies = 0;
-    for (int i = 0; i < 3; ++i) {
-      int64_t n = 0;
-      REQUIRE(pool.shard(i)->reads->With([&](store::Db* db) {
-        store::Status s;
-        store::StatementRef q = db->Cached("SELECT count(*) FROM containers WHERE id = ?1", &s);
-        if (!s.ok()) return s;
-        q->Bind(1, id);
-        bool row = false;
-        s = q->Step(&row);
-        n = q->ColumnInt64(0);
-        return s;
-      }).ok());
-      copies += static_cast<int>(n);
-    }
     INFO("round " << round << ": " << Name(a.outcome) << ", " << Name(b.outcome));
-    REQUIRE(copies == 1);
+    REQUIRE(Copies(pool, id) == 1);
     CHECK((a.outcome == Outcome::kOk) != (b.outcome == Outcome::kOk));
   }
 }

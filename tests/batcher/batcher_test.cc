@@ -13,6 +13,7 @@
 
 #include "store/db.h"
 #include "store/shard.h"
+#include "tests/support/broken_reads.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -775,26 +776,6 @@ TEST_CASE("batcher: a heartbeat waiting for its batch to fill keeps its containe
   CHECK(b.stats().dead_marked.load() == 0);
 }
 
-namespace {
-
-// A shard whose reads fail (its read pool opens a file that is not there)
-// while its writer is the real one, borrowed from `real` for the test's span.
-struct BrokenReads {
-  BrokenReads(store::Shard* real, const std::string& missing, const store::DbOptions& options)
-      : real_(real) {
-    shard.index = real->index;
-    shard.path = real->path;
-    shard.writer = std::move(real->writer);
-    shard.reads = std::make_unique<store::ReadPool>(missing, options);
-  }
-  ~BrokenReads() { real_->writer = std::move(shard.writer); }
-  store::Shard shard;
-
- private:
-  store::Shard* real_;
-};
-
-}  // namespace
 
 // Issue #11, defect 5: a failed lookup of a container's shard is storage
 // trouble, not an unknown container: nothing is taken and the caller hears
@@ -803,7 +784,7 @@ TEST_CASE("batcher: with several shards, a lookup that fails refuses the request
   testing::TempDir elsewhere;
   Pool pool(2);
   pool.Add("c-1", 1, /*i=*/1);
-  BrokenReads broken(&pool.shard(1), elsewhere.File("missing.db"), pool.options());
+  testing::BrokenReads broken(&pool.shard(1), elsewhere.File("missing.db"), pool.options());
   {
     Batcher b({&pool.shard(0), &broken.shard}, pool.map());
     b.Start();

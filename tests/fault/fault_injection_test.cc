@@ -901,15 +901,20 @@ void PowerLossSweep(Findings* f, const Case& base, RunFn run, int stride) {
   }
 }
 
+// Prints the sweep's summary and fails the test case on any violation.
+void CheckClean(Findings& f) {
+  f.Report();
+  INFO(f.violations.size() << " violations; first: "
+                           << (f.violations.empty() ? "" : f.violations.front()));
+  CHECK(f.violations.empty());
+}
+
 TEST_CASE("fault: store::Writer with every write sync read and truncate failing in turn",
           "[fault]") {
   Vfs();
   Findings f("writer sweep");
   Sweep(&f, WriterCase{}, RunWriterCase, 1);
-  f.Report();
-  INFO(f.violations.size() << " violations; first: "
-                           << (f.violations.empty() ? "" : f.violations.front()));
-  CHECK(f.violations.empty());
+  CheckClean(f);
 }
 
 TEST_CASE("fault: store::Writer with spilling transactions and every operation failing in turn",
@@ -919,20 +924,14 @@ TEST_CASE("fault: store::Writer with spilling transactions and every operation f
   WriterCase base;
   base.spill = true;
   Sweep(&f, base, RunWriterCase, 1);
-  f.Report();
-  INFO(f.violations.size() << " violations; first: "
-                           << (f.violations.empty() ? "" : f.violations.front()));
-  CHECK(f.violations.empty());
+  CheckClean(f);
 }
 
 TEST_CASE("fault: store::Writer with every write failing for good from the Nth on", "[fault]") {
   Vfs();
   Findings f("writer sweep, sticky write faults (disk full for good)");
   Sweep(&f, WriterCase{}, RunWriterCase, 1, StickyWritePlans());
-  f.Report();
-  INFO(f.violations.size() << " violations; first: "
-                           << (f.violations.empty() ? "" : f.violations.front()));
-  CHECK(f.violations.empty());
+  CheckClean(f);
 }
 
 TEST_CASE("fault: store::Writer with every fsync failing for good from the Nth on", "[fault]") {
@@ -944,20 +943,14 @@ TEST_CASE("fault: store::Writer with every fsync failing for good from the Nth o
   Vfs();
   Findings f("writer sweep, sticky fsync faults");
   Sweep(&f, WriterCase{}, RunWriterCase, 1, StickySyncPlans());
-  f.Report();
-  INFO(f.violations.size() << " violations; first: "
-                           << (f.violations.empty() ? "" : f.violations.front()));
-  CHECK(f.violations.empty());
+  CheckClean(f);
 }
 
 TEST_CASE("fault: store::Writer with power lost at every mutating operation", "[fault]") {
   Vfs();
   Findings f("writer power-loss sweep");
   PowerLossSweep(&f, WriterCase{}, RunWriterCase, 1);
-  f.Report();
-  INFO(f.violations.size() << " violations; first: "
-                           << (f.violations.empty() ? "" : f.violations.front()));
-  CHECK(f.violations.empty());
+  CheckClean(f);
 }
 
 TEST_CASE("fault: store::Writer with spilling transactions and power lost at every point",
@@ -967,20 +960,14 @@ TEST_CASE("fault: store::Writer with spilling transactions and power lost at eve
   WriterCase base;
   base.spill = true;
   PowerLossSweep(&f, base, RunWriterCase, 1);
-  f.Report();
-  INFO(f.violations.size() << " violations; first: "
-                           << (f.violations.empty() ? "" : f.violations.front()));
-  CHECK(f.violations.empty());
+  CheckClean(f);
 }
 
 TEST_CASE("fault: allocator registry and batcher with every operation failing in turn", "[fault]") {
   Vfs();
   Findings f("allocator sweep (1 shard)");
   Sweep(&f, AllocCase{}, RunAllocCase, 1);
-  f.Report();
-  INFO(f.violations.size() << " violations; first: "
-                           << (f.violations.empty() ? "" : f.violations.front()));
-  CHECK(f.violations.empty());
+  CheckClean(f);
 }
 
 TEST_CASE("fault: allocator registry and batcher on two shards with sampled faults", "[fault]") {
@@ -989,10 +976,7 @@ TEST_CASE("fault: allocator registry and batcher on two shards with sampled faul
   AllocCase base;
   base.shards = 2;
   Sweep(&f, base, RunAllocCase, 2);
-  f.Report();
-  INFO(f.violations.size() << " violations; first: "
-                           << (f.violations.empty() ? "" : f.violations.front()));
-  CHECK(f.violations.empty());
+  CheckClean(f);
 }
 
 TEST_CASE("fault: allocator registry and batcher with power lost at every mutating operation",
@@ -1000,10 +984,7 @@ TEST_CASE("fault: allocator registry and batcher with power lost at every mutati
   Vfs();
   Findings f("allocator power-loss sweep");
   PowerLossSweep(&f, AllocCase{}, RunAllocCase, 1);
-  f.Report();
-  INFO(f.violations.size() << " violations; first: "
-                           << (f.violations.empty() ? "" : f.violations.front()));
-  CHECK(f.violations.empty());
+  CheckClean(f);
 }
 
 TEST_CASE("fault: allocator registry and batcher on two shards with power lost at every point",
@@ -1013,10 +994,7 @@ TEST_CASE("fault: allocator registry and batcher on two shards with power lost a
   AllocCase base;
   base.shards = 2;
   PowerLossSweep(&f, base, RunAllocCase, 1);
-  f.Report();
-  INFO(f.violations.size() << " violations; first: "
-                           << (f.violations.empty() ? "" : f.violations.front()));
-  CHECK(f.violations.empty());
+  CheckClean(f);
 }
 
 TEST_CASE("fault: the power-loss sweep sees lost acknowledgements under synchronous=NORMAL",
