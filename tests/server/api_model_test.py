@@ -87,6 +87,7 @@ ERROR_CODES = {
 
 STATS = {"examples": 0, "steps": 0, "requests": 0}
 LIVE_SERVERS = set()
+LIVE_DIRS = set()
 
 
 def now_ms():
@@ -219,6 +220,14 @@ def _kill_all():
             p.wait()
 
 
+def _on_signal(signo, _frame):
+    # Not sys.exit: Hypothesis would take SystemExit for a failure and shrink on.
+    _kill_all()
+    for d in list(LIVE_DIRS):
+        shutil.rmtree(d, ignore_errors=True)
+    os._exit(128 + signo)
+
+
 atexit.register(_kill_all)
 
 
@@ -252,6 +261,7 @@ class ApiModel(RuleBasedStateMachine):
         super().__init__()
         STATS["examples"] += 1
         self.tmp = tempfile.mkdtemp(prefix="api_model.")
+        LIVE_DIRS.add(self.tmp)
         self.server = Server(self.tmp)
         self.server.start()
         self.containers = {}     # id -> Container, registered ones only
@@ -271,6 +281,7 @@ class ApiModel(RuleBasedStateMachine):
         finally:
             self.server.stop("kill")
             shutil.rmtree(self.tmp, ignore_errors=True)
+            LIVE_DIRS.discard(self.tmp)
 
     # --- HTTP with the checks every reply gets --------------------------------
 
@@ -872,7 +883,7 @@ def main():
         print(f"api_model: FAIL {BIN} is not an executable", file=sys.stderr)
         return 1
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda n, f: (_kill_all(), sys.exit(128 + n)))
+        signal.signal(sig, _on_signal)
 
     bound_shrinking(SHRINK_SECONDS)
     started = time.time()
