@@ -24,6 +24,8 @@ packages=(g++ cmake make python3 libsqlite3-dev libboost1.81-dev nlohmann-json3-
           libconcurrentqueue-dev catch2 libcli11-dev)
 # The dashboard's browser test and promtool's check of /metrics need these.
 packages+=(chromium prometheus)
+# The model-checked HTTP test (tests/server/api_model_test.py) needs Hypothesis.
+packages+=(python3-hypothesis)
 packages+=("${extra[@]}")
 
 missing=()
