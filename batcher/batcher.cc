@@ -58,17 +58,22 @@ struct Scratch {
   std::unordered_map<std::string_view, size_t> index;  // keys view rows[i].id
 };
 
-// Folds items[0..n) into scratch->rows, one row per container, in queue
-// order, as if they were written one after another: an item whose ts_ms is
-// older than the newest of its container seen so far changes nothing but
-// liveness; a newer one (or one without ts_ms, which counts as current and
-// inherits the newest ts_ms) replaces ts_ms, and load and state if it carries
-// them. last_heartbeat_ms is the newest accepted_ms of all. Moves the ids out
-// of the items. Returns the items folded away.
+// Folds items[0..n) into scratch->rows in queue order, so that writing the
+// rows one after another ends exactly as writing the items one after another
+// would (the batch's bounds then never change an outcome). An item joins its
+// container's newest row only when neither carries a state and both carry a
+// ts_ms or both do not: such reports differ only in liveness, load and
+// ts_ms, which fold as the statements would apply them (an item older than
+// the row's ts_ms changes nothing but liveness). A state report, or a change
+// between reports with and without ts_ms, starts a new row, since its
+// outcome depends on what the rows before it left (a `draining` after `dead`
+// is not a `draining` alone; a report without ts_ms is current, one with an
+// old ts_ms is not). last_heartbeat_ms is the newest accepted_ms of a row's
+// items. Moves the ids out of the items. Returns the items folded away.
 // REQUIRES: scratch->rows.capacity() >= n (the index views the rows' ids in place).
 uint64_t Coalesce(Heartbeat* items, size_t n, Scratch* scratch) {
   std::vector<Row>& rows = scratch->rows;
-  auto& index = scratch->index;
+  auto& index = scratch->index;  // id -> that container's newest row
   assert(rows.capacity() >= n);
   rows.clear();
   index.clear();
@@ -76,18 +81,24 @@ uint64_t Coalesce(Heartbeat* items, size_t n, Scratch* scratch) {
   for (size_t i = 0; i < n; ++i) {
     Heartbeat& h = items[i];
     auto it = index.find(std::string_view(h.container_id));
-    if (it == index.end()) {
+    const bool joins = it != index.end() && h.state == Heartbeat::State::kNone &&
+                       rows[it->second].state == Heartbeat::State::kNone &&
+                       h.ts_ms.has_value() == rows[it->second].ts_ms.has_value();
+    if (!joins) {
       rows.push_back(Row{std::move(h.container_id), h.accepted_ms, h.ts_ms, h.load, h.state});
-      index.emplace(std::string_view(rows.back().id), rows.size() - 1);
+      if (it == index.end()) {
+        index.emplace(std::string_view(rows.back().id), rows.size() - 1);
+      } else {
+        it->second = rows.size() - 1;  // the key still views the first row's id
+      }
       continue;
     }
     ++coalesced;
     Row& row = rows[it->second];
     row.accepted_ms = std::max(row.accepted_ms, h.accepted_ms);
-    if (h.ts_ms && row.ts_ms && *h.ts_ms < *row.ts_ms) continue;  // older report
+    if (h.ts_ms && *h.ts_ms < *row.ts_ms) continue;  // older report: liveness only
     if (h.ts_ms) row.ts_ms = h.ts_ms;
     if (h.load) row.load = h.load;
-    if (h.state != Heartbeat::State::kNone) row.state = h.state;
   }
   return coalesced;
 }

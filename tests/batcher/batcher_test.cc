@@ -234,21 +234,25 @@ TEST_CASE(
   options.batch_wait_ms = 0;
   Batcher b(pool.ptrs(), pool.map(), options);
 
-  // Queued before the thread starts, so they share one batch.
+  // Queued before the thread starts, so they share one batch. Plain reports
+  // fold into one row; each state report is a row of its own, in order.
   std::vector<Heartbeat> items;
   items.push_back(Beat("c-1", 100, 0.1));
+  items.push_back(Beat("c-1", 150, 0.15));                // folded into the first
+  items.push_back(Beat("c-1", 120));                      // older: folded, liveness only
   items.push_back(Beat("c-1", 300, 0.3, State::kDraining));
-  items.push_back(Beat("c-1", 200, 0.2, State::kReady));  // older than 300: folded away
+  items.push_back(Beat("c-1", 200, 0.2, State::kReady));  // older than 300: changes nothing
   const int64_t newest_accept = items.back().accepted_ms;
   REQUIRE(b.Submit(std::move(items)).accepted());
   b.Start();
-  REQUIRE(WaitFor([&] { return b.stats().written.load() == 1; }));
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == 3; }));
   Row row = pool.Get("c-1");
   CHECK(row.reported_ts_ms == 300);
   CHECK(row.load == Approx(0.3));
   CHECK(row.status == "draining");
   CHECK(row.last_heartbeat_ms == newest_accept);
   CHECK(b.stats().coalesced.load() == 2);
+  CHECK(b.stats().stale.load() == 1);
   CHECK(b.stats().batches.load() == 1);
 
   // A later batch with an older ts: liveness only, the report changes nothing.
@@ -256,17 +260,17 @@ TEST_CASE(
   stale.push_back(Beat("c-1", 250, 0.9, State::kReady));
   const int64_t stale_accept = stale.back().accepted_ms;
   REQUIRE(b.Submit(std::move(stale)).accepted());
-  REQUIRE(WaitFor([&] { return b.stats().written.load() == 2; }));
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == 4; }));
   row = pool.Get("c-1");
   CHECK(row.reported_ts_ms == 300);
   CHECK(row.load == Approx(0.3));
   CHECK(row.status == "draining");
   CHECK(row.last_heartbeat_ms >= stale_accept);
-  CHECK(b.stats().stale.load() == 1);
+  CHECK(b.stats().stale.load() == 2);
 
   // No ts counts as current: it applies, and keeps the stored ts.
   REQUIRE(b.Submit({Beat("c-1", std::nullopt, 0.5, State::kReady)}).accepted());
-  REQUIRE(WaitFor([&] { return b.stats().written.load() == 3; }));
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == 5; }));
   row = pool.Get("c-1");
   CHECK(row.reported_ts_ms == 300);
   CHECK(row.load == Approx(0.5));
@@ -274,6 +278,40 @@ TEST_CASE(
   b.Stop();
   const auto& st = b.stats();
   CHECK(st.accepted.load() == st.written.load() + st.coalesced.load() + st.unknown.load());
+}
+
+// Found by tests/server/api_model_test.py: one batch must end as the same
+// reports written one after another would, wherever the batch bounds fall.
+TEST_CASE("batcher: reports of one container in one batch end as they would one after another") {
+  struct Case {
+    const char* name;
+    std::vector<Heartbeat> items;
+    const char* status;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"dead then draining stays dead",
+                   {Beat("c-1", std::nullopt, std::nullopt, State::kDead),
+                    Beat("c-1", std::nullopt, std::nullopt, State::kDraining)},
+                   "dead"});
+  cases.push_back({"an old ts, then a state without ts, which is current",
+                   {Beat("c-1", 1000), Beat("c-1", std::nullopt, std::nullopt, State::kDraining)},
+                   "draining"});
+  for (Case& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      Pool pool;
+      pool.Add("c-1", 1);
+      pool.Exec("UPDATE containers SET reported_ts_ms = 5000 WHERE id = ?1", "c-1");
+      BatcherOptions options;
+      options.batch_wait_ms = 0;
+      Batcher b(pool.ptrs(), pool.map(), options);
+      const uint64_t n = c.items.size();
+      REQUIRE(b.Submit(std::move(c.items)).accepted());  // one batch: queued before Start
+      b.Start();
+      REQUIRE(WaitFor([&] { return b.stats().written.load() + b.stats().coalesced.load() == n; }));
+      b.Stop();
+      CHECK(pool.Get("c-1").status == c.status);
+    }
+  }
 }
 
 TEST_CASE(
