@@ -122,7 +122,7 @@ WHERE id IN (SELECT id FROM containers
 inline constexpr char kUpsertContainer[] = R"sql(
 INSERT INTO containers (id, region, pool, status, latency_ms, data, last_heartbeat_ms, generation)
 VALUES (?1, ?2, ?3, 'available', ?4, ?5, ?6,
-        MAX(?7, (SELECT generation FROM token_floor WHERE only_row = 1)))
+        MAX(COALESCE(?7, 0), (SELECT generation FROM token_floor WHERE only_row = 1)))
 ON CONFLICT (id) DO UPDATE SET
   latency_ms = excluded.latency_ms,
   data = excluded.data,

@@ -14,6 +14,8 @@
 
 #include "store/db.h"
 #include "tests/allocator/pool_fixture.h"
+#include "tests/support/broken_reads.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -307,6 +309,43 @@ TEST_CASE("quota: counts the tenant's sessions in every shard") {
   CHECK(Name(pool.Claim(Req("eeur", "alice")).outcome) == "ok");
   CHECK(Name(pool.Claim(Req("wnam", "alice")).outcome) == "quota_exceeded");
   CHECK(Name(pool.Claim(Req("wnam", "bob")).outcome) == "ok");
+}
+
+// Issue #11, defect 5: with several shards, the claim reads the other
+// shards' share of the quota and looks for the idempotency key's session in
+// every shard. A read that fails there is storage trouble: claiming anyway
+// could pass the quota or make a second session for one key.
+TEST_CASE("quota and idempotency: a failed read of another shard fails the claim, claims nothing") {
+  AllocatorOptions options;
+  options.max_sessions_per_tenant = 1;
+  testing::TempDir elsewhere;
+  Pool pool(options, /*shards=*/3);
+  const int weur = pool.map().ShardOf("weur");
+  const int eeur = pool.map().ShardOf("eeur");
+  REQUIRE(weur != eeur);
+  pool.Add({Spec("w1", "weur"), Spec("e1", "eeur")});
+  allocator::ClaimRequest keyed = Req("eeur", "alice");
+  keyed.idempotency_key = "k-1";
+  auto first = pool.Claim(keyed);
+  REQUIRE(first.outcome == Outcome::kOk);  // alice's one session, in eeur's shard
+
+  testing::BrokenReads broken(pool.shard(eeur), elsewhere.File("missing.db"));
+  std::vector<store::Shard*> shards;
+  for (int i = 0; i < 3; ++i) shards.push_back(i == eeur ? &broken.shard : pool.shard(i));
+  allocator::Allocator alloc(shards, pool.map(), options);
+  auto claim = [&](allocator::ClaimRequest req) {
+    std::promise<allocator::SessionResult> p;
+    auto f = p.get_future();
+    alloc.Claim(std::move(req), [&p](allocator::SessionResult r) { p.set_value(std::move(r)); });
+    return f.get();
+  };
+  // The quota: eeur's share cannot be read, so weur must not be claimed.
+  CHECK(Name(claim(Req("weur", "alice")).outcome) == "error");
+  // The key: its session in eeur cannot be looked for, so no second one.
+  allocator::ClaimRequest again = Req("weur", "alice");
+  again.idempotency_key = "k-1";
+  CHECK(Name(claim(again).outcome) == "error");
+  CHECK(pool.Get("w1").status == "available");
 }
 
 TEST_CASE("idempotency: the same tenant and key replay the same session and claim nothing more") {
