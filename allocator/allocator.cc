@@ -324,17 +324,17 @@ Allocator::Allocator(std::vector<store::Shard*> shards, store::ShardMap map,
 Allocator::~Allocator() { Stop(); }
 
 void Allocator::Start() {
-  std::lock_guard<std::mutex> lock(reaper_mu_);
+  base::MutexLock lock(&reaper_mu_);
   reaper_stop_ = false;
   if (!reaper_.joinable()) reaper_ = std::thread([this] { ReaperLoop(); });
 }
 
 void Allocator::Stop() {
   {
-    std::lock_guard<std::mutex> lock(reaper_mu_);
+    base::MutexLock lock(&reaper_mu_);
     reaper_stop_ = true;
   }
-  reaper_cv_.notify_all();
+  reaper_cv_.SignalAll();
   if (reaper_.joinable()) reaper_.join();
 }
 
@@ -551,13 +551,13 @@ int64_t Allocator::ReapExpiredLeases() {
 }
 
 void Allocator::ReaperLoop() {
-  std::unique_lock<std::mutex> lock(reaper_mu_);
-  while (!reaper_stop_) {
-    reaper_cv_.wait_for(lock, std::chrono::milliseconds(options_.reaper_interval_ms));
-    if (reaper_stop_) break;
-    lock.unlock();
+  for (;;) {
+    {
+      base::MutexLock lock(&reaper_mu_);
+      if (!reaper_stop_) reaper_cv_.WaitFor(&reaper_mu_, std::chrono::milliseconds(options_.reaper_interval_ms));
+      if (reaper_stop_) return;
+    }
     ReapExpiredLeases();
-    lock.lock();
   }
 }
 

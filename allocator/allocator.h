@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "allocator/types.h"
+#include "base/mutex.h"
 #include "store/shard.h"
 #include "store/shard_map.h"
 
@@ -104,9 +105,9 @@ class Allocator {
   AllocatorOptions options_;
   AllocatorStats stats_;
 
-  std::mutex reaper_mu_;
-  std::condition_variable reaper_cv_;
-  bool reaper_stop_ = false;  // GUARDED_BY(reaper_mu_)
+  base::Mutex reaper_mu_;
+  base::CondVar reaper_cv_;
+  bool reaper_stop_ GUARDED_BY(reaper_mu_) = false;
   std::thread reaper_;
 };
 

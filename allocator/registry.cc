@@ -4,7 +4,6 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 
 #include "allocator/sql.h"
@@ -160,14 +159,17 @@ void Registry::Register(std::vector<ContainerSpec> specs, ContainerCallback done
   }
   // One transaction a shard; the reply waits for all of them.
   struct Pending {
-    std::mutex mu;
-    size_t left = 0;
-    ContainerResult result;  // GUARDED_BY(mu)
+    base::Mutex mu;
+    size_t left GUARDED_BY(mu) = 0;
+    ContainerResult result GUARDED_BY(mu);
     ContainerCallback done;
   };
   auto pending = std::make_shared<Pending>();
-  pending->left = by_shard.size();
-  pending->result.outcome = Outcome::kOk;
+  {
+    base::MutexLock lock(&pending->mu);  // no other thread has it yet; the analysis asks
+    pending->left = by_shard.size();
+    pending->result.outcome = Outcome::kOk;
+  }
   pending->done = std::move(done);
   for (auto& [shard, list] : by_shard) {
     auto batch = std::make_shared<std::vector<ContainerSpec>>(std::move(list));
@@ -194,26 +196,29 @@ void Registry::Register(std::vector<ContainerSpec> specs, ContainerCallback done
           return Status::Ok();
         },
         [pending](ContainerResult r) {
-          std::unique_lock<std::mutex> lock(pending->mu);
-          if (r.outcome == Outcome::kOk) {
-            pending->result.count += r.count;
-          } else if (pending->result.outcome == Outcome::kOk) {
-            pending->result.outcome = r.outcome;
-            pending->result.message = r.message;
+          ContainerResult final_result;
+          {
+            base::MutexLock lock(&pending->mu);
+            if (r.outcome == Outcome::kOk) {
+              pending->result.count += r.count;
+            } else if (pending->result.outcome == Outcome::kOk) {
+              pending->result.outcome = r.outcome;
+              pending->result.message = r.message;
+            }
+            if (--pending->left > 0) return;
+            final_result = std::move(pending->result);
           }
-          if (--pending->left > 0) return;
-          ContainerResult final_result = std::move(pending->result);
-          lock.unlock();
           pending->done(std::move(final_result));
         });
   }
 }
 
 Status Registry::EnterRegistration() {
-  std::unique_lock<std::mutex> lock(registration_mu_);
-  registration_cv_.wait(lock, [this] { return !registering_; });
-  registering_ = true;
-  lock.unlock();
+  {
+    base::MutexLock lock(&registration_mu_);
+    while (registering_) registration_cv_.Wait(&registration_mu_);
+    registering_ = true;
+  }
   Status s = register_lock_ != nullptr
                  ? Status::Ok()
                  : store::WriteLock::Open(map_.base_path() + ".register.lock", program_,
@@ -226,10 +231,10 @@ Status Registry::EnterRegistration() {
 void Registry::LeaveRegistration() {
   if (register_lock_ != nullptr && register_lock_->held()) register_lock_->Release();
   {
-    std::lock_guard<std::mutex> lock(registration_mu_);
+    base::MutexLock lock(&registration_mu_);
     registering_ = false;
   }
-  registration_cv_.notify_one();
+  registration_cv_.Signal();
 }
 
 ContainerResult Registry::Get(std::string_view id) {

@@ -1,14 +1,13 @@
 #ifndef EDGEALLOC_ALLOCATOR_REGISTRY_H_
 #define EDGEALLOC_ALLOCATOR_REGISTRY_H_
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "allocator/types.h"
+#include "base/mutex.h"
 #include "store/shard.h"
 #include "store/shard_map.h"
 #include "store/write_lock.h"
@@ -71,9 +70,9 @@ class Registry {
   std::vector<store::Shard*> shards_;
   store::ShardMap map_;
   std::string program_ = "edgealloc registry";
-  std::mutex registration_mu_;
-  std::condition_variable registration_cv_;
-  bool registering_ = false;  // GUARDED_BY(registration_mu_)
+  base::Mutex registration_mu_;
+  base::CondVar registration_cv_;
+  bool registering_ GUARDED_BY(registration_mu_) = false;
   // Opened on first use; touched only by the registration that is running.
   std::unique_ptr<store::WriteLock> register_lock_;
 };

@@ -216,8 +216,8 @@ struct Batcher::Lane {
   // oldest key is the lane's watermark (everything accepted before it is
   // stored), which the reaper judges silence from, so that neither a backlog
   // nor a batch still filling is taken for death.
-  std::mutex queued_mu;
-  std::map<int64_t, int64_t> queued_by_accepted_ms;  // GUARDED_BY(queued_mu)
+  base::Mutex queued_mu;
+  std::map<int64_t, int64_t> queued_by_accepted_ms GUARDED_BY(queued_mu);
   // The batching thread's reused buffers.
   Scratch scratch;
   Outcome outcome;
@@ -242,7 +242,7 @@ Batcher::Batcher(std::vector<store::Shard*> shards, store::ShardMap map, Batcher
 Batcher::~Batcher() { Stop(); }
 
 void Batcher::Start() {
-  std::lock_guard<std::mutex> lock(stop_mu_);
+  base::MutexLock lock(&stop_mu_);
   if (started_.exchange(true)) return;
   for (auto& lane : lanes_) {
     Lane* l = lane.get();
@@ -253,17 +253,17 @@ void Batcher::Start() {
 
 void Batcher::Stop() {
   if (!started_.load()) Start();
-  std::lock_guard<std::mutex> lock(stop_mu_);
+  base::MutexLock lock(&stop_mu_);
   if (stopped_.exchange(true)) return;
   accepting_ = false;
   // A Submit that saw accepting_ before it flipped finishes its enqueue
   // before the lanes are told to drain, so no accepted item is stranded.
   while (submitting_.load() != 0) std::this_thread::yield();
   {
-    std::lock_guard<std::mutex> reaper_lock(reaper_mu_);
+    base::MutexLock reaper_lock(&reaper_mu_);
     reaper_stop_ = true;
   }
-  reaper_cv_.notify_all();
+  reaper_cv_.SignalAll();
   if (reaper_.joinable()) reaper_.join();
   draining_ = true;
   for (auto& lane : lanes_) {
@@ -352,7 +352,7 @@ int64_t Batcher::QueueDepth() const {
 store::Status Batcher::ShardOfId(const std::string& id, int* shard) {
   *shard = -1;
   {
-    std::shared_lock<std::shared_mutex> lock(cache_mu_);
+    base::ReaderLock lock(&cache_mu_);
     auto it = shard_of_id_.find(id);
     if (it != shard_of_id_.end()) {
       *shard = it->second;
@@ -372,7 +372,7 @@ store::Status Batcher::ShardOfId(const std::string& id, int* shard) {
     });
     if (!s.ok()) return s;
     if (!found) continue;
-    std::unique_lock<std::shared_mutex> lock(cache_mu_);
+    base::WriterLock lock(&cache_mu_);
     if (shard_of_id_.size() >= kMaxCachedIds) shard_of_id_.clear();
     shard_of_id_.emplace(id, static_cast<int>(i));
     *shard = static_cast<int>(i);
@@ -382,7 +382,7 @@ store::Status Batcher::ShardOfId(const std::string& id, int* shard) {
 }
 
 void Batcher::MarkQueued(Lane* lane, Heartbeat* items, size_t n) {
-  std::lock_guard<std::mutex> lock(lane->queued_mu);
+  base::MutexLock lock(&lane->queued_mu);
   // Taken under the lock the reaper reads the watermark under: an item is
   // either in the set when the reaper looks, or stamped after it looked.
   const int64_t now = store::NowMs();
@@ -401,7 +401,7 @@ void Batcher::MarkQueued(Lane* lane, Heartbeat* items, size_t n) {
 }
 
 void Batcher::MarkWritten(Lane* lane, const Heartbeat* items, size_t n) {
-  std::lock_guard<std::mutex> lock(lane->queued_mu);
+  base::MutexLock lock(&lane->queued_mu);
   for (size_t i = 0; i < n; ++i) {
     auto it = lane->queued_by_accepted_ms.find(items[i].accepted_ms);
     if (it == lane->queued_by_accepted_ms.end()) continue;
@@ -410,7 +410,7 @@ void Batcher::MarkWritten(Lane* lane, const Heartbeat* items, size_t n) {
 }
 
 void Batcher::Forget(const std::string& id) {
-  std::unique_lock<std::shared_mutex> lock(cache_mu_);
+  base::WriterLock lock(&cache_mu_);
   shard_of_id_.erase(id);
 }
 
@@ -501,19 +501,22 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
 }
 
 void Batcher::ReaperLoop() {
-  std::unique_lock<std::mutex> lock(reaper_mu_);
+  const auto interval = std::chrono::milliseconds(options_.reaper_interval_ms);
   for (;;) {
-    reaper_cv_.wait_for(lock, std::chrono::milliseconds(options_.reaper_interval_ms),
-                        [this] { return reaper_stop_; });
-    if (reaper_stop_) return;
-    lock.unlock();
+    {
+      base::MutexLock lock(&reaper_mu_);
+      const auto until = std::chrono::steady_clock::now() + interval;
+      while (!reaper_stop_ && std::chrono::steady_clock::now() < until) {
+        reaper_cv_.WaitFor(&reaper_mu_, until - std::chrono::steady_clock::now());
+      }
+      if (reaper_stop_) return;
+    }
     for (auto& lane : lanes_) ReapShard(lane.get());
-    lock.lock();
   }
 }
 
 int64_t Batcher::SilenceCutoff(Lane* lane) const {
-  std::lock_guard<std::mutex> lock(lane->queued_mu);
+  base::MutexLock lock(&lane->queued_mu);
   int64_t watermark = store::NowMs();
   if (!lane->queued_by_accepted_ms.empty()) {
     // Items accepted at this ms are not all stored yet; those before it are.
@@ -573,7 +576,7 @@ void Batcher::ReapShard(Lane* lane) {
     stats_.sessions_ended.fetch_add(static_cast<uint64_t>(ended), std::memory_order_relaxed);
     stats_.dead_marked.fetch_add(static_cast<uint64_t>(ended + marked), std::memory_order_relaxed);
     if (ended + marked < kReapBatchRows) return;
-    std::lock_guard<std::mutex> lock(reaper_mu_);
+    base::MutexLock lock(&reaper_mu_);
     if (reaper_stop_) return;
   }
 }

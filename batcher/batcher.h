@@ -2,16 +2,14 @@
 #define EDGEALLOC_BATCHER_BATCHER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "batcher/heartbeat.h"
 #include "batcher/stats.h"
 #include "store/shard.h"
@@ -152,8 +150,8 @@ class Batcher {
   std::vector<std::unique_ptr<Lane>> lanes_;
   BatcherStats stats_;
 
-  std::shared_mutex cache_mu_;
-  std::unordered_map<std::string, int> shard_of_id_;  // GUARDED_BY(cache_mu_)
+  base::SharedMutex cache_mu_;
+  std::unordered_map<std::string, int> shard_of_id_ GUARDED_BY(cache_mu_);
 
   std::atomic<bool> accepting_{true};
   std::atomic<int> submitting_{0};
@@ -162,11 +160,11 @@ class Batcher {
   std::atomic<bool> draining_{false};
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
-  std::mutex stop_mu_;  // serializes Start and Stop
+  base::Mutex stop_mu_;  // serializes Start and Stop
 
-  std::mutex reaper_mu_;
-  std::condition_variable reaper_cv_;
-  bool reaper_stop_ = false;  // GUARDED_BY(reaper_mu_)
+  base::Mutex reaper_mu_;
+  base::CondVar reaper_cv_;
+  bool reaper_stop_ GUARDED_BY(reaper_mu_) = false;
   std::thread reaper_;
 };
 

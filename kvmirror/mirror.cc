@@ -12,22 +12,6 @@
 
 namespace kvmirror {
 
-// One shard file and the connection that reads it. The connection belongs to
-// whichever thread holds refresh_mu: the shard's refresh thread, or a caller
-// of Start() / RefreshNow().
-struct Mirror::ShardState {
-  explicit ShardState(std::string p) : path(std::move(p)) {}
-  const std::string path;
-  std::mutex refresh_mu;
-  std::unique_ptr<store::Db> db;  // GUARDED_BY(refresh_mu)
-  // PRAGMA data_version on `db` when `last_read` was read; -1 when there is
-  // none to compare with (no read yet, or a reopened connection).
-  int64_t data_version = -1;                     // GUARDED_BY(refresh_mu)
-  std::shared_ptr<const Snapshot> last_read;     // GUARDED_BY(refresh_mu)
-  // Set by every refresh of this shard, read by its thread between them.
-  std::atomic<int64_t> period_ms{0};
-};
-
 namespace {
 
 // CPU time of the calling thread, in microseconds.
@@ -70,10 +54,10 @@ store::Status Mirror::Start() {
 
 void Mirror::Stop() {
   {
-    std::lock_guard<std::mutex> lock(wake_mu_);
+    base::MutexLock lock(&wake_mu_);
     stop_ = true;
   }
-  wake_cv_.notify_all();
+  wake_cv_.SignalAll();
   for (auto& t : threads_) t.join();
   threads_.clear();
 }
@@ -88,7 +72,7 @@ store::Status Mirror::RefreshNow() {
 }
 
 std::string Mirror::last_error() const {
-  std::lock_guard<std::mutex> lock(error_mu_);
+  base::MutexLock lock(&error_mu_);
   return last_error_;
 }
 
@@ -112,12 +96,13 @@ void Mirror::Loop(int i) {
   // than catching up with a burst of reads. The period is the one the latest
   // refresh set (PeriodAfter).
   auto next = Clock::now() + period();
-  std::unique_lock<std::mutex> lock(wake_mu_);
   for (;;) {
-    if (wake_cv_.wait_until(lock, next, [this] { return stop_; })) return;
-    lock.unlock();
+    {
+      base::MutexLock lock(&wake_mu_);
+      while (!stop_ && Clock::now() < next) wake_cv_.WaitFor(&wake_mu_, next - Clock::now());
+      if (stop_) return;
+    }
     (void)RefreshShard(i);  // errors are counted in stats_ and last_error_
-    lock.lock();
     next += period();
     const auto now = Clock::now();
     if (next <= now) next = now + period();
@@ -126,7 +111,7 @@ void Mirror::Loop(int i) {
 
 store::Status Mirror::RefreshShard(int i) {
   ShardState* shard = shards_[i].get();
-  std::lock_guard<std::mutex> lock(shard->refresh_mu);
+  base::MutexLock lock(&shard->refresh_mu);
   const auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const Snapshot> part;
   bool unchanged = false;
@@ -148,7 +133,7 @@ store::Status Mirror::RefreshShard(int i) {
     shard->db.reset();
     shard->data_version = -1;
     shard->last_read.reset();
-    std::lock_guard<std::mutex> error_lock(error_mu_);
+    base::MutexLock error_lock(&error_mu_);
     last_error_ = shard->path + ": " + s.ToString();
     return s;
   }
@@ -218,7 +203,7 @@ store::Status Mirror::ReadPart(ShardState* shard, std::shared_ptr<const Snapshot
 }
 
 void Mirror::Publish(int i, std::shared_ptr<const Snapshot> part) {
-  std::lock_guard<std::mutex> lock(publish_mu_);
+  base::MutexLock lock(&publish_mu_);
   parts_[i] = std::move(part);
   current_.store(Snapshot::Merge(parts_));
 }

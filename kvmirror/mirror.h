@@ -2,15 +2,15 @@
 #define EDGEALLOC_KVMIRROR_MIRROR_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "kvmirror/snapshot.h"
 #include "store/db.h"
 #include "store/status.h"
@@ -143,7 +143,21 @@ class Mirror {
   std::string last_error() const;
 
  private:
-  struct ShardState;
+  // One shard file and the connection that reads it. The connection belongs
+  // to whichever thread holds refresh_mu: the shard's refresh thread, or a
+  // caller of Start() / RefreshNow().
+  struct ShardState {
+    explicit ShardState(std::string p) : path(std::move(p)) {}
+    const std::string path;
+    base::Mutex refresh_mu;
+    std::unique_ptr<store::Db> db GUARDED_BY(refresh_mu);
+    // PRAGMA data_version on `db` when `last_read` was read; -1 when there
+    // is none to compare with (no read yet, or a reopened connection).
+    int64_t data_version GUARDED_BY(refresh_mu) = -1;
+    std::shared_ptr<const Snapshot> last_read GUARDED_BY(refresh_mu);
+    // Set by every refresh of this shard, read by its thread between them.
+    std::atomic<int64_t> period_ms{0};
+  };
 
   // Reads shard `i` and, on success, publishes its part.
   // REQUIRES: shard i's refresh_mu is not held by this thread.
@@ -151,9 +165,9 @@ class Mirror {
   // Opens the shard's connection if needed, reads the counts and builds its
   // part; or, if nothing was committed since its last read, builds the part
   // from that read as of now and sets *unchanged. *cpu_micros: this thread's
-  // CPU time for the read (not the open). REQUIRES: shard.refresh_mu is held.
+  // CPU time for the read (not the open).
   store::Status ReadPart(ShardState* shard, std::shared_ptr<const Snapshot>* part,
-                         bool* unchanged, int64_t* cpu_micros);
+                         bool* unchanged, int64_t* cpu_micros) REQUIRES(shard->refresh_mu);
   // Replaces part i and publishes the merge of all parts.
   void Publish(int i, std::shared_ptr<const Snapshot> part);
   // The period after a read that took `cpu_micros` of CPU: refresh_ms_, or
@@ -168,20 +182,20 @@ class Mirror {
   // Serializes publishers (shard threads and RefreshNow) so that parts_ and
   // the merge published from it agree. Held only for an in-memory merge,
   // never during a read; readers of Current() never take it.
-  std::mutex publish_mu_;
-  std::vector<std::shared_ptr<const Snapshot>> parts_;  // GUARDED_BY(publish_mu_)
+  base::Mutex publish_mu_;
+  std::vector<std::shared_ptr<const Snapshot>> parts_ GUARDED_BY(publish_mu_);
 
   std::atomic<std::shared_ptr<const Snapshot>> current_;
 
   // Wakes the refresh threads early, for Stop().
-  std::mutex wake_mu_;
-  std::condition_variable wake_cv_;
-  bool stop_ = false;  // GUARDED_BY(wake_mu_)
+  base::Mutex wake_mu_;
+  base::CondVar wake_cv_;
+  bool stop_ GUARDED_BY(wake_mu_) = false;
   bool started_ = false;
   std::vector<std::thread> threads_;
 
-  mutable std::mutex error_mu_;
-  std::string last_error_;  // GUARDED_BY(error_mu_)
+  mutable base::Mutex error_mu_;
+  std::string last_error_ GUARDED_BY(error_mu_);
 
   MirrorStats stats_;
 };

@@ -26,6 +26,8 @@ packages=(g++ cmake make python3 libsqlite3-dev libboost1.81-dev nlohmann-json3-
 packages+=(chromium prometheus)
 # The model-checked HTTP test (tests/server/api_model_test.py) needs Hypothesis.
 packages+=(python3-hypothesis)
+# scripts/thread_safety.sh (ctest `thread_safety`): clang's -Wthread-safety.
+packages+=(clang-14)
 packages+=("${extra[@]}")
 
 missing=()

@@ -79,18 +79,24 @@ bool Demo::Start(std::string* error) {
 
 void Demo::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void Demo::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
   bool refused = false;  // log a refusal once, not once a round
-  while (!cv_.wait_for(lock, std::chrono::milliseconds(period_ms_), [this] { return stop_; })) {
-    lock.unlock();
+  for (;;) {
+    {
+      base::MutexLock lock(&mu_);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(period_ms_);
+      while (!stop_ && std::chrono::steady_clock::now() < until) {
+        cv_.WaitFor(&mu_, until - std::chrono::steady_clock::now());
+      }
+      if (stop_) return;
+    }
     batcher::SubmitResult r = HeartbeatOnce();
     if (!r.accepted() && !refused) {
       LogLine(std::string("edgealloc: demo heartbeats refused (") +
@@ -98,7 +104,6 @@ void Demo::Loop() {
               "); will retry");
     }
     refused = !r.accepted();
-    lock.lock();
   }
 }
 

@@ -1,13 +1,12 @@
 #ifndef EDGEALLOC_SERVER_DEMO_H_
 #define EDGEALLOC_SERVER_DEMO_H_
 
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "allocator/registry.h"
 #include "batcher/batcher.h"
 
@@ -53,9 +52,9 @@ class Demo {
   allocator::Registry* registry_;
   batcher::Batcher* batcher_;
   int64_t period_ms_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // GUARDED_BY(mu_)
+  base::Mutex mu_;
+  base::CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

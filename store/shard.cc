@@ -14,7 +14,7 @@ ReadPool::ReadPool(std::string path, DbOptions options)
 Status ReadPool::With(const std::function<Status(Db*)>& fn) {
   std::unique_ptr<Db> db;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(&mu_);
     if (!free_.empty()) {
       db = std::move(free_.back());
       free_.pop_back();
@@ -25,7 +25,7 @@ Status ReadPool::With(const std::function<Status(Db*)>& fn) {
     if (!s.ok()) return s;
   }
   Status s = fn(db.get());
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(&mu_);
   free_.push_back(std::move(db));
   return s;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "store/db.h"
 #include "store/shard_map.h"
 #include "store/status.h"
@@ -27,8 +28,8 @@ class ReadPool {
  private:
   std::string path_;
   DbOptions options_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<Db>> free_;  // GUARDED_BY(mu_)
+  base::Mutex mu_;
+  std::vector<std::unique_ptr<Db>> free_ GUARDED_BY(mu_);
 };
 
 // A Shard is one database file with its one Writer and its readers.

@@ -1,5 +1,7 @@
 #include "store/wal_vfs.h"
 
+#include "base/mutex.h"
+
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -50,8 +52,8 @@ File* Cast(sqlite3_file* f) { return reinterpret_cast<File*>(f); }
 // so that a WAL opened later finds its connection's main file
 // (sqlite3_filename_database of the WAL's name is that same pointer).
 // Touched only on open and close.
-std::mutex g_registry_mu;
-std::unordered_map<const char*, File*>* g_main_files = nullptr;  // GUARDED_BY(g_registry_mu)
+base::Mutex g_registry_mu;
+std::unordered_map<const char*, File*>* g_main_files GUARDED_BY(g_registry_mu) = nullptr;
 
 // The unix VFS writes at most 0x1ffff bytes a call (its seekAndWrite masks
 // the length), so a flush goes out in pieces of at most this many.
@@ -92,7 +94,7 @@ void DropUncommitted(File* wal) {
 int Close(sqlite3_file* file) {
   File* f = Cast(file);
   {
-    std::lock_guard<std::mutex> lock(g_registry_mu);
+    base::MutexLock lock(&g_registry_mu);
     if (f->partner != nullptr) f->partner->partner = nullptr;
     f->partner = nullptr;
     if (f->db_name != nullptr && g_main_files != nullptr) {
@@ -233,7 +235,7 @@ int Open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* file, int flags, int
   // A failed open leaves pMethods null, so SQLite will not call xClose.
   f->base.pMethods = f->real->pMethods != nullptr ? &g_methods : nullptr;
   if (rc != SQLITE_OK || f->base.pMethods == nullptr || name == nullptr) return rc;
-  std::lock_guard<std::mutex> lock(g_registry_mu);
+  base::MutexLock lock(&g_registry_mu);
   if (g_main_files == nullptr) g_main_files = new std::unordered_map<const char*, File*>();
   if ((flags & SQLITE_OPEN_MAIN_DB) != 0) {
     f->db_name = name;
