@@ -14,6 +14,13 @@ store::Status Service::Start() {
     store::Status s = KeyStore::Load(config_.keys_file, &keys_);
     if (!s.ok()) return s;
   }
+  {
+    // Session ids are bearer-like handles drawn from getrandom(2): without
+    // it the server does not start, rather than hand out guessable ids.
+    unsigned char probe[16];
+    store::Status s = allocator::KernelRandomBytes(probe, sizeof(probe));
+    if (!s.ok()) return store::Status::IOError("refusing to start: " + s.ToString());
+  }
 
   store::ShardMap map(config_.db, config_.shards);
   store::DbOptions db_options;
