@@ -171,6 +171,13 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
       ->envname("EDGEALLOC_CANDIDATES")
       ->check(InRange(1, 1000, "claim candidate pool size"))
       ->capture_default_str();
+  serve
+      ->add_option("--max-clock-skew-ms", s.max_clock_skew_ms,
+                   "a heartbeat whose ts_ms is more than this ahead of the server's clock is "
+                   "refused (400 invalid_field)")
+      ->envname("EDGEALLOC_MAX_CLOCK_SKEW_MS")
+      ->check(InRange(0, kBig, "largest clock skew of a heartbeat's ts_ms in ms"))
+      ->capture_default_str();
   serve->add_flag("--demo", s.demo, "register a small demo fleet and keep it alive")
       ->envname("EDGEALLOC_DEMO");
 

@@ -80,7 +80,8 @@ store::Status Service::Start() {
   api_ = std::make_unique<Api>(allocator_.get(), registry_.get(), http_->executor(), api_options,
                                &ready_);
   api_->AddRoutes(router_.get());
-  heartbeat_api_ = std::make_unique<HeartbeatApi>(batcher_.get(), &ready_);
+  heartbeat_api_ =
+      std::make_unique<HeartbeatApi>(batcher_.get(), &ready_, config_.max_clock_skew_ms);
   heartbeat_api_->AddRoutes(router_.get());
   MetricsSources metrics;
   metrics.allocator = &allocator_->stats();
