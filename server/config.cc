@@ -105,8 +105,8 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
       ->capture_default_str();
   serve
       ->add_option("--keys", s.keys_file,
-                   "bearer keys file, 'key role [tenant]' a line; without it only loopback is "
-                   "allowed")
+                   "bearer keys file, 'key role [tenant]' a line ('key container [ids]', ids an "
+                   "exact id or a prefix ending in '*'); without it only loopback is allowed")
       ->envname("EDGEALLOC_KEYS")
       ->check(CLI::ExistingFile);
   serve->add_option("--threads", s.threads, "HTTP io threads (default: the number of cores less one, at least 1)")

@@ -142,6 +142,16 @@ void HeartbeatApi::Post(RouteRequest req, Reply reply) {
   if (!ParseHeartbeats(req.http.body(), store::NowMs(), &items, &error, max_clock_skew_ms_)) {
     return reply(ErrorResponse(400, error.code, error.message));
   }
+  // A scoped container key reports its own containers only; one id outside
+  // refuses the whole request, so that nothing of it is taken.
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!req.who.MayReport(items[i].container_id)) {
+      return reply(ErrorResponse(403, "forbidden",
+                                 "heartbeats[" + std::to_string(i) +
+                                     "].container_id: this key may not report this container; "
+                                     "nothing of this request was taken"));
+    }
+  }
   batcher::SubmitResult r = batcher_->Submit(std::move(items));
   switch (r.code) {
     case batcher::SubmitResult::Code::kAccepted:

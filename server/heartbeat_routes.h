@@ -28,8 +28,9 @@ inline constexpr int64_t kDefaultMaxClockSkewMs = 60000;
 //   {"heartbeats": [{"container_id": "c-1", "ts_ms": 1790000000000,
 //                    "load": 0.4, "state": "ready"}]}
 // container_id: string of 1 to 256 characters, required; ts_ms: integer >= 0
-// and at most `accepted_ms` + `max_clock_skew_ms`; load: a number; state: "ready", "draining" or "dead"; null is the same as
-// absent; unknown fields are ignored. `heartbeats` must be an array of 1 to
+// and at most `accepted_ms` + `max_clock_skew_ms`; load: a number; state:
+// "ready", "draining" or "dead"; null is the same as absent; unknown fields
+// are ignored. `heartbeats` must be an array of 1 to
 // kMaxHeartbeatsPerRequest objects. On success, fills *out with one Heartbeat
 // an item, in order, each with accepted_ms = `accepted_ms`, and returns true.
 // Otherwise returns false with *error: invalid_json if the body is not a JSON
@@ -42,7 +43,8 @@ bool ParseHeartbeats(std::string_view body, int64_t accepted_ms,
 // HeartbeatApi is the HTTP face of the batcher: POST /v1/heartbeats (roles
 // admin and container). It validates, hands the request to the Batcher and
 // answers 202 {"accepted": N} before anything is written; 400 for a body
-// ParseHeartbeats refuses; 503 overloaded
+// ParseHeartbeats refuses; 403 forbidden, nothing taken, if a container key
+// scoped to some ids (auth.h) names any other id; 503 overloaded
 // (Retry-After) if a queue is full, 503 unavailable while the server is not
 // ready (starting or stopping). Safe from every io thread: it only reads the
 // flag and calls Batcher::Submit. The batcher and `ready` must outlive it.

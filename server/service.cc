@@ -13,6 +13,13 @@ store::Status Service::Start() {
   if (!config_.keys_file.empty()) {
     store::Status s = KeyStore::Load(config_.keys_file, &keys_);
     if (!s.ok()) return s;
+    if (size_t n = keys_.unscoped_container_keys()) {
+      // Once, at start: such a key can report every container dead. The
+      // count, never the keys.
+      LogLine("edgealloc: warning: " + std::to_string(n) +
+              " container key(s) in the keys file may report any container id; give each the "
+              "ids it may report as a third field ('KEY container weur-1*')");
+    }
   }
   {
     // Session ids are bearer-like handles drawn from getrandom(2): without

@@ -270,6 +270,36 @@ TEST_CASE("heartbeats: the demo fleet stays alive through the batcher alone") {
   CHECK(dead == 0);
 }
 
+TEST_CASE("heartbeats: a scoped container key naming any id outside its pattern is 403 whole") {
+  LiveService t({}, "admin-key admin\n"
+                    "k9 container weur-1*\n"
+                    "k10 container eeur-7\n"
+                    "box-key container\n");
+  auto beats = [](std::initializer_list<const char*> ids) {
+    json items = json::array();
+    for (const char* id : ids) items.push_back({{"container_id", id}, {"state", "dead"}});
+    return json{{"heartbeats", items}}.dump();
+  };
+  CHECK(t.Client("k9").Post("/v1/heartbeats", beats({"weur-1", "weur-12", "weur-1x"})).status ==
+        202);
+  // One id out of the pattern refuses the whole request: nothing is queued.
+  HttpReply r = t.Client("k9").Post("/v1/heartbeats", beats({"weur-10", "weur-2", "weur-11"}));
+  CHECK(r.status == 403);
+  CHECK(r.ErrorCode() == "forbidden");
+  CHECK(json::parse(r.body)["error"]["message"].get<std::string>().rfind(
+            "heartbeats[1].container_id", 0) == 0);
+  CHECK(t.Client("k9").Post("/v1/heartbeats", beats({"eeur-1"})).status == 403);
+  CHECK(t.Client("k9").Post("/v1/heartbeats", beats({"weur-"})).status == 403);
+  // An exact id is that id only.
+  CHECK(t.Client("k10").Post("/v1/heartbeats", beats({"eeur-7"})).status == 202);
+  CHECK(t.Client("k10").Post("/v1/heartbeats", beats({"eeur-70"})).status == 403);
+  CHECK(t.Client("k10").Post("/v1/heartbeats", beats({"eeur-"})).status == 403);
+  // Unscoped container keys and admin keys report any id, as before.
+  CHECK(t.Client("box-key").Post("/v1/heartbeats", beats({"eeur-70", "x"})).status == 202);
+  CHECK(t.Client("admin-key").Post("/v1/heartbeats", beats({"eeur-70"})).status == 202);
+  CHECK(t.service->batcher()->stats().accepted.load() == 3 + 1 + 2 + 1);
+}
+
 TEST_CASE("heartbeats: a ts_ms more than the allowed clock skew ahead is 400 naming its index") {
   LiveService t;
   HttpClient c = t.Client();
