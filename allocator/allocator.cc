@@ -3,7 +3,10 @@
 #include <cassert>
 #include <chrono>
 #include <cstdio>
-#include <random>
+#include <cerrno>
+#include <cstring>
+
+#include <sys/random.h>
 
 #include "allocator/sql.h"
 
@@ -18,11 +21,6 @@ using store::StatementRef;
 // expired leases is freed in several short transactions, not one long one.
 constexpr int kMaxSweepsPerReap = 8;
 
-uint64_t RandomWord() {
-  thread_local std::mt19937_64 rng{std::random_device{}() ^
-                                   (static_cast<uint64_t>(std::random_device{}()) << 32)};
-  return rng();
-}
 
 Outcome OutcomeOfStorage(const Status& s) {
   return s.IsBusy() ? Outcome::kOverloaded : Outcome::kError;
@@ -71,6 +69,23 @@ SessionResult ExplainFailedCas(Db* db, const Caller& caller, const std::string& 
 }
 
 }  // namespace
+
+Status KernelRandomBytes(void* buf, size_t n) {
+  auto* p = static_cast<unsigned char*>(buf);
+  while (n > 0) {
+    // Flags 0: the urandom pool, blocking only until it is first seeded at
+    // boot. Reads of up to 256 bytes are never short, but a longer one, or
+    // one interrupted by a signal, may be.
+    ssize_t got = getrandom(p, n, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return Status::IOError(std::string("getrandom(2) failed: ") + std::strerror(errno));
+    }
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+  return Status::Ok();
+}
 
 // One claim request on its way through its regions, shard by shard.
 struct Allocator::ClaimAttempt {
@@ -338,14 +353,26 @@ void Allocator::Stop() {
   if (reaper_.joinable()) reaper_.join();
 }
 
-std::string Allocator::NewSessionId(int shard) {
+Status Allocator::NewSessionId(int shard, std::string* id) {
   // "s_" + the shard in two hex digits + 128 random bits: the shard tells
-  // GET and release where to look without asking every file.
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "s_%02x%016llx%016llx", shard,
-                static_cast<unsigned long long>(RandomWord()),
-                static_cast<unsigned long long>(RandomWord()));
-  return buf;
+  // GET and release where to look without asking every file. The bits are
+  // the kernel's: a session id is a bearer-like handle, and a seeded PRNG
+  // (mt19937_64 before #12) gives its later outputs away from a few ids.
+  unsigned char bits[16];
+  Status s = KernelRandomBytes(bits, sizeof(bits));
+  if (!s.ok()) return s;
+  static constexpr char kHex[] = "0123456789abcdef";
+  char buf[2 + 2 + 2 * sizeof(bits)];
+  buf[0] = 's';
+  buf[1] = '_';
+  buf[2] = kHex[(shard >> 4) & 0xf];
+  buf[3] = kHex[shard & 0xf];
+  for (size_t i = 0; i < sizeof(bits); ++i) {
+    buf[4 + 2 * i] = kHex[bits[i] >> 4];
+    buf[5 + 2 * i] = kHex[bits[i] & 0xf];
+  }
+  id->assign(buf, sizeof(buf));
+  return Status::Ok();
 }
 
 int Allocator::ShardOfSession(std::string_view id) const {
@@ -438,8 +465,15 @@ void Allocator::RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t first) {
     }
     if (quota < 0) quota = 0;
   }
+  std::string session_id;
+  if (Status s = NewSessionId(shard, &session_id); !s.ok()) {
+    // Never a weaker id instead: the claim fails as storage trouble (503).
+    stats_.claims_error.fetch_add(1, std::memory_order_relaxed);
+    attempt->done(Fail(Outcome::kError, "no session id: " + s.ToString() + "; retry"));
+    return;
+  }
   std::unique_ptr<store::WriteJob> job = std::make_unique<ClaimJob>(
-      this, std::move(attempt), first, last, NewSessionId(shard), quota);
+      this, std::move(attempt), first, last, std::move(session_id), quota);
   if (!shards_[shard]->writer->Submit(std::move(job))) {
     // Refused, so never run: the job answers for itself (overloaded).
     job->Done(Status::Busy("the claim queue of shard " + std::to_string(shard) +

@@ -13,6 +13,7 @@
 
 #include "allocator/types.h"
 #include "base/mutex.h"
+#include "store/status.h"
 #include "store/shard.h"
 #include "store/shard_map.h"
 
@@ -27,6 +28,12 @@ struct AllocatorOptions {
   int reaper_interval_ms = 100;           // how often expired leases are swept
   int reaper_batch_rows = 256;            // rows one sweep transaction frees at most
 };
+
+// Fills buf[0, n) with bytes from the kernel's CSPRNG, getrandom(2), going
+// on after a short read or EINTR. Returns Ok, or IOError naming the error if
+// the kernel has none (ENOSYS) or refuses; never falls back to a weaker
+// generator. Safe from any thread.
+store::Status KernelRandomBytes(void* buf, size_t n);
 
 // Counters, read from any thread (metrics, benches).
 struct AllocatorStats {
@@ -95,7 +102,10 @@ class Allocator {
   // Release or renew: one compare-and-swap job on the session's shard.
   void RunSessionCas(CasKind kind, const Caller& caller, std::string session_id, int64_t token,
                      int64_t lease_ms, SessionCallback done);
-  std::string NewSessionId(int shard);
+  // A new session id for `shard` into *id: "s_", the shard in two hex digits,
+  // 128 bits from KernelRandomBytes. Returns its error, and *id unset, if
+  // there are no random bytes to be had.
+  store::Status NewSessionId(int shard, std::string* id);
   // The shard that holds a session, from its id; -1 for an id we never made.
   int ShardOfSession(std::string_view session_id) const;
   void ReaperLoop();

@@ -117,7 +117,10 @@ WHERE id IN (SELECT id FROM containers
 // comes back (registration counts as a heartbeat). A new row starts at the
 // token floor (store/schema.cc, version 4): the highest generation of any row
 // deleted from this file, or from another shard's (?7), so an id deleted and
-// registered again never hands out a token it had before.
+// registered again never hands out a token it had before. A registration
+// also resets the report order (reported_ts_ms = 0): the next report is
+// taken whatever its ts_ms, so a container frozen by a far-future ts_ms
+// (taken before --max-clock-skew-ms bounded it) is freed by registering it.
 //   ?1 id ?2 region ?3 pool ?4 latency_ms ?5 data ?6 now_ms ?7 other shards' floor
 inline constexpr char kUpsertContainer[] = R"sql(
 INSERT INTO containers (id, region, pool, status, latency_ms, data, last_heartbeat_ms, generation)
@@ -127,6 +130,7 @@ ON CONFLICT (id) DO UPDATE SET
   latency_ms = excluded.latency_ms,
   data = excluded.data,
   last_heartbeat_ms = MAX(last_heartbeat_ms, excluded.last_heartbeat_ms),
+  reported_ts_ms = 0,
   region = CASE WHEN status = 'picked' THEN region ELSE excluded.region END,
   pool = CASE WHEN status = 'picked' THEN pool ELSE excluded.pool END,
   status = CASE WHEN status = 'dead' THEN 'available' ELSE status END

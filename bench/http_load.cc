@@ -70,10 +70,11 @@ struct Shared {
   uint64_t next_slot = 0;
   std::string first_error;
   // Heartbeats: ids cycle over the fleet so that a batch touches distinct
-  // rows (as a real fleet's reports would), and ts_ms only grows so that no
-  // report is dropped as older than one already taken.
+  // rows (as a real fleet's reports would), and ts_ms is the wall clock at
+  // send: it never goes back, so no report is dropped as older than one
+  // already taken (equal counts as current), and never runs ahead of the
+  // server's clock past --max-clock-skew-ms (a counter did, at 60,000 items).
   uint64_t next_heartbeat = 0;
-  int64_t ts_base_ms = 0;
   uint64_t requests = 0, accepted_items = 0, overloaded_requests = 0, overloaded_items = 0;
 };
 
@@ -154,11 +155,14 @@ class Conn : public std::enable_shared_from_this<Conn> {
     const Config& c = sh_->cfg;
     std::string body = "{\"heartbeats\":[";
     body.reserve(c.items * (c.id_prefix.size() + 64));
+    const std::string ts = std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count());
     for (int i = 0; i < c.items; ++i) {
       uint64_t n = sh_->next_heartbeat++;
       if (i) body += ',';
       body += "{\"container_id\":\"" + c.id_prefix + std::to_string(n % c.containers) +
-              "\",\"ts_ms\":" + std::to_string(sh_->ts_base_ms + static_cast<int64_t>(n)) +
+              "\",\"ts_ms\":" + ts +
               ",\"state\":\"ready\"}";
     }
     body += "]}";
@@ -340,9 +344,6 @@ int main(int argc, char** argv) {
   net::io_context io(1);
   Shared sh;
   sh.cfg = cfg;
-  sh.ts_base_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
   sh.start = Clock::now();
   sh.measure_from = sh.start + std::chrono::milliseconds(static_cast<int64_t>(cfg.warmup_s * 1000));
   sh.stop = sh.measure_from + std::chrono::milliseconds(static_cast<int64_t>(cfg.duration_s * 1000));

@@ -27,7 +27,35 @@ unsigned ConstantTimeDiff(const std::array<unsigned char, KeyStore::kMaxKeyBytes
   return diff;
 }
 
+bool IsRole(std::string_view word) {
+  return word == "admin" || word == "tenant" || word == "container";
+}
+
+bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+bool Principal::MayReport(std::string_view id) const {
+  if (role != Role::kContainer || report_ids.empty()) return true;
+  if (report_ids.back() == '*') {
+    std::string_view prefix(report_ids.data(), report_ids.size() - 1);
+    return id.substr(0, prefix.size()) == prefix;
+  }
+  return id == report_ids;
+}
+
+size_t KeyStore::unscoped_container_keys() const {
+  size_t n = 0;
+  for (const Entry& e : keys_) n += e.who.role == Role::kContainer && e.who.report_ids.empty();
+  return n;
+}
 
 store::Status KeyStore::Load(const std::string& path, KeyStore* out) {
   std::ifstream in(path, std::ios::binary);
@@ -38,6 +66,9 @@ store::Status KeyStore::Load(const std::string& path, KeyStore* out) {
 }
 
 store::Status KeyStore::Parse(std::string_view text, const std::string& name, KeyStore* out) {
+  // Editors on Windows save UTF-8 with a byte order mark; it is not a key's.
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  if (text.substr(0, kBom.size()) == kBom) text.remove_prefix(kBom.size());
   KeyStore result;
   int line_no = 0;
   size_t pos = 0;
@@ -51,9 +82,12 @@ store::Status KeyStore::Parse(std::string_view text, const std::string& name, Ke
     if (hash != std::string_view::npos) line = line.substr(0, hash);
     std::vector<std::string> w = Words(line);
     if (w.empty()) continue;
+    // No message below may quote a field: with its columns swapped or split
+    // oddly, any field of the line may be the key.
     std::string where = name + ":" + std::to_string(line_no) + ": ";
     if (w.size() < 2 || w.size() > 3) {
-      return store::Status::InvalidArgument(where + "expected 'key role [tenant]'");
+      return store::Status::InvalidArgument(where + std::to_string(w.size()) +
+                                            " fields; expected 'key role [tenant or ids]'");
     }
     Entry e;
     if (w[0].size() > kMaxKeyBytes) {
@@ -70,11 +104,27 @@ store::Status KeyStore::Parse(std::string_view text, const std::string& name, Ke
       }
     } else if (w[1] == "container") {
       e.who.role = Role::kContainer;
+    } else if (IsRole(w[0])) {
+      return store::Status::InvalidArgument(
+          where + "the first field is a role and the second is not: columns swapped? A line is "
+                  "'key role [tenant or ids]', roles admin, tenant, container");
     } else {
-      return store::Status::InvalidArgument(where + "role '" + w[1] +
-                                            "' is not one of admin, tenant, container");
+      return store::Status::InvalidArgument(
+          where + "the second field is not a role: one of admin, tenant, container");
     }
-    if (w.size() == 3) {
+    if (w.size() == 3 && e.who.role == Role::kContainer) {
+      const std::string& ids = w[2];
+      if (ids.size() > kMaxPatternBytes) {
+        return store::Status::InvalidArgument(where + "ids pattern longer than " +
+                                              std::to_string(kMaxPatternBytes) + " bytes");
+      }
+      if (ids.find('*') < ids.size() - 1) {
+        return store::Status::InvalidArgument(
+            where + "ids pattern has '*' before its end: give an exact id or a prefix ending in "
+                    "'*' ('key container weur-1*')");
+      }
+      e.who.report_ids = ids;
+    } else if (w.size() == 3) {
       if (w[2].size() > 256) {
         return store::Status::InvalidArgument(where + "tenant name longer than 256 characters");
       }
@@ -117,15 +167,17 @@ AuthVerdict Authorize(const KeyStore& keys, std::string_view authorization, Acce
                       Principal* who) {
   if (access == Access::kPublic) return AuthVerdict::kAllowed;
   if (!keys.configured()) {
-    *who = Principal{Role::kAdmin, "default"};
+    *who = Principal{};  // the admin of tenant "default", any id
     return AuthVerdict::kAllowed;
   }
-  constexpr std::string_view kBearer = "Bearer ";
-  if (authorization.size() <= kBearer.size() ||
-      authorization.substr(0, kBearer.size()) != kBearer) {
+  // RFC 9110 11.1: the scheme is case-insensitive; at least one space follows.
+  constexpr std::string_view kBearer = "bearer";
+  if (authorization.size() <= kBearer.size() + 1 ||
+      !EqualsIgnoreAsciiCase(authorization.substr(0, kBearer.size()), kBearer) ||
+      authorization[kBearer.size()] != ' ') {
     return AuthVerdict::kUnauthorized;
   }
-  std::string_view key = authorization.substr(kBearer.size());
+  std::string_view key = authorization.substr(kBearer.size() + 1);
   while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
   while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
   Principal p;

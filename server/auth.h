@@ -25,6 +25,13 @@ enum class Access {
 struct Principal {
   Role role = Role::kAdmin;
   std::string tenant = "default";
+  // Container keys only: the ids the key may report heartbeats for, an exact
+  // id or a prefix ending in '*'; empty for any id (an unscoped key).
+  std::string report_ids;
+
+  // True if this caller may send heartbeats naming container `id`: always
+  // for an admin or an unscoped container key; else if `id` fits report_ids.
+  bool MayReport(std::string_view id) const;
 };
 
 // A KeyStore holds the bearer keys of a keys file and says whose a key is.
@@ -37,17 +44,30 @@ class KeyStore {
   // An empty store: open mode (no keys configured).
   KeyStore() = default;
 
-  // Reads `path`: one `key role [tenant]` a line, roles admin|tenant|container,
-  // `#` comments and blank lines ignored; role tenant needs its tenant name.
-  // Returns InvalidArgument naming the file and line on a bad line, IOError if
-  // the file cannot be read. *out is set only on success.
+  // Longest ids pattern of a container key, in bytes.
+  static constexpr size_t kMaxPatternBytes = 1024;
+
+  // Reads `path` and parses it as Parse does; IOError if it cannot be read.
   static store::Status Load(const std::string& path, KeyStore* out);
-  // As Load, from text; `name` is used in messages.
+
+  // Parses the text of a keys file. A pure function of its arguments (no I/O,
+  // no globals), so it can be fuzzed. One key a line:
+  //   key admin [tenant]
+  //   key tenant TENANT
+  //   key container [IDS]   IDS: an exact container id, or a prefix ending
+  //                         in '*' ("weur-1*"); without it, any id
+  // `#` starts a comment; blank lines are ignored; a UTF-8 byte order mark at
+  // the very start is skipped. Returns Ok and sets *out; else InvalidArgument
+  // naming `name`, the line number and what is wrong, and *out is untouched.
+  // A message never holds any text of the file (a key could be anywhere in a
+  // malformed line, e.g. with its columns swapped).
   static store::Status Parse(std::string_view text, const std::string& name, KeyStore* out);
 
   // False in open mode.
   bool configured() const { return !keys_.empty(); }
   size_t size() const { return keys_.size(); }
+  // Container keys without an ids pattern: each may report any container.
+  size_t unscoped_container_keys() const;
 
   // Finds the key; true and *who set if known. Takes the same time whatever
   // the key and wherever it differs (every stored key is compared in full).
@@ -66,6 +86,8 @@ class KeyStore {
 enum class AuthVerdict { kAllowed, kUnauthorized, kForbidden };
 
 // Checks the Authorization header value (may be empty) against `access`.
+// The scheme `Bearer` is matched case-insensitively (RFC 9110 11.1), followed
+// by one or more spaces and the key.
 // In open mode every request is allowed as admin of tenant "default".
 // Sets *who when allowed.
 AuthVerdict Authorize(const KeyStore& keys, std::string_view authorization, Access access,

@@ -105,8 +105,8 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
       ->capture_default_str();
   serve
       ->add_option("--keys", s.keys_file,
-                   "bearer keys file, 'key role [tenant]' a line; without it only loopback is "
-                   "allowed")
+                   "bearer keys file, 'key role [tenant]' a line ('key container [ids]', ids an "
+                   "exact id or a prefix ending in '*'); without it only loopback is allowed")
       ->envname("EDGEALLOC_KEYS")
       ->check(CLI::ExistingFile);
   serve->add_option("--threads", s.threads, "HTTP io threads (default: the number of cores less one, at least 1)")
@@ -170,6 +170,13 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
                    "size of the candidate pool a claim picks from at random")
       ->envname("EDGEALLOC_CANDIDATES")
       ->check(InRange(1, 1000, "claim candidate pool size"))
+      ->capture_default_str();
+  serve
+      ->add_option("--max-clock-skew-ms", s.max_clock_skew_ms,
+                   "a heartbeat whose ts_ms is more than this ahead of the server's clock is "
+                   "refused (400 invalid_field)")
+      ->envname("EDGEALLOC_MAX_CLOCK_SKEW_MS")
+      ->check(InRange(0, kBig, "largest clock skew of a heartbeat's ts_ms in ms"))
       ->capture_default_str();
   serve->add_flag("--demo", s.demo, "register a small demo fleet and keep it alive")
       ->envname("EDGEALLOC_DEMO");

@@ -30,6 +30,7 @@ struct ServeConfig {
   int64_t max_sessions_per_tenant = 0;  // 0: unlimited
   int64_t max_body_bytes = 1 << 20;
   int candidates = 5;
+  int64_t max_clock_skew_ms = 60000;  // a heartbeat's ts_ms at most this far ahead
   bool demo = false;
 };
 

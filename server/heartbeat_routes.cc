@@ -26,8 +26,8 @@ const json* Optional(const json& obj, const char* key) {
   return it == obj.end() || it->is_null() ? nullptr : &*it;
 }
 
-bool ParseItem(const json& item, const std::string& at, int64_t accepted_ms, Heartbeat* out,
-               BodyError* error) {
+bool ParseItem(const json& item, const std::string& at, int64_t accepted_ms, int64_t max_ts_ms,
+               int64_t max_clock_skew_ms, Heartbeat* out, BodyError* error) {
   if (!item.is_object()) return FieldFail(error, at, "must be an object");
   const json* id = Optional(item, "container_id");
   if (!id) return FieldFail(error, at + ".container_id", "is required");
@@ -53,6 +53,12 @@ bool ParseItem(const json& item, const std::string& at, int64_t accepted_ms, Hea
       int64_t v = ts->get<int64_t>();
       if (v < 0) return FieldFail(error, at + ".ts_ms", range);
       out->ts_ms = v;
+    }
+    if (*out->ts_ms > max_ts_ms) {
+      return FieldFail(error, at + ".ts_ms",
+                       "is more than " + std::to_string(max_clock_skew_ms) +
+                           " ms ahead of the server's clock (--max-clock-skew-ms); check the "
+                           "container's clock");
     }
   }
 
@@ -85,7 +91,12 @@ bool ParseItem(const json& item, const std::string& at, int64_t accepted_ms, Hea
 }  // namespace
 
 bool ParseHeartbeats(std::string_view body, int64_t accepted_ms, std::vector<Heartbeat>* out,
-                     BodyError* error) {
+                     BodyError* error, int64_t max_clock_skew_ms) {
+  // Saturates rather than overflows for a skew near INT64_MAX.
+  const int64_t max_ts_ms =
+      max_clock_skew_ms > std::numeric_limits<int64_t>::max() - accepted_ms
+          ? std::numeric_limits<int64_t>::max()
+          : accepted_ms + max_clock_skew_ms;
   json j;
   if (!ParseJsonObject(body, &j, error)) return false;
   const json* list = Optional(j, "heartbeats");
@@ -100,16 +111,17 @@ bool ParseHeartbeats(std::string_view body, int64_t accepted_ms, std::vector<Hea
   out->clear();
   out->resize(list->size());
   for (size_t i = 0; i < list->size(); ++i) {
-    if (!ParseItem((*list)[i], "heartbeats[" + std::to_string(i) + "]", accepted_ms, &(*out)[i],
-                   error)) {
+    if (!ParseItem((*list)[i], "heartbeats[" + std::to_string(i) + "]", accepted_ms, max_ts_ms,
+                   max_clock_skew_ms, &(*out)[i], error)) {
       return false;
     }
   }
   return true;
 }
 
-HeartbeatApi::HeartbeatApi(batcher::Batcher* batcher, const std::atomic<bool>* ready)
-    : batcher_(batcher), ready_(ready) {}
+HeartbeatApi::HeartbeatApi(batcher::Batcher* batcher, const std::atomic<bool>* ready,
+                           int64_t max_clock_skew_ms)
+    : batcher_(batcher), ready_(ready), max_clock_skew_ms_(max_clock_skew_ms) {}
 
 void HeartbeatApi::AddRoutes(Router* router) {
   router->Add(http::verb::post, "/v1/heartbeats", Access::kContainer,
@@ -127,8 +139,18 @@ void HeartbeatApi::Post(RouteRequest req, Reply reply) {
   // for the whole request.
   std::vector<batcher::Heartbeat> items;
   BodyError error;
-  if (!ParseHeartbeats(req.http.body(), store::NowMs(), &items, &error)) {
+  if (!ParseHeartbeats(req.http.body(), store::NowMs(), &items, &error, max_clock_skew_ms_)) {
     return reply(ErrorResponse(400, error.code, error.message));
+  }
+  // A scoped container key reports its own containers only; one id outside
+  // refuses the whole request, so that nothing of it is taken.
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!req.who.MayReport(items[i].container_id)) {
+      return reply(ErrorResponse(403, "forbidden",
+                                 "heartbeats[" + std::to_string(i) +
+                                     "].container_id: this key may not report this container; "
+                                     "nothing of this request was taken"));
+    }
   }
   batcher::SubmitResult r = batcher_->Submit(std::move(items));
   switch (r.code) {

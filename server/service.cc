@@ -13,6 +13,20 @@ store::Status Service::Start() {
   if (!config_.keys_file.empty()) {
     store::Status s = KeyStore::Load(config_.keys_file, &keys_);
     if (!s.ok()) return s;
+    if (size_t n = keys_.unscoped_container_keys()) {
+      // Once, at start: such a key can report every container dead. The
+      // count, never the keys.
+      LogLine("edgealloc: warning: " + std::to_string(n) +
+              " container key(s) in the keys file may report any container id; give each the "
+              "ids it may report as a third field ('KEY container weur-1*')");
+    }
+  }
+  {
+    // Session ids are bearer-like handles drawn from getrandom(2): without
+    // it the server does not start, rather than hand out guessable ids.
+    unsigned char probe[16];
+    store::Status s = allocator::KernelRandomBytes(probe, sizeof(probe));
+    if (!s.ok()) return store::Status::IOError("refusing to start: " + s.ToString());
   }
 
   store::ShardMap map(config_.db, config_.shards);
@@ -73,7 +87,8 @@ store::Status Service::Start() {
   api_ = std::make_unique<Api>(allocator_.get(), registry_.get(), http_->executor(), api_options,
                                &ready_);
   api_->AddRoutes(router_.get());
-  heartbeat_api_ = std::make_unique<HeartbeatApi>(batcher_.get(), &ready_);
+  heartbeat_api_ =
+      std::make_unique<HeartbeatApi>(batcher_.get(), &ready_, config_.max_clock_skew_ms);
   heartbeat_api_->AddRoutes(router_.get());
   MetricsSources metrics;
   metrics.allocator = &allocator_->stats();

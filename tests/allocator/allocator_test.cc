@@ -6,6 +6,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -717,3 +718,104 @@ TEST_CASE("overload: a full write queue answers overloaded at once, exactly once
   CHECK(release_calls.load() == 1);
   CHECK(pool.Get(held.session.container_id).status == "picked");  // the refused release did nothing
 }
+
+namespace {
+
+// --- Session ids (#12) --------------------------------------------------------
+//
+// Whether the ids come from the kernel cannot be seen from outside; what can be
+// tested is the format, uniqueness, and that they are not the outputs of an
+// mt19937_64 (the generator they came from before #12): 312 consecutive
+// outputs of one give away its whole state and so every later output.
+
+uint64_t Temper64(uint64_t y) {
+  y ^= (y >> 29) & 0x5555555555555555ULL;
+  y ^= (y << 17) & 0x71D67FFFEDA60000ULL;
+  y ^= (y << 37) & 0xFFF7EEE000000000ULL;
+  y ^= (y >> 43);
+  return y;
+}
+
+uint64_t Untemper64(uint64_t y) {
+  y ^= (y >> 43);
+  y ^= (y << 37) & 0xFFF7EEE000000000ULL;
+  uint64_t x = y;
+  for (int i = 0; i < 4; ++i) x = y ^ ((x << 17) & 0x71D67FFFEDA60000ULL);
+  y = x;
+  for (int i = 0; i < 3; ++i) x = y ^ ((x >> 29) & 0x5555555555555555ULL);
+  return x;
+}
+
+// From 312 consecutive outputs of an mt19937_64, its next two outputs.
+std::pair<uint64_t, uint64_t> PredictMt64(const std::vector<uint64_t>& out) {
+  std::vector<uint64_t> x;
+  for (uint64_t o : out) x.push_back(Untemper64(o));
+  auto next = [&x](size_t k) {
+    constexpr uint64_t kUpper = 0xFFFFFFFF80000000ULL, kLower = 0x7FFFFFFFULL;
+    uint64_t y = (x[k] & kUpper) | (x[k + 1] & kLower);
+    return x[k + 156] ^ (y >> 1) ^ ((x[k + 1] & 1) ? 0xB5026F5AA96619E9ULL : 0);
+  };
+  x.push_back(next(0));
+  x.push_back(next(1));
+  return {Temper64(x[312]), Temper64(x[313])};
+}
+
+// The two 64-bit words of a session id's 128 random bits.
+std::pair<uint64_t, uint64_t> Words(const std::string& id) {
+  return {std::stoull(id.substr(4, 16), nullptr, 16), std::stoull(id.substr(20, 16), nullptr, 16)};
+}
+
+bool WellFormedSessionId(const std::string& id, const char* shard) {
+  if (id.size() != 36 || id.compare(0, 2, "s_") != 0 || id.compare(2, 2, shard) != 0) return false;
+  for (char c : id.substr(4)) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+TEST_CASE("claim: the mt19937_64 predictor of the session id test predicts an mt19937_64") {
+  // So that the next test passing means something.
+  std::mt19937_64 rng(12345);
+  rng.discard(1000);
+  std::vector<uint64_t> out;
+  for (int i = 0; i < 312; ++i) out.push_back(rng());
+  auto [a, b] = PredictMt64(out);
+  CHECK(a == rng());
+  CHECK(b == rng());
+}
+
+TEST_CASE("claim: session ids are s_, shard, 128 random bits, unique and not predictable") {
+  constexpr int kIds = 157;  // 156 ids = 312 words, then the one to predict
+  Pool pool;
+  std::vector<allocator::ContainerSpec> specs;
+  for (int i = 0; i < kIds; ++i) specs.push_back(Spec("sid-" + std::to_string(i), "weur"));
+  pool.Add(specs);
+  std::vector<std::string> ids;
+  std::set<std::string> unique;
+  for (int i = 0; i < kIds; ++i) {
+    SessionResult r = pool.Claim(Req("weur"));
+    REQUIRE(r.outcome == Outcome::kOk);
+    INFO(r.session.session_id);
+    CHECK(WellFormedSessionId(r.session.session_id, "00"));
+    ids.push_back(r.session.session_id);
+    unique.insert(r.session.session_id);
+  }
+  CHECK(unique.size() == ids.size());
+  // The two words of an id were drawn in an unspecified order (function
+  // arguments), so both orders are tried.
+  for (bool swap : {false, true}) {
+    std::vector<uint64_t> out;
+    for (int i = 0; i + 1 < kIds; ++i) {
+      auto [a, b] = Words(ids[i]);
+      if (swap) std::swap(a, b);
+      out.push_back(a);
+      out.push_back(b);
+    }
+    auto [p, q] = PredictMt64(out);
+    auto [a, b] = Words(ids.back());
+    INFO("swap " << swap);
+    CHECK_FALSE(((a == p && b == q) || (a == q && b == p)));
+  }
+}
+
+}  // namespace

@@ -568,6 +568,7 @@ class Harness {
       for (size_t i = 3; i < f.size(); ++i) {
         ++acks_register_;
         present_.insert(f[i]);
+        hb_reported_ts_.erase(f[i]);  // a registration resets the report order (#12)
       }
     } else if (op == "X") {
       ++acks_delete_;
@@ -582,6 +583,8 @@ class Harness {
       for (size_t i = 3; i + 1 < f.size(); i += 2) {
         int64_t& ts = hb_ts_[f[i]];
         ts = std::max<int64_t>(ts, std::stoll(f[i + 1]));
+        int64_t& reported = hb_reported_ts_[f[i]];
+        reported = std::max<int64_t>(reported, std::stoll(f[i + 1]));
       }
     }
   }
@@ -753,7 +756,16 @@ class Harness {
         Violation("heartbeat of a fleet container whose row is gone: " + id);
         continue;
       }
-      if (it->second->reported_ts < ts || it->second->last_hb < ts) {
+      if (it->second->last_hb < ts) {
+        Violation("durable heartbeat lost: " + id + " last_heartbeat_ms " +
+                  std::to_string(it->second->last_hb) + " < acked " + std::to_string(ts));
+      }
+    }
+    // A registration (acknowledged since, or in flight) resets reported_ts_ms.
+    for (const auto& [id, ts] : hb_reported_ts_) {
+      auto it = by_id.find(id);
+      if (it == by_id.end() || registering.count(id)) continue;
+      if (it->second->reported_ts < ts) {
         Violation("durable heartbeat lost: " + id + " reported_ts " +
                   std::to_string(it->second->reported_ts) + " < acked " + std::to_string(ts));
       }
@@ -793,6 +805,9 @@ class Harness {
     }
     for (const auto& [id, ts] : hb_ts_) {
       if (by_id.count(id)) hb_ts_[id] = std::max(ts, by_id[id]->reported_ts);
+    }
+    for (auto& [id, ts] : hb_reported_ts_) {
+      if (by_id.count(id)) ts = by_id[id]->reported_ts;
     }
     inflight_.clear();
   }
@@ -933,6 +948,9 @@ class Harness {
   std::map<std::string, int64_t> max_seen_;         // container -> largest generation on disk
   std::set<std::string> present_, drained_, deleted_once_;
   std::map<std::string, int64_t> hb_ts_;            // container -> newest durable heartbeat ts
+  // As hb_ts_, since the container's last registration, which resets its
+  // reported_ts_ms (#12); liveness (hb_ts_) only grows.
+  std::map<std::string, int64_t> hb_reported_ts_;
   std::vector<KeyRetry> key_retries_;
   std::set<std::string> reported_low_;  // id/token already reported below its token
   std::map<std::string, std::string> expect_new_or_replay_;  // tenant/key -> sid committed, or ""

@@ -399,6 +399,7 @@ class ApiModel(RuleBasedStateMachine):
                                                      s["data"])
                 continue
             c.data, c.latency = s["data"], s["latency_ms"]
+            c.reported_ts = 0                # a registration resets the report order (#12)
             if c.status != "picked":
                 c.region = s["region"]       # the holder's region never changes
             if c.status == "dead":

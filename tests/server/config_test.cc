@@ -47,6 +47,7 @@ TEST_CASE("config: serve without options takes the defaults of API.md") {
   CHECK(s.max_sessions_per_tenant == 0);
   CHECK(s.max_body_bytes == 1048576);
   CHECK(s.candidates == 5);
+  CHECK(s.max_clock_skew_ms == 60000);
   CHECK_FALSE(s.demo);
 }
 
@@ -138,7 +139,8 @@ TEST_CASE("config: --help lists every flag with its default and exits 0") {
        {"--db", "--listen", "--keys", "--threads", "--shards", "--sync", "--lease-ms",
         "--max-lease-ms", "--dead-after-ms", "--batch-max", "--batch-wait-ms", "--queue-capacity",
         "--mirror-refresh-ms", "--max-sessions-per-tenant", "--max-body-bytes", "--candidates",
-        "--demo", "EDGEALLOC_LISTEN", "1048576"}) {
+        "--demo", "EDGEALLOC_LISTEN", "1048576", "--max-clock-skew-ms",
+        "EDGEALLOC_MAX_CLOCK_SKEW_MS"}) {
     INFO(flag);
     CHECK(p.out.find(flag) != std::string::npos);
   }
@@ -170,6 +172,19 @@ TEST_CASE("config: loopback means localhost, 127.0.0.0/8 and ::1") {
   CHECK_FALSE(SplitHostPort("::1:80", &host, &port, &error));
   CHECK_FALSE(SplitHostPort("h:70000", &host, &port, &error));
   CHECK_FALSE(SplitHostPort(":80", &host, &port, &error));
+}
+
+TEST_CASE("config: --max-clock-skew-ms is taken from the flag or EDGEALLOC_MAX_CLOCK_SKEW_MS") {
+  CHECK(Parse({"serve", "--max-clock-skew-ms", "5000"}).cmd.serve.max_clock_skew_ms == 5000);
+  CHECK(Parse({"serve", "--max-clock-skew-ms", "0"}).cmd.serve.max_clock_skew_ms == 0);
+  setenv("EDGEALLOC_MAX_CLOCK_SKEW_MS", "7000", 1);
+  CHECK(Parse({"serve"}).cmd.serve.max_clock_skew_ms == 7000);
+  CHECK(Parse({"serve", "--max-clock-skew-ms", "9"}).cmd.serve.max_clock_skew_ms == 9);
+  unsetenv("EDGEALLOC_MAX_CLOCK_SKEW_MS");
+  Parsed p = Parse({"serve", "--max-clock-skew-ms", "-1"});
+  CHECK(p.cmd.kind == Command::Kind::kExit);
+  CHECK(p.cmd.exit_code == 2);
+  CHECK(p.err.find("clock skew") != std::string::npos);
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ TEST_CASE("heartbeats: a valid body is read whole with the server's accept time 
       R"({"heartbeats":[{"container_id":"c-1","ts_ms":1790000000000,"load":0.4,"state":"ready"},)"
       R"({"container_id":"c-2","state":"draining","extra":true},{"container_id":"c-3","state":"dead"},)"
       R"({"container_id":"c-4","ts_ms":null,"load":null,"state":null}]})",
-      777, &out, &error));
+      1790000000000, &out, &error));
   REQUIRE(out.size() == 4);
   CHECK(out[0].container_id == "c-1");
   CHECK(out[0].ts_ms == 1790000000000);
@@ -46,7 +46,7 @@ TEST_CASE("heartbeats: a valid body is read whole with the server's accept time 
   CHECK_FALSE(out[3].ts_ms.has_value());
   CHECK_FALSE(out[3].load.has_value());
   CHECK(out[3].state == Heartbeat::State::kNone);
-  for (const Heartbeat& h : out) CHECK(h.accepted_ms == 777);
+  for (const Heartbeat& h : out) CHECK(h.accepted_ms == 1790000000000);
 }
 
 TEST_CASE("heartbeats: an invalid item rejects the whole body and the message names its index") {
@@ -268,6 +268,115 @@ TEST_CASE("heartbeats: the demo fleet stays alive through the batcher alone") {
   }
   CHECK(available == 48);
   CHECK(dead == 0);
+}
+
+TEST_CASE("heartbeats: a scoped container key naming any id outside its pattern is 403 whole") {
+  LiveService t({}, "admin-key admin\n"
+                    "k9 container weur-1*\n"
+                    "k10 container eeur-7\n"
+                    "box-key container\n");
+  auto beats = [](std::initializer_list<const char*> ids) {
+    json items = json::array();
+    for (const char* id : ids) items.push_back({{"container_id", id}, {"state", "dead"}});
+    return json{{"heartbeats", items}}.dump();
+  };
+  CHECK(t.Client("k9").Post("/v1/heartbeats", beats({"weur-1", "weur-12", "weur-1x"})).status ==
+        202);
+  // One id out of the pattern refuses the whole request: nothing is queued.
+  HttpReply r = t.Client("k9").Post("/v1/heartbeats", beats({"weur-10", "weur-2", "weur-11"}));
+  CHECK(r.status == 403);
+  CHECK(r.ErrorCode() == "forbidden");
+  CHECK(json::parse(r.body)["error"]["message"].get<std::string>().rfind(
+            "heartbeats[1].container_id", 0) == 0);
+  CHECK(t.Client("k9").Post("/v1/heartbeats", beats({"eeur-1"})).status == 403);
+  CHECK(t.Client("k9").Post("/v1/heartbeats", beats({"weur-"})).status == 403);
+  // An exact id is that id only.
+  CHECK(t.Client("k10").Post("/v1/heartbeats", beats({"eeur-7"})).status == 202);
+  CHECK(t.Client("k10").Post("/v1/heartbeats", beats({"eeur-70"})).status == 403);
+  CHECK(t.Client("k10").Post("/v1/heartbeats", beats({"eeur-"})).status == 403);
+  // Unscoped container keys and admin keys report any id, as before.
+  CHECK(t.Client("box-key").Post("/v1/heartbeats", beats({"eeur-70", "x"})).status == 202);
+  CHECK(t.Client("admin-key").Post("/v1/heartbeats", beats({"eeur-70"})).status == 202);
+  CHECK(t.service->batcher()->stats().accepted.load() == 3 + 1 + 2 + 1);
+}
+
+TEST_CASE("heartbeats: a ts_ms more than the allowed clock skew ahead is 400 naming its index") {
+  LiveService t;
+  HttpClient c = t.Client();
+  RegisterFleet(c, "sk", 1);
+  const int64_t now = store::NowMs();
+  json items = json::array();
+  items.push_back({{"container_id", "sk-0"}, {"ts_ms", now}});
+  items.push_back({{"container_id", "sk-0"}, {"ts_ms", INT64_MAX}, {"state", "ready"}});
+  HttpReply r = c.Post("/v1/heartbeats", json{{"heartbeats", items}}.dump());
+  CHECK(r.status == 400);
+  CHECK(r.ErrorCode() == "invalid_field");
+  CHECK(json::parse(r.body)["error"]["message"].get<std::string>().rfind("heartbeats[1].ts_ms", 0) ==
+        0);
+  // The default skew is 60 s: 30 s ahead is a clock a little fast, taken.
+  items[1]["ts_ms"] = now + 30000;
+  CHECK(c.Post("/v1/heartbeats", json{{"heartbeats", items}}.dump()).status == 202);
+  items[1]["ts_ms"] = store::NowMs() + 120000;
+  CHECK(c.Post("/v1/heartbeats", json{{"heartbeats", items}}.dump()).status == 400);
+  CHECK(t.service->batcher()->stats().accepted.load() == 2);
+}
+
+TEST_CASE("heartbeats: a registration resets the report order, so a far-future ts_ms stops freezing") {
+  // A far-future ts_ms taken by an older binary (or sent straight to the
+  // batcher, as here) makes every later report "older". Registering the
+  // container again must clear it.
+  LiveService t([](ServeConfig* c) { c->batch_wait_ms = 5; });
+  HttpClient c = t.Client();
+  RegisterFleet(c, "fz", 1);
+  auto written = [&] { return t.service->batcher()->stats().written.load(); };
+  batcher::Heartbeat far;
+  far.container_id = "fz-0";
+  far.ts_ms = INT64_MAX;
+  far.state = Heartbeat::State::kReady;
+  far.accepted_ms = store::NowMs();
+  std::vector<Heartbeat> one{far};
+  REQUIRE(t.service->batcher()->Submit(std::move(one)).code ==
+          batcher::SubmitResult::Code::kAccepted);
+  REQUIRE(Eventually([&] { return written() >= 1; }));
+  auto drain = [&] {
+    json item = {{"container_id", "fz-0"}, {"ts_ms", store::NowMs()}, {"state", "draining"}};
+    REQUIRE(c.Post("/v1/heartbeats", json{{"heartbeats", {item}}}.dump()).status == 202);
+  };
+  auto status = [&] { return json::parse(c.Get("/v1/containers/fz-0").body)["status"]; };
+  drain();
+  REQUIRE(Eventually([&] { return written() >= 2; }));
+  CHECK(status() == "available");  // frozen: the draining report was "older"
+  RegisterFleet(c, "fz", 1);
+  drain();
+  CHECK(Eventually([&] { return status() == "draining"; }, std::chrono::seconds(3)));
+}
+
+TEST_CASE("heartbeats: ts_ms may be ahead of the accept time by the skew and not a millisecond more") {
+  std::vector<Heartbeat> out;
+  BodyError error;
+  const std::string at_limit = R"({"heartbeats":[{"container_id":"c","ts_ms":1500}]})";
+  CHECK(ParseHeartbeats(at_limit, 1000, &out, &error, 500));
+  CHECK_FALSE(ParseHeartbeats(at_limit, 999, &out, &error, 500));
+  CHECK(error.code == "invalid_field");
+  CHECK(error.message.rfind("heartbeats[0].ts_ms: is more than 500 ms ahead", 0) == 0);
+  // Skew 0: nothing ahead of the server's clock; a skew near INT64_MAX does
+  // not overflow.
+  CHECK_FALSE(ParseHeartbeats(at_limit, 1499, &out, &error, 0));
+  CHECK(ParseHeartbeats(R"({"heartbeats":[{"container_id":"c","ts_ms":9223372036854775807}]})", 5,
+                        &out, &error, INT64_MAX));
+  // The default is 60 s.
+  CHECK(ParseHeartbeats(R"({"heartbeats":[{"container_id":"c","ts_ms":60001}]})", 1, &out, &error));
+  CHECK_FALSE(
+      ParseHeartbeats(R"({"heartbeats":[{"container_id":"c","ts_ms":60002}]})", 1, &out, &error));
+}
+
+TEST_CASE("heartbeats: the server takes its clock skew bound from --max-clock-skew-ms") {
+  LiveService t([](ServeConfig* c) { c->max_clock_skew_ms = 3600000; });
+  HttpClient c = t.Client();
+  json item = {{"container_id", "x"}, {"ts_ms", store::NowMs() + 1800000}};
+  CHECK(c.Post("/v1/heartbeats", json{{"heartbeats", {item}}}.dump()).status == 202);
+  item["ts_ms"] = store::NowMs() + 7200000;
+  CHECK(c.Post("/v1/heartbeats", json{{"heartbeats", {item}}}.dump()).status == 400);
 }
 
 }  // namespace
