@@ -376,5 +376,6 @@ void HttpServer::Stop() {
 
 int HttpServer::open_connections() const { return impl_->connections.load(); }
 int HttpServer::in_flight() const { return impl_->in_flight.load(); }
+int64_t HttpServer::shed_connections() const { return 0; }
 
 }  // namespace server

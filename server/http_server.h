@@ -19,6 +19,8 @@ struct HttpServerOptions {
   uint16_t port = 0;  // 0: any free port; see HttpServer::port()
   int threads = 1;
   int64_t max_body_bytes = 1 << 20;
+  // Open connections at most; 0: from RLIMIT_NOFILE (see HttpServer).
+  int max_connections = 0;
 };
 
 // An HttpServer is an async HTTP/1.1 server in the shape of Beast's
@@ -69,6 +71,8 @@ class HttpServer {
 
   int open_connections() const;
   int in_flight() const;
+  // Idle connections closed so far to make room for new ones.
+  int64_t shed_connections() const;
 
   struct Impl;
 
