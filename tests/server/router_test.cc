@@ -27,7 +27,7 @@ TEST_CASE("router: an unknown path is 404 and a wrong method is 405 with Allow")
   CHECK(Route(router, Make(http::verb::get, "/v1/nowhere")).result_int() == 404);
   Response res = Route(router, Make(http::verb::put, "/v1/things/a"));
   CHECK(res.result_int() == 405);
-  CHECK(res[http::field::allow] == "GET, DELETE");
+  CHECK(res[http::field::allow] == "GET, HEAD, DELETE");
   CHECK(res.body().find("method_not_allowed") != std::string::npos);
 }
 
