@@ -523,12 +523,14 @@ SessionResult Allocator::GetSession(const Caller& caller, std::string_view sessi
     bool row = false;
     st = q->Step(&row);
     if (!st.ok() || !row) return st;
-    if (q->ColumnInt64(4) <= store::NowMs()) {
-      result = Fail(Outcome::kNotFound, "session " + id + " has expired");
-      return st;
-    }
+    // Tenant first: another tenant must not learn that a session existed
+    // and when it ended.
     if (!caller.admin && q->ColumnText(6) != caller.tenant) {
       result = Fail(Outcome::kForbidden, "session " + id + " belongs to another tenant");
+      return st;
+    }
+    if (q->ColumnInt64(4) <= store::NowMs()) {
+      result = Fail(Outcome::kNotFound, "session " + id + " has expired");
       return st;
     }
     result.outcome = Outcome::kOk;

@@ -20,7 +20,7 @@ elif (($#)); then
   exit 2
 fi
 
-packages=(g++ cmake make python3 libsqlite3-dev libboost1.81-dev nlohmann-json3-dev
+packages=(g++ cmake make python3 libsqlite3-dev libboost1.81-dev libboost-url1.81-dev nlohmann-json3-dev
           libconcurrentqueue-dev catch2 libcli11-dev)
 # The dashboard's browser test and promtool's check of /metrics need these.
 packages+=(chromium prometheus)

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <limits>
+#include <unordered_map>
 
 #include "server/http_types.h"
 
@@ -154,12 +155,19 @@ bool ParseRegistration(std::string_view body, std::vector<allocator::ContainerSp
   if (!it->is_array()) return FieldFail(error, "containers", "must be an array of containers");
   out->clear();
   out->reserve(it->size());
+  std::unordered_map<std::string, size_t> index_of_id;  // to refuse an id named twice
   for (size_t i = 0; i < it->size(); ++i) {
     std::string at = "containers[" + std::to_string(i) + "]";
     const json& c = (*it)[i];
     if (!c.is_object()) return FieldFail(error, at, "must be an object");
     allocator::ContainerSpec spec;
     if (!GetName(c, "id", at + ".id", true, &spec.id, error)) return false;
+    auto [first, fresh] = index_of_id.emplace(spec.id, i);
+    if (!fresh) {
+      return FieldFail(error, at + ".id",
+                       "names the same container as containers[" +
+                           std::to_string(first->second) + "].id; each id at most once");
+    }
     if (!GetName(c, "region", at + ".region", true, &spec.region, error)) return false;
     if (!GetName(c, "pool", at + ".pool", false, &spec.pool, error)) return false;
     if (!GetInt(c, "latency_ms", at + ".latency_ms", false, 0,

@@ -2,6 +2,7 @@
 #define EDGEALLOC_SERVER_ROUTER_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,7 +20,8 @@ struct RouteRequest {
   std::string query;                // after '?', raw
   Principal who;                    // set unless the route is Access::kPublic
 
-  // The decoded value of query parameter `name`; false if absent.
+  // The decoded value of query parameter `name` ('+' is a space); false if
+  // absent or if the query is malformed.
   bool QueryParam(std::string_view name, std::string* value) const;
 };
 
@@ -41,11 +43,19 @@ class Router {
   // (one whole segment each), e.g. "/v1/sessions/{id}/renew".
   void Add(http::verb method, std::string pattern, Access access, RouteHandler handler);
 
-  // Answers `req`: 404 not_found for an unknown path, 405 method_not_allowed
-  // with Allow for a known path, 401/403 per the route's Access, else the
-  // route's handler. Counted under the route's pattern (a 405 under the
-  // first pattern that matched the path), or "unmatched" for a 404.
+  // Answers `req`: 400 bad_request for a malformed target, 404 not_found for
+  // an unknown path, 405 method_not_allowed with Allow for a known path,
+  // 401/403 per the route's Access, else the route's handler. A HEAD is
+  // answered by the GET route of its path (the server drops the body).
+  // Counted under the route's pattern (a 405 under the first pattern that
+  // matched the path), or "unmatched" for a 400 or 404.
   void Handle(Request req, Reply reply) const;
+
+  // The refusal Handle would answer `header` with before running a handler
+  // (400, 404, 405, 401, 403), counted as Handle counts it; nullopt if the
+  // request may go on. For `Expect: 100-continue`: the client is told no
+  // before it sends its body. Safe from every io thread.
+  std::optional<Response> Precheck(const Request& header) const;
 
  private:
   struct Route {
@@ -58,15 +68,33 @@ class Router {
   // True if `path` fits the route; fills *params.
   static bool Match(const Route& route, const std::vector<std::string>& path,
                     std::vector<std::string>* params);
+  // Finds the route of `req` and checks its caller. Returns the refusal, or
+  // nullopt with *found, rr->params, rr->query and rr->who set. Sets
+  // *metrics_route either way.
+  std::optional<Response> Resolve(const Request& req, const Route** found, RouteRequest* rr,
+                                  int* metrics_route) const;
 
   const KeyStore* keys_;
   RequestMetrics* metrics_;
   std::vector<Route> routes_;
 };
 
-// Splits "/a/b%20c/" into {"a", "b c"}: percent-decoded, empty segments dropped.
+// A request target as routes see it.
+struct Target {
+  std::vector<std::string> segments;  // percent-decoded, empty ones dropped
+  std::string query;                  // after '?', still encoded
+};
+// Parses a request target in origin-form ("/a/b%20c?x=1") or absolute-form
+// ("http://host/a/b%20c?x=1", scheme http or https; routed by its path) with
+// Boost.URL. False with *error set if it is neither or is malformed (a bad
+// percent escape such as "%zz", a character that must be escaped).
+bool ParseTarget(std::string_view target, Target* out, std::string* error);
+
+// Splits a route pattern "/a/{id}/" into {"a", "{id}"}: empty segments
+// dropped, percent-decoded. Request targets go through ParseTarget.
 std::vector<std::string> SplitPath(std::string_view path);
-// Decodes %XX (and '+' as space when `plus_is_space`); a malformed % stays as is.
+// Decodes %XX (and '+' as space when `plus_is_space`); a malformed % stays as
+// is. Not used on request targets, which ParseTarget checks and decodes.
 std::string PercentDecode(std::string_view s, bool plus_is_space);
 
 }  // namespace server

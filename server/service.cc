@@ -79,6 +79,7 @@ store::Status Service::Start() {
   http_options.threads = config_.threads;
   http_options.max_body_bytes = config_.max_body_bytes;
   Router* router = router_.get();
+  http_options.precheck = [router](const Request& header) { return router->Precheck(header); };
   http_ = std::make_unique<HttpServer>(
       http_options, [router](Request req, Reply reply) { router->Handle(std::move(req), reply); });
   ApiOptions api_options;

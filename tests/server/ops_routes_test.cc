@@ -96,7 +96,7 @@ TEST_CASE("capacity: tenant and admin keys may read it and container keys are 40
   CHECK(t.Client().Get("/v1/capacity").status == 401);
   HttpReply r = t.Client().Post("/v1/capacity", "{}");
   CHECK(r.status == 405);
-  CHECK(r.Header("allow") == "GET");
+  CHECK(r.Header("allow") == "GET, HEAD");
 }
 
 TEST_CASE("dashboard: the embedded page is served as text/html without a key") {

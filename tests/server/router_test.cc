@@ -27,7 +27,7 @@ TEST_CASE("router: an unknown path is 404 and a wrong method is 405 with Allow")
   CHECK(Route(router, Make(http::verb::get, "/v1/nowhere")).result_int() == 404);
   Response res = Route(router, Make(http::verb::put, "/v1/things/a"));
   CHECK(res.result_int() == 405);
-  CHECK(res[http::field::allow] == "GET, DELETE");
+  CHECK(res[http::field::allow] == "GET, HEAD, DELETE");
   CHECK(res.body().find("method_not_allowed") != std::string::npos);
 }
 
@@ -77,6 +77,40 @@ TEST_CASE("router: percent-decoding leaves malformed escapes alone") {
   CHECK(PercentDecode("a%zz", false) == "a%zz");
   CHECK(PercentDecode("a+b", true) == "a b");
   CHECK(SplitPath("//a//b/") == std::vector<std::string>{"a", "b"});
+}
+
+TEST_CASE("router: ParseTarget takes origin- and absolute-form and refuses malformed escapes") {
+  Target t;
+  std::string error;
+  REQUIRE(ParseTarget("//v1/a%20b//c/?x=%41", &t, &error));
+  CHECK(t.segments == std::vector<std::string>{"v1", "a b", "c"});
+  CHECK(t.query == "x=%41");
+  REQUIRE(ParseTarget("http://host:1/v1/a%2Fb", &t, &error));
+  CHECK(t.segments == std::vector<std::string>{"v1", "a/b"});
+  for (const char* bad : {"/a%zz", "/a%2", "/a?b=%g0", "*", "v1/a", "ftp://h/a", "/a b", "/\xc3\xa9",
+                          ""}) {
+    INFO(bad);
+    CHECK_FALSE(ParseTarget(bad, &t, &error));
+    CHECK_FALSE(error.empty());
+  }
+}
+
+TEST_CASE("router: Precheck refuses what Handle would refuse, before any handler") {
+  KeyStore keys;
+  REQUIRE(KeyStore::Parse("t tenant acme\n", "k", &keys).ok());
+  Router router(&keys);
+  int calls = 0;
+  router.Add(http::verb::post, "/v1/things", Access::kTenant, [&calls](RouteRequest, Reply reply) {
+    ++calls;
+    reply(JsonResponse(200, "{}"));
+  });
+  Request req = Make(http::verb::post, "/v1/things");
+  CHECK(router.Precheck(req)->result_int() == 401);
+  req.set(http::field::authorization, "Bearer t");
+  CHECK_FALSE(router.Precheck(req).has_value());
+  CHECK(router.Precheck(Make(http::verb::post, "/v1/%zz"))->result_int() == 400);
+  CHECK(router.Precheck(Make(http::verb::get, "/v1/things"))->result_int() == 405);
+  CHECK(calls == 0);
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "server/service.h"
 #include "tests/support/http_client.h"
@@ -209,6 +211,118 @@ TEST_CASE("routes: keys decide who may do what, and a tenant sees only its own s
   CHECK(bolt.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token)).status == 403);
   CHECK(admin.Get("/v1/sessions/" + id).status == 200);
   CHECK(acme.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token)).status == 204);
+}
+
+TEST_CASE("routes: another tenant asking about an expired session gets 403, not has expired") {
+  TestService t("adm admin\nacme-key tenant acme\nbolt-key tenant bolt\n");
+  HttpClient admin = t.Client("adm");
+  HttpClient acme = t.Client("acme-key");
+  HttpClient bolt = t.Client("bolt-key");
+  REQUIRE(admin.Post("/v1/containers", kFleet).status == 200);
+  HttpReply r = acme.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","lease_ms":1})");
+  REQUIRE(r.status == 201);
+  std::string id = Json(r)["session_id"];
+  int64_t token = Json(r)["token"];
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  r = bolt.Get("/v1/sessions/" + id);
+  CHECK(r.status == 403);
+  CHECK(r.body.find("expired") == std::string::npos);
+  r = bolt.Post("/v1/sessions/" + id + "/renew", json{{"token", token}}.dump());
+  CHECK(r.status == 403);
+  CHECK(r.body.find("expired") == std::string::npos);
+  r = bolt.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token));
+  CHECK(r.status == 403);
+  // Its own tenant still learns that it expired.
+  CHECK(acme.Get("/v1/sessions/" + id).status == 404);
+}
+
+TEST_CASE("routes: a registration naming one id twice is 400 invalid_field naming the index") {
+  TestService t;
+  HttpClient c = t.Client();
+  HttpReply r = c.Post("/v1/containers",
+                       R"({"containers":[{"id":"d-1","region":"weur"},{"id":"d-2","region":"weur"},)"
+                       R"({"id":"d-1","region":"eeur"}]})");
+  CHECK(r.status == 400);
+  CHECK(r.ErrorCode() == "invalid_field");
+  CHECK(r.body.find("containers[2].id") != std::string::npos);
+  CHECK(c.Get("/v1/containers/d-2").status == 404);  // nothing of it taken
+}
+
+TEST_CASE("routes: HEAD answers every GET route with its headers and no body") {
+  TestService t;
+  HttpClient c = t.Client();
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  HttpReply r = c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+  REQUIRE(r.status == 201);
+  std::string id = Json(r)["session_id"];
+  for (const std::string& target :
+       std::vector<std::string>{"/healthz", "/readyz", "/v1/sessions/" + id, "/v1/containers/w-1",
+                                "/v1/capacity", "/metrics", "/dashboard"}) {
+    INFO(target);
+    HttpReply get = c.Get(target);
+    REQUIRE(get.status == 200);
+    // The HEAD, then a GET on the same connection: the GET's answer must
+    // follow the HEAD's headers at once (a body after a HEAD would be read
+    // as the next response).
+    std::string wire = c.RawTranscript("HEAD " + target + " HTTP/1.1\r\nHost: x\r\n\r\n"
+                                       "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    CHECK(wire.rfind("HTTP/1.1 200 ", 0) == 0);
+    size_t end = wire.find("\r\n\r\n");
+    REQUIRE(end != std::string::npos);
+    CHECK(wire.compare(end + 4, 13, "HTTP/1.1 200 ") == 0);
+    CHECK(wire.find("Content-Type: " + get.Header("content-type")) < end);
+  }
+  // A HEAD on a path with no GET is still 405, and GET routes allow HEAD.
+  std::string wire = c.RawTranscript("HEAD /v1/sessions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(wire.rfind("HTTP/1.1 405 ", 0) == 0);
+  r = c.Request("PUT", "/healthz");
+  CHECK(r.status == 405);
+  CHECK(r.Header("allow") == "GET, HEAD");
+}
+
+TEST_CASE("routes: an absolute-form target routes by its path") {
+  TestService t;
+  HttpClient c = t.Client();
+  HttpReply r = c.Raw("GET http://127.0.0.1/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  CHECK(r.status == 200);
+  r = c.Raw("GET http://example.com:8080/v1/containers/nope?x=1 HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(r.status == 404);
+  CHECK(r.ErrorCode() == "not_found");
+}
+
+TEST_CASE("routes: a malformed target is 400 bad_request") {
+  TestService t;
+  HttpClient c = t.Client();
+  for (std::string target : {"/v1/sessions/%zz", "/v1/sessions/a%2", "/v1/sessions/x?token=%g1",
+                             "*", "healthz"}) {
+    INFO(target);
+    HttpReply r = c.Raw("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(r.status == 400);
+    CHECK(r.ErrorCode() == "bad_request");
+  }
+  // Well-formed escapes still decode: %2F stays inside its segment.
+  HttpReply r = c.Get("/v1/containers/a%2Fb");
+  CHECK(r.status == 404);
+  CHECK(r.body.find("a/b") != std::string::npos);
+}
+
+TEST_CASE("routes: Expect 100-continue is not answered before the key is checked") {
+  TestService t("adm admin\nacme-key tenant acme\n");
+  HttpClient c = t.Client();
+  // The body is not sent: a client waiting for 100 Continue must get the 401.
+  std::string wire = c.RawTranscript(
+      "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\n"
+      "Expect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n",
+      std::chrono::milliseconds(1500));
+  CHECK(wire.rfind("HTTP/1.1 401 ", 0) == 0);
+  CHECK(wire.find("100 Continue") == std::string::npos);
+  // A good key gets its 100 Continue, then the answer to the body.
+  wire = c.RawTranscript(
+      "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer acme-key\r\n"
+      "Expect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+      std::chrono::milliseconds(1500));
+  CHECK(wire.rfind("HTTP/1.1 100 Continue", 0) == 0);
+  CHECK(wire.find("HTTP/1.1 400 ") != std::string::npos);  // region is required
 }
 
 TEST_CASE("routes: a 2 MiB body is 413 and the service goes on") {

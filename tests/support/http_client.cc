@@ -115,4 +115,21 @@ HttpReply HttpClient::Raw(const std::string& bytes) {
   return reply;
 }
 
+std::string HttpClient::RawTranscript(const std::string& bytes, std::chrono::milliseconds wait) {
+  impl_->Close();
+  beast::tcp_stream& stream = impl_->Connect();
+  net::write(stream.socket(), net::buffer(bytes));
+  std::string out;
+  char chunk[4096];
+  stream.expires_after(wait);
+  for (;;) {
+    beast::error_code ec;
+    size_t n = stream.read_some(net::buffer(chunk), ec);
+    out.append(chunk, n);
+    if (ec) break;  // closed by the server, reset, or `wait` passed
+  }
+  impl_->Close();
+  return out;
+}
+
 }  // namespace testing

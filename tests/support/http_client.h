@@ -1,6 +1,7 @@
 #ifndef EDGEALLOC_TESTS_SUPPORT_HTTP_CLIENT_H_
 #define EDGEALLOC_TESTS_SUPPORT_HTTP_CLIENT_H_
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -38,6 +39,12 @@ class HttpClient {
 
   // Writes `bytes` as they are on a fresh connection and reads one response.
   HttpReply Raw(const std::string& bytes);
+
+  // Writes `bytes` on a fresh connection and returns every byte the server
+  // sends until it closes the connection or `wait` passes: to count the
+  // responses to one write, or to read a HEAD response.
+  std::string RawTranscript(const std::string& bytes,
+                            std::chrono::milliseconds wait = std::chrono::seconds(2));
 
  private:
   struct Impl;
