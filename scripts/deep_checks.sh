@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The deep checks of issue #12, one after another, each a step that passes or
 # fails; the last line says `N passed, M failed` and the exit status is 1 if
-# any failed. About 20 minutes on 2 cores (docs/fuzzing.md has the timings).
+# any failed. Timings on 2 shared cores are in docs/fuzzing.md.
 #
 #   1. build-fuzz/ (clang-14, ASan + UBSan, UB aborts, libFuzzer coverage):
 #      every fuzz target and every test binary, one tree for both;
