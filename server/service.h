@@ -69,6 +69,14 @@ class Service {
   kvmirror::Mirror* mirror() { return mirror_.get(); }
   bool ready() const { return ready_.load(); }
 
+  // Answers one request as the HTTP server does once it has read it (routes,
+  // auth, handlers), without a socket: `reply` is called once, on this thread
+  // or later from an io or writer thread. The fuzzer (fuzz/http_fuzz.cc) feeds
+  // requests through here; such requests are not counted by Stop's WaitIdle,
+  // so the caller waits for its replies before calling Stop.
+  // REQUIRES: Start returned Ok and Stop has not been called.
+  void Handle(Request req, Reply reply) { router_->Handle(std::move(req), std::move(reply)); }
+
  private:
   ServeConfig config_;
   std::atomic<bool> ready_{false};

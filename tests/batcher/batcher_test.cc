@@ -414,6 +414,7 @@ TEST_CASE("batcher: under concurrent overload every accepted item is written and
   b.Start();
 
   std::vector<std::vector<bool>> taken(kThreads, std::vector<bool>(kRequests));
+  std::atomic<int> stopping{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
@@ -424,7 +425,8 @@ TEST_CASE("batcher: under concurrent overload every accepted item is written and
                         std::to_string(i));
         }
         SubmitResult result = b.Submit(Beats(ids));
-        REQUIRE(result.code != SubmitResult::Code::kStopping);
+        // Checked on the main thread: Catch2 v2 assertions are not thread-safe.
+        if (result.code == SubmitResult::Code::kStopping) stopping.fetch_add(1);
         taken[t][r] = result.accepted();
         // A little room between requests, so that some fit and some do not.
         std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -432,6 +434,7 @@ TEST_CASE("batcher: under concurrent overload every accepted item is written and
     });
   }
   for (auto& thread : threads) thread.join();
+  REQUIRE(stopping.load() == 0);
   b.Stop();
 
   uint64_t accepted = 0;
@@ -463,13 +466,17 @@ TEST_CASE("batcher: Stop() writes everything accepted before it returns and then
   options.batch_wait_ms = 60000;  // nothing leaves on its own: Stop must flush
   Batcher b(pool.ptrs(), pool.map(), options);
   b.Start();
+  std::atomic<int> refused{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back([&] {
-      for (int round = 0; round < 10; ++round) REQUIRE(b.Submit(Beats(Ids("c-", 500))).accepted());
+      for (int round = 0; round < 10; ++round) {
+        if (!b.Submit(Beats(Ids("c-", 500))).accepted()) refused.fetch_add(1);
+      }
     });
   }
   for (auto& thread : threads) thread.join();
+  REQUIRE(refused.load() == 0);  // counted by the threads: Catch2 v2 is not thread-safe
   const int64_t last_accept = store::NowMs();
   const auto t0 = std::chrono::steady_clock::now();
   b.Stop();

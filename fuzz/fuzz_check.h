@@ -1,0 +1,29 @@
+#ifndef EDGEALLOC_FUZZ_FUZZ_CHECK_H_
+#define EDGEALLOC_FUZZ_FUZZ_CHECK_H_
+
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "server/json_io.h"
+
+// FUZZ_CHECK(cond, what): a broken contract found by a fuzzer. Unlike assert
+// it stays in every build type; it prints and aborts, which libFuzzer reports
+// as a crash and saves the input.
+#define FUZZ_CHECK(cond, what)                                              \
+  do {                                                                      \
+    if (!(cond)) {                                                          \
+      std::fprintf(stderr, "FUZZ_CHECK failed at %s:%d: %s (%s)\n", __FILE__, \
+                   __LINE__, #cond, what);                                  \
+      std::abort();                                                         \
+    }                                                                       \
+  } while (0)
+
+// A refused body says why as json_io.h promises: one of its two codes and a
+// message.
+inline void CheckBodyError(const server::BodyError& error) {
+  FUZZ_CHECK(error.code == "invalid_json" || error.code == "invalid_field", error.code.c_str());
+  FUZZ_CHECK(!error.message.empty(), "empty message");
+}
+
+#endif  // EDGEALLOC_FUZZ_FUZZ_CHECK_H_

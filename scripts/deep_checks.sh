@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The deep checks of issue #12, one after another, each a step that passes or
+# fails; the last line says `N passed, M failed` and the exit status is 1 if
+# any failed. Timings on 2 shared cores are in docs/fuzzing.md.
+#
+#   1. build-fuzz/ (clang-14, ASan + UBSan, UB aborts, libFuzzer coverage):
+#      every fuzz target and every test binary, one tree for both;
+#   2. each fuzz target for FUZZ_SECONDS (20) on its seed corpus;
+#   3. ctest over all tests in that tree: the C++ test binaries and the
+#      python and browser tests, which run the sanitized `edgealloc`;
+#   4. build-tsan/ (clang-14, ThreadSanitizer): the writer, batcher, mirror
+#      and server tests under ctest.
+#
+# A sanitizer report anywhere fails its step, also one from a server a python
+# test started and killed: reports go to files (log_path), which are checked
+# after ctest, not only to the stderr a test may ignore.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+fuzz_seconds=${FUZZ_SECONDS:-20}
+fuzz_targets=(claim renew registration heartbeats keys http)
+test_binaries=(edgealloc allocator_test batcher_test stats_test batcher_sql_test crash_test
+               fault_injection_test snapshot_test mirror_test server_test server_ops_test
+               store_test)
+tsan_binaries=(store_test batcher_test stats_test batcher_sql_test mirror_test snapshot_test
+               server_test server_ops_test)
+# Test names (ctest -R) for ThreadSanitizer: the store writer, the batcher,
+# the mirror and the whole server (server/ prefix), but not the two python
+# server tests, which the ASan tree runs already.
+tsan_tests='^(writer:|batcher|stats:|mirror:|snapshot:|server/)'
+tsan_exclude='^server/(api_model|promtool_check_metrics)$'
+
+passed=0
+failed=0
+failures=()
+step() {
+  local name=$1
+  shift
+  local start=$SECONDS
+  echo "=== $name"
+  if "$@"; then
+    passed=$((passed + 1))
+    echo "=== $name: ok ($((SECONDS - start)) s)"
+  else
+    failed=$((failed + 1))
+    failures+=("$name")
+    echo "=== $name: FAILED ($((SECONDS - start)) s)"
+  fi
+}
+
+# No file in DIR: no sanitizer report was written there.
+no_reports() {
+  local dir=$1
+  if compgen -G "$dir/*" >/dev/null; then
+    echo "sanitizer reports in $dir:" >&2
+    for f in "$dir"/*; do
+      echo "--- $f" >&2
+      head -40 "$f" >&2
+    done
+    return 1
+  fi
+}
+
+deps() { scripts/setup.sh --deps-only clang-14 libfuzzer-14-dev; }
+
+asan_build() {
+  cmake -S . -B build-fuzz -DEDGEALLOC_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" >/dev/null &&
+    nice cmake --build build-fuzz -j2 --target "${fuzz_targets[@]/#/fuzz_}" "${test_binaries[@]}"
+}
+
+asan_ctest() {
+  local logs=$PWD/build-fuzz/sanitizer-logs
+  rm -rf "$logs" && mkdir -p "$logs"
+  ASAN_OPTIONS=detect_leaks=1:log_path=$logs/asan \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$logs/ubsan \
+    ctest --test-dir build-fuzz --output-on-failure -j2 --timeout 600
+  local status=$?
+  no_reports "$logs" && return $status
+}
+
+tsan_build() {
+  cmake -S . -B build-tsan -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null &&
+    nice cmake --build build-tsan -j2 --target "${tsan_binaries[@]}"
+}
+
+tsan_ctest() {
+  local logs=$PWD/build-tsan/sanitizer-logs
+  rm -rf "$logs" && mkdir -p "$logs"
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:log_path=$logs/tsan \
+    ctest --test-dir build-tsan --output-on-failure -j2 --timeout 600 \
+    -R "$tsan_tests" -E "$tsan_exclude"
+  local status=$?
+  no_reports "$logs" && return $status
+}
+
+start=$SECONDS
+step "deps (clang-14, libfuzzer-14-dev)" deps
+step "asan+ubsan build (build-fuzz/)" asan_build
+for t in "${fuzz_targets[@]}"; do
+  step "fuzz $t ${fuzz_seconds}s" scripts/fuzz.sh "$t" "$fuzz_seconds"
+done
+step "asan+ubsan ctest (all tests)" asan_ctest
+step "tsan build (build-tsan/)" tsan_build
+step "tsan ctest (writer, batcher, mirror, server)" tsan_ctest
+
+echo "deep checks took $((SECONDS - start)) s"
+((failed)) && echo "failed: ${failures[*]}"
+echo "$passed passed, $failed failed"
+((failed == 0))
