@@ -22,6 +22,7 @@
 //      every violation). The "defect:" cases are issue #11's failing-first
 //      tests and fail until the product is fixed.
 
+#include "tests/support/fn_job.h"
 #include "tests/support/fault_vfs.h"
 
 #include <sqlite3.h>
@@ -141,23 +142,7 @@ std::unique_ptr<Db> Reopen(const std::string& path, Findings* f) {
   return db;
 }
 
-// A job of functions, for the store::Writer workloads.
-class FnJob : public store::WriteJob {
- public:
-  FnJob(std::function<Status(Db*)> apply, std::function<void(Status)> done, bool solo = false,
-        bool savepoint = true)
-      : apply_(std::move(apply)), done_(std::move(done)), solo_(solo), savepoint_(savepoint) {}
-  Status Apply(Db* db) override { return apply_(db); }
-  void Done(Status status) override { done_(std::move(status)); }
-  bool solo() const override { return solo_; }
-  bool needs_savepoint() const override { return savepoint_; }
-
- private:
-  std::function<Status(Db*)> apply_;
-  std::function<void(Status)> done_;
-  bool solo_;
-  bool savepoint_;
-};
+using testing::FnJob;
 
 // Holds a Writer's thread in a job until the returned function is called, so
 // that everything submitted meanwhile is committed as one group: op counts

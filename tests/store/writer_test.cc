@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "store/schema.h"
+#include "tests/support/fn_job.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -23,23 +24,7 @@ using store::WriteJob;
 using store::Writer;
 using store::WriterOptions;
 
-// A job made of two functions, for tests.
-class FnJob : public WriteJob {
- public:
-  FnJob(std::function<Status(Db*)> apply, std::function<void(Status)> done, bool solo = false,
-        bool savepoint = true)
-      : apply_(std::move(apply)), done_(std::move(done)), solo_(solo), savepoint_(savepoint) {}
-  Status Apply(Db* db) override { return apply_(db); }
-  void Done(Status status) override { done_(std::move(status)); }
-  bool solo() const override { return solo_; }
-  bool needs_savepoint() const override { return savepoint_; }
-
- private:
-  std::function<Status(Db*)> apply_;
-  std::function<void(Status)> done_;
-  bool solo_;
-  bool savepoint_;
-};
+using testing::FnJob;
 
 Status Insert(Db* db, const std::string& v) {
   return db->Exec("INSERT INTO t (v) VALUES ('" + v + "')");
