@@ -2,7 +2,6 @@
 
 #include <cassert>
 #include <chrono>
-#include <cstdio>
 #include <cerrno>
 #include <cstring>
 
@@ -20,7 +19,6 @@ using store::StatementRef;
 // Sweeps one reaper call runs a shard for at most, so that a backlog of
 // expired leases is freed in several short transactions, not one long one.
 constexpr int kMaxSweepsPerReap = 8;
-
 
 Outcome OutcomeOfStorage(const Status& s) {
   return s.IsBusy() ? Outcome::kOverloaded : Outcome::kError;
@@ -420,9 +418,7 @@ void Allocator::Claim(ClaimRequest req, SessionCallback done) {
       if (!s.ok()) {
         // Not knowing whether the key has a session is no licence to make a
         // second one: storage trouble is answered as such.
-        stats_.claims_error.fetch_add(1, std::memory_order_relaxed);
-        attempt->done(Fail(OutcomeOfStorage(s), s.ToString()));
-        return;
+        return FailClaim(*attempt, OutcomeOfStorage(s), s.ToString());
       }
       if (found.outcome == Outcome::kReplayed) {
         stats_.claims_replayed.fetch_add(1, std::memory_order_relaxed);
@@ -432,6 +428,11 @@ void Allocator::Claim(ClaimRequest req, SessionCallback done) {
     }
   }
   RunClaim(std::move(attempt), 0);
+}
+
+void Allocator::FailClaim(ClaimAttempt& attempt, Outcome outcome, std::string message) {
+  stats_.claims_error.fetch_add(1, std::memory_order_relaxed);
+  attempt.done(Fail(outcome, std::move(message)));
 }
 
 void Allocator::RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t first) {
@@ -458,9 +459,7 @@ void Allocator::RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t first) {
       });
       if (!s.ok()) {
         // An unread share would let the tenant past its quota.
-        stats_.claims_error.fetch_add(1, std::memory_order_relaxed);
-        attempt->done(Fail(OutcomeOfStorage(s), s.ToString()));
-        return;
+        return FailClaim(*attempt, OutcomeOfStorage(s), s.ToString());
       }
     }
     if (quota < 0) quota = 0;
@@ -468,9 +467,7 @@ void Allocator::RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t first) {
   std::string session_id;
   if (Status s = NewSessionId(shard, &session_id); !s.ok()) {
     // Never a weaker id instead: the claim fails as storage trouble (503).
-    stats_.claims_error.fetch_add(1, std::memory_order_relaxed);
-    attempt->done(Fail(Outcome::kError, "no session id: " + s.ToString() + "; retry"));
-    return;
+    return FailClaim(*attempt, Outcome::kError, "no session id: " + s.ToString() + "; retry");
   }
   std::unique_ptr<store::WriteJob> job = std::make_unique<ClaimJob>(
       this, std::move(attempt), first, last, std::move(session_id), quota);
@@ -590,7 +587,9 @@ void Allocator::ReaperLoop() {
   for (;;) {
     {
       base::MutexLock lock(&reaper_mu_);
-      if (!reaper_stop_) reaper_cv_.WaitFor(&reaper_mu_, std::chrono::milliseconds(options_.reaper_interval_ms));
+      if (!reaper_stop_) {
+        reaper_cv_.WaitFor(&reaper_mu_, std::chrono::milliseconds(options_.reaper_interval_ms));
+      }
       if (reaper_stop_) return;
     }
     ReapExpiredLeases();

@@ -98,6 +98,9 @@ class Allocator {
   class ClaimJob;
   class SessionCasJob;
   void RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t region_index);
+  // Answers a claim that failed before its job ran (storage trouble while
+  // reading other shards, no random bytes), counting it an error.
+  void FailClaim(ClaimAttempt& attempt, Outcome outcome, std::string message);
   enum class CasKind { kRelease, kRenew };
   // Release or renew: one compare-and-swap job on the session's shard.
   void RunSessionCas(CasKind kind, const Caller& caller, std::string session_id, int64_t token,

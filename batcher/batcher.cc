@@ -381,31 +381,39 @@ store::Status Batcher::ShardOfId(const std::string& id, int* shard) {
   return store::Status::Ok();
 }
 
+namespace {
+
+// Where the run of items with items[i]'s accepted_ms ends: a request's items
+// share one, so a batch has few runs and the lane's map is touched a few
+// times, not once an item.
+size_t AcceptedRunEnd(const Heartbeat* items, size_t n, size_t i) {
+  size_t j = i + 1;
+  while (j < n && items[j].accepted_ms == items[i].accepted_ms) ++j;
+  return j;
+}
+
+}  // namespace
+
 void Batcher::MarkQueued(Lane* lane, Heartbeat* items, size_t n) {
   base::MutexLock lock(&lane->queued_mu);
   // Taken under the lock the reaper reads the watermark under: an item is
   // either in the set when the reaper looks, or stamped after it looked.
   const int64_t now = store::NowMs();
-  int64_t last = -1;
-  int64_t run = 0;
-  for (size_t i = 0; i < n; ++i) {
-    items[i].accepted_ms = std::max(items[i].accepted_ms, now);
-    if (items[i].accepted_ms != last && run > 0) {
-      lane->queued_by_accepted_ms[last] += run;
-      run = 0;
-    }
-    last = items[i].accepted_ms;
-    ++run;
+  for (size_t i = 0; i < n; ++i) items[i].accepted_ms = std::max(items[i].accepted_ms, now);
+  for (size_t i = 0, end; i < n; i = end) {
+    end = AcceptedRunEnd(items, n, i);
+    lane->queued_by_accepted_ms[items[i].accepted_ms] += static_cast<int64_t>(end - i);
   }
-  if (run > 0) lane->queued_by_accepted_ms[last] += run;
 }
 
 void Batcher::MarkWritten(Lane* lane, const Heartbeat* items, size_t n) {
   base::MutexLock lock(&lane->queued_mu);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0, end; i < n; i = end) {
+    end = AcceptedRunEnd(items, n, i);
     auto it = lane->queued_by_accepted_ms.find(items[i].accepted_ms);
     if (it == lane->queued_by_accepted_ms.end()) continue;
-    if (--it->second == 0) lane->queued_by_accepted_ms.erase(it);
+    it->second -= static_cast<int64_t>(end - i);
+    if (it->second <= 0) lane->queued_by_accepted_ms.erase(it);
   }
 }
 

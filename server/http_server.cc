@@ -1,3 +1,4 @@
+#include "base/mutex.h"
 #include "server/http_server.h"
 
 #include <boost/asio/dispatch.hpp>
@@ -15,7 +16,6 @@
 #include <atomic>
 #include <cerrno>
 #include <list>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -52,8 +52,8 @@ struct HttpServer::Impl {
   // Connections waiting for a request, longest waiting first. A Connection
   // enters on its strand when it starts reading a request and leaves when
   // the header is read, when it dies, or when shed (any strand).
-  std::mutex idle_mu;
-  std::list<std::weak_ptr<Connection>> idle;  // GUARDED_BY(idle_mu)
+  base::Mutex idle_mu;
+  std::list<std::weak_ptr<Connection>> idle GUARDED_BY(idle_mu);
   // Accept errors not yet logged; the acceptor's strand only.
   int64_t accept_errors_unlogged = 0;
   std::optional<std::chrono::steady_clock::time_point> accept_error_logged_at;
@@ -126,7 +126,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   ~Connection() {
     {
-      std::lock_guard<std::mutex> lock(server_->idle_mu);
+      base::MutexLock lock(&server_->idle_mu);
       if (idle_) server_->idle.erase(idle_pos_);
     }
     if (counted_) server_->connections.fetch_sub(1);
@@ -174,7 +174,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // REQUIRES: on the strand, not idle.
   void EnterIdle() {
-    std::lock_guard<std::mutex> lock(server_->idle_mu);
+    base::MutexLock lock(&server_->idle_mu);
     idle_pos_ = server_->idle.insert(server_->idle.end(), weak_from_this());
     idle_ = true;
   }
@@ -182,7 +182,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // False if the connection was shed meanwhile (it is being closed).
   // REQUIRES: on the strand.
   bool LeaveIdle() {
-    std::lock_guard<std::mutex> lock(server_->idle_mu);
+    base::MutexLock lock(&server_->idle_mu);
     if (idle_) server_->idle.erase(idle_pos_);
     idle_ = false;
     return !shed_;
@@ -413,9 +413,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t drained_ = 0;
   // In server_->idle at idle_pos_ while idle_; shed_ once ShedOldestIdle
   // took it out to close it.
-  bool idle_ = false;                                      // GUARDED_BY(server_->idle_mu)
-  bool shed_ = false;                                      // GUARDED_BY(server_->idle_mu)
-  std::list<std::weak_ptr<Connection>>::iterator idle_pos_;  // GUARDED_BY(server_->idle_mu)
+  bool idle_ GUARDED_BY(server_->idle_mu) = false;
+  bool shed_ GUARDED_BY(server_->idle_mu) = false;
+  std::list<std::weak_ptr<Connection>>::iterator idle_pos_ GUARDED_BY(server_->idle_mu);
 };
 
 namespace {
@@ -447,14 +447,16 @@ void HttpServer::Impl::DoAccept() {
 bool HttpServer::Impl::ShedOldestIdle() {
   std::shared_ptr<Connection> victim;
   {
-    std::lock_guard<std::mutex> lock(idle_mu);
+    base::MutexLock lock(&idle_mu);
     // An entry whose Connection is being destroyed is left to its destructor.
-    for (auto it = idle.begin(); it != idle.end() && !victim; ++it) {
+    for (auto it = idle.begin(); it != idle.end(); ++it) {
       victim = it->lock();
       if (!victim) continue;
+      victim->server_->idle_mu.AssertHeld();  // it is idle_mu: victim->server_ is this
       victim->idle_ = false;
       victim->shed_ = true;
-      idle.erase(it);
+      idle.erase(it);  // and stop: `it` is gone
+      break;
     }
   }
   if (!victim) return false;

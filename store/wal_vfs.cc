@@ -8,7 +8,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <unordered_map>
 
 namespace store {
@@ -36,6 +35,8 @@ struct File {
   // WAL's write lock is taken and released on the main file's wal-index.
   File* partner;
   const char* db_name;    // main files only: SQLite's name, our registry's key
+  // Only a paired WAL gathers: on any other file length stays 0 and failed
+  // false, so Flush is a no-op there.
   char* buffer;           // malloc'ed on the first WAL write, grown to kMaxBuffer
   size_t capacity;
   size_t length;          // bytes gathered
@@ -83,7 +84,7 @@ int Flush(File* f) {
 }
 
 // The write transaction of f's connection ended (committed, whose frames
-// were synced before, or rolled back) or begins: whatever is still gathered
+// were synced before, or rolled back): whatever is still gathered
 // belongs to no commit and must never reach the file, where another
 // connection may write frames at the same offsets next.
 void DropUncommitted(File* wal) {
@@ -104,7 +105,7 @@ int Close(sqlite3_file* file) {
   }
   // Under synchronous=FULL a commit's frames are synced before it returns,
   // so anything still gathered at close was never committed: dropped.
-  if (f->wal) DropUncommitted(f);
+  DropUncommitted(f);
   int rc = f->real->pMethods->xClose(f->real);
   std::free(f->buffer);
   f->buffer = nullptr;
@@ -113,7 +114,7 @@ int Close(sqlite3_file* file) {
 
 int Read(sqlite3_file* file, void* out, int amount, sqlite3_int64 offset) {
   File* f = Cast(file);
-  if (f->wal && (f->length > 0 || f->failed)) {
+  if (f->length > 0 || f->failed) {
     // SQLite reads back frames of its own transaction (a spilled page, a
     // checksum rewrite, a checkpoint): they must be in the file first.
     if (int rc = Flush(f); rc != SQLITE_OK) return rc;
@@ -156,47 +157,39 @@ int Write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offset
 
 int Truncate(sqlite3_file* file, sqlite3_int64 size) {
   File* f = Cast(file);
-  if (f->wal) {
-    if (int rc = Flush(f); rc != SQLITE_OK) return rc;
-  }
+  if (int rc = Flush(f); rc != SQLITE_OK) return rc;
   return f->real->pMethods->xTruncate(f->real, size);
 }
 
 int Sync(sqlite3_file* file, int flags) {
   File* f = Cast(file);
-  if (f->wal) {
-    if (int rc = Flush(f); rc != SQLITE_OK) return rc;
-  }
+  if (int rc = Flush(f); rc != SQLITE_OK) return rc;
   return f->real->pMethods->xSync(f->real, flags);
 }
 
 int FileSize(sqlite3_file* file, sqlite3_int64* size) {
   File* f = Cast(file);
-  if (f->wal) {
-    if (int rc = Flush(f); rc != SQLITE_OK) return rc;
-  }
+  if (int rc = Flush(f); rc != SQLITE_OK) return rc;
   return f->real->pMethods->xFileSize(f->real, size);
 }
 
 // SQLite's WAL write lock is slot 0 of the wal-index locks (WAL_WRITE_LOCK
 // in its wal.c), taken and released through the main file's xShmLock. A
-// connection that takes it starts a write transaction; one that lets it go
-// has ended it.
+// connection that lets it go has ended its write transaction; since the
+// buffer is dropped then, and only a paired WAL gathers, a transaction that
+// takes it always starts with an empty buffer.
 constexpr int kWalWriteLockSlot = 0;
 
 int ShmLock(sqlite3_file* file, int offset, int n, int flags) {
   File* f = Cast(file);
-  const bool write_slot = (flags & SQLITE_SHM_EXCLUSIVE) != 0 && offset <= kWalWriteLockSlot &&
-                          kWalWriteLockSlot < offset + n;
-  if (write_slot && (flags & SQLITE_SHM_UNLOCK) != 0 && f->partner != nullptr) {
+  const bool releases_write_lock = (flags & SQLITE_SHM_UNLOCK) != 0 &&
+                                   (flags & SQLITE_SHM_EXCLUSIVE) != 0 &&
+                                   offset <= kWalWriteLockSlot && kWalWriteLockSlot < offset + n;
+  if (releases_write_lock && f->partner != nullptr) {
     // Before the lock goes: once it is gone another connection may append.
     DropUncommitted(f->partner);
   }
-  int rc = f->real->pMethods->xShmLock(f->real, offset, n, flags);
-  if (write_slot && (flags & SQLITE_SHM_LOCK) != 0 && rc == SQLITE_OK && f->partner != nullptr) {
-    DropUncommitted(f->partner);  // nothing from before may ride into this one
-  }
-  return rc;
+  return f->real->pMethods->xShmLock(f->real, offset, n, flags);
 }
 
 // The rest passes straight through.

@@ -148,7 +148,8 @@ void Writer::CommitGroup(WriteJob** jobs, size_t n) {
       s = ApplyCatching(jobs[i], db_.get(), &threw);
       if (savepoint) {
         // On failure only this job's changes go; the savepoint is then released.
-        Status end = s.ok() ? RunCached(db_.get(), kReleaseSql) : RunCached(db_.get(), kRollbackToSql);
+        Status end = s.ok() ? RunCached(db_.get(), kReleaseSql)
+                            : RunCached(db_.get(), kRollbackToSql);
         if (!s.ok() && end.ok()) end = RunCached(db_.get(), kReleaseSql);
         if (!end.ok()) {
           // The job's changes may still be in the transaction, or the
@@ -180,7 +181,7 @@ void Writer::CommitGroup(WriteJob** jobs, size_t n) {
         // group in the WAL, which recovery then replays: the jobs are told
         // they failed, but not that nothing of them is there. A client retry
         // with an idempotency key finds out.
-        group = Status::IOError("commit outcome unknown: " + group.message());
+        group = Status::IOError(kCommitOutcomeUnknown + group.message());
       }
     } else {
       txn.Rollback();

@@ -27,9 +27,9 @@ class WriteJob {
   virtual Status Apply(Db* db) = 0;
   // Called on the writer thread once the outcome is durable: Ok only after
   // COMMIT returned; else Apply's error, or the transaction's (Busy, IOError)
-  // with nothing of the job written, except an IOError whose message starts
-  // "commit outcome unknown": the COMMIT itself failed (at its fsync), and
-  // the whole group may or may not be there after a restart, never a part. Must be quick: hand the result to
+  // with nothing of the job written, except when IsCommitOutcomeUnknown: the
+  // COMMIT itself failed (at its fsync), and the whole group may or may not
+  // be there after a restart, never a part. Must be quick: hand the result to
   // another thread (post to an io executor, set a promise), do not work here.
   // Apply and Done should not throw; if one does, the writer catches it:
   // an Apply that threw fails its job (its whole group if the job has no
@@ -43,6 +43,13 @@ class WriteJob {
   // statement journal per job, about a tenth of a claim's cost) buys nothing.
   virtual bool needs_savepoint() const { return true; }
 };
+
+// The message prefix of the IOError a group's jobs get when its COMMIT
+// failed: the outcome is unknown (see WriteJob::Done).
+inline constexpr char kCommitOutcomeUnknown[] = "commit outcome unknown: ";
+inline bool IsCommitOutcomeUnknown(const Status& s) {
+  return s.IsIOError() && s.message().rfind(kCommitOutcomeUnknown, 0) == 0;
+}
 
 struct WriterOptions {
   // Jobs queued and not yet taken by the writer before Submit refuses (the
@@ -62,7 +69,8 @@ struct WriterStats {
   // Groups that failed whole (SQLite rolled back on its own after an I/O
   // error or a full disk, a job's savepoint could not be rolled back or
   // released, a job without one threw, or COMMIT failed): every job of such
-  // a group is answered with the error, and nothing of it is written.
+  // a group is answered with the error, and nothing of it is written (after
+  // a failed COMMIT: nothing, or all of it; see WriteJob::Done).
   std::atomic<uint64_t> transactions_lost{0};
   // Done calls that threw (their reply is lost; the writer went on).
   std::atomic<uint64_t> done_exceptions{0};

@@ -341,8 +341,7 @@ void RunWriterCase(const WriterCase& c, Findings* f, RunStats* out) {
     }
     // A group whose COMMIT failed (store/writer.h) may be there after a
     // restart, whole, or not at all: its outcome is unknown, never partial.
-    const bool unknown = !r->status.ok() &&
-                         r->status.message().rfind("commit outcome unknown", 0) == 0;
+    const bool unknown = store::IsCommitOutcomeUnknown(r->status);
     if (r->kind == JobKind::kIncrement) {
       if (r->status.ok() && r->counted) ++acked_increments;
       if ((r->status.ok() && !r->counted) || unknown) ++unknown_increments;
@@ -675,7 +674,7 @@ void RunAllocCase(const AllocCase& c, Findings* f, RunStats* out) {
       // idempotent upsert: the client retries it whole). Within one shard it
       // is all or nothing, unless its commit's outcome is unknown.
       const bool may_be_partial =
-          r.shards > 1 || r.message.find("commit outcome unknown") != std::string::npos;
+          r.shards > 1 || r.message.find(store::kCommitOutcomeUnknown) != std::string::npos;
       if (r.outcome != Outcome::kOk && !may_be_partial) {
         f->Expect(rows.count(id) == 0, "registration of " + id + " failed (" +
                                            allocator::OutcomeName(r.outcome) +
