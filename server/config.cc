@@ -96,7 +96,7 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
   app.name("edgealloc");
   app.require_subcommand(1);
 
-  CLI::App* serve = app.add_subcommand("serve", "Serve the HTTP API (see API.md).");
+  CLI::App* serve = app.add_subcommand("serve", "Serve the HTTP API (see docs/api.md).");
   serve->add_option("--db", s.db, "SQLite database file (created and migrated)")
       ->envname("EDGEALLOC_DB")
       ->capture_default_str();
