@@ -8,6 +8,7 @@
 #include <sys/random.h>
 
 #include "allocator/sql.h"
+#include "base/clock.h"
 
 namespace allocator {
 namespace {
@@ -46,7 +47,8 @@ void ReadIdempotentRow(store::Statement& q, Session* s) {
 SessionResult ExplainFailedCas(Db* db, const Caller& caller, const std::string& session_id,
                                int64_t token, int64_t now_ms) {
   Status s;
-  StatementRef q = db->Cached(sql::kSessionState, &s);
+  StatementRef q;
+  s = db->Cached(sql::kSessionState, &q);
   if (!s.ok()) return Fail(Outcome::kError, s.ToString());
   q->Bind(1, session_id);
   bool row = false;
@@ -108,14 +110,14 @@ class Allocator::ClaimJob : public store::WriteJob {
 
   Status Apply(Db* db) override {
     const ClaimRequest& req = attempt_->req;
-    const int64_t now = store::NowMs();
+    const int64_t now = base::NowMs();
     Status s;
     if (!req.idempotency_key.empty()) {
       // A retry of a claim that already holds a session is that session.
       // The unique index on (tenant, idempotency_key) is the backstop.
       {
-        StatementRef q = db->Cached(sql::kFindIdempotent, &s);
-        if (!s.ok()) return s;
+        StatementRef q;
+        RETURN_IF_ERROR(db->Cached(sql::kFindIdempotent, &q));
         q->Bind(1, req.caller.tenant);
         q->Bind(2, req.idempotency_key);
         q->Bind(3, now);
@@ -131,8 +133,8 @@ class Allocator::ClaimJob : public store::WriteJob {
     }
     bool forgot_expired_key = false;
     for (size_t i = first_; i < last_; ++i) {
-      StatementRef claim = db->Cached(sql::kClaim, &s);
-      if (!s.ok()) return s;
+      StatementRef claim;
+      RETURN_IF_ERROR(db->Cached(sql::kClaim, &claim));
       claim->Bind(1, attempt_->regions[i]);
       claim->Bind(2, req.pool);
       claim->Bind(3, now - a_->options_.dead_after_ms);
@@ -177,8 +179,8 @@ class Allocator::ClaimJob : public store::WriteJob {
     // Nothing fitted: was it the quota? Only this path pays for the count.
     result_.outcome = Outcome::kNoCapacity;
     if (quota_ >= 0) {
-      StatementRef count = db->Cached(sql::kCountTenantSessions, &s);
-      if (!s.ok()) return s;
+      StatementRef count;
+      RETURN_IF_ERROR(db->Cached(sql::kCountTenantSessions, &count));
       count->Bind(1, req.caller.tenant);
       bool row = false;
       s = count->Step(&row);
@@ -195,8 +197,8 @@ class Allocator::ClaimJob : public store::WriteJob {
 
   Status ForgetExpiredKey(Db* db, int64_t now) {
     Status s;
-    StatementRef forget = db->Cached(sql::kForgetExpiredKey, &s);
-    if (!s.ok()) return s;
+    StatementRef forget;
+    RETURN_IF_ERROR(db->Cached(sql::kForgetExpiredKey, &forget));
     forget->Bind(1, attempt_->req.caller.tenant);
     forget->Bind(2, attempt_->req.idempotency_key);
     forget->Bind(3, now);
@@ -257,10 +259,10 @@ class Allocator::SessionCasJob : public store::WriteJob {
         done_(std::move(done)) {}
 
   Status Apply(Db* db) override {
-    const int64_t now = store::NowMs();
+    const int64_t now = base::NowMs();
     Status s;
-    StatementRef cas = db->Cached(kind_ == Kind::kRelease ? sql::kRelease : sql::kRenew, &s);
-    if (!s.ok()) return s;
+    StatementRef cas;
+    RETURN_IF_ERROR(db->Cached(kind_ == Kind::kRelease ? sql::kRelease : sql::kRenew, &cas));
     cas->Bind(1, session_id_);
     cas->Bind(2, token_);
     if (caller_.admin) {
@@ -402,11 +404,11 @@ void Allocator::Claim(ClaimRequest req, SessionCallback done) {
       SessionResult found;
       Status s = shard->reads->With([&](Db* db) {
         Status st;
-        StatementRef q = db->Cached(sql::kFindIdempotent, &st);
-        if (!st.ok()) return st;
+        StatementRef q;
+        RETURN_IF_ERROR(db->Cached(sql::kFindIdempotent, &q));
         q->Bind(1, attempt->req.caller.tenant);
         q->Bind(2, attempt->req.idempotency_key);
-        q->Bind(3, store::NowMs());
+        q->Bind(3, base::NowMs());
         bool row = false;
         st = q->Step(&row);
         if (st.ok() && row) {
@@ -449,8 +451,8 @@ void Allocator::RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t first) {
       if (other->index == shard) continue;
       Status s = other->reads->With([&](Db* db) {
         Status st;
-        StatementRef q = db->Cached(sql::kCountTenantSessions, &st);
-        if (!st.ok()) return st;
+        StatementRef q;
+        RETURN_IF_ERROR(db->Cached(sql::kCountTenantSessions, &q));
         q->Bind(1, attempt->req.caller.tenant);
         bool row = false;
         st = q->Step(&row);
@@ -514,8 +516,8 @@ SessionResult Allocator::GetSession(const Caller& caller, std::string_view sessi
   SessionResult result = Fail(Outcome::kNotFound, "no session " + id);
   Status s = shards_[shard]->reads->With([&](Db* db) {
     Status st;
-    StatementRef q = db->Cached(sql::kGetSession, &st);
-    if (!st.ok()) return st;
+    StatementRef q;
+    RETURN_IF_ERROR(db->Cached(sql::kGetSession, &q));
     q->Bind(1, id);
     bool row = false;
     st = q->Step(&row);
@@ -526,7 +528,7 @@ SessionResult Allocator::GetSession(const Caller& caller, std::string_view sessi
       result = Fail(Outcome::kForbidden, "session " + id + " belongs to another tenant");
       return st;
     }
-    if (q->ColumnInt64(4) <= store::NowMs()) {
+    if (q->ColumnInt64(4) <= base::NowMs()) {
       result = Fail(Outcome::kNotFound, "session " + id + " has expired");
       return st;
     }
@@ -550,13 +552,13 @@ int64_t Allocator::ReapExpiredLeases() {
   int64_t freed = 0;
   for (store::Shard* shard : shards_) {
     for (int sweep = 0; sweep < kMaxSweepsPerReap; ++sweep) {
-      const int64_t now = store::NowMs();
+      const int64_t now = base::NowMs();
       // A read first: an idle pool costs the writer nothing.
       bool any = false;
       Status s = shard->reads->With([&](Db* db) {
         Status st;
-        StatementRef q = db->Cached(sql::kAnyExpired, &st);
-        if (!st.ok()) return st;
+        StatementRef q;
+        RETURN_IF_ERROR(db->Cached(sql::kAnyExpired, &q));
         q->Bind(1, now);
         return q->Step(&any);
       });
@@ -565,8 +567,8 @@ int64_t Allocator::ReapExpiredLeases() {
       s = shard->writer->RunSync(
           [&](Db* db) {
             Status st;
-            StatementRef q = db->Cached(sql::kReapExpired, &st);
-            if (!st.ok()) return st;
+            StatementRef q;
+            RETURN_IF_ERROR(db->Cached(sql::kReapExpired, &q));
             q->Bind(1, now);
             q->Bind(2, static_cast<int64_t>(options_.reaper_batch_rows));
             st = q->Run();

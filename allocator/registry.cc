@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "allocator/sql.h"
+#include "base/clock.h"
 
 namespace allocator {
 namespace {
@@ -67,8 +68,8 @@ Status Registry::FindShard(std::string_view id, int* found) {
     bool row = false;
     Status s = shard->reads->With([&](Db* db) {
       Status st;
-      StatementRef q = db->Cached(sql::kContainerExists, &st);
-      if (!st.ok()) return st;
+      StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kContainerExists, &q));
       q->Bind(1, key);
       return q->Step(&row);
     });
@@ -87,8 +88,8 @@ Status Registry::HighestTokenFloor(int64_t* floor) {
   for (store::Shard* shard : shards_) {
     Status s = shard->reads->With([&](Db* db) {
       Status st;
-      StatementRef q = db->Cached(sql::kTokenFloor, &st);
-      if (!st.ok()) return st;
+      StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kTokenFloor, &q));
       bool row = false;
       st = q->Step(&row);
       if (st.ok() && row) *floor = std::max(*floor, q->ColumnInt64(0));
@@ -176,11 +177,11 @@ void Registry::Register(std::vector<ContainerSpec> specs, ContainerCallback done
     SubmitContainerJob(
         shards_[shard],
         [batch, floor](Db* db, ContainerResult* out) {
-          const int64_t now = store::NowMs();
+          const int64_t now = base::NowMs();
           for (const ContainerSpec& c : *batch) {
             Status s;
-            StatementRef up = db->Cached(sql::kUpsertContainer, &s);
-            if (!s.ok()) return s;
+            StatementRef up;
+            RETURN_IF_ERROR(db->Cached(sql::kUpsertContainer, &up));
             up->Bind(1, c.id);
             up->Bind(2, c.region);
             up->Bind(3, c.pool);
@@ -243,8 +244,8 @@ ContainerResult Registry::Get(std::string_view id) {
     ContainerResult result = Fail(Outcome::kNotFound, "no container " + key);
     Status s = shard->reads->With([&](Db* db) {
       Status st;
-      StatementRef q = db->Cached(sql::kGetContainer, &st);
-      if (!st.ok()) return st;
+      StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kGetContainer, &q));
       q->Bind(1, key);
       bool row = false;
       st = q->Step(&row);
@@ -290,8 +291,8 @@ void Registry::Drain(std::string id, ContainerCallback done) {
       shard,
       [id](Db* db, ContainerResult* out) {
         Status s;
-        StatementRef q = db->Cached(sql::kDrain, &s);
-        if (!s.ok()) return s;
+        StatementRef q;
+        RETURN_IF_ERROR(db->Cached(sql::kDrain, &q));
         q->Bind(1, id);
         bool row = false;
         s = q->Step(&row);
@@ -317,8 +318,8 @@ void Registry::Remove(std::string id, ContainerCallback done) {
       [id](Db* db, ContainerResult* out) {
         Status s;
         {
-          StatementRef del = db->Cached(sql::kRemoveUnpicked, &s);
-          if (!s.ok()) return s;
+          StatementRef del;
+          RETURN_IF_ERROR(db->Cached(sql::kRemoveUnpicked, &del));
           del->Bind(1, id);
           s = del->Run();
           if (!s.ok()) return s;
@@ -328,8 +329,8 @@ void Registry::Remove(std::string id, ContainerCallback done) {
           out->count = 1;
           return Status::Ok();
         }
-        StatementRef q = db->Cached(sql::kContainerExists, &s);
-        if (!s.ok()) return s;
+        StatementRef q;
+        RETURN_IF_ERROR(db->Cached(sql::kContainerExists, &q));
         q->Bind(1, id);
         bool row = false;
         s = q->Step(&row);

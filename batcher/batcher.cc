@@ -10,6 +10,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/clock.h"
 #include "batcher/sql.h"
 #include "concurrentqueue/blockingconcurrentqueue.h"
 #include "store/db.h"
@@ -125,12 +126,12 @@ class BatchJob : public store::WriteJob {
     outcome_->stale = 0;
     outcome_->unknown.clear();
     store::Status s;
-    store::StatementRef plain = db->Cached(sql::kHeartbeatPlain, &s);
-    if (!s.ok()) return s;
-    store::StatementRef report = db->Cached(sql::kHeartbeatReport, &s);
-    if (!s.ok()) return s;
-    store::StatementRef stale = db->Cached(sql::kHeartbeatStale, &s);
-    if (!s.ok()) return s;
+    store::StatementRef plain;
+    RETURN_IF_ERROR(db->Cached(sql::kHeartbeatPlain, &plain));
+    store::StatementRef report;
+    RETURN_IF_ERROR(db->Cached(sql::kHeartbeatReport, &report));
+    store::StatementRef stale;
+    RETURN_IF_ERROR(db->Cached(sql::kHeartbeatStale, &stale));
     for (size_t i = 0; i < rows_->size(); ++i) {
       const Row& row = (*rows_)[i];
       const char* state = StateName(row.state);
@@ -365,8 +366,8 @@ store::Status Batcher::ShardOfId(const std::string& id, int* shard) {
     bool found = false;
     store::Status s = lanes_[i]->shard->reads->With([&](store::Db* db) {
       store::Status st;
-      store::StatementRef q = db->Cached(sql::kContainerExists, &st);
-      if (!st.ok()) return st;
+      store::StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kContainerExists, &q));
       q->Bind(1, id);
       return q->Step(&found);
     });
@@ -398,7 +399,7 @@ void Batcher::MarkQueued(Lane* lane, Heartbeat* items, size_t n) {
   base::MutexLock lock(&lane->queued_mu);
   // Taken under the lock the reaper reads the watermark under: an item is
   // either in the set when the reaper looks, or stamped after it looked.
-  const int64_t now = store::NowMs();
+  const int64_t now = base::NowMs();
   for (size_t i = 0; i < n; ++i) items[i].accepted_ms = std::max(items[i].accepted_ms, now);
   for (size_t i = 0, end; i < n; i = end) {
     end = AcceptedRunEnd(items, n, i);
@@ -438,7 +439,7 @@ void Batcher::LaneLoop(Lane* lane) {
     }
     // The time bound runs from the first item's acceptance: an item that
     // already waited behind a slow write is not made to wait again.
-    const int64_t waited = store::NowMs() - buf[0].accepted_ms;
+    const int64_t waited = base::NowMs() - buf[0].accepted_ms;
     const int64_t left_ms =
         std::clamp<int64_t>(options_.batch_wait_ms - waited, 0, options_.batch_wait_ms);
     const auto deadline = Clock::now() + std::chrono::milliseconds(left_ms);
@@ -525,7 +526,7 @@ void Batcher::ReaperLoop() {
 
 int64_t Batcher::SilenceCutoff(Lane* lane) const {
   base::MutexLock lock(&lane->queued_mu);
-  int64_t watermark = store::NowMs();
+  int64_t watermark = base::NowMs();
   if (!lane->queued_by_accepted_ms.empty()) {
     // Items accepted at this ms are not all stored yet; those before it are.
     watermark = std::min(watermark, lane->queued_by_accepted_ms.begin()->first - 1);
@@ -538,14 +539,14 @@ void Batcher::ReapShard(Lane* lane) {
   store::Status s = lane->shard->reads->With([&](store::Db* db) {
     store::Status st;
     {
-      store::StatementRef q = db->Cached(sql::kAnySilent, &st);
-      if (!st.ok()) return st;
+      store::StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kAnySilent, &q));
       q->Bind(1, SilenceCutoff(lane));
       st = q->Step(&any);
       if (!st.ok() || any) return st;
     }
-    store::StatementRef q = db->Cached(sql::kAnyDeadReported, &st);
-    if (!st.ok()) return st;
+    store::StatementRef q;
+    RETURN_IF_ERROR(db->Cached(sql::kAnyDeadReported, &q));
     return q->Step(&any);
   });
   if (!s.ok() || !any) return;  // a failed read: the next tick looks again
@@ -562,8 +563,8 @@ void Batcher::ReapShard(Lane* lane) {
           const int64_t cutoff = SilenceCutoff(lane);
           store::Status st;
           {
-            store::StatementRef q = db->Cached(sql::kReapPicked, &st);
-            if (!st.ok()) return st;
+            store::StatementRef q;
+            RETURN_IF_ERROR(db->Cached(sql::kReapPicked, &q));
             q->Bind(1, cutoff);
             q->Bind(2, kReapBatchRows);
             st = q->Run();
@@ -571,8 +572,8 @@ void Batcher::ReapShard(Lane* lane) {
             ended = db->Changes();
           }
           if (ended >= kReapBatchRows) return st;
-          store::StatementRef q = db->Cached(sql::kReapUnpicked, &st);
-          if (!st.ok()) return st;
+          store::StatementRef q;
+          RETURN_IF_ERROR(db->Cached(sql::kReapUnpicked, &q));
           q->Bind(1, cutoff);
           q->Bind(2, kReapBatchRows - ended);
           st = q->Run();

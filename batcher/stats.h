@@ -6,12 +6,12 @@
 #include <cstdint>
 #include <initializer_list>
 
-#include "store/histogram.h"
+#include "base/histogram.h"
 
 namespace batcher {
 
 // The batcher's histograms are store's (one class for every part's /metrics).
-using Histogram = store::Histogram;
+using Histogram = base::Histogram;
 
 // The batch-size buckets (rows a transaction, after coalescing).
 inline constexpr std::initializer_list<int64_t> kBatchSizeBuckets = {1, 2, 5, 10, 20, 50, 100};

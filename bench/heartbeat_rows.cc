@@ -28,6 +28,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/clock.h"
 #include "batcher/batcher.h"
 #include "store/db.h"
 #include "store/shard.h"
@@ -78,11 +79,11 @@ void Register(store::Shard* shard, int n) {
               [&](store::Db* db) {
                 store::Status st;
                 for (int i = start; i < std::min(n, start + kChunk); ++i) {
-                  store::StatementRef q = db->Cached(kInsertSql, &st);
-                  if (!st.ok()) return st;
+                  store::StatementRef q;
+                  RETURN_IF_ERROR(db->Cached(kInsertSql, &q));
                   q->Bind(1, "hb-" + std::to_string(i));
                   q->Bind(2, i % 50);
-                  q->Bind(3, store::NowMs());
+                  q->Bind(3, base::NowMs());
                   st = q->Run();
                   if (!st.ok()) return st;
                 }
@@ -125,7 +126,7 @@ Figures Run(const Options& o, store::Shard* shard, const store::ShardMap& map, i
         continue;
       }
       std::vector<batcher::Heartbeat> items(kItemsPerRequest);
-      const int64_t now = store::NowMs();
+      const int64_t now = base::NowMs();
       for (batcher::Heartbeat& h : items) {
         h.container_id = ids[next];
         next = (next + 1) % ids.size();

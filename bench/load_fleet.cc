@@ -31,6 +31,7 @@
 #include <CLI/CLI.hpp>
 
 #include "allocator/sql.h"
+#include "base/clock.h"
 #include "store/db.h"
 #include "store/shard.h"
 #include "store/shard_map.h"
@@ -135,10 +136,11 @@ int main(int argc, char** argv) {
   for (int i = 0; i < shards; ++i) {
     store::Status s;
     {
-      store::StatementRef q = dbs[i]->Cached(
+      store::StatementRef q;
+      s = dbs[i]->Cached(
           "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'containers' "
           "AND sql IS NOT NULL",
-          &s);
+          &q);
       if (!s.ok()) Die(s);
       for (;;) {
         bool row = false;
@@ -174,14 +176,15 @@ int main(int argc, char** argv) {
         if (!s.ok()) Die(s);
       }
       {
-        store::StatementRef up = db->Cached(allocator::sql::kUpsertContainer, &s);
+        store::StatementRef up;
+        s = db->Cached(allocator::sql::kUpsertContainer, &up);
         if (!s.ok()) Die(s);
         up->Bind(1, spec.prefix + std::to_string(i));
         up->Bind(2, spec.region);
         up->Bind(3, spec.pool);
         up->Bind(4, static_cast<int64_t>(i % latency_mod));
         up->Bind(5, Data(data, i));
-        up->Bind(6, store::NowMs());
+        up->Bind(6, base::NowMs());
         up->Bind(7, int64_t{0});  // one shard: its own token floor is enough
         s = up->Run();
         if (!s.ok()) Die(s);

@@ -39,6 +39,7 @@
 
 #include "allocator/allocator.h"
 #include "allocator/registry.h"
+#include "base/clock.h"
 #include "store/shard.h"
 
 namespace {

@@ -10,6 +10,8 @@
 #include <string>
 #include <utility>
 
+#include "base/clock.h"
+
 namespace kvmirror {
 
 namespace {
@@ -164,15 +166,15 @@ store::Status Mirror::ReadPart(ShardState* shard, std::shared_ptr<const Snapshot
   store::Status s;
   Snapshot::Regions regions;
   // Taken before the read begins: no row it returns is older than this.
-  const int64_t as_of_ms = store::NowMs();
+  const int64_t as_of_ms = base::NowMs();
   // data_version changes whenever another connection commits to the file
   // (this one never writes). The same value as before the last read means
   // nothing was committed since that read began, so its counts are still
   // the file's as of now.
   int64_t version = -1;
   {
-    store::StatementRef q = shard->db->Cached("PRAGMA data_version", &s);
-    if (!s.ok()) return s;
+    store::StatementRef q;
+    RETURN_IF_ERROR(shard->db->Cached("PRAGMA data_version", &q));
     bool row = false;
     s = q->Step(&row);
     if (!s.ok()) return s;
@@ -184,8 +186,8 @@ store::Status Mirror::ReadPart(ShardState* shard, std::shared_ptr<const Snapshot
     return store::Status::Ok();
   }
   {
-    store::StatementRef q = shard->db->Cached(kCountsSql, &s);
-    if (!s.ok()) return s;
+    store::StatementRef q;
+    RETURN_IF_ERROR(shard->db->Cached(kCountsSql, &q));
     for (;;) {
       bool row = false;
       s = q->Step(&row);

@@ -87,9 +87,6 @@ class Snapshot {
   std::string regions_json_;
 };
 
-// Appends `s` to `*out` as a JSON string literal, quotes included, escaped as
-// ToCapacityJson says. Exposed for its tests.
-void AppendJsonString(std::string_view s, std::string* out);
 
 }  // namespace kvmirror
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <future>
 
+#include "base/clock.h"
 #include "server/http_types.h"
-#include "store/db.h"
 
 namespace server {
 namespace {
@@ -52,7 +52,7 @@ allocator::ContainerResult Demo::RegisterOnce() {
 }
 
 batcher::SubmitResult Demo::HeartbeatOnce() {
-  const int64_t now = store::NowMs();
+  const int64_t now = base::NowMs();
   std::vector<batcher::Heartbeat> beats;
   for (allocator::ContainerSpec& c : Fleet()) {
     batcher::Heartbeat h;

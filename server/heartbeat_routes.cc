@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "store/db.h"
+#include "base/clock.h"
 
 namespace server {
 namespace {
@@ -139,7 +139,7 @@ void HeartbeatApi::Post(RouteRequest req, Reply reply) {
   // for the whole request.
   std::vector<batcher::Heartbeat> items;
   BodyError error;
-  if (!ParseHeartbeats(req.http.body(), store::NowMs(), &items, &error, max_clock_skew_ms_)) {
+  if (!ParseHeartbeats(req.http.body(), base::NowMs(), &items, &error, max_clock_skew_ms_)) {
     return reply(ErrorResponse(400, error.code, error.message));
   }
   // A scoped container key reports its own containers only; one id outside

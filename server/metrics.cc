@@ -47,13 +47,13 @@ void AllocatorFamilies(const MetricsSources& src, Exposition* out) {
     out->Sample("edgealloc_lease_expiries_total", v(a.lease_expiries));
   }
   if (src.claim_latency) {
-    const LatencyHistogram& h = *src.claim_latency;
+    const base::LatencyHistogram& h = *src.claim_latency;
     out->Family("edgealloc_claim_duration_seconds", "histogram",
                 "Time from a parsed POST /v1/sessions to its reply being ready, for every claim "
                 "that reached the allocator, whatever its result.");
     WriteHistogram(
-        out, "edgealloc_claim_duration_seconds", LatencyHistogram::kBounds,
-        [](size_t i) { return LatencyHistogram::kBoundsSeconds[i]; },
+        out, "edgealloc_claim_duration_seconds", base::LatencyHistogram::kBounds,
+        [](size_t i) { return base::LatencyHistogram::BoundSeconds(i); },
         [&h](size_t i) { return h.CumulativeCount(i); }, h.SumSeconds());
   }
 }

@@ -13,7 +13,7 @@
 #include "allocator/allocator.h"
 #include "batcher/batcher.h"
 #include "kvmirror/mirror.h"
-#include "server/histogram.h"
+#include "base/histogram.h"
 #include "server/request_metrics.h"
 #include "store/shard.h"
 
@@ -61,7 +61,7 @@ class Exposition {
 // leaves its families out (the tests render parts alone).
 struct MetricsSources {
   const allocator::AllocatorStats* allocator = nullptr;
-  const LatencyHistogram* claim_latency = nullptr;
+  const base::LatencyHistogram* claim_latency = nullptr;
   const batcher::Batcher* batcher = nullptr;
   const kvmirror::Mirror* mirror = nullptr;
   std::vector<const store::Shard*> shards;

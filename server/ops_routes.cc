@@ -3,8 +3,8 @@
 #include <string>
 #include <utility>
 
+#include "base/clock.h"
 #include "server/dashboard.h"
-#include "store/db.h"
 
 namespace server {
 
@@ -27,7 +27,7 @@ void OpsApi::AddRoutes(Router* router) {
               [this, max_age](RouteRequest, Reply reply) {
                 // One pointer load: the snapshot is immutable and shared.
                 std::shared_ptr<const kvmirror::Snapshot> snap = mirror_->Current();
-                Response res = JsonResponse(200, snap->ToCapacityJson(store::NowMs()));
+                Response res = JsonResponse(200, snap->ToCapacityJson(base::NowMs()));
                 res.set(http::field::cache_control, max_age);
                 reply(std::move(res));
               });
@@ -35,7 +35,7 @@ void OpsApi::AddRoutes(Router* router) {
     Response res{http::status::ok, 11};
     res.set(http::field::content_type, kMetricsContentType);
     res.set(http::field::cache_control, "no-store");
-    res.body() = RenderMetrics(metrics_, store::NowMs());
+    res.body() = RenderMetrics(metrics_, base::NowMs());
     reply(std::move(res));
   });
   router->Add(verb::get, "/dashboard", Access::kPublic, [](RouteRequest, Reply reply) {

@@ -8,7 +8,7 @@
 
 #include "allocator/allocator.h"
 #include "allocator/registry.h"
-#include "server/histogram.h"
+#include "base/histogram.h"
 #include "server/router.h"
 
 namespace server {
@@ -19,7 +19,7 @@ struct ApiOptions {
   // request to its reply being ready (edgealloc_claim_duration_seconds).
   // Claims refused before the allocator (400) are not observed. May be null;
   // must outlive the Api.
-  LatencyHistogram* claim_latency = nullptr;
+  base::LatencyHistogram* claim_latency = nullptr;
 };
 
 // The Api is the HTTP face of the allocator and the registry: the routes of

@@ -15,7 +15,7 @@
 #include "server/config.h"
 #include "server/demo.h"
 #include "server/heartbeat_routes.h"
-#include "server/histogram.h"
+#include "base/histogram.h"
 #include "server/http_server.h"
 #include "server/ops_routes.h"
 #include "server/request_metrics.h"
@@ -88,7 +88,7 @@ class Service {
   std::unique_ptr<kvmirror::Mirror> mirror_;
   // Read by /metrics; written by the router and the claim route.
   RequestMetrics request_metrics_;
-  LatencyHistogram claim_latency_;
+  base::LatencyHistogram claim_latency_;
   std::unique_ptr<Router> router_;
   // Declared before api_ and demo_: they post to its executor, so it dies last.
   std::unique_ptr<HttpServer> http_;

@@ -38,12 +38,6 @@ Status StatusFromSqlite(int rc, std::string_view what, sqlite3* db) {
   }
 }
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // ---- Statement ----
 
 Statement::Statement(Statement&& other) noexcept
@@ -203,18 +197,15 @@ Status Db::Prepare(std::string_view sql, Statement* out) {
   return Status::Ok();
 }
 
-StatementRef Db::Cached(const char* sql, Status* status) {
+Status Db::Cached(const char* sql, StatementRef* ref) {
   auto it = cache_.find(sql);
   if (it == cache_.end()) {
     auto stmt = std::make_unique<Statement>();
-    *status = Prepare(sql, stmt.get());
-    // A failed prepare is not cached, so every use reports its error.
-    if (!status->ok()) return StatementRef(&invalid_);
+    RETURN_IF_ERROR(Prepare(sql, stmt.get()));
     it = cache_.emplace(sql, std::move(stmt)).first;
-    return StatementRef(it->second.get());
   }
-  *status = Status::Ok();
-  return StatementRef(it->second.get());
+  ref->s_ = it->second.get();
+  return Status::Ok();
 }
 
 int64_t Db::Changes() const { return sqlite3_changes64(db_); }
@@ -234,7 +225,8 @@ Status Transaction::Begin() {
   if (!s.ok()) return s;
   locked_ = true;
   Status st;
-  StatementRef begin = db_->Cached("BEGIN IMMEDIATE", &st);
+  StatementRef begin;
+  st = db_->Cached("BEGIN IMMEDIATE", &begin);
   if (st.ok()) st = begin->Run();
   if (!st.ok()) {
     lock->Release();
@@ -248,7 +240,8 @@ Status Transaction::Begin() {
 Status Transaction::Commit() {
   Status st;
   {
-    StatementRef commit = db_->Cached("COMMIT", &st);
+    StatementRef commit;
+    st = db_->Cached("COMMIT", &commit);
     if (st.ok()) st = commit->Run();
   }
   if (!st.ok()) {
@@ -266,7 +259,8 @@ Status Transaction::Commit() {
 void Transaction::Rollback() {
   if (active_) {
     Status st;
-    StatementRef rollback = db_->Cached("ROLLBACK", &st);
+    StatementRef rollback;
+    st = db_->Cached("ROLLBACK", &rollback);
     if (st.ok()) (void)rollback->Run();  // fails only if SQLite already rolled back
     active_ = false;
   }

@@ -83,19 +83,23 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
-// Resets a cached statement when it goes out of scope, so a statement stepped
-// to a row never keeps a read transaction open past its use.
+// A borrowed cached statement (Db::Cached) that is reset when it goes out of
+// scope, so a statement stepped to a row never keeps a read transaction open
+// past its use. Empty until Db::Cached fills it.
 class StatementRef {
  public:
-  explicit StatementRef(Statement* s) : s_(s) {}
+  StatementRef() = default;
   StatementRef(const StatementRef&) = delete;
   StatementRef& operator=(const StatementRef&) = delete;
-  ~StatementRef() { s_->Reset(); }
+  ~StatementRef() {
+    if (s_ != nullptr) s_->Reset();
+  }
   Statement* operator->() { return s_; }
   Statement& operator*() { return *s_; }
 
  private:
-  Statement* s_;
+  friend class Db;
+  Statement* s_ = nullptr;
 };
 
 // A Db is one SQLite connection (WAL, busy_timeout, synchronous) and its cache
@@ -117,11 +121,12 @@ class Db {
   Status Exec(std::string_view sql);
   // Prepares a fresh statement owned by the caller.
   Status Prepare(std::string_view sql, Statement* out);
-  // Returns the cached statement for `sql`, prepared on first use, reset and
-  // ready to bind. The cache is keyed by the pointer, so pass a
-  // `static constexpr char k...Sql[]`; the StatementRef resets it at scope exit.
-  // On a prepare error, *status says why and the returned ref must not be used.
-  StatementRef Cached(const char* sql, Status* status);
+  // Points *ref at the cached statement for `sql`, prepared on first use,
+  // reset and ready to bind; *ref resets it again at scope exit. The cache is
+  // keyed by the pointer, so pass a `static constexpr char k...[]`. Returns
+  // the prepare error (not cached: every use reports it), *ref then empty.
+  // REQUIRES: *ref is empty.
+  Status Cached(const char* sql, StatementRef* ref);
 
   int64_t Changes() const;
   // True when no transaction is open, e.g. after SQLite rolled one back on
@@ -141,7 +146,6 @@ class Db {
   sqlite3* db_ = nullptr;
   std::unique_ptr<WriteLock> write_lock_;
   std::unordered_map<const char*, std::unique_ptr<Statement>> cache_;
-  Statement invalid_;  // what Cached returns when a prepare failed
 };
 
 // A Transaction is one write transaction: the cross-process write lock, then
@@ -171,8 +175,6 @@ class Transaction {
 // Maps an SQLite result code and message to a Status.
 Status StatusFromSqlite(int rc, std::string_view what, sqlite3* db);
 
-// Milliseconds since the Unix epoch, from the system clock.
-int64_t NowMs();
 
 }  // namespace store
 

@@ -82,8 +82,8 @@ Status RewriteStatusCheck(Db* db) {
   Status s;
   int64_t schema_version = 0;
   {
-    StatementRef q = db->Cached("PRAGMA schema_version", &s);
-    if (!s.ok()) return s;
+    StatementRef q;
+    RETURN_IF_ERROR(db->Cached("PRAGMA schema_version", &q));
     bool row = false;
     s = q->Step(&row);
     if (!s.ok()) return s;
@@ -141,14 +141,14 @@ static_assert(kSchemaVersion == 4, "add the new version's case to RunStep");
 Status ReadCompatibleVersion(Db* db, int* version) {
   *version = 0;
   Status s;
-  StatementRef has_meta = db->Cached(
-      "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'meta'", &s);
-  if (!s.ok()) return s;
+  StatementRef has_meta;
+  RETURN_IF_ERROR(db->Cached(
+      "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'meta'", &has_meta));
   bool row = false;
   s = has_meta->Step(&row);
   if (!s.ok() || !row || has_meta->ColumnInt64(0) == 0) return s;
-  StatementRef get = db->Cached("SELECT value FROM meta WHERE key = 'compatible_version'", &s);
-  if (!s.ok()) return s;
+  StatementRef get;
+  RETURN_IF_ERROR(db->Cached("SELECT value FROM meta WHERE key = 'compatible_version'", &get));
   s = get->Step(&row);
   if (s.ok() && row) *version = std::stoi(get->ColumnString(0));
   return s;
@@ -158,8 +158,8 @@ Status ReadCompatibleVersion(Db* db, int* version) {
 
 Status SchemaVersion(Db* db, int* version) {
   Status s;
-  StatementRef q = db->Cached("PRAGMA user_version", &s);
-  if (!s.ok()) return s;
+  StatementRef q;
+  RETURN_IF_ERROR(db->Cached("PRAGMA user_version", &q));
   bool row = false;
   s = q->Step(&row);
   *version = row ? static_cast<int>(q->ColumnInt64(0)) : 0;

@@ -89,8 +89,8 @@ Status OpenShardDb(const ShardMap& map, int i, const DbOptions& options, std::un
     s = txn.Commit();
     if (!s.ok()) return s;
   }
-  StatementRef q = db->Cached("SELECT value FROM meta WHERE key = 'shard_layout'", &s);
-  if (!s.ok()) return s;
+  StatementRef q;
+  RETURN_IF_ERROR(db->Cached("SELECT value FROM meta WHERE key = 'shard_layout'", &q));
   bool row = false;
   s = q->Step(&row);
   if (!s.ok()) return s;

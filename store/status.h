@@ -46,4 +46,11 @@ class [[nodiscard]] Status {
 
 }  // namespace store
 
+// Returns the Status of `expr` from the enclosing function unless it is Ok.
+#define RETURN_IF_ERROR(expr)                           \
+  do {                                                  \
+    ::store::Status edgealloc_status_ = (expr);         \
+    if (!edgealloc_status_.ok()) return edgealloc_status_; \
+  } while (0)
+
 #endif  // EDGEALLOC_STORE_STATUS_H_

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <thread>
 
+#include "base/clock.h"
 #include "store/db.h"
 
 namespace store {
@@ -51,7 +52,7 @@ int64_t ProcessStartMs() {
     std::fclose(f);
   }
   const long hz = ::sysconf(_SC_CLK_TCK);
-  if (start_ticks < 0 || boot_s < 0 || hz <= 0) return NowMs();
+  if (start_ticks < 0 || boot_s < 0 || hz <= 0) return base::NowMs();
   return boot_s * 1000 + start_ticks * 1000 / hz;
 }
 
@@ -94,7 +95,7 @@ Status WriteLock::Acquire(int timeout_ms) {
     backoff_us = std::min(backoff_us * 2, kMaxBackoffMicros);
   }
   held_ = true;
-  std::string record = record_prefix_ + " locked_ms " + std::to_string(NowMs());
+  std::string record = record_prefix_ + " locked_ms " + std::to_string(base::NowMs());
   record.resize(kRecordBytes - 1, ' ');
   record += '\n';
   // A failed write only loses the holder's name for a waiter's message; the

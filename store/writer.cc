@@ -19,8 +19,8 @@ constexpr char kRollbackToSql[] = "ROLLBACK TO job";
 
 Status RunCached(Db* db, const char* sql) {
   Status s;
-  StatementRef stmt = db->Cached(sql, &s);
-  if (!s.ok()) return s;
+  StatementRef stmt;
+  RETURN_IF_ERROR(db->Cached(sql, &stmt));
   return stmt->Run();
 }
 

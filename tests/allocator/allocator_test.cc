@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "store/db.h"
 #include "tests/allocator/pool_fixture.h"
 #include "tests/support/broken_reads.h"
@@ -43,7 +44,7 @@ bool Eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seco
 
 // Sleeps until the wall clock (which leases use) is past `ms`.
 void SleepPast(int64_t ms) {
-  while (store::NowMs() <= ms) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  while (base::NowMs() <= ms) std::this_thread::sleep_for(std::chrono::milliseconds(2));
 }
 
 }  // namespace
@@ -60,7 +61,7 @@ TEST_CASE("claim: picks only a healthy available container of the right region a
   pool.Exec("weur", "UPDATE containers SET last_heartbeat_ms = last_heartbeat_ms - 60000 "
                     "WHERE id = 'stale'");
 
-  const int64_t before = store::NowMs();
+  const int64_t before = base::NowMs();
   auto req = Req("weur", "t1", "chrome");
   req.lease_ms = 30000;
   SessionResult r = pool.Claim(req);
@@ -72,7 +73,7 @@ TEST_CASE("claim: picks only a healthy available container of the right region a
   CHECK(r.session.data == R"({"endpoint":"ws://10.0.0.5:9222"})");
   CHECK_THAT(r.session.session_id, Catch::StartsWith("s_"));
   CHECK(r.session.lease_expires_at_ms >= before + 30000);
-  CHECK(r.session.lease_expires_at_ms <= store::NowMs() + 30000);
+  CHECK(r.session.lease_expires_at_ms <= base::NowMs() + 30000);
   auto info = pool.Get("good");
   CHECK(info.status == "picked");
   CHECK(info.generation == r.session.token);
@@ -204,7 +205,7 @@ TEST_CASE("renew: extends the lease with the current token, and returns the sess
   pool.Add({Spec("c1", "weur", "default", 0, R"({"x":1})")});
   SessionResult r = pool.Claim(Req("weur"));
   REQUIRE(r.outcome == Outcome::kOk);
-  const int64_t before = store::NowMs();
+  const int64_t before = base::NowMs();
   SessionResult renewed = pool.Renew(Tenant("t1"), r.session.session_id, r.session.token, 600000);
   INFO(renewed.message);
   REQUIRE(renewed.outcome == Outcome::kOk);
@@ -444,7 +445,7 @@ TEST_CASE("idempotency: a session whose lease is over is not replayed, even befo
   INFO(retry.message);
   CHECK(Name(retry.outcome) == "ok");
   CHECK(retry.session.session_id != first.session.session_id);
-  CHECK(retry.session.lease_expires_at_ms > store::NowMs());
+  CHECK(retry.session.lease_expires_at_ms > base::NowMs());
 }
 
 TEST_CASE("lease: an expired session is freed by ReapExpiredLeases and is not_found after") {

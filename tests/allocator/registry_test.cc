@@ -7,11 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "store/db.h"
 #include "store/write_lock.h"
+#include "tests/allocator/pool_fixture.h"
 #include "tests/support/broken_reads.h"
 #include "tests/support/temp_dir.h"
-#include "tests/allocator/pool_fixture.h"
 
 namespace {
 
@@ -27,7 +28,7 @@ std::string Name(Outcome o) { return allocator::OutcomeName(o); }
 
 TEST_CASE("registry: new containers are available, with what was registered") {
   Pool pool;
-  const int64_t before = store::NowMs();
+  const int64_t before = base::NowMs();
   auto r = pool.Register({Spec("c1", "weur", "chrome", 12, R"({"endpoint":"ws://a"})"),
                           Spec("c2", "weur")});
   REQUIRE(r.outcome == Outcome::kOk);
@@ -150,8 +151,8 @@ int Copies(Pool& pool, const std::string& id) {
     int64_t n = 0;
     REQUIRE(pool.shard(i)->reads->With([&](store::Db* db) {
       store::Status s;
-      store::StatementRef q = db->Cached("SELECT count(*) FROM containers WHERE id = ?1", &s);
-      if (!s.ok()) return s;
+      store::StatementRef q;
+      RETURN_IF_ERROR(db->Cached("SELECT count(*) FROM containers WHERE id = ?1", &q));
       q->Bind(1, id);
       bool row = false;
       s = q->Step(&row);

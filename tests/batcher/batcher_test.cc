@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "store/db.h"
 #include "store/shard.h"
 #include "tests/support/broken_reads.h"
@@ -70,10 +71,11 @@ class Pool {
     Status s = shard(i).writer->RunSync([&](Db* db) {
       Status st;
       for (const std::string& id : ids) {
-        store::StatementRef q = db->Cached(
+        store::StatementRef q;
+        st = db->Cached(
             "INSERT INTO containers (id, region, pool, status, last_heartbeat_ms) "
             "VALUES (?1, 'weur', 'chrome', 'available', ?2)",
-            &st);
+            &q);
         if (!st.ok()) return st;
         q->Bind(1, id);
         q->Bind(2, last_heartbeat_ms);
@@ -85,7 +87,7 @@ class Pool {
     INFO(s.ToString());
     REQUIRE(s.ok());
   }
-  void Add(const std::string& id, int64_t last_heartbeat_ms = store::NowMs(), int i = 0) {
+  void Add(const std::string& id, int64_t last_heartbeat_ms = base::NowMs(), int i = 0) {
     Add(std::vector<std::string>{id}, last_heartbeat_ms, i);
   }
 
@@ -93,8 +95,8 @@ class Pool {
   void Exec(const char* sql, const std::string& id, int i = 0) {
     Status s = shard(i).writer->RunSync([&](Db* db) {
       Status st;
-      store::StatementRef q = db->Cached(sql, &st);
-      if (!st.ok()) return st;
+      store::StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql, &q));
       q->Bind(1, id);
       return q->Run();
     });
@@ -117,10 +119,11 @@ class Pool {
     Row row;
     Status s = shard(i).reads->With([&](Db* db) {
       Status st;
-      store::StatementRef q = db->Cached(
+      store::StatementRef q;
+      st = db->Cached(
           "SELECT status, last_heartbeat_ms, reported_ts_ms, load, session_id, "
           "drain_requested, dead_reported FROM containers WHERE id = ?1",
-          &st);
+          &q);
       if (!st.ok()) return st;
       q->Bind(1, id);
       st = q->Step(&row.found);
@@ -155,7 +158,7 @@ Heartbeat Beat(std::string id, std::optional<int64_t> ts = std::nullopt,
   h.ts_ms = ts;
   h.load = load;
   h.state = state;
-  h.accepted_ms = store::NowMs();
+  h.accepted_ms = base::NowMs();
   return h;
 }
 
@@ -477,7 +480,7 @@ TEST_CASE("batcher: Stop() writes everything accepted before it returns and then
   }
   for (auto& thread : threads) thread.join();
   REQUIRE(refused.load() == 0);  // counted by the threads: Catch2 v2 is not thread-safe
-  const int64_t last_accept = store::NowMs();
+  const int64_t last_accept = base::NowMs();
   const auto t0 = std::chrono::steady_clock::now();
   b.Stop();
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));
@@ -500,7 +503,7 @@ TEST_CASE(
     "batcher: a silent container dies and its session ends while ready revives it and draining "
     "stops claims") {
   Pool pool;
-  const int64_t now = store::NowMs();
+  const int64_t now = base::NowMs();
   pool.Add("c-silent", now - 10000);
   pool.Add("c-held", now - 10000);
   pool.Claim("c-held", "c-held");
@@ -699,8 +702,8 @@ class Touch : public store::WriteJob {
   Status Apply(Db* db) override {
     static constexpr char kSql[] = "UPDATE containers SET latency_ms = 7 WHERE id = ?1";
     Status s;
-    store::StatementRef q = db->Cached(kSql, &s);
-    if (!s.ok()) return s;
+    store::StatementRef q;
+    RETURN_IF_ERROR(db->Cached(kSql, &q));
     q->Bind(1, id_);
     return q->Run();
   }
@@ -803,7 +806,7 @@ TEST_CASE(
 // accepted, also while its lane, idle before, waits to fill its first batch.
 TEST_CASE("batcher: a heartbeat waiting for its batch to fill keeps its container alive") {
   Pool pool;
-  const int64_t t0 = store::NowMs();
+  const int64_t t0 = base::NowMs();
   // Alive now, silent for too long from t0 + 150 on unless its heartbeat counts.
   pool.Add("c-1", t0 - 150);
   BatcherOptions options;

@@ -45,6 +45,7 @@
 #include "allocator/allocator.h"
 #include "allocator/registry.h"
 #include "allocator/types.h"
+#include "base/clock.h"
 #include "batcher/batcher.h"
 #include "batcher/heartbeat.h"
 #include "store/db.h"
@@ -257,7 +258,7 @@ void Heartbeats(ChildWorld* w, int tid) {
     std::vector<batcher::Heartbeat> items;
     std::set<std::string> ids;
     const int k = 1 + static_cast<int>(rng() % 6);
-    const int64_t now = store::NowMs();
+    const int64_t now = base::NowMs();
     for (int i = 0; i < k; ++i) {
       std::string id = FleetId(static_cast<int>(rng() % kRegions),
                                static_cast<int>(rng() % kFleetPerRegion));

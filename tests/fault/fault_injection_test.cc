@@ -22,8 +22,9 @@
 //      every violation). The "defect:" cases are issue #11's failing-first
 //      tests and fail until the product is fixed.
 
-#include "tests/support/fn_job.h"
+#include "base/clock.h"
 #include "tests/support/fault_vfs.h"
+#include "tests/support/fn_job.h"
 
 #include <sqlite3.h>
 
@@ -574,7 +575,7 @@ void RunAllocCase(const AllocCase& c, Findings* f, RunStats* out) {
     {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
       std::vector<batcher::Heartbeat> items;
-      const int64_t now = store::NowMs();
+      const int64_t now = base::NowMs();
       for (int i = 0; i <= 7; ++i) {
         batcher::Heartbeat h;
         h.container_id = "c-" + std::to_string(i);

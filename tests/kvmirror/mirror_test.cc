@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "store/db.h"
 #include "store/shard.h"
 #include "store/shard_map.h"
@@ -113,9 +114,9 @@ TEST_CASE("mirror: Start publishes the database's counts before it returns") {
   Flip(db.get(), "weur", "android", 2, "draining");
 
   Mirror mirror({map.PathOf(0)}, 1000);
-  const int64_t before = store::NowMs();
+  const int64_t before = base::NowMs();
   store::Status s = mirror.Start();
-  const int64_t after = store::NowMs();
+  const int64_t after = base::NowMs();
   INFO(s.ToString());
   REQUIRE(s.ok());
   auto snap = mirror.Current();
@@ -141,7 +142,7 @@ TEST_CASE("mirror: converges to the database within one refresh period after a b
 
   // A burst: 50 claims, one transaction each, as the allocator would commit.
   for (int i = 0; i < 50; ++i) Flip(db.get(), "weur", "chrome", 1, "picked");
-  const int64_t written_ms = store::NowMs();
+  const int64_t written_ms = base::NowMs();
   const auto written = Clock::now();
   while (CountsOf(mirror, "weur", "chrome") != Counts(150, 50, 0, 0) && MsSince(written) < 2000) {
     std::this_thread::sleep_for(milliseconds(2));
@@ -274,9 +275,9 @@ TEST_CASE("mirror: two shards are read on their own connections and merged") {
     published.push_back(shard);
   };
   Mirror mirror({map.PathOf(0), map.PathOf(1)}, 10'000, options);
-  const int64_t before = store::NowMs();
+  const int64_t before = base::NowMs();
   REQUIRE(mirror.Start().ok());
-  const int64_t after = store::NowMs();
+  const int64_t after = base::NowMs();
   {
     std::lock_guard<std::mutex> lock(published_mu);
     CHECK(published == std::vector<int>{0, 1});
@@ -305,24 +306,24 @@ TEST_CASE("mirror: as_of_ms is when the read began, and the age grows until the 
   AddContainers(db.get(), "weur", "chrome", 3, "c");
   // Never started: only RefreshNow refreshes, so the age is ours to watch.
   Mirror mirror({map.PathOf(0)}, 1000);
-  CHECK(mirror.Current()->ToCapacityJson(store::NowMs()).find(R"("age_ms":null)") !=
+  CHECK(mirror.Current()->ToCapacityJson(base::NowMs()).find(R"("age_ms":null)") !=
         std::string::npos);
 
-  const int64_t before = store::NowMs();
+  const int64_t before = base::NowMs();
   REQUIRE(mirror.RefreshNow().ok());
-  const int64_t after = store::NowMs();
+  const int64_t after = base::NowMs();
   auto first = mirror.Current();
   CHECK(first->as_of_ms() >= before);
   CHECK(first->as_of_ms() <= after);
   std::this_thread::sleep_for(milliseconds(60));
-  CHECK(first->AgeMs(store::NowMs()) >= 60);
+  CHECK(first->AgeMs(base::NowMs()) >= 60);
   CHECK(mirror.Current() == first);  // nothing refreshed it meanwhile
 
   REQUIRE(mirror.RefreshNow().ok());
   auto second = mirror.Current();
   CHECK(second != first);
   CHECK(second->as_of_ms() >= first->as_of_ms() + 60);
-  CHECK(second->AgeMs(store::NowMs()) < 60);
+  CHECK(second->AgeMs(base::NowMs()) < 60);
   // An old snapshot still held by a reader stays intact.
   CHECK(*first->Find("weur", "chrome") == Counts(3, 0, 0, 0));
 }

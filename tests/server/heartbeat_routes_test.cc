@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "store/db.h"
+#include "base/clock.h"
 #include "tests/server/service_fixture.h"
 
 namespace server {
@@ -119,7 +119,7 @@ TEST_CASE("heartbeats: a POST is answered 202 and written within the batch windo
   LiveService t([](ServeConfig* c) { c->batch_wait_ms = 20; });
   HttpClient c = t.Client();
   RegisterFleet(c, "hb", 4);
-  const int64_t before = store::NowMs();
+  const int64_t before = base::NowMs();
   json items = json::array();
   for (int i = 0; i < 4; ++i) {
     items.push_back({{"container_id", "hb-" + std::to_string(i)}, {"ts_ms", before}, {"load", 0.5}});
@@ -304,7 +304,7 @@ TEST_CASE("heartbeats: a ts_ms more than the allowed clock skew ahead is 400 nam
   LiveService t;
   HttpClient c = t.Client();
   RegisterFleet(c, "sk", 1);
-  const int64_t now = store::NowMs();
+  const int64_t now = base::NowMs();
   json items = json::array();
   items.push_back({{"container_id", "sk-0"}, {"ts_ms", now}});
   items.push_back({{"container_id", "sk-0"}, {"ts_ms", INT64_MAX}, {"state", "ready"}});
@@ -316,7 +316,7 @@ TEST_CASE("heartbeats: a ts_ms more than the allowed clock skew ahead is 400 nam
   // The default skew is 60 s: 30 s ahead is a clock a little fast, taken.
   items[1]["ts_ms"] = now + 30000;
   CHECK(c.Post("/v1/heartbeats", json{{"heartbeats", items}}.dump()).status == 202);
-  items[1]["ts_ms"] = store::NowMs() + 120000;
+  items[1]["ts_ms"] = base::NowMs() + 120000;
   CHECK(c.Post("/v1/heartbeats", json{{"heartbeats", items}}.dump()).status == 400);
   CHECK(t.service->batcher()->stats().accepted.load() == 2);
 }
@@ -333,13 +333,13 @@ TEST_CASE("heartbeats: a registration resets the report order, so a far-future t
   far.container_id = "fz-0";
   far.ts_ms = INT64_MAX;
   far.state = Heartbeat::State::kReady;
-  far.accepted_ms = store::NowMs();
+  far.accepted_ms = base::NowMs();
   std::vector<Heartbeat> one{far};
   REQUIRE(t.service->batcher()->Submit(std::move(one)).code ==
           batcher::SubmitResult::Code::kAccepted);
   REQUIRE(Eventually([&] { return written() >= 1; }));
   auto drain = [&] {
-    json item = {{"container_id", "fz-0"}, {"ts_ms", store::NowMs()}, {"state", "draining"}};
+    json item = {{"container_id", "fz-0"}, {"ts_ms", base::NowMs()}, {"state", "draining"}};
     REQUIRE(c.Post("/v1/heartbeats", json{{"heartbeats", {item}}}.dump()).status == 202);
   };
   auto status = [&] { return json::parse(c.Get("/v1/containers/fz-0").body)["status"]; };
@@ -373,9 +373,9 @@ TEST_CASE("heartbeats: ts_ms may be ahead of the accept time by the skew and not
 TEST_CASE("heartbeats: the server takes its clock skew bound from --max-clock-skew-ms") {
   LiveService t([](ServeConfig* c) { c->max_clock_skew_ms = 3600000; });
   HttpClient c = t.Client();
-  json item = {{"container_id", "x"}, {"ts_ms", store::NowMs() + 1800000}};
+  json item = {{"container_id", "x"}, {"ts_ms", base::NowMs() + 1800000}};
   CHECK(c.Post("/v1/heartbeats", json{{"heartbeats", {item}}}.dump()).status == 202);
-  item["ts_ms"] = store::NowMs() + 7200000;
+  item["ts_ms"] = base::NowMs() + 7200000;
   CHECK(c.Post("/v1/heartbeats", json{{"heartbeats", {item}}}.dump()).status == 400);
 }
 

@@ -165,7 +165,7 @@ TEST_CASE("metrics: the route label is the pattern and never the raw path") {
 TEST_CASE("metrics: a part left out leaves its families out") {
   MetricsSources none;
   CHECK(RenderMetrics(none, 0).empty());
-  LatencyHistogram h;
+  base::LatencyHistogram h;
   h.Observe(std::chrono::microseconds(700));
   MetricsSources only;
   only.claim_latency = &h;

@@ -5,8 +5,8 @@
 
 #include <string>
 
+#include "base/clock.h"
 #include "server/dashboard.h"
-#include "store/db.h"
 #include "tests/server/service_fixture.h"
 
 namespace server {
@@ -39,7 +39,7 @@ TEST_CASE("capacity: the body has as_of_ms and age_ms and counts by region pool 
   HttpClient c = t.Client();
   RegisterFleet(c, "cap", 3);
   REQUIRE(t.service->mirror()->RefreshNow().ok());
-  const int64_t before = store::NowMs();
+  const int64_t before = base::NowMs();
   HttpReply r = c.Get("/v1/capacity");
   REQUIRE(r.status == 200);
   CHECK(r.Header("content-type") == "application/json");

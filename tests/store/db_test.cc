@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "base/clock.h"
 #include "tests/support/db_queries.h"
 #include "tests/support/temp_dir.h"
 
@@ -208,7 +209,8 @@ TEST_CASE("cached: the same statement object comes back, with its bindings clear
   Statement* first = nullptr;
   {
     Status s;
-    StatementRef q = db->Cached(kSelectParamSql, &s);
+    StatementRef q;
+    s = db->Cached(kSelectParamSql, &q);
     REQUIRE(s.ok());
     first = &*q;
     q->Bind(1, 17);
@@ -218,7 +220,8 @@ TEST_CASE("cached: the same statement object comes back, with its bindings clear
     CHECK(q->ColumnInt64(0) == 17);
   }
   Status s;
-  StatementRef again = db->Cached(kSelectParamSql, &s);
+  StatementRef again;
+  s = db->Cached(kSelectParamSql, &again);
   REQUIRE(s.ok());
   CHECK(&*again == first);
   bool row = false;
@@ -238,7 +241,8 @@ TEST_CASE("cached: a statement left on a row keeps no read open after its scope"
   REQUIRE(a->Exec("CREATE TABLE t (v INTEGER); INSERT INTO t (v) VALUES (1), (2), (3)").ok());
   {
     Status s;
-    StatementRef q = a->Cached(kSelectValuesSql, &s);
+    StatementRef q;
+    s = a->Cached(kSelectValuesSql, &q);
     REQUIRE(s.ok());
     bool row = false;
     REQUIRE(q->Step(&row).ok());
@@ -266,12 +270,14 @@ TEST_CASE("cached: a statement that failed to prepare reports its error on every
   auto db = OpenOrDie(dir.File("a.db"));
   {
     Status s;
-    StatementRef q = db->Cached(kBadSql, &s);
+    StatementRef q;
+    s = db->Cached(kBadSql, &q);
     CHECK_FALSE(s.ok());
     CHECK_THAT(s.message(), Catch::Contains("syntax error"));
   }
   Status s;
-  StatementRef q = db->Cached(kBadSql, &s);
+  StatementRef q;
+  s = db->Cached(kBadSql, &q);
   INFO("second Cached() of a bad statement: " << s.ToString());
   CHECK_FALSE(s.ok());
 }
@@ -380,7 +386,7 @@ TEST_CASE("transaction: a SQLite-level writer that bypasses the flock makes Begi
 }
 
 TEST_CASE("db: NowMs is wall-clock milliseconds") {
-  const int64_t now = store::NowMs();
+  const int64_t now = base::NowMs();
   CHECK(now > 1600000000000);  // after 2020
   CHECK(now < 4102444800000);  // before 2100
 }

@@ -49,14 +49,16 @@ int IncrementMany(const std::string& path) {
     int64_t n = 0;
     {
       Status s;
-      store::StatementRef read = db->Cached(kReadSql, &s);
+      store::StatementRef read;
+      s = db->Cached(kReadSql, &read);
       bool row = false;
       if (!s.ok() || !read->Step(&row).ok() || !row) return kStatementFailed;
       n = read->ColumnInt64(0);
     }
     {
       Status s;
-      store::StatementRef write = db->Cached(kWriteSql, &s);
+      store::StatementRef write;
+      s = db->Cached(kWriteSql, &write);
       if (!s.ok()) return kStatementFailed;
       write->Bind(1, n + 1);
       if (!write->Run().ok()) return kStatementFailed;

@@ -19,7 +19,8 @@ using store::Status;
 
 std::string Layout(Db* db) {
   Status s;
-  store::StatementRef q = db->Cached("SELECT value FROM meta WHERE key = 'shard_layout'", &s);
+  store::StatementRef q;
+  s = db->Cached("SELECT value FROM meta WHERE key = 'shard_layout'", &q);
   REQUIRE(s.ok());
   bool row = false;
   REQUIRE(q->Step(&row).ok());
@@ -88,8 +89,8 @@ TEST_CASE("shard: reopening with the same --shards is accepted and keeps the dat
       Status s = db->Exec("INSERT INTO meta (key, value) VALUES ('round" +
                           std::to_string(round) + "', 'x')");
       if (!s.ok()) return s;
-      store::StatementRef q = db->Cached("SELECT count(*) FROM meta WHERE key LIKE 'round%'", &s);
-      if (!s.ok()) return s;
+      store::StatementRef q;
+      RETURN_IF_ERROR(db->Cached("SELECT count(*) FROM meta WHERE key LIKE 'round%'", &q));
       bool row = false;
       s = q->Step(&row);
       count = q->ColumnInt64(0);
@@ -143,8 +144,8 @@ TEST_CASE("read_pool: sees what the writer committed, cannot write, and reuses i
     first = db;
     CHECK(db->read_only());
     Status s;
-    store::StatementRef q = db->Cached("SELECT value FROM meta WHERE key = 'k'", &s);
-    if (!s.ok()) return s;
+    store::StatementRef q;
+    RETURN_IF_ERROR(db->Cached("SELECT value FROM meta WHERE key = 'k'", &q));
     bool row = false;
     s = q->Step(&row);
     if (row) value = q->ColumnString(0);

@@ -73,7 +73,8 @@ struct Fixture {
   // other threads: false if the query failed.
   bool TryVisible(const std::string& v, bool* visible) {
     Status s;
-    store::StatementRef q = reader->Cached("SELECT count(*) FROM t WHERE v = ?1", &s);
+    store::StatementRef q;
+    s = reader->Cached("SELECT count(*) FROM t WHERE v = ?1", &q);
     if (!s.ok()) return false;
     q->Bind(1, v);
     bool row = false;
@@ -83,7 +84,8 @@ struct Fixture {
   }
   int64_t Rows() {
     Status s;
-    store::StatementRef q = reader->Cached("SELECT count(*) FROM t", &s);
+    store::StatementRef q;
+    s = reader->Cached("SELECT count(*) FROM t", &q);
     REQUIRE(s.ok());
     bool row = false;
     REQUIRE(q->Step(&row).ok());

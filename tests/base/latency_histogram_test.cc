@@ -1,11 +1,11 @@
-#include "server/histogram.h"
+#include "base/histogram.h"
 
 #include <catch2/catch.hpp>
 
 #include <thread>
 #include <vector>
 
-namespace server {
+namespace base {
 namespace {
 
 using std::chrono::microseconds;
@@ -42,4 +42,4 @@ TEST_CASE("histogram: observations from many threads are all counted") {
 }
 
 }  // namespace
-}  // namespace server
+}  // namespace base

@@ -1,10 +1,10 @@
-#include "store/histogram.h"
+#include "base/histogram.h"
 
 #include <cassert>
 
-namespace store {
+namespace base {
 
-Histogram::Histogram(std::initializer_list<int64_t> upper_bounds) {
+Histogram::Histogram(std::span<const int64_t> upper_bounds) {
   assert(upper_bounds.size() <= kMaxBounds);
   for (int64_t b : upper_bounds) {
     assert(n_bounds_ == 0 || b > bounds_[n_bounds_ - 1]);
@@ -26,4 +26,4 @@ uint64_t Histogram::CumulativeCount(size_t i) const {
   return total;
 }
 
-}  // namespace store
+}  // namespace base

@@ -1,11 +1,11 @@
-#include "store/histogram.h"
+#include "base/histogram.h"
 
 #include <catch2/catch.hpp>
 
 namespace {
 
 TEST_CASE("histogram: a bound is inclusive and what lies past the last one goes to +Inf") {
-  store::Histogram h{10, 20};
+  base::Histogram h{10, 20};
   for (int64_t v : {10, 11, 20, 21}) h.Observe(v);
   CHECK(h.bucket_count(0) == 1);
   CHECK(h.bucket_count(1) == 2);
