@@ -6,31 +6,22 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "base/mutex.h"
+#include "batcher/coalesce.h"
 #include "batcher/heartbeat.h"
 #include "batcher/stats.h"
-#include "store/shard.h"
-#include "store/shard_map.h"
+#include "store/storage.h"
 
 namespace batcher {
 
 // Bounds of the heartbeat path (STYLE.md: every queue and batch bound is named).
 // Rows a batch at most, whatever BatcherOptions::batch_max says.
 inline constexpr int kMaxBatchRows = 1000;
-// A batch of at most this many rows (DESIGN.md's "<= 100 rows a transaction")
-// rides in the shard Writer's group commit beside the claims, as one job
-// under its own SAVEPOINT, and shares the group's fsync; a larger one gets a
-// transaction of its own (batcher.cc, BatchJob, says why).
-inline constexpr size_t kMaxRidingRows = 100;
 // Rows the reaper changes in one transaction, so a sweep of a large dead
 // region never holds the write lock for long.
 inline constexpr int kReapBatchRows = 256;
-// Ids remembered by the id -> shard cache (several shards only); it is
-// cleared when full, which costs one lookup per id afterwards.
-inline constexpr size_t kMaxCachedIds = 1 << 20;
 // Backoff between attempts of a batch the Writer refused or failed.
 inline constexpr int kRetryInitialMs = 1;
 inline constexpr int kRetryMaxMs = 1000;
@@ -47,7 +38,7 @@ struct BatcherOptions {
   // Longest a heartbeat waits for others to share its transaction, counted
   // from its accepted_ms (--batch-wait-ms); clamped to >= 0.
   int batch_wait_ms = 10;
-  // Heartbeats queued per shard before a request is refused (--queue-capacity).
+  // Heartbeats queued per partition before a request is refused (--queue-capacity).
   int64_t queue_capacity = 100000;
   // A container without heartbeat this long is dead (--dead-after-ms).
   int64_t dead_after_ms = 30000;
@@ -62,30 +53,30 @@ struct SubmitResult {
     kAccepted,    // taken whole: 202 {"accepted": items}
     kOverloaded,  // a queue lacked room; nothing taken: 503 overloaded
     kStopping,    // Stop() has begun; nothing taken: 503
-    kUnavailable, // looking up a container's shard failed; nothing taken: 503
+    kUnavailable, // looking up a container's partition failed; nothing taken: 503
   };
   Code code = Code::kAccepted;
   // Items of the request (all of them when accepted, including unknown ones).
   int64_t items = 0;
-  // Of an accepted request, items dropped at once because no shard holds
-  // their container (several shards only; with one shard an unknown id is
-  // found, counted and dropped at write time).
+  // Of an accepted request, items dropped at once because no partition
+  // holds their container (when the storage can tell at once; otherwise an
+  // unknown id is found, counted and dropped at write time).
   int64_t unknown = 0;
 
   bool accepted() const { return code == Code::kAccepted; }
 };
 
 // A Batcher takes validated heartbeats from the HTTP handlers, queues them per
-// shard and writes them in short, coalesced transactions through each shard's
-// Writer; its reaper marks silent containers dead. Submit and every reader are
-// safe from any thread; each shard has one batching thread that alone writes
-// its queue out, and one reaper thread serves all shards. The Batcher does not
-// own the shards: they must outlive it, their Writers running until Stop()
-// has returned.
+// storage partition and writes them in short, coalesced batches
+// (Storage::WriteHeartbeats); its reaper marks silent containers dead
+// (Storage::SweepSilentContainers). Submit and every reader are safe from
+// any thread; each partition has one batching thread that alone writes its
+// queue out, and one reaper thread serves all partitions. The storage must
+// outlive the Batcher, its writers running until Stop() has returned.
 class Batcher {
  public:
-  // REQUIRES: shards non-empty, shards.size() == map.shards(), every Writer started.
-  Batcher(std::vector<store::Shard*> shards, store::ShardMap map, BatcherOptions options = {});
+  // REQUIRES: the storage's writers started.
+  Batcher(store::Storage* storage, BatcherOptions options = {});
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
   // Stop()s if still running.
@@ -99,38 +90,34 @@ class Batcher {
   // stops the reaper, then writes every queued heartbeat and joins the
   // threads: once it returns, everything accepted is in the database (or,
   // if the store kept failing for kStopGiveUpMs, counted in stats().lost).
-  // The caller stops the shards' Writers afterwards, never before. Starts
+  // The caller stops the storage's writers afterwards, never before. Starts
   // the threads first if Start() was never called. Idempotent.
   void Stop();
 
-  // Queues a request, all or nothing. kAccepted: every item is queued (or,
-  // with several shards, counted unknown and dropped) and will be written
-  // within about batch_wait_ms. kOverloaded: some shard's queue lacked room
-  // for its share; nothing of the request was queued. kStopping: Stop() has
-  // begun; nothing was queued. With several shards an id not yet cached is
-  // looked up in each shard's ReadPool, on the calling thread. A request
-  // with more items for one shard than queue_capacity is always kOverloaded
-  // (the server's body limit keeps requests far below the default).
+  // Queues a request, all or nothing. kAccepted: every item is queued (or
+  // counted unknown and dropped) and will be written within about
+  // batch_wait_ms. kOverloaded: some partition's queue lacked room for its
+  // share; nothing of the request was queued. kStopping: Stop() has begun;
+  // nothing was queued. Each item's partition is asked of the storage on
+  // the calling thread (Storage::PartitionOf). A request with more items for
+  // one partition than queue_capacity is always kOverloaded (the server's
+  // body limit keeps requests far below the default).
   // Each item's accepted_ms is set to the time Submit takes it (never
   // earlier than the caller's stamp), so the reaper's watermark is exact.
   SubmitResult Submit(std::vector<Heartbeat>&& items);
 
-  // Heartbeats queued in shard i, or in all shards, not yet taken into a batch.
-  int64_t QueueDepth(int shard) const;
+  // Heartbeats queued in partition i, or in all, not yet taken into a batch.
+  int64_t QueueDepth(int partition) const;
   int64_t QueueDepth() const;
-  int shards() const { return static_cast<int>(lanes_.size()); }
+  int partitions() const { return static_cast<int>(lanes_.size()); }
   const BatcherOptions& options() const { return options_; }
   const BatcherStats& stats() const { return stats_; }
 
  private:
   struct Lane;
 
-  // Sets *shard to the shard that holds `id`, or -1 if none does. A failed
-  // read is returned, never taken for an unknown id. Several shards only.
-  store::Status ShardOfId(const std::string& id, int* shard);
-  void Forget(const std::string& id);
   void LaneLoop(Lane* lane);
-  // Writes one batch through the lane's Writer, retrying until it is durable
+  // Writes one batch of the lane's partition, retrying until it is durable
   // (or, while stopping, until kStopGiveUpMs of failures).
   void WriteBatch(Lane* lane, Heartbeat* items, size_t n);
   void ReaperLoop();
@@ -143,15 +130,12 @@ class Batcher {
   // are enqueued), and takes them out once written (durable or lost).
   void MarkQueued(Lane* lane, Heartbeat* items, size_t n);
   void MarkWritten(Lane* lane, const Heartbeat* items, size_t n);
-  void ReapShard(Lane* lane);
+  void ReapPartition(Lane* lane);
 
-  const store::ShardMap map_;
+  store::Storage* const storage_;
   BatcherOptions options_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   BatcherStats stats_;
-
-  base::SharedMutex cache_mu_;
-  std::unordered_map<std::string, int> shard_of_id_ GUARDED_BY(cache_mu_);
 
   std::atomic<bool> accepting_{true};
   std::atomic<int> submitting_{0};

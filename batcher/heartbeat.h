@@ -5,15 +5,16 @@
 #include <optional>
 #include <string>
 
+#include "store/types.h"
+
 namespace batcher {
 
-// A Heartbeat is one validated report of a container (API.md "Heartbeats"),
+// A Heartbeat is one validated report of a container (docs/api.md "Heartbeats"),
 // as the HTTP handler hands it to the Batcher. A plain value: it is moved into
 // a queue on the io thread and read by the shard's batching thread.
 struct Heartbeat {
-  // The state a container reports about itself; kNone for a plain heartbeat,
-  // which only says "alive" and never changes the container's status.
-  enum class State { kNone, kReady, kDraining, kDead };
+  // The state a container reports about itself (store::ReportedState).
+  using State = store::ReportedState;
 
   std::string container_id;
   // The container's own clock. Only orders this container's reports: one

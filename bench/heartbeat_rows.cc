@@ -30,8 +30,9 @@
 
 #include "base/clock.h"
 #include "batcher/batcher.h"
-#include "store/db.h"
-#include "store/shard.h"
+#include "store/sqlite/db.h"
+#include "store/sqlite/shard.h"
+#include "store/sqlite/sqlite_storage.h"
 
 namespace {
 
@@ -108,7 +109,8 @@ Figures Run(const Options& o, store::Shard* shard, const store::ShardMap& map, i
   bo.batch_wait_ms = 10;
   bo.queue_capacity = 1000000;
   bo.dead_after_ms = 3600000;  // the reaper finds nothing to do
-  batcher::Batcher b({shard}, map, bo);
+  store::SqliteStorage storage({shard}, map, store::ClaimPolicy{});
+  batcher::Batcher b(&storage, bo);
   b.Start();
 
   // The order ids are sent in: a permutation, walked round and round.

@@ -6,8 +6,8 @@
 //
 // The rows are the ones `edgealloc register` writes, by construction: the
 // file is opened and migrated by store::OpenShardDb (the real schema, the
-// shard layout check), and every row goes through allocator::sql::
-// kUpsertContainer, the statement Registry::Register runs, with the same
+// shard layout check), and every row goes through store::sql::
+// kUpsertContainer, the statement SqliteStorage::Register runs, with the same
 // binds (id, region, pool, latency_ms, data, now as the registration's
 // heartbeat). Only the batching differs: kBatchRows rows a transaction, on a
 // connection with a large page cache and synchronous=NORMAL, checkpointed at
@@ -30,11 +30,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "allocator/sql.h"
 #include "base/clock.h"
-#include "store/db.h"
-#include "store/shard.h"
-#include "store/shard_map.h"
+#include "store/sqlite/db.h"
+#include "store/sqlite/lifecycle_sql.h"
+#include "store/sqlite/shard.h"
+#include "store/sqlite/shard_map.h"
 
 namespace {
 
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
       }
       {
         store::StatementRef up;
-        s = db->Cached(allocator::sql::kUpsertContainer, &up);
+        s = db->Cached(store::sql::kUpsertContainer, &up);
         if (!s.ok()) Die(s);
         up->Bind(1, spec.prefix + std::to_string(i));
         up->Bind(2, spec.region);

@@ -19,8 +19,8 @@
 #include <CLI/CLI.hpp>
 
 #include "allocator/allocator.h"
-#include "allocator/registry.h"
-#include "store/shard.h"
+#include "store/sqlite/shard.h"
+#include "store/sqlite/sqlite_storage.h"
 
 namespace {
 
@@ -61,13 +61,13 @@ double GroupCommitCycles(const Options& o, const std::string& path, uint64_t* do
     std::exit(1);
   }
   std::vector<store::Shard*> ptrs{shards[0].get()};
-  allocator::Registry reg(ptrs, map);
-  std::vector<allocator::ContainerSpec> specs;
+  store::SqliteStorage storage(ptrs, map, store::ClaimPolicy{});
+  std::vector<store::ContainerSpec> specs;
   for (int i = 0; i < o.containers; ++i) {
     specs.push_back({"c" + std::to_string(i), "bench", "default", i % 50, "{}"});
   }
-  Wait<allocator::ContainerResult>([&](auto cb) { reg.Register(specs, cb); });
-  allocator::Allocator alloc(ptrs, map, {});
+  Wait<store::ContainerResult>([&](auto cb) { storage.Register(specs, cb); });
+  allocator::Allocator alloc(&storage, {});
   // Each client is a chain of callbacks, not a thread: a release's callback
   // starts the next claim. The figure is then the store's, not the cost of
   // waking 64 threads on two cores.
@@ -79,12 +79,12 @@ double GroupCommitCycles(const Options& o, const std::string& path, uint64_t* do
       running.fetch_sub(1);
       return;
     }
-    allocator::ClaimRequest req;
+    store::ClaimRequest req;
     req.region = "bench";
-    alloc.Claim(std::move(req), [&](allocator::SessionResult c) {
-      if (c.outcome != allocator::Outcome::kOk) return cycle();
-      alloc.Release({}, c.session.session_id, c.session.token, [&](allocator::SessionResult r) {
-        if (r.outcome != allocator::Outcome::kOk) ++*doubles;  // a stolen container shows here
+    alloc.Claim(std::move(req), [&](store::SessionResult c) {
+      if (c.outcome != store::Outcome::kOk) return cycle();
+      alloc.Release({}, c.session.session_id, c.session.token, [&](store::SessionResult r) {
+        if (r.outcome != store::Outcome::kOk) ++*doubles;  // a stolen container shows here
         cycles.fetch_add(1, std::memory_order_relaxed);
         cycle();
       });

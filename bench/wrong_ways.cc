@@ -11,7 +11,7 @@
 //           on its own read connection (as the KV mirror does), then the same
 //           blind UPDATE. The same candidate rule as ours and naive's: only
 //           where the truth comes from differs.
-//   ours    the real claim: allocator::Allocator over store::OpenShards.
+//   ours    the real claim: allocator::Allocator over the SQLite storage.
 //
 // Every way keeps the same book of who holds what in memory: a claim that
 // hands a container to a second live holder is counted. Releases are guarded
@@ -38,9 +38,9 @@
 #include <CLI/CLI.hpp>
 
 #include "allocator/allocator.h"
-#include "allocator/registry.h"
 #include "base/clock.h"
-#include "store/shard.h"
+#include "store/sqlite/shard.h"
+#include "store/sqlite/sqlite_storage.h"
 
 namespace {
 
@@ -365,44 +365,44 @@ Result Ours(const Options& o, const std::string& path) {
     Die(s.ToString());
   }
   std::vector<store::Shard*> ptrs{shards[0].get()};
-  allocator::Registry reg(ptrs, map);
-  std::vector<allocator::ContainerSpec> specs;
+  store::ClaimPolicy policy;
+  policy.candidates = o.candidates;
+  policy.dead_after_ms = 24 * 3600 * 1000;  // no heartbeats here; keep every container healthy
+  store::SqliteStorage storage(ptrs, map, policy);
+  std::vector<store::ContainerSpec> specs;
   for (int i = 0; i < o.containers; ++i) {
     specs.push_back({"c" + std::to_string(i), kRegion, kPool, i % 50, "{}"});
   }
-  auto registered = Wait<allocator::ContainerResult>([&](auto cb) { reg.Register(specs, cb); });
-  if (registered.outcome != allocator::Outcome::kOk) Die("register: " + registered.message);
-  allocator::AllocatorOptions ao;
-  ao.candidates = o.candidates;
-  ao.dead_after_ms = 24 * 3600 * 1000;  // no heartbeats here; keep every container healthy
+  auto registered = Wait<store::ContainerResult>([&](auto cb) { storage.Register(specs, cb); });
+  if (registered.outcome != store::Outcome::kOk) Die("register: " + registered.message);
   Result r;
   Holders holders;
   Tally tally;
   {
-    allocator::Allocator alloc(ptrs, map, ao);
+    allocator::Allocator alloc(&storage, {});
     r.cycles_per_s = RunClients(o, &tally, [&](int, const std::atomic<bool>& stop) {
       while (!stop.load(std::memory_order_relaxed)) {
-        allocator::ClaimRequest req;
+        store::ClaimRequest req;
         req.region = kRegion;
         req.pool = kPool;
-        auto c = Wait<allocator::SessionResult>(
+        auto c = Wait<store::SessionResult>(
             [&](auto cb) { alloc.Claim(std::move(req), cb); });
-        if (c.outcome == allocator::Outcome::kNoCapacity) {
+        if (c.outcome == store::Outcome::kNoCapacity) {
           ++tally.no_capacity;
           continue;
         }
-        if (c.outcome != allocator::Outcome::kOk) {
+        if (c.outcome != store::Outcome::kOk) {
           ++tally.errors;
           continue;
         }
         holders.Take(c.session.container_id);
         Hold(o);
         holders.Drop(c.session.container_id);
-        auto rel = Wait<allocator::SessionResult>([&](auto cb) {
+        auto rel = Wait<store::SessionResult>([&](auto cb) {
           alloc.Release({}, c.session.session_id, c.session.token, cb);
         });
         // A stolen container would also show here, as a stale token.
-        if (rel.outcome != allocator::Outcome::kOk) ++tally.errors;
+        if (rel.outcome != store::Outcome::kOk) ++tally.errors;
         ++tally.cycles;
       }
     });

@@ -25,14 +25,15 @@ int64_t ThreadCpuMicros() {
 
 }  // namespace
 
-Mirror::Mirror(std::vector<std::string> shard_paths, int64_t refresh_ms, MirrorOptions options)
+Mirror::Mirror(std::vector<std::unique_ptr<store::CapacityReader>> readers, int64_t refresh_ms,
+               MirrorOptions options)
     : refresh_ms_(std::clamp(refresh_ms, kMinRefreshMs, kMaxRefreshMs)),
       options_(std::move(options)),
-      parts_(shard_paths.size()),
+      parts_(readers.size()),
       current_(std::make_shared<const Snapshot>()) {
-  assert(!shard_paths.empty());
-  for (auto& path : shard_paths) {
-    shards_.push_back(std::make_unique<ShardState>(std::move(path)));
+  assert(!readers.empty());
+  for (auto& reader : readers) {
+    shards_.push_back(std::make_unique<ShardState>(std::move(reader)));
     shards_.back()->period_ms.store(refresh_ms_);
   }
   stats_.period_ms.store(refresh_ms_);
@@ -130,13 +131,10 @@ store::Status Mirror::RefreshShard(int i) {
   stats_.period_ms.store(period, std::memory_order_relaxed);
   if (!s.ok()) {
     stats_.refresh_errors.fetch_add(1, std::memory_order_relaxed);
-    // Reopen next time: after an I/O error or a replaced file, a fresh
-    // connection is the cheapest way back (and its data_version starts over).
-    shard->db.reset();
-    shard->data_version = -1;
+    // The reader starts afresh next time; so does the comparison.
     shard->last_read.reset();
     base::MutexLock error_lock(&error_mu_);
-    last_error_ = shard->path + ": " + s.ToString();
+    last_error_ = shard->reader->name() + ": " + s.ToString();
     return s;
   }
   if (options_.before_publish) options_.before_publish(i);
@@ -148,58 +146,32 @@ store::Status Mirror::RefreshShard(int i) {
 
 store::Status Mirror::ReadPart(ShardState* shard, std::shared_ptr<const Snapshot>* part,
                                bool* unchanged, int64_t* cpu_micros) {
-  if (shard->db == nullptr) {
-    store::DbOptions options;
-    options.read_only = true;
-    options.busy_timeout_ms = options_.busy_timeout_ms;
-    options.program = "edgealloc-mirror";
-    store::Status s = store::Db::Open(shard->path, options, &shard->db);
-    if (!s.ok()) return s;
-  }
-  // The open is not counted: it happens once, the reads every period.
   const int64_t cpu_start = ThreadCpuMicros();
   struct CountCpu {
     int64_t start;
     int64_t* out;
     ~CountCpu() { *out = std::max<int64_t>(ThreadCpuMicros() - start, 0); }
   } count_cpu{cpu_start, cpu_micros};
-  store::Status s;
-  Snapshot::Regions regions;
-  // Taken before the read begins: no row it returns is older than this.
+  // Taken before the read begins: no count it returns is older than this.
   const int64_t as_of_ms = base::NowMs();
-  // data_version changes whenever another connection commits to the file
-  // (this one never writes). The same value as before the last read means
-  // nothing was committed since that read began, so its counts are still
-  // the file's as of now.
-  int64_t version = -1;
-  {
-    store::StatementRef q;
-    RETURN_IF_ERROR(shard->db->Cached("PRAGMA data_version", &q));
-    bool row = false;
-    s = q->Step(&row);
-    if (!s.ok()) return s;
-    if (row) version = q->ColumnInt64(0);
-  }
-  if (version >= 0 && version == shard->data_version && shard->last_read != nullptr) {
+  RETURN_IF_ERROR(shard->reader->Read(&shard->counts, unchanged));
+  if (*unchanged && shard->last_read != nullptr) {
+    // Nothing committed since the last read began: its counts are still the
+    // partition's as of now.
     *part = std::make_shared<const Snapshot>(as_of_ms, shard->last_read->regions());
-    *unchanged = true;
     return store::Status::Ok();
   }
-  {
-    store::StatementRef q;
-    RETURN_IF_ERROR(shard->db->Cached(kCountsSql, &q));
-    for (;;) {
-      bool row = false;
-      s = q->Step(&row);
-      if (!s.ok()) return s;  // the StatementRef resets, ending the read
-      if (!row) break;
-      // An unknown status (none exists under the schema's CHECK) is skipped.
-      (void)regions[q->ColumnString(0)][q->ColumnString(1)].Add(q->ColumnText(2),
-                                                                q->ColumnInt64(3));
-    }
-  }  // reset here: the read transaction ends before the snapshot is built
+  if (*unchanged) {
+    // No read of ours to republish (a reader that remembers across a failed
+    // refresh of ours): counts still holds its last successful read.
+    *unchanged = false;
+  }
+  Snapshot::Regions regions;
+  for (const store::CapacityCount& c : shard->counts) {
+    // An unknown status (none exists under the schema's CHECK) is skipped.
+    (void)regions[c.region][c.pool].Add(c.status, c.count);
+  }
   *part = std::make_shared<const Snapshot>(as_of_ms, std::move(regions));
-  shard->data_version = version;
   shard->last_read = *part;
   return store::Status::Ok();
 }

@@ -12,18 +12,10 @@
 
 #include "base/mutex.h"
 #include "kvmirror/snapshot.h"
-#include "store/db.h"
 #include "store/status.h"
+#include "store/storage.h"
 
 namespace kvmirror {
-
-// The one read a refresh makes of a shard: a single statement that SQLite
-// answers from the covering index containers_counts (region, pool, status)
-// without touching the table. It is reset as soon as its last row is read, so
-// no read transaction stays open between refreshes to hold the WAL back from
-// checkpointing. Public so a test can check its query plan.
-inline constexpr char kCountsSql[] =
-    "SELECT region, pool, status, COUNT(*) FROM containers GROUP BY region, pool, status";
 
 // Bounds of a refresh period, in ms; the constructor clamps into them (the
 // server's --mirror-refresh-ms accepts from 1 ms, and an hour is far beyond
@@ -43,14 +35,16 @@ inline constexpr double kDefaultMaxCpuShare = 0.05;
 // kept as it is).
 inline constexpr int64_t kMaxStretchedRefreshMs = 30 * 1000;
 
+// The wait for the storage's locks that a mirror's readers should be made
+// with (Storage::NewCapacityReader): a reader rarely waits (SQLite: only for
+// the recovery of a crashed writer's WAL), and the bound keeps Stop() prompt
+// even then. A refresh that fails is counted and retried next period.
+inline constexpr int kReaderBusyTimeoutMs = 250;
+
 struct MirrorOptions {
   // See kDefaultMaxCpuShare; in (0, 1], clamped. 1 turns the stretch off for
   // any refresh cheaper than its period.
   double max_cpu_share = kDefaultMaxCpuShare;
-  // SQLite's wait for its own locks on the read-only connection. A WAL reader
-  // waits only in rare cases (recovery of a crashed writer's WAL); the bound
-  // keeps Stop() prompt even then. Errors are counted and retried next period.
-  int busy_timeout_ms = 250;
   // Test hook: called on the refreshing thread after a shard's part has been
   // read and built and before it is published, with the shard's index. A test
   // blocks in it to show that readers of Current() go on meanwhile. With
@@ -86,24 +80,25 @@ struct MirrorStats {
 };
 
 // A Mirror is the eventually consistent view of the pool's capacity
-// (DESIGN.md, kvmirror/): one background thread per shard file (named
-// "mirror-<shard>") reads the counts on a read-only connection of its own
-// every refresh period (stretched for a pool so large that reading it every
-// period would cost more than max_cpu_share of a core; skipped, the counts
-// republished, when nothing was committed since the last read), and the
-// merged Snapshot is published by an atomic swap of a shared_ptr. Current() is
-// safe from any thread and never touches SQLite nor waits for a refresh: it
-// only loads the pointer. The Mirror owns its threads and connections; the
-// caller owns the Mirror and must Stop() (or destroy) it before the files go;
-// Start() and Stop() are for that owning thread.
+// (docs/design.md, kvmirror/): one background thread per storage partition
+// (named "mirror-<partition>") reads the counts with a CapacityReader of its
+// own every refresh period (stretched for a pool so large that reading it
+// every period would cost more than max_cpu_share of a core; skipped, the
+// counts republished, when nothing was committed since the last read), and
+// the merged Snapshot is published by an atomic swap of a shared_ptr.
+// Current() is safe from any thread and never touches storage nor waits for
+// a refresh: it only loads the pointer. The Mirror owns its threads and
+// readers; the caller owns the Mirror and must Stop() (or destroy) it before
+// the storage goes; Start() and Stop() are for that owning thread.
 class Mirror {
  public:
-  // A mirror of the shard files `shard_paths` (ShardMap::PathOf(0..N-1)),
-  // refreshed every `refresh_ms`, clamped into [kMinRefreshMs, kMaxRefreshMs]
-  // (each shard's period stretched as MirrorOptions::max_cpu_share says).
-  // Opens nothing until Start() or RefreshNow().
-  // REQUIRES: !shard_paths.empty().
-  Mirror(std::vector<std::string> shard_paths, int64_t refresh_ms, MirrorOptions options = {});
+  // A mirror of the partitions `readers` read (Storage::NewCapacityReader
+  // of each), refreshed every `refresh_ms`, clamped into [kMinRefreshMs,
+  // kMaxRefreshMs] (each partition's period stretched as
+  // MirrorOptions::max_cpu_share says). Reads nothing until Start() or
+  // RefreshNow(). REQUIRES: !readers.empty().
+  Mirror(std::vector<std::unique_ptr<store::CapacityReader>> readers, int64_t refresh_ms,
+         MirrorOptions options = {});
   Mirror(const Mirror&) = delete;
   Mirror& operator=(const Mirror&) = delete;
   // Stops if running.
@@ -133,7 +128,7 @@ class Mirror {
   // The latest published snapshot; never null. Until the first refresh it is
   // the empty snapshot (no regions, as_of_ms() == 0). Once every shard has
   // been read, as_of_ms() is the oldest of the shards' reads. Lock-free for
-  // the caller in the sense that matters: it never waits for SQLite or for a
+  // the caller in the sense that matters: it never waits for storage or for a
   // refresh being built.
   std::shared_ptr<const Snapshot> Current() const { return current_.load(); }
 
@@ -143,17 +138,16 @@ class Mirror {
   std::string last_error() const;
 
  private:
-  // One shard file and the connection that reads it. The connection belongs
-  // to whichever thread holds refresh_mu: the shard's refresh thread, or a
-  // caller of Start() / RefreshNow().
+  // One partition and its reader. The reader belongs to whichever thread
+  // holds refresh_mu: the partition's refresh thread, or a caller of
+  // Start() / RefreshNow().
   struct ShardState {
-    explicit ShardState(std::string p) : path(std::move(p)) {}
-    const std::string path;
+    explicit ShardState(std::unique_ptr<store::CapacityReader> r) : reader(std::move(r)) {}
     base::Mutex refresh_mu;
-    std::unique_ptr<store::Db> db GUARDED_BY(refresh_mu);
-    // PRAGMA data_version on `db` when `last_read` was read; -1 when there
-    // is none to compare with (no read yet, or a reopened connection).
-    int64_t data_version GUARDED_BY(refresh_mu) = -1;
+    const std::unique_ptr<store::CapacityReader> reader PT_GUARDED_BY(refresh_mu);
+    // The reader's output, reused from one read to the next.
+    std::vector<store::CapacityCount> counts GUARDED_BY(refresh_mu);
+    // The part built from the last successful read; null after an error.
     std::shared_ptr<const Snapshot> last_read GUARDED_BY(refresh_mu);
     // Set by every refresh of this shard, read by its thread between them.
     std::atomic<int64_t> period_ms{0};
@@ -162,10 +156,9 @@ class Mirror {
   // Reads shard `i` and, on success, publishes its part.
   // REQUIRES: shard i's refresh_mu is not held by this thread.
   store::Status RefreshShard(int i);
-  // Opens the shard's connection if needed, reads the counts and builds its
-  // part; or, if nothing was committed since its last read, builds the part
-  // from that read as of now and sets *unchanged. *cpu_micros: this thread's
-  // CPU time for the read (not the open).
+  // Reads the partition's counts and builds its part; or, if nothing was
+  // committed since its last read, builds the part from that read as of now
+  // and sets *unchanged. *cpu_micros: this thread's CPU time for it.
   store::Status ReadPart(ShardState* shard, std::shared_ptr<const Snapshot>* part,
                          bool* unchanged, int64_t* cpu_micros) REQUIRES(shard->refresh_mu);
   // Replaces part i and publishes the merge of all parts.

@@ -1,36 +1,70 @@
-# Fails on a forbidden #include (STYLE.md "Layout and who may include whom").
+# Fails on a forbidden #include (STYLE.md "Layout and who may include whom"):
+#   base/                      nothing of ours
+#   store/ (the seam)          base/ and itself, never an engine's folder
+#   store/sqlite/ (an engine)  base/, the seam and itself
+#   allocator/ batcher/ kvmirror/
+#                              base/ and the seam only: never each other,
+#                              server/ or an engine (store/<engine>/)
+#   server/                    anything but an engine's folder: it opens
+#                              storage through store/storage.h (OpenStorage)
+# and nothing but server/ includes Boost or nlohmann/json.
 set(bad "")
+set(parts allocator batcher kvmirror server)
+set(engines sqlite)
+
+# Appends to `bad` every include of FILE that matches REGEX, with WHY.
+function(forbid file regex why)
+  file(STRINGS ${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<]${regex}")
+  foreach(line ${includes})
+    list(APPEND bad "${file}: ${line} (${why})")
+  endforeach()
+  set(bad ${bad} PARENT_SCOPE)
+endfunction()
+
+function(sources_of dir out)
+  file(GLOB_RECURSE files ${SOURCE_DIR}/${dir}/*.h ${SOURCE_DIR}/${dir}/*.cc)
+  set(${out} ${files} PARENT_SCOPE)
+endfunction()
+
 foreach(part allocator batcher kvmirror)
-  file(GLOB_RECURSE files ${SOURCE_DIR}/${part}/*.h ${SOURCE_DIR}/${part}/*.cc)
+  sources_of(${part} files)
   foreach(f ${files})
-    file(STRINGS ${f} includes REGEX "^[ \t]*#[ \t]*include")
-    foreach(line ${includes})
-      foreach(other allocator batcher kvmirror server)
-        if(NOT other STREQUAL part AND line MATCHES "\"${other}/")
-          list(APPEND bad "${f}: ${line}")
-        endif()
-      endforeach()
-      if(line MATCHES "boost/|nlohmann/")
-        list(APPEND bad "${f}: ${line} (only server/ may)")
+    foreach(other ${parts})
+      if(NOT other STREQUAL part)
+        forbid(${f} "${other}/" "${part}/ sees base/ and the storage seam only")
       endif()
     endforeach()
+    forbid(${f} "store/(sqlite|postgres)/" "below the storage seam")
+    forbid(${f} "(boost|nlohmann)/" "only server/ may")
   endforeach()
 endforeach()
-file(GLOB_RECURSE store_files ${SOURCE_DIR}/store/*.h ${SOURCE_DIR}/store/*.cc)
-foreach(f ${store_files})
-  file(STRINGS ${f} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"(allocator|batcher|kvmirror|server)/")
-  if(includes)
-    list(APPEND bad "${f}: ${includes} (store/ depends on sqlite3 only)")
+
+sources_of(server files)
+foreach(f ${files})
+  forbid(${f} "store/(sqlite|postgres)/" "server/ opens storage through store/storage.h")
+endforeach()
+
+file(GLOB store_seam ${SOURCE_DIR}/store/*.h ${SOURCE_DIR}/store/*.cc)
+foreach(f ${store_seam})
+  forbid(${f} "(allocator|batcher|kvmirror|server)/" "store/ is below every part")
+  # open.cc is the one place that names the engines.
+  if(NOT f MATCHES "/store/open\\.cc$")
+    forbid(${f} "store/(sqlite|postgres)/" "the seam knows no engine")
   endif()
 endforeach()
-# base/ is below everything: it includes nothing of ours but itself.
-file(GLOB_RECURSE base_files ${SOURCE_DIR}/base/*.h ${SOURCE_DIR}/base/*.cc)
-foreach(f ${base_files})
-  file(STRINGS ${f} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"(store|allocator|batcher|kvmirror|server)/")
-  if(includes)
-    list(APPEND bad "${f}: ${includes} (base/ depends on nothing of ours)")
-  endif()
+
+foreach(engine ${engines})
+  sources_of(store/${engine} files)
+  foreach(f ${files})
+    forbid(${f} "(allocator|batcher|kvmirror|server)/" "an engine is below every part")
+  endforeach()
 endforeach()
+
+sources_of(base files)
+foreach(f ${files})
+  forbid(${f} "(store|allocator|batcher|kvmirror|server)/" "base/ depends on nothing of ours")
+endforeach()
+
 if(bad)
   list(JOIN bad "\n" msg)
   message(FATAL_ERROR "forbidden includes:\n${msg}")

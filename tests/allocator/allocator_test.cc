@@ -14,22 +14,22 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "store/db.h"
-#include "tests/allocator/pool_fixture.h"
+#include "store/sqlite/db.h"
+#include "tests/support/pool_fixture.h"
 #include "tests/support/broken_reads.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
 
 using allocator::AllocatorOptions;
-using allocator::Outcome;
-using allocator::SessionResult;
+using store::Outcome;
+using store::SessionResult;
 using testing::Pool;
 using testing::Req;
 using testing::Spec;
 using testing::Tenant;
 
-std::string Name(Outcome o) { return allocator::OutcomeName(o); }
+std::string Name(Outcome o) { return store::OutcomeName(o); }
 
 // Waits, polling, until `pred` holds or `timeout` passes; returns pred().
 template <typename Pred>
@@ -190,7 +190,7 @@ TEST_CASE("release: another tenant's session is forbidden, an admin may release 
   CHECK(mine.session.token == token);
   CHECK(mine.session.lease_expires_at_ms == r.session.lease_expires_at_ms);
 
-  allocator::Caller admin;
+  store::Caller admin;
   admin.tenant = "ops";
   admin.admin = true;
   CHECK(Name(pool.alloc().GetSession(admin, id).outcome) == "ok");
@@ -219,10 +219,8 @@ TEST_CASE("renew: extends the lease with the current token, and returns the sess
 }
 
 TEST_CASE("candidates: with K=1 the lowest-latency container is always picked") {
-  AllocatorOptions options;
-  options.candidates = 1;
-  Pool pool(options);
-  std::vector<allocator::ContainerSpec> specs;
+  Pool pool({}, 1, {}, testing::Policy(/*candidates=*/1));
+  std::vector<store::ContainerSpec> specs;
   for (int i = 10; i >= 1; --i) specs.push_back(Spec("c" + std::to_string(i), "weur", "default", i * 10));
   pool.Add(specs);
   for (int i = 0; i < 30; ++i) {
@@ -239,10 +237,8 @@ TEST_CASE("candidates: with K=1 the lowest-latency container is always picked") 
 }
 
 TEST_CASE("candidates: with K=5 only the 5 lowest-latency containers are ever picked, at random") {
-  AllocatorOptions options;
-  options.candidates = 5;
-  Pool pool(options);
-  std::vector<allocator::ContainerSpec> specs;
+  Pool pool({}, 1, {}, testing::Policy(/*candidates=*/5));
+  std::vector<store::ContainerSpec> specs;
   for (int i = 1; i <= 12; ++i) specs.push_back(Spec("c" + std::to_string(i), "weur", "default", i));
   pool.Add(specs);
   std::map<std::string, int> picks;
@@ -264,9 +260,7 @@ TEST_CASE("candidates: with K=5 only the 5 lowest-latency containers are ever pi
 }
 
 TEST_CASE("quota: the tenant's third claim is quota_exceeded, others are unaffected, a release makes room") {
-  AllocatorOptions options;
-  options.max_sessions_per_tenant = 2;
-  Pool pool(options);
+  Pool pool({}, 1, {}, testing::Policy(5, /*max_sessions_per_tenant=*/2));
   pool.Add({Spec("c1", "weur"), Spec("c2", "weur"), Spec("c3", "weur"), Spec("c4", "weur"),
             Spec("c5", "weur")});
   SessionResult a1 = pool.Claim(Req("weur", "alice"));
@@ -290,18 +284,14 @@ TEST_CASE("quota: the tenant's third claim is quota_exceeded, others are unaffec
 }
 
 TEST_CASE("quota: with no capacity left the answer is no_capacity, not quota_exceeded") {
-  AllocatorOptions options;
-  options.max_sessions_per_tenant = 5;
-  Pool pool(options);
+  Pool pool({}, 1, {}, testing::Policy(5, /*max_sessions_per_tenant=*/5));
   pool.Add({Spec("c1", "weur")});
   REQUIRE(pool.Claim(Req("weur", "alice")).outcome == Outcome::kOk);
   CHECK(Name(pool.Claim(Req("weur", "alice")).outcome) == "no_capacity");
 }
 
 TEST_CASE("quota: counts the tenant's sessions in every shard") {
-  AllocatorOptions options;
-  options.max_sessions_per_tenant = 2;
-  Pool pool(options, /*shards=*/3);
+  Pool pool({}, /*shards=*/3, {}, testing::Policy(5, /*max_sessions_per_tenant=*/2));
   // weur, eeur and wnam live in three different shards of three.
   REQUIRE(pool.map().ShardOf("weur") != pool.map().ShardOf("eeur"));
   REQUIRE(pool.map().ShardOf("eeur") != pool.map().ShardOf("wnam"));
@@ -318,15 +308,14 @@ TEST_CASE("quota: counts the tenant's sessions in every shard") {
 // every shard. A read that fails there is storage trouble: claiming anyway
 // could pass the quota or make a second session for one key.
 TEST_CASE("quota and idempotency: a failed read of another shard fails the claim, claims nothing") {
-  AllocatorOptions options;
-  options.max_sessions_per_tenant = 1;
+  const store::ClaimPolicy policy = testing::Policy(5, /*max_sessions_per_tenant=*/1);
   testing::TempDir elsewhere;
-  Pool pool(options, /*shards=*/3);
+  Pool pool({}, /*shards=*/3, {}, policy);
   const int weur = pool.map().ShardOf("weur");
   const int eeur = pool.map().ShardOf("eeur");
   REQUIRE(weur != eeur);
   pool.Add({Spec("w1", "weur"), Spec("e1", "eeur")});
-  allocator::ClaimRequest keyed = Req("eeur", "alice");
+  store::ClaimRequest keyed = Req("eeur", "alice");
   keyed.idempotency_key = "k-1";
   auto first = pool.Claim(keyed);
   REQUIRE(first.outcome == Outcome::kOk);  // alice's one session, in eeur's shard
@@ -334,17 +323,18 @@ TEST_CASE("quota and idempotency: a failed read of another shard fails the claim
   testing::BrokenReads broken(pool.shard(eeur), elsewhere.File("missing.db"));
   std::vector<store::Shard*> shards;
   for (int i = 0; i < 3; ++i) shards.push_back(i == eeur ? &broken.shard : pool.shard(i));
-  allocator::Allocator alloc(shards, pool.map(), options);
-  auto claim = [&](allocator::ClaimRequest req) {
-    std::promise<allocator::SessionResult> p;
+  store::SqliteStorage storage(shards, pool.map(), policy);
+  allocator::Allocator alloc(&storage, {});
+  auto claim = [&](store::ClaimRequest req) {
+    std::promise<store::SessionResult> p;
     auto f = p.get_future();
-    alloc.Claim(std::move(req), [&p](allocator::SessionResult r) { p.set_value(std::move(r)); });
+    alloc.Claim(std::move(req), [&p](store::SessionResult r) { p.set_value(std::move(r)); });
     return f.get();
   };
   // The quota: eeur's share cannot be read, so weur must not be claimed.
   CHECK(Name(claim(Req("weur", "alice")).outcome) == "error");
   // The key: its session in eeur cannot be looked for, so no second one.
-  allocator::ClaimRequest again = Req("weur", "alice");
+  store::ClaimRequest again = Req("weur", "alice");
   again.idempotency_key = "k-1";
   CHECK(Name(claim(again).outcome) == "error");
   CHECK(pool.Get("w1").status == "available");
@@ -505,7 +495,7 @@ TEST_CASE("lease: a sweep frees a backlog larger than one batch") {
   AllocatorOptions options;
   options.reaper_batch_rows = 3;
   Pool pool(options);
-  std::vector<allocator::ContainerSpec> specs;
+  std::vector<store::ContainerSpec> specs;
   for (int i = 0; i < 10; ++i) specs.push_back(Spec("c" + std::to_string(i), "weur"));
   pool.Add(specs);
   int64_t latest = 0;
@@ -600,7 +590,7 @@ TEST_CASE("concurrency: many threads claiming and releasing never share a contai
   constexpr int kContainers = 4;
   constexpr int kThreads = 16;
   const auto kRunFor = std::chrono::milliseconds(2500);
-  std::vector<allocator::ContainerSpec> specs;
+  std::vector<store::ContainerSpec> specs;
   for (int i = 0; i < kContainers; ++i) specs.push_back(Spec("c" + std::to_string(i), "weur"));
   pool.Add(specs);
 
@@ -788,7 +778,7 @@ TEST_CASE("claim: the mt19937_64 predictor of the session id test predicts an mt
 TEST_CASE("claim: session ids are s_, shard, 128 random bits, unique and not predictable") {
   constexpr int kIds = 157;  // 156 ids = 312 words, then the one to predict
   Pool pool;
-  std::vector<allocator::ContainerSpec> specs;
+  std::vector<store::ContainerSpec> specs;
   for (int i = 0; i < kIds; ++i) specs.push_back(Spec("sid-" + std::to_string(i), "weur"));
   pool.Add(specs);
   std::vector<std::string> ids;

@@ -12,8 +12,9 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "store/db.h"
-#include "store/shard.h"
+#include "store/sqlite/db.h"
+#include "store/sqlite/shard.h"
+#include "store/sqlite/sqlite_storage.h"
 #include "tests/support/broken_reads.h"
 #include "tests/support/temp_dir.h"
 
@@ -51,6 +52,7 @@ class Pool {
     Status s = store::OpenShards(map_, options, {}, &shards_);
     INFO(s.ToString());
     REQUIRE(s.ok());
+    storage_ = std::make_unique<store::SqliteStorage>(ptrs(), map_, store::ClaimPolicy{});
   }
   ~Pool() {
     for (auto& shard : shards_) shard->writer->Stop();
@@ -58,6 +60,8 @@ class Pool {
 
   const store::ShardMap& map() const { return map_; }
   const store::DbOptions& options() const { return options_; }
+  // The SQLite engine over these shards, for a Batcher.
+  store::SqliteStorage* storage() { return storage_.get(); }
   store::Shard& shard(int i) { return *shards_[static_cast<size_t>(i)]; }
   std::vector<store::Shard*> ptrs() {
     std::vector<store::Shard*> out;
@@ -149,6 +153,7 @@ class Pool {
   store::DbOptions options_;
   store::ShardMap map_;
   std::vector<std::unique_ptr<store::Shard>> shards_;
+  std::unique_ptr<store::SqliteStorage> storage_;  // dies before the shards
 };
 
 Heartbeat Beat(std::string id, std::optional<int64_t> ts = std::nullopt,
@@ -194,7 +199,7 @@ TEST_CASE("batcher: 100 queued heartbeats become one transaction and 250 become 
   SECTION("100 queued before the batching thread starts: one transaction") {
     BatcherOptions options;
     options.batch_wait_ms = 60000;
-    Batcher b(pool.ptrs(), pool.map(), options);
+    Batcher b(pool.storage(), options);
     REQUIRE(b.Submit(Beats(Ids("c-", 100))).accepted());
     CHECK(b.QueueDepth() == 100);
     const uint64_t before = pool.Transactions();
@@ -215,7 +220,7 @@ TEST_CASE("batcher: 100 queued heartbeats become one transaction and 250 become 
   SECTION("250 in one request to a running batcher: three transactions") {
     BatcherOptions options;
     options.batch_wait_ms = 100;
-    Batcher b(pool.ptrs(), pool.map(), options);
+    Batcher b(pool.storage(), options);
     b.Start();
     const uint64_t before = pool.Transactions();
     REQUIRE(b.Submit(Beats(Ids("c-", 250))).accepted());
@@ -235,7 +240,7 @@ TEST_CASE(
   pool.Add("c-1", 1);
   BatcherOptions options;
   options.batch_wait_ms = 0;
-  Batcher b(pool.ptrs(), pool.map(), options);
+  Batcher b(pool.storage(), options);
 
   // Queued before the thread starts, so they share one batch. Plain reports
   // fold into one row; each state report is a row of its own, in order.
@@ -306,7 +311,7 @@ TEST_CASE("batcher: reports of one container in one batch end as they would one 
       pool.Exec("UPDATE containers SET reported_ts_ms = 5000 WHERE id = ?1", "c-1");
       BatcherOptions options;
       options.batch_wait_ms = 0;
-      Batcher b(pool.ptrs(), pool.map(), options);
+      Batcher b(pool.storage(), options);
       const uint64_t n = c.items.size();
       REQUIRE(b.Submit(std::move(c.items)).accepted());  // one batch: queued before Start
       b.Start();
@@ -323,7 +328,7 @@ TEST_CASE(
   pool.Add("c-1", 1);
   BatcherOptions options;
   options.batch_wait_ms = 50;
-  Batcher b(pool.ptrs(), pool.map(), options);
+  Batcher b(pool.storage(), options);
   b.Start();
   const auto t0 = std::chrono::steady_clock::now();
   REQUIRE(b.Submit({Beat("c-1")}).accepted());
@@ -341,7 +346,7 @@ TEST_CASE(
 TEST_CASE("batcher: a heartbeat never undoes a claim that lands between enqueue and write") {
   Pool pool;
   pool.Add(std::vector<std::string>{"c-ready", "c-drain", "c-dead", "c-plain"}, 1);
-  Batcher b(pool.ptrs(), pool.map());
+  Batcher b(pool.storage());
   // Queued while every container is available...
   std::vector<Heartbeat> items;
   items.push_back(Beat("c-ready", 10, 0.1, State::kReady));
@@ -374,7 +379,7 @@ TEST_CASE("batcher: a full queue refuses whole requests and nothing of them is e
   pool.Add(Ids("c-", 4), 1);
   BatcherOptions options;
   options.queue_capacity = 10;
-  Batcher b(pool.ptrs(), pool.map(), options);
+  Batcher b(pool.storage(), options);
 
   CHECK(b.Submit(Beats(Ids("a-", 6))).code == SubmitResult::Code::kAccepted);
   SubmitResult refused = b.Submit(Beats(Ids("b-", 6)));  // 6 + 6 > 10
@@ -413,7 +418,7 @@ TEST_CASE("batcher: under concurrent overload every accepted item is written and
   options.queue_capacity = 32;
   options.batch_max = 16;
   options.batch_wait_ms = 2;
-  Batcher b(pool.ptrs(), pool.map(), options);
+  Batcher b(pool.storage(), options);
   b.Start();
 
   std::vector<std::vector<bool>> taken(kThreads, std::vector<bool>(kRequests));
@@ -467,7 +472,7 @@ TEST_CASE("batcher: Stop() writes everything accepted before it returns and then
   pool.Add(Ids("c-", 500), 1);
   BatcherOptions options;
   options.batch_wait_ms = 60000;  // nothing leaves on its own: Stop must flush
-  Batcher b(pool.ptrs(), pool.map(), options);
+  Batcher b(pool.storage(), options);
   b.Start();
   std::atomic<int> refused{0};
   std::vector<std::thread> threads;
@@ -511,7 +516,7 @@ TEST_CASE(
   BatcherOptions options;
   options.dead_after_ms = 300;
   options.batch_wait_ms = 0;
-  Batcher b(pool.ptrs(), pool.map(), options);
+  Batcher b(pool.storage(), options);
   CHECK(b.options().reaper_interval_ms == 75);
   b.Start();
 
@@ -567,7 +572,7 @@ TEST_CASE(
   options.batch_wait_ms = 0;
   options.reaper_interval_ms = 60000;  // the write is checked before any sweep
   {
-    Batcher b(pool.ptrs(), pool.map(), options);
+    Batcher b(pool.storage(), options);
     b.Start();
     REQUIRE(b.Submit({Beat("c-1", 5, 1.0, State::kDead)}).accepted());
     REQUIRE(WaitFor([&] { return b.stats().written.load() == 1; }));
@@ -577,7 +582,7 @@ TEST_CASE(
     b.Stop();
   }
   options.reaper_interval_ms = 20;
-  Batcher b(pool.ptrs(), pool.map(), options);
+  Batcher b(pool.storage(), options);
   b.Start();
   REQUIRE(WaitFor([&] { return pool.Get("c-1").status == "dead"; }));
   b.Stop();  // the reaper counts after its commit; Stop joins it
@@ -592,7 +597,7 @@ TEST_CASE("batcher: unknown container ids are counted and dropped") {
   SECTION("one shard: found out at write time") {
     Pool pool;
     pool.Add("c-1", 1);
-    Batcher b(pool.ptrs(), pool.map());
+    Batcher b(pool.storage());
     SubmitResult r = b.Submit({Beat("c-1"), Beat("nope-1"), Beat("nope-2")});
     CHECK(r.accepted());
     CHECK(r.items == 3);
@@ -610,7 +615,7 @@ TEST_CASE("batcher: unknown container ids are counted and dropped") {
     Pool pool(2);
     pool.Add("in-0", 1, 0);
     pool.Add("in-1", 1, 1);
-    Batcher b(pool.ptrs(), pool.map());
+    Batcher b(pool.storage());
     SubmitResult r = b.Submit({Beat("in-0"), Beat("in-1"), Beat("nope")});
     CHECK(r.accepted());
     CHECK(r.unknown == 1);
@@ -631,7 +636,7 @@ TEST_CASE("batcher: with several shards a request that does not fit every shard 
   pool.Add(Ids("y-", 3), 1, 1);
   BatcherOptions options;
   options.queue_capacity = 3;
-  Batcher b(pool.ptrs(), pool.map(), options);
+  Batcher b(pool.storage(), options);
   REQUIRE(b.Submit(Beats({"y-0", "y-1"})).accepted());
   // Fits shard 0, not shard 1: shard 0's reservation is rolled back.
   SubmitResult r = b.Submit(Beats({"x-0", "x-1", "y-2", "y-1"}));
@@ -661,7 +666,7 @@ TEST_CASE(
 
   BatcherOptions options;
   options.batch_wait_ms = 0;
-  Batcher b(pool.ptrs(), pool.map(), options);
+  Batcher b(pool.storage(), options);
   b.Start();
   REQUIRE(b.Submit(Beats(Ids("c-", 20))).accepted());
   REQUIRE(WaitFor([&] { return b.stats().write_retries.load() >= 2; }));
@@ -723,7 +728,7 @@ uint64_t TransactionsOfBatchBesideClaim(int n, int batch_max) {
   BatcherOptions options;
   options.batch_max = batch_max;
   options.batch_wait_ms = 0;
-  Batcher b(pool.ptrs(), pool.map(), options);
+  Batcher b(pool.storage(), options);
   b.Start();
   store::Writer& writer = *pool.shard(0).writer;
 
@@ -774,7 +779,7 @@ TEST_CASE(
 
   BatcherOptions options;
   options.batch_wait_ms = 0;
-  Batcher b(pool.ptrs(), pool.map(), options);
+  Batcher b(pool.storage(), options);
   b.Start();
   std::vector<Heartbeat> items;
   items.push_back(Beat("c-0", 10, 0.1, State::kReady));
@@ -813,7 +818,7 @@ TEST_CASE("batcher: a heartbeat waiting for its batch to fill keeps its containe
   options.dead_after_ms = 300;
   options.batch_wait_ms = 280;  // the lone heartbeat waits this long for company
   options.reaper_interval_ms = 5;
-  Batcher b(pool.ptrs(), pool.map(), options);
+  Batcher b(pool.storage(), options);
   b.Start();
   REQUIRE(b.Submit(Beats({"c-1"})).accepted());
   REQUIRE(WaitFor([&] { return b.stats().written.load() == 1; }));
@@ -834,7 +839,8 @@ TEST_CASE("batcher: with several shards, a lookup that fails refuses the request
   pool.Add("c-1", 1, /*i=*/1);
   testing::BrokenReads broken(&pool.shard(1), elsewhere.File("missing.db"), pool.options());
   {
-    Batcher b({&pool.shard(0), &broken.shard}, pool.map());
+    store::SqliteStorage storage({&pool.shard(0), &broken.shard}, pool.map(), {});
+    Batcher b(&storage);
     b.Start();
     SubmitResult r = b.Submit(Beats({"c-1"}));
     CHECK(r.code == SubmitResult::Code::kUnavailable);

@@ -1,5 +1,5 @@
 // The in-process crash harness (issue #11): a forked child opens the shards,
-// starts the Allocator, Registry and Batcher, and runs a mixed workload from
+// starts the storage engine, the Allocator and the Batcher, and runs a mixed workload from
 // several threads (claims with and without idempotency keys, replays,
 // releases, renews, heartbeat batches, registrations, drains, deletes and
 // re-registrations). It writes what it is about to do ("I" lines) and every
@@ -43,14 +43,14 @@
 #include <vector>
 
 #include "allocator/allocator.h"
-#include "allocator/registry.h"
-#include "allocator/types.h"
+#include "store/types.h"
 #include "base/clock.h"
 #include "batcher/batcher.h"
 #include "batcher/heartbeat.h"
-#include "store/db.h"
-#include "store/shard.h"
-#include "store/shard_map.h"
+#include "store/sqlite/db.h"
+#include "store/sqlite/shard.h"
+#include "store/sqlite/shard_map.h"
+#include "store/sqlite/sqlite_storage.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -144,7 +144,7 @@ struct ChildWorld {
   const ChildPlan* plan;
   store::ShardMap map;
   allocator::Allocator* alloc;
-  allocator::Registry* registry;
+  store::SqliteStorage* storage;
   batcher::Batcher* batcher;
   std::atomic<uint64_t> hb_submitted{0};  // items accepted by our Submits
 };
@@ -155,28 +155,28 @@ std::string KeyOrDash(const std::string& k) { return k.empty() ? "-" : k; }
 // or kReplayed.
 std::optional<CarriedSession> DoClaim(ChildWorld* w, int tid, const std::string& tenant,
                                       const std::string& region, const std::string& key) {
-  allocator::ClaimRequest req;
+  store::ClaimRequest req;
   req.caller.tenant = tenant;
   req.region = region;
   req.pool = "p";
   req.lease_ms = kLeaseMs;
   req.idempotency_key = key;
   Emit("I " + std::to_string(tid) + " C " + tenant + " " + KeyOrDash(key) + " " + region);
-  allocator::SessionResult r = Sync<allocator::SessionResult>([&](auto cb) {
-    w->alloc->Claim(req, [cb, tid, tenant, key](allocator::SessionResult r) {
-      if (r.outcome == allocator::Outcome::kOk || r.outcome == allocator::Outcome::kReplayed) {
+  store::SessionResult r = Sync<store::SessionResult>([&](auto cb) {
+    w->alloc->Claim(req, [cb, tid, tenant, key](store::SessionResult r) {
+      if (r.outcome == store::Outcome::kOk || r.outcome == store::Outcome::kReplayed) {
         const auto& s = r.session;
         Emit("A " + std::to_string(tid) + " C " + s.session_id + " " + s.container_id + " " +
              std::to_string(s.token) + " " + std::to_string(s.lease_expires_at_ms) + " " +
-             (r.outcome == allocator::Outcome::kReplayed ? "1" : "0") + " " + tenant + " " +
+             (r.outcome == store::Outcome::kReplayed ? "1" : "0") + " " + tenant + " " +
              KeyOrDash(key));
       } else {
-        Emit("F " + std::to_string(tid) + " C " + allocator::OutcomeName(r.outcome));
+        Emit("F " + std::to_string(tid) + " C " + store::OutcomeName(r.outcome));
       }
       cb(std::move(r));
     });
   });
-  if (r.outcome != allocator::Outcome::kOk && r.outcome != allocator::Outcome::kReplayed) {
+  if (r.outcome != store::Outcome::kOk && r.outcome != store::Outcome::kReplayed) {
     return std::nullopt;
   }
   return CarriedSession{r.session.session_id, r.session.container_id, tenant, key,
@@ -186,7 +186,7 @@ std::optional<CarriedSession> DoClaim(ChildWorld* w, int tid, const std::string&
 void Worker(ChildWorld* w, int tid, std::vector<CarriedSession> held) {
   std::mt19937_64 rng(w->plan->seed * 7919 + tid);
   const std::string tenant = "t" + std::to_string(tid % 2);
-  allocator::Caller caller;
+  store::Caller caller;
   caller.tenant = tenant;
   uint64_t n = 0;
   for (;;) {
@@ -211,14 +211,14 @@ void Worker(ChildWorld* w, int tid, std::vector<CarriedSession> held) {
       const CarriedSession s = held[i];
       const int64_t lease = kLeaseMs - static_cast<int64_t>(rng() % 100000);
       Emit("I " + std::to_string(tid) + " N " + s.sid + " " + std::to_string(s.token));
-      Sync<allocator::SessionResult>([&](auto cb) {
-        w->alloc->Renew(caller, s.sid, s.token, lease, [cb, tid, s](allocator::SessionResult r) {
-          if (r.outcome == allocator::Outcome::kOk) {
+      Sync<store::SessionResult>([&](auto cb) {
+        w->alloc->Renew(caller, s.sid, s.token, lease, [cb, tid, s](store::SessionResult r) {
+          if (r.outcome == store::Outcome::kOk) {
             Emit("A " + std::to_string(tid) + " N " + s.sid + " " + r.session.container_id + " " +
                  std::to_string(r.session.token) + " " +
                  std::to_string(r.session.lease_expires_at_ms));
           } else {
-            Emit("F " + std::to_string(tid) + " N " + allocator::OutcomeName(r.outcome));
+            Emit("F " + std::to_string(tid) + " N " + store::OutcomeName(r.outcome));
           }
           cb(std::move(r));
         });
@@ -227,18 +227,18 @@ void Worker(ChildWorld* w, int tid, std::vector<CarriedSession> held) {
       const size_t i = rng() % held.size();
       const CarriedSession s = held[i];
       Emit("I " + std::to_string(tid) + " L " + s.sid + " " + std::to_string(s.token));
-      allocator::SessionResult r = Sync<allocator::SessionResult>([&](auto cb) {
-        w->alloc->Release(caller, s.sid, s.token, [cb, tid, s](allocator::SessionResult r) {
-          if (r.outcome == allocator::Outcome::kOk) {
+      store::SessionResult r = Sync<store::SessionResult>([&](auto cb) {
+        w->alloc->Release(caller, s.sid, s.token, [cb, tid, s](store::SessionResult r) {
+          if (r.outcome == store::Outcome::kOk) {
             Emit("A " + std::to_string(tid) + " L " + s.sid);
           } else {
-            Emit("F " + std::to_string(tid) + " L " + allocator::OutcomeName(r.outcome));
+            Emit("F " + std::to_string(tid) + " L " + store::OutcomeName(r.outcome));
           }
           cb(std::move(r));
         });
       });
-      if (r.outcome == allocator::Outcome::kOk || r.outcome == allocator::Outcome::kNotFound ||
-          r.outcome == allocator::Outcome::kStaleToken) {
+      if (r.outcome == store::Outcome::kOk || r.outcome == store::Outcome::kNotFound ||
+          r.outcome == store::Outcome::kStaleToken) {
         held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
       }
     } else {
@@ -296,8 +296,8 @@ void Heartbeats(ChildWorld* w, int tid) {
   }
 }
 
-allocator::ContainerSpec Spec(const std::string& id, int region, int64_t latency) {
-  allocator::ContainerSpec s;
+store::ContainerSpec Spec(const std::string& id, int region, int64_t latency) {
+  store::ContainerSpec s;
   s.id = id;
   s.region = Region(region);
   s.pool = "p";
@@ -306,19 +306,19 @@ allocator::ContainerSpec Spec(const std::string& id, int region, int64_t latency
   return s;
 }
 
-bool RegisterOne(ChildWorld* w, int tid, const allocator::ContainerSpec& spec) {
+bool RegisterOne(ChildWorld* w, int tid, const store::ContainerSpec& spec) {
   Emit("I " + std::to_string(tid) + " G " + spec.id);
-  allocator::ContainerResult r = Sync<allocator::ContainerResult>([&](auto cb) {
-    w->registry->Register({spec}, [cb, tid, id = spec.id](allocator::ContainerResult r) {
-      if (r.outcome == allocator::Outcome::kOk) {
+  store::ContainerResult r = Sync<store::ContainerResult>([&](auto cb) {
+    w->storage->Register({spec}, [cb, tid, id = spec.id](store::ContainerResult r) {
+      if (r.outcome == store::Outcome::kOk) {
         Emit("A " + std::to_string(tid) + " G " + id);
       } else {
-        Emit("F " + std::to_string(tid) + " G " + allocator::OutcomeName(r.outcome));
+        Emit("F " + std::to_string(tid) + " G " + store::OutcomeName(r.outcome));
       }
       cb(std::move(r));
     });
   });
-  return r.outcome == allocator::Outcome::kOk;
+  return r.outcome == store::Outcome::kOk;
 }
 
 // Drain, delete (once its holder let go), register again, one churn id after
@@ -334,29 +334,29 @@ void Churn(ChildWorld* w, int tid, std::set<std::string> present) {
       continue;
     }
     Emit("I " + std::to_string(tid) + " D " + id);
-    Sync<allocator::ContainerResult>([&](auto cb) {
-      w->registry->Drain(id, [cb, tid, id](allocator::ContainerResult r) {
-        if (r.outcome == allocator::Outcome::kOk) {
+    Sync<store::ContainerResult>([&](auto cb) {
+      w->storage->Drain(id, [cb, tid, id](store::ContainerResult r) {
+        if (r.outcome == store::Outcome::kOk) {
           Emit("A " + std::to_string(tid) + " D " + id);
         } else {
-          Emit("F " + std::to_string(tid) + " D " + allocator::OutcomeName(r.outcome));
+          Emit("F " + std::to_string(tid) + " D " + store::OutcomeName(r.outcome));
         }
         cb(std::move(r));
       });
     });
     for (int attempt = 0; attempt < 40; ++attempt) {
       Emit("I " + std::to_string(tid) + " X " + id);
-      allocator::ContainerResult d = Sync<allocator::ContainerResult>([&](auto cb) {
-        w->registry->Remove(id, [cb, tid, id](allocator::ContainerResult r) {
-          if (r.outcome == allocator::Outcome::kOk) {
+      store::ContainerResult d = Sync<store::ContainerResult>([&](auto cb) {
+        w->storage->Remove(id, [cb, tid, id](store::ContainerResult r) {
+          if (r.outcome == store::Outcome::kOk) {
             Emit("A " + std::to_string(tid) + " X " + id);
           } else {
-            Emit("F " + std::to_string(tid) + " X " + allocator::OutcomeName(r.outcome));
+            Emit("F " + std::to_string(tid) + " X " + store::OutcomeName(r.outcome));
           }
           cb(std::move(r));
         });
       });
-      if (d.outcome == allocator::Outcome::kOk || d.outcome == allocator::Outcome::kNotFound) {
+      if (d.outcome == store::Outcome::kOk || d.outcome == store::Outcome::kNotFound) {
         present.erase(id);
         if (RegisterOne(w, tid, Spec(id, r, 0))) present.insert(id);
         break;
@@ -381,22 +381,23 @@ int ChildMain(const ChildPlan& plan, int out_fd) {
   }
   std::vector<store::Shard*> shards;
   for (auto& sh : owned) shards.push_back(sh.get());
+  store::ClaimPolicy policy;
+  policy.dead_after_ms = kLiveMs;
+  store::SqliteStorage storage(shards, map, policy);
   allocator::AllocatorOptions ao;
   ao.default_lease_ms = kLeaseMs;
-  ao.dead_after_ms = kLiveMs;
-  allocator::Allocator alloc(shards, map, ao);
-  allocator::Registry registry(shards, map);
+  allocator::Allocator alloc(&storage, ao);
   batcher::BatcherOptions bo;
   bo.dead_after_ms = kLiveMs;
   bo.batch_wait_ms = 2;
-  batcher::Batcher batcher(shards, map, bo);
+  batcher::Batcher batcher(&storage, bo);
   alloc.Start();
   batcher.Start();
-  ChildWorld w{&plan, map, &alloc, &registry, &batcher};
+  ChildWorld w{&plan, map, &alloc, &storage, &batcher};
 
   // The fleet, registered (again: an update of what is there) in one call.
   constexpr int kAdminTid = 9;
-  std::vector<allocator::ContainerSpec> fleet;
+  std::vector<store::ContainerSpec> fleet;
   std::string ids;
   for (int r = 0; r < kRegions; ++r) {
     for (int j = 0; j < kFleetPerRegion; ++j) {
@@ -405,17 +406,17 @@ int ChildMain(const ChildPlan& plan, int out_fd) {
     }
   }
   Emit("I " + std::to_string(kAdminTid) + " G" + ids);
-  allocator::ContainerResult reg = Sync<allocator::ContainerResult>([&](auto cb) {
-    registry.Register(fleet, [cb, ids](allocator::ContainerResult r) {
-      if (r.outcome == allocator::Outcome::kOk) {
+  store::ContainerResult reg = Sync<store::ContainerResult>([&](auto cb) {
+    storage.Register(fleet, [cb, ids](store::ContainerResult r) {
+      if (r.outcome == store::Outcome::kOk) {
         Emit("A " + std::to_string(kAdminTid) + " G" + ids);
       } else {
-        Emit("F " + std::to_string(kAdminTid) + " G " + allocator::OutcomeName(r.outcome));
+        Emit("F " + std::to_string(kAdminTid) + " G " + store::OutcomeName(r.outcome));
       }
       cb(std::move(r));
     });
   });
-  if (reg.outcome != allocator::Outcome::kOk) return 21;
+  if (reg.outcome != store::Outcome::kOk) return 21;
   Emit("R");
 
   // Each worker is its tenant's client: t0 -> workers 0 and 2, t1 -> worker 1.

@@ -1,8 +1,8 @@
 // Fault injection (issue #11): every operation of a small workload fails in
 // turn, and power is lost at every point of it; after a reopen without faults
 // the invariants of DESIGN.md "What may fail, and what must still hold" must
-// hold. The workloads run the real store::Writer, allocator::Allocator,
-// allocator::Registry and batcher::Batcher on store::OpenShards, with
+// hold. The workloads run the real store::Writer, store::SqliteStorage,
+// allocator::Allocator and batcher::Batcher on store::OpenShards, with
 // tests/support/fault_vfs.h under the product's coalescing WAL VFS.
 //
 // Each TEST_CASE runs in a process of its own under ctest (Catch's discovery),
@@ -46,19 +46,19 @@
 #include <vector>
 
 #include "allocator/allocator.h"
-#include "allocator/registry.h"
-#include "allocator/types.h"
+#include "store/types.h"
 #include "batcher/batcher.h"
-#include "store/db.h"
-#include "store/shard.h"
-#include "store/shard_map.h"
-#include "store/wal_vfs.h"
-#include "store/writer.h"
+#include "store/sqlite/db.h"
+#include "store/sqlite/shard.h"
+#include "store/sqlite/shard_map.h"
+#include "store/sqlite/sqlite_storage.h"
+#include "store/sqlite/wal_vfs.h"
+#include "store/sqlite/writer.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
 
-using allocator::Outcome;
+using store::Outcome;
 using store::Db;
 using store::DbOptions;
 using store::Status;
@@ -385,7 +385,7 @@ void RunWriterCase(const WriterCase& c, Findings* f, RunStats* out) {
 }
 
 // ======================================================================
-// Workload 2: Registry, Allocator and Batcher on store::OpenShards.
+// Workload 2: the SQLite storage, Allocator and Batcher on store::OpenShards.
 // ======================================================================
 
 struct RegRec {
@@ -398,7 +398,7 @@ struct RegRec {
 
 struct ClaimRec {
   Outcome outcome = Outcome::kError;
-  allocator::Session session;
+  store::Session session;
   std::string message;
   bool counted = false;
 };
@@ -463,14 +463,14 @@ void RunAllocCase(const AllocCase& c, Findings* f, RunStats* out) {
     }
     std::vector<store::Shard*> shards;
     for (auto& sh : owned) shards.push_back(sh.get());
-    auto registry = std::make_unique<allocator::Registry>(shards, map);
+    auto storage = std::make_unique<store::SqliteStorage>(shards, map, store::ClaimPolicy{});
     allocator::AllocatorOptions aopt;
     aopt.default_lease_ms = 600000;
-    auto alloc = std::make_unique<allocator::Allocator>(shards, map, aopt);
+    auto alloc = std::make_unique<allocator::Allocator>(storage.get(), aopt);
     batcher::BatcherOptions bopt;
     bopt.batch_wait_ms = 1;
     bopt.dead_after_ms = 3600 * 1000;
-    auto hb = std::make_unique<batcher::Batcher>(shards, map, bopt);
+    auto hb = std::make_unique<batcher::Batcher>(storage.get(), bopt);
     hb->Start();
 
     vfs.ResetCounts();
@@ -485,7 +485,7 @@ void RunAllocCase(const AllocCase& c, Findings* f, RunStats* out) {
         for (auto& o : opens) o();
       };
     };
-    auto reg = [&](std::vector<allocator::ContainerSpec> specs) {
+    auto reg = [&](std::vector<store::ContainerSpec> specs) {
       RegRec rec;
       std::set<int> touched;
       for (auto& sp : specs) {
@@ -493,33 +493,33 @@ void RunAllocCase(const AllocCase& c, Findings* f, RunStats* out) {
         touched.insert(map.ShardOf(sp.region));
       }
       rec.shards = static_cast<int>(touched.size());
-      auto p = std::make_shared<std::promise<allocator::ContainerResult>>();
-      registry->Register(std::move(specs), [p](allocator::ContainerResult r) { p->set_value(r); });
-      allocator::ContainerResult r = Await(p->get_future(), "Register");
+      auto p = std::make_shared<std::promise<store::ContainerResult>>();
+      storage->Register(std::move(specs), [p](store::ContainerResult r) { p->set_value(r); });
+      store::ContainerResult r = Await(p->get_future(), "Register");
       rec.counted = !vfs.crashed();
       rec.outcome = r.outcome;
       rec.message = r.message;
       regs.push_back(std::move(rec));
     };
     auto spec = [](std::string id, std::string region, int64_t latency) {
-      allocator::ContainerSpec s;
+      store::ContainerSpec s;
       s.id = std::move(id);
       s.region = std::move(region);
       s.latency_ms = latency;
       return s;
     };
     // Claims submitted together; each result recorded.
-    auto claim_many = [&](const std::vector<allocator::ClaimRequest>& reqs) {
+    auto claim_many = [&](const std::vector<store::ClaimRequest>& reqs) {
       auto open = gate_all();
-      std::vector<std::shared_ptr<std::promise<allocator::SessionResult>>> ps;
+      std::vector<std::shared_ptr<std::promise<store::SessionResult>>> ps;
       for (const auto& req : reqs) {
-        auto p = std::make_shared<std::promise<allocator::SessionResult>>();
+        auto p = std::make_shared<std::promise<store::SessionResult>>();
         ps.push_back(p);
-        alloc->Claim(req, [p](allocator::SessionResult r) { p->set_value(std::move(r)); });
+        alloc->Claim(req, [p](store::SessionResult r) { p->set_value(std::move(r)); });
       }
       open();
       for (auto& p : ps) {
-        allocator::SessionResult r = Await(p->get_future(), "Claim");
+        store::SessionResult r = Await(p->get_future(), "Claim");
         ClaimRec rec;
         rec.counted = !vfs.crashed();
         rec.outcome = r.outcome;
@@ -529,7 +529,7 @@ void RunAllocCase(const AllocCase& c, Findings* f, RunStats* out) {
       }
     };
     auto req = [](std::string region, std::string key = "") {
-      allocator::ClaimRequest r;
+      store::ClaimRequest r;
       r.caller.tenant = "t1";
       r.region = std::move(region);
       r.idempotency_key = std::move(key);
@@ -537,16 +537,16 @@ void RunAllocCase(const AllocCase& c, Findings* f, RunStats* out) {
     };
     auto cas_op = [&](bool release, const ClaimRec& on) {
       if (on.outcome != Outcome::kOk) return;
-      allocator::Caller caller;
+      store::Caller caller;
       caller.tenant = "t1";
-      auto p = std::make_shared<std::promise<allocator::SessionResult>>();
-      auto cb = [p](allocator::SessionResult r) { p->set_value(std::move(r)); };
+      auto p = std::make_shared<std::promise<store::SessionResult>>();
+      auto cb = [p](store::SessionResult r) { p->set_value(std::move(r)); };
       if (release) {
         alloc->Release(caller, on.session.session_id, on.session.token, cb);
       } else {
         alloc->Renew(caller, on.session.session_id, on.session.token, 900000, cb);
       }
-      allocator::SessionResult r = Await(p->get_future(), release ? "Release" : "Renew");
+      store::SessionResult r = Await(p->get_future(), release ? "Release" : "Renew");
       CasRec rec;
       rec.counted = !vfs.crashed();
       rec.release = release;
@@ -610,7 +610,7 @@ void RunAllocCase(const AllocCase& c, Findings* f, RunStats* out) {
     lost = hb->stats().lost.load();
     hb.reset();
     alloc.reset();
-    registry.reset();
+    storage.reset();
     owned.clear();
   }
   out->counts = vfs.Counts();
@@ -678,7 +678,7 @@ void RunAllocCase(const AllocCase& c, Findings* f, RunStats* out) {
           r.shards > 1 || r.message.find(store::kCommitOutcomeUnknown) != std::string::npos;
       if (r.outcome != Outcome::kOk && !may_be_partial) {
         f->Expect(rows.count(id) == 0, "registration of " + id + " failed (" +
-                                           allocator::OutcomeName(r.outcome) +
+                                           store::OutcomeName(r.outcome) +
                                            ") but the container exists");
       }
     }

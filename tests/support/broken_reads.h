@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "store/shard.h"
+#include "store/sqlite/shard.h"
 
 namespace testing {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "store/db.h"
+#include "store/sqlite/db.h"
 
 namespace testing {
 

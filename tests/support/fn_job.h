@@ -4,7 +4,7 @@
 #include <functional>
 #include <utility>
 
-#include "store/writer.h"
+#include "store/sqlite/writer.h"
 
 namespace testing {
 

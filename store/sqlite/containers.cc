@@ -1,0 +1,297 @@
+// SqliteStorage: the container operations (register, read, drain, remove)
+// and finding a container's shard.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "base/clock.h"
+#include "store/sqlite/callback_job.h"
+#include "store/sqlite/lifecycle_sql.h"
+#include "store/sqlite/rows.h"
+#include "store/sqlite/sqlite_storage.h"
+
+namespace store {
+namespace {
+
+ContainerResult NoContainer(const std::string& id) {
+  return Failed<ContainerResult>(Outcome::kNotFound, "no container " + id);
+}
+
+// Waits for the registration's transactions, one a shard, and answers once
+// with the sum of their counts, or the first failure.
+struct PendingRegistration {
+  base::Mutex mu;
+  size_t left GUARDED_BY(mu) = 0;
+  ContainerResult result GUARDED_BY(mu);
+  ContainerCallback done;
+
+  void Finish(ContainerResult r) {
+    ContainerResult final_result;
+    {
+      base::MutexLock lock(&mu);
+      if (r.outcome == Outcome::kOk) {
+        result.count += r.count;
+      } else if (result.outcome == Outcome::kOk) {
+        result.outcome = r.outcome;
+        result.message = r.message;
+      }
+      if (--left > 0) return;
+      final_result = std::move(result);
+    }
+    done(std::move(final_result));
+  }
+};
+
+// Inserts or updates `specs` (all of one shard), starting new rows' tokens
+// above `floor` as well as above this file's own floor.
+Status Upsert(Db* db, const std::vector<ContainerSpec>& specs, int64_t floor) {
+  const int64_t now = base::NowMs();
+  for (const ContainerSpec& c : specs) {
+    StatementRef up;
+    RETURN_IF_ERROR(db->Cached(sql::kUpsertContainer, &up));
+    up->Bind(1, c.id);
+    up->Bind(2, c.region);
+    up->Bind(3, c.pool);
+    up->Bind(4, c.latency_ms);
+    up->Bind(5, c.data);
+    up->Bind(6, now);
+    up->Bind(7, floor);
+    RETURN_IF_ERROR(up->Run());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status SqliteStorage::FindShard(const std::string& id, bool cached, int* shard) {
+  *shard = -1;
+  if (cached) {
+    base::ReaderLock lock(&cache_mu_);
+    auto it = shard_of_id_.find(id);
+    if (it != shard_of_id_.end()) {
+      *shard = it->second;
+      return Status::Ok();
+    }
+  }
+  for (Shard* s : shards_) {
+    bool found = false;
+    // A read that failed says nothing about the id: it is not "unknown".
+    RETURN_IF_ERROR(s->reads->With([&](Db* db) {
+      StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kContainerExists, &q));
+      q->Bind(1, id);
+      return q->Step(&found);
+    }));
+    if (!found) continue;
+    *shard = s->index;
+    // Unknown ids are never cached: a container registered a moment later
+    // must be found by its next heartbeat.
+    base::WriterLock lock(&cache_mu_);
+    if (shard_of_id_.size() >= kMaxCachedIds) shard_of_id_.clear();
+    shard_of_id_.insert_or_assign(id, s->index);
+    return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+void SqliteStorage::ForgetCachedShard(const std::string& id) {
+  base::WriterLock lock(&cache_mu_);
+  shard_of_id_.erase(id);
+}
+
+Status SqliteStorage::HighestTokenFloor(int64_t* floor) {
+  *floor = 0;
+  for (Shard* shard : shards_) {
+    RETURN_IF_ERROR(shard->reads->With([&](Db* db) {
+      StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kTokenFloor, &q));
+      bool row = false;
+      RETURN_IF_ERROR(q->Step(&row));
+      if (row) *floor = std::max(*floor, q->ColumnInt64(0));
+      return Status::Ok();
+    }));
+  }
+  return Status::Ok();
+}
+
+void SqliteStorage::Register(std::vector<ContainerSpec> specs, ContainerCallback done) {
+  int64_t floor = 0;  // the highest token floor of all shards (several shards only)
+  if (map_.shards() > 1) {
+    // A container lives in exactly one shard: an id already stored, or being
+    // stored, in a region of another shard is refused, and so is one id given
+    // with regions of two shards in this call.
+    std::unordered_map<std::string, int> wanted;
+    for (const ContainerSpec& spec : specs) {
+      auto [it, fresh] = wanted.emplace(spec.id, map_.ShardOf(spec.region));
+      if (!fresh && it->second != map_.ShardOf(spec.region)) {
+        return done(Failed<ContainerResult>(
+            Outcome::kConflict,
+            "container " + spec.id + " is given twice, in regions of different shards"));
+      }
+    }
+    // From here until every shard's write has ended, no other registration,
+    // in this process or another, checks or writes: so none can put the same
+    // new id into another shard meanwhile.
+    Status s = EnterRegistration();
+    if (!s.ok()) return done(Failed<ContainerResult>(OutcomeOfError(s), s.ToString()));
+    done = [this, done = std::move(done)](ContainerResult r) {
+      LeaveRegistration();
+      done(std::move(r));
+    };
+    for (const auto& [id, shard] : wanted) {
+      int found = -1;
+      s = FindShard(id, /*cached=*/false, &found);
+      if (!s.ok()) return done(Failed<ContainerResult>(OutcomeOfError(s), s.ToString()));
+      if (found >= 0 && found != shard) {
+        return done(Failed<ContainerResult>(
+            Outcome::kConflict, "container " + id +
+                                    " is registered in a region of another shard; "
+                                    "delete it before moving it to another region"));
+      }
+    }
+    // Read after the checks: an id deleted from another shard was deleted
+    // before them, so its last token is in that shard's floor by now.
+    s = HighestTokenFloor(&floor);
+    if (!s.ok()) return done(Failed<ContainerResult>(OutcomeOfError(s), s.ToString()));
+  }
+  std::map<int, std::vector<ContainerSpec>> by_shard;
+  for (ContainerSpec& spec : specs) by_shard[map_.ShardOf(spec.region)].push_back(std::move(spec));
+  if (by_shard.empty()) return done(ContainerResult{Outcome::kOk, {}, 0, ""});
+  // One transaction a shard; the reply waits for all of them.
+  auto pending = std::make_shared<PendingRegistration>();
+  {
+    base::MutexLock lock(&pending->mu);  // no other thread has it yet; the analysis asks
+    pending->left = by_shard.size();
+    pending->result.outcome = Outcome::kOk;
+  }
+  pending->done = std::move(done);
+  for (auto& [shard, list] : by_shard) {
+    auto batch = std::make_shared<std::vector<ContainerSpec>>(std::move(list));
+    SubmitCallbackJob<ContainerResult>(
+        shards_[shard],
+        [batch, floor](Db* db, ContainerResult* out) {
+          RETURN_IF_ERROR(Upsert(db, *batch, floor));
+          out->outcome = Outcome::kOk;
+          out->count = static_cast<int64_t>(batch->size());
+          return Status::Ok();
+        },
+        [pending](ContainerResult r) { pending->Finish(std::move(r)); });
+  }
+}
+
+Status SqliteStorage::EnterRegistration() {
+  {
+    base::MutexLock lock(&registration_mu_);
+    while (registering_) registration_cv_.Wait(&registration_mu_);
+    registering_ = true;
+  }
+  Status s = register_lock_ != nullptr
+                 ? Status::Ok()
+                 : WriteLock::Open(map_.base_path() + ".register.lock", program_, &register_lock_);
+  if (s.ok()) s = register_lock_->Acquire(kRegistrationLockTimeoutMs);
+  if (!s.ok()) LeaveRegistration();
+  return s;
+}
+
+void SqliteStorage::LeaveRegistration() {
+  if (register_lock_ != nullptr && register_lock_->held()) register_lock_->Release();
+  {
+    base::MutexLock lock(&registration_mu_);
+    registering_ = false;
+  }
+  registration_cv_.Signal();
+}
+
+ContainerResult SqliteStorage::GetContainer(std::string_view id) {
+  const std::string key(id);
+  for (Shard* shard : shards_) {
+    ContainerResult result = NoContainer(key);
+    Status s = shard->reads->With([&](Db* db) {
+      StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kGetContainer, &q));
+      q->Bind(1, key);
+      bool row = false;
+      RETURN_IF_ERROR(q->Step(&row));
+      if (row) {
+        result = ContainerResult{Outcome::kOk, {}, 0, ""};
+        ReadContainerRow(*q, &result.container);
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) return Failed<ContainerResult>(OutcomeOfError(s), s.ToString());
+    if (result.outcome == Outcome::kOk) return result;
+  }
+  return NoContainer(key);
+}
+
+Shard* SqliteStorage::ShardOrAnswer(const std::string& id, ContainerCallback* done) {
+  if (map_.shards() == 1) return shards_[0];
+  int shard = -1;
+  Status s = FindShard(id, /*cached=*/false, &shard);
+  if (!s.ok()) {
+    (*done)(Failed<ContainerResult>(OutcomeOfError(s), s.ToString()));
+    return nullptr;
+  }
+  if (shard >= 0) return shards_[shard];
+  (*done)(NoContainer(id));
+  return nullptr;
+}
+
+void SqliteStorage::Drain(std::string id, ContainerCallback done) {
+  Shard* shard = ShardOrAnswer(id, &done);
+  if (shard == nullptr) return;
+  SubmitCallbackJob<ContainerResult>(
+      shard,
+      [id](Db* db, ContainerResult* out) {
+        StatementRef q;
+        RETURN_IF_ERROR(db->Cached(sql::kDrain, &q));
+        q->Bind(1, id);
+        bool row = false;
+        RETURN_IF_ERROR(q->Step(&row));
+        if (!row) {
+          *out = NoContainer(id);
+          return Status::Ok();
+        }
+        out->outcome = Outcome::kOk;
+        out->container.id = id;
+        out->container.status = q->ColumnString(0);
+        out->container.drain_requested = out->container.status == "picked";
+        return q->Run();
+      },
+      std::move(done), /*needs_savepoint=*/false);
+}
+
+void SqliteStorage::Remove(std::string id, ContainerCallback done) {
+  Shard* shard = ShardOrAnswer(id, &done);
+  if (shard == nullptr) return;
+  SubmitCallbackJob<ContainerResult>(
+      shard,
+      [id](Db* db, ContainerResult* out) {
+        {
+          StatementRef del;
+          RETURN_IF_ERROR(db->Cached(sql::kRemoveUnpicked, &del));
+          del->Bind(1, id);
+          RETURN_IF_ERROR(del->Run());
+        }
+        if (db->Changes() == 1) {
+          out->outcome = Outcome::kOk;
+          out->count = 1;
+          return Status::Ok();
+        }
+        StatementRef q;
+        RETURN_IF_ERROR(db->Cached(sql::kContainerExists, &q));
+        q->Bind(1, id);
+        bool row = false;
+        RETURN_IF_ERROR(q->Step(&row));
+        *out = row ? Failed<ContainerResult>(Outcome::kConflict,
+                                             "container " + id + " is picked; release it first")
+                   : NoContainer(id);
+        return Status::Ok();
+      },
+      std::move(done), /*needs_savepoint=*/false);
+}
+
+}  // namespace store

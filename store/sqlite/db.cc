@@ -1,0 +1,273 @@
+#include "store/sqlite/db.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <mutex>
+#include <utility>
+
+#include "store/sqlite/wal_vfs.h"
+#include "store/sqlite/write_lock.h"
+
+namespace store {
+
+Status StatusFromSqlite(int rc, std::string_view what, sqlite3* db) {
+  std::string msg(what);
+  msg += ": ";
+  msg += db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  switch (rc & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_ROW:
+    case SQLITE_DONE:
+      return Status::Ok();
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return Status::Busy(msg);
+    case SQLITE_CONSTRAINT:
+      return Status::Conflict(msg);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return Status::Corruption(msg);
+    case SQLITE_ERROR:
+    case SQLITE_MISUSE:
+    case SQLITE_RANGE:
+    case SQLITE_MISMATCH:
+      return Status::InvalidArgument(msg);
+    default:
+      return Status::IOError(msg);
+  }
+}
+
+// ---- Statement ----
+
+Statement::Statement(Statement&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)), stmt_(std::exchange(other.stmt_, nullptr)) {}
+
+Statement& Statement::operator=(Statement&& other) noexcept {
+  if (this != &other) {
+    sqlite3_finalize(stmt_);
+    db_ = std::exchange(other.db_, nullptr);
+    stmt_ = std::exchange(other.stmt_, nullptr);
+  }
+  return *this;
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+void Statement::Bind(int index, int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
+void Statement::Bind(int index, double value) { sqlite3_bind_double(stmt_, index, value); }
+void Statement::Bind(int index, std::string_view value) {
+  // SQLITE_TRANSIENT: SQLite copies, so the caller's buffer may die first.
+  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+}
+void Statement::BindNull(int index) { sqlite3_bind_null(stmt_, index); }
+
+Status Statement::Error(int rc) const {
+  const char* sql = sqlite3_sql(stmt_);
+  std::string what = "step of \"";
+  what += sql != nullptr ? std::string_view(sql).substr(0, 60) : "?";
+  what += "\"";
+  return StatusFromSqlite(rc, what, db_);
+}
+
+Status Statement::Step(bool* has_row) {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) {
+    *has_row = true;
+    return Status::Ok();
+  }
+  *has_row = false;
+  if (rc == SQLITE_DONE) return Status::Ok();
+  return Error(rc);
+}
+
+Status Statement::Run() {
+  for (;;) {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_DONE) return Status::Ok();
+    if (rc != SQLITE_ROW) return Error(rc);
+  }
+}
+
+int64_t Statement::ColumnInt64(int col) const { return sqlite3_column_int64(stmt_, col); }
+double Statement::ColumnDouble(int col) const { return sqlite3_column_double(stmt_, col); }
+std::string_view Statement::ColumnText(int col) const {
+  const unsigned char* text = sqlite3_column_text(stmt_, col);
+  if (text == nullptr) return {};
+  return std::string_view(reinterpret_cast<const char*>(text),
+                          static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+}
+bool Statement::ColumnIsNull(int col) const {
+  return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
+}
+
+void Statement::Reset() {
+  if (stmt_ == nullptr) return;
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+// ---- Db ----
+
+Status Db::Open(const std::string& path, const DbOptions& options, std::unique_ptr<Db>* out) {
+  // SQLite's allocation statistics take a global mutex on every malloc; we
+  // never read them. Only possible before SQLite initializes, so once, first.
+  static std::once_flag configured;
+  std::call_once(configured, [] { (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
+  std::unique_ptr<Db> db(new Db(path, options));
+  // NOMUTEX: a Db belongs to one thread at a time, so SQLite's own mutex is waste.
+  int flags = SQLITE_OPEN_NOMUTEX;
+  flags |= options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  // The coalescing VFS only under FULL: it relies on the sync of each commit
+  // (store/wal_vfs.h). Readers never write the WAL and keep the default.
+  const char* vfs = nullptr;
+  if (!options.read_only && options.sync == Sync::kFull && options.coalesce_wal_writes) {
+    Status s = RegisterCoalescingWalVfs();
+    if (!s.ok()) return s;
+    vfs = kCoalescingWalVfs;
+  }
+  int rc = sqlite3_open_v2(path.c_str(), &db->db_, flags, vfs);
+  if (rc != SQLITE_OK) {
+    Status s = StatusFromSqlite(rc, "open " + path, db->db_);
+    return s.ok() ? Status::IOError("open " + path) : s;
+  }
+  sqlite3_extended_result_codes(db->db_, 1);
+  sqlite3_busy_timeout(db->db_, options.busy_timeout_ms);
+
+  if (!options.read_only) {
+    Status s = WriteLock::Open(path + ".lock", options.program, &db->write_lock_);
+    if (!s.ok()) return s;
+    // journal_mode=WAL is persistent in the file and needs the lock to switch.
+    // SQLite answers a switch it cannot make with the mode it kept, not an
+    // error; every durability argument here assumes WAL, so anything else
+    // is refused.
+    {
+      Statement wal;
+      s = db->Prepare("PRAGMA journal_mode=WAL", &wal);
+      bool row = false;
+      if (s.ok()) s = wal.Step(&row);
+      if (!s.ok()) return s;
+      const std::string mode = row ? wal.ColumnString(0) : std::string();
+      if (mode != "wal") {
+        return Status::IOError(path + ": cannot switch to WAL mode (the journal mode is \"" +
+                               mode + "\"); edgealloc needs WAL");
+      }
+    }
+    s = db->Exec(options.sync == Sync::kFull ? "PRAGMA synchronous=FULL"
+                                             : "PRAGMA synchronous=NORMAL");
+    if (!s.ok()) return s;
+    // Every job of a group commit runs under a SAVEPOINT; its sub-journal
+    // spills to a temp file past 64 KiB unless temp storage is memory, and
+    // that file I/O made large groups slower than autocommit.
+    s = db->Exec("PRAGMA temp_store=MEMORY");
+    if (!s.ok()) return s;
+  }
+  // A cheap read that fails now, with a clear message, on a file that is not
+  // a database, instead of on the first claim.
+  Status s = db->Exec("PRAGMA foreign_keys=ON; SELECT count(*) FROM sqlite_schema");
+  if (!s.ok()) return s;
+  *out = std::move(db);
+  return Status::Ok();
+}
+
+Db::~Db() {
+  cache_.clear();  // statements first: sqlite3_close refuses with live statements
+  if (db_ != nullptr) sqlite3_close(db_);
+}
+
+Status Db::Exec(std::string_view sql) {
+  std::string owned(sql);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, owned.c_str(), nullptr, nullptr, &err);
+  if (rc == SQLITE_OK) return Status::Ok();
+  std::string msg = "exec \"" + owned.substr(0, 60) + "\"";
+  Status s = StatusFromSqlite(rc, msg, db_);
+  sqlite3_free(err);
+  return s;
+}
+
+Status Db::Prepare(std::string_view sql, Statement* out) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                              SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+  if (rc != SQLITE_OK) {
+    return StatusFromSqlite(rc, "prepare \"" + std::string(sql.substr(0, 60)) + "\"", db_);
+  }
+  *out = Statement(db_, stmt);
+  return Status::Ok();
+}
+
+Status Db::Cached(const char* sql, StatementRef* ref) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    auto stmt = std::make_unique<Statement>();
+    RETURN_IF_ERROR(Prepare(sql, stmt.get()));
+    it = cache_.emplace(sql, std::move(stmt)).first;
+  }
+  ref->s_ = it->second.get();
+  return Status::Ok();
+}
+
+int64_t Db::Changes() const { return sqlite3_changes64(db_); }
+bool Db::InAutocommit() const { return sqlite3_get_autocommit(db_) != 0; }
+
+// ---- Transaction ----
+
+Transaction::~Transaction() {
+  if (active_) Rollback();
+}
+
+Status Transaction::Begin() {
+  // REQUIRES: no transaction open on db_.
+  WriteLock* lock = db_->write_lock();
+  if (lock == nullptr) return Status::InvalidArgument("write transaction on a read-only Db");
+  Status s = lock->Acquire(db_->options().write_lock_timeout_ms);
+  if (!s.ok()) return s;
+  locked_ = true;
+  Status st;
+  StatementRef begin;
+  st = db_->Cached("BEGIN IMMEDIATE", &begin);
+  if (st.ok()) st = begin->Run();
+  if (!st.ok()) {
+    lock->Release();
+    locked_ = false;
+    return st;
+  }
+  active_ = true;
+  return Status::Ok();
+}
+
+Status Transaction::Commit() {
+  Status st;
+  {
+    StatementRef commit;
+    st = db_->Cached("COMMIT", &commit);
+    if (st.ok()) st = commit->Run();
+  }
+  if (!st.ok()) {
+    Rollback();
+    return st;
+  }
+  active_ = false;
+  if (locked_) {
+    db_->write_lock()->Release();
+    locked_ = false;
+  }
+  return Status::Ok();
+}
+
+void Transaction::Rollback() {
+  if (active_) {
+    Status st;
+    StatementRef rollback;
+    st = db_->Cached("ROLLBACK", &rollback);
+    if (st.ok()) (void)rollback->Run();  // fails only if SQLite already rolled back
+    active_ = false;
+  }
+  if (locked_) {
+    db_->write_lock()->Release();
+    locked_ = false;
+  }
+}
+
+}  // namespace store

@@ -1,0 +1,333 @@
+#ifndef EDGEALLOC_STORE_SQLITE_LIFECYCLE_SQL_H_
+#define EDGEALLOC_STORE_SQLITE_LIFECYCLE_SQL_H_
+
+// Every statement of the container and session lifecycle (docs/design.md's
+// state machine) in one place, so that what runs under the write lock can be
+// read at a glance and each transition is written once. Keywords in
+// capitals, `?N` placeholders. A statement that returns a session returns
+// its columns in the order ReadSessionRow (sqlite/rows.h) reads them: id,
+// region, pool, generation, lease_expires_at_ms, data.
+
+// How a session ends, in SET-clause fragments shared by every statement that
+// ends one (release, lease expiry, death), spliced in by string-literal
+// concatenation so each is written once.
+// The status a container returns to when its session ends normally: dead if
+// it reported itself dead meanwhile, draining if a drain was asked, else
+// available.
+#define EDGEALLOC_SQL_STATUS_AFTER_SESSION \
+  "status = CASE WHEN dead_reported THEN 'dead' WHEN drain_requested THEN 'draining' " \
+  "ELSE 'available' END"
+// Forgets the session and the requests that waited for its end.
+#define EDGEALLOC_SQL_END_SESSION                                                        \
+  "drain_requested = 0, dead_reported = 0, session_id = NULL, tenant = NULL, "          \
+  "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL"
+
+namespace store::sql {
+
+// ---- Sessions: claim, renew, release, expire ----
+
+// The claim: one statement. The candidate pool is the K healthy available
+// containers of the region and pool with the lowest latency (a walk of the
+// partial index containers_claimable); one of them, at random, is flipped to
+// picked, its generation (the fencing token) bumped and the session stamped.
+// The tenant quota is checked in the same statement, so no claim can slip
+// past it. No row returned: nothing fitted, or the quota was reached.
+//   ?1 region ?2 pool ?3 healthy_since_ms ?4 K ?5 session_id ?6 tenant
+//   ?7 idempotency_key (or NULL) ?8 lease_expires_at_ms ?9 now_ms ?10 quota (-1: none)
+inline constexpr char kClaim[] = R"sql(
+WITH candidate_pool AS (
+  SELECT id FROM containers
+  WHERE region = ?1 AND pool = ?2 AND status = 'available' AND last_heartbeat_ms >= ?3
+  ORDER BY latency_ms
+  LIMIT ?4)
+UPDATE containers
+SET status = 'picked', generation = generation + 1, session_id = ?5, tenant = ?6,
+    idempotency_key = ?7, lease_expires_at_ms = ?8, claimed_at_ms = ?9
+WHERE id = (SELECT id FROM candidate_pool ORDER BY RANDOM() LIMIT 1)
+  AND (?10 < 0 OR (SELECT COUNT(*) FROM containers
+                   WHERE session_id IS NOT NULL AND tenant = ?6) < ?10)
+RETURNING id, region, pool, generation, lease_expires_at_ms, data
+)sql";
+
+// How many sessions a tenant holds in this shard (to tell quota from
+// no_capacity after a claim returned nothing, and for other shards' share).
+inline constexpr char kCountTenantSessions[] = R"sql(
+SELECT COUNT(*) FROM containers WHERE session_id IS NOT NULL AND tenant = ?1
+)sql";
+
+// The live session of a tenant's idempotency key, if any: a session whose
+// lease is over is not replayed, even before the reaper has freed it.
+//   ?1 tenant ?2 key ?3 now_ms
+inline constexpr char kFindIdempotent[] = R"sql(
+SELECT id, region, pool, generation, lease_expires_at_ms, data, session_id
+FROM containers
+WHERE tenant = ?1 AND idempotency_key = ?2 AND session_id IS NOT NULL
+  AND lease_expires_at_ms > ?3
+)sql";
+
+// An expired session still holding the key (the reaper has not run yet) lets
+// go of the key, so that the unique index does not refuse the new claim. The
+// container itself stays for the reaper: a claim never sweeps.
+//   ?1 tenant ?2 key ?3 now_ms
+inline constexpr char kForgetExpiredKey[] = R"sql(
+UPDATE containers SET idempotency_key = NULL
+WHERE tenant = ?1 AND idempotency_key = ?2 AND lease_expires_at_ms <= ?3
+)sql";
+
+// Release: compare-and-swap on (session_id, token), while the lease runs (an
+// expired session is already over, as GET says; the reaper frees it). The
+// container goes back to available; to draining if a drain was asked while it
+// was picked; to dead if it reported itself dead meanwhile. Success is one
+// changed row. The row is found by rowid through a subquery run once, not by
+// `WHERE session_id = ?1`: an UPDATE that finds its row through an index it
+// changes must first copy the keys to a temporary table, and SQLite builds
+// one per execution; so would RETURNING (EXPLAIN showed both).
+//   ?1 session_id ?2 token ?3 tenant (NULL for an admin) ?4 now_ms
+inline constexpr char kRelease[] = R"sql(
+UPDATE containers
+SET )sql" EDGEALLOC_SQL_STATUS_AFTER_SESSION ", " EDGEALLOC_SQL_END_SESSION R"sql(
+WHERE rowid = (SELECT rowid FROM containers WHERE session_id = ?1)
+  AND generation = ?2 AND (?3 IS NULL OR tenant = ?3) AND lease_expires_at_ms > ?4
+)sql";
+
+// Renew: compare-and-swap on (session_id, token), only while the lease runs.
+//   ?1 session_id ?2 token ?3 tenant (NULL for an admin) ?4 now_ms ?5 new expiry
+inline constexpr char kRenew[] = R"sql(
+UPDATE containers
+SET lease_expires_at_ms = ?5
+WHERE session_id = ?1 AND generation = ?2 AND (?3 IS NULL OR tenant = ?3)
+  AND lease_expires_at_ms > ?4
+RETURNING id, region, pool, generation, lease_expires_at_ms, data
+)sql";
+
+// What a failed CAS found, to tell not_found, forbidden and stale_token apart.
+inline constexpr char kSessionState[] = R"sql(
+SELECT generation, tenant, lease_expires_at_ms FROM containers WHERE session_id = ?1
+)sql";
+
+inline constexpr char kGetSession[] = R"sql(
+SELECT id, region, pool, generation, lease_expires_at_ms, data, tenant
+FROM containers WHERE session_id = ?1
+)sql";
+
+// Is there any expired lease? A cheap read before a sweep is queued.
+inline constexpr char kAnyExpired[] = R"sql(
+SELECT 1 FROM containers
+WHERE session_id IS NOT NULL AND lease_expires_at_ms <= ?1 LIMIT 1
+)sql";
+
+// The lease reaper: frees at most ?2 expired sessions, oldest first, in a
+// transaction of its own (never inside a claim).
+inline constexpr char kReapExpired[] = R"sql(
+UPDATE containers
+SET )sql" EDGEALLOC_SQL_STATUS_AFTER_SESSION ", " EDGEALLOC_SQL_END_SESSION R"sql(
+WHERE id IN (SELECT id FROM containers
+             WHERE session_id IS NOT NULL AND lease_expires_at_ms <= ?1
+             ORDER BY lease_expires_at_ms LIMIT ?2)
+)sql";
+
+// ---- Containers: register, read, drain, delete ----
+
+// Registration: insert, or update what may change. The holder never changes;
+// region and pool only when not picked; a dead container that is not picked
+// comes back (registration counts as a heartbeat). A new row starts at the
+// token floor (store/schema.cc, version 4): the highest generation of any row
+// deleted from this file, or from another shard's (?7), so an id deleted and
+// registered again never hands out a token it had before. A registration
+// also resets the report order (reported_ts_ms = 0): the next report is
+// taken whatever its ts_ms, so a container frozen by a far-future ts_ms
+// (taken before --max-clock-skew-ms bounded it) is freed by registering it.
+//   ?1 id ?2 region ?3 pool ?4 latency_ms ?5 data ?6 now_ms ?7 other shards' floor
+inline constexpr char kUpsertContainer[] = R"sql(
+INSERT INTO containers (id, region, pool, status, latency_ms, data, last_heartbeat_ms, generation)
+VALUES (?1, ?2, ?3, 'available', ?4, ?5, ?6,
+        MAX(COALESCE(?7, 0), (SELECT generation FROM token_floor WHERE only_row = 1)))
+ON CONFLICT (id) DO UPDATE SET
+  latency_ms = excluded.latency_ms,
+  data = excluded.data,
+  last_heartbeat_ms = MAX(last_heartbeat_ms, excluded.last_heartbeat_ms),
+  reported_ts_ms = 0,
+  region = CASE WHEN status = 'picked' THEN region ELSE excluded.region END,
+  pool = CASE WHEN status = 'picked' THEN pool ELSE excluded.pool END,
+  status = CASE WHEN status = 'dead' THEN 'available' ELSE status END
+)sql";
+
+inline constexpr char kGetContainer[] = R"sql(
+SELECT id, region, pool, status, latency_ms, last_heartbeat_ms, generation,
+       drain_requested, data, session_id
+FROM containers WHERE id = ?1
+)sql";
+
+// Does this shard hold the container? (A heartbeat carries no region, and a
+// registration must not put an id into a second shard.)
+inline constexpr char kContainerExists[] = R"sql(
+SELECT 1 FROM containers WHERE id = ?1
+)sql";
+
+// The token floor of this file (see kUpsertContainer).
+inline constexpr char kTokenFloor[] = R"sql(
+SELECT generation FROM token_floor WHERE only_row = 1
+)sql";
+
+// Drain: available becomes draining now; picked is marked, and becomes
+// draining when its session ends.
+inline constexpr char kDrain[] = R"sql(
+UPDATE containers
+SET status = CASE WHEN status = 'available' THEN 'draining' ELSE status END,
+    drain_requested = CASE WHEN status = 'picked' THEN 1 ELSE drain_requested END
+WHERE id = ?1
+RETURNING status
+)sql";
+
+inline constexpr char kRemoveUnpicked[] = R"sql(
+DELETE FROM containers WHERE id = ?1 AND status <> 'picked'
+)sql";
+
+// ---- Heartbeats and death ----
+
+// A heartbeat row is written by one of three statements, guarded at write
+// time (never at enqueue time, so a claim that landed in between is seen).
+// Liveness always advances: last_heartbeat_ms is the server's clock, fair to
+// a container whose own clock is skewed. The report (reported_ts_ms, load,
+// state) applies only if it is not older than the newest one taken (?3 NULL
+// counts as current). WriteHeartbeats (sqlite/heartbeats.cc) runs kHeartbeatPlain first for every row;
+// if it changed no row (sqlite3_changes() == 0) and the row carries a state,
+// kHeartbeatReport; if that changed none either, kHeartbeatStale writes the
+// liveness alone, and if that changes no row the id is not in this shard.
+//
+// Why three statements and no RETURNING (issue #5, measured with callgrind):
+// - SQLite rewrites a row's entry in every index whose columns or partial
+//   WHERE mention a column the SET names, whether or not the value changes.
+//   kHeartbeatReport names status, so it moves the row in
+//   containers_claimable, containers_counts, containers_heartbeat and
+//   containers_dead_reported; kHeartbeatPlain moves it in
+//   containers_heartbeat only (half the pages and CPU a row), and cannot
+//   touch a claim's columns at all. It takes every heartbeat without a state
+//   and every report of the state the row already has (a ready container
+//   saying "ready" again, the common case), for which kHeartbeatReport would
+//   change nothing but what kHeartbeatPlain changes: its WHERE says, per
+//   state, when that is (the outcome of kHeartbeatReport's CASEs below).
+// - RETURNING is a trigger in SQLite: each run opens an ephemeral table and,
+//   with the table's CHECK constraints, a statement journal that copies
+//   every page the statement touches. The stale report, which RETURNING was
+//   for, is rare, so it costs a second statement only when it happens.
+//   ?1 id ?2 accepted_ms ?3 ts_ms (or NULL) ?4 load (or NULL)
+//   ?5 state: 'ready', 'draining', 'dead' or NULL
+inline constexpr char kHeartbeatPlain[] = R"sql(
+UPDATE containers SET
+  last_heartbeat_ms = MAX(last_heartbeat_ms, ?2),
+  reported_ts_ms = COALESCE(?3, reported_ts_ms),
+  load = COALESCE(?4, load)
+WHERE id = ?1 AND (?3 IS NULL OR ?3 >= reported_ts_ms) AND (
+  ?5 IS NULL
+  OR (?5 = 'ready' AND (status = 'available' OR status = 'picked') AND dead_reported = 0)
+  OR (?5 = 'draining' AND (status = 'draining' OR (status = 'picked' AND drain_requested = 1)))
+  OR (?5 = 'dead' AND (status = 'dead' OR (status = 'picked' AND dead_reported = 1))))
+)sql";
+
+// As kHeartbeatPlain, and the reported state, never into or out of 'picked'.
+// In an SQLite UPDATE every SET expression sees the row as it was before the
+// statement, which these CASEs rely on.
+//   ready:    dead / draining -> available; on a picked row it withdraws an
+//             earlier dead report (dead_reported = 0).
+//   draining: available -> draining; picked stays picked, drain_requested = 1.
+//   dead:     not picked -> dead; picked stays picked, dead_reported = 1, and
+//             the reaper ends its session in its own transaction.
+// A dead container stays dead until it reports ready (or is registered again).
+//   ?1 .. ?5 as kHeartbeatPlain, ?5 not NULL
+inline constexpr char kHeartbeatReport[] = R"sql(
+UPDATE containers SET
+  last_heartbeat_ms = MAX(last_heartbeat_ms, ?2),
+  reported_ts_ms = COALESCE(?3, reported_ts_ms),
+  load = COALESCE(?4, load),
+  status = CASE
+    WHEN ?5 = 'ready' AND status IN ('dead', 'draining') THEN 'available'
+    WHEN ?5 = 'draining' AND status = 'available' THEN 'draining'
+    WHEN ?5 = 'dead' AND status <> 'picked' THEN 'dead'
+    ELSE status END,
+  drain_requested = CASE
+    WHEN ?5 = 'draining' AND status = 'picked' THEN 1
+    ELSE drain_requested END,
+  dead_reported = CASE
+    WHEN ?5 = 'dead' AND status = 'picked' THEN 1
+    WHEN ?5 = 'ready' THEN 0
+    ELSE dead_reported END
+WHERE id = ?1 AND (?3 IS NULL OR ?3 >= reported_ts_ms)
+)sql";
+
+// A report older than the newest taken (or an id this shard lacks, which it
+// then changes nothing of): liveness only.
+//   ?1 id ?2 accepted_ms
+inline constexpr char kHeartbeatStale[] = R"sql(
+UPDATE containers SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?2) WHERE id = ?1
+)sql";
+
+// Is there anything for the reaper? Two cheap reads on a read-only
+// connection before any job is queued, so an idle pool costs the writer
+// nothing. The first walks the partial index containers_heartbeat.
+//   ?1 cutoff_ms (now - dead_after_ms)
+inline constexpr char kAnySilent[] = R"sql(
+SELECT 1 FROM containers WHERE status <> 'dead' AND last_heartbeat_ms < ?1 LIMIT 1
+)sql";
+// A dead report left for the reaper, found through the partial index
+// containers_dead_reported (only reported rows are in it). dead_reported
+// is looked for on any row that is not dead, not only picked ones: a session
+// released between the report and the sweep leaves it on an available row.
+// The unary + keeps `status <> 'dead'` from matching containers_heartbeat's
+// WHERE: without it SQLite walked that index whole, reading every row for
+// dead_reported (1M row reads a reaper tick with 1M containers).
+inline constexpr char kAnyDeadReported[] = R"sql(
+SELECT 1 FROM containers WHERE dead_reported = 1 AND +status <> 'dead' LIMIT 1
+)sql";
+
+// The reaper, picked rows first: at most ?2 picked containers that are silent
+// or reported dead become dead, and their session ends (the holder's next
+// session call answers 404). Counted as sessions ended. Two index walks, as
+// in kReapUnpicked below: a walk of the held rows (containers_session) read
+// every held row each sweep, 135 ms in the writer with 500,000 sessions,
+// and a sweep runs whenever any container anywhere is silent.
+//   ?1 cutoff_ms ?2 limit
+inline constexpr char kReapPicked[] = R"sql(
+UPDATE containers
+SET status = 'dead', )sql" EDGEALLOC_SQL_END_SESSION R"sql(
+WHERE id IN (SELECT id FROM containers
+             WHERE status <> 'dead' AND last_heartbeat_ms < ?1 AND status = 'picked'
+             UNION ALL
+             SELECT id FROM containers
+             WHERE dead_reported = 1 AND +status = 'picked' AND last_heartbeat_ms >= ?1
+             LIMIT ?2)
+)sql";
+
+// Then at most ?2 available or draining containers that are silent or carry a
+// dead report become dead. Two index walks, not one scan (an OR of the two
+// would defeat both indexes, and a sweep runs in the writer, between claims):
+// the silent ones oldest first through containers_heartbeat, then the
+// reported ones that are not silent through containers_dead_reported (the +
+// as in kAnyDeadReported). UNION ALL stops at the LIMIT.
+//   ?1 cutoff_ms ?2 limit
+inline constexpr char kReapUnpicked[] = R"sql(
+UPDATE containers
+SET status = 'dead', drain_requested = 0, dead_reported = 0
+WHERE id IN (SELECT id FROM containers
+             WHERE status <> 'dead' AND last_heartbeat_ms < ?1
+               AND status IN ('available', 'draining')
+             UNION ALL
+             SELECT id FROM containers
+             WHERE dead_reported = 1 AND +status IN ('available', 'draining')
+               AND last_heartbeat_ms >= ?1
+             LIMIT ?2)
+)sql";
+
+// ---- Capacity ----
+
+// The mirror's read of a shard: the containers by region, pool and status,
+// answered from the covering index containers_counts without the table.
+inline constexpr char kCapacityCounts[] =
+    "SELECT region, pool, status, COUNT(*) FROM containers GROUP BY region, pool, status";
+
+}  // namespace store::sql
+
+#undef EDGEALLOC_SQL_STATUS_AFTER_SESSION
+#undef EDGEALLOC_SQL_END_SESSION
+
+#endif  // EDGEALLOC_STORE_SQLITE_LIFECYCLE_SQL_H_

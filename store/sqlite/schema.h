@@ -1,0 +1,34 @@
+#ifndef EDGEALLOC_STORE_SQLITE_SCHEMA_H_
+#define EDGEALLOC_STORE_SQLITE_SCHEMA_H_
+
+#include "store/sqlite/db.h"
+#include "store/status.h"
+
+namespace store {
+
+// The schema version this binary writes (PRAGMA user_version), and the oldest
+// version of the binary that can still use a file written by this one (kept in
+// the `meta` table as compatible_version, as in Chromium's MetaTable).
+inline constexpr int kSchemaVersion = 4;
+// 4: a binary before version 4 would insert rows below the token floor, so a
+// re-registered id could repeat a fencing token.
+inline constexpr int kCompatibleVersion = 4;
+
+// Brings the database up to kSchemaVersion, one version a step, each step in
+// its own write transaction together with its user_version bump, so a crash
+// leaves the file at a whole version. Returns Ok when the file is current,
+// InvalidArgument naming both versions for a file written by a newer binary
+// that this one cannot read, or the error of the failing step.
+// REQUIRES: db is writable and no transaction is open on it.
+Status Migrate(Db* db);
+
+// Brings an empty database to `version` only (for tests of the migration
+// from an older version). REQUIRES: 1 <= version <= kSchemaVersion.
+Status MigrateTo(Db* db, int version);
+
+// The file's user_version, or an error.
+Status SchemaVersion(Db* db, int* version);
+
+}  // namespace store
+
+#endif  // EDGEALLOC_STORE_SQLITE_SCHEMA_H_

@@ -1,0 +1,341 @@
+// SqliteStorage: the session operations (claim, release, renew, read).
+#include <algorithm>
+#include <cassert>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "base/clock.h"
+#include "store/sqlite/callback_job.h"
+#include "store/sqlite/lifecycle_sql.h"
+#include "store/sqlite/rows.h"
+#include "store/sqlite/sqlite_storage.h"
+
+namespace store {
+namespace {
+
+// After a compare-and-swap on (session_id, token) changed nothing: why not.
+Status ExplainFailedCas(Db* db, const Caller& caller, const std::string& session_id,
+                        int64_t token, int64_t now_ms, SessionResult* out) {
+  StatementRef q;
+  RETURN_IF_ERROR(db->Cached(sql::kSessionState, &q));
+  q->Bind(1, session_id);
+  bool row = false;
+  RETURN_IF_ERROR(q->Step(&row));
+  if (!row) {
+    *out = Failed<SessionResult>(Outcome::kNotFound, "no session " + session_id);
+  } else if (!caller.admin && q->ColumnText(1) != caller.tenant) {
+    *out = Failed<SessionResult>(Outcome::kForbidden,
+                                 "session " + session_id + " belongs to another tenant");
+  } else if (q->ColumnInt64(2) <= now_ms) {
+    *out = Failed<SessionResult>(Outcome::kNotFound, "session " + session_id + " has expired");
+  } else if (q->ColumnInt64(0) != token) {
+    *out = Failed<SessionResult>(Outcome::kStaleToken, "token " + std::to_string(token) +
+                                                           " is not current for session " +
+                                                           session_id);
+  } else {
+    return Status::IOError("compare-and-swap on session " + session_id +
+                           " failed for an unknown reason");
+  }
+  return Status::Ok();
+}
+
+// The live session of the tenant's idempotency key, if any, into *found.
+Status FindIdempotent(Db* db, const ClaimRequest& req, int64_t now_ms, SessionResult* found) {
+  StatementRef q;
+  RETURN_IF_ERROR(db->Cached(sql::kFindIdempotent, &q));
+  q->Bind(1, req.caller.tenant);
+  q->Bind(2, req.idempotency_key);
+  q->Bind(3, now_ms);
+  bool row = false;
+  RETURN_IF_ERROR(q->Step(&row));
+  if (row) {
+    ReadSessionRow(*q, &found->session);
+    found->session.session_id = q->ColumnString(6);
+    found->outcome = Outcome::kReplayed;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// One claim request on its way through its regions, shard by shard.
+struct SqliteStorage::ClaimAttempt {
+  ClaimRequest req;
+  std::vector<std::string> regions;  // the region, then the fallbacks
+  SessionCallback done;
+};
+
+// Runs the claim statement for regions[first, last) of one shard, in order:
+// the first region with a fitting container wins.
+class SqliteStorage::ClaimJob : public WriteJob {
+ public:
+  ClaimJob(SqliteStorage* storage, std::shared_ptr<ClaimAttempt> attempt, size_t first,
+           size_t last, std::string session_id, int64_t quota)
+      : storage_(storage),
+        attempt_(std::move(attempt)),
+        first_(first),
+        last_(last),
+        session_id_(std::move(session_id)),
+        quota_(quota) {}
+
+  Status Apply(Db* db) override {
+    const ClaimRequest& req = attempt_->req;
+    const int64_t now = base::NowMs();
+    if (!req.idempotency_key.empty()) {
+      // A retry of a claim that already holds a session is that session.
+      // The unique index on (tenant, idempotency_key) is the backstop.
+      RETURN_IF_ERROR(FindIdempotent(db, req, now, &result_));
+      if (result_.outcome == Outcome::kReplayed) return Status::Ok();
+    }
+    bool forgot_expired_key = false;
+    for (size_t i = first_; i < last_; ++i) {
+      bool claimed = false;
+      Status s = ClaimIn(db, attempt_->regions[i], now, &claimed);
+      if (s.IsConflict() && !req.idempotency_key.empty() && !forgot_expired_key) {
+        // The unique index refused the key: an expired session, not yet
+        // reaped, still holds it (a live one was replayed above). Let it go
+        // and claim again. Only this rare path pays for the extra statement.
+        RETURN_IF_ERROR(ForgetExpiredKey(db, now));
+        forgot_expired_key = true;
+        s = ClaimIn(db, attempt_->regions[i], now, &claimed);
+      }
+      RETURN_IF_ERROR(s);
+      if (claimed) return Status::Ok();
+    }
+    // Nothing fitted: was it the quota? Only this path pays for the count.
+    result_.outcome = Outcome::kNoCapacity;
+    if (quota_ != kUnlimited) {
+      StatementRef count;
+      RETURN_IF_ERROR(db->Cached(sql::kCountTenantSessions, &count));
+      count->Bind(1, req.caller.tenant);
+      bool row = false;
+      RETURN_IF_ERROR(count->Step(&row));
+      if (row && count->ColumnInt64(0) >= quota_) result_.outcome = Outcome::kQuotaExceeded;
+    }
+    return Status::Ok();
+  }
+
+  // Without an idempotency key the job writes with one statement at most:
+  // each region's claim either changes one row or nothing, and a failing one
+  // undoes itself. With a key, ForgetExpiredKey may write before the claim.
+  bool needs_savepoint() const override { return !attempt_->req.idempotency_key.empty(); }
+
+  void Done(Status status) override {
+    if (!status.ok()) {
+      attempt_->done(Failed<SessionResult>(OutcomeOfError(status), status.ToString()));
+      return;
+    }
+    if (result_.outcome == Outcome::kNoCapacity && last_ < attempt_->regions.size()) {
+      storage_->RunClaim(std::move(attempt_), last_);  // the next shard's regions
+      return;
+    }
+    attempt_->done(std::move(result_));
+  }
+
+ private:
+  // The claim statement for one region; *claimed if it took a container.
+  Status ClaimIn(Db* db, const std::string& region, int64_t now, bool* claimed) {
+    const ClaimRequest& req = attempt_->req;
+    const ClaimPolicy& policy = storage_->policy_;
+    StatementRef claim;
+    RETURN_IF_ERROR(db->Cached(sql::kClaim, &claim));
+    claim->Bind(1, region);
+    claim->Bind(2, req.pool);
+    claim->Bind(3, now - policy.dead_after_ms);
+    claim->Bind(4, static_cast<int64_t>(policy.candidates));
+    claim->Bind(5, session_id_);
+    claim->Bind(6, req.caller.tenant);
+    if (req.idempotency_key.empty()) {
+      claim->BindNull(7);
+    } else {
+      claim->Bind(7, req.idempotency_key);
+    }
+    claim->Bind(8, now + req.lease_ms);
+    claim->Bind(9, now);
+    claim->Bind(10, quota_);
+    RETURN_IF_ERROR(claim->Step(claimed));
+    if (!*claimed) return Status::Ok();
+    ReadSessionRow(*claim, &result_.session);
+    result_.session.session_id = session_id_;
+    result_.outcome = Outcome::kOk;
+    return claim->Run();  // finish the statement so its change is whole
+  }
+
+  Status ForgetExpiredKey(Db* db, int64_t now) {
+    StatementRef forget;
+    RETURN_IF_ERROR(db->Cached(sql::kForgetExpiredKey, &forget));
+    forget->Bind(1, attempt_->req.caller.tenant);
+    forget->Bind(2, attempt_->req.idempotency_key);
+    forget->Bind(3, now);
+    return forget->Run();
+  }
+
+  SqliteStorage* storage_;
+  std::shared_ptr<ClaimAttempt> attempt_;
+  size_t first_, last_;
+  std::string session_id_;
+  int64_t quota_;
+  SessionResult result_;
+};
+
+void SqliteStorage::Claim(ClaimRequest req, SessionCallback done) {
+  assert(req.lease_ms > 0);
+  auto attempt = std::make_shared<ClaimAttempt>();
+  attempt->regions.reserve(1 + req.fallback_regions.size());
+  attempt->regions.push_back(req.region);
+  for (auto& r : req.fallback_regions) attempt->regions.push_back(std::move(r));
+  attempt->req = std::move(req);
+  attempt->done = std::move(done);
+  if (map_.shards() > 1 && !attempt->req.idempotency_key.empty()) {
+    // With shards the key's session may live in another region's file: look
+    // in every file first, from committed state. (Two concurrent duplicates
+    // whose claims land in different shards are not caught: README says so.)
+    SessionResult found;
+    Status s = FindIdempotentSession(attempt->req, &found);
+    if (!s.ok()) {
+      // Not knowing whether the key has a session is no licence to make a
+      // second one: storage trouble is answered as such.
+      return attempt->done(Failed<SessionResult>(OutcomeOfError(s), s.ToString()));
+    }
+    if (found.outcome == Outcome::kReplayed) return attempt->done(std::move(found));
+  }
+  RunClaim(std::move(attempt), 0);
+}
+
+Status SqliteStorage::FindIdempotentSession(const ClaimRequest& req, SessionResult* found) {
+  for (Shard* shard : shards_) {
+    RETURN_IF_ERROR(
+        shard->reads->With([&](Db* db) { return FindIdempotent(db, req, base::NowMs(), found); }));
+    if (found->outcome == Outcome::kReplayed) break;
+  }
+  return Status::Ok();
+}
+
+Status SqliteStorage::SessionsElsewhere(const std::string& tenant, int shard, int64_t* count) {
+  *count = 0;
+  for (Shard* other : shards_) {
+    if (other->index == shard) continue;
+    RETURN_IF_ERROR(other->reads->With([&](Db* db) {
+      StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kCountTenantSessions, &q));
+      q->Bind(1, tenant);
+      bool row = false;
+      RETURN_IF_ERROR(q->Step(&row));
+      if (row) *count += q->ColumnInt64(0);
+      return Status::Ok();
+    }));
+  }
+  return Status::Ok();
+}
+
+void SqliteStorage::RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t first) {
+  // Consecutive regions of the same shard are tried in one job, in order.
+  const int shard = map_.ShardOf(attempt->regions[first]);
+  size_t last = first + 1;
+  while (last < attempt->regions.size() && map_.ShardOf(attempt->regions[last]) == shard) ++last;
+
+  int64_t quota = policy_.max_sessions_per_tenant;
+  if (quota != kUnlimited && map_.shards() > 1) {
+    // The statement counts this shard's sessions; the other shards' share is
+    // read here, from committed state, and taken off the quota. An unread
+    // share would let the tenant past its quota: that fails the claim.
+    int64_t elsewhere = 0;
+    Status s = SessionsElsewhere(attempt->req.caller.tenant, shard, &elsewhere);
+    if (!s.ok()) return attempt->done(Failed<SessionResult>(OutcomeOfError(s), s.ToString()));
+    quota = std::max<int64_t>(quota - elsewhere, 0);
+  }
+  std::string session_id;
+  if (Status s = NewSessionId(shard, &session_id); !s.ok()) {
+    return attempt->done(
+        Failed<SessionResult>(Outcome::kError, "no session id: " + s.ToString() + "; retry"));
+  }
+  SubmitOrRefuse(shards_[shard], std::make_unique<ClaimJob>(this, std::move(attempt), first, last,
+                                                            std::move(session_id), quota));
+}
+
+void SqliteStorage::Release(const Caller& caller, std::string session_id, int64_t token,
+                            SessionCallback done) {
+  RunSessionCas(CasKind::kRelease, caller, std::move(session_id), token, 0, std::move(done));
+}
+
+void SqliteStorage::Renew(const Caller& caller, std::string session_id, int64_t token,
+                          int64_t lease_ms, SessionCallback done) {
+  assert(lease_ms > 0);
+  RunSessionCas(CasKind::kRenew, caller, std::move(session_id), token, lease_ms, std::move(done));
+}
+
+void SqliteStorage::RunSessionCas(CasKind kind, const Caller& caller, std::string session_id,
+                                  int64_t token, int64_t lease_ms, SessionCallback done) {
+  const int shard = ShardOfSessionId(session_id, map_.shards());
+  if (shard < 0) return done(Failed<SessionResult>(Outcome::kNotFound, "no session " + session_id));
+  // One UPDATE (ExplainFailedCas only reads): no savepoint needed.
+  SubmitCallbackJob<SessionResult>(
+      shards_[shard],
+      [kind, caller, session_id, token, lease_ms](Db* db, SessionResult* out) {
+        const int64_t now = base::NowMs();
+        StatementRef cas;
+        RETURN_IF_ERROR(db->Cached(kind == CasKind::kRelease ? sql::kRelease : sql::kRenew, &cas));
+        cas->Bind(1, session_id);
+        cas->Bind(2, token);
+        if (caller.admin) {
+          cas->BindNull(3);
+        } else {
+          cas->Bind(3, caller.tenant);
+        }
+        cas->Bind(4, now);
+        bool changed = false;
+        if (kind == CasKind::kRelease) {
+          // Without RETURNING (lifecycle_sql.h says why): one changed row.
+          RETURN_IF_ERROR(cas->Run());
+          changed = db->Changes() == 1;
+        } else {
+          cas->Bind(5, now + lease_ms);
+          RETURN_IF_ERROR(cas->Step(&changed));
+          if (changed) {
+            ReadSessionRow(*cas, &out->session);
+            RETURN_IF_ERROR(cas->Run());
+          }
+        }
+        if (changed) {
+          out->outcome = Outcome::kOk;
+          out->session.session_id = session_id;
+          return Status::Ok();
+        }
+        cas->Reset();
+        return ExplainFailedCas(db, caller, session_id, token, now, out);
+      },
+      std::move(done), /*needs_savepoint=*/false);
+}
+
+SessionResult SqliteStorage::GetSession(const Caller& caller, std::string_view session_id) {
+  const std::string id(session_id);
+  const int shard = ShardOfSessionId(id, map_.shards());
+  SessionResult result = Failed<SessionResult>(Outcome::kNotFound, "no session " + id);
+  if (shard < 0) return result;
+  Status s = shards_[shard]->reads->With([&](Db* db) {
+    StatementRef q;
+    RETURN_IF_ERROR(db->Cached(sql::kGetSession, &q));
+    q->Bind(1, id);
+    bool row = false;
+    RETURN_IF_ERROR(q->Step(&row));
+    if (!row) return Status::Ok();
+    // Tenant first: another tenant must not learn that a session existed
+    // and when it ended.
+    if (!caller.admin && q->ColumnText(6) != caller.tenant) {
+      result = Failed<SessionResult>(Outcome::kForbidden,
+                                     "session " + id + " belongs to another tenant");
+    } else if (q->ColumnInt64(4) <= base::NowMs()) {
+      result = Failed<SessionResult>(Outcome::kNotFound, "session " + id + " has expired");
+    } else {
+      result = SessionResult{Outcome::kOk, {}, ""};
+      ReadSessionRow(*q, &result.session);
+      result.session.session_id = id;
+    }
+    return Status::Ok();
+  });
+  if (!s.ok()) return Failed<SessionResult>(OutcomeOfError(s), s.ToString());
+  return result;
+}
+
+}  // namespace store

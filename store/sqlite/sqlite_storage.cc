@@ -1,0 +1,48 @@
+#include "store/sqlite/sqlite_storage.h"
+
+#include <cassert>
+#include <utility>
+
+#include "store/sqlite/capacity_reader.h"
+
+namespace store {
+
+Status SqliteStorage::Open(const StorageOptions& options, std::unique_ptr<SqliteStorage>* out) {
+  ShardMap map(options.db, options.shards);
+  DbOptions db_options;
+  db_options.sync = options.sync;
+  db_options.program = options.program;
+  std::vector<std::unique_ptr<Shard>> owned;
+  RETURN_IF_ERROR(OpenShards(map, db_options, WriterOptions{}, &owned));
+  std::vector<Shard*> shards;
+  for (auto& shard : owned) shards.push_back(shard.get());
+  auto storage = std::make_unique<SqliteStorage>(std::move(shards), map, options.policy);
+  storage->owned_ = std::move(owned);
+  storage->program_ = options.program;
+  *out = std::move(storage);
+  return Status::Ok();
+}
+
+SqliteStorage::SqliteStorage(std::vector<Shard*> shards, ShardMap map, ClaimPolicy policy)
+    : shards_(std::move(shards)), map_(std::move(map)), policy_(policy) {
+  assert(static_cast<int>(shards_.size()) == map_.shards());
+}
+
+SqliteStorage::~SqliteStorage() {
+  for (auto& shard : owned_) shard->writer->Stop();
+}
+
+void SqliteStorage::StopWriters() {
+  for (Shard* shard : shards_) shard->writer->Stop();
+}
+
+const WriterStats& SqliteStorage::writer_stats(int partition) const {
+  return shards_[static_cast<size_t>(partition)]->writer->stats();
+}
+
+std::unique_ptr<CapacityReader> SqliteStorage::NewCapacityReader(int partition,
+                                                                 int busy_timeout_ms) {
+  return std::make_unique<SqliteCapacityReader>(map_.PathOf(partition), busy_timeout_ms);
+}
+
+}  // namespace store

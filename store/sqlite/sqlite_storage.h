@@ -1,0 +1,134 @@
+#ifndef EDGEALLOC_STORE_SQLITE_SQLITE_STORAGE_H_
+#define EDGEALLOC_STORE_SQLITE_SQLITE_STORAGE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/mutex.h"
+#include "store/sqlite/shard.h"
+#include "store/sqlite/shard_map.h"
+#include "store/sqlite/write_lock.h"
+#include "store/storage.h"
+
+namespace store {
+
+// The SQLite engine of the storage seam (store/storage.h). A partition is a
+// shard: one SQLite file in WAL mode with its one Writer (group commit) and
+// its pool of read-only connections; --shards N splits the pool over N files
+// by region (ShardMap). Every statement it runs is in sqlite/lifecycle_sql.h.
+// The methods are defined by topic: sessions.cc, containers.cc,
+// heartbeats.cc, sweeps.cc; the rest in sqlite_storage.cc.
+class SqliteStorage : public Storage {
+ public:
+  // Opens (creating, migrating) every shard of `options` and starts their
+  // writers; the storage owns them.
+  static Status Open(const StorageOptions& options, std::unique_ptr<SqliteStorage>* out);
+  // Over shards opened elsewhere (tests, benches, tools), which must outlive
+  // it, their writers started. REQUIRES: shards.size() == map.shards().
+  SqliteStorage(std::vector<Shard*> shards, ShardMap map, ClaimPolicy policy);
+  SqliteStorage(const SqliteStorage&) = delete;
+  SqliteStorage& operator=(const SqliteStorage&) = delete;
+  // Stops the writers of the shards it owns.
+  ~SqliteStorage() override;
+
+  void Claim(ClaimRequest req, SessionCallback done) override;
+  void Release(const Caller& caller, std::string session_id, int64_t token,
+               SessionCallback done) override;
+  void Renew(const Caller& caller, std::string session_id, int64_t token, int64_t lease_ms,
+             SessionCallback done) override;
+  SessionResult GetSession(const Caller& caller, std::string_view session_id) override;
+
+  void Register(std::vector<ContainerSpec> specs, ContainerCallback done) override;
+  ContainerResult GetContainer(std::string_view id) override;
+  void Drain(std::string id, ContainerCallback done) override;
+  void Remove(std::string id, ContainerCallback done) override;
+
+  int partitions() const override { return map_.shards(); }
+  Status PartitionOf(const std::string& container_id, int* partition) override;
+  Status WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
+                         HeartbeatWriteResult* result) override;
+
+  Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) override;
+  Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
+                               int max_rows, SilenceSweep* sweep) override;
+
+  std::unique_ptr<CapacityReader> NewCapacityReader(int partition, int busy_timeout_ms) override;
+  const WriterStats& writer_stats(int partition) const override;
+  const ClaimPolicy& policy() const override { return policy_; }
+  void StopWriters() override;
+
+  const ShardMap& map() const { return map_; }
+  Shard* shard(int i) { return shards_[static_cast<size_t>(i)]; }
+
+  // A heartbeat batch of at most this many rows rides in the shard writer's
+  // group commit beside the claims, under a savepoint of its own, sharing
+  // the group's fsync (docs/design.md's "<= 100 rows a transaction" keeps
+  // its purpose: no long hold of the write lock in one piece); a larger one
+  // gets a transaction of its own.
+  static constexpr size_t kMaxRidingRows = 100;
+  // Ids the container -> shard cache of PartitionOf holds (several shards
+  // only); cleared when full, which costs one lookup per id afterwards.
+  static constexpr size_t kMaxCachedIds = 1 << 20;
+
+ private:
+  struct ClaimAttempt;
+  class ClaimJob;
+  class SessionCasJob;
+
+  // sessions.cc
+  // Runs the claim for the regions of attempt from `first` that share its
+  // shard; the job goes on to the next shard's regions if nothing fitted.
+  void RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t first);
+  // With several shards: the live session of the request's idempotency key
+  // in any shard, into *found (outcome kReplayed), from committed state.
+  Status FindIdempotentSession(const ClaimRequest& req, SessionResult* found);
+  // The tenant's sessions in every shard but `shard` (its quota share there).
+  Status SessionsElsewhere(const std::string& tenant, int shard, int64_t* count);
+  enum class CasKind { kRelease, kRenew };
+  void RunSessionCas(CasKind kind, const Caller& caller, std::string session_id, int64_t token,
+                     int64_t lease_ms, SessionCallback done);
+
+  // containers.cc
+  // Sets *shard to the shard holding `id`, or -1. Reads every shard unless
+  // `cached` and the id is in the cache. A failed read is returned as it is.
+  Status FindShard(const std::string& id, bool cached, int* shard);
+  void ForgetCachedShard(const std::string& id);
+  // The highest token floor of all shards (sqlite/schema.cc, version 4).
+  Status HighestTokenFloor(int64_t* floor);
+  // The shard holding `id`; if none, or if looking failed, answers *done
+  // and returns null.
+  Shard* ShardOrAnswer(const std::string& id, ContainerCallback* done);
+  // Several shards only: makes this registration the only one running, in
+  // this process and across processes (an exclusive flock on
+  // `<db>.register.lock`), from its checks until its last shard's commit,
+  // so that no two registrations put one id into two shards. Busy after
+  // kRegistrationLockTimeoutMs. LeaveRegistration may run on another thread
+  // (a writer's, after the commit).
+  Status EnterRegistration();
+  void LeaveRegistration();
+  static constexpr int kRegistrationLockTimeoutMs = 10000;
+
+  std::vector<std::unique_ptr<Shard>> owned_;
+  std::vector<Shard*> shards_;
+  const ShardMap map_;
+  const ClaimPolicy policy_;
+  std::string program_ = "edgealloc";
+
+  base::SharedMutex cache_mu_;
+  std::unordered_map<std::string, int> shard_of_id_ GUARDED_BY(cache_mu_);
+
+  base::Mutex registration_mu_;
+  base::CondVar registration_cv_;
+  bool registering_ GUARDED_BY(registration_mu_) = false;
+  // Opened on first use; touched only by the registration that is running.
+  std::unique_ptr<WriteLock> register_lock_;
+};
+
+}  // namespace store
+
+#endif  // EDGEALLOC_STORE_SQLITE_SQLITE_STORAGE_H_

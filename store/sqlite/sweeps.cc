@@ -1,0 +1,87 @@
+// SqliteStorage: the reapers' sweeps (expired leases; silent or dead containers).
+// Each looks with a cheap read on a read-only connection first, so an idle
+// pool costs the writer nothing, and then writes one bounded sweep in a
+// transaction of its own (a solo job: never inside a claim's group).
+#include <string>
+
+#include "base/clock.h"
+#include "store/sqlite/lifecycle_sql.h"
+#include "store/sqlite/sqlite_storage.h"
+
+namespace store {
+
+Status SqliteStorage::SweepExpiredLeases(int partition, int max_rows, int64_t* ended) {
+  *ended = 0;
+  Shard* shard = shards_[static_cast<size_t>(partition)];
+  const int64_t now = base::NowMs();
+  bool any = false;
+  RETURN_IF_ERROR(shard->reads->With([&](Db* db) {
+    StatementRef q;
+    RETURN_IF_ERROR(db->Cached(sql::kAnyExpired, &q));
+    q->Bind(1, now);
+    return q->Step(&any);
+  }));
+  if (!any) return Status::Ok();
+  Status s = shard->writer->RunSync(
+      [&](Db* db) {
+        StatementRef q;
+        RETURN_IF_ERROR(db->Cached(sql::kReapExpired, &q));
+        q->Bind(1, now);
+        q->Bind(2, static_cast<int64_t>(max_rows));
+        RETURN_IF_ERROR(q->Run());
+        *ended = db->Changes();
+        return Status::Ok();
+      },
+      /*solo=*/true);
+  if (!s.ok()) *ended = 0;  // rolled back
+  return s;
+}
+
+Status SqliteStorage::SweepSilentContainers(int partition,
+                                            const std::function<int64_t()>& cutoff_ms,
+                                            int max_rows, SilenceSweep* sweep) {
+  *sweep = SilenceSweep{};
+  Shard* shard = shards_[static_cast<size_t>(partition)];
+  bool any = false;
+  RETURN_IF_ERROR(shard->reads->With([&](Db* db) {
+    {
+      StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kAnySilent, &q));
+      q->Bind(1, cutoff_ms());
+      RETURN_IF_ERROR(q->Step(&any));
+      if (any) return Status::Ok();
+    }
+    StatementRef q;
+    RETURN_IF_ERROR(db->Cached(sql::kAnyDeadReported, &q));
+    return q->Step(&any);
+  }));
+  if (!any) return Status::Ok();
+  // Held containers first: their sessions end (the holder's next session
+  // call answers 404). The cutoff is taken again at write time.
+  Status s = shard->writer->RunSync(
+      [&](Db* db) {
+        *sweep = SilenceSweep{};
+        const int64_t cutoff = cutoff_ms();
+        {
+          StatementRef q;
+          RETURN_IF_ERROR(db->Cached(sql::kReapPicked, &q));
+          q->Bind(1, cutoff);
+          q->Bind(2, static_cast<int64_t>(max_rows));
+          RETURN_IF_ERROR(q->Run());
+          sweep->sessions_ended = db->Changes();
+        }
+        if (sweep->sessions_ended >= max_rows) return Status::Ok();
+        StatementRef q;
+        RETURN_IF_ERROR(db->Cached(sql::kReapUnpicked, &q));
+        q->Bind(1, cutoff);
+        q->Bind(2, max_rows - sweep->sessions_ended);
+        RETURN_IF_ERROR(q->Run());
+        sweep->marked_dead = db->Changes();
+        return Status::Ok();
+      },
+      /*solo=*/true);
+  if (!s.ok()) *sweep = SilenceSweep{};  // rolled back
+  return s;
+}
+
+}  // namespace store

@@ -1,0 +1,331 @@
+#include "store/sqlite/wal_vfs.h"
+
+#include "base/mutex.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+namespace store {
+namespace {
+
+// Writes gathered per flush at most; a bigger run of frames is flushed in
+// pieces of this size. A group commit writes a few hundred KiB.
+constexpr size_t kMaxBuffer = 4 << 20;
+
+std::atomic<uint64_t> g_writes{0};
+std::atomic<uint64_t> g_flushes{0};
+
+sqlite3_vfs* g_base = nullptr;  // the default VFS we wrap
+sqlite3_vfs g_vfs;
+sqlite3_io_methods g_methods;
+
+// Our file: SQLite allocates szOsFile bytes for it; the wrapped file of the
+// base VFS lives right behind it.
+struct File {
+  sqlite3_file base;
+  sqlite3_file* real;
+  bool wal;
+  // A WAL file and the main database file of the same connection point at
+  // each other (set when the WAL is opened, cleared when either closes): the
+  // WAL's write lock is taken and released on the main file's wal-index.
+  File* partner;
+  const char* db_name;    // main files only: SQLite's name, our registry's key
+  // Only a paired WAL gathers: on any other file length stays 0 and failed
+  // false, so Flush is a no-op there.
+  char* buffer;           // malloc'ed on the first WAL write, grown to kMaxBuffer
+  size_t capacity;
+  size_t length;          // bytes gathered
+  sqlite3_int64 offset;   // where buffer[0] goes in the file
+  // A flush failed: the frames SQLite believes written are not. Every call
+  // on this WAL fails with IOERR until the write transaction ends, so SQLite
+  // rolls the whole transaction back and can never commit without them.
+  bool failed;
+};
+
+File* Cast(sqlite3_file* f) { return reinterpret_cast<File*>(f); }
+
+// Main database files opened through this VFS, by the name SQLite gave them,
+// so that a WAL opened later finds its connection's main file
+// (sqlite3_filename_database of the WAL's name is that same pointer).
+// Touched only on open and close.
+base::Mutex g_registry_mu;
+std::unordered_map<const char*, File*>* g_main_files GUARDED_BY(g_registry_mu) = nullptr;
+
+// The unix VFS writes at most 0x1ffff bytes a call (its seekAndWrite masks
+// the length), so a flush goes out in pieces of at most this many.
+constexpr size_t kMaxWrite = 0x1ffff & ~size_t{4095};
+
+// What a failed flush answers: an I/O error, whatever the write said (a full
+// disk's SQLITE_FULL would roll back only the statement), so that SQLite
+// rolls back the whole transaction.
+constexpr int kFlushFailed = SQLITE_IOERR_WRITE;
+
+int Flush(File* f) {
+  if (f->failed) return kFlushFailed;
+  int rc = SQLITE_OK;
+  for (size_t done = 0; done < f->length && rc == SQLITE_OK;) {
+    const size_t n = std::min(f->length - done, kMaxWrite);
+    rc = f->real->pMethods->xWrite(f->real, f->buffer + done, static_cast<int>(n),
+                                   f->offset + static_cast<sqlite3_int64>(done));
+    g_flushes.fetch_add(1, std::memory_order_relaxed);
+    done += n;
+  }
+  f->length = 0;
+  if (rc != SQLITE_OK) {
+    f->failed = true;
+    return kFlushFailed;
+  }
+  return SQLITE_OK;
+}
+
+// The write transaction of f's connection ended (committed, whose frames
+// were synced before, or rolled back): whatever is still gathered
+// belongs to no commit and must never reach the file, where another
+// connection may write frames at the same offsets next.
+void DropUncommitted(File* wal) {
+  wal->length = 0;
+  wal->failed = false;
+}
+
+int Close(sqlite3_file* file) {
+  File* f = Cast(file);
+  {
+    base::MutexLock lock(&g_registry_mu);
+    if (f->partner != nullptr) f->partner->partner = nullptr;
+    f->partner = nullptr;
+    if (f->db_name != nullptr && g_main_files != nullptr) {
+      auto it = g_main_files->find(f->db_name);
+      if (it != g_main_files->end() && it->second == f) g_main_files->erase(it);
+    }
+  }
+  // Under synchronous=FULL a commit's frames are synced before it returns,
+  // so anything still gathered at close was never committed: dropped.
+  DropUncommitted(f);
+  int rc = f->real->pMethods->xClose(f->real);
+  std::free(f->buffer);
+  f->buffer = nullptr;
+  return rc;
+}
+
+int Read(sqlite3_file* file, void* out, int amount, sqlite3_int64 offset) {
+  File* f = Cast(file);
+  if (f->length > 0 || f->failed) {
+    // SQLite reads back frames of its own transaction (a spilled page, a
+    // checksum rewrite, a checkpoint): they must be in the file first.
+    if (int rc = Flush(f); rc != SQLITE_OK) return rc;
+  }
+  return f->real->pMethods->xRead(f->real, out, amount, offset);
+}
+
+int Write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offset) {
+  File* f = Cast(file);
+  if (f->failed) return kFlushFailed;
+  // Gathering is safe only where the end of each write transaction is seen
+  // (the WAL paired with its main file); anything else writes through.
+  if (!f->wal || f->partner == nullptr) {
+    return f->real->pMethods->xWrite(f->real, data, amount, offset);
+  }
+  g_writes.fetch_add(1, std::memory_order_relaxed);
+  const size_t n = static_cast<size_t>(amount);
+  const bool follows = f->length > 0 && offset == f->offset + static_cast<sqlite3_int64>(f->length);
+  if (!follows || f->length + n > kMaxBuffer) {
+    if (int rc = Flush(f); rc != SQLITE_OK) return rc;
+  }
+  if (n > kMaxWrite) return f->real->pMethods->xWrite(f->real, data, amount, offset);
+  if (f->length + n > f->capacity) {
+    size_t want = f->capacity ? f->capacity : 256 << 10;
+    while (want < f->length + n) want *= 2;
+    if (want > kMaxBuffer) want = kMaxBuffer;
+    char* grown = static_cast<char*>(std::realloc(f->buffer, want));
+    if (grown == nullptr) {  // no memory for more: write as SQLite would
+      if (int rc = Flush(f); rc != SQLITE_OK) return rc;
+      return f->real->pMethods->xWrite(f->real, data, amount, offset);
+    }
+    f->buffer = grown;
+    f->capacity = want;
+  }
+  if (f->length == 0) f->offset = offset;
+  std::memcpy(f->buffer + f->length, data, n);
+  f->length += n;
+  return SQLITE_OK;
+}
+
+int Truncate(sqlite3_file* file, sqlite3_int64 size) {
+  File* f = Cast(file);
+  if (int rc = Flush(f); rc != SQLITE_OK) return rc;
+  return f->real->pMethods->xTruncate(f->real, size);
+}
+
+int Sync(sqlite3_file* file, int flags) {
+  File* f = Cast(file);
+  if (int rc = Flush(f); rc != SQLITE_OK) return rc;
+  return f->real->pMethods->xSync(f->real, flags);
+}
+
+int FileSize(sqlite3_file* file, sqlite3_int64* size) {
+  File* f = Cast(file);
+  if (int rc = Flush(f); rc != SQLITE_OK) return rc;
+  return f->real->pMethods->xFileSize(f->real, size);
+}
+
+// SQLite's WAL write lock is slot 0 of the wal-index locks (WAL_WRITE_LOCK
+// in its wal.c), taken and released through the main file's xShmLock. A
+// connection that lets it go has ended its write transaction; since the
+// buffer is dropped then, and only a paired WAL gathers, a transaction that
+// takes it always starts with an empty buffer.
+constexpr int kWalWriteLockSlot = 0;
+
+int ShmLock(sqlite3_file* file, int offset, int n, int flags) {
+  File* f = Cast(file);
+  const bool releases_write_lock = (flags & SQLITE_SHM_UNLOCK) != 0 &&
+                                   (flags & SQLITE_SHM_EXCLUSIVE) != 0 &&
+                                   offset <= kWalWriteLockSlot && kWalWriteLockSlot < offset + n;
+  if (releases_write_lock && f->partner != nullptr) {
+    // Before the lock goes: once it is gone another connection may append.
+    DropUncommitted(f->partner);
+  }
+  return f->real->pMethods->xShmLock(f->real, offset, n, flags);
+}
+
+// The rest passes straight through.
+int Lock(sqlite3_file* f, int l) { return Cast(f)->real->pMethods->xLock(Cast(f)->real, l); }
+int Unlock(sqlite3_file* f, int l) { return Cast(f)->real->pMethods->xUnlock(Cast(f)->real, l); }
+int CheckReservedLock(sqlite3_file* f, int* out) {
+  return Cast(f)->real->pMethods->xCheckReservedLock(Cast(f)->real, out);
+}
+int FileControl(sqlite3_file* f, int op, void* arg) {
+  return Cast(f)->real->pMethods->xFileControl(Cast(f)->real, op, arg);
+}
+int SectorSize(sqlite3_file* f) { return Cast(f)->real->pMethods->xSectorSize(Cast(f)->real); }
+int DeviceCharacteristics(sqlite3_file* f) {
+  return Cast(f)->real->pMethods->xDeviceCharacteristics(Cast(f)->real);
+}
+int ShmMap(sqlite3_file* f, int page, int size, int extend, void volatile** out) {
+  return Cast(f)->real->pMethods->xShmMap(Cast(f)->real, page, size, extend, out);
+}
+void ShmBarrier(sqlite3_file* f) { Cast(f)->real->pMethods->xShmBarrier(Cast(f)->real); }
+int ShmUnmap(sqlite3_file* f, int del) {
+  return Cast(f)->real->pMethods->xShmUnmap(Cast(f)->real, del);
+}
+int Fetch(sqlite3_file* f, sqlite3_int64 offset, int amount, void** out) {
+  return Cast(f)->real->pMethods->xFetch(Cast(f)->real, offset, amount, out);
+}
+int Unfetch(sqlite3_file* f, sqlite3_int64 offset, void* p) {
+  return Cast(f)->real->pMethods->xUnfetch(Cast(f)->real, offset, p);
+}
+
+int Open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* file, int flags, int* out_flags) {
+  File* f = Cast(file);
+  std::memset(f, 0, sizeof(File));
+  f->real = reinterpret_cast<sqlite3_file*>(f + 1);
+  f->wal = (flags & SQLITE_OPEN_WAL) != 0;
+  int rc = g_base->xOpen(g_base, name, f->real, flags, out_flags);
+  // A failed open leaves pMethods null, so SQLite will not call xClose.
+  f->base.pMethods = f->real->pMethods != nullptr ? &g_methods : nullptr;
+  if (rc != SQLITE_OK || f->base.pMethods == nullptr || name == nullptr) return rc;
+  base::MutexLock lock(&g_registry_mu);
+  if (g_main_files == nullptr) g_main_files = new std::unordered_map<const char*, File*>();
+  if ((flags & SQLITE_OPEN_MAIN_DB) != 0) {
+    f->db_name = name;
+    (*g_main_files)[name] = f;
+  } else if (f->wal) {
+    auto it = g_main_files->find(sqlite3_filename_database(name));
+    if (it != g_main_files->end()) {
+      f->partner = it->second;
+      it->second->partner = f;
+    }
+  }
+  return rc;
+}
+
+// The VFS-level calls go to the base VFS as they are.
+int Delete(sqlite3_vfs*, const char* name, int sync_dir) {
+  return g_base->xDelete(g_base, name, sync_dir);
+}
+int Access(sqlite3_vfs*, const char* name, int flags, int* out) {
+  return g_base->xAccess(g_base, name, flags, out);
+}
+int FullPathname(sqlite3_vfs*, const char* name, int n, char* out) {
+  return g_base->xFullPathname(g_base, name, n, out);
+}
+void* DlOpen(sqlite3_vfs*, const char* name) { return g_base->xDlOpen(g_base, name); }
+void DlError(sqlite3_vfs*, int n, char* out) { g_base->xDlError(g_base, n, out); }
+void (*DlSym(sqlite3_vfs*, void* h, const char* sym))(void) { return g_base->xDlSym(g_base, h, sym); }
+void DlClose(sqlite3_vfs*, void* h) { g_base->xDlClose(g_base, h); }
+int Randomness(sqlite3_vfs*, int n, char* out) { return g_base->xRandomness(g_base, n, out); }
+int Sleep(sqlite3_vfs*, int micros) { return g_base->xSleep(g_base, micros); }
+int CurrentTime(sqlite3_vfs*, double* out) { return g_base->xCurrentTime(g_base, out); }
+int GetLastError(sqlite3_vfs*, int n, char* out) { return g_base->xGetLastError(g_base, n, out); }
+int CurrentTimeInt64(sqlite3_vfs*, sqlite3_int64* out) {
+  return g_base->xCurrentTimeInt64(g_base, out);
+}
+
+Status RegisterOnce() {
+  g_base = sqlite3_vfs_find(nullptr);
+  if (g_base == nullptr) return Status::IOError("SQLite has no default VFS");
+  if (g_base->iVersion < 2 || g_base->xCurrentTimeInt64 == nullptr) {
+    return Status::IOError("the default SQLite VFS is too old to wrap");
+  }
+  g_methods = sqlite3_io_methods{};
+  g_methods.iVersion = 3;
+  g_methods.xClose = Close;
+  g_methods.xRead = Read;
+  g_methods.xWrite = Write;
+  g_methods.xTruncate = Truncate;
+  g_methods.xSync = Sync;
+  g_methods.xFileSize = FileSize;
+  g_methods.xLock = Lock;
+  g_methods.xUnlock = Unlock;
+  g_methods.xCheckReservedLock = CheckReservedLock;
+  g_methods.xFileControl = FileControl;
+  g_methods.xSectorSize = SectorSize;
+  g_methods.xDeviceCharacteristics = DeviceCharacteristics;
+  g_methods.xShmMap = ShmMap;
+  g_methods.xShmLock = ShmLock;
+  g_methods.xShmBarrier = ShmBarrier;
+  g_methods.xShmUnmap = ShmUnmap;
+  g_methods.xFetch = Fetch;
+  g_methods.xUnfetch = Unfetch;
+
+  g_vfs = sqlite3_vfs{};
+  g_vfs.iVersion = 2;
+  g_vfs.szOsFile = static_cast<int>(sizeof(File)) + g_base->szOsFile;
+  g_vfs.mxPathname = g_base->mxPathname;
+  g_vfs.zName = kCoalescingWalVfs;
+  g_vfs.xOpen = Open;
+  g_vfs.xDelete = Delete;
+  g_vfs.xAccess = Access;
+  g_vfs.xFullPathname = FullPathname;
+  g_vfs.xDlOpen = DlOpen;
+  g_vfs.xDlError = DlError;
+  g_vfs.xDlSym = DlSym;
+  g_vfs.xDlClose = DlClose;
+  g_vfs.xRandomness = Randomness;
+  g_vfs.xSleep = Sleep;
+  g_vfs.xCurrentTime = CurrentTime;
+  g_vfs.xGetLastError = GetLastError;
+  g_vfs.xCurrentTimeInt64 = CurrentTimeInt64;
+  int rc = sqlite3_vfs_register(&g_vfs, /*makeDflt=*/0);
+  if (rc != SQLITE_OK) {
+    return Status::IOError(std::string("cannot register the WAL VFS: ") + sqlite3_errstr(rc));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status RegisterCoalescingWalVfs() {
+  static const Status registered = RegisterOnce();
+  return registered;
+}
+
+CoalescingWalStats GetCoalescingWalStats() {
+  return {g_writes.load(std::memory_order_relaxed), g_flushes.load(std::memory_order_relaxed)};
+}
+
+}  // namespace store

@@ -1,0 +1,155 @@
+#ifndef EDGEALLOC_STORE_STORAGE_H_
+#define EDGEALLOC_STORE_STORAGE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/status.h"
+#include "store/types.h"
+#include "store/writer_stats.h"
+
+namespace store {
+
+// A CapacityReader reads one partition's capacity counts for the mirror
+// (kvmirror/), on a connection of its own that never writes. Owned and used
+// by one thread at a time.
+class CapacityReader {
+ public:
+  virtual ~CapacityReader() = default;
+  // Fills *counts (cleared first) with the partition's containers by region,
+  // pool and status, as committed when the read began, and sets *unchanged
+  // false; or, when the engine can tell that nothing was committed since this
+  // reader's previous successful Read, sets *unchanged and leaves *counts
+  // alone (the previous counts are still current). After an error the next
+  // Read starts afresh (a new connection: no stale state survives).
+  virtual Status Read(std::vector<CapacityCount>* counts, bool* unchanged) = 0;
+  // Where it reads, for error messages: a file path, a database name.
+  virtual std::string name() const = 0;
+};
+
+// The storage seam: everything the rest of the program needs from storage,
+// and nothing of how an engine does it. The session lifecycle (claim, renew,
+// release, expire, die, drain, delete) lives behind it, written once per
+// engine: docs/design.md has the state machine and the rules every engine
+// keeps (a claim is one atomic statement; every session operation is a
+// compare-and-swap on the fencing token; a heartbeat never undoes a claim).
+//
+// A Storage is split into partitions, each with its own write queue and one
+// writer that commits in groups; a container and its sessions live in
+// exactly one. (SQLite: one file a partition, by region.) Every method is
+// safe from any thread. Asynchronous ones call `done` exactly once, after
+// the outcome is durable, on a writer thread (or at once on the calling
+// thread for a refusal): a callback must only hand its result on.
+// Synchronous reads return committed state, never wait for a writer.
+class Storage {
+ public:
+  virtual ~Storage() = default;
+
+  // ---- Sessions ----
+
+  // Claims one healthy available container of req.pool in req.region, then
+  // in each fallback region in order, under the ClaimPolicy the storage was
+  // opened with. kOk (a new session), kReplayed (the live session of the
+  // tenant's idempotency key), kNoCapacity, kQuotaExceeded, kOverloaded or
+  // kError. Messages are left to the caller for the first four.
+  // REQUIRES: req.lease_ms > 0; fields validated.
+  virtual void Claim(ClaimRequest req, SessionCallback done) = 0;
+  // Ends the session if `token` is its current one and its lease runs: the
+  // container becomes available (draining if a drain was asked, dead if it
+  // reported itself dead). kOk (the session id only), kStaleToken,
+  // kNotFound (also for a lease that is over), kForbidden (another
+  // tenant's, unless the caller is admin), kOverloaded or kError.
+  virtual void Release(const Caller& caller, std::string session_id, int64_t token,
+                       SessionCallback done) = 0;
+  // Extends the lease to now + lease_ms if `token` is current: kOk with the
+  // session, or as Release. REQUIRES: lease_ms > 0.
+  virtual void Renew(const Caller& caller, std::string session_id, int64_t token,
+                     int64_t lease_ms, SessionCallback done) = 0;
+  // The session as committed now: kOk, kNotFound (also when its lease is
+  // over), kForbidden, kOverloaded or kError.
+  virtual SessionResult GetSession(const Caller& caller, std::string_view session_id) = 0;
+
+  // ---- Containers ----
+
+  // Registers new containers as available and updates known ones (data and
+  // latency always; region and pool only when not picked; never the holder);
+  // counts as a heartbeat and revives a dead container that is not picked.
+  // A new id's tokens start above every token a deleted container of that id
+  // ever had, so a fencing token never repeats. kOk with count = containers
+  // written; kConflict (an id in another partition, or given twice there);
+  // kOverloaded; kError. REQUIRES: every spec validated.
+  virtual void Register(std::vector<ContainerSpec> specs, ContainerCallback done) = 0;
+  // kOk with the container, kNotFound or kError.
+  virtual ContainerResult GetContainer(std::string_view id) = 0;
+  // An available container becomes draining; a picked one when its session
+  // ends. kOk, kNotFound, kOverloaded or kError.
+  virtual void Drain(std::string id, ContainerCallback done) = 0;
+  // Removes a container that is not picked. kOk, kConflict (picked),
+  // kNotFound, kOverloaded or kError.
+  virtual void Remove(std::string id, ContainerCallback done) = 0;
+
+  // ---- Heartbeats (batcher/) ----
+
+  virtual int partitions() const = 0;
+  // Sets *partition to the one holding the container, or -1 if none does.
+  // A failed read is returned, never taken for an unknown id.
+  virtual Status PartitionOf(const std::string& container_id, int* partition) = 0;
+  // Writes rows[0..n) of one partition as one atomic unit, in order, so that
+  // they end as if written one after another: liveness always advances; a
+  // report older than the stored one changes nothing else; a reported state
+  // never moves a container into or out of picked. Blocks until durable.
+  // Busy when the partition's queue is full (retry later); any error means
+  // nothing of the batch was written (or, IsCommitOutcomeUnknown, all or
+  // nothing after a restart). Never from a writer thread.
+  virtual Status WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
+                                 HeartbeatWriteResult* result) = 0;
+
+  // ---- Reaping: one bounded sweep a call, each in a transaction of its own ----
+
+  // Ends at most max_rows sessions of the partition whose lease is over,
+  // oldest first; sets *ended. A cheap read first, so an idle partition
+  // costs its writer nothing. Never from a writer thread.
+  virtual Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) = 0;
+  // Marks dead at most max_rows containers of the partition that are silent
+  // (stored heartbeat older than cutoff_ms()) or reported themselves dead,
+  // held ones first, ending their sessions. cutoff_ms is asked again at
+  // write time. Never from a writer thread.
+  virtual Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
+                                       int max_rows, SilenceSweep* sweep) = 0;
+
+  // ---- Capacity and observability ----
+
+  // A reader of the partition's capacity counts; opens nothing until its
+  // first Read. `busy_timeout_ms` bounds its wait for the engine's locks.
+  virtual std::unique_ptr<CapacityReader> NewCapacityReader(int partition,
+                                                            int busy_timeout_ms) = 0;
+  virtual const WriterStats& writer_stats(int partition) const = 0;
+  // The policy claims are made under (StorageOptions::policy).
+  virtual const ClaimPolicy& policy() const = 0;
+
+  // Refuses new writes, commits everything accepted (every callback runs),
+  // and stops the writers. Reads keep working. Idempotent.
+  virtual void StopWriters() = 0;
+};
+
+// Where and how to open storage (server's --db, --shards, --sync flags).
+struct StorageOptions {
+  std::string db = "edgealloc.db";  // the SQLite file (or the base of its shard files)
+  int shards = 1;
+  Sync sync = Sync::kFull;
+  std::string program = "edgealloc";  // who holds locks, in messages
+  ClaimPolicy policy;
+};
+
+// Opens (creating and migrating) the storage `options` names, its writers
+// running. InvalidArgument for a store of another layout (a usage error);
+// IOError, Busy or Corruption otherwise. *out is set only on success.
+Status OpenStorage(const StorageOptions& options, std::unique_ptr<Storage>* out);
+
+}  // namespace store
+
+#endif  // EDGEALLOC_STORE_STORAGE_H_

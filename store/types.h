@@ -1,0 +1,171 @@
+#ifndef EDGEALLOC_STORE_TYPES_H_
+#define EDGEALLOC_STORE_TYPES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "store/status.h"
+
+namespace store {
+
+// The vocabulary of the storage seam (store/storage.h): plain values that
+// the parts above it (allocator/, batcher/, kvmirror/, server/) and every
+// engine below it share. Nothing here knows an engine.
+
+// A limit that is not set (a tenant quota, for one).
+inline constexpr int64_t kUnlimited = -1;
+
+// What came of an operation. Expected outcomes (no capacity, a stale token,
+// a reached quota) are values here, not errors; server/ maps each to its
+// HTTP status in one table.
+enum class Outcome {
+  kOk,
+  kReplayed,       // an idempotent retry: the session that already exists
+  kNoCapacity,     // no healthy available container fits
+  kQuotaExceeded,  // the tenant holds its maximum of sessions
+  kStaleToken,     // the session exists, the fencing token is not its current one
+  kNotFound,       // no such session or container (or the session's lease is over)
+  kForbidden,      // the session belongs to another tenant
+  kConflict,       // contradicts the current state (e.g. removing a picked container)
+  kOverloaded,     // the shard's write queue is full; nothing was done
+  kError,          // storage failed; message says how
+};
+
+const char* OutcomeName(Outcome outcome);
+
+// The outcome of a storage error: kOverloaded for Busy (a full write queue,
+// a lock held too long: retry), kError for anything else.
+Outcome OutcomeOfError(const Status& s);
+
+// Who asks. An admin sees and touches every session; anyone else only the
+// sessions of its own tenant.
+struct Caller {
+  std::string tenant = "default";
+  bool admin = false;
+};
+
+// A live session, as the claim reply and GET show it. `data` is the
+// container's data as JSON object text, handed through unparsed.
+struct Session {
+  std::string session_id;
+  std::string container_id;
+  std::string region;
+  std::string pool;
+  int64_t token = 0;  // the container's generation: grows on every claim of it
+  int64_t lease_expires_at_ms = 0;
+  std::string data;
+};
+
+struct SessionResult {
+  Outcome outcome = Outcome::kError;
+  Session session;      // set for kOk and kReplayed
+  std::string message;  // for people: why, when not kOk
+};
+
+struct ClaimRequest {
+  Caller caller;
+  std::string region;
+  std::string pool = "default";
+  std::vector<std::string> fallback_regions;
+  int64_t lease_ms = 0;         // 0: the server's default lease (the Allocator fills it in)
+  std::string idempotency_key;  // empty: none
+};
+
+// One container to register or update.
+struct ContainerSpec {
+  std::string id;
+  std::string region;
+  std::string pool = "default";
+  int64_t latency_ms = 0;
+  std::string data = "{}";  // JSON object text
+};
+
+// A container as GET /v1/containers/{id} shows it.
+struct ContainerInfo {
+  std::string id;
+  std::string region;
+  std::string pool;
+  std::string status;  // available | picked | draining | dead
+  int64_t latency_ms = 0;
+  int64_t last_heartbeat_ms = 0;
+  int64_t generation = 0;
+  bool drain_requested = false;
+  std::string data;
+  std::optional<std::string> session_id;
+};
+
+struct ContainerResult {
+  Outcome outcome = Outcome::kError;
+  ContainerInfo container;  // for kOk from Get
+  int64_t count = 0;        // containers written, for Register
+  std::string message;
+};
+
+// The state a container reports about itself in a heartbeat; kNone for a
+// plain heartbeat, which only says "alive" and never changes its status.
+enum class ReportedState { kNone, kReady, kDraining, kDead };
+
+// One container's heartbeats of a batch, folded into one row (batcher/).
+struct HeartbeatRow {
+  std::string container_id;
+  int64_t accepted_ms = 0;        // the server's clock: liveness is judged by it
+  std::optional<int64_t> ts_ms;   // the container's clock: orders its reports only
+  std::optional<double> load;
+  ReportedState state = ReportedState::kNone;
+};
+
+// What writing a batch of heartbeat rows did.
+struct HeartbeatWriteResult {
+  uint64_t written = 0;         // rows whose liveness was written
+  uint64_t stale = 0;           // of them, reports older than the stored one
+  std::vector<size_t> unknown;  // indexes of rows whose container is not there
+};
+
+// What one sweep of silent or dead-reported containers did.
+struct SilenceSweep {
+  int64_t sessions_ended = 0;  // held containers that became dead, their session ended
+  int64_t marked_dead = 0;     // free (available or draining) containers that became dead
+};
+
+// One line of the capacity counts: containers of a region and pool in a status.
+struct CapacityCount {
+  std::string region;
+  std::string pool;
+  std::string status;  // available | picked | draining | dead
+  int64_t count = 0;
+};
+
+// How durable a commit is. kFull: on disk when acknowledged. kNormal: the
+// engine may lose the newest commits at a power loss (never corrupt the
+// store), and with them fencing tokens it handed out.
+enum class Sync { kFull, kNormal };
+
+// Which claims may be made, fixed when the storage opens.
+struct ClaimPolicy {
+  int candidates = 5;                         // K: the pool a claim picks from at random
+  int64_t dead_after_ms = 30000;              // an older heartbeat: not healthy
+  int64_t max_sessions_per_tenant = kUnlimited;
+};
+
+// A SessionResult or ContainerResult that is not kOk, with its message.
+template <typename Result>
+Result Failed(Outcome outcome, std::string message) {
+  Result r;
+  r.outcome = outcome;
+  r.message = std::move(message);
+  return r;
+}
+
+// Results are handed to callbacks on a writer thread, after the commit:
+// a callback must only hand them on (post to an io executor, set a promise).
+using SessionCallback = std::function<void(SessionResult)>;
+using ContainerCallback = std::function<void(ContainerResult)>;
+
+}  // namespace store
+
+#endif  // EDGEALLOC_STORE_TYPES_H_

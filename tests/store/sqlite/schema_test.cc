@@ -1,0 +1,199 @@
+#include "store/sqlite/schema.h"
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "store/sqlite/db.h"
+#include "tests/support/db_queries.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using store::Db;
+using store::Statement;
+using store::Status;
+
+std::unique_ptr<Db> OpenOrDie(const std::string& path) {
+  std::unique_ptr<Db> db;
+  Status s = Db::Open(path, {}, &db);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return db;
+}
+
+int Version(Db* db) {
+  int v = -1;
+  REQUIRE(store::SchemaVersion(db, &v).ok());
+  return v;
+}
+
+using testing::QueryInt;
+using testing::QueryText;
+
+std::set<std::string> Columns(Db* db, const std::string& table) {
+  Statement q;
+  REQUIRE(db->Prepare("SELECT name FROM pragma_table_info('" + table + "')", &q).ok());
+  std::set<std::string> out;
+  bool row = false;
+  while (q.Step(&row).ok() && row) out.insert(q.ColumnString(0));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("schema: an empty file migrates to kSchemaVersion with every table and column") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  CHECK(Version(db.get()) == 0);
+  Status s = store::Migrate(db.get());
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(Version(db.get()) == store::kSchemaVersion);
+  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") ==
+        std::to_string(store::kCompatibleVersion));
+  const auto cols = Columns(db.get(), "containers");
+  for (const char* c : {"id", "region", "pool", "status", "latency_ms", "data",
+                        "last_heartbeat_ms", "generation", "drain_requested", "session_id",
+                        "tenant", "idempotency_key", "lease_expires_at_ms", "claimed_at_ms",
+                        "reported_ts_ms", "load", "dead_reported"}) {
+    INFO(c);
+    CHECK(cols.count(c) == 1);
+  }
+  CHECK_FALSE(db->write_lock()->held());
+}
+
+TEST_CASE("schema: a version 1 file keeps its rows and gains the version 2 columns") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::MigrateTo(db.get(), 1).ok());
+  CHECK(Version(db.get()) == 1);
+  CHECK(Columns(db.get(), "containers").count("dead_reported") == 0);
+  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, latency_ms, data, "
+                   "last_heartbeat_ms, generation) VALUES ('c-1', 'weur', 'chrome', "
+                   "'available', 12, '{\"k\":1}', 1000, 7)")
+              .ok());
+
+  Status s = store::MigrateTo(db.get(), 2);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(Version(db.get()) == 2);
+  CHECK(QueryText(db.get(), "SELECT region || '/' || pool || '/' || status || '/' || data "
+                            "FROM containers WHERE id = 'c-1'") ==
+        "weur/chrome/available/{\"k\":1}");
+  CHECK(QueryInt(db.get(), "SELECT generation FROM containers WHERE id = 'c-1'") == 7);
+  CHECK(QueryInt(db.get(), "SELECT latency_ms FROM containers WHERE id = 'c-1'") == 12);
+  CHECK(QueryInt(db.get(), "SELECT reported_ts_ms + dead_reported FROM containers") == 0);
+  CHECK(QueryInt(db.get(), "SELECT load = 0 FROM containers") == 1);
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name "
+                           "IN ('containers_heartbeat', 'containers_counts')") == 2);
+}
+
+TEST_CASE("schema: version 3 writes the status CHECK without IN, allowing the same values") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::MigrateTo(db.get(), 2).ok());
+  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms) "
+                   "VALUES ('c-1', 'weur', 'chrome', 'available', 1000)")
+              .ok());
+  const std::string update_status =
+      "EXPLAIN UPDATE containers SET status = 'draining' WHERE id = 'c-1'";
+  auto count_temp_btrees = [&] {
+    store::Statement q;
+    REQUIRE(db->Prepare(update_status, &q).ok());
+    int n = 0;
+    bool row = false;
+    while (q.Step(&row).ok() && row) n += q.ColumnString(1) == "OpenEphemeral";
+    return n;
+  };
+  CHECK(count_temp_btrees() == 1);  // version 2: the IN list's temporary B-tree
+
+  Status s = store::MigrateTo(db.get(), 3);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(Version(db.get()) == 3);
+  CHECK(count_temp_btrees() == 0);
+  const std::string table_sql =
+      QueryText(db.get(), "SELECT sql FROM sqlite_schema WHERE name = 'containers'");
+  CHECK_THAT(table_sql, !Catch::Contains("status IN"));
+  CHECK_THAT(table_sql, Catch::Contains("status = 'draining'"));
+  CHECK(QueryText(db.get(), "PRAGMA integrity_check") == "ok");
+  CHECK(QueryText(db.get(), "SELECT status FROM containers WHERE id = 'c-1'") == "available");
+  // The same values pass and fail as before.
+  CHECK(db->Exec("UPDATE containers SET status = 'dead' WHERE id = 'c-1'").ok());
+  CHECK(db->Exec("UPDATE containers SET status = 'bogus' WHERE id = 'c-1'").IsConflict());
+  CHECK(db->Exec("UPDATE containers SET status = 'picked' WHERE id = 'c-1'").IsConflict());
+  // A fresh connection reads the rewritten schema.
+  auto again = OpenOrDie(dir.File("a.db"));
+  CHECK(again->Exec("UPDATE containers SET status = 'bogus' WHERE id = 'c-1'").IsConflict());
+}
+
+// Version 4 (issue #11, defect 1): a deleted row's generation raises the
+// file's token floor, whoever deletes it.
+TEST_CASE("schema: version 4 keeps the highest generation of deleted rows as the token floor") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::MigrateTo(db.get(), 3).ok());
+  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
+                   "generation) VALUES ('c-1', 'weur', 'chrome', 'available', 1000, 7)")
+              .ok());
+  REQUIRE(store::Migrate(db.get()).ok());
+  CHECK(QueryInt(db.get(), "SELECT generation FROM token_floor") == 0);
+  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
+                   "generation) VALUES ('c-2', 'weur', 'chrome', 'available', 1000, 3)")
+              .ok());
+  REQUIRE(db->Exec("DELETE FROM containers WHERE id = 'c-1'").ok());
+  CHECK(QueryInt(db.get(), "SELECT generation FROM token_floor") == 7);
+  REQUIRE(db->Exec("DELETE FROM containers WHERE id = 'c-2'").ok());
+  CHECK(QueryInt(db.get(), "SELECT generation FROM token_floor") == 7);  // never lowered
+  CHECK(db->Exec("INSERT INTO token_floor (only_row, generation) VALUES (2, 0)").IsConflict());
+}
+
+TEST_CASE("schema: migrating a current file again changes nothing") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::Migrate(db.get()).ok());
+  const int64_t cookie = QueryInt(db.get(), "PRAGMA schema_version");
+  const int64_t changes = QueryInt(db.get(), "SELECT total_changes()");
+  REQUIRE(store::Migrate(db.get()).ok());
+  REQUIRE(store::Migrate(db.get()).ok());
+  CHECK(Version(db.get()) == store::kSchemaVersion);
+  CHECK(QueryInt(db.get(), "PRAGMA schema_version") == cookie);  // no DDL ran
+  CHECK(QueryInt(db.get(), "SELECT total_changes()") == changes);  // no row written
+  // MigrateTo an older version on a current file is also a no-op.
+  REQUIRE(store::MigrateTo(db.get(), 1).ok());
+  CHECK(Version(db.get()) == store::kSchemaVersion);
+}
+
+TEST_CASE("schema: a file from a newer binary that declares itself unreadable is refused") {
+  testing::TempDir dir;
+  const std::string path = dir.File("a.db");
+  auto db = OpenOrDie(path);
+  REQUIRE(store::Migrate(db.get()).ok());
+  REQUIRE(db->Exec("PRAGMA user_version = 7; "
+                   "UPDATE meta SET value = '6' WHERE key = 'compatible_version'")
+              .ok());
+  Status s = store::Migrate(db.get());
+  INFO(s.ToString());
+  CHECK(s.IsInvalidArgument());
+  CHECK_THAT(s.message(), Catch::Contains("version 7"));  // the file's
+  CHECK_THAT(s.message(), Catch::Contains("version 6"));  // the binary it needs
+  CHECK_THAT(s.message(), Catch::Contains("version " + std::to_string(store::kSchemaVersion)));
+  CHECK_THAT(s.message(), Catch::Contains(path));
+  CHECK(Version(db.get()) == 7);  // untouched
+  CHECK_FALSE(db->write_lock()->held());
+}
+
+TEST_CASE("schema: a newer file that is declared compatible is used as it is") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::Migrate(db.get()).ok());
+  // A version one ahead whose compatible_version is ours.
+  const int newer = store::kSchemaVersion + 1;
+  REQUIRE(db->Exec("PRAGMA user_version = " + std::to_string(newer)).ok());
+  Status s = store::Migrate(db.get());
+  INFO(s.ToString());
+  CHECK(s.ok());
+  CHECK(Version(db.get()) == newer);  // never downgraded
+}

@@ -1,0 +1,187 @@
+#include "store/sqlite/wal_vfs.h"
+
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+
+#include "store/sqlite/db.h"
+#include "tests/support/db_queries.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using store::Db;
+using store::DbOptions;
+using store::Status;
+using store::Transaction;
+using testing::QueryInt;
+
+std::unique_ptr<Db> OpenOrDie(const std::string& path, DbOptions options = {}) {
+  std::unique_ptr<Db> db;
+  Status s = Db::Open(path, options, &db);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return db;
+}
+
+// Inserts `rows` rows of `bytes` random bytes each in one write transaction.
+void InsertBlobs(Db* db, int rows, int bytes) {
+  Transaction txn(db);
+  REQUIRE(txn.Begin().ok());
+  for (int i = 0; i < rows; ++i) {
+    REQUIRE(db->Exec("INSERT INTO t (b) VALUES (randomblob(" + std::to_string(bytes) + "))").ok());
+  }
+  REQUIRE(txn.Commit().ok());
+}
+
+// A connection through SQLite's default VFS, as another process would read.
+int64_t CountWithDefaultVfs(const std::string& path) {
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  REQUIRE(sqlite3_prepare_v2(raw, "SELECT count(*) FROM t", -1, &q, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(q) == SQLITE_ROW);
+  int64_t n = sqlite3_column_int64(q, 0);
+  sqlite3_finalize(q);
+  sqlite3_close(raw);
+  return n;
+}
+
+TEST_CASE("wal_vfs: a commit's frames reach the WAL in a few writes, not two a frame") {
+  testing::TempDir dir;
+  const std::string path = dir.File("a.db");
+  auto db = OpenOrDie(path);  // Sync::kFull by default
+  REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
+  const auto before = store::GetCoalescingWalStats();
+  InsertBlobs(db.get(), 200, 1000);  // about 50 pages, so about 100 frame writes
+  const auto after = store::GetCoalescingWalStats();
+  const uint64_t writes = after.writes - before.writes;
+  const uint64_t flushes = after.flushes - before.flushes;
+  INFO("writes " << writes << " flushes " << flushes);
+  CHECK(writes >= 100);
+  CHECK(flushes * 10 <= writes);
+  CHECK(CountWithDefaultVfs(path) == 200);
+}
+
+TEST_CASE("wal_vfs: a commit of megabytes goes out in pieces the unix VFS can write") {
+  testing::TempDir dir;
+  const std::string path = dir.File("a.db");
+  {
+    auto db = OpenOrDie(path);
+    REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
+    InsertBlobs(db.get(), 80, 64 * 1024);  // about 5 MiB: past the 4 MiB buffer too
+    CHECK(QueryInt(db.get(), "SELECT sum(length(b)) FROM t") == 80 * 64 * 1024);
+    REQUIRE(db->Exec("PRAGMA wal_checkpoint(TRUNCATE)").ok());
+  }
+  auto db = OpenOrDie(path);
+  CHECK(testing::QueryText(db.get(), "PRAGMA integrity_check") == "ok");
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM t") == 80);
+  CHECK(QueryInt(db.get(), "SELECT sum(length(b)) FROM t") == 80 * 64 * 1024);
+}
+
+TEST_CASE("wal_vfs: every commit is visible to another connection as soon as it returns") {
+  testing::TempDir dir;
+  const std::string path = dir.File("a.db");
+  auto db = OpenOrDie(path);
+  REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
+  DbOptions ro;
+  ro.read_only = true;
+  auto reader = OpenOrDie(path, ro);
+  for (int i = 1; i <= 40; ++i) {
+    InsertBlobs(db.get(), 3, 3000);
+    REQUIRE(QueryInt(reader.get(), "SELECT count(*) FROM t") == 3 * i);
+  }
+}
+
+TEST_CASE("wal_vfs: under synchronous=NORMAL the writes go straight through") {
+  testing::TempDir dir;
+  DbOptions normal;
+  normal.sync = store::Sync::kNormal;
+  auto db = OpenOrDie(dir.File("a.db"), normal);
+  REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
+  const auto before = store::GetCoalescingWalStats();
+  InsertBlobs(db.get(), 50, 1000);
+  CHECK(store::GetCoalescingWalStats().writes == before.writes);
+}
+
+TEST_CASE("wal_vfs: what a killed process committed is there when the file is opened again") {
+  testing::TempDir dir;
+  const std::string path = dir.File("a.db");
+  {
+    auto db = OpenOrDie(path);
+    REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
+  }
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::unique_ptr<Db> db;
+    if (!Db::Open(path, {}, &db).ok()) _exit(2);
+    for (int i = 0; i < 30; ++i) {
+      Transaction txn(db.get());
+      if (!txn.Begin().ok()) _exit(3);
+      for (int r = 0; r < 20; ++r) {
+        if (!db->Exec("INSERT INTO t (b) VALUES (randomblob(2000))").ok()) _exit(4);
+      }
+      if (!txn.Commit().ok()) _exit(5);
+    }
+    _exit(0);  // no close, no checkpoint: as if killed right after the last commit
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  auto db = OpenOrDie(path);
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM t") == 600);
+  CHECK(testing::QueryText(db.get(), "PRAGMA integrity_check") == "ok");
+}
+
+}  // namespace
+
+namespace {
+
+// Issue #11, defect 2: a transaction that spills pages to the WAL and then
+// rolls back must leave nothing of itself to be written later, when another
+// connection has committed frames at those offsets.
+TEST_CASE("wal_vfs: a rolled-back transaction's spilled frames are never written later") {
+  testing::TempDir dir;
+  const std::string path = dir.File("a.db");
+  auto a = OpenOrDie(path);
+  REQUIRE(a->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
+  InsertBlobs(a.get(), 5, 100);
+  // Everything committed is in the main file, so the rollback below reads
+  // pages back from there, not from the WAL (a WAL read would flush).
+  REQUIRE(a->Exec("PRAGMA wal_checkpoint(TRUNCATE)").ok());
+  // A tiny page cache, so that a large transaction spills frames to the WAL
+  // before its end; appending rows never reads the spilled pages back.
+  REQUIRE(a->Exec("PRAGMA cache_size = 4").ok());
+  {
+    Transaction txn(a.get());
+    REQUIRE(txn.Begin().ok());
+    for (int i = 0; i < 200; ++i) {
+      REQUIRE(a->Exec("INSERT INTO t (b) VALUES (zeroblob(3000))").ok());
+    }
+    txn.Rollback();
+  }
+  // Another connection (as another process would) commits at the same WAL
+  // offsets: a's rollback left the WAL's end where it was.
+  auto b = OpenOrDie(path);
+  for (int i = 0; i < 20; ++i) InsertBlobs(b.get(), 10, 3000);
+  // a reads, syncs and closes: nothing of its rolled-back transaction may
+  // reach the file now.
+  CHECK(QueryInt(a.get(), "SELECT count(*) FROM t") == 205);
+  REQUIRE(a->Exec("PRAGMA wal_checkpoint(PASSIVE)").ok());
+  a.reset();
+  CHECK(CountWithDefaultVfs(path) == 205);
+  CHECK(testing::QueryText(b.get(), "PRAGMA integrity_check") == "ok");
+  b.reset();
+  auto again = OpenOrDie(path);
+  CHECK(testing::QueryText(again.get(), "PRAGMA integrity_check") == "ok");
+  CHECK(QueryInt(again.get(), "SELECT count(*) FROM t") == 205);
+  CHECK(QueryInt(again.get(), "SELECT count(*) FROM t WHERE length(b) = 3000") == 200);
+}
+
+}  // namespace
