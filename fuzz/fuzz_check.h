@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "server/json_io.h"
+#include "server/api/request_bodies.h"
 
 // FUZZ_CHECK(cond, what): a broken contract found by a fuzzer. Unlike assert
 // it stays in every build type; it prints and aborts, which libFuzzer reports

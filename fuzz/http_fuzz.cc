@@ -34,8 +34,8 @@
 
 #include "fuzz/fuzz_check.h"
 #include "server/config.h"
-#include "server/http_server.h"
-#include "server/http_types.h"
+#include "server/http/server.h"
+#include "server/http/message.h"
 #include "server/service.h"
 
 namespace {

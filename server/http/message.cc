@@ -1,0 +1,36 @@
+#include "server/http/message.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+namespace server {
+
+Response JsonResponse(int status, std::string body) {
+  Response res{static_cast<http::status>(status), 11};
+  res.set(http::field::content_type, "application/json");
+  res.body() = std::move(body);
+  return res;
+}
+
+Response ErrorResponse(int status, std::string_view code, std::string_view message) {
+  std::string body = "{\"error\":{\"code\":" + JsonQuote(code) + ",\"message\":" +
+                     JsonQuote(message) + "}}";
+  Response res = JsonResponse(status, std::move(body));
+  if (status == 503) res.set(http::field::retry_after, "1");
+  return res;
+}
+
+std::string JsonQuote(std::string_view s) {
+  return nlohmann::json(std::string(s))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void LogLine(std::string_view line) {
+  std::string out(line);
+  out.push_back('\n');
+  std::fwrite(out.data(), 1, out.size(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace server
