@@ -19,7 +19,7 @@
     }                                                                       \
   } while (0)
 
-// A refused body says why as json_io.h promises: one of its two codes and a
+// A refused body says why as request_bodies.h promises: one of its two codes and a
 // message.
 inline void CheckBodyError(const server::BodyError& error) {
   FUZZ_CHECK(error.code == "invalid_json" || error.code == "invalid_field", error.code.c_str());

@@ -8,7 +8,6 @@
 
 #include "batcher/heartbeat.h"
 #include "fuzz/fuzz_check.h"
-#include "server/api/heartbeat_routes.h"
 #include "server/api/request_bodies.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

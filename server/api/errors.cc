@@ -1,5 +1,7 @@
 #include "server/api/errors.h"
 
+#include "server/http/log.h"
+
 namespace server {
 
 HttpStatus HttpStatusOf(allocator::Outcome outcome) {
@@ -17,6 +19,19 @@ HttpStatus HttpStatusOf(allocator::Outcome outcome) {
     case Outcome::kError: return {503, "unavailable"};
   }
   return {503, "unavailable"};
+}
+
+Response OutcomeResponse(allocator::Outcome outcome, const std::string& message) {
+  HttpStatus st = HttpStatusOf(outcome);
+  if (outcome == allocator::Outcome::kError) {
+    // A storage failure: say so in the log; the client gets a retryable 503.
+    LogLine("edgealloc: storage error: " + message);
+  }
+  return ErrorResponse(st.status, st.code, message.empty() ? st.code : message);
+}
+
+Response BodyErrorResponse(const BodyError& error) {
+  return ErrorResponse(400, error.code, error.message);
 }
 
 }  // namespace server

@@ -1,9 +1,17 @@
 #ifndef EDGEALLOC_SERVER_API_ERRORS_H_
 #define EDGEALLOC_SERVER_API_ERRORS_H_
 
+#include <string>
+
 #include "allocator/types.h"
+#include "server/api/request_bodies.h"
+#include "server/http/message.h"
 
 namespace server {
+
+// The API's error mapping (API.md "Errors"): from an allocator Outcome or a
+// refused body to the HTTP status and the JSON error body. Pure functions,
+// safe from any thread; OutcomeResponse also logs a storage failure.
 
 // An HTTP status and the API.md error code that goes with it.
 struct HttpStatus {
@@ -17,6 +25,13 @@ struct HttpStatus {
 // another process held too long) is 503 `unavailable` with Retry-After, since
 // API.md allows no 5xx but 503.
 HttpStatus HttpStatusOf(allocator::Outcome outcome);
+
+// The error response for an allocator outcome that is not a success:
+// HttpStatusOf's status and code, `message` (or the code if it is empty).
+Response OutcomeResponse(allocator::Outcome outcome, const std::string& message);
+
+// 400 with the code and message of a refused request body.
+Response BodyErrorResponse(const BodyError& error);
 
 }  // namespace server
 

@@ -3,14 +3,15 @@
 #include <nlohmann/json.hpp>
 
 #include <charconv>
+#include <cmath>
 #include <limits>
+#include <string>
 #include <unordered_map>
-
-#include "server/http/message.h"
 
 namespace server {
 namespace {
 
+using batcher::Heartbeat;
 using nlohmann::json;
 
 // The deepest nesting of arrays and objects in `text`, strings skipped. Run
@@ -96,6 +97,88 @@ bool GetInt(const json& obj, const char* key, const std::string& field, bool req
 
 std::string Dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Parses `body` as one JSON object into *out: invalid_json if it nests deeper
+// than kMaxJsonDepth, is not JSON or is not an object.
+bool ParseJsonObject(std::string_view body, json* out, BodyError* error) {
+  if (NestingDepth(body) > kMaxJsonDepth) {
+    return Fail(error, "invalid_json",
+                "body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
+  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Fail(error, "invalid_json", "body is not valid JSON");
+  if (!j.is_object()) return Fail(error, "invalid_json", "body must be a JSON object");
+  *out = std::move(j);
+  return true;
+}
+
+// Null counts as absent, as GetName and GetInt take it.
+const json* Optional(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+bool ParseItem(const json& item, const std::string& at, int64_t accepted_ms, int64_t max_ts_ms,
+               int64_t max_clock_skew_ms, Heartbeat* out, BodyError* error) {
+  if (!item.is_object()) return FieldFail(error, at, "must be an object");
+  const json* id = Optional(item, "container_id");
+  if (!id) return FieldFail(error, at + ".container_id", "is required");
+  if (!id->is_string()) return FieldFail(error, at + ".container_id", "must be a string");
+  const std::string& s = id->get_ref<const std::string&>();
+  const size_t chars = Utf8Chars(s);
+  if (chars < 1 || chars > kMaxNameChars) {
+    return FieldFail(error, at + ".container_id",
+                     "must be 1 to " + std::to_string(kMaxNameChars) + " characters long");
+  }
+  out->container_id = s;
+
+  if (const json* ts = Optional(item, "ts_ms")) {
+    const char* range = "must be an integer from 0 to 9223372036854775807 (ms since the epoch)";
+    if (!ts->is_number_integer()) return FieldFail(error, at + ".ts_ms", range);
+    if (ts->is_number_unsigned()) {
+      uint64_t u = ts->get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return FieldFail(error, at + ".ts_ms", range);
+      }
+      out->ts_ms = static_cast<int64_t>(u);
+    } else {
+      int64_t v = ts->get<int64_t>();
+      if (v < 0) return FieldFail(error, at + ".ts_ms", range);
+      out->ts_ms = v;
+    }
+    if (*out->ts_ms > max_ts_ms) {
+      return FieldFail(error, at + ".ts_ms",
+                       "is more than " + std::to_string(max_clock_skew_ms) +
+                           " ms ahead of the server's clock (--max-clock-skew-ms); check the "
+                           "container's clock");
+    }
+  }
+
+  if (const json* load = Optional(item, "load")) {
+    // A number beyond a double's range parses as infinity: no load at all.
+    if (!load->is_number() || !std::isfinite(load->get<double>())) {
+      return FieldFail(error, at + ".load", "must be a finite number");
+    }
+    out->load = load->get<double>();
+  }
+
+  if (const json* state = Optional(item, "state")) {
+    const char* allowed = "must be \"ready\", \"draining\" or \"dead\"";
+    if (!state->is_string()) return FieldFail(error, at + ".state", allowed);
+    const std::string& v = state->get_ref<const std::string&>();
+    if (v == "ready") {
+      out->state = Heartbeat::State::kReady;
+    } else if (v == "draining") {
+      out->state = Heartbeat::State::kDraining;
+    } else if (v == "dead") {
+      out->state = Heartbeat::State::kDead;
+    } else {
+      return FieldFail(error, at + ".state", allowed);
+    }
+  }
+  out->accepted_ms = accepted_ms;
+  return true;
 }
 
 }  // namespace
@@ -184,15 +267,32 @@ bool ParseRegistration(std::string_view body, std::vector<allocator::ContainerSp
   return true;
 }
 
-bool ParseJsonObject(std::string_view body, json* out, BodyError* error) {
-  if (NestingDepth(body) > kMaxJsonDepth) {
-    return Fail(error, "invalid_json",
-                "body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+bool ParseHeartbeats(std::string_view body, int64_t accepted_ms, std::vector<Heartbeat>* out,
+                     BodyError* error, int64_t max_clock_skew_ms) {
+  // Saturates rather than overflows for a skew near INT64_MAX.
+  const int64_t max_ts_ms =
+      max_clock_skew_ms > std::numeric_limits<int64_t>::max() - accepted_ms
+          ? std::numeric_limits<int64_t>::max()
+          : accepted_ms + max_clock_skew_ms;
+  json j;
+  if (!ParseJsonObject(body, &j, error)) return false;
+  const json* list = Optional(j, "heartbeats");
+  if (!list) return FieldFail(error, "heartbeats", "is required");
+  if (!list->is_array()) return FieldFail(error, "heartbeats", "must be an array of heartbeats");
+  if (list->empty()) return FieldFail(error, "heartbeats", "must hold at least one heartbeat");
+  if (list->size() > kMaxHeartbeatsPerRequest) {
+    return FieldFail(error, "heartbeats",
+                     "at most " + std::to_string(kMaxHeartbeatsPerRequest) +
+                         " a request; send the rest in another");
   }
-  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Fail(error, "invalid_json", "body is not valid JSON");
-  if (!j.is_object()) return Fail(error, "invalid_json", "body must be a JSON object");
-  *out = std::move(j);
+  out->clear();
+  out->resize(list->size());
+  for (size_t i = 0; i < list->size(); ++i) {
+    if (!ParseItem((*list)[i], "heartbeats[" + std::to_string(i) + "]", accepted_ms, max_ts_ms,
+                   max_clock_skew_ms, &(*out)[i], error)) {
+      return false;
+    }
+  }
   return true;
 }
 
@@ -208,39 +308,6 @@ bool ParseInt64(std::string_view text, int64_t* out) {
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return false;
   *out = v;
   return true;
-}
-
-std::string SessionJson(const allocator::Session& s) {
-  std::string out;
-  out.reserve(192 + s.data.size());
-  out += "{\"session_id\":" + JsonQuote(s.session_id);
-  out += ",\"container_id\":" + JsonQuote(s.container_id);
-  out += ",\"region\":" + JsonQuote(s.region);
-  out += ",\"pool\":" + JsonQuote(s.pool);
-  out += ",\"token\":" + std::to_string(s.token);
-  out += ",\"lease_expires_at_ms\":" + std::to_string(s.lease_expires_at_ms);
-  out += ",\"data\":";
-  out += s.data.empty() ? "{}" : s.data;
-  out += "}";
-  return out;
-}
-
-std::string ContainerJson(const allocator::ContainerInfo& c) {
-  std::string out;
-  out.reserve(192 + c.data.size());
-  out += "{\"id\":" + JsonQuote(c.id);
-  out += ",\"region\":" + JsonQuote(c.region);
-  out += ",\"pool\":" + JsonQuote(c.pool);
-  out += ",\"status\":" + JsonQuote(c.status);
-  out += ",\"latency_ms\":" + std::to_string(c.latency_ms);
-  out += ",\"last_heartbeat_ms\":" + std::to_string(c.last_heartbeat_ms);
-  out += ",\"drain_requested\":";
-  out += c.drain_requested ? "true" : "false";
-  if (c.session_id) out += ",\"session_id\":" + JsonQuote(*c.session_id);
-  out += ",\"data\":";
-  out += c.data.empty() ? "{}" : c.data;
-  out += "}";
-  return out;
 }
 
 }  // namespace server

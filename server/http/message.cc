@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cstdio>
+#include <utility>
 
 namespace server {
 
@@ -24,13 +24,6 @@ Response ErrorResponse(int status, std::string_view code, std::string_view messa
 std::string JsonQuote(std::string_view s) {
   return nlohmann::json(std::string(s))
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-void LogLine(std::string_view line) {
-  std::string out(line);
-  out.push_back('\n');
-  std::fwrite(out.data(), 1, out.size(), stderr);
-  std::fflush(stderr);
 }
 
 }  // namespace server

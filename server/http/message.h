@@ -11,6 +11,9 @@ namespace server {
 
 namespace http = boost::beast::http;
 
+// The request and response of one HTTP exchange, as the server reads and
+// writes them and as the router and handlers see them.
+
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
 
@@ -32,10 +35,6 @@ Response ErrorResponse(int status, std::string_view code, std::string_view messa
 
 // A JSON string literal for `s`, quotes included; invalid UTF-8 is replaced.
 std::string JsonQuote(std::string_view s);
-
-// Writes one line to stderr in one call, so lines of threads do not mix.
-// Never pass keys or request bodies.
-void LogLine(std::string_view line);
 
 }  // namespace server
 

@@ -28,9 +28,9 @@ struct RouteRequest {
 using RouteHandler = std::function<void(RouteRequest, Reply)>;
 
 // A Router is the routing table: (method, pattern) -> who may call it and the
-// handler. Later parts add their routes (heartbeats, capacity, metrics,
-// dashboard) with Add. Fill it before serving; afterwards it is read only
-// and safe from every io thread.
+// handler. The route classes of server/api and server/ops add theirs with
+// Add. Fill it before serving; afterwards it is read only and safe from every
+// io thread.
 class Router {
  public:
   // `keys` must outlive the Router; an empty KeyStore is open mode. With

@@ -8,10 +8,10 @@
 
 namespace server {
 
-OpsApi::OpsApi(const kvmirror::Mirror* mirror, MetricsSources metrics)
+OpsRoutes::OpsRoutes(const kvmirror::Mirror* mirror, MetricsSources metrics)
     : mirror_(mirror), metrics_(std::move(metrics)) {}
 
-int64_t OpsApi::CapacityMaxAgeSeconds(int64_t refresh_ms) {
+int64_t OpsRoutes::CapacityMaxAgeSeconds(int64_t refresh_ms) {
   // max-age counts whole seconds. Rounding down would say 0 (do not reuse)
   // for any period under a second and make every poll of every dashboard a
   // request; rounding up lets a cache keep a body at most a second longer
@@ -20,7 +20,7 @@ int64_t OpsApi::CapacityMaxAgeSeconds(int64_t refresh_ms) {
   return (refresh_ms + 999) / 1000;
 }
 
-void OpsApi::AddRoutes(Router* router) {
+void OpsRoutes::AddRoutes(Router* router) {
   using http::verb;
   const std::string max_age = "max-age=" + std::to_string(CapacityMaxAgeSeconds(mirror_->refresh_ms()));
   router->Add(verb::get, "/v1/capacity", Access::kTenant,

@@ -17,9 +17,9 @@ namespace server {
 // container gauges load the mirror's current snapshot, the rest are atomics.
 // Safe from every io thread. The mirror and everything `metrics` points to
 // must outlive it.
-class OpsApi {
+class OpsRoutes {
  public:
-  OpsApi(const kvmirror::Mirror* mirror, MetricsSources metrics);
+  OpsRoutes(const kvmirror::Mirror* mirror, MetricsSources metrics);
 
   // Adds the three routes to `router`.
   void AddRoutes(Router* router);

@@ -1,6 +1,7 @@
 #include "server/api/errors.h"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <string>
 
@@ -8,6 +9,7 @@ namespace server {
 namespace {
 
 using allocator::Outcome;
+using nlohmann::json;
 
 TEST_CASE("errors: every allocator outcome maps to the status and code of API.md") {
   CHECK(HttpStatusOf(Outcome::kNoCapacity).status == 503);
@@ -26,6 +28,13 @@ TEST_CASE("errors: every allocator outcome maps to the status and code of API.md
 
 TEST_CASE("errors: a storage error is a retryable 503, never a 500") {
   CHECK(HttpStatusOf(Outcome::kError).status == 503);
+}
+
+TEST_CASE("routes: the outcome table gives each error its JSON body") {
+  Response r = OutcomeResponse(allocator::Outcome::kNoCapacity, "none left");
+  CHECK(r.result_int() == 503);
+  CHECK(r[http::field::retry_after] == "1");
+  CHECK(json::parse(r.body())["error"]["code"] == "no_capacity");
 }
 
 }  // namespace

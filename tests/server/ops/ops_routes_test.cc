@@ -26,12 +26,12 @@ json PoolOf(const json& capacity, const std::string& region, const std::string& 
 }
 
 TEST_CASE("capacity: max-age is the refresh period in whole seconds rounded up and at least 1") {
-  CHECK(OpsApi::CapacityMaxAgeSeconds(1) == 1);
-  CHECK(OpsApi::CapacityMaxAgeSeconds(999) == 1);
-  CHECK(OpsApi::CapacityMaxAgeSeconds(1000) == 1);
-  CHECK(OpsApi::CapacityMaxAgeSeconds(1001) == 2);
-  CHECK(OpsApi::CapacityMaxAgeSeconds(2500) == 3);
-  CHECK(OpsApi::CapacityMaxAgeSeconds(60000) == 60);
+  CHECK(OpsRoutes::CapacityMaxAgeSeconds(1) == 1);
+  CHECK(OpsRoutes::CapacityMaxAgeSeconds(999) == 1);
+  CHECK(OpsRoutes::CapacityMaxAgeSeconds(1000) == 1);
+  CHECK(OpsRoutes::CapacityMaxAgeSeconds(1001) == 2);
+  CHECK(OpsRoutes::CapacityMaxAgeSeconds(2500) == 3);
+  CHECK(OpsRoutes::CapacityMaxAgeSeconds(60000) == 60);
 }
 
 TEST_CASE("capacity: the body has as_of_ms and age_ms and counts by region pool and state") {
