@@ -10,6 +10,7 @@
 #include "server/http/auth.h"
 #include "server/http/message.h"
 #include "server/http/request_metrics.h"
+#include "server/http/target.h"
 
 namespace server {
 
@@ -78,24 +79,6 @@ class Router {
   RequestMetrics* metrics_;
   std::vector<Route> routes_;
 };
-
-// A request target as routes see it.
-struct Target {
-  std::vector<std::string> segments;  // percent-decoded, empty ones dropped
-  std::string query;                  // after '?', still encoded
-};
-// Parses a request target in origin-form ("/a/b%20c?x=1") or absolute-form
-// ("http://host/a/b%20c?x=1", scheme http or https; routed by its path) with
-// Boost.URL. False with *error set if it is neither or is malformed (a bad
-// percent escape such as "%zz", a character that must be escaped).
-bool ParseTarget(std::string_view target, Target* out, std::string* error);
-
-// Splits a route pattern "/a/{id}/" into {"a", "{id}"}: empty segments
-// dropped, percent-decoded. Request targets go through ParseTarget.
-std::vector<std::string> SplitPath(std::string_view path);
-// Decodes %XX (and '+' as space when `plus_is_space`); a malformed % stays as
-// is. Not used on request targets, which ParseTarget checks and decodes.
-std::string PercentDecode(std::string_view s, bool plus_is_space);
 
 }  // namespace server
 

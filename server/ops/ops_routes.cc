@@ -5,6 +5,7 @@
 
 #include "base/clock.h"
 #include "server/ops/dashboard.h"
+#include "server/ops/exposition.h"
 
 namespace server {
 
