@@ -7,7 +7,7 @@
 #include "allocator/types.h"
 #include "fuzz/fuzz_check.h"
 #include "server/config.h"
-#include "server/json_io.h"
+#include "server/api/request_bodies.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "server/json_io.h"
+#include "server/api/request_bodies.h"
 
 // FUZZ_CHECK(cond, what): a broken contract found by a fuzzer. Unlike assert
 // it stays in every build type; it prints and aborts, which libFuzzer reports
@@ -19,7 +19,7 @@
     }                                                                       \
   } while (0)
 
-// A refused body says why as json_io.h promises: one of its two codes and a
+// A refused body says why as request_bodies.h promises: one of its two codes and a
 // message.
 inline void CheckBodyError(const server::BodyError& error) {
   FUZZ_CHECK(error.code == "invalid_json" || error.code == "invalid_field", error.code.c_str());

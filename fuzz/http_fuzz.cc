@@ -1,5 +1,5 @@
 // The HTTP edge end to end, without sockets: raw bytes are parsed by Beast
-// with the limits of a server connection (server/http_server.cc), and each
+// with the limits of a server connection (server/http/connection.cc), and each
 // request read is answered by a real Service (routes, auth, allocator,
 // batcher, mirror) over a temp-file store with a keys file, through
 // Service::Handle. Several requests may follow one another in one input, as
@@ -34,8 +34,8 @@
 
 #include "fuzz/fuzz_check.h"
 #include "server/config.h"
-#include "server/http_server.h"
-#include "server/http_types.h"
+#include "server/http/server.h"
+#include "server/http/message.h"
 #include "server/service.h"
 
 namespace {

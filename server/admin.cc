@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "allocator/registry.h"
-#include "server/json_io.h"
+#include "server/api/request_bodies.h"
 #include "store/shard.h"
 
 namespace server {

@@ -4,7 +4,7 @@
 #include <future>
 
 #include "base/clock.h"
-#include "server/http_types.h"
+#include "server/http/log.h"
 
 namespace server {
 namespace {

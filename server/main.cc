@@ -10,7 +10,7 @@
 
 #include "server/admin.h"
 #include "server/config.h"
-#include "server/http_types.h"
+#include "server/http/log.h"
 #include "server/service.h"
 
 namespace {

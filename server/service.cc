@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "server/http/log.h"
+
 namespace server {
 
 Service::Service(ServeConfig config) : config_(std::move(config)) {}
@@ -82,15 +84,21 @@ store::Status Service::Start() {
   http_options.precheck = [router](const Request& header) { return router->Precheck(header); };
   http_ = std::make_unique<HttpServer>(
       http_options, [router](Request req, Reply reply) { router->Handle(std::move(req), reply); });
-  ApiOptions api_options;
-  api_options.max_lease_ms = config_.max_lease_ms;
-  api_options.claim_latency = &claim_latency_;
-  api_ = std::make_unique<Api>(allocator_.get(), registry_.get(), http_->executor(), api_options,
-                               &ready_);
-  api_->AddRoutes(router_.get());
-  heartbeat_api_ =
-      std::make_unique<HeartbeatApi>(batcher_.get(), &ready_, config_.max_clock_skew_ms);
-  heartbeat_api_->AddRoutes(router_.get());
+  // Added in this order, which is also the order of the routes' series in
+  // edgealloc_http_requests_total.
+  health_routes_ = std::make_unique<HealthRoutes>(&ready_);
+  health_routes_->AddRoutes(router_.get());
+  SessionRoutesOptions session_options;
+  session_options.max_lease_ms = config_.max_lease_ms;
+  session_options.claim_latency = &claim_latency_;
+  session_routes_ =
+      std::make_unique<SessionRoutes>(allocator_.get(), http_->executor(), session_options);
+  session_routes_->AddRoutes(router_.get());
+  container_routes_ = std::make_unique<ContainerRoutes>(registry_.get(), http_->executor());
+  container_routes_->AddRoutes(router_.get());
+  heartbeat_routes_ =
+      std::make_unique<HeartbeatRoutes>(batcher_.get(), &ready_, config_.max_clock_skew_ms);
+  heartbeat_routes_->AddRoutes(router_.get());
   MetricsSources metrics;
   metrics.allocator = &allocator_->stats();
   metrics.claim_latency = &claim_latency_;
@@ -98,8 +106,8 @@ store::Status Service::Start() {
   metrics.mirror = mirror_.get();
   metrics.shards = const_shards;
   metrics.requests = &request_metrics_;
-  ops_api_ = std::make_unique<OpsApi>(mirror_.get(), std::move(metrics));
-  ops_api_->AddRoutes(router_.get());
+  ops_routes_ = std::make_unique<OpsRoutes>(mirror_.get(), std::move(metrics));
+  ops_routes_->AddRoutes(router_.get());
   started_ = true;
 
   if (config_.demo) {
@@ -154,9 +162,11 @@ void Service::Stop(std::chrono::milliseconds grace) {
   }
   if (http_) http_->Stop();
   demo_.reset();
-  ops_api_.reset();
-  heartbeat_api_.reset();
-  api_.reset();
+  ops_routes_.reset();
+  heartbeat_routes_.reset();
+  container_routes_.reset();
+  session_routes_.reset();
+  health_routes_.reset();
   batcher_.reset();
   mirror_.reset();
   allocator_.reset();

@@ -9,18 +9,21 @@
 
 #include "allocator/allocator.h"
 #include "allocator/registry.h"
+#include "base/histogram.h"
 #include "batcher/batcher.h"
 #include "kvmirror/mirror.h"
-#include "server/auth.h"
+#include "server/api/container_routes.h"
+#include "server/api/heartbeat_routes.h"
+#include "server/api/session_routes.h"
 #include "server/config.h"
 #include "server/demo.h"
-#include "server/heartbeat_routes.h"
-#include "base/histogram.h"
-#include "server/http_server.h"
-#include "server/ops_routes.h"
-#include "server/request_metrics.h"
-#include "server/router.h"
-#include "server/routes.h"
+#include "server/http/auth.h"
+#include "server/http/message.h"
+#include "server/http/request_metrics.h"
+#include "server/http/router.h"
+#include "server/http/server.h"
+#include "server/ops/health_routes.h"
+#include "server/ops/ops_routes.h"
 #include "store/shard.h"
 #include "store/status.h"
 
@@ -28,8 +31,10 @@ namespace server {
 
 // A Service is one running edgealloc: the shards and their writers, the
 // allocator and registry, the heartbeat batcher, the capacity mirror, the
-// routes and the HTTP server, and the demo fleet when asked. main() and the tests own one. Start and Stop are for the owning
-// thread; everything else it holds is used from io and writer threads.
+// routes and the HTTP server, and the demo fleet when asked: it wires
+// server/http, server/api and server/ops together. main() and the tests own
+// one. Start and Stop are for the owning thread; everything else it holds is
+// used from io and writer threads.
 class Service {
  public:
   // How long Stop waits for requests in flight.
@@ -90,11 +95,14 @@ class Service {
   RequestMetrics request_metrics_;
   base::LatencyHistogram claim_latency_;
   std::unique_ptr<Router> router_;
-  // Declared before api_ and demo_: they post to its executor, so it dies last.
+  // Declared before the routes and demo_: they post to its executor, so it
+  // dies last.
   std::unique_ptr<HttpServer> http_;
-  std::unique_ptr<Api> api_;
-  std::unique_ptr<HeartbeatApi> heartbeat_api_;
-  std::unique_ptr<OpsApi> ops_api_;
+  std::unique_ptr<HealthRoutes> health_routes_;
+  std::unique_ptr<SessionRoutes> session_routes_;
+  std::unique_ptr<ContainerRoutes> container_routes_;
+  std::unique_ptr<HeartbeatRoutes> heartbeat_routes_;
+  std::unique_ptr<OpsRoutes> ops_routes_;
   std::unique_ptr<Demo> demo_;
   bool started_ = false;
   bool stopped_ = false;

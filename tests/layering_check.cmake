@@ -6,7 +6,11 @@
 #                              base/ and the seam only: never each other,
 #                              server/ or an engine (store/<engine>/)
 #   server/                    anything but an engine's folder: it opens
-#                              storage through store/storage.h (OpenStorage)
+#                              storage through store/storage.h (OpenStorage);
+#                              inside it, http/ knows nothing of the API, the
+#                              ops pages or the composition on top (service,
+#                              config, demo, admin, main), and api/ and ops/
+#                              know neither each other nor the top
 # and nothing but server/ includes Boost or nlohmann/json.
 set(bad "")
 set(parts allocator batcher kvmirror server)
@@ -63,6 +67,22 @@ endforeach()
 sources_of(base files)
 foreach(f ${files})
   forbid(${f} "(store|allocator|batcher|kvmirror|server)/" "base/ depends on nothing of ours")
+endforeach()
+
+set(server_top "server/(service|config|demo|admin|main)\\.h")
+foreach(room http api ops)
+  if(room STREQUAL "http")
+    set(forbidden "server/(api|ops)/|${server_top}")
+  elseif(room STREQUAL "api")
+    set(forbidden "server/ops/|${server_top}")
+  else()
+    set(forbidden "server/api/|${server_top}")
+  endif()
+  sources_of(server/${room} files)
+  file(GLOB_RECURSE templates ${SOURCE_DIR}/server/${room}/*.in)
+  foreach(f ${files} ${templates})
+    forbid(${f} "(${forbidden})" "server/${room}/ may not include this")
+  endforeach()
 endforeach()
 
 if(bad)

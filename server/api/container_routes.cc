@@ -1,0 +1,81 @@
+#include "server/api/container_routes.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/api/errors.h"
+#include "server/api/reply_bodies.h"
+#include "server/api/reply_on_io.h"
+#include "server/api/request_bodies.h"
+
+namespace server {
+namespace {
+
+using allocator::Outcome;
+
+}  // namespace
+
+ContainerRoutes::ContainerRoutes(allocator::Registry* registry, boost::asio::any_io_executor io)
+    : registry_(registry), io_(std::move(io)) {}
+
+void ContainerRoutes::AddRoutes(Router* router) {
+  using http::verb;
+  auto bind = [this](void (ContainerRoutes::*fn)(RouteRequest, Reply)) {
+    return [this, fn](RouteRequest req, Reply reply) {
+      (this->*fn)(std::move(req), std::move(reply));
+    };
+  };
+  router->Add(verb::post, "/v1/containers", Access::kAdmin, bind(&ContainerRoutes::Register));
+  router->Add(verb::get, "/v1/containers/{id}", Access::kAdmin,
+              bind(&ContainerRoutes::GetContainer));
+  router->Add(verb::delete_, "/v1/containers/{id}", Access::kAdmin,
+              bind(&ContainerRoutes::Remove));
+  router->Add(verb::post, "/v1/containers/{id}/drain", Access::kAdmin,
+              bind(&ContainerRoutes::Drain));
+}
+
+void ContainerRoutes::Register(RouteRequest req, Reply reply) {
+  std::vector<allocator::ContainerSpec> specs;
+  BodyError error;
+  if (!ParseRegistration(req.http.body(), &specs, &error)) return reply(BodyErrorResponse(error));
+  if (specs.empty()) return reply(JsonResponse(200, "{\"registered\":0}"));
+  registry_->Register(std::move(specs), [io = io_, reply](allocator::ContainerResult r) {
+    ReplyOnIo(io, reply, [r = std::move(r)] {
+      if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message);
+      return JsonResponse(200, "{\"registered\":" + std::to_string(r.count) + "}");
+    });
+  });
+}
+
+void ContainerRoutes::GetContainer(RouteRequest req, Reply reply) {
+  allocator::ContainerResult r = registry_->Get(req.params[0]);
+  if (r.outcome != Outcome::kOk) return reply(OutcomeResponse(r.outcome, r.message));
+  reply(JsonResponse(200, ContainerJson(r.container)));
+}
+
+void ContainerRoutes::Drain(RouteRequest req, Reply reply) {
+  std::string id = req.params[0];
+  auto* registry = registry_;
+  registry_->Drain(id, [io = io_, reply, id, registry](allocator::ContainerResult r) {
+    ReplyOnIo(io, reply, [r = std::move(r), id, registry] {
+      if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message);
+      // 200 with the container as it is now (status draining, or still
+      // picked with drain_requested until its session ends).
+      allocator::ContainerResult now = registry->Get(id);
+      if (now.outcome != Outcome::kOk) return JsonResponse(200, "{\"status\":\"draining\"}");
+      return JsonResponse(200, ContainerJson(now.container));
+    });
+  });
+}
+
+void ContainerRoutes::Remove(RouteRequest req, Reply reply) {
+  registry_->Remove(req.params[0], [io = io_, reply](allocator::ContainerResult r) {
+    ReplyOnIo(io, reply, [r = std::move(r)] {
+      if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message);
+      return Response{http::status::no_content, 11};
+    });
+  });
+}
+
+}  // namespace server

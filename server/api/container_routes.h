@@ -1,0 +1,38 @@
+#ifndef EDGEALLOC_SERVER_API_CONTAINER_ROUTES_H_
+#define EDGEALLOC_SERVER_API_CONTAINER_ROUTES_H_
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "allocator/registry.h"
+#include "server/http/router.h"
+
+namespace server {
+
+// ContainerRoutes are the HTTP face of the registry, the container routes of
+// API.md (admin keys):
+//   POST   /v1/containers             register a list
+//   GET    /v1/containers/{id}        read
+//   POST   /v1/containers/{id}/drain  drain
+//   DELETE /v1/containers/{id}        remove
+// Safe from every io thread. Results that come back on a store writer thread
+// are posted to `io` before any JSON is made. The registry must outlive it.
+class ContainerRoutes {
+ public:
+  ContainerRoutes(allocator::Registry* registry, boost::asio::any_io_executor io);
+
+  // Adds the container routes to `router`.
+  void AddRoutes(Router* router);
+
+ private:
+  void Register(RouteRequest req, Reply reply);
+  void GetContainer(RouteRequest req, Reply reply);
+  void Drain(RouteRequest req, Reply reply);
+  void Remove(RouteRequest req, Reply reply);
+
+  allocator::Registry* registry_;
+  boost::asio::any_io_executor io_;
+};
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_API_CONTAINER_ROUTES_H_

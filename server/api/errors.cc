@@ -1,0 +1,37 @@
+#include "server/api/errors.h"
+
+#include "server/http/log.h"
+
+namespace server {
+
+HttpStatus HttpStatusOf(allocator::Outcome outcome) {
+  using allocator::Outcome;
+  switch (outcome) {
+    case Outcome::kOk: return {200, ""};
+    case Outcome::kReplayed: return {200, ""};
+    case Outcome::kNoCapacity: return {503, "no_capacity"};
+    case Outcome::kQuotaExceeded: return {429, "quota_exceeded"};
+    case Outcome::kStaleToken: return {409, "stale_token"};
+    case Outcome::kNotFound: return {404, "not_found"};
+    case Outcome::kForbidden: return {403, "forbidden"};
+    case Outcome::kConflict: return {409, "conflict"};
+    case Outcome::kOverloaded: return {503, "overloaded"};
+    case Outcome::kError: return {503, "unavailable"};
+  }
+  return {503, "unavailable"};
+}
+
+Response OutcomeResponse(allocator::Outcome outcome, const std::string& message) {
+  HttpStatus st = HttpStatusOf(outcome);
+  if (outcome == allocator::Outcome::kError) {
+    // A storage failure: say so in the log; the client gets a retryable 503.
+    LogLine("edgealloc: storage error: " + message);
+  }
+  return ErrorResponse(st.status, st.code, message.empty() ? st.code : message);
+}
+
+Response BodyErrorResponse(const BodyError& error) {
+  return ErrorResponse(400, error.code, error.message);
+}
+
+}  // namespace server

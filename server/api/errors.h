@@ -1,0 +1,38 @@
+#ifndef EDGEALLOC_SERVER_API_ERRORS_H_
+#define EDGEALLOC_SERVER_API_ERRORS_H_
+
+#include <string>
+
+#include "allocator/types.h"
+#include "server/api/request_bodies.h"
+#include "server/http/message.h"
+
+namespace server {
+
+// The API's error mapping (API.md "Errors"): from an allocator Outcome or a
+// refused body to the HTTP status and the JSON error body. Pure functions,
+// safe from any thread; OutcomeResponse also logs a storage failure.
+
+// An HTTP status and the API.md error code that goes with it.
+struct HttpStatus {
+  int status;
+  const char* code;  // empty for a success
+};
+
+// The one table from an allocator Outcome to its HTTP status and error code
+// (API.md). kOk and kReplayed map to 200 with an empty code; each route picks
+// its own success status. kError (storage failed, e.g. the write lock of
+// another process held too long) is 503 `unavailable` with Retry-After, since
+// API.md allows no 5xx but 503.
+HttpStatus HttpStatusOf(allocator::Outcome outcome);
+
+// The error response for an allocator outcome that is not a success:
+// HttpStatusOf's status and code, `message` (or the code if it is empty).
+Response OutcomeResponse(allocator::Outcome outcome, const std::string& message);
+
+// 400 with the code and message of a refused request body.
+Response BodyErrorResponse(const BodyError& error);
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_API_ERRORS_H_

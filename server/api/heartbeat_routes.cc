@@ -1,0 +1,64 @@
+#include "server/api/heartbeat_routes.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "server/api/errors.h"
+#include "server/api/request_bodies.h"
+
+namespace server {
+
+HeartbeatRoutes::HeartbeatRoutes(batcher::Batcher* batcher, const std::atomic<bool>* ready,
+                                 int64_t max_clock_skew_ms)
+    : batcher_(batcher), ready_(ready), max_clock_skew_ms_(max_clock_skew_ms) {}
+
+void HeartbeatRoutes::AddRoutes(Router* router) {
+  router->Add(http::verb::post, "/v1/heartbeats", Access::kContainer,
+              [this](RouteRequest req, Reply reply) { Post(std::move(req), std::move(reply)); });
+}
+
+void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
+  // Not ready is starting or stopping: a heartbeat taken now might not be
+  // written before exit, so the container is told to send it elsewhere or
+  // again. The batcher says kStopping for the same reason a moment later.
+  if (!ready_->load()) {
+    return reply(ErrorResponse(503, "unavailable", "the server is starting or stopping; retry"));
+  }
+  // Liveness is judged by the server's clock at accept (API.md), taken once
+  // for the whole request.
+  std::vector<batcher::Heartbeat> items;
+  BodyError error;
+  if (!ParseHeartbeats(req.http.body(), base::NowMs(), &items, &error, max_clock_skew_ms_)) {
+    return reply(BodyErrorResponse(error));
+  }
+  // A scoped container key reports its own containers only; one id outside
+  // refuses the whole request, so that nothing of it is taken.
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!req.who.MayReport(items[i].container_id)) {
+      return reply(ErrorResponse(403, "forbidden",
+                                 "heartbeats[" + std::to_string(i) +
+                                     "].container_id: this key may not report this container; "
+                                     "nothing of this request was taken"));
+    }
+  }
+  batcher::SubmitResult r = batcher_->Submit(std::move(items));
+  switch (r.code) {
+    case batcher::SubmitResult::Code::kAccepted:
+      return reply(JsonResponse(202, "{\"accepted\":" + std::to_string(r.items) + "}"));
+    case batcher::SubmitResult::Code::kOverloaded:
+      return reply(ErrorResponse(
+          503, "overloaded",
+          "the heartbeat queue is full; nothing of this request was taken; retry after a second"));
+    case batcher::SubmitResult::Code::kStopping:
+      return reply(ErrorResponse(503, "unavailable", "the server is stopping; retry"));
+    case batcher::SubmitResult::Code::kUnavailable:
+      return reply(ErrorResponse(
+          503, "unavailable",
+          "the database could not be read; nothing of this request was taken; retry"));
+  }
+  reply(ErrorResponse(503, "unavailable", "the server is stopping; retry"));
+}
+
+}  // namespace server

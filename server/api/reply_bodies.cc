@@ -1,0 +1,40 @@
+#include "server/api/reply_bodies.h"
+
+#include "server/http/message.h"
+
+namespace server {
+
+std::string SessionJson(const allocator::Session& s) {
+  std::string out;
+  out.reserve(192 + s.data.size());
+  out += "{\"session_id\":" + JsonQuote(s.session_id);
+  out += ",\"container_id\":" + JsonQuote(s.container_id);
+  out += ",\"region\":" + JsonQuote(s.region);
+  out += ",\"pool\":" + JsonQuote(s.pool);
+  out += ",\"token\":" + std::to_string(s.token);
+  out += ",\"lease_expires_at_ms\":" + std::to_string(s.lease_expires_at_ms);
+  out += ",\"data\":";
+  out += s.data.empty() ? "{}" : s.data;
+  out += "}";
+  return out;
+}
+
+std::string ContainerJson(const allocator::ContainerInfo& c) {
+  std::string out;
+  out.reserve(192 + c.data.size());
+  out += "{\"id\":" + JsonQuote(c.id);
+  out += ",\"region\":" + JsonQuote(c.region);
+  out += ",\"pool\":" + JsonQuote(c.pool);
+  out += ",\"status\":" + JsonQuote(c.status);
+  out += ",\"latency_ms\":" + std::to_string(c.latency_ms);
+  out += ",\"last_heartbeat_ms\":" + std::to_string(c.last_heartbeat_ms);
+  out += ",\"drain_requested\":";
+  out += c.drain_requested ? "true" : "false";
+  if (c.session_id) out += ",\"session_id\":" + JsonQuote(*c.session_id);
+  out += ",\"data\":";
+  out += c.data.empty() ? "{}" : c.data;
+  out += "}";
+  return out;
+}
+
+}  // namespace server

@@ -1,0 +1,18 @@
+#ifndef EDGEALLOC_SERVER_API_REPLY_BODIES_H_
+#define EDGEALLOC_SERVER_API_REPLY_BODIES_H_
+
+#include <string>
+
+#include "allocator/types.h"
+
+namespace server {
+
+// The JSON bodies of the API's success replies (API.md), made on an io
+// thread. A container's `data` is JSON object text from the store, spliced in
+// as it is, never re-parsed.
+std::string SessionJson(const allocator::Session& session);
+std::string ContainerJson(const allocator::ContainerInfo& container);
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_API_REPLY_BODIES_H_

@@ -1,0 +1,78 @@
+#ifndef EDGEALLOC_SERVER_API_REQUEST_BODIES_H_
+#define EDGEALLOC_SERVER_API_REQUEST_BODIES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "allocator/types.h"
+#include "batcher/heartbeat.h"
+
+namespace server {
+
+// Bounds of API.md on request fields.
+inline constexpr size_t kMaxNameChars = 256;        // ids, regions, pools, idempotency keys
+inline constexpr size_t kMaxFallbackRegions = 16;
+inline constexpr int kMaxJsonDepth = 64;            // deeper bodies are invalid_json
+
+// Heartbeats one request may carry: well below a shard's default queue
+// capacity, so that a single request cannot fill a queue alone.
+inline constexpr size_t kMaxHeartbeatsPerRequest = 10000;
+
+// How far ahead of the server's clock a ts_ms may be (--max-clock-skew-ms).
+// Unbounded, one report dated in the far future would make every later one
+// "older" and so freeze the container's state.
+inline constexpr int64_t kDefaultMaxClockSkewMs = 60000;
+
+// Why a body was refused: code is "invalid_json" or "invalid_field", the
+// message names the field (with its index in arrays).
+struct BodyError {
+  std::string code;
+  std::string message;
+};
+
+// Every request body of the API is read here. Each Parse* reads one, checks
+// it as API.md says and fills *out. Pure functions of their arguments, so
+// safe from any thread and fuzzed (fuzz/).
+// Returns true on success, else false with *error set; *out is then partly
+// filled and must not be used.
+
+// POST /v1/sessions. The caller is not set here.
+bool ParseClaim(std::string_view body, int64_t max_lease_ms, allocator::ClaimRequest* out,
+                BodyError* error);
+
+// POST /v1/sessions/{id}/renew: token required, lease_ms optional (0: default).
+bool ParseRenew(std::string_view body, int64_t max_lease_ms, int64_t* token, int64_t* lease_ms,
+                BodyError* error);
+
+// POST /v1/containers (and `edgealloc register`).
+bool ParseRegistration(std::string_view body, std::vector<allocator::ContainerSpec>* out,
+                       BodyError* error);
+
+// Reads a POST /v1/heartbeats body (API.md "Heartbeats") and checks it whole:
+//   {"heartbeats": [{"container_id": "c-1", "ts_ms": 1790000000000,
+//                    "load": 0.4, "state": "ready"}]}
+// container_id: string of 1 to 256 characters, required; ts_ms: integer >= 0
+// and at most `accepted_ms` + `max_clock_skew_ms`; load: a number; state:
+// "ready", "draining" or "dead"; null is the same as absent; unknown fields
+// are ignored. `heartbeats` must be an array of 1 to
+// kMaxHeartbeatsPerRequest objects. On success, fills *out with one Heartbeat
+// an item, in order, each with accepted_ms = `accepted_ms`, and returns true.
+// Otherwise returns false with *error: invalid_json if the body is not a JSON
+// object, else invalid_field naming the first bad field, for an item with its
+// index ("heartbeats[3].ts_ms: ..."); *out must not be used then.
+bool ParseHeartbeats(std::string_view body, int64_t accepted_ms,
+                     std::vector<batcher::Heartbeat>* out, BodyError* error,
+                     int64_t max_clock_skew_ms = kDefaultMaxClockSkewMs);
+
+// The characters (code points) of UTF-8 text: the unit of API.md's 1 to 256.
+size_t Utf8Chars(std::string_view s);
+
+// Parses a decimal int64 such as the `token` query parameter. False if not one.
+bool ParseInt64(std::string_view text, int64_t* out);
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_API_REQUEST_BODIES_H_

@@ -1,0 +1,107 @@
+#include "server/api/session_routes.h"
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "server/api/errors.h"
+#include "server/api/reply_bodies.h"
+#include "server/api/reply_on_io.h"
+#include "server/api/request_bodies.h"
+
+namespace server {
+namespace {
+
+using allocator::Outcome;
+
+Response SessionResponse(const allocator::SessionResult& r, int ok_status) {
+  if (r.outcome != Outcome::kOk && r.outcome != Outcome::kReplayed) {
+    return OutcomeResponse(r.outcome, r.message);
+  }
+  Response res = JsonResponse(ok_status, SessionJson(r.session));
+  if (r.outcome == Outcome::kReplayed) res.set("Idempotent-Replayed", "true");
+  return res;
+}
+
+}  // namespace
+
+allocator::Caller CallerOf(const Principal& who) {
+  allocator::Caller c;
+  c.tenant = who.tenant;
+  c.admin = who.role == Role::kAdmin;
+  return c;
+}
+
+SessionRoutes::SessionRoutes(allocator::Allocator* allocator, boost::asio::any_io_executor io,
+                             SessionRoutesOptions options)
+    : allocator_(allocator), io_(std::move(io)), options_(options) {}
+
+void SessionRoutes::AddRoutes(Router* router) {
+  using http::verb;
+  auto bind = [this](void (SessionRoutes::*fn)(RouteRequest, Reply)) {
+    return [this, fn](RouteRequest req, Reply reply) {
+      (this->*fn)(std::move(req), std::move(reply));
+    };
+  };
+  router->Add(verb::post, "/v1/sessions", Access::kTenant, bind(&SessionRoutes::Claim));
+  router->Add(verb::get, "/v1/sessions/{id}", Access::kTenant, bind(&SessionRoutes::GetSession));
+  router->Add(verb::delete_, "/v1/sessions/{id}", Access::kTenant, bind(&SessionRoutes::Release));
+  router->Add(verb::post, "/v1/sessions/{id}/renew", Access::kTenant, bind(&SessionRoutes::Renew));
+}
+
+void SessionRoutes::Claim(RouteRequest req, Reply reply) {
+  const auto started = std::chrono::steady_clock::now();
+  allocator::ClaimRequest claim;
+  BodyError error;
+  if (!ParseClaim(req.http.body(), options_.max_lease_ms, &claim, &error)) {
+    return reply(BodyErrorResponse(error));
+  }
+  claim.caller = CallerOf(req.who);
+  allocator_->Claim(std::move(claim), [io = io_, reply, started,
+                                       latency = options_.claim_latency](allocator::SessionResult r) {
+    ReplyOnIo(io, reply, [r = std::move(r), started, latency] {
+      Response res = SessionResponse(r, 201);
+      if (latency) latency->Observe(std::chrono::steady_clock::now() - started);
+      return res;
+    });
+  });
+}
+
+void SessionRoutes::GetSession(RouteRequest req, Reply reply) {
+  // An exact read on a pooled read-only connection: never waits for a writer.
+  allocator::SessionResult r = allocator_->GetSession(CallerOf(req.who), req.params[0]);
+  reply(SessionResponse(r, 200));
+}
+
+void SessionRoutes::Renew(RouteRequest req, Reply reply) {
+  int64_t token = 0, lease_ms = 0;
+  BodyError error;
+  if (!ParseRenew(req.http.body(), options_.max_lease_ms, &token, &lease_ms, &error)) {
+    return reply(BodyErrorResponse(error));
+  }
+  allocator_->Renew(CallerOf(req.who), req.params[0], token, lease_ms,
+                    [io = io_, reply](allocator::SessionResult r) {
+                      ReplyOnIo(io, reply, [r = std::move(r)] { return SessionResponse(r, 200); });
+                    });
+}
+
+void SessionRoutes::Release(RouteRequest req, Reply reply) {
+  std::string text;
+  int64_t token = 0;
+  if (!req.QueryParam("token", &text)) {
+    return reply(ErrorResponse(400, "invalid_field",
+                               "token: is required, as ?token=N (the session's fencing token)"));
+  }
+  if (!ParseInt64(text, &token)) {
+    return reply(ErrorResponse(400, "invalid_field", "token: must be an integer"));
+  }
+  allocator_->Release(CallerOf(req.who), req.params[0], token,
+                      [io = io_, reply](allocator::SessionResult r) {
+                        ReplyOnIo(io, reply, [r = std::move(r)] {
+                          if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message);
+                          return Response{http::status::no_content, 11};
+                        });
+                      });
+}
+
+}  // namespace server

@@ -1,0 +1,57 @@
+#ifndef EDGEALLOC_SERVER_API_SESSION_ROUTES_H_
+#define EDGEALLOC_SERVER_API_SESSION_ROUTES_H_
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <cstdint>
+
+#include "allocator/allocator.h"
+#include "base/histogram.h"
+#include "server/http/auth.h"
+#include "server/http/router.h"
+
+namespace server {
+
+struct SessionRoutesOptions {
+  int64_t max_lease_ms = 3600000;
+  // Where POST /v1/sessions records how long each claim took, from the parsed
+  // request to its reply being ready (edgealloc_claim_duration_seconds).
+  // Claims refused before the allocator (400) are not observed. May be null;
+  // must outlive the SessionRoutes.
+  base::LatencyHistogram* claim_latency = nullptr;
+};
+
+// SessionRoutes are the HTTP face of the allocator, the session routes of
+// API.md (tenant or admin keys):
+//   POST   /v1/sessions             claim
+//   GET    /v1/sessions/{id}        read
+//   POST   /v1/sessions/{id}/renew  renew
+//   DELETE /v1/sessions/{id}        release (?token=N)
+// Safe from every io thread. Results that come back on a store writer thread
+// are posted to `io` before any JSON is made, so writer threads only hand
+// results on. The allocator must outlive it.
+class SessionRoutes {
+ public:
+  SessionRoutes(allocator::Allocator* allocator, boost::asio::any_io_executor io,
+                SessionRoutesOptions options);
+
+  // Adds the session routes to `router`.
+  void AddRoutes(Router* router);
+
+ private:
+  void Claim(RouteRequest req, Reply reply);
+  void GetSession(RouteRequest req, Reply reply);
+  void Renew(RouteRequest req, Reply reply);
+  void Release(RouteRequest req, Reply reply);
+
+  allocator::Allocator* allocator_;
+  boost::asio::any_io_executor io_;
+  SessionRoutesOptions options_;
+};
+
+// The caller the allocator sees for an authenticated principal.
+allocator::Caller CallerOf(const Principal& who);
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_API_SESSION_ROUTES_H_

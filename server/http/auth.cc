@@ -1,0 +1,197 @@
+#include "server/http/auth.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace server {
+namespace {
+
+std::vector<std::string> Words(std::string_view line) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
+    if (i > start) words.emplace_back(line.substr(start, i - start));
+  }
+  return words;
+}
+
+// 0 if equal, nonzero otherwise; looks at every byte of both buffers.
+unsigned ConstantTimeDiff(const std::array<unsigned char, KeyStore::kMaxKeyBytes>& a, size_t alen,
+                          const std::array<unsigned char, KeyStore::kMaxKeyBytes>& b,
+                          size_t blen) {
+  unsigned diff = static_cast<unsigned>(alen ^ blen);
+  for (size_t i = 0; i < KeyStore::kMaxKeyBytes; ++i) diff |= a[i] ^ b[i];
+  return diff;
+}
+
+bool IsRole(std::string_view word) {
+  return word == "admin" || word == "tenant" || word == "container";
+}
+
+bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool Principal::MayReport(std::string_view id) const {
+  if (role != Role::kContainer || report_ids.empty()) return true;
+  if (report_ids.back() == '*') {
+    std::string_view prefix(report_ids.data(), report_ids.size() - 1);
+    return id.substr(0, prefix.size()) == prefix;
+  }
+  return id == report_ids;
+}
+
+size_t KeyStore::unscoped_container_keys() const {
+  size_t n = 0;
+  for (const Entry& e : keys_) n += e.who.role == Role::kContainer && e.who.report_ids.empty();
+  return n;
+}
+
+store::Status KeyStore::Load(const std::string& path, KeyStore* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return store::Status::IOError("cannot read keys file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return Parse(text.str(), path, out);
+}
+
+store::Status KeyStore::Parse(std::string_view text, const std::string& name, KeyStore* out) {
+  // Editors on Windows save UTF-8 with a byte order mark; it is not a key's.
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  if (text.substr(0, kBom.size()) == kBom) text.remove_prefix(kBom.size());
+  KeyStore result;
+  int line_no = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    size_t hash = line.find('#');
+    if (hash != std::string_view::npos) line = line.substr(0, hash);
+    std::vector<std::string> w = Words(line);
+    if (w.empty()) continue;
+    // No message below may quote a field: with its columns swapped or split
+    // oddly, any field of the line may be the key.
+    std::string where = name + ":" + std::to_string(line_no) + ": ";
+    if (w.size() < 2 || w.size() > 3) {
+      return store::Status::InvalidArgument(where + std::to_string(w.size()) +
+                                            " fields; expected 'key role [tenant or ids]'");
+    }
+    Entry e;
+    if (w[0].size() > kMaxKeyBytes) {
+      return store::Status::InvalidArgument(where + "key longer than " +
+                                            std::to_string(kMaxKeyBytes) + " bytes");
+    }
+    if (w[1] == "admin") {
+      e.who.role = Role::kAdmin;
+    } else if (w[1] == "tenant") {
+      e.who.role = Role::kTenant;
+      if (w.size() < 3) {
+        return store::Status::InvalidArgument(
+            where + "role tenant needs a tenant name: 'key tenant NAME'");
+      }
+    } else if (w[1] == "container") {
+      e.who.role = Role::kContainer;
+    } else if (IsRole(w[0])) {
+      return store::Status::InvalidArgument(
+          where + "the first field is a role and the second is not: columns swapped? A line is "
+                  "'key role [tenant or ids]', roles admin, tenant, container");
+    } else {
+      return store::Status::InvalidArgument(
+          where + "the second field is not a role: one of admin, tenant, container");
+    }
+    if (w.size() == 3 && e.who.role == Role::kContainer) {
+      const std::string& ids = w[2];
+      if (ids.size() > kMaxPatternBytes) {
+        return store::Status::InvalidArgument(where + "ids pattern longer than " +
+                                              std::to_string(kMaxPatternBytes) + " bytes");
+      }
+      if (ids.find('*') < ids.size() - 1) {
+        return store::Status::InvalidArgument(
+            where + "ids pattern has '*' before its end: give an exact id or a prefix ending in "
+                    "'*' ('key container weur-1*')");
+      }
+      e.who.report_ids = ids;
+    } else if (w.size() == 3) {
+      if (w[2].size() > 256) {
+        return store::Status::InvalidArgument(where + "tenant name longer than 256 characters");
+      }
+      e.who.tenant = w[2];
+    }
+    std::copy(w[0].begin(), w[0].end(), e.bytes.begin());
+    e.length = w[0].size();
+    Principal ignored;
+    if (result.Lookup(w[0], &ignored)) {
+      return store::Status::InvalidArgument(where + "the same key appears twice");
+    }
+    result.keys_.push_back(std::move(e));
+    if (pos > text.size()) break;
+  }
+  if (result.keys_.empty()) {
+    return store::Status::InvalidArgument(name + ": no keys; a keys file needs at least one line");
+  }
+  *out = std::move(result);
+  return store::Status::Ok();
+}
+
+bool KeyStore::Lookup(std::string_view key, Principal* who) const {
+  if (key.empty() || key.size() > kMaxKeyBytes) return false;
+  std::array<unsigned char, kMaxKeyBytes> probe{};
+  std::copy(key.begin(), key.end(), probe.begin());
+  // Every key is compared in full, and the match is selected without a branch
+  // on the data, so the time says nothing about which byte differed.
+  size_t found = keys_.size();
+  for (size_t i = 0; i < keys_.size(); ++i) {
+    unsigned diff = ConstantTimeDiff(keys_[i].bytes, keys_[i].length, probe, key.size());
+    size_t mask = static_cast<size_t>(0) - static_cast<size_t>(diff == 0);
+    found = (i & mask) | (found & ~mask);
+  }
+  if (found == keys_.size()) return false;
+  *who = keys_[found].who;
+  return true;
+}
+
+AuthVerdict Authorize(const KeyStore& keys, std::string_view authorization, Access access,
+                      Principal* who) {
+  if (access == Access::kPublic) return AuthVerdict::kAllowed;
+  if (!keys.configured()) {
+    *who = Principal{};  // the admin of tenant "default", any id
+    return AuthVerdict::kAllowed;
+  }
+  // RFC 9110 11.1: the scheme is case-insensitive; at least one space follows.
+  constexpr std::string_view kBearer = "bearer";
+  if (authorization.size() <= kBearer.size() + 1 ||
+      !EqualsIgnoreAsciiCase(authorization.substr(0, kBearer.size()), kBearer) ||
+      authorization[kBearer.size()] != ' ') {
+    return AuthVerdict::kUnauthorized;
+  }
+  std::string_view key = authorization.substr(kBearer.size() + 1);
+  while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
+  while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
+  Principal p;
+  if (!keys.Lookup(key, &p)) return AuthVerdict::kUnauthorized;
+  bool ok = false;
+  switch (access) {
+    case Access::kPublic: ok = true; break;
+    case Access::kAdmin: ok = p.role == Role::kAdmin; break;
+    case Access::kTenant: ok = p.role == Role::kAdmin || p.role == Role::kTenant; break;
+    case Access::kContainer: ok = p.role == Role::kAdmin || p.role == Role::kContainer; break;
+  }
+  if (!ok) return AuthVerdict::kForbidden;
+  *who = p;
+  return AuthVerdict::kAllowed;
+}
+
+}  // namespace server

@@ -1,0 +1,334 @@
+#include "server/http/connection.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "server/http/log.h"
+
+namespace server {
+
+namespace beast = boost::beast;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+namespace {
+
+enum class Framing { kOk, kBad, kUnsupported };
+
+bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+
+// RFC 9112 §6.1, §6.3 on a request's Transfer-Encoding fields (all of them,
+// in order, as one list). *why says what is wrong.
+Framing CheckTransferEncoding(const Request& req, std::string* why) {
+  auto [first, last] = req.equal_range(http::field::transfer_encoding);
+  if (first == last) return Framing::kOk;
+  std::vector<std::string> codings;
+  for (auto it = first; it != last; ++it) {
+    std::string_view value = it->value();
+    size_t i = 0;
+    while (i <= value.size()) {
+      size_t comma = std::min(value.find(',', i), value.size());
+      std::string_view item = value.substr(i, comma - i);
+      while (!item.empty() && IsSpace(item.front())) item.remove_prefix(1);
+      while (!item.empty() && IsSpace(item.back())) item.remove_suffix(1);
+      if (!item.empty()) {
+        std::string coding(item);
+        std::transform(coding.begin(), coding.end(), coding.begin(),
+                       [](unsigned char c) { return std::tolower(c); });
+        codings.push_back(std::move(coding));
+      }
+      i = comma + 1;
+    }
+  }
+  if (codings.empty() || codings.back() != "chunked") {
+    *why = "Transfer-Encoding must end in chunked; the body's length cannot be known";
+    return Framing::kBad;
+  }
+  if (std::count(codings.begin(), codings.end(), "chunked") > 1) {
+    *why = "Transfer-Encoding names chunked more than once";
+    return Framing::kBad;
+  }
+  if (req.find(http::field::content_length) != req.end()) {
+    *why = "a request must not have both Transfer-Encoding and Content-Length";
+    return Framing::kBad;
+  }
+  if (codings.size() > 1) {
+    *why = "Transfer-Encoding " + codings.front() + " is not supported; only chunked is";
+    return Framing::kUnsupported;
+  }
+  return Framing::kOk;
+}
+
+}  // namespace
+
+Connection::Connection(tcp::socket&& socket, HttpServer::Impl* server, bool counted)
+    : stream_(std::move(socket)), server_(server), counted_(counted) {}
+
+Connection::~Connection() {
+  {
+    base::MutexLock lock(&server_->idle_mu);
+    if (idle_) server_->idle.erase(idle_pos_);
+  }
+  if (counted_) server_->connections.fetch_sub(1);
+}
+
+void Connection::Run() {
+  net::dispatch(stream_.get_executor(),
+                beast::bind_front_handler(&Connection::Begin, shared_from_this()));
+}
+
+void Connection::Shed() {
+  beast::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  stream_.socket().close(ignored);
+}
+
+void Connection::Begin() {
+  if (!counted_) {
+    LogOverloaded();
+    Response res = ErrorResponse(503, "overloaded", "too many open connections; retry shortly");
+    res.set(http::field::retry_after, "1");
+    keep_alive_ = false;
+    return DoWrite(std::move(res));
+  }
+  DoRead();
+}
+
+void Connection::LogOverloaded() {
+  static std::atomic<int64_t> last_ms{-1};
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now().time_since_epoch()).count();
+  int64_t last = last_ms.load();
+  const int64_t interval_ms =
+      std::chrono::milliseconds(HttpServer::kAcceptErrorLogInterval).count();
+  if (last >= 0 && now_ms - last < interval_ms) return;
+  if (!last_ms.compare_exchange_strong(last, now_ms)) return;
+  LogLine("edgealloc: at the connection cap of " + std::to_string(server_->max_connections) +
+          " with none idle: answering new connections 503 overloaded");
+}
+
+void Connection::EnterIdle() {
+  base::MutexLock lock(&server_->idle_mu);
+  idle_pos_ = server_->idle.insert(server_->idle.end(), weak_from_this());
+  idle_ = true;
+}
+
+bool Connection::LeaveIdle() {
+  base::MutexLock lock(&server_->idle_mu);
+  if (idle_) server_->idle.erase(idle_pos_);
+  idle_ = false;
+  return !shed_;
+}
+
+void Connection::DoRead() {
+  EnterIdle();
+  head_ = false;
+  parser_.emplace();
+  parser_->header_limit(HttpServer::kHeaderLimitBytes);
+  parser_->body_limit(static_cast<uint64_t>(server_->options.max_body_bytes));
+  stream_.expires_after(HttpServer::kReadTimeout);
+  http::async_read_header(stream_, buffer_, *parser_,
+                          beast::bind_front_handler(&Connection::OnReadHeader,
+                                                    shared_from_this()));
+}
+
+void Connection::OnReadError(beast::error_code ec) {
+  if (ec == http::error::end_of_stream) return DoClose();
+  if (ec == http::error::header_limit) {
+    return SendError(431, "headers_too_large",
+                     "request line and headers are over " +
+                         std::to_string(HttpServer::kHeaderLimitBytes) + " bytes",
+                     true);
+  }
+  if (ec == http::error::body_limit) return SendBodyTooLarge();
+  if (ec.category() == http::make_error_code(http::error::bad_method).category()) {
+    return SendError(400, "bad_request", "malformed HTTP request: " + ec.message(), true);
+  }
+  // Timeouts, resets, shutdown: nothing to answer.
+  beast::error_code ignored;
+  stream_.socket().close(ignored);
+}
+
+void Connection::OnReadHeader(beast::error_code ec, std::size_t) {
+  if (!LeaveIdle()) return;  // shed: its socket is closed
+  if (ec) return OnReadError(ec);
+  const Request& req = parser_->get();
+  version_ = req.version();
+  head_ = req.method() == http::verb::head;
+  std::string why;
+  switch (CheckTransferEncoding(req, &why)) {
+    case Framing::kOk: break;
+    case Framing::kBad: return SendError(400, "bad_request", why, true);
+    case Framing::kUnsupported: return SendError(501, "not_implemented", why, true);
+  }
+  auto length = parser_->content_length();
+  if (length && *length > static_cast<uint64_t>(server_->options.max_body_bytes)) {
+    return SendBodyTooLarge();
+  }
+  if (parser_->is_done()) return Dispatch();
+  if (beast::iequals(req[http::field::expect], "100-continue")) {
+    // Refused before the client sends its body (a bad key is a 401, not
+    // a go-ahead); the body it may send anyway is drained.
+    if (server_->options.precheck) {
+      std::optional<Response> refusal = server_->options.precheck(req);
+      if (refusal) {
+        keep_alive_ = false;
+        drain_ = true;
+        return DoWrite(std::move(*refusal));
+      }
+    }
+    auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
+                                                                   version_);
+    stream_.expires_after(HttpServer::kWriteTimeout);
+    http::async_write(stream_, *cont,
+                      [self = shared_from_this(), cont](beast::error_code ec, std::size_t) {
+                        if (ec) return;
+                        self->ReadBody();
+                      });
+    return;
+  }
+  ReadBody();
+}
+
+void Connection::ReadBody() {
+  stream_.expires_after(HttpServer::kReadTimeout);
+  http::async_read(stream_, buffer_, *parser_,
+                   beast::bind_front_handler(&Connection::OnReadBody, shared_from_this()));
+}
+
+void Connection::OnReadBody(beast::error_code ec, std::size_t) {
+  if (ec) return OnReadError(ec);
+  Dispatch();
+}
+
+void Connection::SendBodyTooLarge() {
+  SendError(413, "body_too_large",
+            "request body is over the limit of " +
+                std::to_string(server_->options.max_body_bytes) + " bytes (--max-body-bytes)",
+            true);
+}
+
+void Connection::Dispatch() {
+  Request req = parser_->release();
+  keep_alive_ = req.keep_alive();
+  server_->in_flight.fetch_add(1);
+  counted_request_ = true;
+  stream_.expires_never();  // no read is pending while the handler works
+  auto self = shared_from_this();
+  auto replied = std::make_shared<std::atomic<bool>>(false);
+  Reply reply = [self, replied](Response res) {
+    if (replied->exchange(true)) return;
+    net::post(self->stream_.get_executor(), [self, res = std::move(res)]() mutable {
+      self->DoWrite(std::move(res));
+    });
+  };
+  // The one try at the HTTP edge: nothing a handler throws reaches Asio.
+  try {
+    server_->handler(std::move(req), reply);
+  } catch (const std::exception& e) {
+    LogLine(std::string("edgealloc: internal error in a handler: ") + e.what());
+    reply(ErrorResponse(500, "internal", "internal error; it has been logged"));
+  } catch (...) {
+    LogLine("edgealloc: internal error in a handler (unknown exception)");
+    reply(ErrorResponse(500, "internal", "internal error; it has been logged"));
+  }
+}
+
+void Connection::SendError(int status, std::string_view code, const std::string& message,
+                           bool drain) {
+  keep_alive_ = false;
+  drain_ = drain;
+  DoWrite(ErrorResponse(status, code, message));
+}
+
+void Connection::DoWrite(Response res) {
+  res.version(version_ == 10 ? 10 : 11);
+  res.set(http::field::server, "edgealloc");
+  res.prepare_payload();
+  // Close after a refusal, on request, and while stopping, so that clients
+  // move to another server.
+  close_ = !keep_alive_ || server_->stopping.load();
+  res.keep_alive(!close_);
+  Serialize(res, !head_, &wire_);
+  stream_.expires_after(HttpServer::kWriteTimeout);
+  net::async_write(stream_, net::buffer(wire_),
+                   beast::bind_front_handler(&Connection::OnWrite, shared_from_this()));
+}
+
+// Into one reused string rather than through Beast's serializer, which cost
+// far more CPU a request (docs/performance.md).
+void Connection::Serialize(const Response& res, bool with_body, std::string* out) {
+  out->clear();
+  out->append(res.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+  char status[4];
+  const unsigned code = res.result_int();
+  status[0] = static_cast<char>('0' + code / 100 % 10);
+  status[1] = static_cast<char>('0' + code / 10 % 10);
+  status[2] = static_cast<char>('0' + code % 10);
+  status[3] = ' ';
+  out->append(status, 4);
+  out->append(res.reason());
+  out->append("\r\n");
+  for (const auto& field : res) {
+    out->append(field.name_string());
+    out->append(": ");
+    out->append(field.value());
+    out->append("\r\n");
+  }
+  out->append("\r\n");
+  // A HEAD's answer: the headers (Content-Length included) of the answer
+  // a GET would have had, without its body (RFC 9110 §9.3.2).
+  if (with_body) out->append(res.body());
+}
+
+void Connection::OnWrite(beast::error_code ec, std::size_t) {
+  // A request is in flight until its answer is written (or cannot be):
+  // Service::Stop waits for that before the io threads stop, so that a
+  // reply posted by the last commits is not dropped unsent.
+  if (counted_request_) {
+    counted_request_ = false;
+    server_->in_flight.fetch_sub(1);
+  }
+  if (ec) return;
+  if (wire_.capacity() > kMaxKeptWireBytes) std::string().swap(wire_);
+  if (drain_) return DoDrain();
+  if (close_) return DoClose();
+  DoRead();
+}
+
+void Connection::DoDrain() {
+  beast::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream_.expires_after(HttpServer::kDrainTimeout);
+  drain_buffer_.resize(64 * 1024);
+  DoDrainRead();
+}
+
+void Connection::DoDrainRead() {
+  stream_.async_read_some(
+      net::buffer(drain_buffer_),
+      [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+        self->drained_ += n;
+        if (ec || self->drained_ >= HttpServer::kMaxDrainBytes) {
+          beast::error_code ignored;
+          self->stream_.socket().close(ignored);
+          return;
+        }
+        self->DoDrainRead();
+      });
+}
+
+void Connection::DoClose() {
+  beast::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+}  // namespace server

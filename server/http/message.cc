@@ -1,0 +1,29 @@
+#include "server/http/message.h"
+
+#include <nlohmann/json.hpp>
+
+#include <utility>
+
+namespace server {
+
+Response JsonResponse(int status, std::string body) {
+  Response res{static_cast<http::status>(status), 11};
+  res.set(http::field::content_type, "application/json");
+  res.body() = std::move(body);
+  return res;
+}
+
+Response ErrorResponse(int status, std::string_view code, std::string_view message) {
+  std::string body = "{\"error\":{\"code\":" + JsonQuote(code) + ",\"message\":" +
+                     JsonQuote(message) + "}}";
+  Response res = JsonResponse(status, std::move(body));
+  if (status == 503) res.set(http::field::retry_after, "1");
+  return res;
+}
+
+std::string JsonQuote(std::string_view s) {
+  return nlohmann::json(std::string(s))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace server

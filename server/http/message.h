@@ -1,0 +1,41 @@
+#ifndef EDGEALLOC_SERVER_HTTP_MESSAGE_H_
+#define EDGEALLOC_SERVER_HTTP_MESSAGE_H_
+
+#include <boost/beast/http.hpp>
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace server {
+
+namespace http = boost::beast::http;
+
+// The request and response of one HTTP exchange, as the server reads and
+// writes them and as the router and handlers see them.
+
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+
+// Hands the response of one request back to its connection. Safe to call from
+// any thread (an io thread or a store writer thread): it only posts to the
+// connection's executor. Only the first call counts.
+using Reply = std::function<void(Response)>;
+
+// Answers one request. It may answer before returning or later, from any
+// thread, but must call `reply` exactly once.
+using Handler = std::function<void(Request, Reply)>;
+
+// A response with a JSON body (which the caller made valid JSON).
+Response JsonResponse(int status, std::string body);
+
+// An API.md error: {"error":{"code":...,"message":...}}, application/json;
+// 503s carry Retry-After: 1.
+Response ErrorResponse(int status, std::string_view code, std::string_view message);
+
+// A JSON string literal for `s`, quotes included; invalid UTF-8 is replaced.
+std::string JsonQuote(std::string_view s);
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_HTTP_MESSAGE_H_

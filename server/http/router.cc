@@ -1,0 +1,135 @@
+#include "server/http/router.h"
+
+#include <boost/url/encoding_opts.hpp>
+#include <boost/url/parse_query.hpp>
+
+namespace server {
+namespace urls = boost::urls;
+namespace {
+
+// A HEAD is answered by the GET route of its path (RFC 9110 §9.3.2).
+bool Serves(http::verb route, http::verb request) {
+  return route == request || (route == http::verb::get && request == http::verb::head);
+}
+
+}  // namespace
+
+bool RouteRequest::QueryParam(std::string_view name, std::string* value) const {
+  auto params = urls::parse_query(query);
+  if (!params) return false;
+  const urls::encoding_opts plus_is_space(true);
+  for (const urls::param_pct_view& p : *params) {
+    if (p.key.decode(plus_is_space) != name) continue;
+    *value = p.has_value ? p.value.decode(plus_is_space) : std::string();
+    return true;
+  }
+  return false;
+}
+
+void Router::Add(http::verb method, std::string pattern, Access access, RouteHandler handler) {
+  int metrics_route = metrics_ ? metrics_->AddRoute(pattern) : RequestMetrics::kUnmatched;
+  routes_.push_back(Route{method, SplitPath(pattern), access, std::move(handler), metrics_route});
+}
+
+bool Router::Match(const Route& route, const std::vector<std::string>& path,
+                   std::vector<std::string>* params) {
+  if (route.segments.size() != path.size()) return false;
+  params->clear();
+  for (size_t i = 0; i < path.size(); ++i) {
+    const std::string& seg = route.segments[i];
+    if (seg.size() >= 2 && seg.front() == '{' && seg.back() == '}') {
+      params->push_back(path[i]);
+    } else if (seg != path[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<Response> Router::Resolve(const Request& req, const Route** found,
+                                        RouteRequest* rr, int* metrics_route) const {
+  *found = nullptr;
+  *metrics_route = RequestMetrics::kUnmatched;
+  Target target;
+  std::string error;
+  if (!ParseTarget(req.target(), &target, &error)) {
+    return ErrorResponse(400, "bad_request", error);
+  }
+  const Route* path_match = nullptr;  // for a 405's metrics label
+  std::string allow;
+  auto allow_too = [&allow](http::verb verb) {
+    std::string_view name = http::to_string(verb);
+    if (allow.find(name) != std::string::npos) return;
+    if (!allow.empty()) allow += ", ";
+    allow += name;
+  };
+  for (const Route& route : routes_) {
+    std::vector<std::string> p;
+    if (!Match(route, target.segments, &p)) continue;
+    if (!path_match) path_match = &route;
+    if (Serves(route.method, req.method())) {
+      if (!*found) {
+        *found = &route;
+        rr->params = std::move(p);
+      }
+    } else {
+      allow_too(route.method);
+      if (route.method == http::verb::get) allow_too(http::verb::head);
+    }
+  }
+  *metrics_route = *found ? (*found)->metrics_route
+                          : path_match ? path_match->metrics_route : RequestMetrics::kUnmatched;
+  std::string path = "/";
+  for (size_t i = 0; i < target.segments.size(); ++i) {
+    path += (i ? "/" : "") + target.segments[i];
+  }
+  if (!*found) {
+    if (allow.empty()) return ErrorResponse(404, "not_found", "no such path: " + path);
+    Response res = ErrorResponse(405, "method_not_allowed",
+                                 std::string(req.method_string()) + " is not allowed on " + path +
+                                     "; allowed: " + allow);
+    res.set(http::field::allow, allow);
+    return res;
+  }
+  switch (Authorize(*keys_, req[http::field::authorization], (*found)->access, &rr->who)) {
+    case AuthVerdict::kAllowed: break;
+    case AuthVerdict::kUnauthorized: {
+      Response res = ErrorResponse(401, "unauthorized",
+                                   "missing or unknown key; send Authorization: Bearer <key>");
+      res.set(http::field::www_authenticate, "Bearer");
+      return res;
+    }
+    case AuthVerdict::kForbidden:
+      return ErrorResponse(403, "forbidden", "this key's role may not do this");
+  }
+  rr->query = std::move(target.query);
+  return std::nullopt;
+}
+
+void Router::Handle(Request req, Reply reply) const {
+  const Route* found = nullptr;
+  RouteRequest rr;
+  int route = RequestMetrics::kUnmatched;
+  std::optional<Response> refusal = Resolve(req, &found, &rr, &route);
+  if (metrics_) {
+    // Counted when answered, whoever answers and from whichever thread.
+    reply = [metrics = metrics_, route, inner = std::move(reply)](Response res) {
+      metrics->Count(route, res.result_int());
+      inner(std::move(res));
+    };
+  }
+  if (refusal) return reply(std::move(*refusal));
+  rr.http = std::move(req);
+  found->handler(std::move(rr), std::move(reply));
+}
+
+std::optional<Response> Router::Precheck(const Request& header) const {
+  const Route* found = nullptr;
+  RouteRequest rr;
+  int route = RequestMetrics::kUnmatched;
+  std::optional<Response> refusal = Resolve(header, &found, &rr, &route);
+  if (refusal && metrics_) metrics_->Count(route, refusal->result_int());
+  return refusal;
+}
+
+}  // namespace server

@@ -1,0 +1,85 @@
+#ifndef EDGEALLOC_SERVER_HTTP_ROUTER_H_
+#define EDGEALLOC_SERVER_HTTP_ROUTER_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/http/auth.h"
+#include "server/http/message.h"
+#include "server/http/request_metrics.h"
+#include "server/http/target.h"
+
+namespace server {
+
+// One request as a route sees it: authenticated, its path parameters cut out.
+struct RouteRequest {
+  Request http;
+  std::vector<std::string> params;  // the {...} segments of the pattern, decoded, in order
+  std::string query;                // after '?', raw
+  Principal who;                    // set unless the route is Access::kPublic
+
+  // The decoded value of query parameter `name` ('+' is a space); false if
+  // absent or if the query is malformed.
+  bool QueryParam(std::string_view name, std::string* value) const;
+};
+
+using RouteHandler = std::function<void(RouteRequest, Reply)>;
+
+// A Router is the routing table: (method, pattern) -> who may call it and the
+// handler. The route classes of server/api and server/ops add theirs with
+// Add. Fill it before serving; afterwards it is read only and safe from every
+// io thread.
+class Router {
+ public:
+  // `keys` must outlive the Router; an empty KeyStore is open mode. With
+  // `metrics`, which must outlive it too, every answer is counted by route
+  // pattern and status (edgealloc_http_requests_total).
+  explicit Router(const KeyStore* keys, RequestMetrics* metrics = nullptr)
+      : keys_(keys), metrics_(metrics) {}
+
+  // Adds a route. A pattern is a path whose segments are literals or `{name}`
+  // (one whole segment each), e.g. "/v1/sessions/{id}/renew".
+  void Add(http::verb method, std::string pattern, Access access, RouteHandler handler);
+
+  // Answers `req`: 400 bad_request for a malformed target, 404 not_found for
+  // an unknown path, 405 method_not_allowed with Allow for a known path,
+  // 401/403 per the route's Access, else the route's handler. A HEAD is
+  // answered by the GET route of its path (the server drops the body).
+  // Counted under the route's pattern (a 405 under the first pattern that
+  // matched the path), or "unmatched" for a 400 or 404.
+  void Handle(Request req, Reply reply) const;
+
+  // The refusal Handle would answer `header` with before running a handler
+  // (400, 404, 405, 401, 403), counted as Handle counts it; nullopt if the
+  // request may go on. For `Expect: 100-continue`: the client is told no
+  // before it sends its body. Safe from every io thread.
+  std::optional<Response> Precheck(const Request& header) const;
+
+ private:
+  struct Route {
+    http::verb method;
+    std::vector<std::string> segments;
+    Access access;
+    RouteHandler handler;
+    int metrics_route = RequestMetrics::kUnmatched;
+  };
+  // True if `path` fits the route; fills *params.
+  static bool Match(const Route& route, const std::vector<std::string>& path,
+                    std::vector<std::string>* params);
+  // Finds the route of `req` and checks its caller. Returns the refusal, or
+  // nullopt with *found, rr->params, rr->query and rr->who set. Sets
+  // *metrics_route either way.
+  std::optional<Response> Resolve(const Request& req, const Route** found, RouteRequest* rr,
+                                  int* metrics_route) const;
+
+  const KeyStore* keys_;
+  RequestMetrics* metrics_;
+  std::vector<Route> routes_;
+};
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_HTTP_ROUTER_H_

@@ -1,0 +1,124 @@
+#ifndef EDGEALLOC_SERVER_HTTP_SERVER_H_
+#define EDGEALLOC_SERVER_HTTP_SERVER_H_
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "server/http/message.h"
+#include "store/status.h"
+
+namespace server {
+
+// Looks at a request's header before its body is read; a Response refuses
+// the request. See HttpServerOptions::precheck.
+using Precheck = std::function<std::optional<Response>(const Request& header)>;
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;  // 0: any free port; see HttpServer::port()
+  int threads = 1;
+  int64_t max_body_bytes = 1 << 20;
+  // Open connections at most; 0: the descriptors RLIMIT_NOFILE allows
+  // (raised to its hard limit at Start) less kReservedDescriptors, at most
+  // kMaxConnections.
+  int max_connections = 0;
+  // Called on an io thread for a request that waits for `Expect:
+  // 100-continue`, before the 100 is sent: a Response (401, 404, ...) is
+  // sent instead and the connection closed, so a client is refused before
+  // it sends its body. Empty: every such request gets its 100.
+  Precheck precheck;
+};
+
+// An HttpServer is an async HTTP/1.1 server in the shape of Beast's
+// example/advanced/server: a listener and one Connection object per client,
+// keep-alive, one request in flight per connection, every read under a
+// timeout. `threads` io threads run one io_context; each connection lives on
+// its own strand. The handler is called on an io thread and answers through
+// its Reply from any thread. Start, StopAccepting, WaitIdle and Stop are for
+// the owning thread.
+//
+// Framing (RFC 9112 §6): a Transfer-Encoding whose last coding is not
+// chunked, that names chunked twice, or that comes with a Content-Length is
+// 400 bad_request; one with any other coding is 501 not_implemented. Either
+// closes the connection, and nothing the client sent after it is answered.
+// A HEAD is answered with the headers of its response and no body.
+//
+// Connections: at the cap (HttpServerOptions::max_connections), a new
+// connection closes the one idle longest (waiting for a request) to take its
+// place; with none idle, it gets 503 overloaded with Retry-After and is
+// closed. Out of descriptors (EMFILE, ENFILE), accepting backs off, sheds
+// the oldest idle connection, and says so once per kAcceptErrorLogInterval.
+class HttpServer {
+ public:
+  // The connection cap at most, whatever RLIMIT_NOFILE allows.
+  static constexpr int kMaxConnections = 10000;
+  // Descriptors kept out of the connection cap for everything else the
+  // process opens: the database files of each shard (file, -wal, -shm) for
+  // the writer, the pooled readers and the mirror, the write-lock and
+  // register-lock files, the listening socket, epoll/eventfd/timerfd of
+  // Asio, stdio, and a socket accepted past the cap to answer its 503.
+  static constexpr int kReservedDescriptors = 64;
+  // The cap is at least this, however low RLIMIT_NOFILE is.
+  static constexpr int kMinConnections = 8;
+  // Accept errors are logged at most once per this interval, with a count.
+  static constexpr std::chrono::seconds kAcceptErrorLogInterval{10};
+  // After an accept error, accepting waits this long before trying again.
+  static constexpr std::chrono::milliseconds kAcceptRetryDelay{20};
+  // Request line and headers at most; more is 431 headers_too_large.
+  static constexpr size_t kHeaderLimitBytes = 8 * 1024;
+  // A keep-alive connection idle this long, or a client this slow to send
+  // its headers or body, is closed, so slow clients cannot hold the server.
+  static constexpr std::chrono::seconds kReadTimeout{30};
+  static constexpr std::chrono::seconds kWriteTimeout{30};
+  // After refusing a request (413, 431, 400) with Connection: close, the rest
+  // of what the client sends is read and dropped for at most this long and
+  // this much, so that it reads our answer instead of a reset.
+  static constexpr std::chrono::seconds kDrainTimeout{5};
+  static constexpr size_t kMaxDrainBytes = 64 << 20;
+
+  HttpServer(HttpServerOptions options, Handler handler);
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+  // Stops if still running. Must outlive every Reply still held elsewhere
+  // (stop the store writers first).
+  ~HttpServer();
+
+  // Binds, listens and starts the io threads. IOError if the address cannot
+  // be resolved or bound.
+  store::Status Start();
+  // The bound port (useful with port 0). REQUIRES: Start returned Ok.
+  uint16_t port() const;
+  // An executor of the io threads, for work that must leave a writer thread.
+  boost::asio::any_io_executor executor();
+
+  // Closes the listening socket; open connections go on, and close after
+  // their next response.
+  void StopAccepting();
+  // Waits until no request is being handled, at most `timeout`. True if idle.
+  bool WaitIdle(std::chrono::milliseconds timeout);
+  // Stops the io threads and joins them. Idempotent.
+  void Stop();
+
+  // The connection cap in force. REQUIRES: Start returned Ok.
+  int max_connections() const;
+  int open_connections() const;
+  int in_flight() const;
+  // Idle connections closed so far to make room for new ones.
+  int64_t shed_connections() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_HTTP_SERVER_H_

@@ -1,0 +1,38 @@
+#ifndef EDGEALLOC_SERVER_OPS_METRICS_H_
+#define EDGEALLOC_SERVER_OPS_METRICS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "allocator/allocator.h"
+#include "batcher/batcher.h"
+#include "kvmirror/mirror.h"
+#include "base/histogram.h"
+#include "server/http/request_metrics.h"
+#include "store/shard.h"
+
+namespace server {
+
+// What /metrics reads. Every pointer must outlive the scrapes; a null one
+// leaves its families out (the tests render parts alone).
+struct MetricsSources {
+  const allocator::AllocatorStats* allocator = nullptr;
+  const base::LatencyHistogram* claim_latency = nullptr;
+  const batcher::Batcher* batcher = nullptr;
+  const kvmirror::Mirror* mirror = nullptr;
+  std::vector<const store::Shard*> shards;
+  const RequestMetrics* requests = nullptr;
+};
+
+// The body of GET /metrics at `now_ms`: every family with # HELP and # TYPE,
+// counters from the allocator, batcher, mirror and store writers, the claim
+// latency and heartbeat histograms, and the container gauges from the
+// mirror's current snapshot. Reads atomics and the mirror's snapshot only:
+// never SQLite, never a lock that a writer holds.
+std::string RenderMetrics(const MetricsSources& sources, int64_t now_ms);
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_OPS_METRICS_H_

@@ -1,0 +1,53 @@
+#include "server/ops/ops_routes.h"
+
+#include <string>
+#include <utility>
+
+#include "base/clock.h"
+#include "server/ops/dashboard.h"
+#include "server/ops/exposition.h"
+
+namespace server {
+
+OpsRoutes::OpsRoutes(const kvmirror::Mirror* mirror, MetricsSources metrics)
+    : mirror_(mirror), metrics_(std::move(metrics)) {}
+
+int64_t OpsRoutes::CapacityMaxAgeSeconds(int64_t refresh_ms) {
+  // max-age counts whole seconds. Rounding down would say 0 (do not reuse)
+  // for any period under a second and make every poll of every dashboard a
+  // request; rounding up lets a cache keep a body at most a second longer
+  // than the mirror does, and its age_ms still tells how old it was.
+  if (refresh_ms <= 1000) return 1;
+  return (refresh_ms + 999) / 1000;
+}
+
+void OpsRoutes::AddRoutes(Router* router) {
+  using http::verb;
+  const std::string max_age = "max-age=" + std::to_string(CapacityMaxAgeSeconds(mirror_->refresh_ms()));
+  router->Add(verb::get, "/v1/capacity", Access::kTenant,
+              [this, max_age](RouteRequest, Reply reply) {
+                // One pointer load: the snapshot is immutable and shared.
+                std::shared_ptr<const kvmirror::Snapshot> snap = mirror_->Current();
+                Response res = JsonResponse(200, snap->ToCapacityJson(base::NowMs()));
+                res.set(http::field::cache_control, max_age);
+                reply(std::move(res));
+              });
+  router->Add(verb::get, "/metrics", Access::kPublic, [this](RouteRequest, Reply reply) {
+    Response res{http::status::ok, 11};
+    res.set(http::field::content_type, kMetricsContentType);
+    res.set(http::field::cache_control, "no-store");
+    res.body() = RenderMetrics(metrics_, base::NowMs());
+    reply(std::move(res));
+  });
+  router->Add(verb::get, "/dashboard", Access::kPublic, [](RouteRequest, Reply reply) {
+    Response res{http::status::ok, 11};
+    res.set(http::field::content_type, "text/html; charset=utf-8");
+    // The page is small and changes only with the binary: revalidate.
+    res.set(http::field::cache_control, "no-cache");
+    res.set("X-Content-Type-Options", "nosniff");
+    res.body() = std::string(DashboardHtml());
+    reply(std::move(res));
+  });
+}
+
+}  // namespace server

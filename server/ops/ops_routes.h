@@ -1,0 +1,38 @@
+#ifndef EDGEALLOC_SERVER_OPS_OPS_ROUTES_H_
+#define EDGEALLOC_SERVER_OPS_OPS_ROUTES_H_
+
+#include <cstdint>
+
+#include "kvmirror/mirror.h"
+#include "server/ops/metrics.h"
+#include "server/http/router.h"
+
+namespace server {
+
+// The read-only operational routes (API.md "Capacity and operations"):
+//   GET /v1/capacity  (tenant or admin) the mirror's snapshot, never SQLite;
+//   GET /metrics      (no key) Prometheus text format 0.0.4;
+//   GET /dashboard    (no key) the embedded page.
+// None of them touches SQLite or waits for a writer: capacity and the
+// container gauges load the mirror's current snapshot, the rest are atomics.
+// Safe from every io thread. The mirror and everything `metrics` points to
+// must outlive it.
+class OpsRoutes {
+ public:
+  OpsRoutes(const kvmirror::Mirror* mirror, MetricsSources metrics);
+
+  // Adds the three routes to `router`.
+  void AddRoutes(Router* router);
+
+  // The Cache-Control max-age of /v1/capacity for a mirror refreshed every
+  // `refresh_ms`: the period in whole seconds, rounded up, at least 1.
+  static int64_t CapacityMaxAgeSeconds(int64_t refresh_ms);
+
+ private:
+  const kvmirror::Mirror* mirror_;
+  MetricsSources metrics_;
+};
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_OPS_OPS_ROUTES_H_

@@ -1,0 +1,354 @@
+#include "server/api/session_routes.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "server/service.h"
+#include "tests/support/http_client.h"
+#include "tests/support/temp_dir.h"
+
+namespace server {
+namespace {
+
+using nlohmann::json;
+using testing::HttpClient;
+using testing::HttpReply;
+
+// A real edgealloc on 127.0.0.1, a free port and a fresh database.
+struct TestService {
+  explicit TestService(const std::string& keys = "", int64_t quota = 0) {
+    ServeConfig cfg;
+    cfg.db = dir.File("alloc.db");
+    cfg.host = "127.0.0.1";
+    cfg.port = 0;
+    cfg.threads = 2;
+    cfg.max_sessions_per_tenant = quota;
+    cfg.max_lease_ms = 600000;
+    if (!keys.empty()) {
+      std::ofstream(dir.File("keys")) << keys;
+      cfg.keys_file = dir.File("keys");
+    }
+    service = std::make_unique<Service>(cfg);
+    store::Status s = service->Start();
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+  }
+  HttpClient Client(const std::string& key = "") { return HttpClient(service->port(), key); }
+
+  testing::TempDir dir;
+  std::unique_ptr<Service> service;
+};
+
+json Json(const HttpReply& r) { return json::parse(r.body); }
+
+const char kFleet[] =
+    R"({"containers":[{"id":"w-1","region":"weur","pool":"chrome","latency_ms":3,)"
+    R"("data":{"endpoint":"ws://w1"}},{"id":"w-2","region":"weur","pool":"chrome"}]})";
+
+TEST_CASE("routes: a container is registered, claimed, renewed and released") {
+  TestService t;
+  HttpClient c = t.Client();
+  HttpReply r = c.Post("/v1/containers", kFleet);
+  REQUIRE(r.status == 200);
+  CHECK(Json(r)["registered"] == 2);
+
+  r = c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","lease_ms":60000})");
+  REQUIRE(r.status == 201);
+  CHECK(r.Header("content-type") == "application/json");
+  json s = Json(r);
+  std::string id = s["session_id"];
+  int64_t token = s["token"];
+  CHECK(s["region"] == "weur");
+  CHECK(s["data"].is_object());
+
+  r = c.Get("/v1/containers/" + std::string(s["container_id"]));
+  REQUIRE(r.status == 200);
+  CHECK(Json(r)["status"] == "picked");
+  CHECK(Json(r)["session_id"] == id);
+
+  r = c.Get("/v1/sessions/" + id);
+  CHECK(r.status == 200);
+  CHECK(Json(r)["token"] == token);
+
+  r = c.Post("/v1/sessions/" + id + "/renew", json{{"token", token + 1}}.dump());
+  CHECK(r.status == 409);
+  CHECK(r.ErrorCode() == "stale_token");
+  r = c.Post("/v1/sessions/" + id + "/renew", json{{"token", token}, {"lease_ms", 120000}}.dump());
+  CHECK(r.status == 200);
+
+  r = c.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token + 7));
+  CHECK(r.status == 409);
+  CHECK(r.ErrorCode() == "stale_token");
+  CHECK(c.Delete("/v1/sessions/" + id).ErrorCode() == "invalid_field");
+  CHECK(c.Delete("/v1/sessions/" + id + "?token=x").ErrorCode() == "invalid_field");
+  r = c.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token));
+  CHECK(r.status == 204);
+  CHECK(r.body.empty());
+  r = c.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token));
+  CHECK(r.status == 404);
+  CHECK(r.ErrorCode() == "not_found");
+}
+
+TEST_CASE("routes: an idempotent retry replays the session with Idempotent-Replayed") {
+  TestService t;
+  HttpClient c = t.Client();
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  const char body[] = R"({"region":"weur","pool":"chrome","idempotency_key":"k-1"})";
+  HttpReply a = c.Post("/v1/sessions", body);
+  HttpReply b = c.Post("/v1/sessions", body);
+  REQUIRE(a.status == 201);
+  REQUIRE(b.status == 201);
+  CHECK(a.Header("idempotent-replayed").empty());
+  CHECK(b.Header("idempotent-replayed") == "true");
+  CHECK(Json(a)["session_id"] == Json(b)["session_id"]);
+}
+
+TEST_CASE("routes: an exhausted pool is 503 no_capacity with Retry-After") {
+  TestService t;
+  HttpClient c = t.Client();
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  CHECK(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  CHECK(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  HttpReply r = c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+  CHECK(r.status == 503);
+  CHECK(r.ErrorCode() == "no_capacity");
+  CHECK(r.Header("retry-after") == "1");
+}
+
+TEST_CASE("routes: a tenant at its quota gets 429 quota_exceeded") {
+  TestService t("", /*quota=*/1);
+  HttpClient c = t.Client();
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  CHECK(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  HttpReply r = c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+  CHECK(r.status == 429);
+  CHECK(r.ErrorCode() == "quota_exceeded");
+}
+
+TEST_CASE("routes: a picked container cannot be removed; a free one can, and drained") {
+  TestService t;
+  HttpClient c = t.Client();
+  REQUIRE(c.Post("/v1/containers", R"({"containers":[{"id":"only","region":"r"}]})").status ==
+          200);
+  HttpReply s = c.Post("/v1/sessions", R"({"region":"r"})");
+  REQUIRE(s.status == 201);
+  HttpReply r = c.Delete("/v1/containers/only");
+  CHECK(r.status == 409);
+  CHECK(r.ErrorCode() == "conflict");
+  r = c.Post("/v1/containers/only/drain", "");
+  CHECK(r.status == 200);
+  CHECK(c.Delete("/v1/sessions/" + std::string(Json(s)["session_id"]) +
+                 "?token=" + std::to_string(int64_t(Json(s)["token"])))
+            .status == 204);
+  CHECK(Json(c.Get("/v1/containers/only"))["status"] == "draining");
+  CHECK(c.Delete("/v1/containers/only").status == 204);
+  CHECK(c.Get("/v1/containers/only").status == 404);
+  CHECK(c.Delete("/v1/containers/only").status == 404);
+}
+
+TEST_CASE("routes: malformed bodies are 400 with the API.md code, naming the field") {
+  TestService t;
+  HttpClient c = t.Client();
+  CHECK(c.Post("/v1/sessions", "{not json").ErrorCode() == "invalid_json");
+  CHECK(c.Post("/v1/sessions", "[]").ErrorCode() == "invalid_json");
+  HttpReply r = c.Post("/v1/containers", R"({"containers":[{"region":"x"}]})");
+  CHECK(r.status == 400);
+  CHECK(r.ErrorCode() == "invalid_field");
+  CHECK(Json(r)["error"]["message"].get<std::string>().find("containers[0].id") !=
+        std::string::npos);
+  r = c.Post("/v1/sessions", R"({"region":"weur","lease_ms":600001})");
+  CHECK(r.ErrorCode() == "invalid_field");
+  CHECK(c.Post("/v1/sessions/s_x/renew", "{}").ErrorCode() == "invalid_field");
+}
+
+TEST_CASE("routes: unknown paths are 404 and known paths with a wrong method 405") {
+  TestService t;
+  HttpClient c = t.Client();
+  HttpReply r = c.Get("/v1/nowhere");
+  CHECK(r.status == 404);
+  CHECK(r.ErrorCode() == "not_found");
+  r = c.Request("PUT", "/v1/sessions", "{}");
+  CHECK(r.status == 405);
+  CHECK(r.ErrorCode() == "method_not_allowed");
+  CHECK(r.Header("allow") == "POST");
+  CHECK(c.Get("/v1/sessions/s_does_not_exist").ErrorCode() == "not_found");
+  CHECK(c.Get("/v1/containers/nope").ErrorCode() == "not_found");
+  CHECK(c.Get("/healthz").status == 200);
+  CHECK(c.Get("/readyz").status == 200);
+}
+
+TEST_CASE("routes: keys decide who may do what, and a tenant sees only its own sessions") {
+  TestService t("adm admin\nacme-key tenant acme\nbolt-key tenant bolt\nbox container\n");
+  HttpClient anon = t.Client();
+  HttpClient admin = t.Client("adm");
+  HttpClient acme = t.Client("acme-key");
+  HttpClient bolt = t.Client("bolt-key");
+  HttpClient box = t.Client("box");
+
+  HttpReply r = anon.Post("/v1/containers", kFleet);
+  CHECK(r.status == 401);
+  CHECK(r.ErrorCode() == "unauthorized");
+  CHECK(t.Client("wrong").Get("/v1/sessions/x").status == 401);
+  CHECK(anon.Get("/healthz").status == 200);
+  r = acme.Post("/v1/containers", kFleet);
+  CHECK(r.status == 403);
+  CHECK(r.ErrorCode() == "forbidden");
+  CHECK(box.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 403);
+  REQUIRE(admin.Post("/v1/containers", kFleet).status == 200);
+
+  r = acme.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+  REQUIRE(r.status == 201);
+  std::string id = Json(r)["session_id"];
+  int64_t token = Json(r)["token"];
+  CHECK(acme.Get("/v1/sessions/" + id).status == 200);
+  r = bolt.Get("/v1/sessions/" + id);
+  CHECK(r.status == 403);
+  CHECK(r.ErrorCode() == "forbidden");
+  CHECK(bolt.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token)).status == 403);
+  CHECK(admin.Get("/v1/sessions/" + id).status == 200);
+  CHECK(acme.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token)).status == 204);
+}
+
+TEST_CASE("routes: another tenant asking about an expired session gets 403, not has expired") {
+  TestService t("adm admin\nacme-key tenant acme\nbolt-key tenant bolt\n");
+  HttpClient admin = t.Client("adm");
+  HttpClient acme = t.Client("acme-key");
+  HttpClient bolt = t.Client("bolt-key");
+  REQUIRE(admin.Post("/v1/containers", kFleet).status == 200);
+  HttpReply r = acme.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","lease_ms":1})");
+  REQUIRE(r.status == 201);
+  std::string id = Json(r)["session_id"];
+  int64_t token = Json(r)["token"];
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  r = bolt.Get("/v1/sessions/" + id);
+  CHECK(r.status == 403);
+  CHECK(r.body.find("expired") == std::string::npos);
+  r = bolt.Post("/v1/sessions/" + id + "/renew", json{{"token", token}}.dump());
+  CHECK(r.status == 403);
+  CHECK(r.body.find("expired") == std::string::npos);
+  r = bolt.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token));
+  CHECK(r.status == 403);
+  // Its own tenant still learns that it expired.
+  CHECK(acme.Get("/v1/sessions/" + id).status == 404);
+}
+
+TEST_CASE("routes: a registration naming one id twice is 400 invalid_field naming the index") {
+  TestService t;
+  HttpClient c = t.Client();
+  HttpReply r = c.Post("/v1/containers",
+                       R"({"containers":[{"id":"d-1","region":"weur"},{"id":"d-2","region":"weur"},)"
+                       R"({"id":"d-1","region":"eeur"}]})");
+  CHECK(r.status == 400);
+  CHECK(r.ErrorCode() == "invalid_field");
+  CHECK(r.body.find("containers[2].id") != std::string::npos);
+  CHECK(c.Get("/v1/containers/d-2").status == 404);  // nothing of it taken
+}
+
+TEST_CASE("routes: HEAD answers every GET route with its headers and no body") {
+  TestService t;
+  HttpClient c = t.Client();
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  HttpReply r = c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+  REQUIRE(r.status == 201);
+  std::string id = Json(r)["session_id"];
+  for (const std::string& target :
+       std::vector<std::string>{"/healthz", "/readyz", "/v1/sessions/" + id, "/v1/containers/w-1",
+                                "/v1/capacity", "/metrics", "/dashboard"}) {
+    INFO(target);
+    HttpReply get = c.Get(target);
+    REQUIRE(get.status == 200);
+    // The HEAD, then a GET on the same connection: the GET's answer must
+    // follow the HEAD's headers at once (a body after a HEAD would be read
+    // as the next response).
+    std::string wire = c.RawTranscript("HEAD " + target + " HTTP/1.1\r\nHost: x\r\n\r\n"
+                                       "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    CHECK(wire.rfind("HTTP/1.1 200 ", 0) == 0);
+    size_t end = wire.find("\r\n\r\n");
+    REQUIRE(end != std::string::npos);
+    CHECK(wire.compare(end + 4, 13, "HTTP/1.1 200 ") == 0);
+    CHECK(wire.find("Content-Type: " + get.Header("content-type")) < end);
+  }
+  // A HEAD on a path with no GET is still 405, and GET routes allow HEAD.
+  std::string wire = c.RawTranscript("HEAD /v1/sessions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(wire.rfind("HTTP/1.1 405 ", 0) == 0);
+  r = c.Request("PUT", "/healthz");
+  CHECK(r.status == 405);
+  CHECK(r.Header("allow") == "GET, HEAD");
+}
+
+TEST_CASE("routes: an absolute-form target routes by its path") {
+  TestService t;
+  HttpClient c = t.Client();
+  HttpReply r = c.Raw("GET http://127.0.0.1/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  CHECK(r.status == 200);
+  r = c.Raw("GET http://example.com:8080/v1/containers/nope?x=1 HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(r.status == 404);
+  CHECK(r.ErrorCode() == "not_found");
+}
+
+TEST_CASE("routes: a malformed target is 400 bad_request") {
+  TestService t;
+  HttpClient c = t.Client();
+  for (std::string target : {"/v1/sessions/%zz", "/v1/sessions/a%2", "/v1/sessions/x?token=%g1",
+                             "*", "healthz"}) {
+    INFO(target);
+    HttpReply r = c.Raw("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(r.status == 400);
+    CHECK(r.ErrorCode() == "bad_request");
+  }
+  // Well-formed escapes still decode: %2F stays inside its segment.
+  HttpReply r = c.Get("/v1/containers/a%2Fb");
+  CHECK(r.status == 404);
+  CHECK(r.body.find("a/b") != std::string::npos);
+}
+
+TEST_CASE("routes: Expect 100-continue is not answered before the key is checked") {
+  TestService t("adm admin\nacme-key tenant acme\n");
+  HttpClient c = t.Client();
+  // The body is not sent: a client waiting for 100 Continue must get the 401.
+  std::string wire = c.RawTranscript(
+      "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\n"
+      "Expect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n",
+      std::chrono::milliseconds(1500));
+  CHECK(wire.rfind("HTTP/1.1 401 ", 0) == 0);
+  CHECK(wire.find("100 Continue") == std::string::npos);
+  // A good key gets its 100 Continue, then the answer to the body.
+  wire = c.RawTranscript(
+      "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer acme-key\r\n"
+      "Expect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+      std::chrono::milliseconds(1500));
+  CHECK(wire.rfind("HTTP/1.1 100 Continue", 0) == 0);
+  CHECK(wire.find("HTTP/1.1 400 ") != std::string::npos);  // region is required
+}
+
+TEST_CASE("routes: a 2 MiB body is 413 and the service goes on") {
+  TestService t;
+  HttpClient c = t.Client();
+  HttpReply r = c.Post("/v1/sessions", "{\"region\":\"" + std::string(2 << 20, 'x') + "\"}");
+  CHECK(r.status == 413);
+  CHECK(r.ErrorCode() == "body_too_large");
+  CHECK(c.Get("/healthz").status == 200);
+}
+
+TEST_CASE("routes: the demo fleet can be claimed from at once") {
+  testing::TempDir dir;
+  ServeConfig cfg;
+  cfg.db = dir.File("demo.db");
+  cfg.port = 0;
+  cfg.threads = 1;
+  cfg.demo = true;
+  Service service(cfg);
+  REQUIRE(service.Start().ok());
+  HttpClient c(service.port());
+  HttpReply r = c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+  REQUIRE(r.status == 201);
+  CHECK(Json(r)["data"]["endpoint"].get<std::string>().rfind("ws://demo-weur-chrome-", 0) == 0);
+  service.Stop();
+}
+
+}  // namespace
+}  // namespace server

@@ -1,0 +1,194 @@
+#include "server/http/auth.h"
+
+#include <catch2/catch.hpp>
+
+namespace server {
+namespace {
+
+const char kKeys[] =
+    "# edgealloc keys\n"
+    "\n"
+    "adm-key admin\n"
+    "ten-a tenant acme   # acme's key\n"
+    "ten-b tenant bolt\n"
+    "box-key container\n";
+
+TEST_CASE("auth: a keys file gives each key its role and tenant") {
+  KeyStore keys;
+  REQUIRE(KeyStore::Parse(kKeys, "keys", &keys).ok());
+  CHECK(keys.configured());
+  CHECK(keys.size() == 4);
+  Principal who;
+  REQUIRE(keys.Lookup("ten-a", &who));
+  CHECK(who.role == Role::kTenant);
+  CHECK(who.tenant == "acme");
+  REQUIRE(keys.Lookup("adm-key", &who));
+  CHECK(who.role == Role::kAdmin);
+  REQUIRE(keys.Lookup("box-key", &who));
+  CHECK(who.role == Role::kContainer);
+  CHECK_FALSE(keys.Lookup("ten-", &who));
+  CHECK_FALSE(keys.Lookup("ten-aa", &who));
+  CHECK_FALSE(keys.Lookup("", &who));
+  CHECK_FALSE(keys.Lookup(std::string(1000, 'x'), &who));
+}
+
+TEST_CASE("auth: a tenant key without its tenant name is refused, naming the line") {
+  KeyStore keys;
+  store::Status s = KeyStore::Parse("a admin\nb tenant\n", "k.txt", &keys);
+  REQUIRE(s.IsInvalidArgument());
+  CHECK(s.message().find("k.txt:2") != std::string::npos);
+  CHECK(s.message().find("tenant name") != std::string::npos);
+}
+
+TEST_CASE("auth: an unknown role, a duplicate key or an empty file is refused") {
+  KeyStore keys;
+  store::Status s = KeyStore::Parse("a superuser\n", "k", &keys);
+  CHECK(s.IsInvalidArgument());
+  CHECK(s.message().find("admin, tenant, container") != std::string::npos);
+  CHECK(KeyStore::Parse("a admin\na container\n", "k", &keys).IsInvalidArgument());
+  CHECK(KeyStore::Parse("# nothing\n\n", "k", &keys).IsInvalidArgument());
+  CHECK(KeyStore::Parse("lonely\n", "k", &keys).IsInvalidArgument());
+  CHECK(KeyStore::Load("/nonexistent/keys", &keys).IsIOError());
+}
+
+TEST_CASE("auth: roles reach only their routes") {
+  KeyStore keys;
+  REQUIRE(KeyStore::Parse(kKeys, "keys", &keys).ok());
+  Principal who;
+  CHECK(Authorize(keys, "", Access::kPublic, &who) == AuthVerdict::kAllowed);
+  CHECK(Authorize(keys, "", Access::kTenant, &who) == AuthVerdict::kUnauthorized);
+  CHECK(Authorize(keys, "Bearer nope", Access::kTenant, &who) == AuthVerdict::kUnauthorized);
+  CHECK(Authorize(keys, "Basic ten-a", Access::kTenant, &who) == AuthVerdict::kUnauthorized);
+  CHECK(Authorize(keys, "Bearer ten-a", Access::kTenant, &who) == AuthVerdict::kAllowed);
+  CHECK(who.tenant == "acme");
+  CHECK(Authorize(keys, "Bearer ten-a", Access::kAdmin, &who) == AuthVerdict::kForbidden);
+  CHECK(Authorize(keys, "Bearer ten-a", Access::kContainer, &who) == AuthVerdict::kForbidden);
+  CHECK(Authorize(keys, "Bearer box-key", Access::kContainer, &who) == AuthVerdict::kAllowed);
+  CHECK(Authorize(keys, "Bearer box-key", Access::kTenant, &who) == AuthVerdict::kForbidden);
+  CHECK(Authorize(keys, "Bearer adm-key", Access::kAdmin, &who) == AuthVerdict::kAllowed);
+  CHECK(Authorize(keys, "Bearer adm-key", Access::kTenant, &who) == AuthVerdict::kAllowed);
+  CHECK(Authorize(keys, "Bearer adm-key", Access::kContainer, &who) == AuthVerdict::kAllowed);
+}
+
+TEST_CASE("auth: without a keys file every caller is the admin of tenant default") {
+  KeyStore open;
+  CHECK_FALSE(open.configured());
+  Principal who;
+  who.role = Role::kContainer;
+  CHECK(Authorize(open, "", Access::kAdmin, &who) == AuthVerdict::kAllowed);
+  CHECK(who.role == Role::kAdmin);
+  CHECK(who.tenant == "default");
+}
+
+TEST_CASE("auth: a malformed line names its line and what is wrong, and never echoes a key") {
+  // Each line holds a key shaped like a secret; the error must name the line
+  // but carry none of it (an operator pastes these errors into tickets).
+  const char* bad[] = {
+      "admin SECRETK1\n",             // columns swapped
+      "tenant SECRETK2 acme\n",       // columns swapped, three fields
+      "container SECRETK3 weur-*\n",  // columns swapped, with a pattern
+      "SECRETK4\n",                   // one field
+      "SECRETK5 admin x y\n",         // four fields
+      "SECRETK6 tenant\n",            // tenant without its name
+      "SECRETK7 superuser\n",         // unknown role
+  };
+  for (const char* line : bad) {
+    for (const std::string& text : {std::string(line), "# c\nok-key admin\n" + std::string(line)}) {
+      INFO(text);
+      KeyStore keys;
+      store::Status s = KeyStore::Parse(text, "keys.txt", &keys);
+      REQUIRE(s.IsInvalidArgument());
+      const std::string want_line = text[0] == '#' ? "keys.txt:3:" : "keys.txt:1:";
+      CHECK(s.message().find(want_line) != std::string::npos);
+      CHECK(s.message().find("SECRETK") == std::string::npos);
+      CHECK(s.ToString().find("SECRETK") == std::string::npos);
+    }
+  }
+  KeyStore keys;
+  store::Status s = KeyStore::Parse("SECRETK8 admin\nSECRETK8 tenant t\n", "k", &keys);
+  REQUIRE(s.IsInvalidArgument());
+  CHECK(s.message().find("k:2:") != std::string::npos);
+  CHECK(s.message().find("SECRETK") == std::string::npos);
+  s = KeyStore::Parse(std::string(300, 'S') + " admin\n", "k", &keys);
+  REQUIRE(s.IsInvalidArgument());
+  CHECK(s.message().find("SSSS") == std::string::npos);
+}
+
+TEST_CASE("auth: a UTF-8 byte order mark at the start of the file is not part of the first key") {
+  KeyStore keys;
+  REQUIRE(KeyStore::Parse("\xEF\xBB\xBFk1 admin\nk2 tenant acme\n", "k", &keys).ok());
+  Principal who;
+  CHECK(keys.Lookup("k1", &who));
+  CHECK(who.role == Role::kAdmin);
+  CHECK_FALSE(keys.Lookup("\xEF\xBB\xBFk1", &who));
+  // Only at the very start: elsewhere it is a key's own bytes.
+  REQUIRE(KeyStore::Parse("k1 admin\n\xEF\xBB\xBFk2 admin\n", "k", &keys).ok());
+  CHECK(keys.Lookup("\xEF\xBB\xBFk2", &who));
+}
+
+TEST_CASE("auth: the Bearer scheme is matched case-insensitively (RFC 9110)") {
+  KeyStore keys;
+  REQUIRE(KeyStore::Parse(kKeys, "keys", &keys).ok());
+  for (const char* header : {"Bearer ten-a", "bearer ten-a", "BEARER ten-a", "bEaReR ten-a",
+                             "bearer   ten-a"}) {
+    INFO(header);
+    Principal who;
+    CHECK(Authorize(keys, header, Access::kTenant, &who) == AuthVerdict::kAllowed);
+    CHECK(who.tenant == "acme");
+  }
+  Principal who;
+  CHECK(Authorize(keys, "bearerten-a", Access::kTenant, &who) == AuthVerdict::kUnauthorized);
+  CHECK(Authorize(keys, "bearer", Access::kTenant, &who) == AuthVerdict::kUnauthorized);
+  CHECK(Authorize(keys, "bearer ", Access::kTenant, &who) == AuthVerdict::kUnauthorized);
+  CHECK(Authorize(keys, "Bearex ten-a", Access::kTenant, &who) == AuthVerdict::kUnauthorized);
+}
+
+TEST_CASE("auth: a container key's third field is the ids it may report, exact or a prefix*") {
+  KeyStore keys;
+  REQUIRE(KeyStore::Parse("a admin\n"
+                          "k9 container weur-1*\n"
+                          "k10 container eeur-7\n"
+                          "k11 container *\n"
+                          "k12 container\n"
+                          "k13 container\n",
+                          "k", &keys)
+              .ok());
+  CHECK(keys.unscoped_container_keys() == 2);
+  Principal who;
+  REQUIRE(keys.Lookup("k9", &who));
+  CHECK(who.role == Role::kContainer);
+  CHECK(who.report_ids == "weur-1*");
+  CHECK(who.MayReport("weur-1"));
+  CHECK(who.MayReport("weur-10"));
+  CHECK_FALSE(who.MayReport("weur-"));
+  CHECK_FALSE(who.MayReport("weur-2"));
+  CHECK_FALSE(who.MayReport("xweur-1"));
+  REQUIRE(keys.Lookup("k10", &who));
+  CHECK(who.MayReport("eeur-7"));
+  CHECK_FALSE(who.MayReport("eeur-70"));
+  CHECK_FALSE(who.MayReport("eeur-"));
+  REQUIRE(keys.Lookup("k11", &who));
+  CHECK(who.MayReport("anything"));
+  REQUIRE(keys.Lookup("k12", &who));
+  CHECK(who.report_ids.empty());
+  CHECK(who.MayReport("anything"));
+  REQUIRE(keys.Lookup("a", &who));
+  CHECK(who.MayReport("anything"));
+  CHECK(Principal{}.MayReport("x"));  // open mode: the admin of tenant default
+
+  // '*' only at the end; the message names neither the key nor the pattern.
+  store::Status s = KeyStore::Parse("SECRETK container we*ur\n", "k", &keys);
+  REQUIRE(s.IsInvalidArgument());
+  CHECK(s.message().find("k:1:") != std::string::npos);
+  CHECK(s.message().find("SECRETK") == std::string::npos);
+  CHECK(s.message().find("we*ur") == std::string::npos);
+  s = KeyStore::Parse("SECRETK container " + std::string(KeyStore::kMaxPatternBytes + 1, 'p') + "\n",
+                      "k", &keys);
+  CHECK(s.IsInvalidArgument());
+  CHECK(s.message().find("SECRETK") == std::string::npos);
+  REQUIRE(KeyStore::Parse("a admin\nb tenant t\n", "k", &keys).ok());
+  CHECK(keys.unscoped_container_keys() == 0);
+}
+
+}  // namespace
+}  // namespace server

@@ -1,0 +1,113 @@
+#include "server/ops/ops_routes.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "base/clock.h"
+#include "server/ops/dashboard.h"
+#include "tests/server/service_fixture.h"
+
+namespace server {
+namespace {
+
+using fixture::Eventually;
+using fixture::LiveService;
+using fixture::RegisterFleet;
+using nlohmann::json;
+using testing::HttpClient;
+using testing::HttpReply;
+
+// The counts of one region and pool, or null if the body has none.
+json PoolOf(const json& capacity, const std::string& region, const std::string& pool) {
+  json::json_pointer at("/regions/" + region + "/pools/" + pool);
+  return capacity.contains(at) ? capacity.at(at) : json();
+}
+
+TEST_CASE("capacity: max-age is the refresh period in whole seconds rounded up and at least 1") {
+  CHECK(OpsRoutes::CapacityMaxAgeSeconds(1) == 1);
+  CHECK(OpsRoutes::CapacityMaxAgeSeconds(999) == 1);
+  CHECK(OpsRoutes::CapacityMaxAgeSeconds(1000) == 1);
+  CHECK(OpsRoutes::CapacityMaxAgeSeconds(1001) == 2);
+  CHECK(OpsRoutes::CapacityMaxAgeSeconds(2500) == 3);
+  CHECK(OpsRoutes::CapacityMaxAgeSeconds(60000) == 60);
+}
+
+TEST_CASE("capacity: the body has as_of_ms and age_ms and counts by region pool and state") {
+  LiveService t([](ServeConfig* c) { c->mirror_refresh_ms = 2500; });
+  HttpClient c = t.Client();
+  RegisterFleet(c, "cap", 3);
+  REQUIRE(t.service->mirror()->RefreshNow().ok());
+  const int64_t before = base::NowMs();
+  HttpReply r = c.Get("/v1/capacity");
+  REQUIRE(r.status == 200);
+  CHECK(r.Header("content-type") == "application/json");
+  CHECK(r.Header("cache-control") == "max-age=3");
+  json body = json::parse(r.body);
+  REQUIRE(body["as_of_ms"].is_number_integer());
+  REQUIRE(body["age_ms"].is_number_integer());
+  CHECK(body["as_of_ms"].get<int64_t>() <= before);
+  CHECK(body["age_ms"].get<int64_t>() >= 0);
+  CHECK(body["age_ms"].get<int64_t>() < 60000);
+  CHECK(PoolOf(body, "weur", "chrome") ==
+        json{{"available", 3}, {"picked", 0}, {"draining", 0}, {"dead", 0}});
+}
+
+TEST_CASE("capacity: it answers from the mirror so a claim shows only after a refresh") {
+  // A refresh period longer than the test: SQLite has the claim at once, the
+  // mirror does not, and /v1/capacity must say what the mirror says.
+  LiveService t([](ServeConfig* c) { c->mirror_refresh_ms = 600000; });
+  HttpClient c = t.Client();
+  RegisterFleet(c, "m", 2);
+  REQUIRE(t.service->mirror()->RefreshNow().ok());
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  json body = json::parse(c.Get("/v1/capacity").body);
+  CHECK(PoolOf(body, "weur", "chrome")["picked"] == 0);
+  CHECK(c.Get("/v1/capacity").Header("cache-control") == "max-age=600");
+  REQUIRE(t.service->mirror()->RefreshNow().ok());
+  body = json::parse(c.Get("/v1/capacity").body);
+  CHECK(PoolOf(body, "weur", "chrome")["picked"] == 1);
+  CHECK(PoolOf(body, "weur", "chrome")["available"] == 1);
+}
+
+TEST_CASE("capacity: it converges after a claim within a few refresh periods") {
+  LiveService t([](ServeConfig* c) { c->mirror_refresh_ms = 50; });
+  HttpClient c = t.Client();
+  RegisterFleet(c, "v", 4);
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  json last;
+  CHECK(Eventually([&] {
+    HttpReply r = c.Get("/v1/capacity");
+    last = json::parse(r.body);
+    return r.Header("cache-control") == "max-age=1" &&
+           PoolOf(last, "weur", "chrome") ==
+               json{{"available", 3}, {"picked", 1}, {"draining", 0}, {"dead", 0}};
+  }));
+  INFO(last.dump());
+  CHECK(last["age_ms"].get<int64_t>() < 5000);
+}
+
+TEST_CASE("capacity: tenant and admin keys may read it and container keys are 403") {
+  LiveService t({}, fixture::kKeys);
+  CHECK(t.Client("tenant-key").Get("/v1/capacity").status == 200);
+  CHECK(t.Client("admin-key").Get("/v1/capacity").status == 200);
+  CHECK(t.Client("container-key").Get("/v1/capacity").status == 403);
+  CHECK(t.Client().Get("/v1/capacity").status == 401);
+  HttpReply r = t.Client().Post("/v1/capacity", "{}");
+  CHECK(r.status == 405);
+  CHECK(r.Header("allow") == "GET, HEAD");
+}
+
+TEST_CASE("dashboard: the embedded page is served as text/html without a key") {
+  LiveService t({}, fixture::kKeys);
+  HttpReply r = t.Client().Get("/dashboard");
+  REQUIRE(r.status == 200);
+  CHECK(r.Header("content-type") == "text/html; charset=utf-8");
+  CHECK(r.body == std::string(DashboardHtml()));
+  CHECK(r.body.find("data-status") != std::string::npos);
+  CHECK(t.Client().Get("/metrics").status == 200);
+}
+
+}  // namespace
+}  // namespace server
