@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "allocator/types.h"
+#include "store/types.h"
 #include "fuzz/fuzz_check.h"
 #include "server/config.h"
 #include "server/api/request_bodies.h"
@@ -12,7 +12,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   const int64_t max_lease_ms = server::ServeConfig{}.max_lease_ms;
-  allocator::ClaimRequest req;
+  store::ClaimRequest req;
   server::BodyError error;
   if (!server::ParseClaim(body, max_lease_ms, &req, &error)) {
     CheckBodyError(error);

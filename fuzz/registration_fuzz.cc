@@ -8,19 +8,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "allocator/types.h"
+#include "store/types.h"
 #include "fuzz/fuzz_check.h"
 #include "server/api/request_bodies.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
-  std::vector<allocator::ContainerSpec> specs;
+  std::vector<store::ContainerSpec> specs;
   server::BodyError error;
   if (!server::ParseRegistration(body, &specs, &error)) {
     CheckBodyError(error);
     return 0;
   }
-  for (const allocator::ContainerSpec& spec : specs) {
+  for (const store::ContainerSpec& spec : specs) {
     const size_t id = server::Utf8Chars(spec.id);
     FUZZ_CHECK(id >= 1 && id <= server::kMaxNameChars, "id length");
     FUZZ_CHECK(!spec.region.empty(), "region");

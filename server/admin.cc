@@ -5,9 +5,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "allocator/registry.h"
 #include "server/api/request_bodies.h"
-#include "store/shard.h"
+#include "store/storage.h"
 
 namespace server {
 
@@ -24,40 +23,38 @@ int RunRegister(const RegisterConfig& cfg, std::istream& in, std::ostream& out,
     }
     text << file.rdbuf();
   }
-  std::vector<allocator::ContainerSpec> specs;
+  std::vector<store::ContainerSpec> specs;
   BodyError error;
   if (!ParseRegistration(text.str(), &specs, &error)) {
     err << "edgealloc register: " << cfg.file << ": " << error.message << "\n";
     return 2;
   }
 
-  store::ShardMap map(cfg.db, cfg.shards);
-  store::DbOptions options;
+  store::StorageOptions options;
+  options.db = cfg.db;
+  options.shards = cfg.shards;
   options.program = "edgealloc register";
-  std::vector<std::unique_ptr<store::Shard>> shards;
-  store::Status s = store::OpenShards(map, options, store::WriterOptions{}, &shards);
+  std::unique_ptr<store::Storage> storage;
+  store::Status s = store::OpenStorage(options, &storage);
   if (!s.ok()) {
     err << "edgealloc register: " << s.ToString() << "\n";
     return s.IsInvalidArgument() ? 2 : 1;
   }
-  std::vector<store::Shard*> raw;
-  for (auto& shard : shards) raw.push_back(shard.get());
-  allocator::Registry registry(raw, map);
-  allocator::ContainerResult result;
+  store::ContainerResult result;
   if (specs.empty()) {
-    result.outcome = allocator::Outcome::kOk;
+    result.outcome = store::Outcome::kOk;
   } else {
-    std::promise<allocator::ContainerResult> done;
-    std::future<allocator::ContainerResult> future = done.get_future();
-    registry.Register(std::move(specs),
-                      [&done](allocator::ContainerResult r) { done.set_value(std::move(r)); });
+    std::promise<store::ContainerResult> done;
+    std::future<store::ContainerResult> future = done.get_future();
+    storage->Register(std::move(specs),
+                      [&done](store::ContainerResult r) { done.set_value(std::move(r)); });
     result = future.get();
   }
-  for (auto& shard : shards) shard->writer->Stop();
-  if (result.outcome != allocator::Outcome::kOk) {
-    err << "edgealloc register: " << allocator::OutcomeName(result.outcome) << ": "
+  storage->StopWriters();
+  if (result.outcome != store::Outcome::kOk) {
+    err << "edgealloc register: " << store::OutcomeName(result.outcome) << ": "
         << result.message << "\n";
-    return result.outcome == allocator::Outcome::kConflict ? 2 : 1;
+    return result.outcome == store::Outcome::kConflict ? 2 : 1;
   }
   out << "registered " << result.count << "\n";
   return 0;

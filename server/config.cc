@@ -127,7 +127,7 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
       ->envname("EDGEALLOC_SYNC")
       ->check(CLI::IsMember({"full", "normal"}))
       ->capture_default_str();
-  serve->add_option("--lease-ms", s.lease_ms, "session lease when a claim names none")
+  serve->add_option("--lease-ms", s.default_lease_ms, "session lease when a claim names none")
       ->envname("EDGEALLOC_LEASE_MS")
       ->check(InRange(1, kBig, "default session lease in ms"))
       ->capture_default_str();
@@ -220,8 +220,10 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
   s.sync = sync == "normal" ? store::Sync::kNormal : store::Sync::kFull;
   std::string error;
   if (!SplitHostPort(s.listen, &s.host, &s.port, &error)) return usage("--listen: " + error);
-  if (s.lease_ms > s.max_lease_ms) {
-    return usage("--lease-ms (" + std::to_string(s.lease_ms) + ") is longer than --max-lease-ms (" +
+  // "0 = unlimited" on the command line; one spelling of unlimited inside.
+  if (s.max_sessions_per_tenant == 0) s.max_sessions_per_tenant = store::kUnlimited;
+  if (s.default_lease_ms > s.max_lease_ms) {
+    return usage("--lease-ms (" + std::to_string(s.default_lease_ms) + ") is longer than --max-lease-ms (" +
                  std::to_string(s.max_lease_ms) + ")");
   }
   if (s.keys_file.empty() && !IsLoopbackHost(s.host)) {

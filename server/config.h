@@ -5,7 +5,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "store/db.h"
+#include "store/types.h"
 
 namespace server {
 
@@ -20,14 +20,14 @@ struct ServeConfig {
   int threads = 1;                 // default: hardware cores less one, at least 1
   int shards = 1;
   store::Sync sync = store::Sync::kFull;
-  int64_t lease_ms = 60000;
+  int64_t default_lease_ms = 60000;  // --lease-ms: a claim or renew that names none
   int64_t max_lease_ms = 3600000;
   int64_t dead_after_ms = 30000;
   int batch_max = 100;             // heartbeat rows a transaction (batcher)
   int64_t batch_wait_ms = 10;      // longest a heartbeat waits for a batch
   int64_t queue_capacity = 100000; // heartbeats queued a shard before 503
   int64_t mirror_refresh_ms = 1000;  // capacity mirror refresh period
-  int64_t max_sessions_per_tenant = 0;  // 0: unlimited
+  int64_t max_sessions_per_tenant = store::kUnlimited;  // the flag's 0 is kUnlimited too
   int64_t max_body_bytes = 1 << 20;
   int candidates = 5;
   int64_t max_clock_skew_ms = 60000;  // a heartbeat's ts_ms at most this far ahead

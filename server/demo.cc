@@ -15,20 +15,20 @@ constexpr int kPerPool = 8;
 
 }  // namespace
 
-Demo::Demo(allocator::Registry* registry, batcher::Batcher* batcher, int64_t dead_after_ms)
-    : registry_(registry),
+Demo::Demo(store::Storage* storage, batcher::Batcher* batcher, int64_t dead_after_ms)
+    : storage_(storage),
       batcher_(batcher),
       period_ms_(std::clamp(dead_after_ms / 3, kMinPeriodMs, kMaxPeriodMs)) {}
 
 Demo::~Demo() { Stop(); }
 
-std::vector<allocator::ContainerSpec> Demo::Fleet() {
-  std::vector<allocator::ContainerSpec> fleet;
+std::vector<store::ContainerSpec> Demo::Fleet() {
+  std::vector<store::ContainerSpec> fleet;
   int region_index = 0;
   for (const char* region : kRegions) {
     for (const char* pool : kPools) {
       for (int i = 0; i < kPerPool; ++i) {
-        allocator::ContainerSpec c;
+        store::ContainerSpec c;
         c.id = std::string("demo-") + region + "-" + pool + "-" + std::to_string(i);
         c.region = region;
         c.pool = pool;
@@ -42,10 +42,10 @@ std::vector<allocator::ContainerSpec> Demo::Fleet() {
   return fleet;
 }
 
-allocator::ContainerResult Demo::RegisterOnce() {
-  auto promise = std::make_shared<std::promise<allocator::ContainerResult>>();
-  std::future<allocator::ContainerResult> result = promise->get_future();
-  registry_->Register(Fleet(), [promise](allocator::ContainerResult r) {
+store::ContainerResult Demo::RegisterOnce() {
+  auto promise = std::make_shared<std::promise<store::ContainerResult>>();
+  std::future<store::ContainerResult> result = promise->get_future();
+  storage_->Register(Fleet(), [promise](store::ContainerResult r) {
     promise->set_value(std::move(r));
   });
   return result.get();
@@ -54,7 +54,7 @@ allocator::ContainerResult Demo::RegisterOnce() {
 batcher::SubmitResult Demo::HeartbeatOnce() {
   const int64_t now = base::NowMs();
   std::vector<batcher::Heartbeat> beats;
-  for (allocator::ContainerSpec& c : Fleet()) {
+  for (store::ContainerSpec& c : Fleet()) {
     batcher::Heartbeat h;
     h.container_id = std::move(c.id);
     h.ts_ms = now;
@@ -66,8 +66,8 @@ batcher::SubmitResult Demo::HeartbeatOnce() {
 }
 
 bool Demo::Start(std::string* error) {
-  allocator::ContainerResult r = RegisterOnce();
-  if (r.outcome != allocator::Outcome::kOk) {
+  store::ContainerResult r = RegisterOnce();
+  if (r.outcome != store::Outcome::kOk) {
     *error = "demo fleet registration failed: " + r.message;
     return false;
   }

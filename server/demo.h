@@ -7,18 +7,18 @@
 #include <vector>
 
 #include "base/mutex.h"
-#include "allocator/registry.h"
+#include "store/storage.h"
 #include "batcher/batcher.h"
 
 namespace server {
 
 // A Demo is the `--demo` fleet: 48 containers (regions weur, eeur, wnam;
 // pools chrome and firefox; 8 each) registered once at start through the
-// Registry, then kept alive the way real containers are: a heartbeat with
+// storage, then kept alive the way real containers are: a heartbeat with
 // state "ready" for each through the Batcher every kMaxPeriodMs or a third of
 // --dead-after-ms, whichever is smaller, so the demo exercises the real
 // heartbeat path. Its own thread sends them; Start and Stop are for the
-// owning thread. The registry and batcher must outlive it; stop the Demo
+// owning thread. The storage and batcher must outlive it; stop the Demo
 // before Batcher::Stop().
 class Demo {
  public:
@@ -27,7 +27,7 @@ class Demo {
   // The shortest, whatever --dead-after-ms says.
   static constexpr int64_t kMinPeriodMs = 10;
 
-  Demo(allocator::Registry* registry, batcher::Batcher* batcher, int64_t dead_after_ms);
+  Demo(store::Storage* storage, batcher::Batcher* batcher, int64_t dead_after_ms);
   Demo(const Demo&) = delete;
   Demo& operator=(const Demo&) = delete;
   ~Demo();
@@ -40,16 +40,16 @@ class Demo {
 
   // The demo containers: ids "demo-<region>-<pool>-<i>", data
   // {"endpoint":"ws://demo-<id>:9222"}.
-  static std::vector<allocator::ContainerSpec> Fleet();
+  static std::vector<store::ContainerSpec> Fleet();
 
  private:
   // Registers the fleet and waits. kOk on success.
-  allocator::ContainerResult RegisterOnce();
+  store::ContainerResult RegisterOnce();
   // Submits one "ready" heartbeat for each container of the fleet.
   batcher::SubmitResult HeartbeatOnce();
   void Loop();
 
-  allocator::Registry* registry_;
+  store::Storage* storage_;
   batcher::Batcher* batcher_;
   int64_t period_ms_;
   base::Mutex mu_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "base/random.h"
 #include "server/http/log.h"
 
 namespace server {
@@ -27,35 +28,28 @@ store::Status Service::Start() {
     // Session ids are bearer-like handles drawn from getrandom(2): without
     // it the server does not start, rather than hand out guessable ids.
     unsigned char probe[16];
-    store::Status s = allocator::KernelRandomBytes(probe, sizeof(probe));
-    if (!s.ok()) return store::Status::IOError("refusing to start: " + s.ToString());
+    std::string error;
+    if (!base::KernelRandomBytes(probe, sizeof(probe), &error)) {
+      return store::Status::IOError("refusing to start: " + error);
+    }
   }
 
-  store::ShardMap map(config_.db, config_.shards);
-  store::DbOptions db_options;
-  db_options.sync = config_.sync;
-  db_options.program = "edgealloc serve";
-  store::Status s = store::OpenShards(map, db_options, store::WriterOptions{}, &shards_);
+  store::StorageOptions storage_options;
+  storage_options.db = config_.db;
+  storage_options.shards = config_.shards;
+  storage_options.sync = config_.sync;
+  storage_options.program = "edgealloc serve";
+  storage_options.policy.candidates = config_.candidates;
+  storage_options.policy.dead_after_ms = config_.dead_after_ms;
+  storage_options.policy.max_sessions_per_tenant = config_.max_sessions_per_tenant;
+  store::Status s = store::OpenStorage(storage_options, &storage_);
   if (!s.ok()) return s;
-  std::vector<store::Shard*> shards;
-  std::vector<const store::Shard*> const_shards;
-  std::vector<std::string> paths;
-  for (auto& shard : shards_) {
-    shards.push_back(shard.get());
-    const_shards.push_back(shard.get());
-    paths.push_back(shard->path);
-  }
 
   allocator::AllocatorOptions alloc_options;
-  alloc_options.candidates = config_.candidates;
-  alloc_options.default_lease_ms = config_.lease_ms;
+  alloc_options.default_lease_ms = config_.default_lease_ms;
   alloc_options.max_lease_ms = config_.max_lease_ms;
-  alloc_options.dead_after_ms = config_.dead_after_ms;
-  alloc_options.max_sessions_per_tenant =
-      config_.max_sessions_per_tenant > 0 ? config_.max_sessions_per_tenant : -1;
-  allocator_ = std::make_unique<allocator::Allocator>(shards, map, alloc_options);
+  allocator_ = std::make_unique<allocator::Allocator>(storage_.get(), alloc_options);
   allocator_->Start();
-  registry_ = std::make_unique<allocator::Registry>(shards, map);
 
   batcher::BatcherOptions batch_options;
   batch_options.batch_max = config_.batch_max;
@@ -63,11 +57,15 @@ store::Status Service::Start() {
       std::min<int64_t>(config_.batch_wait_ms, std::numeric_limits<int>::max()));
   batch_options.queue_capacity = config_.queue_capacity;
   batch_options.dead_after_ms = config_.dead_after_ms;
-  batcher_ = std::make_unique<batcher::Batcher>(shards, map, batch_options);
+  batcher_ = std::make_unique<batcher::Batcher>(storage_.get(), batch_options);
   batcher_->Start();
 
   // The first read happens here, so /v1/capacity is never served empty.
-  mirror_ = std::make_unique<kvmirror::Mirror>(paths, config_.mirror_refresh_ms);
+  std::vector<std::unique_ptr<store::CapacityReader>> readers;
+  for (int p = 0; p < storage_->partitions(); ++p) {
+    readers.push_back(storage_->NewCapacityReader(p, kvmirror::kReaderBusyTimeoutMs));
+  }
+  mirror_ = std::make_unique<kvmirror::Mirror>(std::move(readers), config_.mirror_refresh_ms);
   s = mirror_->Start();
   if (!s.ok()) {
     Stop();
@@ -94,7 +92,7 @@ store::Status Service::Start() {
   session_routes_ =
       std::make_unique<SessionRoutes>(allocator_.get(), http_->executor(), session_options);
   session_routes_->AddRoutes(router_.get());
-  container_routes_ = std::make_unique<ContainerRoutes>(registry_.get(), http_->executor());
+  container_routes_ = std::make_unique<ContainerRoutes>(storage_.get(), http_->executor());
   container_routes_->AddRoutes(router_.get());
   heartbeat_routes_ =
       std::make_unique<HeartbeatRoutes>(batcher_.get(), &ready_, config_.max_clock_skew_ms);
@@ -104,14 +102,14 @@ store::Status Service::Start() {
   metrics.claim_latency = &claim_latency_;
   metrics.batcher = batcher_.get();
   metrics.mirror = mirror_.get();
-  metrics.shards = const_shards;
+  metrics.storage = storage_.get();
   metrics.requests = &request_metrics_;
   ops_routes_ = std::make_unique<OpsRoutes>(mirror_.get(), std::move(metrics));
   ops_routes_->AddRoutes(router_.get());
   started_ = true;
 
   if (config_.demo) {
-    demo_ = std::make_unique<Demo>(registry_.get(), batcher_.get(), config_.dead_after_ms);
+    demo_ = std::make_unique<Demo>(storage_.get(), batcher_.get(), config_.dead_after_ms);
     std::string error;
     if (!demo_->Start(&error)) {
       Stop();
@@ -148,11 +146,9 @@ void Service::Stop(std::chrono::milliseconds grace) {
   if (batcher_) batcher_->Stop();
   if (allocator_) allocator_->Stop();
   if (mirror_) mirror_->Stop();
-  // Writer::Stop runs every job it accepted, so every callback has run, and
+  // The writers run every job they accepted, so every callback has run, and
   // posted its reply, before the io threads and their io_context go away.
-  for (auto& shard : shards_) {
-    if (shard->writer) shard->writer->Stop();
-  }
+  if (storage_) storage_->StopWriters();
   // Those callbacks posted their replies; the io threads write them before
   // they stop (bounded by the write timeout of each), so nothing committed
   // goes unanswered, however long the drain took.
@@ -170,8 +166,7 @@ void Service::Stop(std::chrono::milliseconds grace) {
   batcher_.reset();
   mirror_.reset();
   allocator_.reset();
-  registry_.reset();
-  shards_.clear();
+  storage_.reset();
   http_.reset();
   router_.reset();
 }

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "allocator/allocator.h"
-#include "allocator/registry.h"
 #include "base/histogram.h"
 #include "batcher/batcher.h"
 #include "kvmirror/mirror.h"
@@ -24,13 +23,13 @@
 #include "server/http/server.h"
 #include "server/ops/health_routes.h"
 #include "server/ops/ops_routes.h"
-#include "store/shard.h"
 #include "store/status.h"
+#include "store/storage.h"
 
 namespace server {
 
-// A Service is one running edgealloc: the shards and their writers, the
-// allocator and registry, the heartbeat batcher, the capacity mirror, the
+// A Service is one running edgealloc: the storage (its writers inside), the
+// allocator, the heartbeat batcher, the capacity mirror, the
 // routes and the HTTP server, and the demo fleet when asked: it wires
 // server/http, server/api and server/ops together. main() and the tests own
 // one. Start and Stop are for the owning thread; everything else it holds is
@@ -48,7 +47,7 @@ class Service {
   Service& operator=(const Service&) = delete;
   ~Service();
 
-  // Loads the keys, opens (creating, migrating) the shards, starts the
+  // Loads the keys, opens (creating, migrating) the storage, starts the
   // allocator, the batcher, the mirror (after its first read, so capacity is
   // never empty), the HTTP server and the demo fleet; then /readyz says 200.
   // Returns InvalidArgument for a bad keys file or a database of another
@@ -86,9 +85,8 @@ class Service {
   ServeConfig config_;
   std::atomic<bool> ready_{false};
   KeyStore keys_;
-  std::vector<std::unique_ptr<store::Shard>> shards_;
+  std::unique_ptr<store::Storage> storage_;
   std::unique_ptr<allocator::Allocator> allocator_;
-  std::unique_ptr<allocator::Registry> registry_;
   std::unique_ptr<batcher::Batcher> batcher_;
   std::unique_ptr<kvmirror::Mirror> mirror_;
   // Read by /metrics; written by the router and the claim route.

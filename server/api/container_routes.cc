@@ -12,12 +12,12 @@
 namespace server {
 namespace {
 
-using allocator::Outcome;
+using store::Outcome;
 
 }  // namespace
 
-ContainerRoutes::ContainerRoutes(allocator::Registry* registry, boost::asio::any_io_executor io)
-    : registry_(registry), io_(std::move(io)) {}
+ContainerRoutes::ContainerRoutes(store::Storage* storage, boost::asio::any_io_executor io)
+    : storage_(storage), io_(std::move(io)) {}
 
 void ContainerRoutes::AddRoutes(Router* router) {
   using http::verb;
@@ -36,11 +36,11 @@ void ContainerRoutes::AddRoutes(Router* router) {
 }
 
 void ContainerRoutes::Register(RouteRequest req, Reply reply) {
-  std::vector<allocator::ContainerSpec> specs;
+  std::vector<store::ContainerSpec> specs;
   BodyError error;
   if (!ParseRegistration(req.http.body(), &specs, &error)) return reply(BodyErrorResponse(error));
   if (specs.empty()) return reply(JsonResponse(200, "{\"registered\":0}"));
-  registry_->Register(std::move(specs), [io = io_, reply](allocator::ContainerResult r) {
+  storage_->Register(std::move(specs), [io = io_, reply](store::ContainerResult r) {
     ReplyOnIo(io, reply, [r = std::move(r)] {
       if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message);
       return JsonResponse(200, "{\"registered\":" + std::to_string(r.count) + "}");
@@ -49,20 +49,20 @@ void ContainerRoutes::Register(RouteRequest req, Reply reply) {
 }
 
 void ContainerRoutes::GetContainer(RouteRequest req, Reply reply) {
-  allocator::ContainerResult r = registry_->Get(req.params[0]);
+  store::ContainerResult r = storage_->GetContainer(req.params[0]);
   if (r.outcome != Outcome::kOk) return reply(OutcomeResponse(r.outcome, r.message));
   reply(JsonResponse(200, ContainerJson(r.container)));
 }
 
 void ContainerRoutes::Drain(RouteRequest req, Reply reply) {
   std::string id = req.params[0];
-  auto* registry = registry_;
-  registry_->Drain(id, [io = io_, reply, id, registry](allocator::ContainerResult r) {
-    ReplyOnIo(io, reply, [r = std::move(r), id, registry] {
+  auto* storage = storage_;
+  storage_->Drain(id, [io = io_, reply, id, storage](store::ContainerResult r) {
+    ReplyOnIo(io, reply, [r = std::move(r), id, storage] {
       if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message);
       // 200 with the container as it is now (status draining, or still
       // picked with drain_requested until its session ends).
-      allocator::ContainerResult now = registry->Get(id);
+      store::ContainerResult now = storage->GetContainer(id);
       if (now.outcome != Outcome::kOk) return JsonResponse(200, "{\"status\":\"draining\"}");
       return JsonResponse(200, ContainerJson(now.container));
     });
@@ -70,7 +70,7 @@ void ContainerRoutes::Drain(RouteRequest req, Reply reply) {
 }
 
 void ContainerRoutes::Remove(RouteRequest req, Reply reply) {
-  registry_->Remove(req.params[0], [io = io_, reply](allocator::ContainerResult r) {
+  storage_->Remove(req.params[0], [io = io_, reply](store::ContainerResult r) {
     ReplyOnIo(io, reply, [r = std::move(r)] {
       if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message);
       return Response{http::status::no_content, 11};

@@ -3,22 +3,22 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
-#include "allocator/registry.h"
+#include "store/storage.h"
 #include "server/http/router.h"
 
 namespace server {
 
-// ContainerRoutes are the HTTP face of the registry, the container routes of
+// ContainerRoutes are the HTTP face of the container operations of the storage
 // API.md (admin keys):
 //   POST   /v1/containers             register a list
 //   GET    /v1/containers/{id}        read
 //   POST   /v1/containers/{id}/drain  drain
 //   DELETE /v1/containers/{id}        remove
 // Safe from every io thread. Results that come back on a store writer thread
-// are posted to `io` before any JSON is made. The registry must outlive it.
+// are posted to `io` before any JSON is made. The storage must outlive it.
 class ContainerRoutes {
  public:
-  ContainerRoutes(allocator::Registry* registry, boost::asio::any_io_executor io);
+  ContainerRoutes(store::Storage* storage, boost::asio::any_io_executor io);
 
   // Adds the container routes to `router`.
   void AddRoutes(Router* router);
@@ -29,7 +29,7 @@ class ContainerRoutes {
   void Drain(RouteRequest req, Reply reply);
   void Remove(RouteRequest req, Reply reply);
 
-  allocator::Registry* registry_;
+  store::Storage* storage_;
   boost::asio::any_io_executor io_;
 };
 

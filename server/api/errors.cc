@@ -4,8 +4,8 @@
 
 namespace server {
 
-HttpStatus HttpStatusOf(allocator::Outcome outcome) {
-  using allocator::Outcome;
+HttpStatus HttpStatusOf(store::Outcome outcome) {
+  using store::Outcome;
   switch (outcome) {
     case Outcome::kOk: return {200, ""};
     case Outcome::kReplayed: return {200, ""};
@@ -21,9 +21,9 @@ HttpStatus HttpStatusOf(allocator::Outcome outcome) {
   return {503, "unavailable"};
 }
 
-Response OutcomeResponse(allocator::Outcome outcome, const std::string& message) {
+Response OutcomeResponse(store::Outcome outcome, const std::string& message) {
   HttpStatus st = HttpStatusOf(outcome);
-  if (outcome == allocator::Outcome::kError) {
+  if (outcome == store::Outcome::kError) {
     // A storage failure: say so in the log; the client gets a retryable 503.
     LogLine("edgealloc: storage error: " + message);
   }

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "allocator/types.h"
+#include "store/types.h"
 #include "server/api/request_bodies.h"
 #include "server/http/message.h"
 
@@ -24,11 +24,11 @@ struct HttpStatus {
 // its own success status. kError (storage failed, e.g. the write lock of
 // another process held too long) is 503 `unavailable` with Retry-After, since
 // API.md allows no 5xx but 503.
-HttpStatus HttpStatusOf(allocator::Outcome outcome);
+HttpStatus HttpStatusOf(store::Outcome outcome);
 
 // The error response for an allocator outcome that is not a success:
 // HttpStatusOf's status and code, `message` (or the code if it is empty).
-Response OutcomeResponse(allocator::Outcome outcome, const std::string& message);
+Response OutcomeResponse(store::Outcome outcome, const std::string& message);
 
 // 400 with the code and message of a refused request body.
 Response BodyErrorResponse(const BodyError& error);

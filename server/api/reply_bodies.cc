@@ -4,7 +4,7 @@
 
 namespace server {
 
-std::string SessionJson(const allocator::Session& s) {
+std::string SessionJson(const store::Session& s) {
   std::string out;
   out.reserve(192 + s.data.size());
   out += "{\"session_id\":" + JsonQuote(s.session_id);
@@ -19,7 +19,7 @@ std::string SessionJson(const allocator::Session& s) {
   return out;
 }
 
-std::string ContainerJson(const allocator::ContainerInfo& c) {
+std::string ContainerJson(const store::ContainerInfo& c) {
   std::string out;
   out.reserve(192 + c.data.size());
   out += "{\"id\":" + JsonQuote(c.id);

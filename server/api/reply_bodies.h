@@ -3,15 +3,15 @@
 
 #include <string>
 
-#include "allocator/types.h"
+#include "store/types.h"
 
 namespace server {
 
 // The JSON bodies of the API's success replies (API.md), made on an io
 // thread. A container's `data` is JSON object text from the store, spliced in
 // as it is, never re-parsed.
-std::string SessionJson(const allocator::Session& session);
-std::string ContainerJson(const allocator::ContainerInfo& container);
+std::string SessionJson(const store::Session& session);
+std::string ContainerJson(const store::ContainerInfo& container);
 
 }  // namespace server
 

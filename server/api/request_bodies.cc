@@ -183,7 +183,7 @@ bool ParseItem(const json& item, const std::string& at, int64_t accepted_ms, int
 
 }  // namespace
 
-bool ParseClaim(std::string_view body, int64_t max_lease_ms, allocator::ClaimRequest* out,
+bool ParseClaim(std::string_view body, int64_t max_lease_ms, store::ClaimRequest* out,
                 BodyError* error) {
   json j;
   if (!ParseJsonObject(body, &j, error)) return false;
@@ -229,7 +229,7 @@ bool ParseRenew(std::string_view body, int64_t max_lease_ms, int64_t* token, int
   return GetInt(j, "lease_ms", "lease_ms", false, 1, max_lease_ms, lease_ms, error);
 }
 
-bool ParseRegistration(std::string_view body, std::vector<allocator::ContainerSpec>* out,
+bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>* out,
                        BodyError* error) {
   json j;
   if (!ParseJsonObject(body, &j, error)) return false;
@@ -243,7 +243,7 @@ bool ParseRegistration(std::string_view body, std::vector<allocator::ContainerSp
     std::string at = "containers[" + std::to_string(i) + "]";
     const json& c = (*it)[i];
     if (!c.is_object()) return FieldFail(error, at, "must be an object");
-    allocator::ContainerSpec spec;
+    store::ContainerSpec spec;
     if (!GetName(c, "id", at + ".id", true, &spec.id, error)) return false;
     auto [first, fresh] = index_of_id.emplace(spec.id, i);
     if (!fresh) {

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "allocator/types.h"
+#include "store/types.h"
 #include "batcher/heartbeat.h"
 
 namespace server {
@@ -40,7 +40,7 @@ struct BodyError {
 // filled and must not be used.
 
 // POST /v1/sessions. The caller is not set here.
-bool ParseClaim(std::string_view body, int64_t max_lease_ms, allocator::ClaimRequest* out,
+bool ParseClaim(std::string_view body, int64_t max_lease_ms, store::ClaimRequest* out,
                 BodyError* error);
 
 // POST /v1/sessions/{id}/renew: token required, lease_ms optional (0: default).
@@ -48,7 +48,7 @@ bool ParseRenew(std::string_view body, int64_t max_lease_ms, int64_t* token, int
                 BodyError* error);
 
 // POST /v1/containers (and `edgealloc register`).
-bool ParseRegistration(std::string_view body, std::vector<allocator::ContainerSpec>* out,
+bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>* out,
                        BodyError* error);
 
 // Reads a POST /v1/heartbeats body (API.md "Heartbeats") and checks it whole:

@@ -12,9 +12,9 @@
 namespace server {
 namespace {
 
-using allocator::Outcome;
+using store::Outcome;
 
-Response SessionResponse(const allocator::SessionResult& r, int ok_status) {
+Response SessionResponse(const store::SessionResult& r, int ok_status) {
   if (r.outcome != Outcome::kOk && r.outcome != Outcome::kReplayed) {
     return OutcomeResponse(r.outcome, r.message);
   }
@@ -25,8 +25,8 @@ Response SessionResponse(const allocator::SessionResult& r, int ok_status) {
 
 }  // namespace
 
-allocator::Caller CallerOf(const Principal& who) {
-  allocator::Caller c;
+store::Caller CallerOf(const Principal& who) {
+  store::Caller c;
   c.tenant = who.tenant;
   c.admin = who.role == Role::kAdmin;
   return c;
@@ -51,14 +51,14 @@ void SessionRoutes::AddRoutes(Router* router) {
 
 void SessionRoutes::Claim(RouteRequest req, Reply reply) {
   const auto started = std::chrono::steady_clock::now();
-  allocator::ClaimRequest claim;
+  store::ClaimRequest claim;
   BodyError error;
   if (!ParseClaim(req.http.body(), options_.max_lease_ms, &claim, &error)) {
     return reply(BodyErrorResponse(error));
   }
   claim.caller = CallerOf(req.who);
   allocator_->Claim(std::move(claim), [io = io_, reply, started,
-                                       latency = options_.claim_latency](allocator::SessionResult r) {
+                                       latency = options_.claim_latency](store::SessionResult r) {
     ReplyOnIo(io, reply, [r = std::move(r), started, latency] {
       Response res = SessionResponse(r, 201);
       if (latency) latency->Observe(std::chrono::steady_clock::now() - started);
@@ -69,7 +69,7 @@ void SessionRoutes::Claim(RouteRequest req, Reply reply) {
 
 void SessionRoutes::GetSession(RouteRequest req, Reply reply) {
   // An exact read on a pooled read-only connection: never waits for a writer.
-  allocator::SessionResult r = allocator_->GetSession(CallerOf(req.who), req.params[0]);
+  store::SessionResult r = allocator_->GetSession(CallerOf(req.who), req.params[0]);
   reply(SessionResponse(r, 200));
 }
 
@@ -80,7 +80,7 @@ void SessionRoutes::Renew(RouteRequest req, Reply reply) {
     return reply(BodyErrorResponse(error));
   }
   allocator_->Renew(CallerOf(req.who), req.params[0], token, lease_ms,
-                    [io = io_, reply](allocator::SessionResult r) {
+                    [io = io_, reply](store::SessionResult r) {
                       ReplyOnIo(io, reply, [r = std::move(r)] { return SessionResponse(r, 200); });
                     });
 }
@@ -96,7 +96,7 @@ void SessionRoutes::Release(RouteRequest req, Reply reply) {
     return reply(ErrorResponse(400, "invalid_field", "token: must be an integer"));
   }
   allocator_->Release(CallerOf(req.who), req.params[0], token,
-                      [io = io_, reply](allocator::SessionResult r) {
+                      [io = io_, reply](store::SessionResult r) {
                         ReplyOnIo(io, reply, [r = std::move(r)] {
                           if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message);
                           return Response{http::status::no_content, 11};

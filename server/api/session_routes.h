@@ -50,7 +50,7 @@ class SessionRoutes {
 };
 
 // The caller the allocator sees for an authenticated principal.
-allocator::Caller CallerOf(const Principal& who);
+store::Caller CallerOf(const Principal& who);
 
 }  // namespace server
 

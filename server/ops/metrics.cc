@@ -138,13 +138,13 @@ void MirrorFamilies(const kvmirror::Mirror& m, int64_t now_ms, Exposition* out) 
               s.refresh_errors.load(std::memory_order_relaxed));
 }
 
-void StoreFamilies(const std::vector<const store::Shard*>& shards, Exposition* out) {
+// The storage's writers, one a partition (labelled "shard", as the SQLite
+// engine's partitions are its shard files).
+void StoreFamilies(const store::Storage& storage, Exposition* out) {
   std::vector<std::string> names;
-  for (const store::Shard* shard : shards) names.push_back(std::to_string(shard->index));
+  for (int i = 0; i < storage.partitions(); ++i) names.push_back(std::to_string(i));
   auto each = [&](auto fn) {
-    for (size_t i = 0; i < shards.size(); ++i) {
-      if (shards[i]->writer) fn(names[i], shards[i]->writer->stats());
-    }
+    for (int i = 0; i < storage.partitions(); ++i) fn(names[i], storage.writer_stats(i));
   };
   using store::WriterStats;
   out->Family("edgealloc_store_transactions_total", "counter",
@@ -185,7 +185,7 @@ std::string RenderMetrics(const MetricsSources& src, int64_t now_ms) {
   AllocatorFamilies(src, &out);
   if (src.batcher) BatcherFamilies(*src.batcher, &out);
   if (src.mirror) MirrorFamilies(*src.mirror, now_ms, &out);
-  if (!src.shards.empty()) StoreFamilies(src.shards, &out);
+  if (src.storage != nullptr) StoreFamilies(*src.storage, &out);
   if (src.requests) {
     out.Family("edgealloc_http_requests_total", "counter",
                "HTTP requests answered, by route pattern (unmatched for unknown paths) and "

@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "allocator/allocator.h"
+#include "base/histogram.h"
 #include "batcher/batcher.h"
 #include "kvmirror/mirror.h"
-#include "base/histogram.h"
 #include "server/http/request_metrics.h"
-#include "store/shard.h"
+#include "store/storage.h"
 
 namespace server {
 
@@ -22,7 +22,7 @@ struct MetricsSources {
   const base::LatencyHistogram* claim_latency = nullptr;
   const batcher::Batcher* batcher = nullptr;
   const kvmirror::Mirror* mirror = nullptr;
-  std::vector<const store::Shard*> shards;
+  const store::Storage* storage = nullptr;  // its writers' counters
   const RequestMetrics* requests = nullptr;
 };
 

@@ -5,8 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "allocator/registry.h"
-#include "store/shard.h"
+#include "store/storage.h"
 #include "tests/support/temp_dir.h"
 
 namespace server {
@@ -25,15 +24,13 @@ TEST_CASE("admin: register reads a file and writes its containers") {
   REQUIRE(RunRegister(cfg, in, out, err) == 0);
   CHECK(out.str() == "registered 2\n");
 
-  store::ShardMap map(cfg.db, 2);
-  std::vector<std::unique_ptr<store::Shard>> shards;
-  REQUIRE(store::OpenShards(map, {}, {}, &shards).ok());
-  std::vector<store::Shard*> raw;
-  for (auto& s : shards) raw.push_back(s.get());
-  allocator::Registry registry(raw, map);
-  CHECK(registry.Get("b").outcome == allocator::Outcome::kOk);
-  CHECK(registry.Get("b").container.status == "available");
-  for (auto& s : shards) s->writer->Stop();
+  store::StorageOptions options;
+  options.db = cfg.db;
+  options.shards = 2;
+  std::unique_ptr<store::Storage> storage;
+  REQUIRE(store::OpenStorage(options, &storage).ok());
+  CHECK(storage->GetContainer("b").outcome == store::Outcome::kOk);
+  CHECK(storage->GetContainer("b").container.status == "available");
 }
 
 TEST_CASE("admin: register from stdin refuses a bad body with exit code 2") {

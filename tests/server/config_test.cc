@@ -37,14 +37,14 @@ TEST_CASE("config: serve without options takes the defaults of API.md") {
   CHECK(s.threads >= 1);
   CHECK(s.shards == 1);
   CHECK(s.sync == store::Sync::kFull);
-  CHECK(s.lease_ms == 60000);
+  CHECK(s.default_lease_ms == 60000);
   CHECK(s.max_lease_ms == 3600000);
   CHECK(s.dead_after_ms == 30000);
   CHECK(s.batch_max == 100);
   CHECK(s.batch_wait_ms == 10);
   CHECK(s.queue_capacity == 100000);
   CHECK(s.mirror_refresh_ms == 1000);
-  CHECK(s.max_sessions_per_tenant == 0);
+  CHECK(s.max_sessions_per_tenant == store::kUnlimited);
   CHECK(s.max_body_bytes == 1048576);
   CHECK(s.candidates == 5);
   CHECK(s.max_clock_skew_ms == 60000);
@@ -66,7 +66,7 @@ TEST_CASE("config: every flag of API.md is taken") {
   CHECK(s.threads == 3);
   CHECK(s.shards == 4);
   CHECK(s.sync == store::Sync::kNormal);
-  CHECK(s.lease_ms == 1000);
+  CHECK(s.default_lease_ms == 1000);
   CHECK(s.max_lease_ms == 2000);
   CHECK(s.dead_after_ms == 500);
   CHECK(s.batch_max == 7);

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "store/db.h"
+#include "store/sqlite/db.h"
 #include "tests/server/service_fixture.h"
 
 namespace {

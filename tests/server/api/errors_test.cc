@@ -8,7 +8,7 @@
 namespace server {
 namespace {
 
-using allocator::Outcome;
+using store::Outcome;
 using nlohmann::json;
 
 TEST_CASE("errors: every allocator outcome maps to the status and code of API.md") {
@@ -31,7 +31,7 @@ TEST_CASE("errors: a storage error is a retryable 503, never a 500") {
 }
 
 TEST_CASE("routes: the outcome table gives each error its JSON body") {
-  Response r = OutcomeResponse(allocator::Outcome::kNoCapacity, "none left");
+  Response r = OutcomeResponse(store::Outcome::kNoCapacity, "none left");
   CHECK(r.result_int() == 503);
   CHECK(r[http::field::retry_after] == "1");
   CHECK(json::parse(r.body())["error"]["code"] == "no_capacity");

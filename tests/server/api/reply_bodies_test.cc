@@ -6,7 +6,7 @@ namespace server {
 namespace {
 
 TEST_CASE("json_io: the session reply splices data in without re-parsing it") {
-  allocator::Session s;
+  store::Session s;
   s.session_id = "s_1";
   s.container_id = "c\"1";
   s.region = "weur";

@@ -12,7 +12,7 @@ namespace {
 using batcher::Heartbeat;
 
 TEST_CASE("json_io: a claim body is read with its defaults") {
-  allocator::ClaimRequest claim;
+  store::ClaimRequest claim;
   BodyError e;
   REQUIRE(ParseClaim(R"({"region":"weur","fallback_regions":["eeur","wnam"],"x":1})", 1000,
                      &claim, &e));
@@ -23,7 +23,7 @@ TEST_CASE("json_io: a claim body is read with its defaults") {
 }
 
 TEST_CASE("json_io: a body that is not a JSON object is invalid_json") {
-  allocator::ClaimRequest claim;
+  store::ClaimRequest claim;
   BodyError e;
   CHECK_FALSE(ParseClaim("{not json", 1000, &claim, &e));
   CHECK(e.code == "invalid_json");
@@ -49,21 +49,21 @@ TEST_CASE("json_io: a wrong field is invalid_field and the message names it") {
                  Case{R"({"region":"w","fallback_regions":"eeur"})", "fallback_regions"},
                  Case{R"({"region":"w","fallback_regions":["a",7]})", "fallback_regions[1]"},
                  Case{R"({"region":"w","idempotency_key":""})", "idempotency_key"}}) {
-    allocator::ClaimRequest claim;
+    store::ClaimRequest claim;
     BodyError e;
     INFO(c.body);
     CHECK_FALSE(ParseClaim(c.body, 1000, &claim, &e));
     CHECK(e.code == "invalid_field");
     CHECK(e.message.rfind(c.field, 0) == 0);
   }
-  allocator::ClaimRequest claim;
+  store::ClaimRequest claim;
   BodyError e;
   CHECK_FALSE(ParseClaim("{\"region\":\"" + std::string(257, 'r') + "\"}", 1000, &claim, &e));
   CHECK(ParseClaim("{\"region\":\"" + std::string(256, 'r') + "\"}", 1000, &claim, &e));
 }
 
 TEST_CASE("json_io: a registration names the bad container by its index") {
-  std::vector<allocator::ContainerSpec> specs;
+  std::vector<store::ContainerSpec> specs;
   BodyError e;
   CHECK_FALSE(ParseRegistration(R"({"containers":[{"region":"x"}]})", &specs, &e));
   CHECK(e.code == "invalid_field");
@@ -79,7 +79,7 @@ TEST_CASE("json_io: a registration names the bad container by its index") {
 }
 
 TEST_CASE("json_io: registration keeps data as JSON text and defaults the pool") {
-  std::vector<allocator::ContainerSpec> specs;
+  std::vector<store::ContainerSpec> specs;
   BodyError e;
   REQUIRE(ParseRegistration(
       R"({"containers":[{"id":"c-1","region":"weur","latency_ms":12,"data":{"endpoint":"ws://x"}}]})",

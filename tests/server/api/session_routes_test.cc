@@ -20,7 +20,7 @@ using testing::HttpReply;
 
 // A real edgealloc on 127.0.0.1, a free port and a fresh database.
 struct TestService {
-  explicit TestService(const std::string& keys = "", int64_t quota = 0) {
+  explicit TestService(const std::string& keys = "", int64_t quota = store::kUnlimited) {
     ServeConfig cfg;
     cfg.db = dir.File("alloc.db");
     cfg.host = "127.0.0.1";
