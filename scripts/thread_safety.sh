@@ -11,7 +11,7 @@ CXX=${CLANGXX:-clang++-14}
 command -v "$CXX" >/dev/null || { echo "thread_safety: $CXX not found (scripts/setup.sh installs clang-14)" >&2; exit 1; }
 failed=0
 checked=0
-for f in base/*.h store/*.cc allocator/*.cc batcher/*.cc kvmirror/*.cc server/*.cc server/*/*.cc; do
+for f in base/*.h base/*.cc store/*.cc store/*/*.cc allocator/*.cc batcher/*.cc kvmirror/*.cc server/*.cc server/*/*.cc; do
   [ -e "$f" ] || continue
   checked=$((checked + 1))
   lang=()
