@@ -63,14 +63,7 @@ void Allocator::FinishClaim(const ClaimContext& req, store::SessionResult* r) {
 void Allocator::Release(const store::Caller& caller, std::string session_id, int64_t token,
                         store::SessionCallback done) {
   storage_->Release(caller, std::move(session_id), token,
-                    [this, done = std::move(done)](store::SessionResult r) {
-                      if (r.outcome == Outcome::kOk) {
-                        stats_.releases.fetch_add(1, std::memory_order_relaxed);
-                      } else if (r.outcome == Outcome::kStaleToken) {
-                        stats_.stale_tokens.fetch_add(1, std::memory_order_relaxed);
-                      }
-                      done(std::move(r));
-                    });
+                    Counted(&stats_.releases, std::move(done)));
 }
 
 void Allocator::Renew(const store::Caller& caller, std::string session_id, int64_t token,
@@ -78,14 +71,19 @@ void Allocator::Renew(const store::Caller& caller, std::string session_id, int64
   assert(lease_ms >= 0 && lease_ms <= options_.max_lease_ms);
   storage_->Renew(caller, std::move(session_id), token,
                   lease_ms > 0 ? lease_ms : options_.default_lease_ms,
-                  [this, done = std::move(done)](store::SessionResult r) {
-                    if (r.outcome == Outcome::kOk) {
-                      stats_.renewals.fetch_add(1, std::memory_order_relaxed);
-                    } else if (r.outcome == Outcome::kStaleToken) {
-                      stats_.stale_tokens.fetch_add(1, std::memory_order_relaxed);
-                    }
-                    done(std::move(r));
-                  });
+                  Counted(&stats_.renewals, std::move(done)));
+}
+
+store::SessionCallback Allocator::Counted(std::atomic<uint64_t>* ok,
+                                          store::SessionCallback done) {
+  return [this, ok, done = std::move(done)](store::SessionResult r) {
+    if (r.outcome == Outcome::kOk) {
+      ok->fetch_add(1, std::memory_order_relaxed);
+    } else if (r.outcome == Outcome::kStaleToken) {
+      stats_.stale_tokens.fetch_add(1, std::memory_order_relaxed);
+    }
+    done(std::move(r));
+  };
 }
 
 store::SessionResult Allocator::GetSession(const store::Caller& caller,

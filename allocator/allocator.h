@@ -76,6 +76,8 @@ class Allocator {
   };
   // Counts a finished claim and words its message.
   void FinishClaim(const ClaimContext& req, store::SessionResult* r);
+  // `done`, after counting its result: in *ok if kOk, as a stale token if that.
+  store::SessionCallback Counted(std::atomic<uint64_t>* ok, store::SessionCallback done);
   void ReaperLoop();
 
   store::Storage* const storage_;

@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
   app.add_option("--containers", o.containers);
   app.add_option("--seconds", o.seconds);
   app.add_option("--sync", o.sync)->check(CLI::IsMember({"full", "normal"}));
-  app.add_flag("!--no-coalesce", o.coalesce, "SQLite's own two pwrites a WAL frame (store/wal_vfs.h)");
+  app.add_flag("!--no-coalesce", o.coalesce, "SQLite's own two pwrites a WAL frame (store/sqlite/wal_vfs.h)");
   CLI11_PARSE(app, argc, argv);
 #ifndef NDEBUG
   std::printf("# WARNING: debug build; figures are not representative\n");

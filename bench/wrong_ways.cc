@@ -59,7 +59,7 @@ struct Options {
 constexpr char kRegion[] = "bench";
 constexpr char kPool[] = "default";
 
-// The wrong ways' statements, on the real schema (store/schema.cc).
+// The wrong ways' statements, on the real schema (store/sqlite/schema.cc).
 constexpr char kSelectCandidates[] = R"sql(
 SELECT id FROM containers
 WHERE region = ?1 AND pool = ?2 AND status = 'available'

@@ -12,7 +12,7 @@
 namespace kvmirror {
 
 // How many containers of one region and pool are in each state of the
-// containers table (store/schema.cc). A plain value.
+// containers table (store/sqlite/schema.cc). A plain value.
 struct StatusCounts {
   int64_t available = 0;
   int64_t picked = 0;

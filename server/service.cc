@@ -14,8 +14,7 @@ Service::~Service() { Stop(); }
 
 store::Status Service::Start() {
   if (!config_.keys_file.empty()) {
-    store::Status s = KeyStore::Load(config_.keys_file, &keys_);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(KeyStore::Load(config_.keys_file, &keys_));
     if (size_t n = keys_.unscoped_container_keys()) {
       // Once, at start: such a key can report every container dead. The
       // count, never the keys.
@@ -42,8 +41,7 @@ store::Status Service::Start() {
   storage_options.policy.candidates = config_.candidates;
   storage_options.policy.dead_after_ms = config_.dead_after_ms;
   storage_options.policy.max_sessions_per_tenant = config_.max_sessions_per_tenant;
-  store::Status s = store::OpenStorage(storage_options, &storage_);
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(store::OpenStorage(storage_options, &storage_));
 
   allocator::AllocatorOptions alloc_options;
   alloc_options.default_lease_ms = config_.default_lease_ms;
@@ -66,7 +64,7 @@ store::Status Service::Start() {
     readers.push_back(storage_->NewCapacityReader(p, kvmirror::kReaderBusyTimeoutMs));
   }
   mirror_ = std::make_unique<kvmirror::Mirror>(std::move(readers), config_.mirror_refresh_ms);
-  s = mirror_->Start();
+  store::Status s = mirror_->Start();
   if (!s.ok()) {
     Stop();
     return s;

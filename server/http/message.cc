@@ -1,8 +1,8 @@
 #include "server/http/message.h"
 
-#include <nlohmann/json.hpp>
-
 #include <utility>
+
+#include "base/json_string.h"
 
 namespace server {
 
@@ -22,8 +22,9 @@ Response ErrorResponse(int status, std::string_view code, std::string_view messa
 }
 
 std::string JsonQuote(std::string_view s) {
-  return nlohmann::json(std::string(s))
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out;
+  base::AppendJsonString(s, &out);
+  return out;
 }
 
 }  // namespace server

@@ -119,11 +119,10 @@ Status Db::Open(const std::string& path, const DbOptions& options, std::unique_p
   int flags = SQLITE_OPEN_NOMUTEX;
   flags |= options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   // The coalescing VFS only under FULL: it relies on the sync of each commit
-  // (store/wal_vfs.h). Readers never write the WAL and keep the default.
+  // (store/sqlite/wal_vfs.h). Readers never write the WAL and keep the default.
   const char* vfs = nullptr;
   if (!options.read_only && options.sync == Sync::kFull && options.coalesce_wal_writes) {
-    Status s = RegisterCoalescingWalVfs();
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(RegisterCoalescingWalVfs());
     vfs = kCoalescingWalVfs;
   }
   int rc = sqlite3_open_v2(path.c_str(), &db->db_, flags, vfs);
@@ -135,37 +134,32 @@ Status Db::Open(const std::string& path, const DbOptions& options, std::unique_p
   sqlite3_busy_timeout(db->db_, options.busy_timeout_ms);
 
   if (!options.read_only) {
-    Status s = WriteLock::Open(path + ".lock", options.program, &db->write_lock_);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(WriteLock::Open(path + ".lock", options.program, &db->write_lock_));
     // journal_mode=WAL is persistent in the file and needs the lock to switch.
     // SQLite answers a switch it cannot make with the mode it kept, not an
     // error; every durability argument here assumes WAL, so anything else
     // is refused.
     {
       Statement wal;
-      s = db->Prepare("PRAGMA journal_mode=WAL", &wal);
+      RETURN_IF_ERROR(db->Prepare("PRAGMA journal_mode=WAL", &wal));
       bool row = false;
-      if (s.ok()) s = wal.Step(&row);
-      if (!s.ok()) return s;
+      RETURN_IF_ERROR(wal.Step(&row));
       const std::string mode = row ? wal.ColumnString(0) : std::string();
       if (mode != "wal") {
         return Status::IOError(path + ": cannot switch to WAL mode (the journal mode is \"" +
                                mode + "\"); edgealloc needs WAL");
       }
     }
-    s = db->Exec(options.sync == Sync::kFull ? "PRAGMA synchronous=FULL"
-                                             : "PRAGMA synchronous=NORMAL");
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(db->Exec(options.sync == Sync::kFull ? "PRAGMA synchronous=FULL"
+                                                         : "PRAGMA synchronous=NORMAL"));
     // Every job of a group commit runs under a SAVEPOINT; its sub-journal
     // spills to a temp file past 64 KiB unless temp storage is memory, and
     // that file I/O made large groups slower than autocommit.
-    s = db->Exec("PRAGMA temp_store=MEMORY");
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(db->Exec("PRAGMA temp_store=MEMORY"));
   }
   // A cheap read that fails now, with a clear message, on a file that is not
   // a database, instead of on the first claim.
-  Status s = db->Exec("PRAGMA foreign_keys=ON; SELECT count(*) FROM sqlite_schema");
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys=ON; SELECT count(*) FROM sqlite_schema"));
   *out = std::move(db);
   return Status::Ok();
 }
@@ -221,8 +215,7 @@ Status Transaction::Begin() {
   // REQUIRES: no transaction open on db_.
   WriteLock* lock = db_->write_lock();
   if (lock == nullptr) return Status::InvalidArgument("write transaction on a read-only Db");
-  Status s = lock->Acquire(db_->options().write_lock_timeout_ms);
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(lock->Acquire(db_->options().write_lock_timeout_ms));
   locked_ = true;
   Status st;
   StatementRef begin;

@@ -131,7 +131,7 @@ WHERE id IN (SELECT id FROM containers
 // Registration: insert, or update what may change. The holder never changes;
 // region and pool only when not picked; a dead container that is not picked
 // comes back (registration counts as a heartbeat). A new row starts at the
-// token floor (store/schema.cc, version 4): the highest generation of any row
+// token floor (store/sqlite/schema.cc, version 4): the highest generation of any row
 // deleted from this file, or from another shard's (?7), so an id deleted and
 // registered again never hands out a token it had before. A registration
 // also resets the report order (reported_ts_ms = 0): the next report is
@@ -190,27 +190,18 @@ DELETE FROM containers WHERE id = ?1 AND status <> 'picked'
 // Liveness always advances: last_heartbeat_ms is the server's clock, fair to
 // a container whose own clock is skewed. The report (reported_ts_ms, load,
 // state) applies only if it is not older than the newest one taken (?3 NULL
-// counts as current). WriteHeartbeats (sqlite/heartbeats.cc) runs kHeartbeatPlain first for every row;
-// if it changed no row (sqlite3_changes() == 0) and the row carries a state,
+// counts as current). WriteHeartbeats (sqlite/heartbeats.cc) runs
+// kHeartbeatPlain first for every row; if it changed no row
+// (sqlite3_changes() == 0) and the row carries a state,
 // kHeartbeatReport; if that changed none either, kHeartbeatStale writes the
 // liveness alone, and if that changes no row the id is not in this shard.
 //
-// Why three statements and no RETURNING (issue #5, measured with callgrind):
-// - SQLite rewrites a row's entry in every index whose columns or partial
-//   WHERE mention a column the SET names, whether or not the value changes.
-//   kHeartbeatReport names status, so it moves the row in
-//   containers_claimable, containers_counts, containers_heartbeat and
-//   containers_dead_reported; kHeartbeatPlain moves it in
-//   containers_heartbeat only (half the pages and CPU a row), and cannot
-//   touch a claim's columns at all. It takes every heartbeat without a state
-//   and every report of the state the row already has (a ready container
-//   saying "ready" again, the common case), for which kHeartbeatReport would
-//   change nothing but what kHeartbeatPlain changes: its WHERE says, per
-//   state, when that is (the outcome of kHeartbeatReport's CASEs below).
-// - RETURNING is a trigger in SQLite: each run opens an ephemeral table and,
-//   with the table's CHECK constraints, a statement journal that copies
-//   every page the statement touches. The stale report, which RETURNING was
-//   for, is rare, so it costs a second statement only when it happens.
+// Three statements, and no RETURNING, because kHeartbeatPlain rewrites one
+// index entry where kHeartbeatReport rewrites four, and RETURNING costs a
+// statement journal each run (docs/performance.md, "The heartbeat
+// statements"). kHeartbeatPlain takes every heartbeat without a state and
+// every report of the state the row already has (its WHERE says, per state,
+// when that is: the outcome of kHeartbeatReport's CASEs below).
 //   ?1 id ?2 accepted_ms ?3 ts_ms (or NULL) ?4 load (or NULL)
 //   ?5 state: 'ready', 'draining', 'dead' or NULL
 inline constexpr char kHeartbeatPlain[] = R"sql(
@@ -283,9 +274,8 @@ SELECT 1 FROM containers WHERE dead_reported = 1 AND +status <> 'dead' LIMIT 1
 // The reaper, picked rows first: at most ?2 picked containers that are silent
 // or reported dead become dead, and their session ends (the holder's next
 // session call answers 404). Counted as sessions ended. Two index walks, as
-// in kReapUnpicked below: a walk of the held rows (containers_session) read
-// every held row each sweep, 135 ms in the writer with 500,000 sessions,
-// and a sweep runs whenever any container anywhere is silent.
+// in kReapUnpicked below, never a walk of every held row (containers_session):
+// a sweep runs in the writer whenever any container anywhere is silent.
 //   ?1 cutoff_ms ?2 limit
 inline constexpr char kReapPicked[] = R"sql(
 UPDATE containers

@@ -85,13 +85,11 @@ Status RewriteStatusCheck(Db* db) {
     StatementRef q;
     RETURN_IF_ERROR(db->Cached("PRAGMA schema_version", &q));
     bool row = false;
-    s = q->Step(&row);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(q->Step(&row));
     if (!row) return Status::Corruption("PRAGMA schema_version returned no row");
     schema_version = q->ColumnInt64(0);
   }
-  s = db->Exec("PRAGMA writable_schema = ON");
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(db->Exec("PRAGMA writable_schema = ON"));
   {
     Statement update;
     s = db->Prepare(
@@ -113,7 +111,7 @@ Status RewriteStatusCheck(Db* db) {
 // generation only grows while the row lives; token_floor remembers the
 // highest generation of every row deleted since, by a trigger, so that a
 // delete from any program (even the sqlite3 shell) raises it. A new row starts
-// at the floor (allocator/sql.h kUpsertContainer), above any token its id
+// at the floor (store/sqlite/lifecycle_sql.h kUpsertContainer), above any token its id
 // had before, in this file or, through the registry, in another shard's.
 constexpr char kSchemaV4[] = R"sql(
 CREATE TABLE token_floor (
@@ -170,17 +168,14 @@ Status MigrateTo(Db* db, int target) {
   assert(target >= 1 && target <= kSchemaVersion);
   for (;;) {
     Transaction txn(db);
-    Status s = txn.Begin();
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(txn.Begin());
     // Read the version inside the write transaction: two processes migrating
     // the same file at once must not both run a step.
     int version = 0;
-    s = SchemaVersion(db, &version);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(SchemaVersion(db, &version));
     if (version > kSchemaVersion) {
       int compatible = 0;
-      s = ReadCompatibleVersion(db, &compatible);
-      if (!s.ok()) return s;
+      RETURN_IF_ERROR(ReadCompatibleVersion(db, &compatible));
       if (compatible > kSchemaVersion) {
         return Status::InvalidArgument(
             db->path() + " has schema version " + std::to_string(version) +
@@ -190,16 +185,12 @@ Status MigrateTo(Db* db, int target) {
       return Status::Ok();  // newer, but declared readable by us
     }
     if (version >= target) return Status::Ok();
-    s = RunStep(db, version + 1);
-    if (!s.ok()) return s;
-    s = db->Exec("PRAGMA user_version = " + std::to_string(version + 1));
-    if (!s.ok()) return s;
-    s = db->Exec("INSERT INTO meta (key, value) VALUES ('compatible_version', '" +
+    RETURN_IF_ERROR(RunStep(db, version + 1));
+    RETURN_IF_ERROR(db->Exec("PRAGMA user_version = " + std::to_string(version + 1)));
+    RETURN_IF_ERROR(db->Exec("INSERT INTO meta (key, value) VALUES ('compatible_version', '" +
                  std::to_string(version + 1 < kCompatibleVersion ? version + 1 : kCompatibleVersion) +
-                 "') ON CONFLICT (key) DO UPDATE SET value = excluded.value");
-    if (!s.ok()) return s;
-    s = txn.Commit();
-    if (!s.ok()) return s;
+                 "') ON CONFLICT (key) DO UPDATE SET value = excluded.value"));
+    RETURN_IF_ERROR(txn.Commit());
   }
 }
 

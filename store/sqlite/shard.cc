@@ -21,8 +21,7 @@ Status ReadPool::With(const std::function<Status(Db*)>& fn) {
     }
   }
   if (db == nullptr) {
-    Status s = Db::Open(path_, options_, &db);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(Db::Open(path_, options_, &db));
   }
   Status s = fn(db.get());
   base::MutexLock lock(&mu_);
@@ -69,31 +68,24 @@ Status CheckNoOtherLayout(const ShardMap& map) {
 }  // namespace
 
 Status OpenShardDb(const ShardMap& map, int i, const DbOptions& options, std::unique_ptr<Db>* out) {
-  Status s = CheckNoOtherLayout(map);
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(CheckNoOtherLayout(map));
   std::unique_ptr<Db> db;
   const std::string path = map.PathOf(i);
-  s = Db::Open(path, options, &db);
-  if (!s.ok()) return s;
-  s = Migrate(db.get());
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(Db::Open(path, options, &db));
+  RETURN_IF_ERROR(Migrate(db.get()));
   const std::string layout = map.LayoutOf(i);
   {
     // Every write holds the cross-process lock (DESIGN.md rule 4), this one too.
     Transaction txn(db.get());
-    s = txn.Begin();
-    if (!s.ok()) return s;
-    s = db->Exec("INSERT INTO meta (key, value) VALUES ('shard_layout', '" + layout +
-                 "') ON CONFLICT (key) DO NOTHING");
-    if (!s.ok()) return s;
-    s = txn.Commit();
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(txn.Begin());
+    RETURN_IF_ERROR(db->Exec("INSERT INTO meta (key, value) VALUES ('shard_layout', '" + layout +
+                 "') ON CONFLICT (key) DO NOTHING"));
+    RETURN_IF_ERROR(txn.Commit());
   }
   StatementRef q;
   RETURN_IF_ERROR(db->Cached("SELECT value FROM meta WHERE key = 'shard_layout'", &q));
   bool row = false;
-  s = q->Step(&row);
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(q->Step(&row));
   if (row && q->ColumnText(0) != layout) {
     return Status::InvalidArgument(path + " was created as shard " + q->ColumnString(0) +
                                    " but is opened as shard " + layout +
@@ -108,8 +100,7 @@ Status OpenShards(const ShardMap& map, const DbOptions& options, WriterOptions w
   std::vector<std::unique_ptr<Shard>> shards;
   for (int i = 0; i < map.shards(); ++i) {
     std::unique_ptr<Db> db;
-    Status s = OpenShardDb(map, i, options, &db);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(OpenShardDb(map, i, options, &db));
     auto shard = std::make_unique<Shard>();
     shard->index = i;
     shard->path = map.PathOf(i);

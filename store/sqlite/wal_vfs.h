@@ -10,9 +10,9 @@ namespace store {
 // The name of an SQLite VFS that writes a WAL commit with one pwrite.
 //
 // SQLite writes each WAL frame with two pwrite calls (its 24-byte header,
-// then the page), so a group commit of 60 claims, about 35 frames, costs 70
-// system calls; in this VM that was half of the writer thread's time. This
-// VFS wraps the default one and, for WAL files only, gathers consecutive
+// then the page): two system calls a frame, a large share of the writer
+// thread's time (docs/performance.md says how much). This VFS wraps the
+// default one and, for WAL files only, gathers consecutive
 // writes in a buffer that goes to the file in one call when SQLite syncs the
 // WAL, reads it, truncates it, asks its size or closes it.
 //
@@ -32,7 +32,7 @@ namespace store {
 // fails makes every call on that WAL fail with SQLITE_IOERR_WRITE until the
 // write lock goes, so SQLite rolls the whole transaction back (a plain
 // SQLITE_FULL could roll back one statement and commit the rest without the
-// frames that were lost). tests/store/wal_vfs_test.cc and
+// frames that were lost). tests/store/sqlite/wal_vfs_test.cc and
 // tests/fault/ inject both.
 inline constexpr char kCoalescingWalVfs[] = "edgealloc-wal";
 

@@ -340,7 +340,7 @@ void RunWriterCase(const WriterCase& c, Findings* f, RunStats* out) {
     if (r->kind == JobKind::kPlannedFailure) {
       f->Expect(!r->status.ok(), tag + ": a failing Apply was answered Ok");
     }
-    // A group whose COMMIT failed (store/writer.h) may be there after a
+    // A group whose COMMIT failed (store/sqlite/writer.h) may be there after a
     // restart, whole, or not at all: its outcome is unknown, never partial.
     const bool unknown = store::IsCommitOutcomeUnknown(r->status);
     if (r->kind == JobKind::kIncrement) {

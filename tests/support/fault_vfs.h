@@ -7,7 +7,7 @@
 //
 // Install() registers it as SQLite's default VFS (makeDflt=1), wrapping the
 // default VFS that was there before (unix). store::Db::Open registers the
-// product's coalescing WAL VFS (store/wal_vfs.h) at its first call and wraps
+// product's coalescing WAL VFS (store/sqlite/wal_vfs.h) at its first call and wraps
 // whatever is the default at that moment, so in a test binary that calls
 // Install() before any store::Db::Open the stack is
 //
