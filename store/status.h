@@ -44,6 +44,14 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
+
+// The message prefix of the IOError a group's jobs get when its COMMIT
+// failed: the outcome is unknown (an engine's writer: store/sqlite/writer.h WriteJob::Done).
+inline constexpr char kCommitOutcomeUnknown[] = "commit outcome unknown: ";
+inline bool IsCommitOutcomeUnknown(const Status& s) {
+  return s.IsIOError() && s.message().rfind(kCommitOutcomeUnknown, 0) == 0;
+}
+
 }  // namespace store
 
 // Returns the Status of `expr` from the enclosing function unless it is Ok.

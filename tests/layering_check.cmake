@@ -14,7 +14,7 @@
 # and nothing but server/ includes Boost or nlohmann/json.
 set(bad "")
 set(parts allocator batcher kvmirror server)
-set(engines sqlite)
+set(engines sqlite postgres)
 
 # Appends to `bad` every include of FILE that matches REGEX, with WHY.
 function(forbid file regex why)

@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "store/sqlite/callback_job.h"
 #include "store/sqlite/lifecycle_sql.h"
+#include "store/session_id.h"
 #include "store/sqlite/rows.h"
 #include "store/sqlite/sqlite_storage.h"
 

@@ -45,13 +45,6 @@ class WriteJob {
   virtual bool needs_savepoint() const { return true; }
 };
 
-// The message prefix of the IOError a group's jobs get when its COMMIT
-// failed: the outcome is unknown (see WriteJob::Done).
-inline constexpr char kCommitOutcomeUnknown[] = "commit outcome unknown: ";
-inline bool IsCommitOutcomeUnknown(const Status& s) {
-  return s.IsIOError() && s.message().rfind(kCommitOutcomeUnknown, 0) == 0;
-}
-
 struct WriterOptions {
   // Jobs queued and not yet taken by the writer before Submit refuses (the
   // caller answers 503). The group being committed does not count.

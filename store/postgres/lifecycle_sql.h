@@ -1,0 +1,237 @@
+#ifndef EDGEALLOC_STORE_POSTGRES_LIFECYCLE_SQL_H_
+#define EDGEALLOC_STORE_POSTGRES_LIFECYCLE_SQL_H_
+
+// The PostgreSQL engine's statements: the same lifecycle as
+// store/sqlite/lifecycle_sql.h (read that file for the why of each rule), in
+// PostgreSQL's dialect, `$N` placeholders. Differences: fencing tokens come
+// from one sequence (they only grow, whatever is deleted and registered
+// again); candidate rows are locked FOR UPDATE SKIP LOCKED, so concurrent
+// claims on any node never wait on each other's candidates; sweeps skip rows
+// another node is sweeping. Session rows are returned as id, region, pool,
+// generation, lease_expires_at_ms, data.
+
+#define EDGEALLOC_PG_STATUS_AFTER_SESSION \
+  "status = CASE WHEN dead_reported THEN 'dead' WHEN drain_requested THEN 'draining' " \
+  "ELSE 'available' END"
+#define EDGEALLOC_PG_END_SESSION                                                 \
+  "drain_requested = false, dead_reported = false, session_id = NULL, tenant = NULL, " \
+  "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL"
+
+namespace store::pgsql {
+
+// The schema, version 1. Made by Migrate (postgres_storage.cc) under an
+// advisory lock, so nodes starting together do not race.
+inline constexpr int kSchemaVersion = 1;
+inline constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
+CREATE TABLE IF NOT EXISTS containers (
+  id text PRIMARY KEY,
+  region text NOT NULL,
+  pool text NOT NULL,
+  status text NOT NULL CHECK (status IN ('available', 'picked', 'draining', 'dead')),
+  latency_ms bigint NOT NULL DEFAULT 0,
+  data text NOT NULL DEFAULT '{}',
+  last_heartbeat_ms bigint NOT NULL DEFAULT 0,
+  reported_ts_ms bigint NOT NULL DEFAULT 0,
+  load double precision,
+  generation bigint NOT NULL,
+  drain_requested boolean NOT NULL DEFAULT false,
+  dead_reported boolean NOT NULL DEFAULT false,
+  session_id text UNIQUE,
+  tenant text,
+  idempotency_key text,
+  lease_expires_at_ms bigint,
+  claimed_at_ms bigint);
+-- Liveness (last_heartbeat_ms, reported_ts_ms, load) is in no index, so a
+-- plain heartbeat is a HOT update.
+CREATE INDEX IF NOT EXISTS containers_claimable ON containers (region, pool, latency_ms)
+  WHERE status = 'available';
+CREATE UNIQUE INDEX IF NOT EXISTS containers_idempotency ON containers (tenant, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS containers_tenant ON containers (tenant) WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS containers_lease ON containers (lease_expires_at_ms)
+  WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS containers_dead_reported ON containers (id)
+  WHERE dead_reported AND status <> 'dead';
+)sql";
+
+inline constexpr char kGetSchemaVersion[] =
+    "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'";
+inline constexpr char kSetSchemaVersion[] =
+    "INSERT INTO edgealloc_meta (key, value) VALUES ('schema_version', $1) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+
+// Serializes a tenant's claims across nodes while its quota is counted, so
+// no two claims pass it together. Held to the end of the transaction.
+inline constexpr char kLockTenant[] = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))";
+
+//   $1 region $2 pool $3 healthy_since_ms $4 K $5 session_id $6 tenant
+//   $7 idempotency_key (or NULL) $8 lease_expires_at_ms $9 now_ms $10 quota (-1: none)
+inline constexpr char kClaim[] = R"sql(
+WITH candidate_pool AS (
+  SELECT id FROM containers
+  WHERE region = $1 AND pool = $2 AND status = 'available' AND last_heartbeat_ms >= $3::bigint
+  ORDER BY latency_ms
+  LIMIT $4::bigint
+  FOR UPDATE SKIP LOCKED),
+pick AS (SELECT id FROM candidate_pool ORDER BY random() LIMIT 1)
+UPDATE containers c
+SET status = 'picked', generation = nextval('edgealloc_tokens'), session_id = $5, tenant = $6,
+    idempotency_key = $7, lease_expires_at_ms = $8::bigint, claimed_at_ms = $9::bigint
+FROM pick
+WHERE c.id = pick.id
+  AND ($10::bigint < 0 OR (SELECT count(*) FROM containers
+                           WHERE session_id IS NOT NULL AND tenant = $6) < $10::bigint)
+RETURNING c.id, c.region, c.pool, c.generation, c.lease_expires_at_ms, c.data
+)sql";
+
+inline constexpr char kCountTenantSessions[] =
+    "SELECT count(*) FROM containers WHERE session_id IS NOT NULL AND tenant = $1";
+
+//   $1 tenant $2 key $3 now_ms
+inline constexpr char kFindIdempotent[] = R"sql(
+SELECT id, region, pool, generation, lease_expires_at_ms, data, session_id
+FROM containers
+WHERE tenant = $1 AND idempotency_key = $2 AND session_id IS NOT NULL
+  AND lease_expires_at_ms > $3::bigint
+)sql";
+
+inline constexpr char kForgetExpiredKey[] = R"sql(
+UPDATE containers SET idempotency_key = NULL
+WHERE tenant = $1 AND idempotency_key = $2 AND lease_expires_at_ms <= $3::bigint
+)sql";
+
+//   $1 session_id $2 token $3 tenant (NULL for an admin) $4 now_ms
+inline constexpr char kRelease[] = R"sql(
+UPDATE containers
+SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION R"sql(
+WHERE session_id = $1 AND generation = $2::bigint AND ($3::text IS NULL OR tenant = $3)
+  AND lease_expires_at_ms > $4::bigint
+)sql";
+
+//   $1 .. $4 as kRelease, $5 new expiry
+inline constexpr char kRenew[] = R"sql(
+UPDATE containers SET lease_expires_at_ms = $5::bigint
+WHERE session_id = $1 AND generation = $2::bigint AND ($3::text IS NULL OR tenant = $3)
+  AND lease_expires_at_ms > $4::bigint
+RETURNING id, region, pool, generation, lease_expires_at_ms, data
+)sql";
+
+inline constexpr char kSessionState[] =
+    "SELECT generation, tenant, lease_expires_at_ms FROM containers WHERE session_id = $1";
+
+inline constexpr char kGetSession[] = R"sql(
+SELECT id, region, pool, generation, lease_expires_at_ms, data, tenant
+FROM containers WHERE session_id = $1
+)sql";
+
+//   $1 now_ms $2 limit
+inline constexpr char kReapExpired[] = R"sql(
+UPDATE containers
+SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION R"sql(
+WHERE id IN (SELECT id FROM containers
+             WHERE session_id IS NOT NULL AND lease_expires_at_ms <= $1::bigint
+             ORDER BY lease_expires_at_ms LIMIT $2::bigint
+             FOR UPDATE SKIP LOCKED)
+)sql";
+
+//   $1 id $2 region $3 pool $4 latency_ms $5 data $6 now_ms
+inline constexpr char kUpsertContainer[] = R"sql(
+INSERT INTO containers (id, region, pool, status, latency_ms, data, last_heartbeat_ms, generation)
+VALUES ($1, $2, $3, 'available', $4::bigint, $5, $6::bigint, nextval('edgealloc_tokens'))
+ON CONFLICT (id) DO UPDATE SET
+  latency_ms = excluded.latency_ms,
+  data = excluded.data,
+  last_heartbeat_ms = GREATEST(containers.last_heartbeat_ms, excluded.last_heartbeat_ms),
+  reported_ts_ms = 0,
+  region = CASE WHEN containers.status = 'picked' THEN containers.region ELSE excluded.region END,
+  pool = CASE WHEN containers.status = 'picked' THEN containers.pool ELSE excluded.pool END,
+  status = CASE WHEN containers.status = 'dead' THEN 'available' ELSE containers.status END
+)sql";
+
+inline constexpr char kGetContainer[] = R"sql(
+SELECT id, region, pool, status, latency_ms, last_heartbeat_ms, generation,
+       CASE WHEN drain_requested THEN 1 ELSE 0 END, data, session_id
+FROM containers WHERE id = $1
+)sql";
+
+inline constexpr char kContainerExists[] = "SELECT 1 FROM containers WHERE id = $1";
+
+inline constexpr char kDrain[] = R"sql(
+UPDATE containers
+SET status = CASE WHEN status = 'available' THEN 'draining' ELSE status END,
+    drain_requested = CASE WHEN status = 'picked' THEN true ELSE drain_requested END
+WHERE id = $1
+RETURNING status
+)sql";
+
+inline constexpr char kRemoveUnpicked[] =
+    "DELETE FROM containers WHERE id = $1 AND status <> 'picked'";
+
+// Heartbeats: the three statements of store/sqlite/lifecycle_sql.h.
+//   $1 id $2 accepted_ms $3 ts_ms (or NULL) $4 load (or NULL) $5 state (or NULL)
+inline constexpr char kHeartbeatPlain[] = R"sql(
+UPDATE containers SET
+  last_heartbeat_ms = GREATEST(last_heartbeat_ms, $2::bigint),
+  reported_ts_ms = COALESCE($3::bigint, reported_ts_ms),
+  load = COALESCE($4::double precision, load)
+WHERE id = $1 AND ($3::bigint IS NULL OR $3::bigint >= reported_ts_ms) AND (
+  $5::text IS NULL
+  OR ($5 = 'ready' AND (status = 'available' OR status = 'picked') AND NOT dead_reported)
+  OR ($5 = 'draining' AND (status = 'draining' OR (status = 'picked' AND drain_requested)))
+  OR ($5 = 'dead' AND (status = 'dead' OR (status = 'picked' AND dead_reported))))
+)sql";
+
+inline constexpr char kHeartbeatReport[] = R"sql(
+UPDATE containers SET
+  last_heartbeat_ms = GREATEST(last_heartbeat_ms, $2::bigint),
+  reported_ts_ms = COALESCE($3::bigint, reported_ts_ms),
+  load = COALESCE($4::double precision, load),
+  status = CASE
+    WHEN $5 = 'ready' AND status IN ('dead', 'draining') THEN 'available'
+    WHEN $5 = 'draining' AND status = 'available' THEN 'draining'
+    WHEN $5 = 'dead' AND status <> 'picked' THEN 'dead'
+    ELSE status END,
+  drain_requested = CASE WHEN $5 = 'draining' AND status = 'picked' THEN true
+                         ELSE drain_requested END,
+  dead_reported = CASE WHEN $5 = 'dead' AND status = 'picked' THEN true
+                       WHEN $5 = 'ready' THEN false
+                       ELSE dead_reported END
+WHERE id = $1 AND ($3::bigint IS NULL OR $3::bigint >= reported_ts_ms)
+)sql";
+
+inline constexpr char kHeartbeatStale[] =
+    "UPDATE containers SET last_heartbeat_ms = GREATEST(last_heartbeat_ms, $2::bigint) "
+    "WHERE id = $1";
+
+//   $1 cutoff_ms $2 limit
+inline constexpr char kReapPicked[] = R"sql(
+UPDATE containers
+SET status = 'dead', )sql" EDGEALLOC_PG_END_SESSION R"sql(
+WHERE id IN (SELECT id FROM containers
+             WHERE status = 'picked' AND (last_heartbeat_ms < $1::bigint OR dead_reported)
+             LIMIT $2::bigint
+             FOR UPDATE SKIP LOCKED)
+)sql";
+
+inline constexpr char kReapUnpicked[] = R"sql(
+UPDATE containers
+SET status = 'dead', drain_requested = false, dead_reported = false
+WHERE id IN (SELECT id FROM containers
+             WHERE status IN ('available', 'draining')
+               AND (last_heartbeat_ms < $1::bigint OR dead_reported)
+             LIMIT $2::bigint
+             FOR UPDATE SKIP LOCKED)
+)sql";
+
+inline constexpr char kCapacityCounts[] =
+    "SELECT region, pool, status, count(*) FROM containers GROUP BY region, pool, status "
+    "ORDER BY region, pool, status";
+
+}  // namespace store::pgsql
+
+#undef EDGEALLOC_PG_STATUS_AFTER_SESSION
+#undef EDGEALLOC_PG_END_SESSION
+
+#endif  // EDGEALLOC_STORE_POSTGRES_LIFECYCLE_SQL_H_

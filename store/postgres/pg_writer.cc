@@ -1,0 +1,152 @@
+#include "store/postgres/pg_writer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <utility>
+
+namespace store {
+namespace {
+
+// A job whose work is a function, for RunSync.
+class FnJob : public PgJob {
+ public:
+  FnJob(std::function<Status(PgConn*)> fn, std::promise<Status>* done, bool solo)
+      : fn_(std::move(fn)), done_(done), solo_(solo) {}
+  Status Apply(PgConn* conn) override { return fn_(conn); }
+  void Done(Status status) override { done_->set_value(std::move(status)); }
+  bool solo() const override { return solo_; }
+
+ private:
+  std::function<Status(PgConn*)> fn_;
+  std::promise<Status>* done_;
+  bool solo_;
+};
+
+constexpr int64_t kMaxBackoffMs = 1000;
+
+}  // namespace
+
+PgWriter::PgWriter(std::string uri, std::string application_name, int max_queued_jobs,
+                   int max_group_jobs)
+    : uri_(std::move(uri)),
+      application_name_(std::move(application_name)),
+      max_queued_jobs_(max_queued_jobs),
+      max_group_jobs_(max_group_jobs) {}
+
+PgWriter::~PgWriter() { Stop(); }
+
+void PgWriter::Start() {
+  base::MutexLock lock(&mu_);
+  accepting_ = true;
+  if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+}
+
+void PgWriter::Stop() {
+  {
+    base::MutexLock lock(&mu_);
+    accepting_ = false;
+    stop_ = true;
+  }
+  cv_.SignalAll();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool PgWriter::Submit(std::unique_ptr<PgJob>&& job) {
+  {
+    base::MutexLock lock(&mu_);
+    if (!accepting_ || static_cast<int>(queue_.size()) >= max_queued_jobs_) {
+      stats_.refused.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    queue_.push_back(std::move(job));
+    stats_.queued.store(static_cast<int64_t>(queue_.size()), std::memory_order_relaxed);
+  }
+  cv_.Signal();
+  return true;
+}
+
+Status PgWriter::RunSync(std::function<Status(PgConn*)> fn, bool solo) {
+  std::promise<Status> done;
+  std::future<Status> result = done.get_future();
+  if (!Submit(std::make_unique<FnJob>(std::move(fn), &done, solo))) {
+    return Status::Busy("the PostgreSQL write queue is full or stopping");
+  }
+  return result.get();
+}
+
+void PgWriter::Loop() {
+  for (;;) {
+    std::deque<std::unique_ptr<PgJob>> group;
+    {
+      base::MutexLock lock(&mu_);
+      while (queue_.empty() && !stop_) cv_.Wait(&mu_);
+      if (queue_.empty()) return;  // stopping, and everything accepted is done
+      // A solo job alone; otherwise up to max_group_jobs_ jobs, stopping
+      // before a solo one.
+      group.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+      while (!group.front()->solo() && !queue_.empty() && !queue_.front()->solo() &&
+             static_cast<int>(group.size()) < max_group_jobs_) {
+        group.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      stats_.queued.store(static_cast<int64_t>(queue_.size()), std::memory_order_relaxed);
+    }
+    CommitGroup(&group);
+  }
+}
+
+Status PgWriter::EnsureConnected() {
+  if (conn_ != nullptr && conn_->ok()) return Status::Ok();
+  if (backoff_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms_));
+  Status s = conn_ == nullptr ? PgConn::Connect(uri_, application_name_, &conn_)
+                              : conn_->Reconnect();
+  backoff_ms_ = s.ok() ? 0 : std::clamp<int64_t>(backoff_ms_ * 2, 10, kMaxBackoffMs);
+  return s;
+}
+
+void PgWriter::CommitGroup(std::deque<std::unique_ptr<PgJob>>* group) {
+  const auto fail_all = [&](const Status& s) {
+    stats_.jobs_failed.fetch_add(group->size(), std::memory_order_relaxed);
+    stats_.transactions_lost.fetch_add(1, std::memory_order_relaxed);
+    for (auto& job : *group) job->Done(s);
+  };
+  Status s = EnsureConnected();
+  if (s.ok()) s = conn_->Exec("BEGIN");
+  if (!s.ok()) return fail_all(s);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Status> outcomes(group->size());
+  for (size_t i = 0; i < group->size(); ++i) {
+    // Each job under a savepoint: a failing one is undone alone.
+    s = conn_->Exec("SAVEPOINT job");
+    if (!s.ok()) return fail_all(s);
+    outcomes[i] = (*group)[i]->Apply(conn_.get());
+    s = conn_->Exec(outcomes[i].ok() ? "RELEASE SAVEPOINT job" : "ROLLBACK TO SAVEPOINT job");
+    if (s.ok() && !outcomes[i].ok()) s = conn_->Exec("RELEASE SAVEPOINT job");
+    if (!s.ok()) {
+      (void)conn_->Exec("ROLLBACK");
+      return fail_all(s);
+    }
+  }
+  s = conn_->Exec("COMMIT");
+  if (!s.ok()) {
+    // A COMMIT that got no answer may have happened: say so.
+    return fail_all(s.message().find("unavailable") != std::string::npos
+                        ? Status::IOError(std::string(kCommitOutcomeUnknown) + s.message())
+                        : s);
+  }
+  stats_.transactions.fetch_add(1, std::memory_order_relaxed);
+  stats_.commit_micros_total.fetch_add(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::steady_clock::now() - t0)
+                                .count()),
+      std::memory_order_relaxed);
+  for (size_t i = 0; i < group->size(); ++i) {
+    (outcomes[i].ok() ? stats_.jobs_ok : stats_.jobs_failed)
+        .fetch_add(1, std::memory_order_relaxed);
+    (*group)[i]->Done(std::move(outcomes[i]));
+  }
+}
+
+}  // namespace store

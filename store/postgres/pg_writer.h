@@ -1,0 +1,83 @@
+#ifndef EDGEALLOC_STORE_POSTGRES_PG_WRITER_H_
+#define EDGEALLOC_STORE_POSTGRES_PG_WRITER_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "base/mutex.h"
+#include "store/postgres/pg.h"
+#include "store/status.h"
+#include "store/writer_stats.h"
+
+namespace store {
+
+// One unit of the PostgreSQL write path (a claim, a release, a batch of
+// heartbeats, a sweep), as WriteJob is for SQLite: Apply runs inside the
+// group's transaction under a savepoint of its own; Done gets the durable
+// outcome after COMMIT (Ok), or the error with nothing of the job written.
+// "unavailable" in an IOError's message: the connection was lost; if it was
+// lost during COMMIT, the outcome is unknown (kCommitOutcomeUnknown prefix).
+class PgJob {
+ public:
+  virtual ~PgJob() = default;
+  virtual Status Apply(PgConn* conn) = 0;
+  virtual void Done(Status status) = 0;
+  // A solo job gets a transaction of its own (sweeps, large batches).
+  virtual bool solo() const { return false; }
+};
+
+// A PgWriter is the one writer of a PostgreSQL partition on this node: a
+// thread with one connection that takes queued jobs in bulk and commits each
+// bulk as one transaction (group commit), so a synchronous commit costs one
+// WAL flush (and one standby round trip) per group, not per claim. A lost
+// connection fails the jobs of the group in hand with "unavailable" (the
+// server answers 503) and is made again before the next group, with backoff.
+// Submit and RunSync are safe from any thread.
+class PgWriter {
+ public:
+  PgWriter(std::string uri, std::string application_name, int max_queued_jobs = 65536,
+           int max_group_jobs = 256);
+  PgWriter(const PgWriter&) = delete;
+  PgWriter& operator=(const PgWriter&) = delete;
+  ~PgWriter();
+
+  void Start();
+  // Refuses new jobs, runs every job accepted before, joins the thread.
+  void Stop();
+  // Queues `job`, or returns false (full or stopping) leaving it with the
+  // caller, Done not called.
+  bool Submit(std::unique_ptr<PgJob>&& job);
+  // Runs `fn` as one job and waits for its durable outcome. Never from the
+  // writer thread.
+  Status RunSync(std::function<Status(PgConn*)> fn, bool solo = false);
+  const WriterStats& stats() const { return stats_; }
+
+ private:
+  void Loop();
+  void CommitGroup(std::deque<std::unique_ptr<PgJob>>* group);
+  // Connects if there is no usable connection; backs off after a failure.
+  Status EnsureConnected();
+
+  const std::string uri_;
+  const std::string application_name_;
+  const int max_queued_jobs_;
+  const int max_group_jobs_;
+  std::unique_ptr<PgConn> conn_;  // the writer thread's only
+  int64_t backoff_ms_ = 0;        // the writer thread's only
+
+  base::Mutex mu_;
+  base::CondVar cv_;
+  std::deque<std::unique_ptr<PgJob>> queue_ GUARDED_BY(mu_);
+  bool accepting_ GUARDED_BY(mu_) = false;
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::thread thread_;
+  WriterStats stats_;
+};
+
+}  // namespace store
+
+#endif  // EDGEALLOC_STORE_POSTGRES_PG_WRITER_H_

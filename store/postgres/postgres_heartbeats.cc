@@ -1,0 +1,127 @@
+// PostgresStorage: heartbeat batches and the reapers' sweeps.
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "store/postgres/lifecycle_sql.h"
+#include "store/postgres/postgres_storage.h"
+
+namespace store {
+namespace {
+
+const char* StateName(ReportedState state) {
+  switch (state) {
+    case ReportedState::kReady: return "ready";
+    case ReportedState::kDraining: return "draining";
+    case ReportedState::kDead: return "dead";
+    case ReportedState::kNone: break;
+  }
+  return nullptr;
+}
+
+// A batch of rows as one writer job, riding in the group's transaction; the
+// caller waits for Done, so the pointers outlive the job.
+class HeartbeatJob : public PgJob {
+ public:
+  HeartbeatJob(const std::vector<HeartbeatRow>* rows, HeartbeatWriteResult* result,
+               std::promise<Status>* done)
+      : rows_(rows), result_(result), done_(done) {}
+
+  Status Apply(PgConn* conn) override {
+    *result_ = HeartbeatWriteResult{};
+    for (size_t i = 0; i < rows_->size(); ++i) {
+      const HeartbeatRow& row = (*rows_)[i];
+      const char* state = StateName(row.state);
+      const std::vector<PgParam> params = {
+          P(row.container_id), P(row.accepted_ms), row.ts_ms ? P(*row.ts_ms) : Null(),
+          row.load ? P(*row.load) : Null(), state != nullptr ? P(state) : Null()};
+      // As on SQLite: the plain statement first (a HOT update: it changes
+      // no indexed column); a state it did not find held, through the
+      // report statement; then liveness alone.
+      PgResult r;
+      RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatPlain, params, &r));
+      if (r.changed() == 0 && state != nullptr) {
+        RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatReport, params, &r));
+      }
+      if (r.changed() > 0) {
+        ++result_->written;
+        continue;
+      }
+      RETURN_IF_ERROR(
+          conn->Run(pgsql::kHeartbeatStale, {P(row.container_id), P(row.accepted_ms)}, &r));
+      if (r.changed() > 0) {
+        ++result_->written;
+        ++result_->stale;
+      } else {
+        result_->unknown.push_back(i);
+      }
+    }
+    return Status::Ok();
+  }
+  void Done(Status status) override { done_->set_value(std::move(status)); }
+
+ private:
+  const std::vector<HeartbeatRow>* rows_;
+  HeartbeatWriteResult* result_;
+  std::promise<Status>* done_;
+};
+
+}  // namespace
+
+Status PostgresStorage::PartitionOf(const std::string& container_id, int* partition) {
+  *partition = 0;
+  return Status::Ok();
+}
+
+Status PostgresStorage::WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
+                                        HeartbeatWriteResult* result) {
+  std::promise<Status> done;
+  std::future<Status> outcome = done.get_future();
+  if (!writer_->Submit(std::make_unique<HeartbeatJob>(&rows, result, &done))) {
+    return Status::Busy("the PostgreSQL write queue is full or stopping");
+  }
+  return outcome.get();
+}
+
+Status PostgresStorage::SweepExpiredLeases(int partition, int max_rows, int64_t* ended) {
+  *ended = 0;
+  int64_t changed = 0;
+  Status s = writer_->RunSync(
+      [&](PgConn* conn) {
+        PgResult r;
+        RETURN_IF_ERROR(
+            conn->Run(pgsql::kReapExpired, {P(base::NowMs()), P(int64_t{max_rows})}, &r));
+        changed = r.changed();
+        return Status::Ok();
+      },
+      /*solo=*/true);
+  if (s.ok()) *ended = changed;
+  return s;
+}
+
+Status PostgresStorage::SweepSilentContainers(int partition,
+                                              const std::function<int64_t()>& cutoff_ms,
+                                              int max_rows, SilenceSweep* sweep) {
+  *sweep = SilenceSweep{};
+  SilenceSweep found;
+  Status s = writer_->RunSync(
+      [&](PgConn* conn) {
+        found = SilenceSweep{};
+        const int64_t cutoff = cutoff_ms();
+        PgResult r;
+        RETURN_IF_ERROR(conn->Run(pgsql::kReapPicked, {P(cutoff), P(int64_t{max_rows})}, &r));
+        found.sessions_ended = r.changed();
+        if (found.sessions_ended >= max_rows) return Status::Ok();
+        RETURN_IF_ERROR(conn->Run(pgsql::kReapUnpicked,
+                                  {P(cutoff), P(int64_t{max_rows} - found.sessions_ended)}, &r));
+        found.marked_dead = r.changed();
+        return Status::Ok();
+      },
+      /*solo=*/true);
+  if (s.ok()) *sweep = found;
+  return s;
+}
+
+}  // namespace store

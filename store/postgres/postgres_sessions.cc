@@ -1,0 +1,207 @@
+// PostgresStorage: the session operations (claim, release, renew, read).
+#include <cassert>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "base/clock.h"
+#include "store/postgres/lifecycle_sql.h"
+#include "store/postgres/postgres_storage.h"
+#include "store/session_id.h"
+
+namespace store {
+namespace {
+
+void ReadSession(const PgResult& r, Session* s) {
+  s->container_id = r.String(0, 0);
+  s->region = r.String(0, 1);
+  s->pool = r.String(0, 2);
+  s->token = r.Int64(0, 3);
+  s->lease_expires_at_ms = r.Int64(0, 4);
+  s->data = r.String(0, 5);
+}
+
+// The live session of the tenant's idempotency key, if any, into *found.
+Status FindIdempotent(PgConn* conn, const ClaimRequest& req, int64_t now, SessionResult* found) {
+  PgResult r;
+  RETURN_IF_ERROR(
+      conn->Run(pgsql::kFindIdempotent, {P(req.caller.tenant), P(req.idempotency_key), P(now)}, &r));
+  if (r.rows() > 0) {
+    ReadSession(r, &found->session);
+    found->session.session_id = r.String(0, 6);
+    found->outcome = Outcome::kReplayed;
+  }
+  return Status::Ok();
+}
+
+// The claim statement for one region, under a savepoint of its own so that
+// a refused idempotency key undoes only it. *claimed if it took a container.
+Status ClaimIn(PgConn* conn, const ClaimRequest& req, const std::string& region,
+               const ClaimPolicy& policy, const std::string& session_id, int64_t now,
+               SessionResult* out, bool* claimed) {
+  RETURN_IF_ERROR(conn->Exec("SAVEPOINT claim"));
+  PgResult r;
+  Status s = conn->Run(
+      pgsql::kClaim,
+      {P(region), P(req.pool), P(now - policy.dead_after_ms), P(int64_t{policy.candidates}),
+       P(session_id), P(req.caller.tenant),
+       req.idempotency_key.empty() ? Null() : P(req.idempotency_key), P(now + req.lease_ms),
+       P(now), P(policy.max_sessions_per_tenant)},
+      &r);
+  RETURN_IF_ERROR(conn->Exec(s.ok() ? "RELEASE SAVEPOINT claim" : "ROLLBACK TO SAVEPOINT claim"));
+  RETURN_IF_ERROR(s);
+  *claimed = r.rows() > 0;
+  if (*claimed) {
+    ReadSession(r, &out->session);
+    out->session.session_id = session_id;
+    out->outcome = Outcome::kOk;
+  }
+  return Status::Ok();
+}
+
+// Tries the request's regions in order; the first with a fitting container wins.
+Status ClaimRegions(PgConn* conn, const ClaimRequest& req, const ClaimPolicy& policy,
+                    const std::string& session_id, SessionResult* out) {
+  const int64_t now = base::NowMs();
+  if (policy.max_sessions_per_tenant != kUnlimited) {
+    // Concurrent claims of one tenant, on any node, count its sessions one
+    // after another: no two pass the quota together.
+    RETURN_IF_ERROR(conn->Run(pgsql::kLockTenant, {P(req.caller.tenant)}));
+  }
+  if (!req.idempotency_key.empty()) {
+    RETURN_IF_ERROR(FindIdempotent(conn, req, now, out));
+    if (out->outcome == Outcome::kReplayed) return Status::Ok();
+  }
+  std::vector<std::string> regions{req.region};
+  regions.insert(regions.end(), req.fallback_regions.begin(), req.fallback_regions.end());
+  for (const std::string& region : regions) {
+    bool claimed = false;
+    Status s = ClaimIn(conn, req, region, policy, session_id, now, out, &claimed);
+    if (s.IsConflict() && !req.idempotency_key.empty()) {
+      // The unique index refused the key. Another node's claim of it
+      // committed meanwhile (the index waited for it): that session is the
+      // answer. Or an expired session still holds it: let it go, claim again.
+      RETURN_IF_ERROR(FindIdempotent(conn, req, now, out));
+      if (out->outcome == Outcome::kReplayed) return Status::Ok();
+      RETURN_IF_ERROR(conn->Run(pgsql::kForgetExpiredKey,
+                                {P(req.caller.tenant), P(req.idempotency_key), P(now)}));
+      s = ClaimIn(conn, req, region, policy, session_id, now, out, &claimed);
+    }
+    RETURN_IF_ERROR(s);
+    if (claimed) return Status::Ok();
+  }
+  out->outcome = Outcome::kNoCapacity;
+  if (policy.max_sessions_per_tenant != kUnlimited) {
+    PgResult count;
+    RETURN_IF_ERROR(conn->Run(pgsql::kCountTenantSessions, {P(req.caller.tenant)}, &count));
+    if (count.rows() > 0 && count.Int64(0, 0) >= policy.max_sessions_per_tenant) {
+      out->outcome = Outcome::kQuotaExceeded;
+    }
+  }
+  return Status::Ok();
+}
+
+// After a compare-and-swap on (session_id, token) changed nothing: why not.
+Status ExplainFailedCas(PgConn* conn, const Caller& caller, const std::string& id, int64_t token,
+                        int64_t now, SessionResult* out) {
+  PgResult r;
+  RETURN_IF_ERROR(conn->Run(pgsql::kSessionState, {P(id)}, &r));
+  if (r.rows() == 0) {
+    *out = Failed<SessionResult>(Outcome::kNotFound, "no session " + id);
+  } else if (!caller.admin && r.Text(0, 1) != caller.tenant) {
+    *out = Failed<SessionResult>(Outcome::kForbidden, "session " + id + " belongs to another tenant");
+  } else if (r.Int64(0, 2) <= now) {
+    *out = Failed<SessionResult>(Outcome::kNotFound, "session " + id + " has expired");
+  } else if (r.Int64(0, 0) != token) {
+    *out = Failed<SessionResult>(Outcome::kStaleToken, "token " + std::to_string(token) +
+                                                           " is not current for session " + id);
+  } else {
+    return Status::IOError("compare-and-swap on session " + id + " failed for an unknown reason");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void PostgresStorage::Claim(ClaimRequest req, SessionCallback done) {
+  assert(req.lease_ms > 0);
+  std::string session_id;
+  if (Status s = NewSessionId(0, &session_id); !s.ok()) {
+    return done(Failed<SessionResult>(Outcome::kError, "no session id: " + s.ToString() + "; retry"));
+  }
+  auto request = std::make_shared<ClaimRequest>(std::move(req));
+  Submit<SessionResult>(
+      [this, request, session_id](PgConn* conn, SessionResult* out) {
+        return ClaimRegions(conn, *request, policy_, session_id, out);
+      },
+      std::move(done));
+}
+
+void PostgresStorage::Release(const Caller& caller, std::string session_id, int64_t token,
+                              SessionCallback done) {
+  Submit<SessionResult>(
+      [caller, session_id, token](PgConn* conn, SessionResult* out) {
+        const int64_t now = base::NowMs();
+        PgResult r;
+        RETURN_IF_ERROR(conn->Run(pgsql::kRelease,
+                                  {P(session_id), P(token),
+                                   caller.admin ? Null() : P(caller.tenant), P(now)},
+                                  &r));
+        if (r.changed() == 1) {
+          out->outcome = Outcome::kOk;
+          out->session.session_id = session_id;
+          return Status::Ok();
+        }
+        return ExplainFailedCas(conn, caller, session_id, token, now, out);
+      },
+      std::move(done));
+}
+
+void PostgresStorage::Renew(const Caller& caller, std::string session_id, int64_t token,
+                            int64_t lease_ms, SessionCallback done) {
+  assert(lease_ms > 0);
+  Submit<SessionResult>(
+      [caller, session_id, token, lease_ms](PgConn* conn, SessionResult* out) {
+        const int64_t now = base::NowMs();
+        PgResult r;
+        RETURN_IF_ERROR(conn->Run(pgsql::kRenew,
+                                  {P(session_id), P(token),
+                                   caller.admin ? Null() : P(caller.tenant), P(now),
+                                   P(now + lease_ms)},
+                                  &r));
+        if (r.rows() == 1) {
+          ReadSession(r, &out->session);
+          out->session.session_id = session_id;
+          out->outcome = Outcome::kOk;
+          return Status::Ok();
+        }
+        return ExplainFailedCas(conn, caller, session_id, token, now, out);
+      },
+      std::move(done));
+}
+
+SessionResult PostgresStorage::GetSession(const Caller& caller, std::string_view session_id) {
+  const std::string id(session_id);
+  SessionResult result = Failed<SessionResult>(Outcome::kNotFound, "no session " + id);
+  if (ShardOfSessionId(id, 1) < 0) return result;
+  Status s = WithReader([&](PgConn* conn) {
+    PgResult r;
+    RETURN_IF_ERROR(conn->Run(pgsql::kGetSession, {P(id)}, &r));
+    if (r.rows() == 0) return Status::Ok();
+    // Tenant first: another tenant must not learn when a session ended.
+    if (!caller.admin && r.Text(0, 6) != caller.tenant) {
+      result = Failed<SessionResult>(Outcome::kForbidden, "session " + id + " belongs to another tenant");
+    } else if (r.Int64(0, 4) <= base::NowMs()) {
+      result = Failed<SessionResult>(Outcome::kNotFound, "session " + id + " has expired");
+    } else {
+      result = SessionResult{Outcome::kOk, {}, ""};
+      ReadSession(r, &result.session);
+      result.session.session_id = id;
+    }
+    return Status::Ok();
+  });
+  if (!s.ok()) return Failed<SessionResult>(OutcomeOfError(s), s.ToString());
+  return result;
+}
+
+}  // namespace store

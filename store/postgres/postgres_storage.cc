@@ -1,0 +1,230 @@
+#include "store/postgres/postgres_storage.h"
+
+#include <utility>
+
+#include "base/clock.h"
+#include "store/postgres/lifecycle_sql.h"
+
+namespace store {
+namespace {
+
+// A job of the writer whose work is a function filling a Result.
+template <typename Result>
+class ResultJob : public PgJob {
+ public:
+  ResultJob(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done)
+      : work_(std::move(work)), done_(std::move(done)) {}
+  Status Apply(PgConn* conn) override {
+    result_ = Result{};
+    return work_(conn, &result_);
+  }
+  void Done(Status status) override {
+    if (!status.ok()) return done_(Failed<Result>(OutcomeOfError(status), status.ToString()));
+    done_(std::move(result_));
+  }
+
+ private:
+  std::function<Status(PgConn*, Result*)> work_;
+  std::function<void(Result)> done_;
+  Result result_;
+};
+
+// The capacity counts of the database, read on a connection of its own.
+class PgCapacityReader : public CapacityReader {
+ public:
+  PgCapacityReader(std::string uri, int busy_timeout_ms)
+      : uri_(std::move(uri)), busy_timeout_ms_(busy_timeout_ms) {}
+  Status Read(std::vector<CapacityCount>* counts, bool* unchanged) override {
+    *unchanged = false;  // PostgreSQL has no cheap "nothing committed since" test
+    if (conn_ == nullptr || !conn_->ok()) {
+      conn_.reset();
+      RETURN_IF_ERROR(PgConn::Connect(uri_, "edgealloc-mirror", &conn_));
+      // A read that waits on a lock (a migration) gives up, as SQLite's does.
+      RETURN_IF_ERROR(conn_->Exec("SET lock_timeout = " + std::to_string(busy_timeout_ms_)));
+    }
+    PgResult r;
+    RETURN_IF_ERROR(conn_->Run(pgsql::kCapacityCounts, {}, &r));
+    counts->clear();
+    for (int i = 0; i < r.rows(); ++i) {
+      counts->push_back({r.String(i, 0), r.String(i, 1), r.String(i, 2), r.Int64(i, 3)});
+    }
+    return Status::Ok();
+  }
+  std::string name() const override { return "PostgreSQL"; }
+
+ private:
+  const std::string uri_;
+  const int busy_timeout_ms_;
+  std::unique_ptr<PgConn> conn_;
+};
+
+// Creates or migrates the schema, one node at a time.
+Status Migrate(PgConn* conn) {
+  RETURN_IF_ERROR(conn->Exec("BEGIN"));
+  Status s = conn->Exec("SELECT pg_advisory_xact_lock(hashtextextended('edgealloc schema', 0))");
+  if (s.ok()) s = conn->Exec(pgsql::kSchema);
+  PgResult version;
+  if (s.ok()) s = conn->Run(pgsql::kGetSchemaVersion, {}, &version);
+  if (s.ok() && version.rows() == 1 && version.Int64(0, 0) > pgsql::kSchemaVersion) {
+    s = Status::InvalidArgument("the database's schema is version " + version.String(0, 0) +
+                                ", newer than this edgealloc knows (" +
+                                std::to_string(pgsql::kSchemaVersion) + "); upgrade edgealloc");
+  }
+  if (s.ok()) s = conn->Run(pgsql::kSetSchemaVersion, {P(int64_t{pgsql::kSchemaVersion})});
+  if (!s.ok()) {
+    (void)conn->Exec("ROLLBACK");
+    return s;
+  }
+  return conn->Exec("COMMIT");
+}
+
+}  // namespace
+
+bool IsPostgresUri(std::string_view db) {
+  return db.rfind("postgresql://", 0) == 0 || db.rfind("postgres://", 0) == 0 ||
+         db.find("dbname=") != std::string_view::npos || db.find("host=") != std::string_view::npos;
+}
+
+PostgresStorage::PostgresStorage(const StorageOptions& options)
+    : uri_(options.db), program_(options.program), policy_(options.policy) {}
+
+PostgresStorage::~PostgresStorage() {
+  if (writer_ != nullptr) writer_->Stop();
+}
+
+Status PostgresStorage::Open(const StorageOptions& options, std::unique_ptr<PostgresStorage>* out) {
+  std::unique_ptr<PostgresStorage> storage(new PostgresStorage(options));
+  {
+    std::unique_ptr<PgConn> conn;
+    RETURN_IF_ERROR(PgConn::Connect(options.db, options.program, &conn));
+    RETURN_IF_ERROR(Migrate(conn.get()));
+    // The first read connection of the pool.
+    base::MutexLock lock(&storage->readers_mu_);
+    storage->readers_.push_back(std::move(conn));
+  }
+  storage->writer_ = std::make_unique<PgWriter>(options.db, options.program + " writer");
+  storage->writer_->Start();
+  *out = std::move(storage);
+  return Status::Ok();
+}
+
+Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
+  std::unique_ptr<PgConn> conn;
+  {
+    base::MutexLock lock(&readers_mu_);
+    if (!readers_.empty()) {
+      conn = std::move(readers_.back());
+      readers_.pop_back();
+    }
+  }
+  if (conn == nullptr || !conn->ok()) {
+    conn.reset();
+    RETURN_IF_ERROR(PgConn::Connect(uri_, program_ + " reader", &conn));
+  }
+  Status s = fn(conn.get());
+  if (conn->ok()) {
+    base::MutexLock lock(&readers_mu_);
+    readers_.push_back(std::move(conn));
+  }
+  return s;
+}
+
+template <typename Result>
+void PostgresStorage::Submit(std::function<Status(PgConn*, Result*)> work,
+                             std::function<void(Result)> done) {
+  std::unique_ptr<PgJob> job = std::make_unique<ResultJob<Result>>(std::move(work), std::move(done));
+  if (!writer_->Submit(std::move(job))) {
+    job->Done(Status::Busy("the PostgreSQL write queue is full; retry shortly"));
+  }
+}
+
+template void PostgresStorage::Submit<SessionResult>(
+    std::function<Status(PgConn*, SessionResult*)>, std::function<void(SessionResult)>);
+
+void PostgresStorage::Register(std::vector<ContainerSpec> specs, ContainerCallback done) {
+  auto batch = std::make_shared<std::vector<ContainerSpec>>(std::move(specs));
+  Submit<ContainerResult>(
+      [batch](PgConn* conn, ContainerResult* out) {
+        const int64_t now = base::NowMs();
+        for (const ContainerSpec& c : *batch) {
+          RETURN_IF_ERROR(conn->Run(pgsql::kUpsertContainer,
+                                    {P(c.id), P(c.region), P(c.pool), P(c.latency_ms), P(c.data),
+                                     P(now)}));
+        }
+        out->outcome = Outcome::kOk;
+        out->count = static_cast<int64_t>(batch->size());
+        return Status::Ok();
+      },
+      std::move(done));
+}
+
+ContainerResult PostgresStorage::GetContainer(std::string_view id) {
+  const std::string key(id);
+  ContainerResult result = Failed<ContainerResult>(Outcome::kNotFound, "no container " + key);
+  Status s = WithReader([&](PgConn* conn) {
+    PgResult r;
+    RETURN_IF_ERROR(conn->Run(pgsql::kGetContainer, {P(key)}, &r));
+    if (r.rows() == 0) return Status::Ok();
+    result = ContainerResult{Outcome::kOk, {}, 0, ""};
+    ContainerInfo& c = result.container;
+    c.id = r.String(0, 0);
+    c.region = r.String(0, 1);
+    c.pool = r.String(0, 2);
+    c.status = r.String(0, 3);
+    c.latency_ms = r.Int64(0, 4);
+    c.last_heartbeat_ms = r.Int64(0, 5);
+    c.generation = r.Int64(0, 6);
+    c.drain_requested = r.Int64(0, 7) != 0;
+    c.data = r.String(0, 8);
+    if (!r.IsNull(0, 9)) c.session_id = r.String(0, 9);
+    return Status::Ok();
+  });
+  if (!s.ok()) return Failed<ContainerResult>(OutcomeOfError(s), s.ToString());
+  return result;
+}
+
+void PostgresStorage::Drain(std::string id, ContainerCallback done) {
+  Submit<ContainerResult>(
+      [id](PgConn* conn, ContainerResult* out) {
+        PgResult r;
+        RETURN_IF_ERROR(conn->Run(pgsql::kDrain, {P(id)}, &r));
+        if (r.rows() == 0) {
+          *out = Failed<ContainerResult>(Outcome::kNotFound, "no container " + id);
+          return Status::Ok();
+        }
+        out->outcome = Outcome::kOk;
+        out->container.id = id;
+        out->container.status = r.String(0, 0);
+        out->container.drain_requested = out->container.status == "picked";
+        return Status::Ok();
+      },
+      std::move(done));
+}
+
+void PostgresStorage::Remove(std::string id, ContainerCallback done) {
+  Submit<ContainerResult>(
+      [id](PgConn* conn, ContainerResult* out) {
+        PgResult del;
+        RETURN_IF_ERROR(conn->Run(pgsql::kRemoveUnpicked, {P(id)}, &del));
+        if (del.changed() == 1) {
+          out->outcome = Outcome::kOk;
+          out->count = 1;
+          return Status::Ok();
+        }
+        PgResult r;
+        RETURN_IF_ERROR(conn->Run(pgsql::kContainerExists, {P(id)}, &r));
+        *out = r.rows() > 0 ? Failed<ContainerResult>(Outcome::kConflict,
+                                                      "container " + id +
+                                                          " is picked; release it first")
+                            : Failed<ContainerResult>(Outcome::kNotFound, "no container " + id);
+        return Status::Ok();
+      },
+      std::move(done));
+}
+
+std::unique_ptr<CapacityReader> PostgresStorage::NewCapacityReader(int partition,
+                                                                   int busy_timeout_ms) {
+  return std::make_unique<PgCapacityReader>(uri_, busy_timeout_ms);
+}
+
+}  // namespace store

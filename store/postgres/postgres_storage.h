@@ -1,0 +1,82 @@
+#ifndef EDGEALLOC_STORE_POSTGRES_POSTGRES_STORAGE_H_
+#define EDGEALLOC_STORE_POSTGRES_POSTGRES_STORAGE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/mutex.h"
+#include "store/postgres/pg.h"
+#include "store/postgres/pg_writer.h"
+#include "store/storage.h"
+
+namespace store {
+
+// True if `db` names a PostgreSQL database (a postgresql:// or postgres://
+// URI, or libpq key=value words) rather than an SQLite file.
+bool IsPostgresUri(std::string_view db);
+
+// The PostgreSQL engine of the storage seam (store/storage.h), for several
+// edgealloc nodes on one database: one partition, one PgWriter (group
+// commit on one connection) per node, and a pool of connections for the
+// reads. Every statement is in postgres/lifecycle_sql.h. Any number of nodes
+// may run on one database: claims lock their candidates FOR UPDATE SKIP
+// LOCKED, a tenant's quota is counted under an advisory lock, idempotency
+// keys are a unique index, and sweeps skip rows another node holds.
+class PostgresStorage : public Storage {
+ public:
+  // Connects (a clear IOError if the server is unreachable), creates or
+  // migrates the schema, starts the writer.
+  static Status Open(const StorageOptions& options, std::unique_ptr<PostgresStorage>* out);
+  PostgresStorage(const PostgresStorage&) = delete;
+  PostgresStorage& operator=(const PostgresStorage&) = delete;
+  ~PostgresStorage() override;
+
+  void Claim(ClaimRequest req, SessionCallback done) override;
+  void Release(const Caller& caller, std::string session_id, int64_t token,
+               SessionCallback done) override;
+  void Renew(const Caller& caller, std::string session_id, int64_t token, int64_t lease_ms,
+             SessionCallback done) override;
+  SessionResult GetSession(const Caller& caller, std::string_view session_id) override;
+
+  void Register(std::vector<ContainerSpec> specs, ContainerCallback done) override;
+  ContainerResult GetContainer(std::string_view id) override;
+  void Drain(std::string id, ContainerCallback done) override;
+  void Remove(std::string id, ContainerCallback done) override;
+
+  int partitions() const override { return 1; }
+  // One partition: 0 for every id (an unknown one is found at write time).
+  Status PartitionOf(const std::string& container_id, int* partition) override;
+  Status WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
+                         HeartbeatWriteResult* result) override;
+
+  Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) override;
+  Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
+                               int max_rows, SilenceSweep* sweep) override;
+
+  std::unique_ptr<CapacityReader> NewCapacityReader(int partition, int busy_timeout_ms) override;
+  const WriterStats& writer_stats(int partition) const override { return writer_->stats(); }
+  const ClaimPolicy& policy() const override { return policy_; }
+  void StopWriters() override { writer_->Stop(); }
+
+ private:
+  PostgresStorage(const StorageOptions& options);
+  // Runs `fn` on a pooled read connection (made, or made again, on demand).
+  Status WithReader(const std::function<Status(PgConn*)>& fn);
+  // Queues a job of `work` filling a Result; a refused one answers at once.
+  template <typename Result>
+  void Submit(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done);
+
+  const std::string uri_;
+  const std::string program_;
+  const ClaimPolicy policy_;
+  std::unique_ptr<PgWriter> writer_;
+  base::Mutex readers_mu_;
+  std::vector<std::unique_ptr<PgConn>> readers_ GUARDED_BY(readers_mu_);
+};
+
+}  // namespace store
+
+#endif  // EDGEALLOC_STORE_POSTGRES_POSTGRES_STORAGE_H_
