@@ -1,0 +1,300 @@
+// The storage seam's contract (store/storage.h), run against every engine:
+// each TEST_CASE runs once with SQLite and once with PostgreSQL (a real
+// server the test starts, tests/support/pg_server.h). What one engine must
+// do, the other must too.
+#include "store/storage.h"
+
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "tests/support/pg_server.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using store::Outcome;
+
+// One PostgreSQL server for the whole binary; each test gets a database.
+testing::PgServer& SharedPg() {
+  static testing::PgServer server;
+  return server;
+}
+
+struct Engine {
+  testing::TempDir dir;
+  std::string db;
+  std::unique_ptr<store::Storage> storage;
+
+  Engine(const std::string& engine, store::ClaimPolicy policy = {}) {
+    db = engine == "sqlite" ? dir.File("pool.db") : SharedPg().NewDatabaseUri();
+    storage = Open(policy);
+  }
+  // Another node on the same database.
+  std::unique_ptr<store::Storage> Open(store::ClaimPolicy policy = {}) {
+    store::StorageOptions options;
+    options.db = db;
+    options.sync = store::Sync::kNormal;  // logic is tested here, not fsync
+    options.policy = policy;
+    options.program = "storage_test";
+    std::unique_ptr<store::Storage> s;
+    store::Status st = store::OpenStorage(options, &s);
+    INFO(st.ToString());
+    REQUIRE(st.ok());
+    return s;
+  }
+  store::Storage* operator->() { return storage.get(); }
+};
+
+template <typename Result, typename Fn>
+Result Await(Fn fn) {
+  std::promise<Result> p;
+  auto f = p.get_future();
+  fn([&p](Result r) { p.set_value(std::move(r)); });
+  return f.get();
+}
+
+store::SessionResult Claim(store::Storage* s, const std::string& region,
+                           const std::string& tenant = "t1", const std::string& key = "",
+                           int64_t lease_ms = 60000) {
+  store::ClaimRequest req;
+  req.caller.tenant = tenant;
+  req.region = region;
+  req.pool = "p";
+  req.lease_ms = lease_ms;
+  req.idempotency_key = key;
+  return Await<store::SessionResult>([&](auto cb) { s->Claim(std::move(req), cb); });
+}
+
+store::Caller Tenant(const std::string& t) {
+  store::Caller c;
+  c.tenant = t;
+  return c;
+}
+
+void Register(store::Storage* s, const std::vector<std::string>& ids,
+              const std::string& region = "weur") {
+  std::vector<store::ContainerSpec> specs;
+  for (const auto& id : ids) specs.push_back({id, region, "p", 0, "{}"});
+  auto r = Await<store::ContainerResult>([&](auto cb) { s->Register(specs, cb); });
+  INFO(r.message);
+  REQUIRE(r.outcome == Outcome::kOk);
+}
+
+std::string Name(Outcome o) { return store::OutcomeName(o); }
+
+}  // namespace
+
+TEST_CASE("storage: claim, read, renew and release are compare-and-swaps on the token") {
+  Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+  Register(e.storage.get(), {"c1"});
+  auto c = Claim(e.storage.get(), "weur");
+  INFO(c.message);
+  REQUIRE(c.outcome == Outcome::kOk);
+  CHECK(c.session.container_id == "c1");
+  CHECK(e->GetSession(Tenant("t1"), c.session.session_id).outcome == Outcome::kOk);
+  CHECK(Name(e->GetSession(Tenant("t2"), c.session.session_id).outcome) == "forbidden");
+  CHECK(Name(Claim(e.storage.get(), "weur").outcome) == "no_capacity");
+
+  auto renewed = Await<store::SessionResult>([&](auto cb) {
+    e->Renew(Tenant("t1"), c.session.session_id, c.session.token, 120000, cb);
+  });
+  CHECK(renewed.outcome == Outcome::kOk);
+  CHECK(renewed.session.token == c.session.token);
+  auto stale = Await<store::SessionResult>([&](auto cb) {
+    e->Release(Tenant("t1"), c.session.session_id, c.session.token + 1, cb);
+  });
+  CHECK(Name(stale.outcome) == "stale_token");
+  auto released = Await<store::SessionResult>([&](auto cb) {
+    e->Release(Tenant("t1"), c.session.session_id, c.session.token, cb);
+  });
+  CHECK(released.outcome == Outcome::kOk);
+  CHECK(Name(e->GetSession(Tenant("t1"), c.session.session_id).outcome) == "not_found");
+  CHECK(e->GetContainer("c1").container.status == "available");
+  auto again = Claim(e.storage.get(), "weur");
+  REQUIRE(again.outcome == Outcome::kOk);
+  CHECK(again.session.token > c.session.token);
+}
+
+TEST_CASE("storage: an idempotent retry is the same session; a quota holds; fallbacks are tried") {
+  const std::string engine = GENERATE(as<std::string>{}, "sqlite", "postgres");
+  store::ClaimPolicy policy;
+  policy.max_sessions_per_tenant = 1;
+  Engine e(engine, policy);
+  Register(e.storage.get(), {"w1", "w2"});
+  Register(e.storage.get(), {"n1"}, "wnam");
+  auto first = Claim(e.storage.get(), "weur", "alice", "k-1");
+  REQUIRE(first.outcome == Outcome::kOk);
+  auto retry = Claim(e.storage.get(), "weur", "alice", "k-1");
+  CHECK(Name(retry.outcome) == "replayed");
+  CHECK(retry.session.session_id == first.session.session_id);
+  CHECK(Name(Claim(e.storage.get(), "weur", "alice").outcome) == "quota_exceeded");
+  CHECK(Name(Claim(e.storage.get(), "weur", "bob").outcome) == "ok");
+
+  store::ClaimRequest req;
+  req.caller.tenant = "carol";
+  req.region = "weur";  // full now
+  req.pool = "p";
+  req.fallback_regions = {"wnam"};
+  req.lease_ms = 60000;
+  auto fell_back = Await<store::SessionResult>([&](auto cb) { e->Claim(req, cb); });
+  CHECK(fell_back.outcome == Outcome::kOk);
+  CHECK(fell_back.session.container_id == "n1");
+}
+
+TEST_CASE("storage: drain, remove, and tokens that only grow across delete and register") {
+  Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+  Register(e.storage.get(), {"c1", "c2"});
+  auto c = Claim(e.storage.get(), "weur");
+  REQUIRE(c.outcome == Outcome::kOk);
+  const std::string held = c.session.container_id;
+  const std::string free = held == "c1" ? "c2" : "c1";
+  auto conflict = Await<store::ContainerResult>([&](auto cb) { e->Remove(held, cb); });
+  CHECK(Name(conflict.outcome) == "conflict");
+  auto drained = Await<store::ContainerResult>([&](auto cb) { e->Drain(free, cb); });
+  CHECK(drained.outcome == Outcome::kOk);
+  CHECK(e->GetContainer(free).container.status == "draining");
+  auto removed = Await<store::ContainerResult>([&](auto cb) { e->Remove(free, cb); });
+  CHECK(removed.outcome == Outcome::kOk);
+  CHECK(Name(e->GetContainer(free).outcome) == "not_found");
+
+  REQUIRE(Await<store::SessionResult>([&](auto cb) {
+            e->Release(Tenant("t1"), c.session.session_id, c.session.token, cb);
+          }).outcome == Outcome::kOk);
+  REQUIRE(Await<store::ContainerResult>([&](auto cb) { e->Remove(held, cb); }).outcome ==
+          Outcome::kOk);
+  Register(e.storage.get(), {held});
+  auto back = Claim(e.storage.get(), "weur");
+  REQUIRE(back.outcome == Outcome::kOk);
+  CHECK(back.session.container_id == held);
+  CHECK(back.session.token > c.session.token);
+}
+
+TEST_CASE("storage: heartbeats keep order, never touch a claim, and find unknown ids") {
+  Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+  Register(e.storage.get(), {"a", "b"});
+  auto c = Claim(e.storage.get(), "weur");
+  REQUIRE(c.outcome == Outcome::kOk);
+  const std::string held = c.session.container_id;
+  const std::string free = held == "a" ? "b" : "a";
+  const int64_t now = base::NowMs();
+  std::vector<store::HeartbeatRow> rows = {
+      {free, now, 10, 0.5, store::ReportedState::kDraining},
+      {held, now, 10, std::nullopt, store::ReportedState::kDraining},
+      {free, now, 5, std::nullopt, store::ReportedState::kReady},  // older: liveness only
+      {"nope", now, std::nullopt, std::nullopt, store::ReportedState::kNone}};
+  int partition = -1;
+  REQUIRE(e->PartitionOf(free, &partition).ok());
+  store::HeartbeatWriteResult result;
+  REQUIRE(e->WriteHeartbeats(partition, rows, &result).ok());
+  CHECK(result.written == 3);
+  CHECK(result.stale == 1);
+  CHECK(result.unknown == std::vector<size_t>{3});
+  CHECK(e->GetContainer(free).container.status == "draining");
+  auto h = e->GetContainer(held);
+  CHECK(h.container.status == "picked");  // a heartbeat never frees a claim
+  CHECK(h.container.drain_requested);
+  CHECK(e->GetSession(Tenant("t1"), c.session.session_id).outcome == Outcome::kOk);
+}
+
+TEST_CASE("storage: sweeps end expired leases and silent containers, and capacity counts them") {
+  Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+  Register(e.storage.get(), {"a", "b", "c"});
+  auto c = Claim(e.storage.get(), "weur", "t1", "", /*lease_ms=*/1);
+  REQUIRE(c.outcome == Outcome::kOk);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  int64_t ended = 0;
+  REQUIRE(e->SweepExpiredLeases(0, 100, &ended).ok());
+  CHECK(ended == 1);
+  CHECK(e->GetContainer(c.session.container_id).container.status == "available");
+
+  auto held = Claim(e.storage.get(), "weur");
+  REQUIRE(held.outcome == Outcome::kOk);
+  // Everything is silent as of a cutoff in the future.
+  store::SilenceSweep sweep;
+  const int64_t future = base::NowMs() + 60000;
+  REQUIRE(e->SweepSilentContainers(0, [future] { return future; }, 100, &sweep).ok());
+  CHECK(sweep.sessions_ended == 1);
+  CHECK(sweep.marked_dead == 2);
+  CHECK(Name(e->GetSession(Tenant("t1"), held.session.session_id).outcome) == "not_found");
+
+  auto reader = e->NewCapacityReader(0, 250);
+  std::vector<store::CapacityCount> counts;
+  bool unchanged = true;
+  REQUIRE(reader->Read(&counts, &unchanged).ok());
+  CHECK_FALSE(unchanged);
+  REQUIRE(counts.size() == 1);
+  CHECK(counts[0].status == "dead");
+  CHECK(counts[0].count == 3);
+}
+
+// Two nodes on one database (PostgreSQL: two processes' worth of writers and
+// connections; SQLite: two writers on one file, serialized by its write
+// lock), eight clients claiming and releasing: never two holders of one
+// container, never one token twice.
+TEST_CASE("storage: two nodes on one database never hand out a container twice") {
+  Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back("c" + std::to_string(i));
+  Register(e.storage.get(), ids);
+  std::unique_ptr<store::Storage> second = e.Open();
+  std::mutex mu;
+  std::set<std::string> holding;  // containers held now
+  std::set<int64_t> tokens;
+  int doubles = 0, repeats = 0, claims = 0, errors = 0;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    store::Storage* node = t % 2 == 0 ? e.storage.get() : second.get();
+    clients.emplace_back([&, node, t] {
+      while (!stop.load()) {
+        auto c = Claim(node, "weur", "tenant" + std::to_string(t));
+        if (c.outcome == Outcome::kNoCapacity) continue;
+        if (c.outcome != Outcome::kOk) {
+          std::lock_guard<std::mutex> lock(mu);
+          ++errors;
+          continue;
+        }
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          ++claims;
+          if (!holding.insert(c.session.container_id).second) ++doubles;
+          if (!tokens.insert(c.session.token).second) ++repeats;
+        }
+        // Held a moment, so that a second holder would overlap with it; out
+        // of the set before the release commits (a claim after it may take
+        // the container at once).
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          holding.erase(c.session.container_id);
+        }
+        auto r = Await<store::SessionResult>([&](auto cb) {
+          node->Release(Tenant("tenant" + std::to_string(t)), c.session.session_id,
+                        c.session.token, cb);
+        });
+        if (r.outcome != Outcome::kOk) {
+          std::lock_guard<std::mutex> lock(mu);
+          ++errors;
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  stop = true;
+  for (auto& c : clients) c.join();
+  INFO("claims " << claims << " errors " << errors);
+  CHECK(claims > 50);
+  CHECK(doubles == 0);
+  CHECK(repeats == 0);
+  CHECK(errors == 0);
+}
