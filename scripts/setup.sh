@@ -28,6 +28,9 @@ packages+=(chromium prometheus)
 packages+=(python3-hypothesis)
 # scripts/thread_safety.sh (ctest `thread_safety`): clang's -Wthread-safety.
 packages+=(clang-14)
+# The PostgreSQL tests (ctest -L postgres) start real PostgreSQL 15 servers
+# (tests/support/pg_server.h) and talk to them through libpq.
+packages+=(postgresql libpq-dev)
 packages+=("${extra[@]}")
 
 missing=()
