@@ -17,7 +17,7 @@ for f in base/*.h base/*.cc store/*.cc store/*/*.cc allocator/*.cc batcher/*.cc 
   lang=()
   [[ $f == *.h ]] && lang=(-x c++-header)
   if ! "$CXX" -std=c++20 -fsyntax-only -Wthread-safety -Wthread-safety-beta -Werror \
-       -Wno-unknown-warning-option -I. "${lang[@]}" "$f"; then
+       -Wno-unknown-warning-option -I. -I/usr/include/postgresql "${lang[@]}" "$f"; then
     failed=$((failed + 1))
   fi
 done

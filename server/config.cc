@@ -97,7 +97,10 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
   app.require_subcommand(1);
 
   CLI::App* serve = app.add_subcommand("serve", "Serve the HTTP API (see docs/api.md).");
-  serve->add_option("--db", s.db, "SQLite database file (created and migrated)")
+  serve
+      ->add_option("--db", s.db,
+                   "SQLite database file, or a PostgreSQL URI (postgresql://...); created and "
+                   "migrated")
       ->envname("EDGEALLOC_DB")
       ->capture_default_str();
   serve->add_option("--listen", s.listen, "HOST:PORT to serve on")
@@ -185,7 +188,9 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
       "register",
       "Register containers from a JSON file ({\"containers\":[...]}, as POST /v1/containers), "
       "also while a server runs.");
-  reg->add_option("--db", r.db, "SQLite database file")->envname("EDGEALLOC_DB")->capture_default_str();
+  reg->add_option("--db", r.db, "SQLite database file, or a PostgreSQL URI (postgresql://...)")
+      ->envname("EDGEALLOC_DB")
+      ->capture_default_str();
   reg->add_option("--shards", r.shards, "database files the pool is split over (as the server)")
       ->envname("EDGEALLOC_SHARDS")
       ->check(InRange(1, kMaxShards, "database files the pool is split over"))

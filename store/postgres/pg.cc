@@ -66,6 +66,9 @@ Status PgConn::Open() {
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
     return Status::IOError("unavailable: cannot connect to PostgreSQL: " + message);
   }
+  // The schema's CREATE ... IF NOT EXISTS need not tell stderr each start.
+  pg_result* quiet = PQexec(conn_, "SET client_min_messages = warning");
+  if (quiet != nullptr) PQclear(quiet);
   // A primary only: on a read-only standby every write would fail.
   pg_result* r = PQexec(conn_, "SHOW transaction_read_only");
   const bool read_only = r != nullptr && PQresultStatus(r) == PGRES_TUPLES_OK &&

@@ -240,7 +240,7 @@ TEST_CASE("storage: sweeps end expired leases and silent containers, and capacit
 // Two nodes on one database (PostgreSQL: two processes' worth of writers and
 // connections; SQLite: two writers on one file, serialized by its write
 // lock), eight clients claiming and releasing: never two holders of one
-// container, never one token twice.
+// container, never one of its tokens twice.
 TEST_CASE("storage: two nodes on one database never hand out a container twice") {
   Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
   std::vector<std::string> ids;
@@ -249,7 +249,7 @@ TEST_CASE("storage: two nodes on one database never hand out a container twice")
   std::unique_ptr<store::Storage> second = e.Open();
   std::mutex mu;
   std::set<std::string> holding;  // containers held now
-  std::set<int64_t> tokens;
+  std::set<std::pair<std::string, int64_t>> tokens;  // a token is per container
   int doubles = 0, repeats = 0, claims = 0, errors = 0;
   std::atomic<bool> stop{false};
   std::vector<std::thread> clients;
@@ -268,7 +268,7 @@ TEST_CASE("storage: two nodes on one database never hand out a container twice")
           std::lock_guard<std::mutex> lock(mu);
           ++claims;
           if (!holding.insert(c.session.container_id).second) ++doubles;
-          if (!tokens.insert(c.session.token).second) ++repeats;
+          if (!tokens.insert({c.session.container_id, c.session.token}).second) ++repeats;
         }
         // Held a moment, so that a second holder would overlap with it; out
         // of the set before the release commits (a claim after it may take
@@ -292,7 +292,7 @@ TEST_CASE("storage: two nodes on one database never hand out a container twice")
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   stop = true;
   for (auto& c : clients) c.join();
-  INFO("claims " << claims << " errors " << errors);
+  INFO("claims " << claims << " errors " << errors << " (" << e.db << ")");
   CHECK(claims > 50);
   CHECK(doubles == 0);
   CHECK(repeats == 0);
