@@ -201,6 +201,25 @@ UPDATE containers SET
 WHERE id = $1 AND ($3::bigint IS NULL OR $3::bigint >= reported_ts_ms)
 )sql";
 
+// Plain heartbeats of many containers, each at most once, in one statement
+// (the batch's common case): liveness advances, and the report (ts_ms,
+// load) applies if it is not older than the stored one. A HOT update: no
+// column it sets is in an index. Returns each row it found, stale when its
+// ts_ms was older (the stored one is then still above it).
+//   $1 ids $2 accepted_ms $3 ts_ms (NULL elements) $4 loads (NULL elements)
+inline constexpr char kHeartbeatBulk[] = R"sql(
+UPDATE containers c SET
+  last_heartbeat_ms = GREATEST(c.last_heartbeat_ms, u.accepted_ms),
+  reported_ts_ms = CASE WHEN u.ts_ms IS NOT NULL AND u.ts_ms >= c.reported_ts_ms
+                        THEN u.ts_ms ELSE c.reported_ts_ms END,
+  load = CASE WHEN u.ts_ms IS NULL OR u.ts_ms >= c.reported_ts_ms
+              THEN COALESCE(u.load, c.load) ELSE c.load END
+FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::double precision[])
+     AS u(id, accepted_ms, ts_ms, load)
+WHERE c.id = u.id
+RETURNING c.id, u.ts_ms IS NOT NULL AND c.reported_ts_ms > u.ts_ms
+)sql";
+
 inline constexpr char kHeartbeatStale[] =
     "UPDATE containers SET last_heartbeat_ms = GREATEST(last_heartbeat_ms, $2::bigint) "
     "WHERE id = $1";

@@ -14,6 +14,25 @@ PgParam P(double v) {
   return std::string(buf);
 }
 
+PgParam ArrayParam(const std::vector<PgParam>& items) {
+  std::string out = "{";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    if (!items[i]) {
+      out += "NULL";
+      continue;
+    }
+    out.push_back('"');
+    for (char c : *items[i]) {
+      if (c == '"' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    out.push_back('"');
+  }
+  out.push_back('}');
+  return out;
+}
+
 PgResult::PgResult(pg_result* r) : r_(r) {}
 PgResult::PgResult(PgResult&& o) noexcept : r_(std::exchange(o.r_, nullptr)) {}
 PgResult& PgResult::operator=(PgResult&& o) noexcept {
@@ -56,9 +75,14 @@ Status PgConn::Open() {
   prepared_.clear();
   // connect_timeout bounds a dead host; the keepalives notice a peer that
   // vanished mid-run instead of waiting on it for the kernel's two hours.
-  const char* keys[] = {"dbname",    "application_name", "connect_timeout", "keepalives_idle",
-                        "keepalives_interval", "keepalives_count", nullptr};
-  const char* values[] = {uri_.c_str(), application_name_.c_str(), "5", "5", "2", "3", nullptr};
+  // Defaults first, so that the URI's own settings (expanded from dbname,
+  // last) win. tcp_user_timeout: a write the peer never acknowledges fails
+  // in 5 s instead of hanging the writer and every claim queued behind it.
+  const char* keys[] = {"application_name",    "connect_timeout",  "keepalives_idle",
+                        "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+                        "dbname",              nullptr};
+  const char* values[] = {application_name_.c_str(), "5", "5", "2", "3", "5000", uri_.c_str(),
+                          nullptr};
   conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (conn_ == nullptr) return Status::IOError("unavailable: out of memory connecting");
   if (PQstatus(conn_) != CONNECTION_OK) {

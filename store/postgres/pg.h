@@ -91,6 +91,9 @@ inline PgParam P(int64_t v) { return std::to_string(v); }
 inline PgParam P(std::string_view v) { return std::string(v); }
 inline PgParam P(const char* v) { return std::string(v); }
 PgParam P(double v);
+// A text[]-style array literal of `items` (NULL elements for nullopt), for
+// one parameter that carries a whole batch (unnest).
+PgParam ArrayParam(const std::vector<PgParam>& items);
 inline PgParam Null() { return std::nullopt; }
 
 }  // namespace store

@@ -1,7 +1,10 @@
 // PostgresStorage: heartbeat batches and the reapers' sweeps.
+#include <algorithm>
 #include <future>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
@@ -31,38 +34,83 @@ class HeartbeatJob : public PgJob {
 
   Status Apply(PgConn* conn) override {
     *result_ = HeartbeatWriteResult{};
+    // Plain rows of containers that appear once in the batch go in one
+    // statement; the rest (state reports, a container twice) one at a time,
+    // in order. The two sets touch different containers, so the batch still
+    // ends as its rows would one after another.
+    std::unordered_map<std::string_view, int> seen;
+    for (const HeartbeatRow& row : *rows_) ++seen[row.container_id];
+    std::vector<size_t> bulk, single;
     for (size_t i = 0; i < rows_->size(); ++i) {
       const HeartbeatRow& row = (*rows_)[i];
-      const char* state = StateName(row.state);
-      const std::vector<PgParam> params = {
-          P(row.container_id), P(row.accepted_ms), row.ts_ms ? P(*row.ts_ms) : Null(),
-          row.load ? P(*row.load) : Null(), state != nullptr ? P(state) : Null()};
-      // As on SQLite: the plain statement first (a HOT update: it changes
-      // no indexed column); a state it did not find held, through the
-      // report statement; then liveness alone.
-      PgResult r;
-      RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatPlain, params, &r));
-      if (r.changed() == 0 && state != nullptr) {
-        RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatReport, params, &r));
-      }
-      if (r.changed() > 0) {
-        ++result_->written;
-        continue;
-      }
-      RETURN_IF_ERROR(
-          conn->Run(pgsql::kHeartbeatStale, {P(row.container_id), P(row.accepted_ms)}, &r));
-      if (r.changed() > 0) {
-        ++result_->written;
-        ++result_->stale;
-      } else {
-        result_->unknown.push_back(i);
-      }
+      (row.state == ReportedState::kNone && seen[row.container_id] == 1 ? bulk : single)
+          .push_back(i);
     }
+    if (!bulk.empty()) RETURN_IF_ERROR(WriteBulk(conn, bulk));
+    for (size_t i : single) RETURN_IF_ERROR(WriteOne(conn, i));
+    std::sort(result_->unknown.begin(), result_->unknown.end());
     return Status::Ok();
   }
   void Done(Status status) override { done_->set_value(std::move(status)); }
 
  private:
+  Status WriteBulk(PgConn* conn, const std::vector<size_t>& indexes) {
+    std::vector<PgParam> ids, accepted, ts, loads;
+    for (size_t i : indexes) {
+      const HeartbeatRow& row = (*rows_)[i];
+      ids.push_back(P(row.container_id));
+      accepted.push_back(P(row.accepted_ms));
+      ts.push_back(row.ts_ms ? P(*row.ts_ms) : Null());
+      loads.push_back(row.load ? P(*row.load) : Null());
+    }
+    PgResult r;
+    RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatBulk,
+                              {ArrayParam(ids), ArrayParam(accepted), ArrayParam(ts),
+                               ArrayParam(loads)},
+                              &r));
+    std::unordered_map<std::string_view, bool> found;  // id -> stale
+    for (int k = 0; k < r.rows(); ++k) found[r.Text(k, 0)] = r.Text(k, 1) == "t";
+    for (size_t i : indexes) {
+      auto it = found.find((*rows_)[i].container_id);
+      if (it == found.end()) {
+        result_->unknown.push_back(i);
+        continue;
+      }
+      ++result_->written;
+      if (it->second) ++result_->stale;
+    }
+    return Status::Ok();
+  }
+
+  Status WriteOne(PgConn* conn, size_t i) {
+    const HeartbeatRow& row = (*rows_)[i];
+    const char* state = StateName(row.state);
+    const std::vector<PgParam> params = {
+        P(row.container_id), P(row.accepted_ms), row.ts_ms ? P(*row.ts_ms) : Null(),
+        row.load ? P(*row.load) : Null(), state != nullptr ? P(state) : Null()};
+    // As on SQLite: the plain statement first (a HOT update: it changes no
+    // indexed column); a state it did not find held, through the report
+    // statement; then liveness alone.
+    PgResult r;
+    RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatPlain, params, &r));
+    if (r.changed() == 0 && state != nullptr) {
+      RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatReport, params, &r));
+    }
+    if (r.changed() > 0) {
+      ++result_->written;
+      return Status::Ok();
+    }
+    RETURN_IF_ERROR(
+        conn->Run(pgsql::kHeartbeatStale, {P(row.container_id), P(row.accepted_ms)}, &r));
+    if (r.changed() > 0) {
+      ++result_->written;
+      ++result_->stale;
+    } else {
+      result_->unknown.push_back(i);
+    }
+    return Status::Ok();
+  }
+
   const std::vector<HeartbeatRow>* rows_;
   HeartbeatWriteResult* result_;
   std::promise<Status>* done_;

@@ -298,3 +298,27 @@ TEST_CASE("storage: two nodes on one database never hand out a container twice")
   CHECK(repeats == 0);
   CHECK(errors == 0);
 }
+
+TEST_CASE("storage: a batch of plain heartbeats orders each container's reports by ts_ms") {
+  Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+  Register(e.storage.get(), {"a", "b", "c"});
+  const int64_t now = base::NowMs();
+  using R = store::HeartbeatRow;
+  store::HeartbeatWriteResult first, second;
+  REQUIRE(e->WriteHeartbeats(0, {R{"a", now, 10, 0.1, {}}, R{"b", now, 10, 0.1, {}}}, &first).ok());
+  CHECK(first.written == 2);
+  CHECK(first.stale == 0);
+  // a's report is older than the stored one (liveness only); b's is newer;
+  // c's has no ts_ms (current); x is nobody.
+  REQUIRE(e->WriteHeartbeats(0,
+                             {R{"a", now + 1, 5, 0.9, {}}, R{"b", now + 1, 20, 0.9, {}},
+                              R{"c", now + 1, std::nullopt, 0.5, {}},
+                              R{"x", now + 1, std::nullopt, std::nullopt, {}}},
+                             &second)
+              .ok());
+  CHECK(second.written == 3);
+  CHECK(second.stale == 1);
+  CHECK(second.unknown == std::vector<size_t>{3});
+  CHECK(e->GetContainer("a").container.last_heartbeat_ms == now + 1);
+  CHECK(e->GetContainer("c").container.status == "available");
+}
