@@ -24,6 +24,11 @@ struct WriterStats {
   // Done calls that threw (their reply is lost; the writer went on).
   std::atomic<uint64_t> done_exceptions{0};
   std::atomic<int64_t> queued{0};
+  // 1 while the writer has a working connection to its database, 0 while it
+  // is reconnecting (an embedded SQLite file is always 1); and how many times
+  // it connected again after losing one.
+  std::atomic<int64_t> connected{1};
+  std::atomic<uint64_t> reconnects{0};
 };
 
 }  // namespace store

@@ -176,6 +176,25 @@ void StoreFamilies(const store::Storage& storage, Exposition* out) {
     out->Sample("edgealloc_store_write_queue_depth", {{"shard", shard}},
                 static_cast<double>(s.queued.load(std::memory_order_relaxed)));
   });
+  out->Family("edgealloc_store_groups_lost_total", "counter",
+              "Write transactions that failed whole (every job of the group answered with the "
+              "error): I/O errors, a full disk, a lost database connection.");
+  each([out](const std::string& shard, const WriterStats& s) {
+    out->Sample("edgealloc_store_groups_lost_total", {{"shard", shard}},
+                s.transactions_lost.load(std::memory_order_relaxed));
+  });
+  out->Family("edgealloc_store_connected", "gauge",
+              "1 while each writer has a working connection to its database (SQLite: always).");
+  each([out](const std::string& shard, const WriterStats& s) {
+    out->Sample("edgealloc_store_connected", {{"shard", shard}},
+                static_cast<double>(s.connected.load(std::memory_order_relaxed)));
+  });
+  out->Family("edgealloc_store_reconnects_total", "counter",
+              "Times each writer connected to its database again after losing the connection.");
+  each([out](const std::string& shard, const WriterStats& s) {
+    out->Sample("edgealloc_store_reconnects_total", {{"shard", shard}},
+                s.reconnects.load(std::memory_order_relaxed));
+  });
 }
 
 }  // namespace

@@ -99,10 +99,15 @@ void PgWriter::Loop() {
 
 Status PgWriter::EnsureConnected() {
   if (conn_ != nullptr && conn_->ok()) return Status::Ok();
+  stats_.connected.store(0, std::memory_order_relaxed);
   if (backoff_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms_));
-  Status s = conn_ == nullptr ? PgConn::Connect(uri_, application_name_, &conn_)
-                              : conn_->Reconnect();
+  const bool again = conn_ != nullptr;
+  Status s = again ? conn_->Reconnect() : PgConn::Connect(uri_, application_name_, &conn_);
   backoff_ms_ = s.ok() ? 0 : std::clamp<int64_t>(backoff_ms_ * 2, 10, kMaxBackoffMs);
+  if (s.ok()) {
+    stats_.connected.store(1, std::memory_order_relaxed);
+    if (again) stats_.reconnects.fetch_add(1, std::memory_order_relaxed);
+  }
   return s;
 }
 
