@@ -34,12 +34,17 @@ Status FindIdempotent(PgConn* conn, const ClaimRequest& req, int64_t now, Sessio
   return Status::Ok();
 }
 
-// The claim statement for one region, under a savepoint of its own so that
-// a refused idempotency key undoes only it. *claimed if it took a container.
+// The claim statement for one region (with an idempotency key, under a
+// savepoint of its own, so that a refused key undoes only it). *claimed if
+// it took a container.
 Status ClaimIn(PgConn* conn, const ClaimRequest& req, const std::string& region,
                const ClaimPolicy& policy, const std::string& session_id, int64_t now,
                SessionResult* out, bool* claimed) {
-  RETURN_IF_ERROR(conn->Exec("SAVEPOINT claim"));
+  // Only a claim with a key can be refused by the unique index and must be
+  // undone alone to try again; any other failure fails the job (whose
+  // savepoint the writer rolls back), so it saves the two round trips.
+  const bool keyed = !req.idempotency_key.empty();
+  if (keyed) RETURN_IF_ERROR(conn->Exec("SAVEPOINT claim"));
   PgResult r;
   Status s = conn->Run(
       pgsql::kClaim,
@@ -48,7 +53,9 @@ Status ClaimIn(PgConn* conn, const ClaimRequest& req, const std::string& region,
        req.idempotency_key.empty() ? Null() : P(req.idempotency_key), P(now + req.lease_ms),
        P(now), P(policy.max_sessions_per_tenant)},
       &r);
-  RETURN_IF_ERROR(conn->Exec(s.ok() ? "RELEASE SAVEPOINT claim" : "ROLLBACK TO SAVEPOINT claim"));
+  if (keyed) {
+    RETURN_IF_ERROR(conn->Exec(s.ok() ? "RELEASE SAVEPOINT claim" : "ROLLBACK TO SAVEPOINT claim"));
+  }
   RETURN_IF_ERROR(s);
   *claimed = r.rows() > 0;
   if (*claimed) {
