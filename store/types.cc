@@ -18,6 +18,16 @@ const char* OutcomeName(Outcome outcome) {
   return "error";
 }
 
+const char* ReportedStateName(ReportedState state) {
+  switch (state) {
+    case ReportedState::kReady: return "ready";
+    case ReportedState::kDraining: return "draining";
+    case ReportedState::kDead: return "dead";
+    case ReportedState::kNone: break;
+  }
+  return nullptr;
+}
+
 Outcome OutcomeOfError(const Status& s) {
   return s.IsBusy() ? Outcome::kOverloaded : Outcome::kError;
 }

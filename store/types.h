@@ -109,6 +109,9 @@ struct ContainerResult {
 // The state a container reports about itself in a heartbeat; kNone for a
 // plain heartbeat, which only says "alive" and never changes its status.
 enum class ReportedState { kNone, kReady, kDraining, kDead };
+// "ready", "draining" or "dead", as the API and the statements spell them;
+// null for kNone.
+const char* ReportedStateName(ReportedState state);
 
 // One container's heartbeats of a batch, folded into one row (batcher/).
 struct HeartbeatRow {

@@ -14,16 +14,6 @@
 namespace store {
 namespace {
 
-const char* StateName(ReportedState state) {
-  switch (state) {
-    case ReportedState::kReady: return "ready";
-    case ReportedState::kDraining: return "draining";
-    case ReportedState::kDead: return "dead";
-    case ReportedState::kNone: break;
-  }
-  return nullptr;
-}
-
 // A batch of rows as one writer job, riding in the group's transaction; the
 // caller waits for Done, so the pointers outlive the job.
 class HeartbeatJob : public PgJob {
@@ -84,7 +74,7 @@ class HeartbeatJob : public PgJob {
 
   Status WriteOne(PgConn* conn, size_t i) {
     const HeartbeatRow& row = (*rows_)[i];
-    const char* state = StateName(row.state);
+    const char* state = ReportedStateName(row.state);
     const std::vector<PgParam> params = {
         P(row.container_id), P(row.accepted_ms), row.ts_ms ? P(*row.ts_ms) : Null(),
         row.load ? P(*row.load) : Null(), state != nullptr ? P(state) : Null()};

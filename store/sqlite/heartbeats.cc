@@ -10,16 +10,6 @@
 namespace store {
 namespace {
 
-const char* StateName(ReportedState state) {
-  switch (state) {
-    case ReportedState::kReady: return "ready";
-    case ReportedState::kDraining: return "draining";
-    case ReportedState::kDead: return "dead";
-    case ReportedState::kNone: break;
-  }
-  return nullptr;
-}
-
 // Binds a row to kHeartbeatPlain's or kHeartbeatReport's parameters.
 void BindRow(Statement* stmt, const HeartbeatRow& row, const char* state) {
   stmt->Bind(1, row.container_id);
@@ -62,7 +52,7 @@ class HeartbeatJob : public WriteJob {
     RETURN_IF_ERROR(db->Cached(sql::kHeartbeatStale, &stale));
     for (size_t i = 0; i < rows_->size(); ++i) {
       const HeartbeatRow& row = (*rows_)[i];
-      const char* state = StateName(row.state);
+      const char* state = ReportedStateName(row.state);
       // The plain statement first; a state it did not find already held
       // goes through the report statement (lifecycle_sql.h).
       bool changed = false;
