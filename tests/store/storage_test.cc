@@ -17,43 +17,12 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "tests/support/pg_server.h"
-#include "tests/support/temp_dir.h"
+#include "tests/support/engines.h"
 
 namespace {
 
 using store::Outcome;
-
-// One PostgreSQL server for the whole binary; each test gets a database.
-testing::PgServer& SharedPg() {
-  static testing::PgServer server;
-  return server;
-}
-
-struct Engine {
-  testing::TempDir dir;
-  std::string db;
-  std::unique_ptr<store::Storage> storage;
-
-  Engine(const std::string& engine, store::ClaimPolicy policy = {}) {
-    db = engine == "sqlite" ? dir.File("pool.db") : SharedPg().NewDatabaseUri();
-    storage = Open(policy);
-  }
-  // Another node on the same database.
-  std::unique_ptr<store::Storage> Open(store::ClaimPolicy policy = {}) {
-    store::StorageOptions options;
-    options.db = db;
-    options.sync = store::Sync::kNormal;  // logic is tested here, not fsync
-    options.policy = policy;
-    options.program = "storage_test";
-    std::unique_ptr<store::Storage> s;
-    store::Status st = store::OpenStorage(options, &s);
-    INFO(st.ToString());
-    REQUIRE(st.ok());
-    return s;
-  }
-  store::Storage* operator->() { return storage.get(); }
-};
+using testing::Engine;
 
 template <typename Result, typename Fn>
 Result Await(Fn fn) {

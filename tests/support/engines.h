@@ -1,0 +1,52 @@
+#ifndef EDGEALLOC_TESTS_SUPPORT_ENGINES_H_
+#define EDGEALLOC_TESTS_SUPPORT_ENGINES_H_
+
+// A store::Storage of either engine for tests that run once an engine:
+//   Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+// SQLite on a file in a TempDir; PostgreSQL on a fresh database of one
+// server the test binary starts on first use (tests/support/pg_server.h).
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+
+#include "store/storage.h"
+#include "tests/support/pg_server.h"
+#include "tests/support/temp_dir.h"
+
+namespace testing {
+
+// One PostgreSQL server for the whole binary; each test gets a database.
+inline PgServer& SharedPg() {
+  static PgServer server;
+  return server;
+}
+
+struct Engine {
+  testing::TempDir dir;
+  std::string db;
+  std::unique_ptr<store::Storage> storage;
+
+  Engine(const std::string& engine, store::ClaimPolicy policy = {}) {
+    db = engine == "sqlite" ? dir.File("pool.db") : SharedPg().NewDatabaseUri();
+    storage = Open(policy);
+  }
+  // Another node on the same database.
+  std::unique_ptr<store::Storage> Open(store::ClaimPolicy policy = {}) {
+    store::StorageOptions options;
+    options.db = db;
+    options.sync = store::Sync::kNormal;  // logic is tested here, not fsync
+    options.policy = policy;
+    options.program = "edgealloc test";
+    std::unique_ptr<store::Storage> s;
+    store::Status st = store::OpenStorage(options, &s);
+    INFO(st.ToString());
+    REQUIRE(st.ok());
+    return s;
+  }
+  store::Storage* operator->() { return storage.get(); }
+};
+
+}  // namespace testing
+
+#endif  // EDGEALLOC_TESTS_SUPPORT_ENGINES_H_
