@@ -41,6 +41,10 @@ namespace {
 struct Config {
   std::string host = "127.0.0.1";
   int port = 8080;
+  // Several servers (nodes on one database): connection i talks to
+  // ports[i % size]; one book of holders and tokens across all of them, so
+  // a container handed out by two nodes at once is counted.
+  std::vector<int> ports;
   int connections = 64;
   double duration_s = 10;
   double warmup_s = 1;
@@ -318,7 +322,12 @@ int main(int argc, char** argv) {
   CLI::App app{
       "edgealloc HTTP load generator: claim/release cycles, /healthz, heartbeats or capacity"};
   app.add_option("--host", cfg.host);
-  app.add_option("--port", cfg.port)->required();
+  CLI::Option* port_option = app.add_option("--port", cfg.port);
+  app.add_option("--ports", cfg.ports,
+                 "comma-separated ports of several servers (nodes sharing one database); "
+                 "connection i talks to the (i mod n)-th")
+      ->delimiter(',')
+      ->excludes(port_option);
   app.add_option("--connections,-c", cfg.connections, "keep-alive connections");
   app.add_option("--duration", cfg.duration_s, "seconds measured");
   app.add_option("--warmup", cfg.warmup_s, "seconds before measuring");
@@ -340,6 +349,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100000000));
   app.add_option("--id-prefix", cfg.id_prefix, "heartbeat container ids are <id-prefix><i>");
   CLI11_PARSE(app, argc, argv);
+  if (cfg.ports.empty()) {
+    if (port_option->count() == 0) {
+      std::fprintf(stderr, "http_load: --port or --ports is required\n");
+      return 2;
+    }
+    cfg.ports.push_back(cfg.port);
+  }
 
   net::io_context io(1);
   Shared sh;
@@ -347,11 +363,12 @@ int main(int argc, char** argv) {
   sh.start = Clock::now();
   sh.measure_from = sh.start + std::chrono::milliseconds(static_cast<int64_t>(cfg.warmup_s * 1000));
   sh.stop = sh.measure_from + std::chrono::milliseconds(static_cast<int64_t>(cfg.duration_s * 1000));
-  tcp::endpoint ep(net::ip::make_address(cfg.host), static_cast<unsigned short>(cfg.port));
+  const net::ip::address host = net::ip::make_address(cfg.host);
   std::vector<std::shared_ptr<Conn>> conns;
   for (int i = 0; i < cfg.connections; ++i) {
     const std::string& region =
         cfg.regions.empty() ? cfg.region : cfg.regions[i % cfg.regions.size()];
+    const tcp::endpoint ep(host, static_cast<unsigned short>(cfg.ports[i % cfg.ports.size()]));
     conns.push_back(std::make_shared<Conn>(io, &sh, ep, region));
     conns.back()->Start();
   }

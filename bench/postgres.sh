@@ -1,0 +1,348 @@
+#!/usr/bin/env bash
+# The PostgreSQL engine (issue #14, "Performance"): edgealloc on PostgreSQL
+# beside the raw claim statement through pgbench, in one run, on one
+# throwaway server.
+#
+#   bench/postgres.sh            (about 75 s; needs build-*/edgealloc and
+#   bench/postgres.sh --quick     build-*/bench/http_load, BIN and LOAD as
+#                                 bench/run sets them; --quick: about 30 s)
+#
+# Starts PostgreSQL 15 (initdb into the run's temp dir, a free port,
+# fsync = on, synchronous_commit = on: every commit flushed to disk before it
+# is answered, as SQLite's synchronous FULL; as the `postgres` user when run
+# as root), then, each on a fresh database of that server:
+#
+# 1. pg_http_cycles_per_s_1node: claim+release cycles a second over HTTP,
+#    `edgealloc serve --db postgresql://...`, 64 keep-alive connections,
+#    closed loop, 1,000 containers of region `bench` (as bench/run's SQLite
+#    cycle figure).
+# 2. pg_http_cycles_per_s_2nodes: the same 64 connections split over two
+#    servers on one database (one http_load with --ports, so one book of
+#    holders and tokens checks exclusivity across the nodes).
+# 3. pgbench_claim_per_s_16c: the ceiling. pgbench, 16 clients, a script of
+#    kClaim (store/postgres/lifecycle_sql.h, the values the server binds) and
+#    then kRelease of what it claimed, each its own autocommit transaction (as
+#    the server, whose claim is durable before it is answered): claims a
+#    second = the script's tps. pgbench_cycle_1tx_per_s_16c (full run only):
+#    the same two statements in one transaction, one commit a cycle.
+# 4. pg_vs_pgbench_ratio_1node, pg_vs_pgbench_ratio_2nodes: HTTP cycles a
+#    second over pgbench's claims a second (goal >= 0.8).
+# 5. pg_heartbeat_rows_per_s: as bench/heartbeats.sh's flood: 16 connections
+#    x 100 heartbeats a request, closed loop, over 10,000 containers,
+#    --batch-max 100; rows written a second from the server's
+#    edgealloc_heartbeats_written_total over the measured window.
+#
+# Also printed, to read the figures: the group commits of each HTTP run
+# (transactions a second and jobs a transaction, from /metrics) and the CPU
+# the PostgreSQL server's processes used. Double allocations and reused
+# tokens are http_load's (pg1_, pg2_); the script exits 1 if any.
+#
+# Prints `name value unit` lines; the generator's own lines carry a prefix.
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+QUICK=0
+[[ ${1:-} == --quick ]] && QUICK=1
+if ((QUICK)); then
+  DURATION=3; WARMUP=0.5; HB_DURATION=3
+else
+  DURATION=10; WARMUP=1; HB_DURATION=10
+fi
+CONNS=64
+PGBENCH_CLIENTS=16
+HB_CONTAINERS=10000
+
+# PostgreSQL 15's programs (pgbench and psql too): PG_BIN, else Debian's
+# folder, else where the PATH's initdb is.
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+[[ -x $PG_BIN/initdb ]] || PG_BIN=$(dirname "$(command -v initdb || echo /nonexistent/initdb)")
+for p in initdb pg_ctl postgres pgbench psql; do
+  [[ -x $PG_BIN/$p ]] ||
+    { echo "bench/postgres.sh: no $p in $PG_BIN (scripts/setup.sh installs PostgreSQL)" >&2; exit 1; }
+done
+PSQL=$PG_BIN/psql
+PGBENCH=$PG_BIN/pgbench
+
+# As root, initdb and postgres run as the postgres user (they refuse root).
+PgAs() {
+  if ((EUID == 0)); then
+    setpriv --reuid=postgres --regid=postgres --init-groups "$@"
+  else
+    "$@"
+  fi
+}
+
+PGDIR="$WORK/pg"
+PGDATA="$PGDIR/data"
+PG_STARTED=0
+mkdir -p "$PGDIR"
+if ((EUID == 0)); then
+  chmod o+x "$WORK"
+  chown postgres:postgres "$PGDIR"
+fi
+
+StopPg() {
+  ((PG_STARTED)) || return 0
+  PG_STARTED=0
+  PgAs "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w -t 30 stop >/dev/null 2>&1 && return 0
+  # Not stopped in 30 s: the postmaster this script started, by its pid.
+  local pid
+  pid=$(head -1 "$PGDATA/postmaster.pid" 2>/dev/null || true)
+  [[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null || true
+}
+# Our edgealloc servers first (they hold connections), then PostgreSQL, then
+# lib.sh's cleanup (which removes the temp dir).
+PgCleanup() {
+  local pid
+  for pid in "${SERVER_PIDS[@]}"; do StopServer "$pid"; done
+  SERVER_PIDS=()
+  StopPg
+  Cleanup
+}
+trap PgCleanup EXIT
+
+PG_VERSION=$("$PG_BIN/postgres" --version | awk '{ print $3 }')
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -n); PostgreSQL $PG_VERSION ($PG_BIN)"
+echo "# cores $(nproc), shared by PostgreSQL, edgealloc, the load generator and pgbench"
+echo "# load average $(cut -d' ' -f1-3 /proc/loadavg) before the run"
+
+PgAs "$PG_BIN/initdb" -D "$PGDATA" -A trust -U edgealloc -E UTF8 --locale=C --no-sync \
+  >"$PGDIR/initdb.log" 2>&1 || { cat "$PGDIR/initdb.log" >&2; exit 1; }
+PG_PORT=$(FreePort)
+# Durable as SQLite's FULL: every commit's WAL flushed (fdatasync) before it
+# is answered. The rest is PostgreSQL 15's defaults (shared_buffers 128MB,
+# wal_sync_method fdatasync, full_page_writes on, commit_delay 0).
+PgAs tee -a "$PGDATA/postgresql.conf" >/dev/null <<EOF
+
+# bench/postgres.sh
+port = $PG_PORT
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$PGDIR'
+max_connections = 100
+fsync = on
+synchronous_commit = on
+# Times the WAL fsyncs in pg_stat_wal, to tell the disk's share (no effect
+# on what is written or when).
+track_wal_io_timing = on
+EOF
+PG_STARTED=1
+PgAs "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$PGDIR/server.log" -w -t 30 start >/dev/null 2>&1 ||
+  { echo "PostgreSQL did not start:" >&2; tail -20 "$PGDIR/server.log" >&2; exit 1; }
+PG_URI_BASE="postgresql://edgealloc@127.0.0.1:$PG_PORT"
+Sql() { "$PSQL" -X -q -At -v ON_ERROR_STOP=1 "$PG_URI_BASE/${2:-postgres}" -c "$1"; }
+echo "# settings: $(Sql "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings
+  WHERE name IN ('fsync', 'synchronous_commit', 'wal_sync_method', 'full_page_writes',
+                 'shared_buffers', 'commit_delay', 'max_connections')")"
+echo "# disk of the data dir: $(findmnt -no SOURCE,FSTYPE -T "$PGDATA" 2>/dev/null | tr -s ' ')"
+
+# NewDb NAME FLEET: a fresh database with the schema and the fleet in FLEET,
+# registered by edgealloc itself; prints its URI.
+NewDb() {
+  Sql "CREATE DATABASE $1" >/dev/null
+  "$BIN" register --db "$PG_URI_BASE/$1" "$2" >/dev/null
+  echo "$PG_URI_BASE/$1"
+}
+
+# CPU seconds (user + system) of the PostgreSQL server: its live processes,
+# and the backends that have exited (the postmaster reaped them, so they are
+# in its children's times: pgbench's backends end with pgbench).
+PgCpu() {
+  local ppid
+  ppid=$(head -1 "$PGDATA/postmaster.pid")
+  {
+    awk '{ print $14 + $15 + $16 + $17 }' "/proc/$ppid/stat"
+    for pid in $(pgrep -P "$ppid" || true); do
+      awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || true
+    done
+  } | awk -v hz="$(getconf CLK_TCK)" '{ s += $1 } END { printf "%.2f", s / hz }'
+}
+# WAL fsyncs so far and their total ms (pg_stat_wal, the whole server).
+WalSyncs() { Sql "SELECT wal_sync || ' ' || wal_sync_time FROM pg_stat_wal"; }
+# WalFigures PREFIX "SYNCS0 MS0" "SYNCS1 MS1" SECONDS: fsyncs a second, ms each.
+WalFigures() {
+  awk -v p="$1" -v a="$2" -v b="$3" -v s="$4" 'BEGIN {
+    split(a, x, " "); split(b, y, " "); n = y[1] - x[1]
+    printf "%swal_fsyncs_per_s %.0f 1/s\n", p, n / s
+    printf "%swal_fsync_ms %.2f ms\n", p, (n > 0) ? (y[2] - x[2]) / n : 0
+  }'
+}
+# MetricSum PORT NAME [SCALE]: a /metrics counter of one server, summed over
+# its labels, times SCALE (1 by default), as an integer.
+MetricSum() {
+  curl -fs "http://127.0.0.1:$1/metrics" |
+    awk -v n="$2" -v k="${3:-1}" '$1 == n || index($1, n "{") == 1 { s += $2 } END { printf "%d\n", s * k }'
+}
+
+Fleet "$WORK/fleet.json" "bench:default:1000:c-"
+
+# HttpCycles PREFIX PORT...: one closed-loop cycle run against the servers on
+# PORTs (connections split over them), with the group commits and
+# PostgreSQL's CPU over the measured window.
+HttpCycles() {
+  local prefix=$1 ports t0 t1 cpu0 cpu1 port tx0=0 tx1=0 jobs0=0 jobs1=0 load wal0 wal1 us0=0 us1=0
+  shift
+  ports=$(IFS=,; echo "$*")
+  "$LOAD" --ports "$ports" -c "$CONNS" --duration "$DURATION" --warmup "$WARMUP" --region bench \
+    --prefix "$prefix" >"$WORK/$prefix.txt" 2>"$WORK/$prefix.err" &
+  load=$!
+  sleep "$WARMUP"
+  t0=$(Now); cpu0=$(PgCpu); wal0=$(WalSyncs)
+  for port in "$@"; do
+    us0=$(awk -v a="$us0" -v b="$(MetricSum "$port" edgealloc_store_commit_seconds_total 1000000)" 'BEGIN { print a + b }')
+    tx0=$((tx0 + $(MetricSum "$port" edgealloc_store_transactions_total)))
+    jobs0=$((jobs0 + $(MetricSum "$port" edgealloc_store_jobs_total)))
+  done
+  local rc=0
+  wait "$load" || rc=$?
+  t1=$(Now); cpu1=$(PgCpu); wal1=$(WalSyncs)
+  for port in "$@"; do
+    us1=$(awk -v a="$us1" -v b="$(MetricSum "$port" edgealloc_store_commit_seconds_total 1000000)" 'BEGIN { print a + b }')
+    tx1=$((tx1 + $(MetricSum "$port" edgealloc_store_transactions_total)))
+    jobs1=$((jobs1 + $(MetricSum "$port" edgealloc_store_jobs_total)))
+  done
+  cat "$WORK/$prefix.txt"
+  if ((rc)); then
+    echo "# http_load ($prefix) exited $rc: $(head -3 "$WORK/$prefix.err")" >&2
+    HTTP_FAILED=1
+  fi
+  awk -v t0="$t0" -v t1="$t1" -v a="$tx0" -v b="$tx1" -v ja="$jobs0" -v jb="$jobs1" \
+    -v c0="$cpu0" -v c1="$cpu1" -v p="$prefix" -v u0="$us0" -v u1="$us1" 'BEGIN {
+      s = t1 - t0
+      printf "%scommits_per_s %.0f 1/s\n", p, (b - a) / s
+      # BEGIN to the answer to COMMIT, a group: the writer round trips and the fsync.
+      printf "%sgroup_ms %.2f ms\n", p, (b > a) ? (u1 - u0) / 1000 / (b - a) : 0
+      printf "%sjobs_per_commit %.2f count\n", p, (b > a) ? (jb - ja) / (b - a) : 0
+      printf "%spostgres_cores %.2f cores\n", p, (c1 - c0) / s
+    }'
+  WalFigures "$prefix" "$wal0" "$wal1" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
+}
+
+HTTP_FAILED=0
+SERVE_ARGS=(--dead-after-ms 3600000)
+
+# 1. One node. ---------------------------------------------------------------
+uri=$(NewDb http1 "$WORK/fleet.json")
+StartServer "$uri" pg-node1 "${SERVE_ARGS[@]}"
+HttpCycles pg1_ "$PORT"
+StopServer "$PID"
+
+# 2. Two nodes, one database. --------------------------------------------------
+uri=$(NewDb http2 "$WORK/fleet.json")
+StartServer "$uri" pg-node2a "${SERVE_ARGS[@]}"
+PORT_A=$PORT PID_A=$PID
+StartServer "$uri" pg-node2b "${SERVE_ARGS[@]}"
+PORT_B=$PORT PID_B=$PID
+HttpCycles pg2_ "$PORT_A" "$PORT_B"
+StopServer "$PID_A"
+StopServer "$PID_B"
+
+# 3. pgbench: the claim statement alone. --------------------------------------
+# kClaim and kRelease of store/postgres/lifecycle_sql.h with what the server
+# binds for an HTTP claim of region bench, pool default (candidates 5, no
+# idempotency key, no quota: -1, a 60 s lease, tenant `default` and, for the
+# release, an admin (loopback without a keys file); the heartbeat cutoff 0, as
+# --dead-after-ms 3600000 lets every registered container pass it). A client
+# holds one session at a time, so 'pgb-<client>' is a unique session id; the
+# release is the compare-and-swap on (session_id, token) the server runs.
+uri=$(NewDb pgb "$WORK/fleet.json")
+cat >"$WORK/claim.sql" <<'EOF'
+\set k 5
+\set quota -1
+\set lease_ms 60000
+WITH candidate_pool AS (
+  SELECT id FROM containers
+  WHERE region = 'bench' AND pool = 'default' AND status = 'available' AND last_heartbeat_ms >= 0::bigint
+  ORDER BY latency_ms
+  LIMIT :k::bigint
+  FOR UPDATE SKIP LOCKED),
+pick AS (SELECT id FROM candidate_pool ORDER BY random() LIMIT 1)
+UPDATE containers c
+SET status = 'picked', generation = nextval('edgealloc_tokens'), session_id = 'pgb-' || :client_id::text,
+    tenant = 'default', idempotency_key = NULL,
+    lease_expires_at_ms = (extract(epoch from clock_timestamp()) * 1000)::bigint + :lease_ms::bigint,
+    claimed_at_ms = (extract(epoch from clock_timestamp()) * 1000)::bigint
+FROM pick
+WHERE c.id = pick.id
+  AND (:quota::bigint < 0 OR (SELECT count(*) FROM containers
+                              WHERE session_id IS NOT NULL AND tenant = 'default') < :quota::bigint)
+RETURNING c.id, c.region, c.pool, c.generation AS token, c.lease_expires_at_ms, c.data
+\gset
+UPDATE containers
+SET status = CASE WHEN dead_reported THEN 'dead' WHEN drain_requested THEN 'draining' ELSE 'available' END,
+    drain_requested = false, dead_reported = false, session_id = NULL, tenant = NULL,
+    idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL
+WHERE session_id = 'pgb-' || :client_id::text AND generation = :token::bigint
+  AND (NULL::text IS NULL OR tenant = NULL)
+  AND lease_expires_at_ms > (extract(epoch from clock_timestamp()) * 1000)::bigint;
+EOF
+# The same, as one transaction.
+{
+  echo "BEGIN;"
+  cat "$WORK/claim.sql"
+  echo "COMMIT;"
+} >"$WORK/cycle_1tx.sql"
+
+# Pgbench PREFIX SCRIPT: tps (script runs a second) of 16 clients, 2 threads.
+Pgbench() {
+  local prefix=$1 script=$2 out="$WORK/$1.pgbench" cpu0 cpu1 t0 t1 rc=0 wal0 wal1
+  t0=$(Now); cpu0=$(PgCpu); wal0=$(WalSyncs)
+  "$PGBENCH" -n -M prepared -c "$PGBENCH_CLIENTS" -j 2 -T "$DURATION" -f "$script" "$uri" \
+    >"$out" 2>&1 || rc=$?
+  t1=$(Now); cpu1=$(PgCpu); wal1=$(WalSyncs)
+  if ((rc)); then
+    echo "# pgbench ($prefix) exited $rc:" >&2
+    tail -5 "$out" >&2
+    PGBENCH_FAILED=1
+  fi
+  sed 's/^/# pgbench: /' "$out" | grep -E 'tps|latency|failed|processed|aborted' || true
+  awk -v p="$prefix" '/^tps = / { printf "%sper_s %.0f 1/s\n", p, $3; exit }' "$out"
+  awk -v p="$prefix" '/^latency average/ { printf "%slatency_ms %s ms\n", p, $4; exit }' "$out"
+  awk -v a="$cpu0" -v b="$cpu1" -v t0="$t0" -v t1="$t1" -v p="$prefix" \
+    'BEGIN { printf "%spostgres_cores %.2f cores\n", p, (b - a) / (t1 - t0) }'
+  WalFigures "$prefix" "$wal0" "$wal1" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
+}
+PGBENCH_FAILED=0
+Pgbench pgbench_claim_ "$WORK/claim.sql" | tee "$WORK/pgbench.txt"
+CEILING=$(Get "$WORK/pgbench.txt" pgbench_claim_per_s)
+echo "pgbench_claim_per_s_16c ${CEILING:-0} 1/s"
+if ((!QUICK)); then
+  Pgbench pgbench_cycle_1tx_ "$WORK/cycle_1tx.sql" | tee "$WORK/pgbench1tx.txt"
+  echo "pgbench_cycle_1tx_per_s_16c $(Get "$WORK/pgbench1tx.txt" pgbench_cycle_1tx_per_s) 1/s"
+fi
+# The claims pgbench made: every one a fresh token, none left held.
+echo "pgbench_sessions_left $(Sql "SELECT count(*) FROM containers WHERE session_id IS NOT NULL" pgb) count"
+
+ONE=$(Get "$WORK/pg1_.txt" pg1_cycles_per_s)
+TWO=$(Get "$WORK/pg2_.txt" pg2_cycles_per_s)
+echo "pg_http_cycles_per_s_1node ${ONE:-0} 1/s"
+echo "pg_http_cycles_per_s_2nodes ${TWO:-0} 1/s"
+echo "pg_vs_pgbench_ratio_1node $(Ratio "${ONE:-0}" "${CEILING:-0}") x"
+echo "pg_vs_pgbench_ratio_2nodes $(Ratio "${TWO:-0}" "${CEILING:-0}") x"
+
+# 5. Heartbeats. -----------------------------------------------------------------
+Fleet "$WORK/hb-fleet.json" "hb:default:$HB_CONTAINERS:hb-"
+uri=$(NewDb hb "$WORK/hb-fleet.json")
+StartServer "$uri" pg-hb "${SERVE_ARGS[@]}" --queue-capacity 1000000 --batch-max 100
+"$LOAD" --port "$PORT" -c 16 --duration "$HB_DURATION" --warmup "$WARMUP" --mode heartbeats \
+  --items 100 --containers "$HB_CONTAINERS" --id-prefix hb- --prefix pghb_ >"$WORK/hb.txt" &
+load=$!
+sleep "$WARMUP"
+t0=$(Now); w0=$(Metric "$PORT" edgealloc_heartbeats_written_total); c0=$(PgCpu)
+tx0=$(MetricSum "$PORT" edgealloc_store_transactions_total)
+wait "$load" || echo "# http_load (heartbeats) exited $?" >&2
+t1=$(Now); w1=$(Metric "$PORT" edgealloc_heartbeats_written_total); c1=$(PgCpu)
+tx1=$(MetricSum "$PORT" edgealloc_store_transactions_total)
+cat "$WORK/hb.txt"
+awk -v t0="$t0" -v t1="$t1" -v a="$w0" -v b="$w1" -v c0="$c0" -v c1="$c1" -v x0="$tx0" -v x1="$tx1" 'BEGIN {
+  s = t1 - t0
+  printf "pg_heartbeat_rows_per_s %.0f 1/s\n", (b - a) / s
+  printf "pghb_commits_per_s %.0f 1/s\n", (x1 - x0) / s
+  printf "pghb_rows_per_commit %.1f count\n", (x1 > x0) ? (b - a) / (x1 - x0) : 0
+  printf "pghb_postgres_cores %.2f cores\n", (c1 - c0) / s
+  printf "pghb_metrics_window %.3f s\n", s
+}'
+echo "pghb_queue_depth_after $(Metric "$PORT" edgealloc_heartbeat_queue_depth) count"
+StopServer "$PID"
+
+echo "# load average $(cut -d' ' -f1-3 /proc/loadavg) after the run"
+((HTTP_FAILED == 0 && PGBENCH_FAILED == 0)) || exit 1
