@@ -111,28 +111,52 @@ Status PgWriter::EnsureConnected() {
   return s;
 }
 
+// Runs the group's jobs inside an open transaction. `savepoints`: each job
+// under one of its own, so a failing job is undone alone and the rest go on;
+// without, the first failing job stops the run (*failed_job, the transaction
+// is then aborted). Returns a transaction-level error (the group fails
+// whole), else Ok with each job's outcome in *outcomes.
+Status PgWriter::RunJobs(std::deque<std::unique_ptr<PgJob>>* group, bool savepoints,
+                         std::vector<Status>* outcomes, bool* failed_job) {
+  *failed_job = false;
+  for (size_t i = 0; i < group->size(); ++i) {
+    if (savepoints) RETURN_IF_ERROR(conn_->Exec("SAVEPOINT job"));
+    (*outcomes)[i] = (*group)[i]->Apply(conn_.get());
+    if (!savepoints) {
+      if ((*outcomes)[i].ok()) continue;
+      *failed_job = true;
+      return Status::Ok();
+    }
+    RETURN_IF_ERROR(
+        conn_->Exec((*outcomes)[i].ok() ? "RELEASE SAVEPOINT job" : "ROLLBACK TO SAVEPOINT job"));
+    if (!(*outcomes)[i].ok()) RETURN_IF_ERROR(conn_->Exec("RELEASE SAVEPOINT job"));
+  }
+  return Status::Ok();
+}
+
 void PgWriter::CommitGroup(std::deque<std::unique_ptr<PgJob>>* group) {
   const auto fail_all = [&](const Status& s) {
     stats_.jobs_failed.fetch_add(group->size(), std::memory_order_relaxed);
     stats_.transactions_lost.fetch_add(1, std::memory_order_relaxed);
     for (auto& job : *group) job->Done(s);
   };
-  Status s = EnsureConnected();
-  if (s.ok()) s = conn_->Exec("BEGIN");
-  if (!s.ok()) return fail_all(s);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Status> outcomes(group->size());
-  for (size_t i = 0; i < group->size(); ++i) {
-    // Each job under a savepoint: a failing one is undone alone.
-    s = conn_->Exec("SAVEPOINT job");
-    if (!s.ok()) return fail_all(s);
-    outcomes[i] = (*group)[i]->Apply(conn_.get());
-    s = conn_->Exec(outcomes[i].ok() ? "RELEASE SAVEPOINT job" : "ROLLBACK TO SAVEPOINT job");
-    if (s.ok() && !outcomes[i].ok()) s = conn_->Exec("RELEASE SAVEPOINT job");
-    if (!s.ok()) {
-      (void)conn_->Exec("ROLLBACK");
-      return fail_all(s);
-    }
+  // Optimistic first: no savepoints (two round trips a job less). A job's
+  // SQL error is rare (a stale token or a full pool is an answer, not an
+  // error), and then the group runs again, each job under a savepoint.
+  bool failed_job = false;
+  Status s = EnsureConnected();
+  if (s.ok()) s = conn_->Exec("BEGIN");
+  if (s.ok()) s = RunJobs(group, /*savepoints=*/false, &outcomes, &failed_job);
+  if (s.ok() && failed_job) {
+    s = conn_->Exec("ROLLBACK");
+    if (s.ok()) s = conn_->Exec("BEGIN");
+    if (s.ok()) s = RunJobs(group, /*savepoints=*/true, &outcomes, &failed_job);
+  }
+  if (!s.ok()) {
+    if (conn_ != nullptr && conn_->ok()) (void)conn_->Exec("ROLLBACK");
+    return fail_all(s);
   }
   s = conn_->Exec("COMMIT");
   if (!s.ok()) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/mutex.h"
 #include "store/postgres/pg.h"
@@ -17,8 +18,10 @@ namespace store {
 
 // One unit of the PostgreSQL write path (a claim, a release, a batch of
 // heartbeats, a sweep), as WriteJob is for SQLite: Apply runs inside the
-// group's transaction under a savepoint of its own; Done gets the durable
-// outcome after COMMIT (Ok), or the error with nothing of the job written.
+// group's transaction; if it (or another job) fails, the group is run again
+// with each job under a savepoint of its own, so Apply must start afresh
+// each time it runs (reset its result). Done gets the durable outcome after
+// COMMIT (Ok), or the error with nothing of the job written.
 // "unavailable" in an IOError's message: the connection was lost; if it was
 // lost during COMMIT, the outcome is unknown (kCommitOutcomeUnknown prefix).
 class PgJob {
@@ -59,6 +62,8 @@ class PgWriter {
  private:
   void Loop();
   void CommitGroup(std::deque<std::unique_ptr<PgJob>>* group);
+  Status RunJobs(std::deque<std::unique_ptr<PgJob>>* group, bool savepoints,
+                 std::vector<Status>* outcomes, bool* failed_job);
   // Connects if there is no usable connection; backs off after a failure.
   Status EnsureConnected();
 
