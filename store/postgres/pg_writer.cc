@@ -5,6 +5,8 @@
 #include <future>
 #include <utility>
 
+#include "store/postgres/lifecycle_sql.h"
+
 namespace store {
 namespace {
 
@@ -115,6 +117,18 @@ void PgWriter::CommitGroup(std::deque<std::unique_ptr<PgJob>>* group) {
   Status s = EnsureConnected();
   if (s.ok()) s = conn_->Exec("BEGIN");
   if (!s.ok()) return fail_all(s);
+  // Every advisory lock of the group first, in one order (see AddLockKeys).
+  std::vector<std::string> keys;
+  for (const auto& job : *group) job->AddLockKeys(&keys);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  for (const std::string& key : keys) {
+    s = conn_->Run(pgsql::kLockTenant, {P(key)});
+    if (!s.ok()) {
+      (void)conn_->Exec("ROLLBACK");
+      return fail_all(s);
+    }
+  }
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Status> outcomes(group->size());
   for (size_t i = 0; i < group->size(); ++i) {
