@@ -201,12 +201,15 @@ UPDATE containers SET
 WHERE id = $1 AND ($3::bigint IS NULL OR $3::bigint >= reported_ts_ms)
 )sql";
 
-// Plain heartbeats of many containers, each at most once, in one statement
-// (the batch's common case): liveness advances, and the report (ts_ms,
-// load) applies if it is not older than the stored one. A HOT update: no
-// column it sets is in an index. Returns each row it found, stale when its
-// ts_ms was older (the stored one is then still above it).
-//   $1 ids $2 accepted_ms $3 ts_ms (NULL elements) $4 loads (NULL elements)
+// The heartbeats of many containers, each at most once, in one statement
+// (a batch's common case): liveness advances; the report (ts_ms, load)
+// applies if it is not older than the stored one; a row whose reported
+// state is already the container's (kHeartbeatPlain's test), or whose
+// report is older than the stored one, needs nothing else. A HOT update: no
+// column it sets is in an index. Returns each row it took, stale when its
+// ts_ms was older (the stored one is then still above it); a row it did not
+// return is a state change or an unknown id, for the statements below.
+//   $1 ids $2 accepted_ms $3 ts_ms $4 loads $5 states (NULL elements allowed)
 inline constexpr char kHeartbeatBulk[] = R"sql(
 UPDATE containers c SET
   last_heartbeat_ms = GREATEST(c.last_heartbeat_ms, u.accepted_ms),
@@ -214,9 +217,16 @@ UPDATE containers c SET
                         THEN u.ts_ms ELSE c.reported_ts_ms END,
   load = CASE WHEN u.ts_ms IS NULL OR u.ts_ms >= c.reported_ts_ms
               THEN COALESCE(u.load, c.load) ELSE c.load END
-FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::double precision[])
-     AS u(id, accepted_ms, ts_ms, load)
-WHERE c.id = u.id
+FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::double precision[], $5::text[])
+     AS u(id, accepted_ms, ts_ms, load, state)
+WHERE c.id = u.id AND (
+  u.state IS NULL
+  OR (u.ts_ms IS NOT NULL AND u.ts_ms < c.reported_ts_ms)
+  OR (u.state = 'ready' AND (c.status = 'available' OR c.status = 'picked')
+      AND NOT c.dead_reported)
+  OR (u.state = 'draining' AND (c.status = 'draining'
+                                OR (c.status = 'picked' AND c.drain_requested)))
+  OR (u.state = 'dead' AND (c.status = 'dead' OR (c.status = 'picked' AND c.dead_reported))))
 RETURNING c.id, u.ts_ms IS NOT NULL AND c.reported_ts_ms > u.ts_ms
 )sql";
 

@@ -5,6 +5,8 @@
 #include <future>
 #include <utility>
 
+#include "store/postgres/lifecycle_sql.h"
+
 namespace store {
 namespace {
 
@@ -134,6 +136,19 @@ Status PgWriter::RunJobs(std::deque<std::unique_ptr<PgJob>>* group, bool savepoi
   return Status::Ok();
 }
 
+// BEGIN, then every advisory lock the group's jobs will take, sorted and
+// once each (see PgJob::AddLockKeys): every node's writer takes them in one
+// order, so two nodes' groups never wait on each other in a cycle.
+Status PgWriter::Begin(const std::deque<std::unique_ptr<PgJob>>& group) {
+  RETURN_IF_ERROR(conn_->Exec("BEGIN"));
+  std::vector<std::string> keys;
+  for (const auto& job : group) job->AddLockKeys(&keys);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  for (const std::string& key : keys) RETURN_IF_ERROR(conn_->Run(pgsql::kLockTenant, {P(key)}));
+  return Status::Ok();
+}
+
 void PgWriter::CommitGroup(std::deque<std::unique_ptr<PgJob>>* group) {
   const auto fail_all = [&](const Status& s) {
     stats_.jobs_failed.fetch_add(group->size(), std::memory_order_relaxed);
@@ -147,11 +162,11 @@ void PgWriter::CommitGroup(std::deque<std::unique_ptr<PgJob>>* group) {
   // error), and then the group runs again, each job under a savepoint.
   bool failed_job = false;
   Status s = EnsureConnected();
-  if (s.ok()) s = conn_->Exec("BEGIN");
+  if (s.ok()) s = Begin(*group);
   if (s.ok()) s = RunJobs(group, /*savepoints=*/false, &outcomes, &failed_job);
   if (s.ok() && failed_job) {
     s = conn_->Exec("ROLLBACK");
-    if (s.ok()) s = conn_->Exec("BEGIN");
+    if (s.ok()) s = Begin(*group);
     if (s.ok()) s = RunJobs(group, /*savepoints=*/true, &outcomes, &failed_job);
   }
   if (!s.ok()) {

@@ -31,6 +31,14 @@ class PgJob {
   virtual void Done(Status status) = 0;
   // A solo job gets a transaction of its own (sweeps, large batches).
   virtual bool solo() const { return false; }
+  // The advisory locks (pgsql::kLockTenant's keys) Apply will take and hold
+  // to the commit. The writer takes those of every job of a group right
+  // after BEGIN, sorted: every node's writer then takes them in one order,
+  // so two nodes' groups never wait on each other in a cycle. (Taken job by
+  // job, they did: PostgreSQL broke each cycle after deadlock_timeout, 1 s,
+  // failing one job, and the next job of the group met the same cycle again,
+  // the earlier jobs' locks being held to the commit.)
+  virtual void AddLockKeys(std::vector<std::string>* keys) const {}
 };
 
 // A PgWriter is the one writer of a PostgreSQL partition on this node: a
@@ -62,6 +70,7 @@ class PgWriter {
  private:
   void Loop();
   void CommitGroup(std::deque<std::unique_ptr<PgJob>>* group);
+  Status Begin(const std::deque<std::unique_ptr<PgJob>>& group);
   Status RunJobs(std::deque<std::unique_ptr<PgJob>>* group, bool savepoints,
                  std::vector<Status>* outcomes, bool* failed_job);
   // Connects if there is no usable connection; backs off after a failure.

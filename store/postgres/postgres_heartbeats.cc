@@ -24,19 +24,19 @@ class HeartbeatJob : public PgJob {
 
   Status Apply(PgConn* conn) override {
     *result_ = HeartbeatWriteResult{};
-    // Plain rows of containers that appear once in the batch go in one
-    // statement; the rest (state reports, a container twice) one at a time,
-    // in order. The two sets touch different containers, so the batch still
-    // ends as its rows would one after another.
+    // The rows of containers that appear once in the batch go in one
+    // statement; what it leaves (a state change, an unknown id) and the
+    // containers that appear more than once go one at a time, in order. The
+    // two sets touch different containers, so the batch still ends as its
+    // rows would one after another.
     std::unordered_map<std::string_view, int> seen;
     for (const HeartbeatRow& row : *rows_) ++seen[row.container_id];
     std::vector<size_t> bulk, single;
     for (size_t i = 0; i < rows_->size(); ++i) {
-      const HeartbeatRow& row = (*rows_)[i];
-      (row.state == ReportedState::kNone && seen[row.container_id] == 1 ? bulk : single)
-          .push_back(i);
+      (seen[(*rows_)[i].container_id] == 1 ? bulk : single).push_back(i);
     }
-    if (!bulk.empty()) RETURN_IF_ERROR(WriteBulk(conn, bulk));
+    if (!bulk.empty()) RETURN_IF_ERROR(WriteBulk(conn, bulk, &single));
+    std::sort(single.begin(), single.end());
     for (size_t i : single) RETURN_IF_ERROR(WriteOne(conn, i));
     std::sort(result_->unknown.begin(), result_->unknown.end());
     return Status::Ok();
@@ -44,26 +44,29 @@ class HeartbeatJob : public PgJob {
   void Done(Status status) override { done_->set_value(std::move(status)); }
 
  private:
-  Status WriteBulk(PgConn* conn, const std::vector<size_t>& indexes) {
-    std::vector<PgParam> ids, accepted, ts, loads;
+  // Writes indexes' rows in one statement; those it did not take go to *rest.
+  Status WriteBulk(PgConn* conn, const std::vector<size_t>& indexes, std::vector<size_t>* rest) {
+    std::vector<PgParam> ids, accepted, ts, loads, states;
     for (size_t i : indexes) {
       const HeartbeatRow& row = (*rows_)[i];
+      const char* state = ReportedStateName(row.state);
       ids.push_back(P(row.container_id));
       accepted.push_back(P(row.accepted_ms));
       ts.push_back(row.ts_ms ? P(*row.ts_ms) : Null());
       loads.push_back(row.load ? P(*row.load) : Null());
+      states.push_back(state != nullptr ? P(state) : Null());
     }
     PgResult r;
     RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatBulk,
                               {ArrayParam(ids), ArrayParam(accepted), ArrayParam(ts),
-                               ArrayParam(loads)},
+                               ArrayParam(loads), ArrayParam(states)},
                               &r));
-    std::unordered_map<std::string_view, bool> found;  // id -> stale
-    for (int k = 0; k < r.rows(); ++k) found[r.Text(k, 0)] = r.Text(k, 1) == "t";
+    std::unordered_map<std::string_view, bool> taken;  // id -> stale
+    for (int k = 0; k < r.rows(); ++k) taken[r.Text(k, 0)] = r.Text(k, 1) == "t";
     for (size_t i : indexes) {
-      auto it = found.find((*rows_)[i].container_id);
-      if (it == found.end()) {
-        result_->unknown.push_back(i);
+      auto it = taken.find((*rows_)[i].container_id);
+      if (it == taken.end()) {
+        rest->push_back(i);
         continue;
       }
       ++result_->written;

@@ -72,7 +72,9 @@ Status ClaimRegions(PgConn* conn, const ClaimRequest& req, const ClaimPolicy& po
   const int64_t now = base::NowMs();
   if (policy.max_sessions_per_tenant != kUnlimited) {
     // Concurrent claims of one tenant, on any node, count its sessions one
-    // after another: no two pass the quota together.
+    // after another: no two pass the quota together. (The writer took this
+    // lock at the group's start already, in order with the group's others;
+    // taking it again here costs nothing and keeps the rule local.)
     RETURN_IF_ERROR(conn->Run(pgsql::kLockTenant, {P(req.caller.tenant)}));
   }
   if (!req.idempotency_key.empty()) {
@@ -137,11 +139,14 @@ void PostgresStorage::Claim(ClaimRequest req, SessionCallback done) {
     return done(Failed<SessionResult>(Outcome::kError, "no session id: " + s.ToString() + "; retry"));
   }
   auto request = std::make_shared<ClaimRequest>(std::move(req));
+  // The tenant's quota lock, taken by the writer before the group's jobs.
+  std::string lock_key =
+      policy_.max_sessions_per_tenant != kUnlimited ? request->caller.tenant : std::string();
   Submit<SessionResult>(
       [this, request, session_id](PgConn* conn, SessionResult* out) {
         return ClaimRegions(conn, *request, policy_, session_id, out);
       },
-      std::move(done));
+      std::move(done), std::move(lock_key));
 }
 
 void PostgresStorage::Release(const Caller& caller, std::string session_id, int64_t token,

@@ -12,8 +12,12 @@ namespace {
 template <typename Result>
 class ResultJob : public PgJob {
  public:
-  ResultJob(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done)
-      : work_(std::move(work)), done_(std::move(done)) {}
+  ResultJob(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done,
+            std::string lock_key)
+      : work_(std::move(work)), done_(std::move(done)), lock_key_(std::move(lock_key)) {}
+  void AddLockKeys(std::vector<std::string>* keys) const override {
+    if (!lock_key_.empty()) keys->push_back(lock_key_);
+  }
   Status Apply(PgConn* conn) override {
     result_ = Result{};
     return work_(conn, &result_);
@@ -26,6 +30,7 @@ class ResultJob : public PgJob {
  private:
   std::function<Status(PgConn*, Result*)> work_;
   std::function<void(Result)> done_;
+  const std::string lock_key_;
   Result result_;
 };
 
@@ -117,11 +122,21 @@ Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
       readers_.pop_back();
     }
   }
-  if (conn == nullptr || !conn->ok()) {
+  bool pooled = conn != nullptr && conn->ok();
+  if (!pooled) {
     conn.reset();
     RETURN_IF_ERROR(PgConn::Connect(uri_, program_ + " reader", &conn));
   }
   Status s = fn(conn.get());
+  if (!s.ok() && pooled && !conn->ok()) {
+    // A pooled connection can only find out on use that the server went
+    // away (a restart, a failover): a read is safe to run again, once, on
+    // a fresh connection, rather than answering 503 while the database is
+    // up. If the database is down, the connect fails at once.
+    conn.reset();
+    RETURN_IF_ERROR(PgConn::Connect(uri_, program_ + " reader", &conn));
+    s = fn(conn.get());
+  }
   if (conn->ok()) {
     base::MutexLock lock(&readers_mu_);
     readers_.push_back(std::move(conn));
@@ -131,15 +146,17 @@ Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
 
 template <typename Result>
 void PostgresStorage::Submit(std::function<Status(PgConn*, Result*)> work,
-                             std::function<void(Result)> done) {
-  std::unique_ptr<PgJob> job = std::make_unique<ResultJob<Result>>(std::move(work), std::move(done));
+                             std::function<void(Result)> done, std::string lock_key) {
+  std::unique_ptr<PgJob> job = std::make_unique<ResultJob<Result>>(std::move(work), std::move(done),
+                                                                   std::move(lock_key));
   if (!writer_->Submit(std::move(job))) {
     job->Done(Status::Busy("the PostgreSQL write queue is full; retry shortly"));
   }
 }
 
 template void PostgresStorage::Submit<SessionResult>(
-    std::function<Status(PgConn*, SessionResult*)>, std::function<void(SessionResult)>);
+    std::function<Status(PgConn*, SessionResult*)>, std::function<void(SessionResult)>,
+    std::string);
 
 void PostgresStorage::Register(std::vector<ContainerSpec> specs, ContainerCallback done) {
   auto batch = std::make_shared<std::vector<ContainerSpec>>(std::move(specs));

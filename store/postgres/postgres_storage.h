@@ -66,8 +66,11 @@ class PostgresStorage : public Storage {
   // Runs `fn` on a pooled read connection (made, or made again, on demand).
   Status WithReader(const std::function<Status(PgConn*)>& fn);
   // Queues a job of `work` filling a Result; a refused one answers at once.
+  // `lock_key`: the advisory lock (pgsql::kLockTenant's key) `work` takes,
+  // if any; the writer takes it first (PgJob::AddLockKeys).
   template <typename Result>
-  void Submit(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done);
+  void Submit(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done,
+              std::string lock_key = "");
 
   const std::string uri_;
   const std::string program_;

@@ -37,12 +37,33 @@ struct HttpClient::Impl {
   std::optional<beast::tcp_stream> stream;
   beast::flat_buffer buffer;
 
+  std::chrono::milliseconds timeout{std::chrono::seconds(30)};
+
+  // Runs one asynchronous step under the stream's expiry: beast's
+  // tcp_stream enforces expires_after on asynchronous operations only (a
+  // synchronous read would wait for ever on a server that never answers).
+  // Throws HttpTimeout when the expiry passed, system_error on other errors.
+  template <typename Start>
+  void RunStep(Start start) {
+    beast::error_code result = net::error::would_block;
+    stream->expires_after(timeout);
+    start([&result](beast::error_code ec, auto&&...) { result = ec; });
+    ioc.restart();
+    ioc.run();
+    if (result == beast::error::timeout) {
+      Close();
+      throw HttpTimeout("HTTP request to 127.0.0.1:" + std::to_string(port) + " timed out after " +
+                        std::to_string(timeout.count()) + " ms");
+    }
+    if (result) throw beast::system_error(result);
+  }
+
   beast::tcp_stream& Connect() {
     if (!stream) {
       stream.emplace(ioc);
-      stream->expires_after(std::chrono::seconds(30));
-      stream->connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
       buffer.clear();
+      const tcp::endpoint endpoint(net::ip::make_address("127.0.0.1"), port);
+      RunStep([&](auto handler) { stream->async_connect(endpoint, std::move(handler)); });
     }
     return *stream;
   }
@@ -58,8 +79,7 @@ struct HttpClient::Impl {
   HttpReply ReadReply() {
     http::response_parser<http::string_body> parser;
     parser.body_limit(64 << 20);
-    stream->expires_after(std::chrono::seconds(30));
-    http::read(*stream, buffer, parser);
+    RunStep([&](auto handler) { http::async_read(*stream, buffer, parser, std::move(handler)); });
     auto& res = parser.get();
     HttpReply reply;
     reply.status = static_cast<int>(res.result_int());
@@ -82,6 +102,9 @@ HttpClient::HttpClient(uint16_t port, std::string key) : impl_(std::make_unique<
 
 HttpClient::~HttpClient() { impl_->Close(); }
 
+void HttpClient::set_timeout(std::chrono::milliseconds timeout) { impl_->timeout = timeout; }
+std::chrono::milliseconds HttpClient::timeout() const { return impl_->timeout; }
+
 HttpReply HttpClient::Request(const std::string& method, const std::string& target,
                               const std::string& body,
                               const std::map<std::string, std::string>& headers) {
@@ -95,9 +118,10 @@ HttpReply HttpClient::Request(const std::string& method, const std::string& targ
       for (const auto& [name, value] : headers) req.set(name, value);
       req.body() = body;
       req.prepare_payload();
-      stream.expires_after(std::chrono::seconds(30));
-      http::write(stream, req);
+      impl_->RunStep([&](auto handler) { http::async_write(stream, req, std::move(handler)); });
       return impl_->ReadReply();
+    } catch (const HttpTimeout&) {
+      throw;  // the server may be working on it: not sent again
     } catch (const std::exception&) {
       // A keep-alive connection the server closed meanwhile: retry once.
       impl_->Close();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 namespace testing {
@@ -20,13 +21,27 @@ struct HttpReply {
   std::string ErrorCode() const;
 };
 
+// Thrown when a connect, write or read of HttpClient took longer than its
+// timeout. The connection is closed; nothing is retried.
+class HttpTimeout : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // A small synchronous HTTP/1.1 client over one keep-alive connection to
 // 127.0.0.1:port, reconnecting when the server closed it. For tests; one
-// thread at a time. Throws std::exception on network failures.
+// thread at a time. Throws std::exception on network failures (HttpTimeout
+// when one step took longer than timeout(), 30 s unless set).
 class HttpClient {
  public:
   explicit HttpClient(uint16_t port, std::string key = "");
   ~HttpClient();
+
+  // Bounds each step of a request (connect, write, read of the reply); a
+  // request that breaks on a reused keep-alive connection is sent once more,
+  // one that times out is not.
+  void set_timeout(std::chrono::milliseconds timeout);
+  std::chrono::milliseconds timeout() const;
 
   HttpReply Request(const std::string& method, const std::string& target,
                     const std::string& body = "",

@@ -1,0 +1,785 @@
+// Several `edgealloc serve` processes on one real PostgreSQL database (#14,
+// "Tests, with a real server"): a claim storm over three nodes, kill -9 of a
+// node mid-storm, and a failover of the database to its synchronous standby.
+// Every node is the real binary (EDGEALLOC_BIN), talked to over HTTP;
+// PostgreSQL is tests/support/pg_server.h's.
+//
+// Catch2's assertions are not thread-safe: the client threads only count
+// and record (under one mutex); the test case's thread asserts afterwards.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "tests/support/http_client.h"
+#include "tests/support/pg_server.h"
+#include "tests/support/temp_dir.h"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+constexpr const char* kBin = EDGEALLOC_BIN;
+constexpr const char* kAdminKey = "admin-key-0123456789abcdef";
+// Tenants and their keys; "tq" is the one with a quota.
+const std::vector<std::pair<std::string, std::string>> kTenants = {
+    {"ta", "tenant-a-key-0123456789ab"},
+    {"tb", "tenant-b-key-0123456789ab"},
+    {"tq", "tenant-q-key-0123456789ab"}};
+// --max-sessions-per-tenant of the first test (it binds every tenant; tq's
+// clients are the most eager); the others run without (0), since the
+// sessions they keep would use it up.
+constexpr int kQuota = 5;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Tail(const std::string& s, size_t n = 3000) {
+  return s.size() <= n ? s : s.substr(s.size() - n);
+}
+
+std::string Join(const std::vector<std::string>& lines) {
+  std::string all;
+  for (const auto& l : lines) all += "\n  " + l;
+  return all;
+}
+
+double MsSince(Clock::time_point t0, Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(t - t0).count();
+}
+
+// One `edgealloc serve` process, its output in a log file. Owned by the test
+// case's thread; port() may be read from any thread. Killed (SIGKILL) and
+// reaped by the destructor if still running.
+class Node {
+ public:
+  Node(const std::string& name, const std::string& db, const std::string& keys_file,
+       const std::string& log, int quota)
+      : name_(name), log_(log) {
+    std::vector<std::string> args = {kBin,
+                                     "serve",
+                                     "--db",
+                                     db,
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--keys",
+                                     keys_file,
+                                     "--max-sessions-per-tenant",
+                                     std::to_string(quota),
+                                     "--dead-after-ms",
+                                     "3600000",
+                                     "--threads",
+                                     "2"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    const int rc = posix_spawn(&pid_, kBin, &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) FAIL("posix_spawn " << kBin << ": " << rc);
+    // The server logs "edgealloc: serving on 127.0.0.1:PORT, ..." with the
+    // port it bound (--listen ...:0 picks a free one).
+    const std::regex serving("serving on 127\\.0\\.0\\.1:([0-9]+)");
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    for (;;) {
+      std::smatch m;
+      const std::string text = ReadFile(log_);
+      if (std::regex_search(text, m, serving)) {
+        port_ = static_cast<uint16_t>(std::stoi(m[1].str()));
+        break;
+      }
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        FAIL(name_ << " exited before serving; its log:\n" << Tail(text));
+      }
+      if (Clock::now() > deadline) {
+        Kill();  // the destructor does not run for a constructor that throws
+        FAIL(name_ << " did not serve within 30 s; its log:\n" << Tail(text));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  ~Node() { Kill(); }
+
+  uint16_t port() const { return port_; }
+  const std::string& name() const { return name_; }
+  std::string log() const { return ReadFile(log_); }
+  bool running() const { return pid_ > 0; }
+
+  // kill -9, and reaped.
+  void Kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+ private:
+  std::string name_;
+  std::string log_;
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+};
+
+// The nodes of one test on one database, with the keys file they share.
+struct Cluster {
+  testing::TempDir dir;
+  std::vector<std::unique_ptr<Node>> nodes;
+
+  Cluster(const std::string& db, int n, int quota) {
+    std::string keys = std::string(kAdminKey) + " admin\n";
+    for (const auto& [tenant, key] : kTenants) keys += key + " tenant " + tenant + "\n";
+    std::ofstream(dir.File("keys")) << keys;
+    for (int i = 0; i < n; ++i) {
+      const std::string name = "node" + std::to_string(i);
+      nodes.push_back(std::make_unique<Node>(name, db, dir.File("keys"), dir.File(name + ".log"), quota));
+    }
+  }
+  std::string Logs() const {
+    std::string all;
+    for (const auto& n : nodes) all += "--- " + n->name() + "'s log:\n" + Tail(n->log(), 2000);
+    return all;
+  }
+};
+
+// Registers `count` containers c-000.. (weur: 70%, the rest eeur) in pool p.
+void RegisterFleet(uint16_t port, int count) {
+  json containers = json::array();
+  for (int i = 0; i < count; ++i) {
+    char id[16];
+    std::snprintf(id, sizeof(id), "c-%03d", i);
+    containers.push_back({{"id", id},
+                          {"region", i * 10 < count * 7 ? "weur" : "eeur"},
+                          {"pool", "p"},
+                          {"latency_ms", i % 7},
+                          {"data", {{"n", i}}}});
+  }
+  testing::HttpClient admin(port, kAdminKey);
+  testing::HttpReply r = admin.Post("/v1/containers", json{{"containers", containers}}.dump());
+  INFO(r.body);
+  REQUIRE(r.status == 200);
+  REQUIRE(json::parse(r.body)["registered"] == count);
+}
+
+// What the clients of a storm do.
+struct StormConfig {
+  std::vector<uint16_t> ports;  // node i's port
+  int threads = 48;
+  int64_t lease_ms = 60000;
+  // Every keep_every-th claim of a thread is kept (never released), at most
+  // max_kept a thread; 0: every claim is released.
+  int keep_every = 0;
+  int max_kept = 0;
+  std::chrono::milliseconds timeout{5000};  // each HTTP step of a client
+};
+
+// One acknowledged claim (201), as a client saw it.
+struct Ack {
+  std::string session_id;
+  std::string container_id;
+  int64_t token = 0;
+  int node = 0;             // the node that answered 201
+  std::string tenant;
+  double sent_ms = 0;       // request sent, since the storm's start
+  double received_ms = 0;   // 201 received
+  bool kept = false;        // never released
+  bool release_sent = false;
+  bool released = false;    // 204
+  double released_ms = 0;   // 204 received
+};
+
+struct NodeCounts {
+  int64_t claims_ok = 0;
+  int64_t conn_errors = 0;  // the request broke on the network (not a timeout)
+  int64_t timeouts = 0;     // a step took longer than the client timeout: a hang
+  std::map<int, int64_t> statuses;
+  std::map<std::string, int64_t> codes;  // error codes of non-2xx replies
+};
+
+// The shared record of a storm: written by the client threads under mu,
+// read by the test's thread after they joined (or under mu meanwhile).
+struct Record {
+  std::mutex mu;
+  std::set<std::string> holding;                      // containers held now
+  std::set<std::pair<std::string, int64_t>> tokens;   // (container, token) acknowledged
+  int64_t doubles = 0;  // a 201 for a container some client holds
+  int64_t repeats = 0;  // a (container, token) acknowledged twice
+  // Each tenant's sessions held now, and the most at once (the quota binds
+  // every tenant; tq's clients are the most eager).
+  std::map<std::string, int> tenant_holding, tenant_max;
+  int64_t quota_refusals = 0;
+  int64_t idem_replays_ok = 0, idem_mismatches = 0;
+  int64_t releases_ok = 0;
+  int64_t other_5xx = 0;            // a 5xx other than 503
+  int64_t missing_retry_after = 0;  // a 503 without Retry-After
+  int64_t unexpected = 0;           // any other reply the client did not expect
+  std::vector<std::string> samples;  // the first unexpected replies, for messages
+  std::vector<NodeCounts> per_node;
+  std::vector<Ack> acks;
+  std::vector<double> ok_times_ms;  // when each 201 of a new claim arrived
+
+  void Sample(const std::string& what) {
+    if (samples.size() < 12) samples.push_back(what);
+  }
+};
+
+// A client thread's storm: claim, maybe retry with its idempotency key on
+// another node, hold a moment, release (half the threads on another node).
+class Storm {
+ public:
+  explicit Storm(StormConfig config) : config_(std::move(config)) {
+    record_.per_node.resize(config_.ports.size());
+  }
+  ~Storm() { Stop(); }
+
+  void Start() {
+    t0_ = Clock::now();
+    for (int t = 0; t < config_.threads; ++t) threads_.emplace_back([this, t] { Client(t); });
+  }
+  void Stop() {
+    stop_.store(true);
+    for (auto& th : threads_) th.join();
+    threads_.clear();
+  }
+  double NowMs() const { return MsSince(t0_, Clock::now()); }
+  Record& record() { return record_; }
+  Clock::time_point t0() const { return t0_; }
+
+ private:
+  // Counts a reply that is not the one hoped for; true if it is one the
+  // API allows under load (503 with Retry-After, 429).
+  void CountReply(int node, const testing::HttpReply& r, const std::string& what) {
+    std::lock_guard<std::mutex> lock(record_.mu);
+    NodeCounts& c = record_.per_node[node];
+    ++c.statuses[r.status];
+    if (r.status >= 400) ++c.codes[r.ErrorCode()];
+    if (r.status == 503) {
+      if (r.Header("retry-after").empty()) {
+        ++record_.missing_retry_after;
+        record_.Sample(what + ": 503 without Retry-After: " + r.body);
+      }
+    } else if (r.status >= 500) {
+      ++record_.other_5xx;
+      record_.Sample(what + ": " + std::to_string(r.status) + " " + r.body);
+    } else if (r.status == 429) {
+      ++record_.quota_refusals;
+    } else if (r.status >= 300) {
+      ++record_.unexpected;
+      record_.Sample(what + " on node" + std::to_string(node) + ": " + std::to_string(r.status) +
+                     " " + r.body);
+    }
+  }
+
+  // Sends one request; nullopt if it broke (counted).
+  std::optional<testing::HttpReply> Send(testing::HttpClient& client, int node,
+                                         const std::string& method, const std::string& target,
+                                         const std::string& body) {
+    try {
+      return client.Request(method, target, body);
+    } catch (const testing::HttpTimeout& e) {
+      std::lock_guard<std::mutex> lock(record_.mu);
+      ++record_.per_node[node].timeouts;
+      record_.Sample(method + " " + target + " on node" + std::to_string(node) + ": " + e.what());
+    } catch (const std::exception&) {
+      std::lock_guard<std::mutex> lock(record_.mu);
+      ++record_.per_node[node].conn_errors;
+    }
+    return std::nullopt;
+  }
+
+  void Client(int t) {
+    const int nodes = static_cast<int>(config_.ports.size());
+    const int node = t % nodes;
+    const int release_node = (t / nodes) % 2 == 0 ? node : (node + 1) % nodes;
+    const int replay_node = (node + 1) % nodes;
+    const bool keyed = t % 4 == 1;
+    // Threads 2, 5, 8, ... (a third, on every node) are tenant tq's.
+    const auto& [tenant, key] = t % 3 == 2 ? kTenants[2] : kTenants[t % 2];
+    std::vector<std::unique_ptr<testing::HttpClient>> clients;
+    for (uint16_t port : config_.ports) {
+      clients.push_back(std::make_unique<testing::HttpClient>(port, key));
+      clients.back()->set_timeout(config_.timeout);
+    }
+    std::mt19937 rng(static_cast<unsigned>(t) * 7919u + 1u);
+    int claims = 0, kept = 0;
+    for (int i = 0; !stop_.load(std::memory_order_relaxed); ++i) {
+      json body = {{"region", "weur"},
+                   {"pool", "p"},
+                   {"lease_ms", config_.lease_ms},
+                   {"fallback_regions", {"eeur"}}};
+      if (keyed) body["idempotency_key"] = "k" + std::to_string(t) + "-" + std::to_string(i);
+      const std::string text = body.dump();
+      const double sent = NowMs();
+      auto r = Send(*clients[node], node, "POST", "/v1/sessions", text);
+      if (!r) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
+      CountReply(node, *r, "claim");
+      if (r->status != 201) {
+        // No capacity, quota, or an outage: a moment before the next try.
+        std::this_thread::sleep_for(std::chrono::milliseconds(r->status == 429 ? 2 : 5));
+        continue;
+      }
+      const double received = NowMs();
+      const json s = json::parse(r->body, nullptr, false);
+      Ack ack;
+      if (s.is_discarded() || !s.contains("session_id") || !s.contains("token")) {
+        std::lock_guard<std::mutex> lock(record_.mu);
+        ++record_.unexpected;
+        record_.Sample("claim: 201 with body " + r->body);
+        continue;
+      }
+      ack.session_id = s["session_id"];
+      ack.container_id = s["container_id"];
+      ack.token = s["token"];
+      ack.node = node;
+      ack.tenant = tenant;
+      ack.sent_ms = sent;
+      ack.received_ms = received;
+      ++claims;
+      ack.kept = config_.keep_every > 0 && kept < config_.max_kept && claims % config_.keep_every == 0;
+      if (ack.kept) ++kept;
+      size_t index = 0;
+      {
+        std::lock_guard<std::mutex> lock(record_.mu);
+        ++record_.per_node[node].claims_ok;
+        record_.ok_times_ms.push_back(received);
+        if (!record_.holding.insert(ack.container_id).second) {
+          ++record_.doubles;
+          record_.Sample("double allocation of " + ack.container_id + " (token " +
+                         std::to_string(ack.token) + ")");
+        }
+        if (!record_.tokens.insert({ack.container_id, ack.token}).second) ++record_.repeats;
+        int& max = record_.tenant_max[tenant];
+        max = std::max(max, ++record_.tenant_holding[tenant]);
+        index = record_.acks.size();
+        record_.acks.push_back(ack);
+      }
+      if (keyed) {
+        // The same claim again, on another node: the same session.
+        auto again = Send(*clients[replay_node], replay_node, "POST", "/v1/sessions", text);
+        if (again) {
+          CountReply(replay_node, *again, "idempotent retry");
+          if (again->status == 201) {
+            const json s2 = json::parse(again->body, nullptr, false);
+            std::lock_guard<std::mutex> lock(record_.mu);
+            if (!s2.is_discarded() && s2.value("session_id", "") == ack.session_id &&
+                s2.value("token", int64_t{-1}) == ack.token &&
+                again->Header("idempotent-replayed") == "true") {
+              ++record_.idem_replays_ok;
+            } else {
+              ++record_.idem_mismatches;
+              record_.Sample("idempotent retry of " + ack.session_id + ": " + again->body);
+            }
+          }
+        }
+      }
+      if (ack.kept) continue;
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2000));
+      {
+        // Out of the set before the release is sent: once it commits,
+        // another client may get the container at once.
+        std::lock_guard<std::mutex> lock(record_.mu);
+        record_.holding.erase(ack.container_id);
+        --record_.tenant_holding[tenant];
+        record_.acks[index].release_sent = true;
+      }
+      const std::string target =
+          "/v1/sessions/" + ack.session_id + "?token=" + std::to_string(ack.token);
+      int via = release_node;
+      auto rel = Send(*clients[via], via, "DELETE", target, "");
+      if (!rel) {
+        // That node is gone (the kill test): as a client would, once more
+        // on the next one, so that the container is not held for ever.
+        via = (via + 1) % nodes;
+        rel = Send(*clients[via], via, "DELETE", target, "");
+      }
+      if (!rel) continue;
+      CountReply(via, *rel, "release");
+      if (rel->status == 204) {
+        std::lock_guard<std::mutex> lock(record_.mu);
+        ++record_.releases_ok;
+        record_.acks[index].released = true;
+        record_.acks[index].released_ms = NowMs();
+      }
+    }
+  }
+
+  StormConfig config_;
+  Record record_;
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+  Clock::time_point t0_;
+};
+
+std::string Describe(Record& r) {
+  std::ostringstream out;
+  for (size_t i = 0; i < r.per_node.size(); ++i) {
+    const NodeCounts& c = r.per_node[i];
+    out << "node" << i << ": claims " << c.claims_ok << ", connection errors " << c.conn_errors
+        << ", timeouts " << c.timeouts << ", statuses {";
+    for (const auto& [st, n] : c.statuses) out << st << ":" << n << " ";
+    out << "}, codes {";
+    for (const auto& [code, n] : c.codes) out << code << ":" << n << " ";
+    out << "}\n";
+  }
+  out << "releases " << r.releases_ok << ", idempotent replays " << r.idem_replays_ok
+      << ", quota refusals " << r.quota_refusals << ", most concurrent sessions {";
+  for (const auto& [tenant, n] : r.tenant_max) out << tenant << ":" << n << " ";
+  out << "}\n";
+  for (const auto& s : r.samples) out << "  sample: " << s << "\n";
+  return out.str();
+}
+
+int64_t TotalClaims(Record& r) {
+  int64_t n = 0;
+  for (const auto& c : r.per_node) n += c.claims_ok;
+  return n;
+}
+
+// The invariants every storm keeps, asserted on the test case's thread.
+void CheckInvariants(Record& r, int quota = 0) {
+  INFO(Describe(r));
+  CHECK(r.doubles == 0);
+  CHECK(r.repeats == 0);
+  CHECK(r.idem_mismatches == 0);
+  for (const auto& [tenant, n] : r.tenant_max) {
+    INFO("tenant " << tenant);
+    if (quota > 0) CHECK(n <= quota);
+  }
+  CHECK(r.other_5xx == 0);
+  CHECK(r.missing_retry_after == 0);
+  CHECK(r.unexpected == 0);
+  for (const auto& c : r.per_node) CHECK(c.timeouts == 0);
+}
+
+std::vector<uint16_t> Ports(const Cluster& cluster) {
+  std::vector<uint16_t> ports;
+  for (const auto& n : cluster.nodes) ports.push_back(n->port());
+  return ports;
+}
+
+// GET /v1/sessions/{id} as admin on `client`, retried on 503 for up to
+// `patience` (a node's pooled read connections find out one by one that the
+// database went away).
+testing::HttpReply GetSession(testing::HttpClient& client, const std::string& id,
+                              std::chrono::milliseconds patience, int* unavailable) {
+  const auto deadline = Clock::now() + patience;
+  for (;;) {
+    testing::HttpReply r = client.Get("/v1/sessions/" + id);
+    if (r.status != 503 || Clock::now() > deadline) return r;
+    ++*unavailable;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("multi-node: three nodes on one PostgreSQL database never hand out a container twice",
+          "[postgres]") {
+  testing::PgServer pg;
+  const std::string db = pg.NewDatabaseUri();
+  Cluster cluster(db, 3, kQuota);
+  RegisterFleet(cluster.nodes[0]->port(), 40);
+
+  StormConfig config;
+  config.ports = Ports(cluster);
+  Storm storm(config);
+  storm.Start();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const double elapsed_ms = storm.NowMs();
+  storm.Stop();
+
+  Record& r = storm.record();
+  INFO(cluster.Logs());
+  INFO("PostgreSQL's log:\n" << pg.LogTail(3000));
+  CheckInvariants(r, kQuota);
+  INFO(Describe(r));
+  for (const auto& c : r.per_node) {
+    CHECK(c.codes.count("overloaded") == 0);
+    CHECK(c.claims_ok > 0);
+    CHECK(c.conn_errors == 0);
+  }
+  CHECK(r.releases_ok > 0);
+  CHECK(r.idem_replays_ok > 0);
+  CHECK(r.quota_refusals > 0);  // the quota was reached, so it was tested
+  const int64_t claims = TotalClaims(r);
+  WARN("multi-node: " << claims << " claims in " << static_cast<int>(elapsed_ms) << " ms over 3 nodes = "
+                      << static_cast<int>(claims * 1000.0 / elapsed_ms) << " claims/s; "
+                      << r.releases_ok << " releases, " << r.idem_replays_ok
+                      << " idempotent replays, " << r.quota_refusals << " quota refusals (tq held "
+                      << r.tenant_max["tq"] << " of " << kQuota << " at most)");
+
+  // Nothing is held any more: every container is available again.
+  CHECK(testing::PgServer::Query(db, "SELECT count(*) FROM containers WHERE status <> 'available'") ==
+        "0");
+}
+
+TEST_CASE("multi-node: kill -9 of one node loses none of the claims it acknowledged",
+          "[postgres][fault]") {
+  testing::PgServer pg;
+  const std::string db = pg.NewDatabaseUri();
+  Cluster cluster(db, 3, 0);
+  RegisterFleet(cluster.nodes[0]->port(), 200);
+
+  StormConfig config;
+  config.ports = Ports(cluster);
+  config.lease_ms = 600000;  // nothing expires during the test
+  config.keep_every = 4;     // some sessions are kept, to be found afterwards
+  config.max_kept = 2;
+  Storm storm(config);
+  storm.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const double kill_ms = storm.NowMs();
+  cluster.nodes[2]->Kill();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  storm.Stop();
+
+  Record& r = storm.record();
+  INFO(cluster.Logs());
+  CheckInvariants(r);
+  INFO(Describe(r));
+  // The dead node's clients saw connection errors; the others went on.
+  CHECK(r.per_node[2].conn_errors > 0);
+  int64_t after_kill_ok[2] = {0, 0};
+  for (const Ack& a : r.acks) {
+    if (a.sent_ms > kill_ms && a.node < 2) ++after_kill_ok[a.node];
+  }
+  CHECK(after_kill_ok[0] > 0);
+  CHECK(after_kill_ok[1] > 0);
+
+  // Every session node2 acknowledged and nobody released is still there,
+  // with its token, read through a surviving node.
+  testing::HttpClient admin(cluster.nodes[0]->port(), kAdminKey);
+  admin.set_timeout(std::chrono::seconds(5));
+  int checked = 0, missing = 0, unavailable = 0;
+  std::vector<std::string> lost;
+  for (const Ack& a : r.acks) {
+    if (a.node != 2 || a.release_sent) continue;
+    ++checked;
+    testing::HttpReply got = GetSession(admin, a.session_id, std::chrono::seconds(2), &unavailable);
+    const json s = json::parse(got.body, nullptr, false);
+    if (got.status != 200 || s.is_discarded() || s.value("token", int64_t{-1}) != a.token ||
+        s.value("container_id", "") != a.container_id) {
+      ++missing;
+      if (lost.size() < 10) lost.push_back(a.session_id + ": " + std::to_string(got.status) + " " + got.body);
+    }
+  }
+  INFO("lost: " << Join(lost));
+  CHECK(checked > 0);
+  CHECK(missing == 0);
+  CHECK(unavailable == 0);
+  WARN("node failure: " << TotalClaims(r) << " claims; node2 killed at "
+                        << static_cast<int>(kill_ms) << " ms; its clients saw "
+                        << r.per_node[2].conn_errors << " connection errors; after the kill node0 "
+                        << after_kill_ok[0] << " and node1 " << after_kill_ok[1]
+                        << " claims (no_capacity 503s: " << r.per_node[0].codes["no_capacity"]
+                        << "/" << r.per_node[1].codes["no_capacity"] << "); " << checked
+                        << " sessions node2 acknowledged and kept, all "
+                        << (missing == 0 ? "found" : "NOT found") << " on node0");
+}
+
+TEST_CASE("multi-node: the database fails over to its synchronous standby and the nodes follow",
+          "[postgres][fault]") {
+  testing::PgServer::Options primary_options;
+  primary_options.extra_conf = {"wal_level = replica", "max_wal_senders = 10",
+                                "synchronous_standby_names = 'sb'"};
+  testing::PgServer primary(primary_options);
+  testing::PgServer::Options standby_options;
+  standby_options.extra_conf = {"cluster_name = 'sb'"};
+  auto standby = testing::PgServer::StandbyOf(primary, standby_options);
+  // The standby is synchronous before the first write (a commit is answered
+  // only once the standby has it).
+  std::string sync_state;
+  for (auto deadline = Clock::now() + std::chrono::seconds(15); Clock::now() < deadline;) {
+    sync_state = testing::PgServer::Query(
+        primary.uri(), "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'sb'");
+    if (sync_state == "sync") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(sync_state == "sync");
+  const std::string single = primary.NewDatabaseUri();
+  const std::string dbname = single.substr(single.rfind('/') + 1);
+  // libpq's multi-host form: the first host that takes writes.
+  const std::string uri = "postgresql://edgealloc@127.0.0.1:" + std::to_string(primary.port()) +
+                          ",127.0.0.1:" + std::to_string(standby.port()) + "/" + dbname +
+                          "?target_session_attrs=read-write";
+  Cluster cluster(uri, 3, 0);
+  RegisterFleet(cluster.nodes[0]->port(), 200);
+
+  StormConfig config;
+  config.ports = Ports(cluster);
+  config.lease_ms = 600000;  // nothing expires during the test
+  config.keep_every = 4;
+  config.max_kept = 2;
+  config.timeout = std::chrono::seconds(5);  // longer is a hang
+  Storm storm(config);
+  storm.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const double kill_ms = storm.NowMs();
+  primary.Kill();
+  const double killed_ms = storm.NowMs();
+  standby.Promote();
+  const double promoted_ms = storm.NowMs();
+  // Until every node has acknowledged a claim sent after the promotion (at
+  // most 15 s), then a second more of normal service.
+  std::vector<double> recovered_ms(cluster.nodes.size(), -1);
+  for (auto deadline = Clock::now() + std::chrono::seconds(15); Clock::now() < deadline;) {
+    bool all = true;
+    {
+      Record& r = storm.record();
+      std::lock_guard<std::mutex> lock(r.mu);
+      for (const Ack& a : r.acks) {
+        if (a.sent_ms > promoted_ms &&
+            (recovered_ms[a.node] < 0 || a.received_ms < recovered_ms[a.node])) {
+          recovered_ms[a.node] = a.received_ms;
+        }
+      }
+      for (double t : recovered_ms) all = all && t >= 0;
+    }
+    if (all) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  storm.Stop();
+
+  Record& r = storm.record();
+  INFO(cluster.Logs());
+  INFO("standby's log:\n" << standby.LogTail(2000));
+  CheckInvariants(r);
+  INFO(Describe(r));
+  // Every node serves again, by itself.
+  for (size_t i = 0; i < recovered_ms.size(); ++i) {
+    INFO("node" << i);
+    CHECK(recovered_ms[i] >= 0);
+  }
+
+  // The outage as the clients saw it: from the kill to the first claim,
+  // sent after the kill, that was acknowledged.
+  double last_ok_before = 0, first_ok_after = -1;
+  int64_t max_token_before = 0;
+  int64_t not_growing = 0, checked_after = 0;
+  for (const Ack& a : r.acks) {
+    if (a.received_ms < kill_ms) {
+      last_ok_before = std::max(last_ok_before, a.received_ms);
+      max_token_before = std::max(max_token_before, a.token);
+    }
+    if (a.sent_ms > kill_ms && (first_ok_after < 0 || a.received_ms < first_ok_after)) {
+      first_ok_after = a.received_ms;
+    }
+  }
+  // Tokens only grow: one sequence hands them out, so every claim made on
+  // the promoted standby has a token above every one acknowledged before.
+  for (const Ack& a : r.acks) {
+    if (a.sent_ms > promoted_ms) {
+      ++checked_after;
+      if (a.token <= max_token_before) ++not_growing;
+    }
+  }
+  CHECK(first_ok_after > 0);
+  CHECK(checked_after > 0);
+  CHECK(not_growing == 0);
+
+  // Every claim acknowledged before the kill is on the promoted standby, read
+  // through a node; every release acknowledged before it is too.
+  testing::HttpClient admin(cluster.nodes[1]->port(), kAdminKey);
+  admin.set_timeout(std::chrono::seconds(5));
+  int kept_checked = 0, kept_lost = 0, released_checked = 0, released_back = 0, unavailable = 0;
+  std::vector<std::string> lost;
+  for (const Ack& a : r.acks) {
+    if (a.received_ms >= kill_ms) continue;
+    const bool held = !a.release_sent;
+    const bool gone = a.released && a.released_ms < kill_ms;
+    if (!held && !gone) continue;  // a release in flight at the kill: either way
+    testing::HttpReply got = GetSession(admin, a.session_id, std::chrono::seconds(5), &unavailable);
+    const json s = json::parse(got.body, nullptr, false);
+    if (held) {
+      ++kept_checked;
+      if (got.status != 200 || s.is_discarded() || s.value("token", int64_t{-1}) != a.token ||
+          s.value("container_id", "") != a.container_id) {
+        ++kept_lost;
+        if (lost.size() < 10) lost.push_back("held " + a.session_id + ": " + std::to_string(got.status) + " " + got.body);
+      }
+    } else {
+      ++released_checked;
+      if (got.status != 404) {
+        ++released_back;
+        if (lost.size() < 10) lost.push_back("released " + a.session_id + ": " + std::to_string(got.status) + " " + got.body);
+      }
+    }
+  }
+  INFO(Join(lost));
+  // Nodes serve reads again too: a pooled read connection that finds the
+  // old primary gone reconnects and reads again, rather than answer 503.
+  CHECK(unavailable == 0);
+  CHECK(kept_checked > 0);
+  CHECK(kept_lost == 0);
+  CHECK(released_back == 0);
+  // The same on the new primary itself, over libpq.
+  const int64_t picked_on_standby = std::stoll(testing::PgServer::Query(
+      standby.uri(dbname), "SELECT count(*) FROM containers WHERE status = 'picked'"));
+  CHECK(picked_on_standby >= kept_checked);
+
+  int64_t during = 0, errors = 0;
+  for (const auto& c : r.per_node) {
+    errors += c.conn_errors;
+    for (const auto& [st, n] : c.statuses) {
+      if (st == 503) during += n;
+    }
+  }
+  WARN("failover: " << TotalClaims(r) << " claims; primary killed at " << static_cast<int>(kill_ms)
+                    << " ms (Kill() took " << static_cast<int>(killed_ms - kill_ms)
+                    << " ms, Promote() " << static_cast<int>(promoted_ms - killed_ms)
+                    << " ms); last claim acknowledged before the kill at "
+                    << static_cast<int>(last_ok_before) << " ms, first after it at "
+                    << static_cast<int>(first_ok_after) << " ms: outage "
+                    << static_cast<int>(first_ok_after - kill_ms) << " ms from the kill, "
+                    << static_cast<int>(first_ok_after - promoted_ms)
+                    << " ms after Promote() returned; nodes serving again "
+                    << static_cast<int>(recovered_ms[0] - promoted_ms) << "/"
+                    << static_cast<int>(recovered_ms[1] - promoted_ms) << "/"
+                    << static_cast<int>(recovered_ms[2] - promoted_ms)
+                    << " ms after it; 503s " << during << ", connection errors " << errors
+                    << ", timeouts 0; " << kept_checked << " held and " << released_checked
+                    << " released sessions acknowledged before the kill checked on the standby ("
+                    << unavailable << " reads answered 503 first)");
+}
