@@ -12,6 +12,7 @@
 #include "server/config.h"
 #include "server/http/log.h"
 #include "server/service.h"
+#include "store/storage.h"
 
 namespace {
 
@@ -32,8 +33,9 @@ int Serve(const server::ServeConfig& cfg) {
     return s.IsInvalidArgument() ? 2 : 1;
   }
   server::LogLine("edgealloc: serving on " + cfg.host + ":" + std::to_string(service.port()) +
-                  ", db " + cfg.db + ", " + std::to_string(cfg.shards) + " shard(s), sync " +
-                  (cfg.sync == store::Sync::kFull ? "full" : "normal") + ", " +
+                  ", db " + store::DbForDisplay(cfg.db) + " (" + store::EngineName(cfg.db) +
+                  ", " + std::to_string(cfg.shards) + " shard(s), sync " +
+                  (cfg.sync == store::Sync::kFull ? "full" : "normal") + "), " +
                   std::to_string(cfg.threads) + " io threads, auth " +
                   (cfg.keys_file.empty() ? "open (loopback only)" : "keys file") +
                   (cfg.demo ? ", demo fleet" : ""));

@@ -5,6 +5,31 @@
 
 namespace store {
 
+std::string DbForDisplay(std::string_view db) {
+  std::string out(db);
+  if (!IsPostgresUri(db)) return out;
+  // URI form: scheme://user:PASSWORD@host...
+  if (size_t scheme = out.find("://"); scheme != std::string::npos) {
+    const size_t start = scheme + 3;
+    const size_t at = out.find('@', start);
+    const size_t colon = out.find(':', start);
+    if (at != std::string::npos && colon != std::string::npos && colon < at) {
+      out.replace(colon + 1, at - colon - 1, "***");
+    }
+  }
+  // key=value form, and ?password= in a URI's query.
+  for (size_t p = out.find("password="); p != std::string::npos;
+       p = out.find("password=", p + 1)) {
+    const size_t value = p + 9;
+    size_t end = out.find_first_of(" &", value);
+    if (end == std::string::npos) end = out.size();
+    out.replace(value, end - value, "***");
+  }
+  return out;
+}
+
+const char* EngineName(std::string_view db) { return IsPostgresUri(db) ? "postgresql" : "sqlite"; }
+
 Status OpenStorage(const StorageOptions& options, std::unique_ptr<Storage>* out) {
   if (IsPostgresUri(options.db)) {
     if (options.shards != 1) {

@@ -145,6 +145,11 @@ struct StorageOptions {
   ClaimPolicy policy;
 };
 
+// `db` as logs may show it: a PostgreSQL URI's or key=value password
+// replaced by ***, a file path as it is; and which engine it names.
+std::string DbForDisplay(std::string_view db);
+const char* EngineName(std::string_view db);
+
 // Opens (creating and migrating) the storage `options` names, its writers
 // running. InvalidArgument for a store of another layout (a usage error);
 // IOError, Busy or Corruption otherwise. *out is set only on success.

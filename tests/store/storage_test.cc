@@ -291,3 +291,15 @@ TEST_CASE("storage: a batch of plain heartbeats orders each container's reports 
   CHECK(e->GetContainer("a").container.last_heartbeat_ms == now + 1);
   CHECK(e->GetContainer("c").container.status == "available");
 }
+
+TEST_CASE("storage: a database is logged without its password, with its engine") {
+  CHECK(store::DbForDisplay("pool.db") == "pool.db");
+  CHECK(store::EngineName("pool.db") == std::string("sqlite"));
+  CHECK(store::DbForDisplay("postgresql://ea:s3cret@db1:5432/fleet") ==
+        "postgresql://ea:***@db1:5432/fleet");
+  CHECK(store::DbForDisplay("postgresql://ea@db1/fleet?password=s3cret&sslmode=require") ==
+        "postgresql://ea@db1/fleet?password=***&sslmode=require");
+  CHECK(store::DbForDisplay("host=db1 password=s3cret dbname=fleet") ==
+        "host=db1 password=*** dbname=fleet");
+  CHECK(store::EngineName("postgres://db1/fleet") == std::string("postgresql"));
+}
