@@ -8,6 +8,7 @@
 #include "store/postgres/lifecycle_sql.h"
 #include "store/postgres/postgres_storage.h"
 #include "store/session_id.h"
+#include "store/session_rules.h"
 
 namespace store {
 namespace {
@@ -115,19 +116,9 @@ Status ExplainFailedCas(PgConn* conn, const Caller& caller, const std::string& i
                         int64_t now, SessionResult* out) {
   PgResult r;
   RETURN_IF_ERROR(conn->Run(pgsql::kSessionState, {P(id)}, &r));
-  if (r.rows() == 0) {
-    *out = Failed<SessionResult>(Outcome::kNotFound, "no session " + id);
-  } else if (!caller.admin && r.Text(0, 1) != caller.tenant) {
-    *out = Failed<SessionResult>(Outcome::kForbidden, "session " + id + " belongs to another tenant");
-  } else if (r.Int64(0, 2) <= now) {
-    *out = Failed<SessionResult>(Outcome::kNotFound, "session " + id + " has expired");
-  } else if (r.Int64(0, 0) != token) {
-    *out = Failed<SessionResult>(Outcome::kStaleToken, "token " + std::to_string(token) +
-                                                           " is not current for session " + id);
-  } else {
-    return Status::IOError("compare-and-swap on session " + id + " failed for an unknown reason");
-  }
-  return Status::Ok();
+  StoredSession stored;
+  if (r.rows() > 0) stored = {r.Text(0, 1), r.Int64(0, 2), r.Int64(0, 0)};
+  return store::ExplainFailedCas(caller, id, token, r.rows() > 0 ? &stored : nullptr, now, out);
 }
 
 }  // namespace
@@ -200,11 +191,9 @@ SessionResult PostgresStorage::GetSession(const Caller& caller, std::string_view
     PgResult r;
     RETURN_IF_ERROR(conn->Run(pgsql::kGetSession, {P(id)}, &r));
     if (r.rows() == 0) return Status::Ok();
-    // Tenant first: another tenant must not learn when a session ended.
-    if (!caller.admin && r.Text(0, 6) != caller.tenant) {
-      result = Failed<SessionResult>(Outcome::kForbidden, "session " + id + " belongs to another tenant");
-    } else if (r.Int64(0, 4) <= base::NowMs()) {
-      result = Failed<SessionResult>(Outcome::kNotFound, "session " + id + " has expired");
+    const StoredSession stored{r.Text(0, 6), r.Int64(0, 4), r.Int64(0, 3)};
+    if (auto refused = RefuseSessionRead(caller, id, stored, base::NowMs())) {
+      result = std::move(*refused);
     } else {
       result = SessionResult{Outcome::kOk, {}, ""};
       ReadSession(r, &result.session);

@@ -9,6 +9,7 @@
 #include "store/sqlite/callback_job.h"
 #include "store/sqlite/lifecycle_sql.h"
 #include "store/session_id.h"
+#include "store/session_rules.h"
 #include "store/sqlite/rows.h"
 #include "store/sqlite/sqlite_storage.h"
 
@@ -23,22 +24,9 @@ Status ExplainFailedCas(Db* db, const Caller& caller, const std::string& session
   q->Bind(1, session_id);
   bool row = false;
   RETURN_IF_ERROR(q->Step(&row));
-  if (!row) {
-    *out = Failed<SessionResult>(Outcome::kNotFound, "no session " + session_id);
-  } else if (!caller.admin && q->ColumnText(1) != caller.tenant) {
-    *out = Failed<SessionResult>(Outcome::kForbidden,
-                                 "session " + session_id + " belongs to another tenant");
-  } else if (q->ColumnInt64(2) <= now_ms) {
-    *out = Failed<SessionResult>(Outcome::kNotFound, "session " + session_id + " has expired");
-  } else if (q->ColumnInt64(0) != token) {
-    *out = Failed<SessionResult>(Outcome::kStaleToken, "token " + std::to_string(token) +
-                                                           " is not current for session " +
-                                                           session_id);
-  } else {
-    return Status::IOError("compare-and-swap on session " + session_id +
-                           " failed for an unknown reason");
-  }
-  return Status::Ok();
+  StoredSession stored;
+  if (row) stored = {q->ColumnText(1), q->ColumnInt64(2), q->ColumnInt64(0)};
+  return store::ExplainFailedCas(caller, session_id, token, row ? &stored : nullptr, now_ms, out);
 }
 
 // The live session of the tenant's idempotency key, if any, into *found.
@@ -321,13 +309,9 @@ SessionResult SqliteStorage::GetSession(const Caller& caller, std::string_view s
     bool row = false;
     RETURN_IF_ERROR(q->Step(&row));
     if (!row) return Status::Ok();
-    // Tenant first: another tenant must not learn that a session existed
-    // and when it ended.
-    if (!caller.admin && q->ColumnText(6) != caller.tenant) {
-      result = Failed<SessionResult>(Outcome::kForbidden,
-                                     "session " + id + " belongs to another tenant");
-    } else if (q->ColumnInt64(4) <= base::NowMs()) {
-      result = Failed<SessionResult>(Outcome::kNotFound, "session " + id + " has expired");
+    const StoredSession stored{q->ColumnText(6), q->ColumnInt64(4), q->ColumnInt64(3)};
+    if (auto refused = RefuseSessionRead(caller, id, stored, base::NowMs())) {
+      result = std::move(*refused);
     } else {
       result = SessionResult{Outcome::kOk, {}, ""};
       ReadSessionRow(*q, &result.session);
