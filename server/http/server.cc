@@ -194,6 +194,12 @@ void HttpServer::Stop() {
 int HttpServer::open_connections() const { return impl_->connections.load(); }
 int HttpServer::in_flight() const { return impl_->in_flight.load(); }
 int64_t HttpServer::shed_connections() const { return impl_->shed.load(); }
+int HttpServer::idle_connections() const {
+  base::MutexLock lock(&impl_->idle_mu);
+  int n = 0;
+  for (const auto& weak : impl_->idle) n += weak.expired() ? 0 : 1;
+  return n;
+}
 int HttpServer::max_connections() const { return impl_->max_connections; }
 
 }  // namespace server

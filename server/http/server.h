@@ -110,6 +110,9 @@ class HttpServer {
   int max_connections() const;
   int open_connections() const;
   int in_flight() const;
+  // Keep-alive connections waiting for their next request, the oldest of
+  // which is shed first at the cap.
+  int idle_connections() const;
   // Idle connections closed so far to make room for new ones.
   int64_t shed_connections() const;
 

@@ -187,12 +187,14 @@ TEST_CASE("http_server: past the connection cap, a busy server answers 503 overl
 TEST_CASE("http_server: at the connection cap, the oldest idle connection is shed first") {
   EchoServer s(1024, 2);
   testing::HttpClient oldest(s.server->port()), older(s.server->port());
-  CHECK(oldest.Get("/echo").status == 200);
-  CHECK(older.Get("/echo").status == 200);
   // A client has its reply as soon as it is sent; the server counts the
-  // connection idle only once its write completion ran on an io thread. On
-  // a loaded machine that can lag: give it time, or `fresh` finds none idle.
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // connection idle only once its write completion ran on an io thread,
+  // which on a loaded machine (TSan) lags, and with two io threads `older`
+  // could become idle first: wait for each, so the order is the test's.
+  CHECK(oldest.Get("/echo").status == 200);
+  REQUIRE(WaitFor([&] { return s.server->idle_connections() == 1; }));
+  CHECK(older.Get("/echo").status == 200);
+  REQUIRE(WaitFor([&] { return s.server->idle_connections() == 2; }));
   testing::HttpClient fresh(s.server->port());
   CHECK(fresh.Get("/echo").status == 200);
   CHECK(WaitFor([&] { return s.server->open_connections() == 2; }));
