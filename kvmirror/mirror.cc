@@ -161,11 +161,9 @@ store::Status Mirror::ReadPart(ShardState* shard, std::shared_ptr<const Snapshot
     *part = std::make_shared<const Snapshot>(as_of_ms, shard->last_read->regions());
     return store::Status::Ok();
   }
-  if (*unchanged) {
-    // No read of ours to republish (a reader that remembers across a failed
-    // refresh of ours): counts still holds its last successful read.
-    *unchanged = false;
-  }
+  // Otherwise build from the counts (which still hold the reader's last read
+  // if it said unchanged while no part of ours was kept).
+  *unchanged = false;
   Snapshot::Regions regions;
   for (const store::CapacityCount& c : shard->counts) {
     // An unknown status (none exists under the schema's CHECK) is skipped.
