@@ -30,7 +30,9 @@
 # 5. pg_heartbeat_rows_per_s: as bench/heartbeats.sh's flood: 16 connections
 #    x 100 heartbeats a request, closed loop, over 10,000 containers,
 #    --batch-max 100; rows written a second from the server's
-#    edgealloc_heartbeats_written_total over the measured window.
+#    edgealloc_heartbeats_written_total over the measured window; with the
+#    default 4 writer connections and (pg_heartbeat_rows_per_s_1writer) with
+#    --pg-writers 1, and their ratio.
 #
 # Also printed, to read the figures: the group commits of each HTTP run
 # (transactions a second and jobs a transaction, from /metrics) and the CPU
@@ -319,30 +321,46 @@ echo "pg_http_cycles_per_s_2nodes ${TWO:-0} 1/s"
 echo "pg_vs_pgbench_ratio_1node $(Ratio "${ONE:-0}" "${CEILING:-0}") x"
 echo "pg_vs_pgbench_ratio_2nodes $(Ratio "${TWO:-0}" "${CEILING:-0}") x"
 
-# 5. Heartbeats. -----------------------------------------------------------------
+# 5. Heartbeats, through one writer connection and through the default
+# (--pg-writers, 4): each writer a partition of the containers, with a
+# batch of its own in flight. ---------------------------------------------------
 Fleet "$WORK/hb-fleet.json" "hb:default:$HB_CONTAINERS:hb-"
-uri=$(NewDb hb "$WORK/hb-fleet.json")
-StartServer "$uri" pg-hb "${SERVE_ARGS[@]}" --queue-capacity 1000000 --batch-max 100
-"$LOAD" --port "$PORT" -c 16 --duration "$HB_DURATION" --warmup "$WARMUP" --mode heartbeats \
-  --items 100 --containers "$HB_CONTAINERS" --id-prefix hb- --prefix pghb_ >"$WORK/hb.txt" &
-load=$!
-sleep "$WARMUP"
-t0=$(Now); w0=$(Metric "$PORT" edgealloc_heartbeats_written_total); c0=$(PgCpu)
-tx0=$(MetricSum "$PORT" edgealloc_store_transactions_total)
-wait "$load" || echo "# http_load (heartbeats) exited $?" >&2
-t1=$(Now); w1=$(Metric "$PORT" edgealloc_heartbeats_written_total); c1=$(PgCpu)
-tx1=$(MetricSum "$PORT" edgealloc_store_transactions_total)
-cat "$WORK/hb.txt"
-awk -v t0="$t0" -v t1="$t1" -v a="$w0" -v b="$w1" -v c0="$c0" -v c1="$c1" -v x0="$tx0" -v x1="$tx1" 'BEGIN {
-  s = t1 - t0
-  printf "pg_heartbeat_rows_per_s %.0f 1/s\n", (b - a) / s
-  printf "pghb_commits_per_s %.0f 1/s\n", (x1 - x0) / s
-  printf "pghb_rows_per_commit %.1f count\n", (x1 > x0) ? (b - a) / (x1 - x0) : 0
-  printf "pghb_postgres_cores %.2f cores\n", (c1 - c0) / s
-  printf "pghb_metrics_window %.3f s\n", s
-}'
-echo "pghb_queue_depth_after $(Metric "$PORT" edgealloc_heartbeat_queue_depth) count"
-StopServer "$PID"
+HeartbeatRun() {  # prefix, serve flags...
+  local prefix=$1
+  shift
+  local uri
+  uri=$(NewDb "${prefix%_}" "$WORK/hb-fleet.json")
+  StartServer "$uri" "pg-${prefix%_}" "${SERVE_ARGS[@]}" --queue-capacity 1000000 --batch-max 100 "$@"
+  "$LOAD" --port "$PORT" -c 16 --duration "$HB_DURATION" --warmup "$WARMUP" --mode heartbeats \
+    --items 100 --containers "$HB_CONTAINERS" --id-prefix hb- --prefix "$prefix" >"$WORK/$prefix.txt" &
+  local load=$!
+  sleep "$WARMUP"
+  local t0 w0 c0 tx0 t1 w1 c1 tx1
+  t0=$(Now); w0=$(Metric "$PORT" edgealloc_heartbeats_written_total); c0=$(PgCpu)
+  tx0=$(MetricSum "$PORT" edgealloc_store_transactions_total)
+  wait "$load" || echo "# http_load (heartbeats) exited $?" >&2
+  t1=$(Now); w1=$(Metric "$PORT" edgealloc_heartbeats_written_total); c1=$(PgCpu)
+  tx1=$(MetricSum "$PORT" edgealloc_store_transactions_total)
+  cat "$WORK/$prefix.txt"
+  awk -v t0="$t0" -v t1="$t1" -v a="$w0" -v b="$w1" -v c0="$c0" -v c1="$c1" -v x0="$tx0" \
+      -v x1="$tx1" -v p="$prefix" 'BEGIN {
+    s = t1 - t0
+    printf "%srows_per_s %.0f 1/s\n", p, (b - a) / s
+    printf "%scommits_per_s %.0f 1/s\n", p, (x1 - x0) / s
+    printf "%srows_per_commit %.1f count\n", p, (x1 > x0) ? (b - a) / (x1 - x0) : 0
+    printf "%spostgres_cores %.2f cores\n", p, (c1 - c0) / s
+    printf "%smetrics_window %.3f s\n", p, s
+  }' | tee "$WORK/$prefix.fig"
+  echo "${prefix}queue_depth_after $(Metric "$PORT" edgealloc_heartbeat_queue_depth) count"
+  StopServer "$PID"
+}
+HeartbeatRun pghb1w_ --pg-writers 1
+HeartbeatRun pghb_
+HB_ONE=$(Get "$WORK/pghb1w_.fig" pghb1w_rows_per_s)
+HB=$(Get "$WORK/pghb_.fig" pghb_rows_per_s)
+echo "pg_heartbeat_rows_per_s ${HB:-0} 1/s"
+echo "pg_heartbeat_rows_per_s_1writer ${HB_ONE:-0} 1/s"
+echo "pg_heartbeat_writers_ratio $(Ratio "${HB:-0}" "${HB_ONE:-0}") x"
 
 echo "# load average $(cut -d' ' -f1-3 /proc/loadavg) after the run"
 ((HTTP_FAILED == 0 && PGBENCH_FAILED == 0)) || exit 1

@@ -12,6 +12,7 @@ namespace server {
 namespace {
 
 constexpr int kMaxShards = 256;
+constexpr int kMaxPgWriters = 64;
 constexpr int kMaxThreads = 1024;
 
 // A validator for an integer flag in [lo, hi]; the message says what the flag
@@ -119,6 +120,13 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
   serve->add_option("--shards", s.shards, "database files the pool is split over, by region")
       ->envname("EDGEALLOC_SHARDS")
       ->check(InRange(1, kMaxShards, "database files the pool is split over"))
+      ->capture_default_str();
+  serve
+      ->add_option("--pg-writers", s.pg_writers,
+                   "PostgreSQL: writer connections of this node; heartbeats are spread over "
+                   "them by container, sessions go through the first")
+      ->envname("EDGEALLOC_PG_WRITERS")
+      ->check(InRange(1, kMaxPgWriters, "PostgreSQL writer connections"))
       ->capture_default_str();
   std::string sync = "full";
   serve

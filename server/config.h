@@ -19,6 +19,7 @@ struct ServeConfig {
   std::string keys_file;           // empty: open mode, loopback only
   int threads = 1;                 // default: hardware cores less one, at least 1
   int shards = 1;
+  int pg_writers = 4;
   store::Sync sync = store::Sync::kFull;
   int64_t default_lease_ms = 60000;  // --lease-ms: a claim or renew that names none
   int64_t max_lease_ms = 3600000;

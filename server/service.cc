@@ -36,6 +36,7 @@ store::Status Service::Start() {
   store::StorageOptions storage_options;
   storage_options.db = config_.db;
   storage_options.shards = config_.shards;
+  storage_options.pg_writers = config_.pg_writers;
   storage_options.sync = config_.sync;
   storage_options.program = "edgealloc serve";
   storage_options.policy.candidates = config_.candidates;

@@ -136,10 +136,15 @@ class Storage {
   virtual void StopWriters() = 0;
 };
 
-// Where and how to open storage (server's --db, --shards, --sync flags).
+// Where and how to open storage (server's --db, --shards, --pg-writers,
+// --sync flags).
 struct StorageOptions {
   std::string db = "edgealloc.db";  // the SQLite file (or the base of its shard files)
   int shards = 1;
+  // PostgreSQL only: writer connections of this node, each a partition of
+  // the heartbeat path (a container's by a hash of its id), so that several
+  // heartbeat batches commit at once; sessions are written by the first.
+  int pg_writers = 4;
   Sync sync = Sync::kFull;
   std::string program = "edgealloc";  // who holds locks, in messages
   ClaimPolicy policy;

@@ -19,9 +19,12 @@
 
 namespace store::pgsql {
 
-// The schema, version 1. Made by Migrate (postgres_storage.cc) under an
-// advisory lock, so nodes starting together do not race.
-inline constexpr int kSchemaVersion = 1;
+// The schema, version 2. Made by Migrate (postgres_storage.cc) under an
+// advisory lock, so nodes starting together do not race. Version 2 added
+// lane_hash (LaneHash of the id, store/postgres/lane.h): a node's heartbeat
+// partition of a container is lane_hash % its writers, so each partition's
+// dead-container sweep covers exactly the containers its lane writes.
+inline constexpr int kSchemaVersion = 2;
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
@@ -43,6 +46,7 @@ CREATE TABLE IF NOT EXISTS containers (
   idempotency_key text,
   lease_expires_at_ms bigint,
   claimed_at_ms bigint);
+ALTER TABLE containers ADD COLUMN IF NOT EXISTS lane_hash integer NOT NULL DEFAULT 0;
 -- Liveness (last_heartbeat_ms, reported_ts_ms, load) is in no index, so a
 -- plain heartbeat is a HOT update.
 CREATE INDEX IF NOT EXISTS containers_claimable ON containers (region, pool, latency_ms)
@@ -54,6 +58,14 @@ CREATE INDEX IF NOT EXISTS containers_lease ON containers (lease_expires_at_ms)
   WHERE session_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS containers_dead_reported ON containers (id)
   WHERE dead_reported AND status <> 'dead';
+)sql";
+
+// Version 1 to 2: the ids whose lane_hash is still to be set, and setting
+// them ($1 ids, $2 their LaneHash).
+inline constexpr char kIdsToHash[] = "SELECT id FROM containers";
+inline constexpr char kSetLaneHashes[] = R"sql(
+UPDATE containers c SET lane_hash = u.h
+FROM unnest($1::text[], $2::integer[]) AS u(id, h) WHERE c.id = u.id
 )sql";
 
 inline constexpr char kGetSchemaVersion[] =
@@ -136,10 +148,12 @@ WHERE id IN (SELECT id FROM containers
              FOR UPDATE SKIP LOCKED)
 )sql";
 
-//   $1 id $2 region $3 pool $4 latency_ms $5 data $6 now_ms
+//   $1 id $2 region $3 pool $4 latency_ms $5 data $6 now_ms $7 LaneHash(id)
 inline constexpr char kUpsertContainer[] = R"sql(
-INSERT INTO containers (id, region, pool, status, latency_ms, data, last_heartbeat_ms, generation)
-VALUES ($1, $2, $3, 'available', $4::bigint, $5, $6::bigint, nextval('edgealloc_tokens'))
+INSERT INTO containers (id, region, pool, status, latency_ms, data, last_heartbeat_ms, generation,
+                        lane_hash)
+VALUES ($1, $2, $3, 'available', $4::bigint, $5, $6::bigint, nextval('edgealloc_tokens'),
+        $7::integer)
 ON CONFLICT (id) DO UPDATE SET
   latency_ms = excluded.latency_ms,
   data = excluded.data,
@@ -234,12 +248,14 @@ inline constexpr char kHeartbeatStale[] =
     "UPDATE containers SET last_heartbeat_ms = GREATEST(last_heartbeat_ms, $2::bigint) "
     "WHERE id = $1";
 
-//   $1 cutoff_ms $2 limit
+// The dead-container sweep of one heartbeat partition: lane_hash % $3 = $4.
+//   $1 cutoff_ms $2 limit $3 partitions $4 partition
 inline constexpr char kReapPicked[] = R"sql(
 UPDATE containers
 SET status = 'dead', )sql" EDGEALLOC_PG_END_SESSION R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE status = 'picked' AND (last_heartbeat_ms < $1::bigint OR dead_reported)
+               AND lane_hash % $3::integer = $4::integer
              LIMIT $2::bigint
              FOR UPDATE SKIP LOCKED)
 )sql";
@@ -250,6 +266,7 @@ SET status = 'dead', drain_requested = false, dead_reported = false
 WHERE id IN (SELECT id FROM containers
              WHERE status IN ('available', 'draining')
                AND (last_heartbeat_ms < $1::bigint OR dead_reported)
+               AND lane_hash % $3::integer = $4::integer
              LIMIT $2::bigint
              FOR UPDATE SKIP LOCKED)
 )sql";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "store/postgres/lane.h"
 #include "store/postgres/lifecycle_sql.h"
 #include "store/postgres/postgres_storage.h"
 
@@ -118,7 +119,7 @@ class HeartbeatJob : public PgJob {
 }  // namespace
 
 Status PostgresStorage::PartitionOf(const std::string& container_id, int* partition) {
-  *partition = 0;
+  *partition = LaneOf(container_id, partitions());
   return Status::Ok();
 }
 
@@ -126,7 +127,8 @@ Status PostgresStorage::WriteHeartbeats(int partition, const std::vector<Heartbe
                                         HeartbeatWriteResult* result) {
   std::promise<Status> done;
   std::future<Status> outcome = done.get_future();
-  if (!writer_->Submit(std::make_unique<HeartbeatJob>(&rows, result, &done))) {
+  if (!writers_[static_cast<size_t>(partition)]->Submit(
+          std::make_unique<HeartbeatJob>(&rows, result, &done))) {
     return Status::Busy("the PostgreSQL write queue is full or stopping");
   }
   return outcome.get();
@@ -134,8 +136,10 @@ Status PostgresStorage::WriteHeartbeats(int partition, const std::vector<Heartbe
 
 Status PostgresStorage::SweepExpiredLeases(int partition, int max_rows, int64_t* ended) {
   *ended = 0;
+  // Leases are the sessions' and not partitioned: writer 0 sweeps them all.
+  if (partition != 0) return Status::Ok();
   int64_t changed = 0;
-  Status s = writer_->RunSync(
+  Status s = writers_[0]->RunSync(
       [&](PgConn* conn) {
         PgResult r;
         RETURN_IF_ERROR(
@@ -153,16 +157,21 @@ Status PostgresStorage::SweepSilentContainers(int partition,
                                               int max_rows, SilenceSweep* sweep) {
   *sweep = SilenceSweep{};
   SilenceSweep found;
-  Status s = writer_->RunSync(
+  const int64_t partitions = this->partitions();
+  Status s = writers_[static_cast<size_t>(partition)]->RunSync(
       [&](PgConn* conn) {
         found = SilenceSweep{};
         const int64_t cutoff = cutoff_ms();
         PgResult r;
-        RETURN_IF_ERROR(conn->Run(pgsql::kReapPicked, {P(cutoff), P(int64_t{max_rows})}, &r));
+        RETURN_IF_ERROR(conn->Run(pgsql::kReapPicked,
+                                  {P(cutoff), P(int64_t{max_rows}), P(partitions), P(int64_t{partition})},
+                                  &r));
         found.sessions_ended = r.changed();
         if (found.sessions_ended >= max_rows) return Status::Ok();
         RETURN_IF_ERROR(conn->Run(pgsql::kReapUnpicked,
-                                  {P(cutoff), P(int64_t{max_rows} - found.sessions_ended)}, &r));
+                                  {P(cutoff), P(int64_t{max_rows} - found.sessions_ended),
+                                   P(partitions), P(int64_t{partition})},
+                                  &r));
         found.marked_dead = r.changed();
         return Status::Ok();
       },

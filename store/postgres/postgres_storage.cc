@@ -1,8 +1,10 @@
 #include "store/postgres/postgres_storage.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "base/clock.h"
+#include "store/postgres/lane.h"
 #include "store/postgres/lifecycle_sql.h"
 
 namespace store {
@@ -34,13 +36,19 @@ class ResultJob : public PgJob {
   Result result_;
 };
 
-// The capacity counts of the database, read on a connection of its own.
+// The capacity counts of the database, read on a connection of its own by
+// partition 0's reader (one GROUP BY a refresh a node); the other
+// partitions' readers count nothing, so the mirror's sum is the database's.
 class PgCapacityReader : public CapacityReader {
  public:
-  PgCapacityReader(std::string uri, int busy_timeout_ms)
-      : uri_(std::move(uri)), busy_timeout_ms_(busy_timeout_ms) {}
+  PgCapacityReader(std::string uri, int busy_timeout_ms, bool counts_all)
+      : uri_(std::move(uri)), busy_timeout_ms_(busy_timeout_ms), counts_all_(counts_all) {}
   Status Read(std::vector<CapacityCount>* counts, bool* unchanged) override {
     *unchanged = false;  // PostgreSQL has no cheap "nothing committed since" test
+    if (!counts_all_) {
+      counts->clear();
+      return Status::Ok();
+    }
     if (conn_ == nullptr || !conn_->ok()) {
       conn_.reset();
       RETURN_IF_ERROR(PgConn::Connect(uri_, "edgealloc-mirror", &conn_));
@@ -60,8 +68,25 @@ class PgCapacityReader : public CapacityReader {
  private:
   const std::string uri_;
   const int busy_timeout_ms_;
+  const bool counts_all_;
   std::unique_ptr<PgConn> conn_;
 };
+
+// Version 1 to 2: sets lane_hash of the rows a version 1 node registered.
+Status HashLanes(PgConn* conn) {
+  PgResult ids;
+  RETURN_IF_ERROR(conn->Run(pgsql::kIdsToHash, {}, &ids));
+  constexpr int kChunk = 1000;
+  for (int start = 0; start < ids.rows(); start += kChunk) {
+    std::vector<PgParam> id, hash;
+    for (int i = start; i < std::min(ids.rows(), start + kChunk); ++i) {
+      id.push_back(P(ids.Text(i, 0)));
+      hash.push_back(P(int64_t{LaneHash(ids.Text(i, 0))}));
+    }
+    RETURN_IF_ERROR(conn->Run(pgsql::kSetLaneHashes, {ArrayParam(id), ArrayParam(hash)}));
+  }
+  return Status::Ok();
+}
 
 // Creates or migrates the schema, one node at a time.
 Status Migrate(PgConn* conn) {
@@ -75,6 +100,7 @@ Status Migrate(PgConn* conn) {
                                 ", newer than this edgealloc knows (" +
                                 std::to_string(pgsql::kSchemaVersion) + "); upgrade edgealloc");
   }
+  if (s.ok() && version.rows() == 1 && version.Int64(0, 0) < 2) s = HashLanes(conn);
   if (s.ok()) s = conn->Run(pgsql::kSetSchemaVersion, {P(int64_t{pgsql::kSchemaVersion})});
   if (!s.ok()) {
     (void)conn->Exec("ROLLBACK");
@@ -93,8 +119,10 @@ bool IsPostgresUri(std::string_view db) {
 PostgresStorage::PostgresStorage(const StorageOptions& options)
     : uri_(options.db), program_(options.program), policy_(options.policy) {}
 
-PostgresStorage::~PostgresStorage() {
-  if (writer_ != nullptr) writer_->Stop();
+PostgresStorage::~PostgresStorage() { StopWriters(); }
+
+void PostgresStorage::StopWriters() {
+  for (auto& writer : writers_) writer->Stop();
 }
 
 Status PostgresStorage::Open(const StorageOptions& options, std::unique_ptr<PostgresStorage>* out) {
@@ -107,8 +135,14 @@ Status PostgresStorage::Open(const StorageOptions& options, std::unique_ptr<Post
     base::MutexLock lock(&storage->readers_mu_);
     storage->readers_.push_back(std::move(conn));
   }
-  storage->writer_ = std::make_unique<PgWriter>(options.db, options.program + " writer");
-  storage->writer_->Start();
+  if (options.pg_writers < 1) {
+    return Status::InvalidArgument("PostgreSQL needs at least one writer connection");
+  }
+  for (int p = 0; p < options.pg_writers; ++p) {
+    storage->writers_.push_back(
+        std::make_unique<PgWriter>(options.db, options.program + " writer " + std::to_string(p)));
+    storage->writers_.back()->Start();
+  }
   *out = std::move(storage);
   return Status::Ok();
 }
@@ -149,7 +183,7 @@ void PostgresStorage::Submit(std::function<Status(PgConn*, Result*)> work,
                              std::function<void(Result)> done, std::string lock_key) {
   std::unique_ptr<PgJob> job = std::make_unique<ResultJob<Result>>(std::move(work), std::move(done),
                                                                    std::move(lock_key));
-  if (!writer_->Submit(std::move(job))) {
+  if (!writers_[0]->Submit(std::move(job))) {
     job->Done(Status::Busy("the PostgreSQL write queue is full; retry shortly"));
   }
 }
@@ -166,7 +200,7 @@ void PostgresStorage::Register(std::vector<ContainerSpec> specs, ContainerCallba
         for (const ContainerSpec& c : *batch) {
           RETURN_IF_ERROR(conn->Run(pgsql::kUpsertContainer,
                                     {P(c.id), P(c.region), P(c.pool), P(c.latency_ms), P(c.data),
-                                     P(now)}));
+                                     P(now), P(int64_t{LaneHash(c.id)})}));
         }
         out->outcome = Outcome::kOk;
         out->count = static_cast<int64_t>(batch->size());
@@ -241,7 +275,7 @@ void PostgresStorage::Remove(std::string id, ContainerCallback done) {
 
 std::unique_ptr<CapacityReader> PostgresStorage::NewCapacityReader(int partition,
                                                                    int busy_timeout_ms) {
-  return std::make_unique<PgCapacityReader>(uri_, busy_timeout_ms);
+  return std::make_unique<PgCapacityReader>(uri_, busy_timeout_ms, partition == 0);
 }
 
 }  // namespace store

@@ -19,9 +19,13 @@ namespace store {
 bool IsPostgresUri(std::string_view db);
 
 // The PostgreSQL engine of the storage seam (store/storage.h), for several
-// edgealloc nodes on one database: one partition, one PgWriter (group
-// commit on one connection) per node, and a pool of connections for the
-// reads. Every statement is in postgres/lifecycle_sql.h. Any number of nodes
+// edgealloc nodes on one database. A node has StorageOptions::pg_writers
+// PgWriters (group commit, each on a connection of its own) and a pool of
+// connections for the reads. Partition p is writer p: the heartbeats and
+// dead-container sweeps of the containers whose LaneHash % partitions is p
+// (store/postgres/lane.h), so that several batches commit at once; every
+// session and container write goes through writer 0, whose groups then
+// share a commit. Every statement is in postgres/lifecycle_sql.h. Any number of nodes
 // may run on one database: claims lock their candidates FOR UPDATE SKIP
 // LOCKED, a tenant's quota is counted under an advisory lock, idempotency
 // keys are a unique index, and sweeps skip rows another node holds.
@@ -46,8 +50,8 @@ class PostgresStorage : public Storage {
   void Drain(std::string id, ContainerCallback done) override;
   void Remove(std::string id, ContainerCallback done) override;
 
-  int partitions() const override { return 1; }
-  // One partition: 0 for every id (an unknown one is found at write time).
+  int partitions() const override { return static_cast<int>(writers_.size()); }
+  // LaneOf the id, known or not (an unknown one is found at write time).
   Status PartitionOf(const std::string& container_id, int* partition) override;
   Status WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
                          HeartbeatWriteResult* result) override;
@@ -57,9 +61,11 @@ class PostgresStorage : public Storage {
                                int max_rows, SilenceSweep* sweep) override;
 
   std::unique_ptr<CapacityReader> NewCapacityReader(int partition, int busy_timeout_ms) override;
-  const WriterStats& writer_stats(int partition) const override { return writer_->stats(); }
+  const WriterStats& writer_stats(int partition) const override {
+    return writers_[static_cast<size_t>(partition)]->stats();
+  }
   const ClaimPolicy& policy() const override { return policy_; }
-  void StopWriters() override { writer_->Stop(); }
+  void StopWriters() override;
 
  private:
   PostgresStorage(const StorageOptions& options);
@@ -75,7 +81,8 @@ class PostgresStorage : public Storage {
   const std::string uri_;
   const std::string program_;
   const ClaimPolicy policy_;
-  std::unique_ptr<PgWriter> writer_;
+  // [0] also writes sessions and containers; each is one partition.
+  std::vector<std::unique_ptr<PgWriter>> writers_;
   base::Mutex readers_mu_;
   std::vector<std::unique_ptr<PgConn>> readers_ GUARDED_BY(readers_mu_);
 };

@@ -189,21 +189,62 @@ TEST_CASE("storage: sweeps end expired leases and silent containers, and capacit
   auto held = Claim(e.storage.get(), "weur");
   REQUIRE(held.outcome == Outcome::kOk);
   // Everything is silent as of a cutoff in the future.
-  store::SilenceSweep sweep;
+  // Every partition's sweep: each covers its own containers.
+  store::SilenceSweep total;
   const int64_t future = base::NowMs() + 60000;
-  REQUIRE(e->SweepSilentContainers(0, [future] { return future; }, 100, &sweep).ok());
-  CHECK(sweep.sessions_ended == 1);
-  CHECK(sweep.marked_dead == 2);
+  for (int p = 0; p < e->partitions(); ++p) {
+    store::SilenceSweep sweep;
+    REQUIRE(e->SweepSilentContainers(p, [future] { return future; }, 100, &sweep).ok());
+    total.sessions_ended += sweep.sessions_ended;
+    total.marked_dead += sweep.marked_dead;
+  }
+  CHECK(total.sessions_ended == 1);
+  CHECK(total.marked_dead == 2);
   CHECK(Name(e->GetSession(Tenant("t1"), held.session.session_id).outcome) == "not_found");
 
-  auto reader = e->NewCapacityReader(0, 250);
-  std::vector<store::CapacityCount> counts;
-  bool unchanged = true;
-  REQUIRE(reader->Read(&counts, &unchanged).ok());
-  CHECK_FALSE(unchanged);
-  REQUIRE(counts.size() == 1);
-  CHECK(counts[0].status == "dead");
-  CHECK(counts[0].count == 3);
+  // The partitions' readers together count each container once.
+  std::map<std::string, int64_t> by_status;
+  for (int p = 0; p < e->partitions(); ++p) {
+    auto reader = e->NewCapacityReader(p, 250);
+    std::vector<store::CapacityCount> counts;
+    bool unchanged = true;
+    REQUIRE(reader->Read(&counts, &unchanged).ok());
+    CHECK_FALSE(unchanged);
+    for (const auto& count : counts) by_status[count.status] += count.count;
+  }
+  CHECK(by_status == std::map<std::string, int64_t>{{"dead", 3}});
+}
+
+// A partition's dead-container sweep covers exactly the containers whose
+// heartbeats it writes (PartitionOf): the batcher bounds each partition's
+// cutoff by its own queue, so a sweep reaching into another partition could
+// mark dead a container whose heartbeat waits in that partition's queue.
+TEST_CASE("storage: a partition's sweep marks dead only the containers of its partition") {
+  Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 40; ++i) ids.push_back("c" + std::to_string(i));
+  Register(e.storage.get(), ids);
+  std::map<int, std::vector<std::string>> by_partition;
+  for (const std::string& id : ids) {
+    int partition = -1;
+    REQUIRE(e->PartitionOf(id, &partition).ok());
+    REQUIRE(partition >= 0);
+    REQUIRE(partition < e->partitions());
+    by_partition[partition].push_back(id);
+  }
+  if (e.engine == "postgres") CHECK(by_partition.size() > 1);  // spread
+  const int64_t future = base::NowMs() + 60000;
+  for (const auto& [partition, members] : by_partition) {
+    store::SilenceSweep sweep;
+    REQUIRE(e->SweepSilentContainers(partition, [future] { return future; }, 100, &sweep).ok());
+    CHECK(sweep.marked_dead == static_cast<int64_t>(members.size()));
+    for (const std::string& id : ids) {
+      int p = -1;
+      REQUIRE(e->PartitionOf(id, &p).ok());
+      const bool swept = p <= partition;  // partitions are swept in order
+      CHECK((e->GetContainer(id).container.status == "dead") == swept);
+    }
+  }
 }
 
 // Two nodes on one database (PostgreSQL: two processes' worth of writers and

@@ -23,11 +23,12 @@ inline PgServer& SharedPg() {
 }
 
 struct Engine {
+  std::string engine;  // "sqlite" or "postgres"
   testing::TempDir dir;
   std::string db;
   std::unique_ptr<store::Storage> storage;
 
-  Engine(const std::string& engine, store::ClaimPolicy policy = {}) {
+  Engine(const std::string& engine_name, store::ClaimPolicy policy = {}) : engine(engine_name) {
     db = engine == "sqlite" ? dir.File("pool.db") : SharedPg().NewDatabaseUri();
     storage = Open(policy);
   }
