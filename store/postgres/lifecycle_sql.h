@@ -77,6 +77,12 @@ inline constexpr char kSetSchemaVersion[] =
 // Serializes a tenant's claims across nodes while its quota is counted, so
 // no two claims pass it together. Held to the end of the transaction.
 inline constexpr char kLockTenant[] = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))";
+// kLockTenant of each key of $1 (text[]), once each, in the order of their
+// lock ids: the sorted subquery feeds the aggregate row by row.
+inline constexpr char kLockTenants[] = R"sql(
+SELECT count(pg_advisory_xact_lock(h))
+FROM (SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest($1::text[]) AS k ORDER BY h) AS ids
+)sql";
 
 //   $1 region $2 pool $3 healthy_since_ms $4 K $5 session_id $6 tenant
 //   $7 idempotency_key (or NULL) $8 lease_expires_at_ms $9 now_ms $10 quota (-1: none)

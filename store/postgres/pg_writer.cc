@@ -29,12 +29,8 @@ constexpr int64_t kMaxBackoffMs = 1000;
 
 }  // namespace
 
-PgWriter::PgWriter(std::string uri, std::string application_name, int max_queued_jobs,
-                   int max_group_jobs)
-    : uri_(std::move(uri)),
-      application_name_(std::move(application_name)),
-      max_queued_jobs_(max_queued_jobs),
-      max_group_jobs_(max_group_jobs) {}
+PgWriter::PgWriter(std::string uri, std::string application_name, PgWriterOptions options)
+    : uri_(std::move(uri)), application_name_(std::move(application_name)), options_(options) {}
 
 PgWriter::~PgWriter() { Stop(); }
 
@@ -57,7 +53,7 @@ void PgWriter::Stop() {
 bool PgWriter::Submit(std::unique_ptr<PgJob>&& job) {
   {
     base::MutexLock lock(&mu_);
-    if (!accepting_ || static_cast<int>(queue_.size()) >= max_queued_jobs_) {
+    if (!accepting_ || static_cast<int>(queue_.size()) >= options_.max_queued_jobs) {
       stats_.refused.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
@@ -89,7 +85,7 @@ void PgWriter::Loop() {
       group.push_back(std::move(queue_.front()));
       queue_.pop_front();
       while (!group.front()->solo() && !queue_.empty() && !queue_.front()->solo() &&
-             static_cast<int>(group.size()) < max_group_jobs_) {
+             static_cast<int>(group.size()) < options_.max_group_jobs) {
         group.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
@@ -105,6 +101,11 @@ Status PgWriter::EnsureConnected() {
   if (backoff_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms_));
   const bool again = conn_ != nullptr;
   Status s = again ? conn_->Reconnect() : PgConn::Connect(uri_, application_name_, &conn_);
+  if (s.ok()) {
+    s = conn_->Exec("SET lock_timeout = " + std::to_string(options_.lock_timeout_ms) +
+                    "; SET idle_in_transaction_session_timeout = " +
+                    std::to_string(options_.idle_in_transaction_timeout_ms));
+  }
   backoff_ms_ = s.ok() ? 0 : std::clamp<int64_t>(backoff_ms_ * 2, 10, kMaxBackoffMs);
   if (s.ok()) {
     stats_.connected.store(1, std::memory_order_relaxed);
@@ -136,17 +137,19 @@ Status PgWriter::RunJobs(std::deque<std::unique_ptr<PgJob>>* group, bool savepoi
   return Status::Ok();
 }
 
-// BEGIN, then every advisory lock the group's jobs will take, sorted and
-// once each (see PgJob::AddLockKeys): every node's writer takes them in one
-// order, so two nodes' groups never wait on each other in a cycle.
+// BEGIN, then every advisory lock the group's jobs will take, in one
+// statement that takes them in the order of their lock ids (see
+// PgJob::AddLockKeys): every node's writer takes them in one order, so two
+// nodes' groups never wait on each other in a cycle, even for keys whose
+// hashes collide (ordered by key, they could).
 Status PgWriter::Begin(const std::deque<std::unique_ptr<PgJob>>& group) {
   RETURN_IF_ERROR(conn_->Exec("BEGIN"));
   std::vector<std::string> keys;
   for (const auto& job : group) job->AddLockKeys(&keys);
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  for (const std::string& key : keys) RETURN_IF_ERROR(conn_->Run(pgsql::kLockTenant, {P(key)}));
-  return Status::Ok();
+  if (keys.empty()) return Status::Ok();
+  std::vector<PgParam> params;
+  for (const std::string& key : keys) params.push_back(P(key));
+  return conn_->Run(pgsql::kLockTenants, {ArrayParam(params)});
 }
 
 void PgWriter::CommitGroup(std::deque<std::unique_ptr<PgJob>>* group) {

@@ -41,6 +41,20 @@ class PgJob {
   virtual void AddLockKeys(std::vector<std::string>* keys) const {}
 };
 
+struct PgWriterOptions {
+  int max_queued_jobs = 65536;  // Submit refuses beyond (503 overloaded)
+  int max_group_jobs = 256;     // jobs a transaction at most
+  // The longest a statement waits for a lock (a row, a tenant's advisory
+  // lock) another transaction holds: past it the group fails as Busy (503
+  // overloaded, Retry-After), never a wait without end behind a stalled node.
+  int64_t lock_timeout_ms = 3000;
+  // PostgreSQL ends this writer's session if it sits inside a transaction
+  // that long without sending anything (a node stalled or vanished
+  // mid-group: SIGSTOP, a hung or partitioned machine), so the locks it held
+  // go back to the other nodes. Our groups never pause between statements.
+  int64_t idle_in_transaction_timeout_ms = 10000;
+};
+
 // A PgWriter is the one writer of a PostgreSQL partition on this node: a
 // thread with one connection that takes queued jobs in bulk and commits each
 // bulk as one transaction (group commit), so a synchronous commit costs one
@@ -50,8 +64,7 @@ class PgJob {
 // Submit and RunSync are safe from any thread.
 class PgWriter {
  public:
-  PgWriter(std::string uri, std::string application_name, int max_queued_jobs = 65536,
-           int max_group_jobs = 256);
+  PgWriter(std::string uri, std::string application_name, PgWriterOptions options = {});
   PgWriter(const PgWriter&) = delete;
   PgWriter& operator=(const PgWriter&) = delete;
   ~PgWriter();
@@ -78,8 +91,7 @@ class PgWriter {
 
   const std::string uri_;
   const std::string application_name_;
-  const int max_queued_jobs_;
-  const int max_group_jobs_;
+  const PgWriterOptions options_;
   std::unique_ptr<PgConn> conn_;  // the writer thread's only
   int64_t backoff_ms_ = 0;        // the writer thread's only
 

@@ -1,6 +1,9 @@
 #include "store/postgres/pg_writer.h"
 
 #include <catch2/catch.hpp>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <future>
 #include <memory>
 #include <string>
@@ -52,4 +55,101 @@ TEST_CASE("pg_writer: a failing job in a group is undone alone; the others commi
         "1,3");
   // The failed job is counted; the others were answered Ok above.
   CHECK(writer.stats().jobs_failed.load() == 1);
+}
+
+namespace {
+
+// A job that holds the advisory lock of `key` (as a claim under a quota
+// does) and runs `sql`.
+class LockingJob : public SqlJob {
+ public:
+  LockingJob(std::string key, std::string sql, std::promise<store::Status>* done)
+      : SqlJob(std::move(sql), done), key_(std::move(key)) {}
+  void AddLockKeys(std::vector<std::string>* keys) const override { keys->push_back(key_); }
+
+ private:
+  std::string key_;
+};
+
+// A job that runs a statement, then stalls (as a node stopped mid-group).
+class StallingJob : public store::PgJob {
+ public:
+  StallingJob(std::promise<void>* started, std::atomic<bool>* stall_over,
+              std::promise<store::Status>* done)
+      : started_(started), stall_over_(stall_over), done_(done) {}
+  store::Status Apply(store::PgConn* conn) override {
+    store::Status s = conn->Exec("SELECT pg_advisory_xact_lock(42)");
+    started_->set_value();
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    stall_over_->store(true);
+    return s;
+  }
+  void Done(store::Status status) override { done_->set_value(std::move(status)); }
+
+ private:
+  std::promise<void>* started_;
+  std::atomic<bool>* stall_over_;
+  std::promise<store::Status>* done_;
+};
+
+}  // namespace
+
+// Another node's transaction holds a tenant's lock and stalls: a group that
+// needs it fails after lock_timeout (Busy: 503 overloaded, retry) instead of
+// waiting as long as the stall lasts; once the lock is free it goes through.
+TEST_CASE("pg_writer: a lock a stalled peer holds fails the group after lock_timeout") {
+  testing::PgServer server;
+  const std::string uri = server.NewDatabaseUri();
+  std::unique_ptr<store::PgConn> peer;
+  REQUIRE(store::PgConn::Connect(uri, "stalled peer", &peer).ok());
+  REQUIRE(peer->Exec("BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('acme', 0))").ok());
+
+  store::PgWriterOptions options;
+  options.lock_timeout_ms = 300;
+  store::PgWriter writer(uri, "pg_writer_test", options);
+  writer.Start();
+  std::promise<store::Status> blocked;
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(writer.Submit(std::make_unique<LockingJob>("acme", "SELECT 1", &blocked)));
+  store::Status s = blocked.get_future().get();
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  CHECK(s.IsBusy());
+  CHECK(waited >= std::chrono::milliseconds(250));
+  CHECK(waited < std::chrono::seconds(10));
+
+  REQUIRE(peer->Exec("COMMIT").ok());
+  std::promise<store::Status> freed;
+  REQUIRE(writer.Submit(std::make_unique<LockingJob>("acme", "SELECT 1", &freed)));
+  CHECK(freed.get_future().get().ok());
+}
+
+// Our own writer stalls inside a transaction holding a lock: PostgreSQL
+// ends its session after idle_in_transaction_session_timeout, so the lock
+// goes back to the other nodes long before the stall ends; the stalled
+// group fails (nothing of it committed), and the writer reconnects for the
+// next one.
+TEST_CASE("pg_writer: a writer stalled mid-transaction loses its session and its locks") {
+  testing::PgServer server;
+  const std::string uri = server.NewDatabaseUri();
+  store::PgWriterOptions options;
+  options.idle_in_transaction_timeout_ms = 300;
+  store::PgWriter writer(uri, "pg_writer_test", options);
+  writer.Start();
+  std::promise<void> started;
+  std::atomic<bool> stall_over{false};
+  std::promise<store::Status> stalled;
+  REQUIRE(writer.Submit(std::make_unique<StallingJob>(&started, &stall_over, &stalled)));
+  started.get_future().get();
+
+  std::unique_ptr<store::PgConn> other;
+  REQUIRE(store::PgConn::Connect(uri, "another node", &other).ok());
+  REQUIRE(other->Exec("SELECT pg_advisory_lock(42)").ok());  // waits for the lock
+  CHECK_FALSE(stall_over.load());  // got it while the writer still stalls
+  REQUIRE(other->Exec("SELECT pg_advisory_unlock(42)").ok());
+
+  CHECK_FALSE(stalled.get_future().get().ok());
+  std::promise<store::Status> next;
+  REQUIRE(writer.Submit(std::make_unique<SqlJob>("SELECT 1", &next)));
+  CHECK(next.get_future().get().ok());
+  CHECK(writer.stats().reconnects.load() >= 1);
 }
