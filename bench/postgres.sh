@@ -33,6 +33,8 @@
 #    edgealloc_heartbeats_written_total over the measured window; with the
 #    default 4 writer connections and (pg_heartbeat_rows_per_s_1writer) with
 #    --pg-writers 1, and their ratio.
+# 6. pg_sync_standby_heartbeat_rows_per_s (full run only): the same with a
+#    synchronous streaming standby, 1 writer and 4.
 #
 # Also printed, to read the figures: the group commits of each HTTP run
 # (transactions a second and jobs a transaction, from /metrics) and the CPU
@@ -98,6 +100,9 @@ PgCleanup() {
   local pid
   for pid in "${SERVER_PIDS[@]}"; do StopServer "$pid"; done
   SERVER_PIDS=()
+  if [[ -n ${STANDBY_PIDFILE:-} && -f $STANDBY_PIDFILE ]]; then
+    PgAs "$PG_BIN/pg_ctl" -D "$STANDBY" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
+  fi
   StopPg
   Cleanup
 }
@@ -361,6 +366,42 @@ HB=$(Get "$WORK/pghb_.fig" pghb_rows_per_s)
 echo "pg_heartbeat_rows_per_s ${HB:-0} 1/s"
 echo "pg_heartbeat_rows_per_s_1writer ${HB_ONE:-0} 1/s"
 echo "pg_heartbeat_writers_ratio $(Ratio "${HB:-0}" "${HB_ONE:-0}") x"
+
+# 6. The same two heartbeat runs with a synchronous standby (full run only):
+# each commit then waits for the standby's flush too, as in the failover
+# set-up of README, so a commit costs more than the CPU it uses, and writers
+# committing side by side are what the rate is made of. ------------------------
+if ((!QUICK)); then
+  STANDBY="$PGDIR/standby"
+  STANDBY_PORT=$(FreePort)
+  if PgAs "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$PG_PORT" -U edgealloc -D "$STANDBY" -R -X stream \
+      >"$PGDIR/basebackup.log" 2>&1; then
+    PgAs "$PG_BIN/pg_ctl" -D "$STANDBY" -l "$PGDIR/standby.log" -w -t 30 \
+      -o "-p $STANDBY_PORT -k $PGDIR" start >/dev/null 2>&1 &&
+      STANDBY_PIDFILE="$STANDBY/postmaster.pid"
+  fi
+  if [[ -n ${STANDBY_PIDFILE:-} ]]; then
+    Sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
+    Sql "SELECT pg_reload_conf()" >/dev/null
+    for _ in $(seq 100); do
+      [[ $(Sql "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'") == 1 ]] && break
+      sleep 0.1
+    done
+    echo "# standby: $(Sql "SELECT application_name || ' ' || sync_state FROM pg_stat_replication")"
+    HeartbeatRun pghbsync1w_ --pg-writers 1
+    HeartbeatRun pghbsync_
+    S1=$(Get "$WORK/pghbsync1w_.fig" pghbsync1w_rows_per_s)
+    S4=$(Get "$WORK/pghbsync_.fig" pghbsync_rows_per_s)
+    echo "pg_sync_standby_heartbeat_rows_per_s ${S4:-0} 1/s"
+    echo "pg_sync_standby_heartbeat_rows_per_s_1writer ${S1:-0} 1/s"
+    echo "pg_sync_standby_heartbeat_writers_ratio $(Ratio "${S4:-0}" "${S1:-0}") x"
+    Sql "ALTER SYSTEM RESET synchronous_standby_names" >/dev/null
+    Sql "SELECT pg_reload_conf()" >/dev/null
+    PgAs "$PG_BIN/pg_ctl" -D "$STANDBY" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
+  else
+    echo "# no synchronous standby (pg_basebackup or its start failed); see $PGDIR" >&2
+  fi
+fi
 
 echo "# load average $(cut -d' ' -f1-3 /proc/loadavg) after the run"
 ((HTTP_FAILED == 0 && PGBENCH_FAILED == 0)) || exit 1
