@@ -29,6 +29,10 @@ struct WriterStats {
   // it connected again after losing one.
   std::atomic<int64_t> connected{1};
   std::atomic<uint64_t> reconnects{0};
+  // Groups run a second time, each job under a savepoint, because one job
+  // failed on the fast path (PostgreSQL; SQLite gives each job a savepoint
+  // at once).
+  std::atomic<uint64_t> groups_rerun{0};
 };
 
 }  // namespace store

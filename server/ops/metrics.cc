@@ -195,6 +195,12 @@ void StoreFamilies(const store::Storage& storage, Exposition* out) {
     out->Sample("edgealloc_store_reconnects_total", {{"shard", shard}},
                 s.reconnects.load(std::memory_order_relaxed));
   });
+  out->Family("edgealloc_store_groups_rerun_total", "counter",
+              "Groups each writer ran again job by job because one job failed on the fast path.");
+  each([out](const std::string& shard, const WriterStats& s) {
+    out->Sample("edgealloc_store_groups_rerun_total", {{"shard", shard}},
+                s.groups_rerun.load(std::memory_order_relaxed));
+  });
 }
 
 }  // namespace

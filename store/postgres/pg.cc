@@ -138,17 +138,55 @@ Status PgConn::Exec(std::string_view sql) {
   return s;
 }
 
+std::string StatementName(const char* sql) {
+  return "s" + std::to_string(reinterpret_cast<uintptr_t>(sql));
+}
+
+Status PgConn::Prepare(const char* sql, int n_params) {
+  if (prepared_.count(sql) > 0) return Status::Ok();
+  pg_result* prep = PQprepare(conn_, StatementName(sql).c_str(), sql, n_params, nullptr);
+  const bool good = prep != nullptr && PQresultStatus(prep) == PGRES_COMMAND_OK;
+  Status s = good ? Status::Ok() : ErrorOf(prep, "prepare");
+  if (prep != nullptr) PQclear(prep);
+  RETURN_IF_ERROR(s);
+  prepared_.insert(sql);
+  return Status::Ok();
+}
+
+void PgConn::Break() {
+  if (conn_ != nullptr) PQfinish(conn_);
+  conn_ = nullptr;
+  prepared_.clear();
+  ClearExpected();
+}
+
+void PgConn::Expect(PgStatement statement, PgResult result) {
+  expected_missed_ = false;
+  expected_ = std::move(statement);
+  expected_result_ = std::move(result);
+}
+
+bool PgConn::ClearExpected() {
+  const bool pending = expected_.has_value();
+  expected_.reset();
+  expected_missed_ = false;
+  expected_result_ = PgResult();
+  return pending;
+}
+
 Status PgConn::Run(const char* sql, const std::vector<PgParam>& params, PgResult* out) {
-  if (!ok()) return Status::IOError("unavailable: the connection to PostgreSQL is lost");
-  const std::string name = "s" + std::to_string(reinterpret_cast<uintptr_t>(sql));
-  if (prepared_.count(sql) == 0) {
-    pg_result* prep = PQprepare(conn_, name.c_str(), sql, static_cast<int>(params.size()), nullptr);
-    const bool good = prep != nullptr && PQresultStatus(prep) == PGRES_COMMAND_OK;
-    Status s = good ? Status::Ok() : ErrorOf(prep, "prepare");
-    if (prep != nullptr) PQclear(prep);
-    RETURN_IF_ERROR(s);
-    prepared_.insert(sql);
+  if (expected_ && !expected_missed_) {
+    if (expected_->sql == sql && expected_->params == params) {
+      if (out != nullptr) *out = std::move(expected_result_);
+      ClearExpected();
+      return Status::Ok();
+    }
+    // It ran before this one, out of its caller's order: never hand it out.
+    expected_missed_ = true;
   }
+  if (!ok()) return Status::IOError("unavailable: the connection to PostgreSQL is lost");
+  const std::string name = StatementName(sql);
+  RETURN_IF_ERROR(Prepare(sql, static_cast<int>(params.size())));
   std::vector<const char*> values(params.size());
   for (size_t i = 0; i < params.size(); ++i) values[i] = params[i] ? params[i]->c_str() : nullptr;
   pg_result* r = PQexecPrepared(conn_, name.c_str(), static_cast<int>(params.size()),
@@ -165,6 +203,63 @@ Status PgConn::Run(const char* sql, const std::vector<PgParam>& params, PgResult
     PQclear(r);
   }
   return Status::Ok();
+}
+
+Status PgConn::RunPipeline(const std::vector<PgStatement>& statements,
+                           std::vector<PgResult>* results, size_t* failed) {
+  results->clear();
+  if (!ok()) return Status::IOError("unavailable: the connection to PostgreSQL is lost");
+  for (const PgStatement& st : statements) {
+    if (st.prepare) RETURN_IF_ERROR(Prepare(st.sql, static_cast<int>(st.params.size())));
+  }
+  if (PQenterPipelineMode(conn_) != 1) return ErrorOf(nullptr, "pipeline mode");
+  const auto lost = [&](std::string_view what) {
+    Status s = ErrorOf(nullptr, what);
+    Break();
+    return s.message().find("unavailable") != std::string::npos
+               ? s
+               : Status::IOError("unavailable: " + s.message());
+  };
+  for (const PgStatement& st : statements) {
+    std::vector<const char*> values(st.params.size());
+    for (size_t i = 0; i < st.params.size(); ++i) {
+      values[i] = st.params[i] ? st.params[i]->c_str() : nullptr;
+    }
+    const int n = static_cast<int>(st.params.size());
+    const int sent =
+        st.prepare ? PQsendQueryPrepared(conn_, StatementName(st.sql).c_str(), n, values.data(),
+                                         nullptr, nullptr, 0)
+                   : PQsendQueryParams(conn_, st.sql, n, nullptr, values.data(), nullptr, nullptr, 0);
+    if (sent != 1) return lost("pipeline send");
+  }
+  if (PQpipelineSync(conn_) != 1) return lost("pipeline sync");
+  Status first_error = Status::Ok();
+  for (size_t i = 0; i < statements.size(); ++i) {
+    pg_result* r = PQgetResult(conn_);
+    if (r == nullptr) return lost("pipeline result");
+    const ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+      results->emplace_back(r);
+    } else {
+      if (first_error.ok() && st != PGRES_PIPELINE_ABORTED) {
+        first_error = ErrorOf(r, "statement");
+        if (failed != nullptr) *failed = i;
+      }
+      PQclear(r);
+      results->emplace_back();
+    }
+    // Each statement's results end with a null.
+    if (pg_result* end = PQgetResult(conn_); end != nullptr) {
+      PQclear(end);
+      return lost("pipeline: more results than statements");
+    }
+  }
+  pg_result* sync = PQgetResult(conn_);
+  const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+  if (sync != nullptr) PQclear(sync);
+  if (!synced || PQexitPipelineMode(conn_) != 1) return lost("pipeline end");
+  if (!first_error.ok()) results->clear();
+  return first_error;
 }
 
 }  // namespace store

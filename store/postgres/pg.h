@@ -43,6 +43,15 @@ class PgResult {
   pg_result* r_ = nullptr;
 };
 
+// A statement and its parameters, to be run later (PgConn::RunPipeline).
+// `sql` is a `constexpr char k...[]` (prepared, keyed by its pointer), or
+// with `prepare` false a text sent as it is (BEGIN).
+struct PgStatement {
+  const char* sql = nullptr;
+  std::vector<PgParam> params;
+  bool prepare = true;
+};
+
 // A PgConn is one libpq connection and its prepared statements. It belongs
 // to one thread at a time and is not locked. Statements are prepared on
 // first use, keyed by the pointer of their text (pass a `constexpr char
@@ -68,7 +77,24 @@ class PgConn {
   // Runs one or more statements without parameters (schema, BEGIN, COMMIT).
   Status Exec(std::string_view sql);
   // Runs the prepared statement `sql` with `params`; *out gets its rows.
+  // If it is the statement Expect() was given (same text, same
+  // parameters) and the first Run since, the result given there is
+  // returned without a round trip.
   Status Run(const char* sql, const std::vector<PgParam>& params, PgResult* out = nullptr);
+
+  // Sends `statements` at once in libpq's pipeline mode and reads their
+  // results (*results, one a statement): one round trip for them all. They
+  // run in order; after a failing one the rest are skipped (the open
+  // transaction is then aborted) and its error is returned, with its index
+  // in *failed. A lost connection is IOError "unavailable", *failed unset.
+  Status RunPipeline(const std::vector<PgStatement>& statements, std::vector<PgResult>* results,
+                     size_t* failed = nullptr);
+  // The next Run of `statement` answers `result` (the statement already
+  // ran, in a pipeline). Cleared by that Run, or by ClearExpected.
+  void Expect(PgStatement statement, PgResult result);
+  // True if an Expect()ed statement was never Run: then its effects are in
+  // the transaction without its caller knowing, which must be rolled back.
+  bool ClearExpected();
   // True while the connection is usable; false after it broke.
   bool ok() const;
   // Reconnects after a break (prepared statements are made again on use).
@@ -79,11 +105,18 @@ class PgConn {
       : uri_(std::move(uri)), application_name_(std::move(application_name)) {}
   Status Open();
   Status ErrorOf(pg_result* r, std::string_view what) const;
+  Status Prepare(const char* sql, int n_params);
+  // Closes the connection (ok() is then false, the next use reconnects):
+  // after a pipeline that went wrong midway, its state is not to be trusted.
+  void Break();
 
   std::string uri_;
   std::string application_name_;
   pg_conn* conn_ = nullptr;
   std::unordered_set<const char*> prepared_;
+  std::optional<PgStatement> expected_;
+  PgResult expected_result_;
+  bool expected_missed_ = false;  // another statement ran first
 };
 
 // The text of an int64, for a parameter.

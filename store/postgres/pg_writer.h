@@ -5,8 +5,10 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/mutex.h"
@@ -31,6 +33,14 @@ class PgJob {
   virtual void Done(Status status) = 0;
   // A solo job gets a transaction of its own (sweeps, large batches).
   virtual bool solo() const { return false; }
+  // The statement Apply runs first, if it is known before the group starts
+  // (its parameters depend on no earlier result): the writer sends the
+  // first statements of a group's jobs in one pipeline after BEGIN and the
+  // locks, one round trip for them all, and Apply's Run of it is then
+  // answered from there (PgConn::Expect). Must return the same statement
+  // each call. A job whose Apply does not run it first makes the group run
+  // again without the pipeline.
+  virtual std::optional<PgStatement> First() const { return std::nullopt; }
   // The advisory locks (pgsql::kLockTenant's keys) Apply will take and hold
   // to the commit. The writer takes those of every job of a group right
   // after BEGIN, sorted: every node's writer then takes them in one order,
@@ -83,8 +93,16 @@ class PgWriter {
  private:
   void Loop();
   void CommitGroup(std::deque<std::unique_ptr<PgJob>>* group);
+  // BEGIN and the group's locks.
   Status Begin(const std::deque<std::unique_ptr<PgJob>>& group);
+  // The same, and the jobs' First() statements, in one pipeline; their
+  // results in (*firsts)[job] (nullopt for a job without). *failed_job if a
+  // first statement failed (the transaction is then aborted).
+  Status BeginPipelined(const std::deque<std::unique_ptr<PgJob>>& group,
+                        std::vector<std::optional<std::pair<PgStatement, PgResult>>>* firsts,
+                        bool* failed_job);
   Status RunJobs(std::deque<std::unique_ptr<PgJob>>* group, bool savepoints,
+                 std::vector<std::optional<std::pair<PgStatement, PgResult>>>* firsts,
                  std::vector<Status>* outcomes, bool* failed_job);
   // Connects if there is no usable connection; backs off after a failure.
   Status EnsureConnected();

@@ -22,17 +22,37 @@ void ReadSession(const PgResult& r, Session* s) {
   s->data = r.String(0, 5);
 }
 
+PgStatement FindIdempotentStatement(const ClaimRequest& req, int64_t now) {
+  return {pgsql::kFindIdempotent, {P(req.caller.tenant), P(req.idempotency_key), P(now)}};
+}
+
 // The live session of the tenant's idempotency key, if any, into *found.
 Status FindIdempotent(PgConn* conn, const ClaimRequest& req, int64_t now, SessionResult* found) {
   PgResult r;
-  RETURN_IF_ERROR(
-      conn->Run(pgsql::kFindIdempotent, {P(req.caller.tenant), P(req.idempotency_key), P(now)}, &r));
+  const PgStatement find = FindIdempotentStatement(req, now);
+  RETURN_IF_ERROR(conn->Run(find.sql, find.params, &r));
   if (r.rows() > 0) {
     ReadSession(r, &found->session);
     found->session.session_id = r.String(0, 6);
     found->outcome = Outcome::kReplayed;
   }
   return Status::Ok();
+}
+
+PgStatement ClaimStatement(const ClaimRequest& req, const std::string& region,
+                           const ClaimPolicy& policy, const std::string& session_id, int64_t now) {
+  return {pgsql::kClaim,
+          {P(region), P(req.pool), P(now - policy.dead_after_ms), P(int64_t{policy.candidates}),
+           P(session_id), P(req.caller.tenant),
+           req.idempotency_key.empty() ? Null() : P(req.idempotency_key), P(now + req.lease_ms),
+           P(now), P(policy.max_sessions_per_tenant)}};
+}
+
+// What a claim runs first: the key's lookup, or the claim in its region.
+PgStatement FirstOfClaim(const ClaimRequest& req, const ClaimPolicy& policy,
+                         const std::string& session_id, int64_t now) {
+  return req.idempotency_key.empty() ? ClaimStatement(req, req.region, policy, session_id, now)
+                                     : FindIdempotentStatement(req, now);
 }
 
 // The claim statement for one region (with an idempotency key, under a
@@ -47,13 +67,8 @@ Status ClaimIn(PgConn* conn, const ClaimRequest& req, const std::string& region,
   const bool keyed = !req.idempotency_key.empty();
   if (keyed) RETURN_IF_ERROR(conn->Exec("SAVEPOINT claim"));
   PgResult r;
-  Status s = conn->Run(
-      pgsql::kClaim,
-      {P(region), P(req.pool), P(now - policy.dead_after_ms), P(int64_t{policy.candidates}),
-       P(session_id), P(req.caller.tenant),
-       req.idempotency_key.empty() ? Null() : P(req.idempotency_key), P(now + req.lease_ms),
-       P(now), P(policy.max_sessions_per_tenant)},
-      &r);
+  const PgStatement claim = ClaimStatement(req, region, policy, session_id, now);
+  Status s = conn->Run(claim.sql, claim.params, &r);
   if (keyed) {
     RETURN_IF_ERROR(conn->Exec(s.ok() ? "RELEASE SAVEPOINT claim" : "ROLLBACK TO SAVEPOINT claim"));
   }
@@ -67,17 +82,13 @@ Status ClaimIn(PgConn* conn, const ClaimRequest& req, const std::string& region,
   return Status::Ok();
 }
 
-// Tries the request's regions in order; the first with a fitting container wins.
+// Tries the request's regions in order; the first with a fitting container
+// wins. Under a quota the tenant's advisory lock is held (the writer took it
+// at the group's start: PgJob::AddLockKeys), so concurrent claims of one
+// tenant, on any node, count its sessions one after another and no two pass
+// the quota together. `now` is the time FirstOfClaim was made with.
 Status ClaimRegions(PgConn* conn, const ClaimRequest& req, const ClaimPolicy& policy,
-                    const std::string& session_id, SessionResult* out) {
-  const int64_t now = base::NowMs();
-  if (policy.max_sessions_per_tenant != kUnlimited) {
-    // Concurrent claims of one tenant, on any node, count its sessions one
-    // after another: no two pass the quota together. (The writer took this
-    // lock at the group's start already, in order with the group's others;
-    // taking it again here costs nothing and keeps the rule local.)
-    RETURN_IF_ERROR(conn->Run(pgsql::kLockTenant, {P(req.caller.tenant)}));
-  }
+                    const std::string& session_id, int64_t now, SessionResult* out) {
   if (!req.idempotency_key.empty()) {
     RETURN_IF_ERROR(FindIdempotent(conn, req, now, out));
     if (out->outcome == Outcome::kReplayed) return Status::Ok();
@@ -133,23 +144,26 @@ void PostgresStorage::Claim(ClaimRequest req, SessionCallback done) {
   // The tenant's quota lock, taken by the writer before the group's jobs.
   std::string lock_key =
       policy_.max_sessions_per_tenant != kUnlimited ? request->caller.tenant : std::string();
+  // The time of the claim is taken here, so that the statement the writer
+  // sends ahead and the rest of the claim agree on it.
+  const int64_t now = base::NowMs();
+  PgStatement first = FirstOfClaim(*request, policy_, session_id, now);
   Submit<SessionResult>(
-      [this, request, session_id](PgConn* conn, SessionResult* out) {
-        return ClaimRegions(conn, *request, policy_, session_id, out);
+      [this, request, session_id, now](PgConn* conn, SessionResult* out) {
+        return ClaimRegions(conn, *request, policy_, session_id, now, out);
       },
-      std::move(done), std::move(lock_key));
+      std::move(done), std::move(lock_key), std::move(first));
 }
 
 void PostgresStorage::Release(const Caller& caller, std::string session_id, int64_t token,
                               SessionCallback done) {
+  const int64_t now = base::NowMs();
+  PgStatement release{pgsql::kRelease,
+                      {P(session_id), P(token), caller.admin ? Null() : P(caller.tenant), P(now)}};
   Submit<SessionResult>(
-      [caller, session_id, token](PgConn* conn, SessionResult* out) {
-        const int64_t now = base::NowMs();
+      [caller, session_id, token, now, release](PgConn* conn, SessionResult* out) {
         PgResult r;
-        RETURN_IF_ERROR(conn->Run(pgsql::kRelease,
-                                  {P(session_id), P(token),
-                                   caller.admin ? Null() : P(caller.tenant), P(now)},
-                                  &r));
+        RETURN_IF_ERROR(conn->Run(release.sql, release.params, &r));
         if (r.changed() == 1) {
           out->outcome = Outcome::kOk;
           out->session.session_id = session_id;
@@ -157,21 +171,20 @@ void PostgresStorage::Release(const Caller& caller, std::string session_id, int6
         }
         return ExplainFailedCas(conn, caller, session_id, token, now, out);
       },
-      std::move(done));
+      std::move(done), "", release);
 }
 
 void PostgresStorage::Renew(const Caller& caller, std::string session_id, int64_t token,
                             int64_t lease_ms, SessionCallback done) {
   assert(lease_ms > 0);
+  const int64_t now = base::NowMs();
+  PgStatement renew{pgsql::kRenew,
+                    {P(session_id), P(token), caller.admin ? Null() : P(caller.tenant), P(now),
+                     P(now + lease_ms)}};
   Submit<SessionResult>(
-      [caller, session_id, token, lease_ms](PgConn* conn, SessionResult* out) {
-        const int64_t now = base::NowMs();
+      [caller, session_id, token, now, renew](PgConn* conn, SessionResult* out) {
         PgResult r;
-        RETURN_IF_ERROR(conn->Run(pgsql::kRenew,
-                                  {P(session_id), P(token),
-                                   caller.admin ? Null() : P(caller.tenant), P(now),
-                                   P(now + lease_ms)},
-                                  &r));
+        RETURN_IF_ERROR(conn->Run(renew.sql, renew.params, &r));
         if (r.rows() == 1) {
           ReadSession(r, &out->session);
           out->session.session_id = session_id;
@@ -180,7 +193,7 @@ void PostgresStorage::Renew(const Caller& caller, std::string session_id, int64_
         }
         return ExplainFailedCas(conn, caller, session_id, token, now, out);
       },
-      std::move(done));
+      std::move(done), "", renew);
 }
 
 SessionResult PostgresStorage::GetSession(const Caller& caller, std::string_view session_id) {

@@ -15,11 +15,15 @@ template <typename Result>
 class ResultJob : public PgJob {
  public:
   ResultJob(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done,
-            std::string lock_key)
-      : work_(std::move(work)), done_(std::move(done)), lock_key_(std::move(lock_key)) {}
+            std::string lock_key, std::optional<PgStatement> first)
+      : work_(std::move(work)),
+        done_(std::move(done)),
+        lock_key_(std::move(lock_key)),
+        first_(std::move(first)) {}
   void AddLockKeys(std::vector<std::string>* keys) const override {
     if (!lock_key_.empty()) keys->push_back(lock_key_);
   }
+  std::optional<PgStatement> First() const override { return first_; }
   Status Apply(PgConn* conn) override {
     result_ = Result{};
     return work_(conn, &result_);
@@ -33,6 +37,7 @@ class ResultJob : public PgJob {
   std::function<Status(PgConn*, Result*)> work_;
   std::function<void(Result)> done_;
   const std::string lock_key_;
+  const std::optional<PgStatement> first_;
   Result result_;
 };
 
@@ -180,9 +185,10 @@ Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
 
 template <typename Result>
 void PostgresStorage::Submit(std::function<Status(PgConn*, Result*)> work,
-                             std::function<void(Result)> done, std::string lock_key) {
-  std::unique_ptr<PgJob> job = std::make_unique<ResultJob<Result>>(std::move(work), std::move(done),
-                                                                   std::move(lock_key));
+                             std::function<void(Result)> done, std::string lock_key,
+                             std::optional<PgStatement> first) {
+  std::unique_ptr<PgJob> job = std::make_unique<ResultJob<Result>>(
+      std::move(work), std::move(done), std::move(lock_key), std::move(first));
   if (!writers_[0]->Submit(std::move(job))) {
     job->Done(Status::Busy("the PostgreSQL write queue is full; retry shortly"));
   }
@@ -190,7 +196,7 @@ void PostgresStorage::Submit(std::function<Status(PgConn*, Result*)> work,
 
 template void PostgresStorage::Submit<SessionResult>(
     std::function<Status(PgConn*, SessionResult*)>, std::function<void(SessionResult)>,
-    std::string);
+    std::string, std::optional<PgStatement>);
 
 void PostgresStorage::Register(std::vector<ContainerSpec> specs, ContainerCallback done) {
   auto batch = std::make_shared<std::vector<ContainerSpec>>(std::move(specs));

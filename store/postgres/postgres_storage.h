@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,11 +73,13 @@ class PostgresStorage : public Storage {
   // Runs `fn` on a pooled read connection (made, or made again, on demand).
   Status WithReader(const std::function<Status(PgConn*)>& fn);
   // Queues a job of `work` filling a Result; a refused one answers at once.
-  // `lock_key`: the advisory lock (pgsql::kLockTenant's key) `work` takes,
-  // if any; the writer takes it first (PgJob::AddLockKeys).
+  // `lock_key`: the advisory lock (pgsql::kLockTenant's key) `work` needs
+  // held, if any; the writer takes it before the group's statements
+  // (PgJob::AddLockKeys). `first`: the statement `work` runs first, if known
+  // now, which the writer then sends ahead (PgJob::First).
   template <typename Result>
   void Submit(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done,
-              std::string lock_key = "");
+              std::string lock_key = "", std::optional<PgStatement> first = std::nullopt);
 
   const std::string uri_;
   const std::string program_;
