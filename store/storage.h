@@ -39,8 +39,11 @@ class CapacityReader {
 // compare-and-swap on the fencing token; a heartbeat never undoes a claim).
 //
 // A Storage is split into partitions, each with its own write queue and one
-// writer that commits in groups; a container and its sessions live in
-// exactly one. (SQLite: one file a partition, by region.) Every method is
+// writer that commits in groups; a container's heartbeats and sweeps belong
+// to exactly one (PartitionOf). (SQLite: one file a partition, by region,
+// sessions included; PostgreSQL: one writer connection a partition,
+// containers spread by a hash of their id, sessions all through the
+// first.) Every method is
 // safe from any thread. Asynchronous ones call `done` exactly once, after
 // the outcome is durable, on a writer thread (or at once on the calling
 // thread for a refusal): a callback must only hand its result on.
