@@ -50,7 +50,7 @@ void SleepPast(int64_t ms) {
 }  // namespace
 
 TEST_CASE("claim: picks only a healthy available container of the right region and pool") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("good", "weur", "chrome", 50, R"({"endpoint":"ws://10.0.0.5:9222"})"),
             Spec("draining", "weur", "chrome", 1), Spec("dead", "weur", "chrome", 1),
             Spec("stale", "weur", "chrome", 1), Spec("other-region", "eeur", "chrome", 1),
@@ -95,7 +95,7 @@ TEST_CASE("claim: picks only a healthy available container of the right region a
 }
 
 TEST_CASE("claim: an empty pool or an unknown region gives no_capacity") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   CHECK(Name(pool.Claim(Req("weur")).outcome) == "no_capacity");
   pool.Add({Spec("c1", "weur")});
   CHECK(Name(pool.Claim(Req("nowhere")).outcome) == "no_capacity");
@@ -104,7 +104,7 @@ TEST_CASE("claim: an empty pool or an unknown region gives no_capacity") {
 }
 
 TEST_CASE("claim: the token grows on every claim of the same container") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("c1", "weur")});
   int64_t last = -1;
   std::set<std::string> ids;
@@ -121,7 +121,7 @@ TEST_CASE("claim: the token grows on every claim of the same container") {
 }
 
 TEST_CASE("claim: a stale token cannot release or renew the new holder's container") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("c1", "weur")});
   SessionResult first = pool.Claim(Req("weur"));
   REQUIRE(first.outcome == Outcome::kOk);
@@ -148,7 +148,7 @@ TEST_CASE("claim: a stale token cannot release or renew the new holder's contain
 }
 
 TEST_CASE("release: the right token frees the container, a second release is not_found") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("c1", "weur")});
   SessionResult r = pool.Claim(Req("weur"));
   REQUIRE(r.outcome == Outcome::kOk);
@@ -173,7 +173,7 @@ TEST_CASE("release: the right token frees the container, a second release is not
 }
 
 TEST_CASE("release: another tenant's session is forbidden, an admin may release it") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("c1", "weur")});
   SessionResult r = pool.Claim(Req("weur", "alice"));
   REQUIRE(r.outcome == Outcome::kOk);
@@ -201,7 +201,7 @@ TEST_CASE("release: another tenant's session is forbidden, an admin may release 
 TEST_CASE("renew: extends the lease with the current token, and returns the session") {
   AllocatorOptions options;
   options.default_lease_ms = 1000;
-  Pool pool(options);
+  Pool pool(EDGEALLOC_ENGINES, options);
   pool.Add({Spec("c1", "weur", "default", 0, R"({"x":1})")});
   SessionResult r = pool.Claim(Req("weur"));
   REQUIRE(r.outcome == Outcome::kOk);
@@ -219,7 +219,7 @@ TEST_CASE("renew: extends the lease with the current token, and returns the sess
 }
 
 TEST_CASE("candidates: with K=1 the lowest-latency container is always picked") {
-  Pool pool({}, 1, {}, testing::Policy(/*candidates=*/1));
+  Pool pool(EDGEALLOC_ENGINES, {}, testing::Policy(/*candidates=*/1));
   std::vector<store::ContainerSpec> specs;
   for (int i = 10; i >= 1; --i) specs.push_back(Spec("c" + std::to_string(i), "weur", "default", i * 10));
   pool.Add(specs);
@@ -237,7 +237,7 @@ TEST_CASE("candidates: with K=1 the lowest-latency container is always picked") 
 }
 
 TEST_CASE("candidates: with K=5 only the 5 lowest-latency containers are ever picked, at random") {
-  Pool pool({}, 1, {}, testing::Policy(/*candidates=*/5));
+  Pool pool(EDGEALLOC_ENGINES, {}, testing::Policy(/*candidates=*/5));
   std::vector<store::ContainerSpec> specs;
   for (int i = 1; i <= 12; ++i) specs.push_back(Spec("c" + std::to_string(i), "weur", "default", i));
   pool.Add(specs);
@@ -260,7 +260,7 @@ TEST_CASE("candidates: with K=5 only the 5 lowest-latency containers are ever pi
 }
 
 TEST_CASE("quota: the tenant's third claim is quota_exceeded, others are unaffected, a release makes room") {
-  Pool pool({}, 1, {}, testing::Policy(5, /*max_sessions_per_tenant=*/2));
+  Pool pool(EDGEALLOC_ENGINES, {}, testing::Policy(5, /*max_sessions_per_tenant=*/2));
   pool.Add({Spec("c1", "weur"), Spec("c2", "weur"), Spec("c3", "weur"), Spec("c4", "weur"),
             Spec("c5", "weur")});
   SessionResult a1 = pool.Claim(Req("weur", "alice"));
@@ -284,7 +284,7 @@ TEST_CASE("quota: the tenant's third claim is quota_exceeded, others are unaffec
 }
 
 TEST_CASE("quota: with no capacity left the answer is no_capacity, not quota_exceeded") {
-  Pool pool({}, 1, {}, testing::Policy(5, /*max_sessions_per_tenant=*/5));
+  Pool pool(EDGEALLOC_ENGINES, {}, testing::Policy(5, /*max_sessions_per_tenant=*/5));
   pool.Add({Spec("c1", "weur")});
   REQUIRE(pool.Claim(Req("weur", "alice")).outcome == Outcome::kOk);
   CHECK(Name(pool.Claim(Req("weur", "alice")).outcome) == "no_capacity");
@@ -341,7 +341,7 @@ TEST_CASE("quota and idempotency: a failed read of another shard fails the claim
 }
 
 TEST_CASE("idempotency: the same tenant and key replay the same session and claim nothing more") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("c1", "weur"), Spec("c2", "weur"), Spec("c3", "weur")});
   auto req = Req("weur", "alice");
   req.idempotency_key = "req-7f3a";
@@ -368,7 +368,7 @@ TEST_CASE("idempotency: the same tenant and key replay the same session and clai
 }
 
 TEST_CASE("idempotency: concurrent duplicates come out as exactly one session") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("c1", "weur"), Spec("c2", "weur"), Spec("c3", "weur"), Spec("c4", "weur")});
   constexpr int kThreads = 16;
   std::vector<SessionResult> results(kThreads);
@@ -402,7 +402,7 @@ TEST_CASE("idempotency: concurrent duplicates come out as exactly one session") 
 }
 
 TEST_CASE("idempotency: after release the key claims anew") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("c1", "weur")});
   auto req = Req("weur", "alice");
   req.idempotency_key = "k";
@@ -421,7 +421,7 @@ TEST_CASE("idempotency: a session whose lease is over is not replayed, even befo
   // Bug: kFindIdempotent does not look at lease_expires_at_ms, so until the
   // reaper frees the row a retry is answered with an expired session (which
   // GET already calls not_found).
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("c1", "weur"), Spec("c2", "weur")});
   auto req = Req("weur", "alice");
   req.idempotency_key = "k";
@@ -439,7 +439,7 @@ TEST_CASE("idempotency: a session whose lease is over is not replayed, even befo
 }
 
 TEST_CASE("lease: an expired session is freed by ReapExpiredLeases and is not_found after") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("c1", "weur")});
   auto req = Req("weur");
   req.lease_ms = 400;  // long enough that the "not yet" checks below run well inside it
@@ -469,7 +469,7 @@ TEST_CASE("lease: an expired session is freed by ReapExpiredLeases and is not_fo
 TEST_CASE("lease: the reaper thread frees expired leases on its own after Start") {
   AllocatorOptions options;
   options.reaper_interval_ms = 20;
-  Pool pool(options);
+  Pool pool(EDGEALLOC_ENGINES, options);
   pool.Add({Spec("c1", "weur"), Spec("c2", "weur")});
   pool.alloc().Start();
   // The long lease first: claimed second, it could take the short one's
@@ -494,7 +494,7 @@ TEST_CASE("lease: the reaper thread frees expired leases on its own after Start"
 TEST_CASE("lease: a sweep frees a backlog larger than one batch") {
   AllocatorOptions options;
   options.reaper_batch_rows = 3;
-  Pool pool(options);
+  Pool pool(EDGEALLOC_ENGINES, options);
   std::vector<store::ContainerSpec> specs;
   for (int i = 0; i < 10; ++i) specs.push_back(Spec("c" + std::to_string(i), "weur"));
   pool.Add(specs);
@@ -556,7 +556,7 @@ TEST_CASE("fallback: an empty region before a full one is skipped") {
 }
 
 TEST_CASE("drain: a picked container asked to drain becomes draining on release and is not claimed") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("c1", "weur")});
   SessionResult r = pool.Claim(Req("weur"));
   REQUIRE(r.outcome == Outcome::kOk);
@@ -573,7 +573,7 @@ TEST_CASE("drain: a picked container asked to drain becomes draining on release 
 }
 
 TEST_CASE("drain: a picked container whose lease expires after a drain request becomes draining") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("c1", "weur")});
   auto req = Req("weur");
   req.lease_ms = 20;
@@ -586,7 +586,7 @@ TEST_CASE("drain: a picked container whose lease expires after a drain request b
 }
 
 TEST_CASE("concurrency: many threads claiming and releasing never share a container or a token") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   constexpr int kContainers = 4;
   constexpr int kThreads = 16;
   const auto kRunFor = std::chrono::milliseconds(2500);
@@ -777,7 +777,7 @@ TEST_CASE("claim: the mt19937_64 predictor of the session id test predicts an mt
 
 TEST_CASE("claim: session ids are s_, shard, 128 random bits, unique and not predictable") {
   constexpr int kIds = 157;  // 156 ids = 312 words, then the one to predict
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   std::vector<store::ContainerSpec> specs;
   for (int i = 0; i < kIds; ++i) specs.push_back(Spec("sid-" + std::to_string(i), "weur"));
   pool.Add(specs);
@@ -810,3 +810,16 @@ TEST_CASE("claim: session ids are s_, shard, 128 random bits, unique and not pre
 }
 
 }  // namespace
+
+TEST_CASE("messages: a refusal names the tenant's quota, or the region and pool that are full") {
+  Pool pool(EDGEALLOC_ENGINES, {}, testing::Policy(5, /*max_sessions_per_tenant=*/1));
+  pool.Add({Spec("c0", "weur", "p"), Spec("c1", "weur", "p")});
+  REQUIRE(pool.Claim(Req("weur", "alice", "p")).outcome == Outcome::kOk);
+  SessionResult quota = pool.Claim(Req("weur", "alice", "p"));
+  CHECK(quota.outcome == Outcome::kQuotaExceeded);
+  CHECK_THAT(quota.message, Catch::Contains("alice") && Catch::Contains("maximum of 1"));
+  REQUIRE(pool.Claim(Req("weur", "bob", "p")).outcome == Outcome::kOk);
+  SessionResult none = pool.Claim(Req("weur", "carol", "p"));
+  CHECK(none.outcome == Outcome::kNoCapacity);
+  CHECK_THAT(none.message, Catch::Contains("pool p of region weur"));
+}

@@ -14,6 +14,9 @@
 #include "tests/support/pg_server.h"
 #include "tests/support/temp_dir.h"
 
+// Runs the enclosing test case once an engine (Catch2's GENERATE).
+#define EDGEALLOC_ENGINES GENERATE(as<std::string>{}, "sqlite", "postgres")
+
 namespace testing {
 
 // One PostgreSQL server for the whole binary; each test gets a database.

@@ -1,9 +1,14 @@
 #ifndef EDGEALLOC_TESTS_SUPPORT_POOL_FIXTURE_H_
 #define EDGEALLOC_TESTS_SUPPORT_POOL_FIXTURE_H_
 
-// A pool on real files for the allocator/ and engine tests: shards opened
-// with store::OpenShards in a TempDir, the SQLite storage and an Allocator on
-// them, and synchronous wrappers (a promise per call) around their callbacks.
+// A pool for the allocator/ and engine tests: storage and an Allocator on
+// it, and synchronous wrappers (a promise per call) around their callbacks.
+// Either SQLite shards opened with store::OpenShards in a TempDir (the
+// SQLite-only cases: several shards, writer options, a shard's internals),
+// or either engine opened through store::OpenStorage as the server does:
+//   Pool pool(EDGEALLOC_ENGINES, options, policy);
+// runs the test case once on SQLite and once on PostgreSQL (a server the
+// test binary starts on first use: tests/support/engines.h).
 
 #include <catch2/catch.hpp>
 #include <future>
@@ -16,7 +21,9 @@
 #include "store/sqlite/shard.h"
 #include "store/sqlite/shard_map.h"
 #include "store/sqlite/sqlite_storage.h"
+#include "store/storage.h"
 #include "store/types.h"
+#include "tests/support/engines.h"
 #include "tests/support/temp_dir.h"
 
 namespace testing {
@@ -68,7 +75,16 @@ class Pool {
     INFO(s.ToString());
     REQUIRE(s.ok());
     for (auto& shard : owned_) shards_.push_back(shard.get());
-    storage_ = std::make_unique<store::SqliteStorage>(shards_, map_, policy);
+    auto sqlite = std::make_unique<store::SqliteStorage>(shards_, map_, policy);
+    sqlite_ = sqlite.get();
+    storage_ = std::move(sqlite);
+    allocator_ = std::make_unique<allocator::Allocator>(storage_.get(), options);
+  }
+  // "sqlite" or "postgres", opened through store::OpenStorage.
+  Pool(const std::string& engine, allocator::AllocatorOptions options = {},
+       store::ClaimPolicy policy = {})
+      : map_(dir_.File("pool.db"), 1), engine_(std::make_unique<Engine>(engine, policy)) {
+    storage_ = std::move(engine_->storage);
     allocator_ = std::make_unique<allocator::Allocator>(storage_.get(), options);
   }
   ~Pool() {
@@ -78,9 +94,19 @@ class Pool {
   }
 
   allocator::Allocator& alloc() { return *allocator_; }
-  store::SqliteStorage& storage() { return *storage_; }
+  store::Storage& seam() { return *storage_; }
+  // The SQLite-only accessors: a pool made of shards.
+  store::SqliteStorage& storage() {
+    REQUIRE(sqlite_ != nullptr);
+    return *sqlite_;
+  }
   const store::ShardMap& map() const { return map_; }
-  store::Shard* shard(int i) { return shards_[i]; }
+  store::Shard* shard(int i) {
+    REQUIRE(sqlite_ != nullptr);
+    return shards_[i];
+  }
+  // "sqlite" or "postgres".
+  std::string engine() const { return engine_ != nullptr ? engine_->engine : "sqlite"; }
 
   store::SessionResult Claim(store::ClaimRequest req) {
     std::promise<store::SessionResult> p;
@@ -138,11 +164,24 @@ class Pool {
     REQUIRE(r.outcome == store::Outcome::kOk);
     return r.container;
   }
-  // Runs `sql` (no parameters) on the writer of the shard that owns `region`:
-  // for states the public API cannot make (dead, stale heartbeat).
+  // Runs `sql` (no parameters, in the dialect both engines share) on the
+  // database that holds `region`: for states the public API cannot make
+  // (dead, stale heartbeat). Shards: through the shard's writer; an engine:
+  // on a connection of the test's own.
   void Exec(const std::string& region, const std::string& sql) {
-    store::Status s = shards_[map_.ShardOf(region)]->writer->RunSync(
-        [&](store::Db* db) { return db->Exec(sql); });
+    store::Status s;
+    if (engine_ == nullptr) {
+      s = shards_[map_.ShardOf(region)]->writer->RunSync(
+          [&](store::Db* db) { return db->Exec(sql); });
+    } else if (engine_->engine == "postgres") {
+      PgServer::Query(engine_->db, sql);
+    } else {
+      std::unique_ptr<store::Db> db;
+      store::DbOptions db_options;
+      db_options.sync = store::Sync::kNormal;
+      s = store::Db::Open(engine_->db, db_options, &db);
+      if (s.ok()) s = db->Exec(sql);
+    }
     INFO(s.ToString());
     REQUIRE(s.ok());
   }
@@ -152,7 +191,9 @@ class Pool {
   store::ShardMap map_;
   std::vector<std::unique_ptr<store::Shard>> owned_;
   std::vector<store::Shard*> shards_;
-  std::unique_ptr<store::SqliteStorage> storage_;
+  std::unique_ptr<Engine> engine_;  // an engine's pool; its storage moved to storage_
+  std::unique_ptr<store::Storage> storage_;
+  store::SqliteStorage* sqlite_ = nullptr;  // storage_, for a pool of shards
   std::unique_ptr<allocator::Allocator> allocator_;
 };
 
