@@ -26,7 +26,7 @@ tsan_binaries=(store_sqlite_test batcher_test stats_test mirror_test snapshot_te
 # Test names (ctest -R) for ThreadSanitizer: those binaries' cases, but not
 # the python server tests (the ASan tree runs them; they need edgealloc) nor
 # the placeholders ctest keeps for binaries this tree does not build (e.g.
-# batcher_engines_test, which needs PostgreSQL: the ASan tree runs it).
+# a binary left out of the tree).
 tsan_tests='^(writer:|batcher|stats:|mirror:|snapshot:|server/)'
 tsan_exclude='^server/(api_model|promtool_check_metrics|fd_exhaustion)$|_NOT_BUILT'
 

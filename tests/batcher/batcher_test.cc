@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <future>
 #include <memory>
 #include <optional>
@@ -12,10 +13,12 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "store/postgres/pg.h"
 #include "store/sqlite/db.h"
 #include "store/sqlite/shard.h"
 #include "store/sqlite/sqlite_storage.h"
 #include "tests/support/broken_reads.h"
+#include "tests/support/engines.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -40,8 +43,13 @@ struct Row {
   int64_t dead_reported = 0;
 };
 
-// A pool of real database files (WAL) in a temp folder, its shards opened
-// and their writers started, with direct SQL for setting the scene.
+// A pool with direct SQL for setting the scene. Either SQLite shards in a
+// temp folder, their writers started (the default: the cases about shards
+// and SQLite's writer), or either engine through store::OpenStorage:
+//   Pool pool(EDGEALLOC_ENGINES);
+// runs the case once on SQLite and once on PostgreSQL (with one writer, so
+// that one partition's batching is what the case counts; the spread over
+// several is storage_test's and the last case here).
 class Pool {
  public:
   explicit Pool(int shards = 1, int write_lock_timeout_ms = 10000)
@@ -54,24 +62,50 @@ class Pool {
     REQUIRE(s.ok());
     storage_ = std::make_unique<store::SqliteStorage>(ptrs(), map_, store::ClaimPolicy{});
   }
+  explicit Pool(const std::string& engine, int pg_writers = 1)
+      : map_(dir_.File("pool.db"), 1),
+        engine_(std::make_unique<testing::Engine>(engine, store::ClaimPolicy{}, pg_writers)) {
+    storage_ = std::move(engine_->storage);
+    options_.sync = store::Sync::kNormal;
+    if (engine == "postgres") {
+      REQUIRE(store::PgConn::Connect(engine_->db, "batcher_test", &pg_).ok());
+    } else {
+      REQUIRE(Db::Open(engine_->db, options_, &db_).ok());
+    }
+  }
   ~Pool() {
+    if (storage_ != nullptr) storage_->StopWriters();
     for (auto& shard : shards_) shard->writer->Stop();
   }
 
   const store::ShardMap& map() const { return map_; }
   const store::DbOptions& options() const { return options_; }
-  // The SQLite engine over these shards, for a Batcher.
-  store::SqliteStorage* storage() { return storage_.get(); }
-  store::Shard& shard(int i) { return *shards_[static_cast<size_t>(i)]; }
+  store::Storage* storage() { return storage_.get(); }
+  // SQLite shards only.
+  store::Shard& shard(int i) {
+    REQUIRE(engine_ == nullptr);
+    return *shards_[static_cast<size_t>(i)];
+  }
   std::vector<store::Shard*> ptrs() {
     std::vector<store::Shard*> out;
     for (auto& shard : shards_) out.push_back(shard.get());
     return out;
   }
 
-  // Inserts containers straight into shard `i`, available, with the given
-  // last heartbeat.
+  // Inserts containers (SQLite shards: straight into shard `i`), available,
+  // with the given last heartbeat.
   void Add(const std::vector<std::string>& ids, int64_t last_heartbeat_ms, int i = 0) {
+    if (engine_ != nullptr) {
+      std::vector<store::ContainerSpec> specs;
+      for (const std::string& id : ids) specs.push_back({id, "weur", "chrome", 0, "{}"});
+      std::promise<store::ContainerResult> done;
+      storage_->Register(specs, [&](store::ContainerResult r) { done.set_value(std::move(r)); });
+      REQUIRE(done.get_future().get().outcome == store::Outcome::kOk);
+      for (const std::string& id : ids) {
+        Run("UPDATE containers SET last_heartbeat_ms = ?2 WHERE id = ?1", id, last_heartbeat_ms);
+      }
+      return;
+    }
     Status s = shard(i).writer->RunSync([&](Db* db) {
       Status st;
       for (const std::string& id : ids) {
@@ -95,8 +129,10 @@ class Pool {
     Add(std::vector<std::string>{id}, last_heartbeat_ms, i);
   }
 
-  // Runs `sql` (binding ?1 = id) through the writer of shard i.
+  // Runs `sql` (binding ?1 = id; SQL both engines read) through the writer
+  // of shard i, or on the test's own connection to an engine.
   void Exec(const char* sql, const std::string& id, int i = 0) {
+    if (engine_ != nullptr) return Run(sql, id, std::nullopt);
     Status s = shard(i).writer->RunSync([&](Db* db) {
       Status st;
       store::StatementRef q;
@@ -120,14 +156,29 @@ class Pool {
   }
 
   Row Get(const std::string& id, int i = 0) {
+    static constexpr char kRowSql[] =
+        "SELECT status, last_heartbeat_ms, reported_ts_ms, load, session_id, "
+        "CASE WHEN drain_requested THEN 1 ELSE 0 END, CASE WHEN dead_reported THEN 1 ELSE 0 END "
+        "FROM containers WHERE id = ?1";
     Row row;
-    Status s = shard(i).reads->With([&](Db* db) {
+    if (pg_ != nullptr) {
+      store::PgResult r;
+      REQUIRE(pg_->Run(PgSql(kRowSql), {store::P(id)}, &r).ok());
+      row.found = r.rows() == 1;
+      if (!row.found) return row;
+      row.status = r.String(0, 0);
+      row.last_heartbeat_ms = r.Int64(0, 1);
+      row.reported_ts_ms = r.Int64(0, 2);
+      row.load = r.IsNull(0, 3) ? 0 : std::stod(r.String(0, 3));
+      if (!r.IsNull(0, 4)) row.session_id = r.String(0, 4);
+      row.drain_requested = r.Int64(0, 5);
+      row.dead_reported = r.Int64(0, 6);
+      return row;
+    }
+    const auto read = [&](Db* db) {
       Status st;
       store::StatementRef q;
-      st = db->Cached(
-          "SELECT status, last_heartbeat_ms, reported_ts_ms, load, session_id, "
-          "drain_requested, dead_reported FROM containers WHERE id = ?1",
-          &q);
+      st = db->Cached(kRowSql, &q);
       if (!st.ok()) return st;
       q->Bind(1, id);
       st = q->Step(&row.found);
@@ -140,20 +191,56 @@ class Pool {
       row.drain_requested = q->ColumnInt64(5);
       row.dead_reported = q->ColumnInt64(6);
       return st;
-    });
+    };
+    Status s = db_ != nullptr ? read(db_.get()) : shard(i).reads->With(read);
     INFO(s.ToString());
     REQUIRE(s.ok());
     return row;
   }
 
-  uint64_t Transactions(int i = 0) { return shard(i).writer->stats().transactions.load(); }
+  uint64_t Transactions(int i = 0) { return storage_->writer_stats(i).transactions.load(); }
 
  private:
+  // `sql` with ?N written $N, kept for the life of the pool (PgConn keys
+  // prepared statements by the text's address).
+  const char* PgSql(const char* sql) {
+    auto& text = pg_sql_[sql];
+    if (text.empty()) {
+      text = sql;
+      for (size_t p = text.find('?'); p != std::string::npos; p = text.find('?', p)) text[p] = '$';
+    }
+    return text.c_str();
+  }
+  // Runs `sql` with ?1 = id and ?2 = value (if any) on the test's connection.
+  void Run(const char* sql, const std::string& id, std::optional<int64_t> value) {
+    if (pg_ != nullptr) {
+      std::vector<store::PgParam> params{store::P(id)};
+      if (value) params.push_back(store::P(*value));
+      Status s = pg_->Run(PgSql(sql), params);
+      INFO(s.ToString());
+      REQUIRE(s.ok());
+      return;
+    }
+    store::StatementRef q;
+    Status s = db_->Cached(sql, &q);
+    if (s.ok()) {
+      q->Bind(1, id);
+      if (value) q->Bind(2, *value);
+      s = q->Run();
+    }
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+  }
+
   testing::TempDir dir_;
   store::DbOptions options_;
   store::ShardMap map_;
   std::vector<std::unique_ptr<store::Shard>> shards_;
-  std::unique_ptr<store::SqliteStorage> storage_;  // dies before the shards
+  std::unique_ptr<testing::Engine> engine_;  // its storage moved to storage_
+  std::unique_ptr<store::Storage> storage_;  // dies before the shards
+  std::unique_ptr<Db> db_;                   // the test's own, to an engine's SQLite file
+  std::unique_ptr<store::PgConn> pg_;        // the test's own, to an engine's PostgreSQL
+  std::map<const char*, std::string> pg_sql_;
 };
 
 Heartbeat Beat(std::string id, std::optional<int64_t> ts = std::nullopt,
@@ -193,7 +280,7 @@ bool WaitFor(const std::function<bool()>& done,
 }  // namespace
 
 TEST_CASE("batcher: 100 queued heartbeats become one transaction and 250 become three") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add(Ids("c-", 250), 1);
 
   SECTION("100 queued before the batching thread starts: one transaction") {
@@ -236,7 +323,7 @@ TEST_CASE("batcher: 100 queued heartbeats become one transaction and 250 become 
 TEST_CASE(
     "batcher: coalesced heartbeats of one container keep the newest ts and an older ts changes "
     "nothing") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add("c-1", 1);
   BatcherOptions options;
   options.batch_wait_ms = 0;
@@ -304,9 +391,10 @@ TEST_CASE("batcher: reports of one container in one batch end as they would one 
   cases.push_back({"an old ts, then a state without ts, which is current",
                    {Beat("c-1", 1000), Beat("c-1", std::nullopt, std::nullopt, State::kDraining)},
                    "draining"});
+  const std::string engine = EDGEALLOC_ENGINES;
   for (Case& c : cases) {
     DYNAMIC_SECTION(c.name) {
-      Pool pool;
+      Pool pool(engine);
       pool.Add("c-1", 1);
       pool.Exec("UPDATE containers SET reported_ts_ms = 5000 WHERE id = ?1", "c-1");
       BatcherOptions options;
@@ -324,7 +412,7 @@ TEST_CASE("batcher: reports of one container in one batch end as they would one 
 
 TEST_CASE(
     "batcher: a lone heartbeat is written within batch_wait_ms (a bound with a wide margin)") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add("c-1", 1);
   BatcherOptions options;
   options.batch_wait_ms = 50;
@@ -344,7 +432,7 @@ TEST_CASE(
 }
 
 TEST_CASE("batcher: a heartbeat never undoes a claim that lands between enqueue and write") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add(std::vector<std::string>{"c-ready", "c-drain", "c-dead", "c-plain"}, 1);
   Batcher b(pool.storage());
   // Queued while every container is available...
@@ -373,7 +461,7 @@ TEST_CASE("batcher: a heartbeat never undoes a claim that lands between enqueue 
 }
 
 TEST_CASE("batcher: a full queue refuses whole requests and nothing of them is ever written") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add(Ids("a-", 6), 1);
   pool.Add(Ids("b-", 6), 1);
   pool.Add(Ids("c-", 4), 1);
@@ -404,7 +492,7 @@ TEST_CASE("batcher: under concurrent overload every accepted item is written and
   constexpr int kThreads = 4;
   constexpr int kRequests = 200;
   constexpr int kItems = 4;
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   std::vector<std::string> all;
   for (int t = 0; t < kThreads; ++t) {
     for (int r = 0; r < kRequests; ++r) {
@@ -468,7 +556,7 @@ TEST_CASE("batcher: under concurrent overload every accepted item is written and
 }
 
 TEST_CASE("batcher: Stop() writes everything accepted before it returns and then refuses") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add(Ids("c-", 500), 1);
   BatcherOptions options;
   options.batch_wait_ms = 60000;  // nothing leaves on its own: Stop must flush
@@ -507,7 +595,7 @@ TEST_CASE("batcher: Stop() writes everything accepted before it returns and then
 TEST_CASE(
     "batcher: a silent container dies and its session ends while ready revives it and draining "
     "stops claims") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   const int64_t now = base::NowMs();
   pool.Add("c-silent", now - 10000);
   pool.Add("c-held", now - 10000);
@@ -565,7 +653,7 @@ TEST_CASE(
 TEST_CASE(
     "batcher: a dead report on a picked container leaves it picked until the reaper ends its "
     "session") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add("c-1");
   pool.Claim("c-1", "c-1");
   BatcherOptions options;
@@ -595,7 +683,7 @@ TEST_CASE(
 
 TEST_CASE("batcher: unknown container ids are counted and dropped") {
   SECTION("one shard: found out at write time") {
-    Pool pool;
+    Pool pool(EDGEALLOC_ENGINES);
     pool.Add("c-1", 1);
     Batcher b(pool.storage());
     SubmitResult r = b.Submit({Beat("c-1"), Beat("nope-1"), Beat("nope-2")});
@@ -764,18 +852,18 @@ TEST_CASE("batcher: a batch larger than 100 rows gets a transaction of its own")
 
 TEST_CASE(
     "batcher: a state report already held changes only liveness and one not held still applies") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   pool.Add(Ids("c-", 6), 1);
   // c-0 available: "ready" again. c-1 available with a dead report left on
   // it: "ready" must clear it. c-2 draining: "draining" again. c-3 picked:
   // "draining" must set drain_requested. c-4 dead: "dead" again. c-5 picked
   // and reported dead: "dead" again leaves it picked and reported.
-  pool.Exec("UPDATE containers SET dead_reported = 1 WHERE id = ?1", "c-1");
+  pool.Exec("UPDATE containers SET dead_reported = true WHERE id = ?1", "c-1");
   pool.Exec("UPDATE containers SET status = 'draining' WHERE id = ?1", "c-2");
   pool.Claim("c-3", "s3");
   pool.Exec("UPDATE containers SET status = 'dead' WHERE id = ?1", "c-4");
   pool.Claim("c-5", "s5");
-  pool.Exec("UPDATE containers SET dead_reported = 1 WHERE id = ?1", "c-5");
+  pool.Exec("UPDATE containers SET dead_reported = true WHERE id = ?1", "c-5");
 
   BatcherOptions options;
   options.batch_wait_ms = 0;
@@ -810,7 +898,7 @@ TEST_CASE(
 // Issue #11, defect 7: a heartbeat accepted is liveness from the moment it is
 // accepted, also while its lane, idle before, waits to fill its first batch.
 TEST_CASE("batcher: a heartbeat waiting for its batch to fill keeps its container alive") {
-  Pool pool;
+  Pool pool(EDGEALLOC_ENGINES);
   const int64_t t0 = base::NowMs();
   // Alive now, silent for too long from t0 + 150 on unless its heartbeat counts.
   pool.Add("c-1", t0 - 150);
@@ -851,4 +939,40 @@ TEST_CASE("batcher: with several shards, a lookup that fails refuses the request
     CHECK(b.stats().accepted.load() == 0);
   }
   CHECK(pool.Get("c-1", 1).last_heartbeat_ms == 1);
+}
+
+// PostgreSQL's default of several writer connections: heartbeats of
+// containers spread over the partitions (store/postgres/lane.h) each go
+// through their own lane, all are written, and each lane's dead reaper marks
+// the silent containers of its own partition dead, none of another's that
+// is alive.
+TEST_CASE("batcher: on PostgreSQL's several partitions every lane writes and reaps its own") {
+  Pool pool("postgres", /*pg_writers=*/4);
+  REQUIRE(pool.storage()->partitions() == 4);
+  const int64_t now = base::NowMs();
+  pool.Add(Ids("live-", 40), now);
+  pool.Add(Ids("quiet-", 40), now - 60000);
+  std::vector<int> lanes(4, 0);
+  for (const std::string& id : Ids("live-", 40)) {
+    int p = -1;
+    REQUIRE(pool.storage()->PartitionOf(id, &p).ok());
+    ++lanes[static_cast<size_t>(p)];
+  }
+  for (int n : lanes) REQUIRE(n > 0);  // every lane has work
+
+  BatcherOptions options;
+  options.dead_after_ms = 30000;
+  options.reaper_interval_ms = 10;
+  Batcher b(pool.storage(), options);
+  REQUIRE(b.partitions() == 4);
+  REQUIRE(b.Submit(Beats(Ids("live-", 40))).accepted());
+  b.Start();
+  REQUIRE(WaitFor([&] { return b.stats().dead_marked.load() == 40; }));
+  b.Stop();
+  CHECK(b.stats().written.load() == 40);
+  for (const std::string& id : Ids("live-", 40)) CHECK(pool.Get(id).status == "available");
+  for (const std::string& id : Ids("quiet-", 40)) CHECK(pool.Get(id).status == "dead");
+  uint64_t lanes_with_commits = 0;
+  for (int p = 0; p < 4; ++p) lanes_with_commits += pool.Transactions(p) > 0 ? 1 : 0;
+  CHECK(lanes_with_commits == 4);
 }

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,6 +18,7 @@
 #include "store/sqlite/db.h"
 #include "store/sqlite/shard.h"
 #include "store/sqlite/shard_map.h"
+#include "tests/support/engines.h"
 #include "tests/support/temp_dir.h"
 
 namespace kvmirror {
@@ -97,6 +99,55 @@ StatusCounts CountsOf(const Mirror& mirror, const std::string& region, const std
   return c == nullptr ? StatusCounts{} : *c;
 }
 
+// A pool on either engine (tests/support/engines.h), the scene set through
+// the seam and plain SQL both engines read, and the readers the server's
+// mirror would get (Storage::NewCapacityReader of every partition):
+//   Scene scene(EDGEALLOC_ENGINES);
+// runs the case once on SQLite and once on PostgreSQL.
+class Scene {
+ public:
+  explicit Scene(const std::string& engine) : e_(engine) {}
+  // Registers n available containers "<prefix>-1".."<prefix>-n".
+  void Add(const std::string& region, const std::string& pool, int n, const std::string& prefix) {
+    std::vector<store::ContainerSpec> specs;
+    for (int i = 1; i <= n; ++i) specs.push_back({prefix + "-" + std::to_string(i), region, pool, 0, "{}"});
+    std::promise<store::ContainerResult> done;
+    e_->Register(specs, [&](store::ContainerResult r) { done.set_value(std::move(r)); });
+    REQUIRE(done.get_future().get().outcome == store::Outcome::kOk);
+  }
+  // Moves n available containers of region and pool to `status`, in one
+  // transaction of a connection of the test's own.
+  void Flip(const std::string& region, const std::string& pool, int n, const std::string& status) {
+    const std::string session = status == "picked" ? "'s-' || id" : "NULL";
+    const std::string sql = "UPDATE containers SET status = '" + status + "', session_id = " +
+                            session + " WHERE id IN (SELECT id FROM containers WHERE region = '" +
+                            region + "' AND pool = '" + pool +
+                            "' AND status = 'available' ORDER BY id LIMIT " + std::to_string(n) +
+                            ")";
+    if (e_.engine == "postgres") {
+      testing::PgServer::Query(e_.db, sql);
+      return;
+    }
+    if (db_ == nullptr) {
+      store::Status s = store::Db::Open(e_.db, store::DbOptions{}, &db_);
+      INFO(s.ToString());
+      REQUIRE(s.ok());
+    }
+    Write(db_.get(), sql);
+  }
+  std::vector<std::unique_ptr<store::CapacityReader>> Readers() {
+    std::vector<std::unique_ptr<store::CapacityReader>> readers;
+    for (int p = 0; p < e_->partitions(); ++p) {
+      readers.push_back(e_->NewCapacityReader(p, kReaderBusyTimeoutMs));
+    }
+    return readers;
+  }
+
+ private:
+  testing::Engine e_;
+  std::unique_ptr<store::Db> db_;
+};
+
 TEST_CASE("mirror: before any refresh it holds the empty snapshot") {
   testing::TempDir dir;
   Mirror mirror(Readers({dir.File("never-opened.db")}), 100);
@@ -116,16 +167,14 @@ TEST_CASE("mirror: a refresh period out of bounds is clamped, never a busy loop"
 }
 
 TEST_CASE("mirror: Start publishes the database's counts before it returns") {
-  testing::TempDir dir;
-  store::ShardMap map(dir.File("pool.db"), 1);
-  auto db = OpenWritable(map, 0);
-  AddContainers(db.get(), "weur", "chrome", 9, "wc");
-  AddContainers(db.get(), "weur", "android", 2, "wa");
-  Flip(db.get(), "weur", "chrome", 5, "picked");
-  Flip(db.get(), "weur", "chrome", 1, "dead");
-  Flip(db.get(), "weur", "android", 2, "draining");
+  Scene scene(EDGEALLOC_ENGINES);
+  scene.Add("weur", "chrome", 9, "wc");
+  scene.Add("weur", "android", 2, "wa");
+  scene.Flip("weur", "chrome", 5, "picked");
+  scene.Flip("weur", "chrome", 1, "dead");
+  scene.Flip("weur", "android", 2, "draining");
 
-  Mirror mirror(Readers({map.PathOf(0)}), 1000);
+  Mirror mirror(scene.Readers(), 1000);
   const int64_t before = base::NowMs();
   store::Status s = mirror.Start();
   const int64_t after = base::NowMs();
@@ -137,23 +186,20 @@ TEST_CASE("mirror: Start publishes the database's counts before it returns") {
   CHECK(*snap->Find("weur", "chrome") == Counts(3, 5, 0, 1));
   CHECK(*snap->Find("weur", "android") == Counts(0, 0, 2, 0));
   CHECK(snap->totals() == Counts(3, 5, 2, 1));
-  CHECK(mirror.stats().refreshes.load() == 1);
   CHECK(mirror.stats().refresh_errors.load() == 0);
   mirror.Stop();
 }
 
 TEST_CASE("mirror: converges to the database within one refresh period after a burst of writes") {
   constexpr int64_t kRefreshMs = 100;
-  testing::TempDir dir;
-  store::ShardMap map(dir.File("pool.db"), 1);
-  auto db = OpenWritable(map, 0);
-  AddContainers(db.get(), "weur", "chrome", 200, "c");
-  Mirror mirror(Readers({map.PathOf(0)}), kRefreshMs);
+  Scene scene(EDGEALLOC_ENGINES);
+  scene.Add("weur", "chrome", 200, "c");
+  Mirror mirror(scene.Readers(), kRefreshMs);
   REQUIRE(mirror.Start().ok());
   CHECK(CountsOf(mirror, "weur", "chrome") == Counts(200, 0, 0, 0));
 
   // A burst: 50 claims, one transaction each, as the allocator would commit.
-  for (int i = 0; i < 50; ++i) Flip(db.get(), "weur", "chrome", 1, "picked");
+  for (int i = 0; i < 50; ++i) scene.Flip("weur", "chrome", 1, "picked");
   const int64_t written_ms = base::NowMs();
   const auto written = Clock::now();
   while (CountsOf(mirror, "weur", "chrome") != Counts(150, 50, 0, 0) && MsSince(written) < 2000) {
@@ -312,12 +358,10 @@ TEST_CASE("mirror: two shards are read on their own connections and merged") {
 }
 
 TEST_CASE("mirror: as_of_ms is when the read began, and the age grows until the next refresh") {
-  testing::TempDir dir;
-  store::ShardMap map(dir.File("pool.db"), 1);
-  auto db = OpenWritable(map, 0);
-  AddContainers(db.get(), "weur", "chrome", 3, "c");
+  Scene scene(EDGEALLOC_ENGINES);
+  scene.Add("weur", "chrome", 3, "c");
   // Never started: only RefreshNow refreshes, so the age is ours to watch.
-  Mirror mirror(Readers({map.PathOf(0)}), 1000);
+  Mirror mirror(scene.Readers(), 1000);
   CHECK(mirror.Current()->ToCapacityJson(base::NowMs()).find(R"("age_ms":null)") !=
         std::string::npos);
 

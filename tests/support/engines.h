@@ -31,7 +31,8 @@ struct Engine {
   std::string db;
   std::unique_ptr<store::Storage> storage;
 
-  Engine(const std::string& engine_name, store::ClaimPolicy policy = {}) : engine(engine_name) {
+  Engine(const std::string& engine_name, store::ClaimPolicy policy = {}, int pg_writers = 4)
+      : engine(engine_name), pg_writers_(pg_writers) {
     db = engine == "sqlite" ? dir.File("pool.db") : SharedPg().NewDatabaseUri();
     storage = Open(policy);
   }
@@ -42,6 +43,7 @@ struct Engine {
     options.sync = store::Sync::kNormal;  // logic is tested here, not fsync
     options.policy = policy;
     options.program = "edgealloc test";
+    options.pg_writers = pg_writers_;
     std::unique_ptr<store::Storage> s;
     store::Status st = store::OpenStorage(options, &s);
     INFO(st.ToString());
@@ -49,6 +51,9 @@ struct Engine {
     return s;
   }
   store::Storage* operator->() { return storage.get(); }
+
+ private:
+  int pg_writers_;
 };
 
 }  // namespace testing
