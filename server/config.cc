@@ -8,6 +8,9 @@
 #include <ostream>
 #include <thread>
 
+#include "base/build_info.h"
+#include "store/storage.h"
+
 namespace server {
 namespace {
 
@@ -96,6 +99,10 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
   CLI::App app{"edgealloc: hands out exclusive containers (browsers, sandboxes) from a SQLite pool."};
   app.name("edgealloc");
   app.require_subcommand(1);
+  app.set_version_flag("--version",
+                       std::string("edgealloc ") + base::kVersion + " (commit " + base::kCommit +
+                           ", SQLite " + store::SqliteLibraryVersion() + ", libpq " +
+                           store::LibpqLibraryVersion() + ")");
 
   CLI::App* serve = app.add_subcommand("serve", "Serve the HTTP API (see docs/api.md).");
   serve
@@ -211,6 +218,9 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
     cmd.exit_code = app.exit(e, out, err);
     return cmd;
   } catch (const CLI::CallForAllHelp& e) {
+    cmd.exit_code = app.exit(e, out, err);
+    return cmd;
+  } catch (const CLI::CallForVersion& e) {
     cmd.exit_code = app.exit(e, out, err);
     return cmd;
   } catch (const CLI::ParseError& e) {

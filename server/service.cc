@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "base/build_info.h"
 #include "base/random.h"
 #include "server/http/log.h"
 
@@ -103,6 +104,8 @@ store::Status Service::Start() {
   metrics.mirror = mirror_.get();
   metrics.storage = storage_.get();
   metrics.requests = &request_metrics_;
+  metrics.build_info = {base::kVersion, base::kCommit, store::SqliteLibraryVersion(),
+                        store::LibpqLibraryVersion()};
   ops_routes_ = std::make_unique<OpsRoutes>(mirror_.get(), std::move(metrics));
   ops_routes_->AddRoutes(router_.get());
   started_ = true;

@@ -1,4 +1,7 @@
 // OpenStorage: the one place that knows which engines exist.
+#include <libpq-fe.h>
+#include <sqlite3.h>
+
 #include "store/postgres/postgres_storage.h"
 #include "store/sqlite/sqlite_storage.h"
 #include "store/storage.h"
@@ -26,6 +29,14 @@ std::string DbForDisplay(std::string_view db) {
     out.replace(value, end - value, "***");
   }
   return out;
+}
+
+std::string SqliteLibraryVersion() { return sqlite3_libversion(); }
+
+std::string LibpqLibraryVersion() {
+  // PQlibVersion: major * 10000 + minor (PostgreSQL 10 and later).
+  const int v = PQlibVersion();
+  return std::to_string(v / 10000) + "." + std::to_string(v % 10000);
 }
 
 const char* EngineName(std::string_view db) { return IsPostgresUri(db) ? "postgresql" : "sqlite"; }

@@ -158,6 +158,11 @@ struct StorageOptions {
 std::string DbForDisplay(std::string_view db);
 const char* EngineName(std::string_view db);
 
+// The versions of the engines' libraries this binary runs with (SQLite's,
+// libpq's), for --version and the edgealloc_build_info metric.
+std::string SqliteLibraryVersion();
+std::string LibpqLibraryVersion();
+
 // Opens (creating and migrating) the storage `options` names, its writers
 // running. InvalidArgument for a store of another layout (a usage error);
 // IOError, Busy or Corruption otherwise. *out is set only on success.

@@ -207,6 +207,16 @@ void StoreFamilies(const store::Storage& storage, Exposition* out) {
 
 std::string RenderMetrics(const MetricsSources& src, int64_t now_ms) {
   Exposition out;
+  if (const MetricsSources::BuildInfo& b = src.build_info; !b.version.empty()) {
+    out.Family("edgealloc_build_info", "gauge",
+               "Always 1; the labels say which build runs: version, commit, library versions.");
+    out.Sample("edgealloc_build_info",
+               {{"version", b.version},
+                {"commit", b.commit},
+                {"sqlite_version", b.sqlite_version},
+                {"libpq_version", b.libpq_version}},
+               uint64_t{1});
+  }
   AllocatorFamilies(src, &out);
   if (src.batcher) BatcherFamilies(*src.batcher, &out);
   if (src.mirror) MirrorFamilies(*src.mirror, now_ms, &out);

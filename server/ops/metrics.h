@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "allocator/allocator.h"
@@ -24,6 +25,10 @@ struct MetricsSources {
   const kvmirror::Mirror* mirror = nullptr;
   const store::Storage* storage = nullptr;  // its writers' counters
   const RequestMetrics* requests = nullptr;
+  // edgealloc_build_info's labels; the family is left out while version is empty.
+  struct BuildInfo {
+    std::string version, commit, sqlite_version, libpq_version;
+  } build_info;
 };
 
 // The body of GET /metrics at `now_ms`: every family with # HELP and # TYPE,

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <vector>
 
+#include "base/build_info.h"
+#include "store/storage.h"
 #include "tests/support/temp_dir.h"
 
 namespace server {
@@ -25,6 +27,17 @@ Parsed Parse(std::vector<const char*> args) {
   p.out = out.str();
   p.err = err.str();
   return p;
+}
+
+TEST_CASE("config: --version prints the version, the commit and the libraries, and exits 0") {
+  Parsed p = Parse({"--version"});
+  REQUIRE(p.cmd.kind == Command::Kind::kExit);
+  CHECK(p.cmd.exit_code == 0);
+  CHECK_THAT(p.out, Catch::StartsWith(std::string("edgealloc ") + base::kVersion + " (commit " +
+                                      base::kCommit));
+  CHECK_THAT(p.out, Catch::Contains("SQLite " + store::SqliteLibraryVersion()) &&
+                        Catch::Contains("libpq " + store::LibpqLibraryVersion()));
+  CHECK(p.err.empty());
 }
 
 TEST_CASE("config: serve without options takes the defaults of API.md") {

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <string>
 
+#include "base/build_info.h"
+#include "store/storage.h"
 #include "tests/server/service_fixture.h"
 
 namespace server {
@@ -78,6 +80,20 @@ TEST_CASE("metrics: every family is present with HELP and TYPE in text format 0.
   }
   CHECK(ValueOf(r.body, "edgealloc_store_write_queue_depth{shard=\"0\"}") >= 0);
   CHECK(ValueOf(r.body, "edgealloc_mirror_age_seconds") >= 0);
+}
+
+TEST_CASE("metrics: edgealloc_build_info names the version, the commit and the libraries") {
+  LiveService t;
+  HttpReply r = t.Client().Get("/metrics");
+  REQUIRE(r.status == 200);
+  CHECK_THAT(r.body, Catch::Contains("# TYPE edgealloc_build_info gauge\n"));
+  const std::string sample = std::string("edgealloc_build_info{version=\"") + base::kVersion +
+                             "\",commit=\"" + base::kCommit + "\",sqlite_version=\"" +
+                             store::SqliteLibraryVersion() + "\",libpq_version=\"" +
+                             store::LibpqLibraryVersion() + "\"} 1\n";
+  CHECK_THAT(r.body, Catch::Contains(sample));
+  CHECK(std::string(base::kVersion).find('.') != std::string::npos);
+  CHECK_FALSE(std::string(base::kCommit).empty());
 }
 
 TEST_CASE("metrics: counters move after a claim and a release") {
