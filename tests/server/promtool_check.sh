@@ -4,10 +4,15 @@
 # every family carries samples. Fails on any problem promtool reports, and
 # when promtool is missing (scripts/setup.sh installs it): never a silent skip.
 #
-#   tests/server/promtool_check.sh build/edgealloc
+# With the repository's root as the second argument, it also checks that
+# every metric packaging/prometheus/alerts.yml and packaging/grafana/edgealloc.json
+# name is one the live server exports, so neither can drift from /metrics.
+#
+#   tests/server/promtool_check.sh build/edgealloc [REPO_ROOT]
 set -euo pipefail
 
-bin=${1:?usage: promtool_check.sh path/to/edgealloc}
+bin=${1:?usage: promtool_check.sh path/to/edgealloc [REPO_ROOT]}
+root=${2:-}
 if ! command -v promtool >/dev/null; then
   echo "FAIL promtool not found (apt-get install -y prometheus, or scripts/setup.sh)" >&2
   exit 1
@@ -90,3 +95,15 @@ for family in edgealloc_claims_total edgealloc_claim_duration_seconds edgealloc_
   fi
 done
 echo "ok promtool check metrics: $lines lines, no errors, no lint warnings"
+if [ -n "$root" ]; then
+  used=$(grep -oh 'edgealloc_[a-z_]*' "$root/packaging/prometheus/alerts.yml" \
+           "$root/packaging/grafana/edgealloc.json" | sort -u)
+  [ -n "$used" ] || { echo "FAIL no metric names found in packaging/" >&2; exit 1; }
+  for name in $used; do
+    if ! grep -qE "^$name(\{| )" "$tmp/metrics.txt"; then
+      echo "FAIL packaging/ uses $name, which /metrics does not export" >&2
+      exit 1
+    fi
+  done
+  echo "ok every metric of the alerts and the Grafana dashboard is exported: $(echo "$used" | wc -l) names"
+fi
