@@ -31,6 +31,9 @@ packages+=(clang-14)
 # The PostgreSQL tests (ctest -L postgres) start real PostgreSQL 15 servers
 # (tests/support/pg_server.h) and talk to them through libpq.
 packages+=(postgresql libpq-dev)
+# sd_notify for systemd's Type=notify, and systemd-analyze to verify the unit
+# (packaging/edgealloc.service, ctest packaging/systemd_unit).
+packages+=(libsystemd-dev systemd)
 packages+=("${extra[@]}")
 
 missing=()

@@ -12,6 +12,7 @@
 #include "server/config.h"
 #include "server/http/log.h"
 #include "server/service.h"
+#include "server/systemd_notify.h"
 #include "store/storage.h"
 
 namespace {
@@ -39,7 +40,9 @@ int Serve(const server::ServeConfig& cfg) {
                   std::to_string(cfg.threads) + " io threads, auth " +
                   (cfg.keys_file.empty() ? "open (loopback only)" : "keys file") +
                   (cfg.demo ? ", demo fleet" : ""));
+  server::NotifyReady("serving on " + cfg.host + ":" + std::to_string(service.port()));
   signals_io.run();
+  server::NotifyStopping();
   server::LogLine(std::string("edgealloc: ") + (caught == SIGINT ? "SIGINT" : "SIGTERM") +
                   ", stopping");
   service.Stop();
