@@ -91,6 +91,11 @@ store::SessionResult Allocator::GetSession(const store::Caller& caller,
   return storage_->GetSession(caller, session_id);
 }
 
+store::Status Allocator::Limits(const std::string& tenant, TenantLimits* out) {
+  out->max_sessions = storage_->policy().max_sessions_per_tenant;
+  return storage_->CountTenantSessions(tenant, &out->sessions);
+}
+
 int64_t Allocator::ReapExpiredLeases() {
   int64_t ended_total = 0;
   for (int p = 0; p < storage_->partitions(); ++p) {

@@ -61,6 +61,14 @@ class Allocator {
   // The session as committed now (Storage::GetSession), on the calling thread.
   store::SessionResult GetSession(const store::Caller& caller, std::string_view session_id);
 
+  // A tenant's quota (the storage's ClaimPolicy; store::kUnlimited for none)
+  // and its sessions as committed now, on the calling thread.
+  struct TenantLimits {
+    int64_t max_sessions = store::kUnlimited;
+    int64_t sessions = 0;
+  };
+  store::Status Limits(const std::string& tenant, TenantLimits* out);
+
   // Ends the sessions of every partition whose lease is over, in bounded
   // sweeps; returns how many. The reaper thread calls this; tests may too.
   int64_t ReapExpiredLeases();

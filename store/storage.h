@@ -75,6 +75,9 @@ class Storage {
   // The session as committed now: kOk, kNotFound (also when its lease is
   // over), kForbidden, kOverloaded or kError.
   virtual SessionResult GetSession(const Caller& caller, std::string_view session_id) = 0;
+  // The tenant's sessions as committed now, as its quota counts them (every
+  // partition). A read: never waits for a writer.
+  virtual Status CountTenantSessions(const std::string& tenant, int64_t* sessions) = 0;
 
   // ---- Containers ----
 

@@ -4,6 +4,12 @@
 
 namespace server {
 
+std::string LimitsJson(const std::string& tenant, int64_t max_sessions, int64_t sessions) {
+  return "{\"tenant\":" + JsonQuote(tenant) + ",\"max_sessions\":" +
+         (max_sessions == store::kUnlimited ? std::string("null") : std::to_string(max_sessions)) +
+         ",\"sessions\":" + std::to_string(sessions) + "}";
+}
+
 std::string SessionJson(const store::Session& s) {
   std::string out;
   out.reserve(192 + s.data.size());

@@ -12,6 +12,8 @@ namespace server {
 // as it is, never re-parsed.
 std::string SessionJson(const store::Session& session);
 std::string ContainerJson(const store::ContainerInfo& container);
+// GET /v1/limits: max_sessions is null when store::kUnlimited.
+std::string LimitsJson(const std::string& tenant, int64_t max_sessions, int64_t sessions);
 
 }  // namespace server
 

@@ -47,6 +47,28 @@ void SessionRoutes::AddRoutes(Router* router) {
   router->Add(verb::get, "/v1/sessions/{id}", Access::kTenant, bind(&SessionRoutes::GetSession));
   router->Add(verb::delete_, "/v1/sessions/{id}", Access::kTenant, bind(&SessionRoutes::Release));
   router->Add(verb::post, "/v1/sessions/{id}/renew", Access::kTenant, bind(&SessionRoutes::Renew));
+  router->Add(verb::get, "/v1/limits", Access::kTenant, bind(&SessionRoutes::Limits));
+}
+
+void SessionRoutes::Limits(RouteRequest req, Reply reply) {
+  // A tenant's key reads its own limits (naming another tenant is 403); an
+  // admin key has no tenant of its own and names one.
+  std::string tenant = req.who.tenant;
+  std::string asked;
+  const bool named = req.QueryParam("tenant", &asked);
+  if (req.who.role == Role::kAdmin) {
+    if (!named || asked.empty()) {
+      return reply(ErrorResponse(400, "invalid_field",
+                                 "tenant: is required with an admin key, as ?tenant=NAME"));
+    }
+    tenant = asked;
+  } else if (named && asked != tenant) {
+    return reply(ErrorResponse(403, "forbidden", "a tenant key reads its own limits only"));
+  }
+  allocator::Allocator::TenantLimits limits;
+  store::Status s = allocator_->Limits(tenant, &limits);
+  if (!s.ok()) return reply(OutcomeResponse(store::OutcomeOfError(s), s.ToString()));
+  reply(JsonResponse(200, LimitsJson(tenant, limits.max_sessions, limits.sessions)));
 }
 
 void SessionRoutes::Claim(RouteRequest req, Reply reply) {

@@ -42,6 +42,7 @@ class SessionRoutes {
   void Claim(RouteRequest req, Reply reply);
   void GetSession(RouteRequest req, Reply reply);
   void Renew(RouteRequest req, Reply reply);
+  void Limits(RouteRequest req, Reply reply);
   void Release(RouteRequest req, Reply reply);
 
   allocator::Allocator* allocator_;

@@ -218,4 +218,14 @@ SessionResult PostgresStorage::GetSession(const Caller& caller, std::string_view
   return result;
 }
 
+Status PostgresStorage::CountTenantSessions(const std::string& tenant, int64_t* sessions) {
+  *sessions = 0;
+  return WithReader([&](PgConn* conn) {
+    PgResult r;
+    RETURN_IF_ERROR(conn->Run(pgsql::kCountTenantSessions, {P(tenant)}, &r));
+    if (r.rows() > 0) *sessions = r.Int64(0, 0);
+    return Status::Ok();
+  });
+}
+
 }  // namespace store

@@ -344,3 +344,26 @@ TEST_CASE("storage: a database is logged without its password, with its engine")
         "host=db1 password=*** dbname=fleet");
   CHECK(store::EngineName("postgres://db1/fleet") == std::string("postgresql"));
 }
+
+TEST_CASE("storage: CountTenantSessions counts what the quota counts, committed, every partition") {
+  Engine e(EDGEALLOC_ENGINES);
+  Register(e.storage.get(), {"a", "b", "c"});
+  int64_t n = -1;
+  REQUIRE(e->CountTenantSessions("t1", &n).ok());
+  CHECK(n == 0);
+  auto first = Claim(e.storage.get(), "weur", "t1");
+  auto second = Claim(e.storage.get(), "weur", "t1");
+  REQUIRE(Claim(e.storage.get(), "weur", "t2").outcome == Outcome::kOk);
+  REQUIRE(first.outcome == Outcome::kOk);
+  REQUIRE(second.outcome == Outcome::kOk);
+  REQUIRE(e->CountTenantSessions("t1", &n).ok());
+  CHECK(n == 2);
+  REQUIRE(e->CountTenantSessions("nobody", &n).ok());
+  CHECK(n == 0);
+  std::promise<store::SessionResult> released;
+  e->Release(Tenant("t1"), first.session.session_id, first.session.token,
+             [&](store::SessionResult r) { released.set_value(std::move(r)); });
+  REQUIRE(released.get_future().get().outcome == Outcome::kOk);
+  REQUIRE(e->CountTenantSessions("t1", &n).ok());
+  CHECK(n == 1);
+}

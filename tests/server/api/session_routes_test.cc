@@ -350,5 +350,48 @@ TEST_CASE("routes: the demo fleet can be claimed from at once") {
   service.Stop();
 }
 
+
+TEST_CASE("routes: GET /v1/limits shows a tenant its quota and its sessions, never another's") {
+  TestService t("adm admin\nacme-key tenant acme\nbolt-key tenant bolt\nbox container\n",
+                /*quota=*/2);
+  HttpClient admin = t.Client("adm");
+  HttpClient acme = t.Client("acme-key");
+  REQUIRE(admin.Post("/v1/containers", kFleet).status == 200);
+  HttpReply r = acme.Get("/v1/limits");
+  REQUIRE(r.status == 200);
+  CHECK(Json(r) == json::parse(R"({"tenant":"acme","max_sessions":2,"sessions":0})"));
+  HttpReply claimed = acme.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+  REQUIRE(claimed.status == 201);
+  CHECK(Json(acme.Get("/v1/limits"))["sessions"] == 1);
+  CHECK(Json(t.Client("bolt-key").Get("/v1/limits"))["sessions"] == 0);
+  CHECK(Json(acme.Get("/v1/limits?tenant=acme"))["sessions"] == 1);  // its own, named
+
+  r = acme.Get("/v1/limits?tenant=bolt");
+  CHECK(r.status == 403);
+  CHECK(r.ErrorCode() == "forbidden");
+  r = admin.Get("/v1/limits");
+  CHECK(r.status == 400);
+  CHECK(r.ErrorCode() == "invalid_field");
+  r = admin.Get("/v1/limits?tenant=acme");
+  REQUIRE(r.status == 200);
+  CHECK(Json(r) == json::parse(R"({"tenant":"acme","max_sessions":2,"sessions":1})"));
+  CHECK(t.Client("box").Get("/v1/limits").status == 403);
+  CHECK(t.Client().Get("/v1/limits").status == 401);
+
+  const json session = Json(claimed);
+  REQUIRE(acme.Delete("/v1/sessions/" + session["session_id"].get<std::string>() +
+                      "?token=" + std::to_string(session["token"].get<int64_t>()))
+              .status == 204);
+  CHECK(Json(acme.Get("/v1/limits"))["sessions"] == 0);
+}
+
+TEST_CASE("routes: GET /v1/limits says null for no quota") {
+  TestService t;
+  HttpReply r = t.Client().Get("/v1/limits");  // open mode: loopback is admin
+  CHECK(r.status == 400);
+  r = t.Client().Get("/v1/limits?tenant=anyone");
+  REQUIRE(r.status == 200);
+  CHECK(Json(r) == json::parse(R"({"tenant":"anyone","max_sessions":null,"sessions":0})"));
+}
 }  // namespace
 }  // namespace server
