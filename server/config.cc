@@ -104,7 +104,23 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
                            ", SQLite " + store::SqliteLibraryVersion() + ", libpq " +
                            store::LibpqLibraryVersion() + ")");
 
-  CLI::App* serve = app.add_subcommand("serve", "Serve the HTTP API (see docs/api.md).");
+  CLI::App* serve = app.add_subcommand(
+      "serve",
+      "Serve the HTTP API (see docs/api.md). Every option may also come from edgealloc "
+      "--config FILE (TOML, under [serve]: packaging/edgealloc.toml) or from its EDGEALLOC_* "
+      "variable; a flag wins over the file, the file over the variable.");
+  // --config FILE: every serve flag as a TOML key named like the long flag
+  // (`db = "pool.db"`, `listen = "0.0.0.0:8080"`, `demo = true`), at the top
+  // of the file or under [serve]. CLI11's order: a flag on the command line
+  // wins over the file, and the file over the EDGEALLOC_* environment; an
+  // unknown key is an error. Read by the top app (CLI11 reads config files
+  // there), so `serve` lets the flag fall through to it.
+  app.set_config("--config", "",
+                 "TOML file of serve settings, keys named as the long flags (see "
+                 "packaging/edgealloc.toml); command-line flags win over it, it wins over "
+                 "EDGEALLOC_* variables");
+  app.allow_config_extras(CLI::config_extras_mode::error);
+  serve->fallthrough();
   serve
       ->add_option("--db", s.db,
                    "SQLite database file, or a PostgreSQL URI (postgresql://...); created and "
@@ -222,6 +238,16 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
     return cmd;
   } catch (const CLI::CallForVersion& e) {
     cmd.exit_code = app.exit(e, out, err);
+    return cmd;
+  } catch (const CLI::ConfigError& e) {
+    err << "edgealloc: --config: " << e.what()
+        << " (settings go under [serve], named as the long flags of `edgealloc serve --help`; "
+           "packaging/edgealloc.toml has them all)\n";
+    cmd.exit_code = 2;
+    return cmd;
+  } catch (const CLI::FileError& e) {
+    err << "edgealloc: --config: " << e.what() << "\n";
+    cmd.exit_code = 2;
     return cmd;
   } catch (const CLI::ParseError& e) {
     app.exit(e, out, err);

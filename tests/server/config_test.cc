@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <vector>
 
@@ -198,6 +199,113 @@ TEST_CASE("config: --max-clock-skew-ms is taken from the flag or EDGEALLOC_MAX_C
   CHECK(p.cmd.kind == Command::Kind::kExit);
   CHECK(p.cmd.exit_code == 2);
   CHECK(p.err.find("clock skew") != std::string::npos);
+}
+
+// --config FILE (TOML): settings under [serve], named as the long flags.
+std::string WriteToml(const testing::TempDir& dir, const std::string& text) {
+  const std::string path = dir.File("edgealloc.toml");
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST_CASE("config: --config takes every setting from a TOML file") {
+  testing::TempDir dir;
+  const std::string file = WriteToml(dir, R"([serve]
+db = "from-file.db"
+listen = "127.0.0.1:9100"
+batch-max = 50
+sync = "normal"
+max-sessions-per-tenant = 3
+demo = true
+)");
+  Parsed p = Parse({"serve", "--config", file.c_str()});
+  INFO(p.err);
+  REQUIRE(p.cmd.kind == Command::Kind::kServe);
+  CHECK(p.cmd.serve.db == "from-file.db");
+  CHECK(p.cmd.serve.port == 9100);
+  CHECK(p.cmd.serve.batch_max == 50);
+  CHECK(p.cmd.serve.sync == store::Sync::kNormal);
+  CHECK(p.cmd.serve.max_sessions_per_tenant == 3);
+  CHECK(p.cmd.serve.demo);
+}
+
+TEST_CASE("config: a flag wins over --config, which wins over the environment") {
+  testing::TempDir dir;
+  const std::string file = WriteToml(dir, "[serve]\ndb = \"file.db\"\nbatch-max = 50\n");
+  setenv("EDGEALLOC_DB", "env.db", 1);
+  setenv("EDGEALLOC_BATCH_MAX", "60", 1);
+  setenv("EDGEALLOC_CANDIDATES", "7", 1);
+  Parsed p = Parse({"serve", "--config", file.c_str(), "--batch-max", "70"});
+  unsetenv("EDGEALLOC_DB");
+  unsetenv("EDGEALLOC_BATCH_MAX");
+  unsetenv("EDGEALLOC_CANDIDATES");
+  REQUIRE(p.cmd.kind == Command::Kind::kServe);
+  CHECK(p.cmd.serve.batch_max == 70);     // flag over file and environment
+  CHECK(p.cmd.serve.db == "file.db");     // file over environment
+  CHECK(p.cmd.serve.candidates == 7);     // environment over default
+  CHECK(p.cmd.serve.queue_capacity == 100000);  // default
+}
+
+TEST_CASE("config: an unknown key or a missing --config file is a usage error that says so") {
+  testing::TempDir dir;
+  const std::string file = WriteToml(dir, "[serve]\ndb = \"x.db\"\nbatch-maxx = 5\n");
+  Parsed p = Parse({"serve", "--config", file.c_str()});
+  CHECK(p.cmd.kind == Command::Kind::kExit);
+  CHECK(p.cmd.exit_code == 2);
+  CHECK_THAT(p.err, Catch::Contains("--config") && Catch::Contains("batch-maxx"));
+  p = Parse({"serve", "--config", dir.File("missing.toml").c_str()});
+  CHECK(p.cmd.exit_code == 2);
+  CHECK_THAT(p.err, Catch::Contains("--config") && Catch::Contains("missing.toml"));
+  // A value out of range in the file is refused as the flag's would be.
+  const std::string bad = WriteToml(dir, "[serve]\nshards = 0\n");
+  p = Parse({"serve", "--config", bad.c_str()});
+  CHECK(p.cmd.exit_code == 2);
+}
+
+// packaging/edgealloc.toml names every serve option (those whose default
+// depends on the machine or is "none", commented), and its values are the
+// defaults: it stays in step with the flags.
+TEST_CASE("config: packaging/edgealloc.toml names every serve flag and holds the defaults") {
+  std::ifstream in(EDGEALLOC_EXAMPLE_CONFIG);
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string toml = "\n" + text.str();
+  Parsed help = Parse({"serve", "--help"});
+  REQUIRE(help.cmd.exit_code == 0);
+  std::regex flag(R"(\n  --([a-z][a-z-]*))");
+  int flags = 0;
+  for (std::sregex_iterator it(help.out.begin(), help.out.end(), flag), end; it != end; ++it) {
+    const std::string name = (*it)[1];
+    INFO(name);
+    CHECK((toml.find("\n" + name + " = ") != std::string::npos ||
+           toml.find("\n# " + name + " = ") != std::string::npos));
+    ++flags;
+  }
+  CHECK(flags >= 15);  // the regex found the flags (19 today)
+  Parsed with = Parse({"serve", "--config", EDGEALLOC_EXAMPLE_CONFIG});
+  Parsed without = Parse({"serve"});
+  INFO(with.err);
+  REQUIRE(with.cmd.kind == Command::Kind::kServe);
+  const ServeConfig& a = with.cmd.serve;
+  const ServeConfig& b = without.cmd.serve;
+  CHECK(a.db == b.db);
+  CHECK(a.listen == b.listen);
+  CHECK(a.shards == b.shards);
+  CHECK(a.pg_writers == b.pg_writers);
+  CHECK(a.sync == b.sync);
+  CHECK(a.default_lease_ms == b.default_lease_ms);
+  CHECK(a.max_lease_ms == b.max_lease_ms);
+  CHECK(a.dead_after_ms == b.dead_after_ms);
+  CHECK(a.batch_max == b.batch_max);
+  CHECK(a.batch_wait_ms == b.batch_wait_ms);
+  CHECK(a.queue_capacity == b.queue_capacity);
+  CHECK(a.mirror_refresh_ms == b.mirror_refresh_ms);
+  CHECK(a.max_sessions_per_tenant == b.max_sessions_per_tenant);
+  CHECK(a.max_body_bytes == b.max_body_bytes);
+  CHECK(a.candidates == b.candidates);
+  CHECK(a.max_clock_skew_ms == b.max_clock_skew_ms);
+  CHECK(a.demo == b.demo);
 }
 
 }  // namespace
