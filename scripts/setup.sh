@@ -34,6 +34,8 @@ packages+=(postgresql libpq-dev)
 # sd_notify for systemd's Type=notify, and systemd-analyze to verify the unit
 # (packaging/edgealloc.service, ctest packaging/systemd_unit).
 packages+=(libsystemd-dev systemd)
+# The log (server/http/log.cc) is spdlog's.
+packages+=(libspdlog-dev)
 packages+=("${extra[@]}")
 
 missing=()

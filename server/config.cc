@@ -212,6 +212,23 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
       ->envname("EDGEALLOC_MAX_CLOCK_SKEW_MS")
       ->check(InRange(0, kBig, "largest clock skew of a heartbeat's ts_ms in ms"))
       ->capture_default_str();
+  std::string log_level = "info";
+  serve->add_option("--log-level", log_level, "least level logged: debug, info, warn or error")
+      ->envname("EDGEALLOC_LOG_LEVEL")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+      ->capture_default_str();
+  std::string log_format = "text";
+  serve
+      ->add_option("--log-format", log_format,
+                   "text (one human line a record) or json (one JSON object a line)")
+      ->envname("EDGEALLOC_LOG_FORMAT")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  serve
+      ->add_flag("--access-log", s.log.access_log,
+                 "log a line per request answered: method, path (no query), status, bytes, "
+                 "duration and request id; never a key")
+      ->envname("EDGEALLOC_ACCESS_LOG");
   serve->add_flag("--demo", s.demo, "register a small demo fleet and keep it alive")
       ->envname("EDGEALLOC_DEMO");
 
@@ -267,6 +284,8 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
     return cmd;
   }
   s.sync = sync == "normal" ? store::Sync::kNormal : store::Sync::kFull;
+  ParseLogLevel(log_level, &s.log.level);  // IsMember checked it
+  s.log.format = log_format == "json" ? LogFormat::kJson : LogFormat::kText;
   std::string error;
   if (!SplitHostPort(s.listen, &s.host, &s.port, &error)) return usage("--listen: " + error);
   // "0 = unlimited" on the command line; one spelling of unlimited inside.

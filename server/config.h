@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <string>
 
+#include "server/http/log.h"
 #include "store/types.h"
 
 namespace server {
@@ -20,6 +21,7 @@ struct ServeConfig {
   int threads = 1;                 // default: hardware cores less one, at least 1
   int shards = 1;
   int pg_writers = 4;
+  LogOptions log;  // --log-level, --log-format, --access-log
   store::Sync sync = store::Sync::kFull;
   int64_t default_lease_ms = 60000;  // --lease-ms: a claim or renew that names none
   int64_t max_lease_ms = 3600000;

@@ -99,7 +99,7 @@ void Demo::Loop() {
     }
     batcher::SubmitResult r = HeartbeatOnce();
     if (!r.accepted() && !refused) {
-      LogLine(std::string("edgealloc: demo heartbeats refused (") +
+      LogWarn(std::string("edgealloc: demo heartbeats refused (") +
               (r.code == batcher::SubmitResult::Code::kOverloaded ? "queue full" : "stopping") +
               "); will retry");
     }

@@ -18,6 +18,7 @@
 namespace {
 
 int Serve(const server::ServeConfig& cfg) {
+  server::ConfigureLogging(cfg.log);
   // Signals first, so a SIGTERM during start-up is not lost: the set blocks
   // nothing, it turns the signal into a handler run on this thread.
   boost::asio::io_context signals_io;
@@ -30,7 +31,7 @@ int Serve(const server::ServeConfig& cfg) {
   server::Service service(cfg);
   store::Status s = service.Start();
   if (!s.ok()) {
-    server::LogLine("edgealloc: cannot start: " + s.ToString());
+    server::LogError("edgealloc: cannot start: " + s.ToString());
     return s.IsInvalidArgument() ? 2 : 1;
   }
   server::LogLine("edgealloc: serving on " + cfg.host + ":" + std::to_string(service.port()) +

@@ -19,7 +19,7 @@ store::Status Service::Start() {
     if (size_t n = keys_.unscoped_container_keys()) {
       // Once, at start: such a key can report every container dead. The
       // count, never the keys.
-      LogLine("edgealloc: warning: " + std::to_string(n) +
+      LogWarn("edgealloc: " + std::to_string(n) +
               " container key(s) in the keys file may report any container id; give each the "
               "ids it may report as a third field ('KEY container weur-1*')");
     }
@@ -138,7 +138,7 @@ void Service::Stop(std::chrono::milliseconds grace) {
   if (http_) {
     http_->StopAccepting();
     if (!http_->WaitIdle(grace)) {
-      LogLine("edgealloc: " + std::to_string(http_->in_flight()) +
+      LogWarn("edgealloc: " + std::to_string(http_->in_flight()) +
               " requests still in flight after the grace period; stopping anyway");
     }
   }
@@ -155,7 +155,7 @@ void Service::Stop(std::chrono::milliseconds grace) {
   // they stop (bounded by the write timeout of each), so nothing committed
   // goes unanswered, however long the drain took.
   if (http_ && !http_->WaitIdle(kReplyGrace)) {
-    LogLine("edgealloc: " + std::to_string(http_->in_flight()) +
+    LogWarn("edgealloc: " + std::to_string(http_->in_flight()) +
             " replies not written when stopping (clients not reading)");
   }
   if (http_) http_->Stop();

@@ -25,7 +25,7 @@ Response OutcomeResponse(store::Outcome outcome, const std::string& message) {
   HttpStatus st = HttpStatusOf(outcome);
   if (outcome == store::Outcome::kError) {
     // A storage failure: say so in the log; the client gets a retryable 503.
-    LogLine("edgealloc: storage error: " + message);
+    LogError("edgealloc: storage error: " + message);
   }
   return ErrorResponse(st.status, st.code, message.empty() ? st.code : message);
 }

@@ -111,7 +111,7 @@ void Connection::LogOverloaded() {
       std::chrono::milliseconds(HttpServer::kAcceptErrorLogInterval).count();
   if (last >= 0 && now_ms - last < interval_ms) return;
   if (!last_ms.compare_exchange_strong(last, now_ms)) return;
-  LogLine("edgealloc: at the connection cap of " + std::to_string(server_->max_connections) +
+  LogWarn("edgealloc: at the connection cap of " + std::to_string(server_->max_connections) +
           " with none idle: answering new connections 503 overloaded");
 }
 
@@ -160,9 +160,19 @@ void Connection::OnReadError(beast::error_code ec) {
 void Connection::OnReadHeader(beast::error_code ec, std::size_t) {
   if (!LeaveIdle()) return;  // shed: its socket is closed
   if (ec) return OnReadError(ec);
-  const Request& req = parser_->get();
+  Request& req = parser_->get();
   version_ = req.version();
   head_ = req.method() == http::verb::head;
+  // The request's id from here on: the client's, if it is a sane one, else
+  // ours; handlers find it in the request's X-Request-Id.
+  request_id_ = RequestIdOf(req["X-Request-Id"]);
+  req.set("X-Request-Id", request_id_);
+  started_ = std::chrono::steady_clock::now();
+  if (AccessLogEnabled()) {
+    method_.assign(req.method_string());
+    const std::string_view target = req.target();
+    path_.assign(target.substr(0, target.find('?')));
+  }
   std::string why;
   switch (CheckTransferEncoding(req, &why)) {
     case Framing::kOk: break;
@@ -234,10 +244,11 @@ void Connection::Dispatch() {
   try {
     server_->handler(std::move(req), reply);
   } catch (const std::exception& e) {
-    LogLine(std::string("edgealloc: internal error in a handler: ") + e.what());
+    LogError("edgealloc: internal error in a handler (request_id " + request_id_ + "): " + e.what());
     reply(ErrorResponse(500, "internal", "internal error; it has been logged"));
   } catch (...) {
-    LogLine("edgealloc: internal error in a handler (unknown exception)");
+    LogError("edgealloc: internal error in a handler (request_id " + request_id_ +
+             "): unknown exception");
     reply(ErrorResponse(500, "internal", "internal error; it has been logged"));
   }
 }
@@ -252,7 +263,28 @@ void Connection::SendError(int status, std::string_view code, const std::string&
 void Connection::DoWrite(Response res) {
   res.version(version_ == 10 ? 10 : 11);
   res.set(http::field::server, "edgealloc");
+  // Refused before its header was read whole: an id of its own.
+  if (request_id_.empty()) request_id_ = RequestIdOf("");
+  res.set("X-Request-Id", request_id_);
   res.prepare_payload();
+  if (AccessLogEnabled()) {
+    AccessRecord record;
+    record.method = method_.empty() ? std::string_view("-") : std::string_view(method_);
+    record.path = path_.empty() ? std::string_view("-") : std::string_view(path_);
+    record.status = static_cast<int>(res.result_int());
+    record.bytes = res.body().size();
+    record.micros = started_ == std::chrono::steady_clock::time_point{}
+                        ? 0
+                        : std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::steady_clock::now() - started_)
+                              .count();
+    record.request_id = request_id_;
+    LogAccess(record);
+  }
+  request_id_.clear();
+  method_.clear();
+  path_.clear();
+  started_ = {};
   // Close after a refusal, on request, and while stopping, so that clients
   // move to another server.
   close_ = !keep_alive_ || server_->stopping.load();

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <list>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,6 +89,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool drain_ = false;
   bool counted_request_ = false;
   bool head_ = false;
+  // The request being answered: its id (X-Request-Id, echoed in the reply),
+  // and for the access log its method, path and when its header came.
+  std::string request_id_;
+  std::string method_;
+  std::string path_;
+  std::chrono::steady_clock::time_point started_{};
   std::vector<char> drain_buffer_;
   size_t drained_ = 0;
   // In server_->idle at idle_pos_ while idle_; shed_ once ShedOldestIdle

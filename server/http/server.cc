@@ -83,7 +83,7 @@ void HttpServer::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
     ++accept_errors_unlogged;
     const auto now = std::chrono::steady_clock::now();
     if (!accept_error_logged_at || now - *accept_error_logged_at >= kAcceptErrorLogInterval) {
-      LogLine("edgealloc: accept failed: " + ec.message() + " (" +
+      LogWarn("edgealloc: accept failed: " + ec.message() + " (" +
               std::to_string(accept_errors_unlogged) + " time(s) since last said; " +
               std::to_string(connections.load()) + " connections open, cap " +
               std::to_string(max_connections) + (shed_one ? "; shedding idle ones)" : ")"));
@@ -150,7 +150,7 @@ store::Status HttpServer::Start() {
           impl->ioc.run();
           return;
         } catch (const std::exception& e) {
-          LogLine(std::string("edgealloc: io thread caught: ") + e.what());
+          LogError(std::string("edgealloc: io thread caught: ") + e.what());
         }
       }
     });

@@ -306,6 +306,23 @@ TEST_CASE("config: packaging/edgealloc.toml names every serve flag and holds the
   CHECK(a.candidates == b.candidates);
   CHECK(a.max_clock_skew_ms == b.max_clock_skew_ms);
   CHECK(a.demo == b.demo);
+  CHECK(a.log.level == b.log.level);
+  CHECK(a.log.format == b.log.format);
+  CHECK(a.log.access_log == b.log.access_log);
+}
+
+TEST_CASE("config: --log-level, --log-format and --access-log, and their refusals") {
+  Parsed p = Parse({"serve"});
+  CHECK(p.cmd.serve.log.level == LogLevel::kInfo);
+  CHECK(p.cmd.serve.log.format == LogFormat::kText);
+  CHECK_FALSE(p.cmd.serve.log.access_log);
+  p = Parse({"serve", "--log-level", "warn", "--log-format", "json", "--access-log"});
+  REQUIRE(p.cmd.kind == Command::Kind::kServe);
+  CHECK(p.cmd.serve.log.level == LogLevel::kWarn);
+  CHECK(p.cmd.serve.log.format == LogFormat::kJson);
+  CHECK(p.cmd.serve.log.access_log);
+  CHECK(Parse({"serve", "--log-level", "loud"}).cmd.exit_code == 2);
+  CHECK(Parse({"serve", "--log-format", "xml"}).cmd.exit_code == 2);
 }
 
 }  // namespace
