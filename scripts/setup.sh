@@ -36,6 +36,8 @@ packages+=(postgresql libpq-dev)
 packages+=(libsystemd-dev systemd)
 # The log (server/http/log.cc) is spdlog's.
 packages+=(libspdlog-dev)
+# The OpenAPI document's response check (tests/server/openapi_validator.py).
+packages+=(python3-jsonschema)
 packages+=("${extra[@]}")
 
 missing=()
@@ -48,6 +50,20 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The OpenAPI linter (ctest openapi/lint): @redocly/cli, pinned in
+# tools/openapi/package-lock.json, from the npm registry. It needs Node.js 20.19
+# or later (the machines this runs on have it; Debian 12's own nodejs is 18).
+if ! command -v npm >/dev/null; then
+  echo "setup: installing nodejs npm" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+lint=tools/openapi/node_modules/.bin/redocly
+if [ ! -x "$lint" ] || [ tools/openapi/package-lock.json -nt "$lint" ]; then
+  (cd tools/openapi && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 
 if ((deps_only)); then exit 0; fi

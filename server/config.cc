@@ -106,7 +106,8 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
 
   CLI::App* serve = app.add_subcommand(
       "serve",
-      "Serve the HTTP API (see docs/api.md). Every option may also come from edgealloc "
+      "Serve the HTTP API (docs/api.md; OpenAPI 3.1 in docs/openapi.json, also served at GET "
+      "/openapi.json). Every option may also come from edgealloc "
       "--config FILE (TOML, under [serve]: packaging/edgealloc.toml) or from its EDGEALLOC_* "
       "variable; a flag wins over the file, the file over the variable.");
   // --config FILE: every serve flag as a TOML key named like the long flag

@@ -5,6 +5,7 @@
 
 #include "base/clock.h"
 #include "server/ops/dashboard.h"
+#include "server/ops/openapi.h"
 #include "server/ops/exposition.h"
 
 namespace server {
@@ -46,6 +47,13 @@ void OpsRoutes::AddRoutes(Router* router) {
     res.set(http::field::cache_control, "no-cache");
     res.set("X-Content-Type-Options", "nosniff");
     res.body() = std::string(DashboardHtml());
+    reply(std::move(res));
+  });
+  router->Add(verb::get, "/openapi.json", Access::kPublic, [](RouteRequest, Reply reply) {
+    Response res{http::status::ok, 11};
+    res.set(http::field::content_type, "application/json");
+    res.set(http::field::cache_control, "no-cache");
+    res.body() = std::string(OpenApiJson());
     reply(std::move(res));
   });
 }

@@ -90,6 +90,12 @@ LIVE_SERVERS = set()
 LIVE_DIRS = set()
 
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from openapi_validator import OpenApiValidator  # noqa: E402
+
+OPENAPI = OpenApiValidator()
+
+
 def now_ms():
     return int(time.time() * 1000)
 
@@ -203,7 +209,10 @@ class Server:
             r = conn.getresponse()
             raw = r.read()
             ok = not r.will_close
-            return r.status, {k.lower(): v for k, v in r.getheaders()}, raw
+            headers = {k.lower(): v for k, v in r.getheaders()}
+            # Every answer the model gets must be one docs/openapi.json describes.
+            OPENAPI.check(method, path, r.status, headers, raw)
+            return r.status, headers, raw
         finally:
             if fresh:
                 conn.close()
@@ -907,6 +916,7 @@ def main():
     print(f"api_model: {STATS['examples']} examples, {STATS['steps']} steps, "
           f"{STATS['requests']} requests, {failures} failures, "
           f"{time.time() - started:.1f} s")
+    print("api_model: " + OPENAPI.summary())
     return 1 if failures else 0
 
 
