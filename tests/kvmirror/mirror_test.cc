@@ -201,16 +201,17 @@ TEST_CASE("mirror: converges to the database within one refresh period after a b
   // A burst: 50 claims, one transaction each, as the allocator would commit.
   const int64_t burst_ms = base::NowMs();
   for (int i = 0; i < 50; ++i) scene.Flip("weur", "chrome", 1, "picked");
+  // Counted in refreshes, not milliseconds (a sanitizer build on a busy CI
+  // machine stretches every period): the refresh in flight when the burst
+  // ended may miss its end, the one after it began later and must show it.
+  const uint64_t published_before = mirror.stats().refreshes.load();
   const auto written = Clock::now();
-  while (CountsOf(mirror, "weur", "chrome") != Counts(150, 50, 0, 0) && MsSince(written) < 2000) {
+  while (mirror.stats().refreshes.load() < published_before + 2 && MsSince(written) < 30'000) {
     std::this_thread::sleep_for(milliseconds(2));
   }
-  const int64_t took = MsSince(written);
-  INFO("converged after " << took << " ms");
+  INFO("two refreshes after " << MsSince(written) << " ms");
+  REQUIRE(mirror.stats().refreshes.load() >= published_before + 2);
   CHECK(CountsOf(mirror, "weur", "chrome") == Counts(150, 50, 0, 0));
-  // One period, plus the refresh in flight when the burst ended and slack for
-  // a shared CI machine.
-  CHECK(took <= 2 * kRefreshMs + 100);
   // The snapshot that shows the burst was read after the burst began. (Not
   // after it ended: as_of_ms is taken as a read starts, before the engine
   // takes its snapshot, so a read begun a moment before the last commit may
@@ -293,12 +294,12 @@ TEST_CASE("mirror: readers never wait while a refresh is held up before publishi
   INFO("calls " << result.calls << ", first 5000 in " << result.first_5000_micros << " us, slowest "
                 << result.slowest_micros << " us");
   CHECK(result.calls >= 5000);
-  CHECK(result.first_5000_micros < 200'000);
   // A reader that waited for the held refresh would wait out the hold (up to
   // 5 s, as nothing releases it until the reader is done). Below that, a
-  // single slow call is the scheduler preempting us on a busy machine (seen
-  // at 140 ms with both cores saturated), not a wait.
-  CHECK(result.slowest_micros < 500'000);
+  // slow call is the scheduler preempting us on a busy machine (seen at
+  // 140 ms with both cores saturated, more under a sanitizer), not a wait.
+  CHECK(result.first_5000_micros < 2'000'000);
+  CHECK(result.slowest_micros < 2'000'000);
   CHECK(result.not_the_held_snapshot == 0);
 
   // Released, the held refresh publishes what it read.
@@ -397,7 +398,8 @@ TEST_CASE("mirror: Stop returns promptly, without waiting out the refresh period
   std::this_thread::sleep_for(milliseconds(20));
   const auto start = Clock::now();
   mirror.Stop();
-  CHECK(MsSince(start) < 200);
+  // Far below the 10 s period, with room for a sanitizer build on a busy machine.
+  CHECK(MsSince(start) < 2000);
   mirror.Stop();                            // idempotent
   CHECK(mirror.Current()->as_of_ms() > 0);  // the last snapshot stays readable
 }
