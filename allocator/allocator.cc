@@ -42,7 +42,10 @@ void Allocator::Claim(store::ClaimRequest req, store::SessionCallback done) {
 
 void Allocator::FinishClaim(const ClaimContext& req, store::SessionResult* r) {
   switch (r->outcome) {
-    case Outcome::kOk: stats_.claims_ok.fetch_add(1, std::memory_order_relaxed); break;
+    case Outcome::kOk:
+      stats_.claims_ok.fetch_add(1, std::memory_order_relaxed);
+      CountPoolClaim(r->session.region, r->session.pool, true);
+      break;
     case Outcome::kReplayed:
       stats_.claims_replayed.fetch_add(1, std::memory_order_relaxed);
       break;
@@ -53,11 +56,27 @@ void Allocator::FinishClaim(const ClaimContext& req, store::SessionResult* r) {
       break;
     case Outcome::kNoCapacity:
       stats_.claims_no_capacity.fetch_add(1, std::memory_order_relaxed);
+      CountPoolClaim(req.region, req.pool, false);
       r->message = "no healthy available container in pool " + req.pool + " of region " +
                    req.region + (req.has_fallbacks ? " or its fallback regions" : "");
       break;
     default: stats_.claims_error.fetch_add(1, std::memory_order_relaxed); break;
   }
+}
+
+void Allocator::CountPoolClaim(const std::string& region, const std::string& pool, bool ok) {
+  base::MutexLock lock(&pool_claims_mu_);
+  auto it = pool_claims_.find(PoolKey(region, pool));
+  if (it == pool_claims_.end()) {
+    if (pool_claims_.size() >= kMaxCountedPools) return;
+    it = pool_claims_.emplace(PoolKey(region, pool), PoolClaimCounts{}).first;
+  }
+  ++(ok ? it->second.ok : it->second.no_capacity);
+}
+
+std::map<PoolKey, PoolClaimCounts> Allocator::PoolClaims() const {
+  base::MutexLock lock(&pool_claims_mu_);
+  return pool_claims_;
 }
 
 void Allocator::Release(const store::Caller& caller, std::string session_id, int64_t token,

@@ -3,7 +3,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <thread>
 
@@ -20,6 +22,19 @@ struct AllocatorOptions {
   int reaper_batch_rows = 256;       // sessions one sweep transaction ends at most
   int max_sweeps_per_reap = 8;       // sweeps of one partition a reap runs at most
 };
+
+// Claims of one pool (the dashboard's per-pool rates): ok where a session was
+// made (a fallback region's pool when it served), no_capacity where asked.
+struct PoolClaimCounts {
+  uint64_t ok = 0;
+  uint64_t no_capacity = 0;
+};
+using PoolKey = std::pair<std::string, std::string>;  // region, pool
+
+// Pools counted one by one at most; a claim for any other pool is counted in
+// the totals only, so that clients naming made-up regions cannot grow
+// /metrics without bound. Well above the 300 pools of a large fleet.
+inline constexpr size_t kMaxCountedPools = 4096;
 
 // Counters, read from any thread (metrics, benches).
 struct AllocatorStats {
@@ -74,6 +89,8 @@ class Allocator {
   int64_t ReapExpiredLeases();
 
   const AllocatorStats& stats() const { return stats_; }
+  // The per-pool claim counts so far (at most kMaxCountedPools pools).
+  std::map<PoolKey, PoolClaimCounts> PoolClaims() const;
   const AllocatorOptions& options() const { return options_; }
 
  private:
@@ -86,11 +103,14 @@ class Allocator {
   void FinishClaim(const ClaimContext& req, store::SessionResult* r);
   // `done`, after counting its result: in *ok if kOk, as a stale token if that.
   store::SessionCallback Counted(std::atomic<uint64_t>* ok, store::SessionCallback done);
+  void CountPoolClaim(const std::string& region, const std::string& pool, bool ok);
   void ReaperLoop();
 
   store::Storage* const storage_;
   const AllocatorOptions options_;
   AllocatorStats stats_;
+  mutable base::Mutex pool_claims_mu_;
+  std::map<PoolKey, PoolClaimCounts> pool_claims_ GUARDED_BY(pool_claims_mu_);
 
   base::Mutex reaper_mu_;
   base::CondVar reaper_cv_;

@@ -99,6 +99,7 @@ store::Status Service::Start() {
   heartbeat_routes_->AddRoutes(router_.get());
   MetricsSources metrics;
   metrics.allocator = &allocator_->stats();
+  metrics.pool_claims = allocator_.get();
   metrics.claim_latency = &claim_latency_;
   metrics.batcher = batcher_.get();
   metrics.mirror = mirror_.get();

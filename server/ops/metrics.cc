@@ -36,6 +36,18 @@ void AllocatorFamilies(const MetricsSources& src, Exposition* out) {
     out->Sample("edgealloc_claims_total", {{"result", "no_capacity"}}, v(a.claims_no_capacity));
     out->Sample("edgealloc_claims_total", {{"result", "quota"}}, v(a.claims_quota));
     out->Sample("edgealloc_claims_total", {{"result", "error"}}, v(a.claims_error));
+    if (src.pool_claims) {
+      out->Family("edgealloc_pool_claims_total", "counter",
+                  "Claims by pool: ok where a session was made, no_capacity where it was asked "
+                  "(at most 4096 pools are counted one by one).");
+      for (const auto& [key, c] : src.pool_claims->PoolClaims()) {
+        out->Sample("edgealloc_pool_claims_total",
+                    {{"region", key.first}, {"pool", key.second}, {"result", "ok"}}, c.ok);
+        out->Sample("edgealloc_pool_claims_total",
+                    {{"region", key.first}, {"pool", key.second}, {"result", "no_capacity"}},
+                    c.no_capacity);
+      }
+    }
     out->Family("edgealloc_releases_total", "counter", "Sessions released by their holder.");
     out->Sample("edgealloc_releases_total", v(a.releases));
     out->Family("edgealloc_renewals_total", "counter", "Session leases renewed.");

@@ -20,6 +20,8 @@ namespace server {
 // leaves its families out (the tests render parts alone).
 struct MetricsSources {
   const allocator::AllocatorStats* allocator = nullptr;
+  // Per-pool claim counts (edgealloc_pool_claims_total); a short lock of its own.
+  const allocator::Allocator* pool_claims = nullptr;
   const base::LatencyHistogram* claim_latency = nullptr;
   const batcher::Batcher* batcher = nullptr;
   const kvmirror::Mirror* mirror = nullptr;
@@ -35,7 +37,8 @@ struct MetricsSources {
 // counters from the allocator, batcher, mirror and store writers, the claim
 // latency and heartbeat histograms, and the container gauges from the
 // mirror's current snapshot. Reads atomics and the mirror's snapshot only:
-// never SQLite, never a lock that a writer holds.
+// never SQLite, never a lock that a writer holds (the per-pool claim
+// counts' lock is held for a map copy).
 std::string RenderMetrics(const MetricsSources& sources, int64_t now_ms);
 
 }  // namespace server

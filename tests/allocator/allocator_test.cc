@@ -103,6 +103,37 @@ TEST_CASE("claim: an empty pool or an unknown region gives no_capacity") {
   CHECK(Name(pool.Claim(Req("weur")).outcome) == "ok");
 }
 
+TEST_CASE("claim: counted by pool, ok where served (a fallback too), no_capacity where asked") {
+  Pool pool(EDGEALLOC_ENGINES);
+  pool.Add({Spec("w1", "weur", "chrome"), Spec("e1", "eeur", "chrome")});
+  CHECK(Name(pool.Claim(Req("weur", "t1", "chrome")).outcome) == "ok");
+  auto fallback = Req("weur", "t1", "chrome");
+  fallback.fallback_regions = {"eeur"};
+  SessionResult served = pool.Claim(fallback);
+  REQUIRE(Name(served.outcome) == "ok");
+  CHECK(served.session.region == "eeur");
+  CHECK(Name(pool.Claim(Req("weur", "t1", "chrome")).outcome) == "no_capacity");
+  CHECK(Name(pool.Claim(Req("nowhere", "t1", "gpu")).outcome) == "no_capacity");
+
+  const auto counts = pool.alloc().PoolClaims();
+  REQUIRE(counts.size() == 3);
+  CHECK(counts.at({"weur", "chrome"}).ok == 1);
+  CHECK(counts.at({"weur", "chrome"}).no_capacity == 1);
+  CHECK(counts.at({"eeur", "chrome"}).ok == 1);
+  CHECK(counts.at({"eeur", "chrome"}).no_capacity == 0);
+  CHECK(counts.at({"nowhere", "gpu"}).no_capacity == 1);
+}
+
+TEST_CASE("claim: per-pool counts stop growing at kMaxCountedPools, the totals do not") {
+  Pool pool(EDGEALLOC_ENGINES);
+  const int asked = static_cast<int>(allocator::kMaxCountedPools) + 10;
+  for (int i = 0; i < asked; ++i) {
+    CHECK(Name(pool.Claim(Req("r" + std::to_string(i))).outcome) == "no_capacity");
+  }
+  CHECK(pool.alloc().PoolClaims().size() == allocator::kMaxCountedPools);
+  CHECK(pool.alloc().stats().claims_no_capacity.load() == static_cast<uint64_t>(asked));
+}
+
 TEST_CASE("claim: the token grows on every claim of the same container") {
   Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("c1", "weur")});

@@ -119,6 +119,11 @@ TEST_CASE("metrics: counters move after a claim and a release") {
   CHECK(ValueOf(after, "edgealloc_claims_total{result=\"replayed\"}") == 1);
   CHECK(ValueOf(after, "edgealloc_claims_total{result=\"no_capacity\"}") == 1);
   CHECK(ValueOf(after, "edgealloc_releases_total") == 1);
+  CHECK(ValueOf(after, "edgealloc_pool_claims_total{region=\"weur\",pool=\"chrome\",result=\"ok\"}") ==
+        1);
+  CHECK(ValueOf(after,
+                "edgealloc_pool_claims_total{region=\"nowhere\",pool=\"default\",result=\"no_capacity\"}") ==
+        1);
   CHECK(ValueOf(after, "edgealloc_claim_duration_seconds_count") == 3);
   CHECK(ValueOf(after, "edgealloc_claim_duration_seconds_bucket{le=\"+Inf\"}") == 3);
   CHECK(ValueOf(after, "edgealloc_claim_duration_seconds_sum") > 0);
