@@ -78,6 +78,13 @@ class Storage {
   // The tenant's sessions as committed now, as its quota counts them (every
   // partition). A read: never waits for a writer.
   virtual Status CountTenantSessions(const std::string& tenant, int64_t* sessions) = 0;
+  // A page of the live sessions (lease not over) that `filter` matches, in
+  // session id order, after `after` (empty: from the first): at most `limit`
+  // into *page (cleared first), *more set when later ones exist. Keyset
+  // pages: a session that lives through a listing is on exactly one page,
+  // whatever is claimed or released meanwhile. Every partition; a read.
+  virtual Status ListSessions(const SessionFilter& filter, const std::string& after, int limit,
+                              std::vector<Session>* page, bool* more) = 0;
 
   // ---- Containers ----
 
@@ -91,6 +98,10 @@ class Storage {
   virtual void Register(std::vector<ContainerSpec> specs, ContainerCallback done) = 0;
   // kOk with the container, kNotFound or kError.
   virtual ContainerResult GetContainer(std::string_view id) = 0;
+  // A page of the containers `filter` matches, in id order, after `after`:
+  // as ListSessions.
+  virtual Status ListContainers(const ContainerFilter& filter, const std::string& after,
+                                int limit, std::vector<ContainerInfo>* page, bool* more) = 0;
   // An available container becomes draining; a picked one when its session
   // ends. kOk, kNotFound, kOverloaded or kError.
   virtual void Drain(std::string id, ContainerCallback done) = 0;

@@ -59,6 +59,7 @@ struct Session {
   int64_t token = 0;  // the container's generation: grows on every claim of it
   int64_t lease_expires_at_ms = 0;
   std::string data;
+  std::string labels = "{}";  // the claim's labels, a JSON object's text
 };
 
 struct SessionResult {
@@ -74,6 +75,22 @@ struct ClaimRequest {
   std::vector<std::string> fallback_regions;
   int64_t lease_ms = 0;         // 0: the server's default lease (the Allocator fills it in)
   std::string idempotency_key;  // empty: none
+  std::string labels;           // a JSON object's text (validated); empty: none
+  // How long the Allocator may wait for a container when none fits (API
+  // 1.1 `wait_ms`); storage engines ignore it. 0: answer at once.
+  int64_t wait_ms = 0;
+};
+
+// Which sessions a list shows; an empty field matches any. label_key set:
+// only sessions with that label and value.
+struct SessionFilter {
+  std::string tenant, region, pool;
+  std::string label_key, label_value;
+};
+
+// Which containers a list shows; an empty field matches any.
+struct ContainerFilter {
+  std::string region, pool, status;
 };
 
 // One container to register or update.

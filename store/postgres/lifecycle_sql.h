@@ -8,14 +8,14 @@
 // again); candidate rows are locked FOR UPDATE SKIP LOCKED, so concurrent
 // claims on any node never wait on each other's candidates; sweeps skip rows
 // another node is sweeping. Session rows are returned as id, region, pool,
-// generation, lease_expires_at_ms, data.
+// generation, lease_expires_at_ms, data, labels.
 
 #define EDGEALLOC_PG_STATUS_AFTER_SESSION \
   "status = CASE WHEN dead_reported THEN 'dead' WHEN drain_requested THEN 'draining' " \
   "ELSE 'available' END"
 #define EDGEALLOC_PG_END_SESSION                                                 \
   "drain_requested = false, dead_reported = false, session_id = NULL, tenant = NULL, " \
-  "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL"
+  "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL"
 
 namespace store::pgsql {
 
@@ -24,7 +24,9 @@ namespace store::pgsql {
 // lane_hash (LaneHash of the id, store/postgres/lane.h): a node's heartbeat
 // partition of a container is lane_hash % its writers, so each partition's
 // dead-container sweep covers exactly the containers its lane writes.
-inline constexpr int kSchemaVersion = 2;
+// Version 3 added labels (a session's, JSON text; in no index, so heartbeats
+// stay HOT). A node of an older version refuses a newer schema.
+inline constexpr int kSchemaVersion = 3;
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
@@ -47,6 +49,7 @@ CREATE TABLE IF NOT EXISTS containers (
   lease_expires_at_ms bigint,
   claimed_at_ms bigint);
 ALTER TABLE containers ADD COLUMN IF NOT EXISTS lane_hash integer NOT NULL DEFAULT 0;
+ALTER TABLE containers ADD COLUMN IF NOT EXISTS labels text;
 -- Liveness (last_heartbeat_ms, reported_ts_ms, load) is in no index, so a
 -- plain heartbeat is a HOT update.
 CREATE INDEX IF NOT EXISTS containers_claimable ON containers (region, pool, latency_ms)
@@ -86,6 +89,7 @@ FROM (SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest($1::text[]) AS k O
 
 //   $1 region $2 pool $3 healthy_since_ms $4 K $5 session_id $6 tenant
 //   $7 idempotency_key (or NULL) $8 lease_expires_at_ms $9 now_ms $10 quota (-1: none)
+//   $11 labels (JSON text, or NULL)
 inline constexpr char kClaim[] = R"sql(
 WITH candidate_pool AS (
   SELECT id FROM containers
@@ -96,12 +100,13 @@ WITH candidate_pool AS (
 pick AS (SELECT id FROM candidate_pool ORDER BY random() LIMIT 1)
 UPDATE containers c
 SET status = 'picked', generation = nextval('edgealloc_tokens'), session_id = $5, tenant = $6,
-    idempotency_key = $7, lease_expires_at_ms = $8::bigint, claimed_at_ms = $9::bigint
+    idempotency_key = $7, lease_expires_at_ms = $8::bigint, claimed_at_ms = $9::bigint,
+    labels = $11
 FROM pick
 WHERE c.id = pick.id
   AND ($10::bigint < 0 OR (SELECT count(*) FROM containers
                            WHERE session_id IS NOT NULL AND tenant = $6) < $10::bigint)
-RETURNING c.id, c.region, c.pool, c.generation, c.lease_expires_at_ms, c.data
+RETURNING c.id, c.region, c.pool, c.generation, c.lease_expires_at_ms, c.data, c.labels
 )sql";
 
 inline constexpr char kCountTenantSessions[] =
@@ -109,7 +114,7 @@ inline constexpr char kCountTenantSessions[] =
 
 //   $1 tenant $2 key $3 now_ms
 inline constexpr char kFindIdempotent[] = R"sql(
-SELECT id, region, pool, generation, lease_expires_at_ms, data, session_id
+SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, session_id
 FROM containers
 WHERE tenant = $1 AND idempotency_key = $2 AND session_id IS NOT NULL
   AND lease_expires_at_ms > $3::bigint
@@ -133,15 +138,41 @@ inline constexpr char kRenew[] = R"sql(
 UPDATE containers SET lease_expires_at_ms = $5::bigint
 WHERE session_id = $1 AND generation = $2::bigint AND ($3::text IS NULL OR tenant = $3)
   AND lease_expires_at_ms > $4::bigint
-RETURNING id, region, pool, generation, lease_expires_at_ms, data
+RETURNING id, region, pool, generation, lease_expires_at_ms, data, labels
 )sql";
 
 inline constexpr char kSessionState[] =
     "SELECT generation, tenant, lease_expires_at_ms FROM containers WHERE session_id = $1";
 
 inline constexpr char kGetSession[] = R"sql(
-SELECT id, region, pool, generation, lease_expires_at_ms, data, tenant
+SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant
 FROM containers WHERE session_id = $1
+)sql";
+
+// A page of live sessions after $1 in session id order (store/sqlite's
+// kListSessions). Filters NULL for any. Ordered by session_id COLLATE "C"
+// (byte order, as SQLite's and the cursor's), which its unique index
+// serves only under the C collation: the planner sorts otherwise.
+//   $1 after $2 now_ms $3 tenant $4 region $5 pool $6 label key $7 label value $8 limit
+inline constexpr char kListSessions[] = R"sql(
+SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, session_id
+FROM containers
+WHERE session_id IS NOT NULL AND session_id COLLATE "C" > $1 AND lease_expires_at_ms > $2::bigint
+  AND ($3::text IS NULL OR tenant = $3) AND ($4::text IS NULL OR region = $4)
+  AND ($5::text IS NULL OR pool = $5)
+  AND ($6::text IS NULL OR (labels IS NOT NULL AND labels::jsonb ->> $6 = $7::text))
+ORDER BY session_id COLLATE "C" LIMIT $8::bigint
+)sql";
+
+// A page of containers after $1 in id order (byte order, as kListSessions).
+//   $1 after $2 region $3 pool $4 status $5 limit
+inline constexpr char kListContainers[] = R"sql(
+SELECT id, region, pool, status, latency_ms, last_heartbeat_ms, generation,
+       CASE WHEN drain_requested THEN 1 ELSE 0 END, data, session_id
+FROM containers
+WHERE id COLLATE "C" > $1 AND ($2::text IS NULL OR region = $2)
+  AND ($3::text IS NULL OR pool = $3) AND ($4::text IS NULL OR status = $4)
+ORDER BY id COLLATE "C" LIMIT $5::bigint
 )sql";
 
 //   $1 now_ms $2 limit

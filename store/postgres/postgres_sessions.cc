@@ -13,13 +13,14 @@
 namespace store {
 namespace {
 
-void ReadSession(const PgResult& r, Session* s) {
-  s->container_id = r.String(0, 0);
-  s->region = r.String(0, 1);
-  s->pool = r.String(0, 2);
-  s->token = r.Int64(0, 3);
-  s->lease_expires_at_ms = r.Int64(0, 4);
-  s->data = r.String(0, 5);
+void ReadSession(const PgResult& r, Session* s, int row = 0) {
+  s->container_id = r.String(row, 0);
+  s->region = r.String(row, 1);
+  s->pool = r.String(row, 2);
+  s->token = r.Int64(row, 3);
+  s->lease_expires_at_ms = r.Int64(row, 4);
+  s->data = r.String(row, 5);
+  s->labels = r.IsNull(row, 6) ? "{}" : r.String(row, 6);
 }
 
 PgStatement FindIdempotentStatement(const ClaimRequest& req, int64_t now) {
@@ -33,7 +34,7 @@ Status FindIdempotent(PgConn* conn, const ClaimRequest& req, int64_t now, Sessio
   RETURN_IF_ERROR(conn->Run(find.sql, find.params, &r));
   if (r.rows() > 0) {
     ReadSession(r, &found->session);
-    found->session.session_id = r.String(0, 6);
+    found->session.session_id = r.String(0, 7);
     found->outcome = Outcome::kReplayed;
   }
   return Status::Ok();
@@ -45,7 +46,8 @@ PgStatement ClaimStatement(const ClaimRequest& req, const std::string& region,
           {P(region), P(req.pool), P(now - policy.dead_after_ms), P(int64_t{policy.candidates}),
            P(session_id), P(req.caller.tenant),
            req.idempotency_key.empty() ? Null() : P(req.idempotency_key), P(now + req.lease_ms),
-           P(now), P(policy.max_sessions_per_tenant)}};
+           P(now), P(policy.max_sessions_per_tenant),
+           req.labels.empty() ? Null() : P(req.labels)}};
 }
 
 // What a claim runs first: the key's lookup, or the claim in its region.
@@ -204,7 +206,7 @@ SessionResult PostgresStorage::GetSession(const Caller& caller, std::string_view
     PgResult r;
     RETURN_IF_ERROR(conn->Run(pgsql::kGetSession, {P(id)}, &r));
     if (r.rows() == 0) return Status::Ok();
-    const StoredSession stored{r.Text(0, 6), r.Int64(0, 4), r.Int64(0, 3)};
+    const StoredSession stored{r.Text(0, 7), r.Int64(0, 4), r.Int64(0, 3)};
     if (auto refused = RefuseSessionRead(caller, id, stored, base::NowMs())) {
       result = std::move(*refused);
     } else {
@@ -224,6 +226,33 @@ Status PostgresStorage::CountTenantSessions(const std::string& tenant, int64_t* 
     PgResult r;
     RETURN_IF_ERROR(conn->Run(pgsql::kCountTenantSessions, {P(tenant)}, &r));
     if (r.rows() > 0) *sessions = r.Int64(0, 0);
+    return Status::Ok();
+  });
+}
+
+Status PostgresStorage::ListSessions(const SessionFilter& filter, const std::string& after,
+                                    int limit, std::vector<Session>* page, bool* more) {
+  page->clear();
+  *more = false;
+  auto or_null = [](const std::string& v) { return v.empty() ? Null() : P(v); };
+  return WithReader([&](PgConn* conn) {
+    PgResult r;
+    RETURN_IF_ERROR(conn->Run(pgsql::kListSessions,
+                              {P(after), P(base::NowMs()), or_null(filter.tenant),
+                               or_null(filter.region), or_null(filter.pool),
+                               or_null(filter.label_key), P(filter.label_value),
+                               P(static_cast<int64_t>(limit) + 1)},
+                              &r));
+    for (int i = 0; i < r.rows(); ++i) {
+      if (i == limit) {
+        *more = true;
+        break;
+      }
+      Session s;
+      ReadSession(r, &s, i);
+      s.session_id = r.String(i, 7);
+      page->push_back(std::move(s));
+    }
     return Status::Ok();
   });
 }

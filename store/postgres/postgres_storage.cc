@@ -215,6 +215,23 @@ void PostgresStorage::Register(std::vector<ContainerSpec> specs, ContainerCallba
       std::move(done));
 }
 
+namespace {
+
+void ReadContainer(const PgResult& r, int row, ContainerInfo* c) {
+  c->id = r.String(row, 0);
+  c->region = r.String(row, 1);
+  c->pool = r.String(row, 2);
+  c->status = r.String(row, 3);
+  c->latency_ms = r.Int64(row, 4);
+  c->last_heartbeat_ms = r.Int64(row, 5);
+  c->generation = r.Int64(row, 6);
+  c->drain_requested = r.Int64(row, 7) != 0;
+  c->data = r.String(row, 8);
+  if (!r.IsNull(row, 9)) c->session_id = r.String(row, 9);
+}
+
+}  // namespace
+
 ContainerResult PostgresStorage::GetContainer(std::string_view id) {
   const std::string key(id);
   ContainerResult result = Failed<ContainerResult>(Outcome::kNotFound, "no container " + key);
@@ -223,21 +240,35 @@ ContainerResult PostgresStorage::GetContainer(std::string_view id) {
     RETURN_IF_ERROR(conn->Run(pgsql::kGetContainer, {P(key)}, &r));
     if (r.rows() == 0) return Status::Ok();
     result = ContainerResult{Outcome::kOk, {}, 0, ""};
-    ContainerInfo& c = result.container;
-    c.id = r.String(0, 0);
-    c.region = r.String(0, 1);
-    c.pool = r.String(0, 2);
-    c.status = r.String(0, 3);
-    c.latency_ms = r.Int64(0, 4);
-    c.last_heartbeat_ms = r.Int64(0, 5);
-    c.generation = r.Int64(0, 6);
-    c.drain_requested = r.Int64(0, 7) != 0;
-    c.data = r.String(0, 8);
-    if (!r.IsNull(0, 9)) c.session_id = r.String(0, 9);
+    ReadContainer(r, 0, &result.container);
     return Status::Ok();
   });
   if (!s.ok()) return Failed<ContainerResult>(OutcomeOfError(s), s.ToString());
   return result;
+}
+
+Status PostgresStorage::ListContainers(const ContainerFilter& filter, const std::string& after,
+                                      int limit, std::vector<ContainerInfo>* page, bool* more) {
+  page->clear();
+  *more = false;
+  auto or_null = [](const std::string& v) { return v.empty() ? Null() : P(v); };
+  return WithReader([&](PgConn* conn) {
+    PgResult r;
+    RETURN_IF_ERROR(conn->Run(pgsql::kListContainers,
+                              {P(after), or_null(filter.region), or_null(filter.pool),
+                               or_null(filter.status), P(static_cast<int64_t>(limit) + 1)},
+                              &r));
+    for (int i = 0; i < r.rows(); ++i) {
+      if (i == limit) {
+        *more = true;
+        break;
+      }
+      ContainerInfo c;
+      ReadContainer(r, i, &c);
+      page->push_back(std::move(c));
+    }
+    return Status::Ok();
+  });
 }
 
 void PostgresStorage::Drain(std::string id, ContainerCallback done) {

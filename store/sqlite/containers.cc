@@ -227,6 +227,38 @@ ContainerResult SqliteStorage::GetContainer(std::string_view id) {
   return NoContainer(key);
 }
 
+Status SqliteStorage::ListContainers(const ContainerFilter& filter, const std::string& after,
+                                    int limit, std::vector<ContainerInfo>* page, bool* more) {
+  page->clear();
+  *more = false;
+  for (Shard* shard : shards_) {  // limit + 1 from each, merged (ListSessions says why)
+    RETURN_IF_ERROR(shard->reads->With([&](Db* db) {
+      StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kListContainers, &q));
+      q->Bind(1, after);
+      BindOrNull(&*q, 2, filter.region);
+      BindOrNull(&*q, 3, filter.pool);
+      BindOrNull(&*q, 4, filter.status);
+      q->Bind(5, static_cast<int64_t>(limit) + 1);
+      for (;;) {
+        bool row = false;
+        RETURN_IF_ERROR(q->Step(&row));
+        if (!row) return Status::Ok();
+        ContainerInfo c;
+        ReadContainerRow(*q, &c);
+        page->push_back(std::move(c));
+      }
+    }));
+  }
+  std::sort(page->begin(), page->end(),
+            [](const ContainerInfo& a, const ContainerInfo& b) { return a.id < b.id; });
+  if (page->size() > static_cast<size_t>(limit)) {
+    page->resize(static_cast<size_t>(limit));
+    *more = true;
+  }
+  return Status::Ok();
+}
+
 Shard* SqliteStorage::ShardOrAnswer(const std::string& id, ContainerCallback* done) {
   if (map_.shards() == 1) return shards_[0];
   int shard = -1;

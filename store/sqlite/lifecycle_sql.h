@@ -6,7 +6,7 @@
 // read at a glance and each transition is written once. Keywords in
 // capitals, `?N` placeholders. A statement that returns a session returns
 // its columns in the order ReadSessionRow (sqlite/rows.h) reads them: id,
-// region, pool, generation, lease_expires_at_ms, data.
+// region, pool, generation, lease_expires_at_ms, data, labels.
 
 // How a session ends, in SET-clause fragments shared by every statement that
 // ends one (release, lease expiry, death), spliced in by string-literal
@@ -20,7 +20,7 @@
 // Forgets the session and the requests that waited for its end.
 #define EDGEALLOC_SQL_END_SESSION                                                        \
   "drain_requested = 0, dead_reported = 0, session_id = NULL, tenant = NULL, "          \
-  "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL"
+  "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL"
 
 namespace store::sql {
 
@@ -34,6 +34,7 @@ namespace store::sql {
 // past it. No row returned: nothing fitted, or the quota was reached.
 //   ?1 region ?2 pool ?3 healthy_since_ms ?4 K ?5 session_id ?6 tenant
 //   ?7 idempotency_key (or NULL) ?8 lease_expires_at_ms ?9 now_ms ?10 quota (-1: none)
+//   ?11 labels (a JSON object's text, or NULL)
 inline constexpr char kClaim[] = R"sql(
 WITH candidate_pool AS (
   SELECT id FROM containers
@@ -42,11 +43,11 @@ WITH candidate_pool AS (
   LIMIT ?4)
 UPDATE containers
 SET status = 'picked', generation = generation + 1, session_id = ?5, tenant = ?6,
-    idempotency_key = ?7, lease_expires_at_ms = ?8, claimed_at_ms = ?9
+    idempotency_key = ?7, lease_expires_at_ms = ?8, claimed_at_ms = ?9, labels = ?11
 WHERE id = (SELECT id FROM candidate_pool ORDER BY RANDOM() LIMIT 1)
   AND (?10 < 0 OR (SELECT COUNT(*) FROM containers
                    WHERE session_id IS NOT NULL AND tenant = ?6) < ?10)
-RETURNING id, region, pool, generation, lease_expires_at_ms, data
+RETURNING id, region, pool, generation, lease_expires_at_ms, data, labels
 )sql";
 
 // How many sessions a tenant holds in this shard (to tell quota from
@@ -59,7 +60,7 @@ SELECT COUNT(*) FROM containers WHERE session_id IS NOT NULL AND tenant = ?1
 // lease is over is not replayed, even before the reaper has freed it.
 //   ?1 tenant ?2 key ?3 now_ms
 inline constexpr char kFindIdempotent[] = R"sql(
-SELECT id, region, pool, generation, lease_expires_at_ms, data, session_id
+SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, session_id
 FROM containers
 WHERE tenant = ?1 AND idempotency_key = ?2 AND session_id IS NOT NULL
   AND lease_expires_at_ms > ?3
@@ -97,7 +98,7 @@ UPDATE containers
 SET lease_expires_at_ms = ?5
 WHERE session_id = ?1 AND generation = ?2 AND (?3 IS NULL OR tenant = ?3)
   AND lease_expires_at_ms > ?4
-RETURNING id, region, pool, generation, lease_expires_at_ms, data
+RETURNING id, region, pool, generation, lease_expires_at_ms, data, labels
 )sql";
 
 // What a failed CAS found, to tell not_found, forbidden and stale_token apart.
@@ -106,8 +107,22 @@ SELECT generation, tenant, lease_expires_at_ms FROM containers WHERE session_id 
 )sql";
 
 inline constexpr char kGetSession[] = R"sql(
-SELECT id, region, pool, generation, lease_expires_at_ms, data, tenant
+SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant
 FROM containers WHERE session_id = ?1
+)sql";
+
+// A page of live sessions in session id order, after ?1 (keyset pagination:
+// a page never repeats or skips a session that lives through the listing,
+// whatever is claimed or released meanwhile). Filters are NULL for any; a
+// label is one key (?6) and its value (?7). The session_id index walks it.
+//   ?1 after ?2 now_ms ?3 tenant ?4 region ?5 pool ?6 label key ?7 label value ?8 limit
+inline constexpr char kListSessions[] = R"sql(
+SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, session_id
+FROM containers
+WHERE session_id IS NOT NULL AND session_id > ?1 AND lease_expires_at_ms > ?2
+  AND (?3 IS NULL OR tenant = ?3) AND (?4 IS NULL OR region = ?4) AND (?5 IS NULL OR pool = ?5)
+  AND (?6 IS NULL OR EXISTS (SELECT 1 FROM json_each(labels) WHERE key = ?6 AND value = ?7))
+ORDER BY session_id LIMIT ?8
 )sql";
 
 // Is there any expired lease? A cheap read before a sweep is queued.
@@ -156,6 +171,18 @@ inline constexpr char kGetContainer[] = R"sql(
 SELECT id, region, pool, status, latency_ms, last_heartbeat_ms, generation,
        drain_requested, data, session_id
 FROM containers WHERE id = ?1
+)sql";
+
+// A page of containers in id order, after ?1 (keyset pagination, as
+// kListSessions). Filters NULL for any.
+//   ?1 after ?2 region ?3 pool ?4 status ?5 limit
+inline constexpr char kListContainers[] = R"sql(
+SELECT id, region, pool, status, latency_ms, last_heartbeat_ms, generation,
+       drain_requested, data, session_id
+FROM containers
+WHERE id > ?1 AND (?2 IS NULL OR region = ?2) AND (?3 IS NULL OR pool = ?3)
+  AND (?4 IS NULL OR status = ?4)
+ORDER BY id LIMIT ?5
 )sql";
 
 // Does this shard hold the container? (A heartbeat carries no region, and a

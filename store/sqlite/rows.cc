@@ -9,6 +9,7 @@ void ReadSessionRow(const Statement& q, Session* s) {
   s->token = q.ColumnInt64(3);
   s->lease_expires_at_ms = q.ColumnInt64(4);
   s->data = q.ColumnString(5);
+  s->labels = q.ColumnIsNull(6) ? "{}" : q.ColumnString(6);
 }
 
 void ReadContainerRow(const Statement& q, ContainerInfo* c) {
@@ -22,6 +23,14 @@ void ReadContainerRow(const Statement& q, ContainerInfo* c) {
   c->drain_requested = q.ColumnInt64(7) != 0;
   c->data = q.ColumnString(8);
   if (!q.ColumnIsNull(9)) c->session_id = q.ColumnString(9);
+}
+
+void BindOrNull(Statement* q, int index, const std::string& value) {
+  if (value.empty()) {
+    q->BindNull(index);
+  } else {
+    q->Bind(index, value);
+  }
 }
 
 }  // namespace store

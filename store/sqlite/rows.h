@@ -10,6 +10,8 @@ namespace store {
 // pool, generation, lease_expires_at_ms, data), into *s; the session id is
 // not among them and is left as it is.
 void ReadSessionRow(const Statement& q, Session* s);
+// Binds `value`, or NULL when it is empty (a filter that matches anything).
+void BindOrNull(Statement* q, int index, const std::string& value);
 
 // Reads a kGetContainer row into *c.
 void ReadContainerRow(const Statement& q, ContainerInfo* c);

@@ -125,16 +125,24 @@ BEGIN
 END;
 )sql";
 
+// Version 5: a session's labels (API 1.1 claim `labels`), a JSON object's
+// text, set by the claim and cleared when the session ends. In no index: the
+// label filter of a session list reads it from the rows the list walks.
+constexpr char kSchemaV5[] = R"sql(
+ALTER TABLE containers ADD COLUMN labels TEXT;
+)sql";
+
 Status RunStep(Db* db, int to_version) {
   switch (to_version) {
     case 1: return db->Exec(kSchemaV1);
     case 2: return db->Exec(kSchemaV2);
     case 3: return RewriteStatusCheck(db);
     case 4: return db->Exec(kSchemaV4);
+    case 5: return db->Exec(kSchemaV5);
   }
   return Status::InvalidArgument("no migration step to version " + std::to_string(to_version));
 }
-static_assert(kSchemaVersion == 4, "add the new version's case to RunStep");
+static_assert(kSchemaVersion == 5, "add the new version's case to RunStep");
 
 Status ReadCompatibleVersion(Db* db, int* version) {
   *version = 0;

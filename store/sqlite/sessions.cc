@@ -40,7 +40,7 @@ Status FindIdempotent(Db* db, const ClaimRequest& req, int64_t now_ms, SessionRe
   RETURN_IF_ERROR(q->Step(&row));
   if (row) {
     ReadSessionRow(*q, &found->session);
-    found->session.session_id = q->ColumnString(6);
+    found->session.session_id = q->ColumnString(7);
     found->outcome = Outcome::kReplayed;
   }
   return Status::Ok();
@@ -143,6 +143,11 @@ class SqliteStorage::ClaimJob : public WriteJob {
     claim->Bind(8, now + req.lease_ms);
     claim->Bind(9, now);
     claim->Bind(10, quota_);
+    if (req.labels.empty()) {
+      claim->BindNull(11);
+    } else {
+      claim->Bind(11, req.labels);
+    }
     RETURN_IF_ERROR(claim->Step(claimed));
     if (!*claimed) return Status::Ok();
     ReadSessionRow(*claim, &result_.session);
@@ -309,7 +314,7 @@ SessionResult SqliteStorage::GetSession(const Caller& caller, std::string_view s
     bool row = false;
     RETURN_IF_ERROR(q->Step(&row));
     if (!row) return Status::Ok();
-    const StoredSession stored{q->ColumnText(6), q->ColumnInt64(4), q->ColumnInt64(3)};
+    const StoredSession stored{q->ColumnText(7), q->ColumnInt64(4), q->ColumnInt64(3)};
     if (auto refused = RefuseSessionRead(caller, id, stored, base::NowMs())) {
       result = std::move(*refused);
     } else {
@@ -321,6 +326,45 @@ SessionResult SqliteStorage::GetSession(const Caller& caller, std::string_view s
   });
   if (!s.ok()) return Failed<SessionResult>(OutcomeOfError(s), s.ToString());
   return result;
+}
+
+Status SqliteStorage::ListSessions(const SessionFilter& filter, const std::string& after,
+                                  int limit, std::vector<Session>* page, bool* more) {
+  page->clear();
+  *more = false;
+  const int64_t now = base::NowMs();
+  // limit + 1 from each shard, merged: the first limit of them in id order
+  // are the page, and one more says there is a next.
+  for (Shard* shard : shards_) {
+    RETURN_IF_ERROR(shard->reads->With([&](Db* db) {
+      StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kListSessions, &q));
+      q->Bind(1, after);
+      q->Bind(2, now);
+      BindOrNull(&*q, 3, filter.tenant);
+      BindOrNull(&*q, 4, filter.region);
+      BindOrNull(&*q, 5, filter.pool);
+      BindOrNull(&*q, 6, filter.label_key);
+      q->Bind(7, filter.label_value);
+      q->Bind(8, static_cast<int64_t>(limit) + 1);
+      for (;;) {
+        bool row = false;
+        RETURN_IF_ERROR(q->Step(&row));
+        if (!row) return Status::Ok();
+        Session s;
+        ReadSessionRow(*q, &s);
+        s.session_id = q->ColumnString(7);
+        page->push_back(std::move(s));
+      }
+    }));
+  }
+  std::sort(page->begin(), page->end(),
+            [](const Session& a, const Session& b) { return a.session_id < b.session_id; });
+  if (page->size() > static_cast<size_t>(limit)) {
+    page->resize(static_cast<size_t>(limit));
+    *more = true;
+  }
+  return Status::Ok();
 }
 
 }  // namespace store

@@ -42,12 +42,16 @@ class SqliteStorage : public Storage {
   void Renew(const Caller& caller, std::string session_id, int64_t token, int64_t lease_ms,
              SessionCallback done) override;
   SessionResult GetSession(const Caller& caller, std::string_view session_id) override;
+  Status ListSessions(const SessionFilter& filter, const std::string& after, int limit,
+                      std::vector<Session>* page, bool* more) override;
   Status CountTenantSessions(const std::string& tenant, int64_t* sessions) override {
     return SessionsElsewhere(tenant, /*shard=*/-1, sessions);  // -1: no shard left out
   }
 
   void Register(std::vector<ContainerSpec> specs, ContainerCallback done) override;
   ContainerResult GetContainer(std::string_view id) override;
+  Status ListContainers(const ContainerFilter& filter, const std::string& after, int limit,
+                        std::vector<ContainerInfo>* page, bool* more) override;
   void Drain(std::string id, ContainerCallback done) override;
   void Remove(std::string id, ContainerCallback done) override;
 

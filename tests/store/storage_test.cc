@@ -94,7 +94,7 @@ TEST_CASE("storage: claim, read, renew and release are compare-and-swaps on the 
   CHECK(again.session.token > c.session.token);
 }
 
-TEST_CASE("storage: an idempotent retry is the same session; a quota holds; fallbacks are tried") {
+TEST_CASE("storage: an idempotent retry is the same session, a quota holds, fallbacks are tried") {
   const std::string engine = GENERATE(as<std::string>{}, "sqlite", "postgres");
   store::ClaimPolicy policy;
   policy.max_sessions_per_tenant = 1;
@@ -366,4 +366,208 @@ TEST_CASE("storage: CountTenantSessions counts what the quota counts, committed,
   REQUIRE(released.get_future().get().outcome == Outcome::kOk);
   REQUIRE(e->CountTenantSessions("t1", &n).ok());
   CHECK(n == 1);
+}
+
+namespace {
+
+store::SessionResult ClaimLabelled(store::Storage* s, const std::string& region,
+                                   const std::string& tenant, const std::string& labels) {
+  store::ClaimRequest req;
+  req.caller.tenant = tenant;
+  req.region = region;
+  req.pool = "p";
+  req.lease_ms = 60000;
+  req.labels = labels;
+  return Await<store::SessionResult>([&](auto cb) { s->Claim(std::move(req), cb); });
+}
+
+// Every session of the filter, page by page (limit a page), checking each
+// page is in key order and continues after the previous one.
+std::vector<store::Session> AllSessions(store::Storage* s, const store::SessionFilter& filter,
+                                        int limit, int* pages) {
+  std::vector<store::Session> all;
+  std::string after;
+  *pages = 0;
+  for (;;) {
+    std::vector<store::Session> page;
+    bool more = false;
+    store::Status st = s->ListSessions(filter, after, limit, &page, &more);
+    INFO(st.ToString());
+    REQUIRE(st.ok());
+    REQUIRE(page.size() <= static_cast<size_t>(limit));
+    ++*pages;
+    for (const auto& session : page) {
+      CHECK(session.session_id > after);
+      after = session.session_id;
+      all.push_back(session);
+    }
+    if (!more) return all;
+    REQUIRE(page.size() == static_cast<size_t>(limit));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("storage: labels are stored with the session, returned by every read, gone when it ends") {
+  Engine e(EDGEALLOC_ENGINES);
+  Register(e.storage.get(), {"c1"});
+  const std::string labels = R"({"owner":"ci-42","team":"edge"})";
+  auto c = ClaimLabelled(e.storage.get(), "weur", "t1", labels);
+  REQUIRE(c.outcome == Outcome::kOk);
+  CHECK(c.session.labels == labels);
+  CHECK(e->GetSession(Tenant("t1"), c.session.session_id).session.labels == labels);
+  auto renewed = Await<store::SessionResult>([&](auto cb) {
+    e->Renew(Tenant("t1"), c.session.session_id, c.session.token, 120000, cb);
+  });
+  CHECK(renewed.session.labels == labels);
+  auto released = Await<store::SessionResult>([&](auto cb) {
+    e->Release(Tenant("t1"), c.session.session_id, c.session.token, cb);
+  });
+  REQUIRE(released.outcome == Outcome::kOk);
+  // The container's next session has none of them.
+  auto next = Claim(e.storage.get(), "weur");
+  REQUIRE(next.outcome == Outcome::kOk);
+  CHECK(next.session.labels == "{}");
+  CHECK(e->GetSession(Tenant("t1"), next.session.session_id).session.labels == "{}");
+}
+
+TEST_CASE("storage: an idempotent replay returns the first claim's labels") {
+  Engine e(EDGEALLOC_ENGINES);
+  Register(e.storage.get(), {"c1", "c2"});
+  store::ClaimRequest req;
+  req.caller.tenant = "t1";
+  req.region = "weur";
+  req.pool = "p";
+  req.lease_ms = 60000;
+  req.idempotency_key = "k";
+  req.labels = R"({"run":"1"})";
+  auto first = Await<store::SessionResult>([&](auto cb) { e->Claim(req, cb); });
+  REQUIRE(first.outcome == Outcome::kOk);
+  req.labels = R"({"run":"2"})";
+  auto replay = Await<store::SessionResult>([&](auto cb) { e->Claim(req, cb); });
+  REQUIRE(Name(replay.outcome) == "replayed");
+  CHECK(replay.session.labels == R"({"run":"1"})");
+}
+
+TEST_CASE("storage: session lists page in id order, filter, and hold each lasting session once "
+          "under concurrent claims and releases") {
+  Engine e(GENERATE(as<std::string>{}, "sqlite", "sqlite-sharded", "postgres"));
+  const std::vector<std::string> regions = {"weur", "eeur", "wnam", "apac"};
+  for (const auto& region : regions) {
+    std::vector<std::string> ids;
+    for (int i = 0; i < 20; ++i) ids.push_back(region + "-" + std::to_string(i));
+    Register(e.storage.get(), ids, region);
+  }
+  // 40 sessions that last through the listing: 10 a region, tenants and
+  // labels alternating.
+  std::set<std::string> lasting, of_t1, labelled_a, in_weur;
+  for (int i = 0; i < 40; ++i) {
+    const std::string& region = regions[static_cast<size_t>(i % 4)];
+    const std::string tenant = i % 2 == 0 ? "t1" : "t2";
+    const std::string owner = i % 3 == 0 ? "a" : "b";
+    auto c = ClaimLabelled(e.storage.get(), region, tenant, R"({"owner":")" + owner + R"("})");
+    REQUIRE(c.outcome == Outcome::kOk);
+    lasting.insert(c.session.session_id);
+    if (tenant == "t1") of_t1.insert(c.session.session_id);
+    if (owner == "a") labelled_a.insert(c.session.session_id);
+    if (region == "weur") in_weur.insert(c.session.session_id);
+  }
+
+  // Meanwhile other sessions come and go on the 40 containers left.
+  std::atomic<bool> stop{false};
+  std::atomic<int> churned{0};
+  std::thread churn([&] {
+    int i = 0;
+    while (!stop.load()) {
+      auto c = Claim(e.storage.get(), regions[static_cast<size_t>(i++ % 4)], "t3");
+      if (c.outcome != Outcome::kOk) continue;
+      Await<store::SessionResult>([&](auto cb) {
+        e->Release(Tenant("t3"), c.session.session_id, c.session.token, cb);
+      });
+      churned.fetch_add(1);
+    }
+  });
+  int pages = 0;
+  std::multiset<std::string> seen;
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& s : AllSessions(e.storage.get(), {}, 7, &pages)) seen.insert(s.session_id);
+  }
+  stop = true;
+  churn.join();
+  INFO(churned.load() << " sessions came and went during the listing");
+  for (const auto& id : lasting) {
+    INFO(id);
+    CHECK(seen.count(id) == 3);  // once in each of the three listings
+  }
+  CHECK(pages >= 6);  // 40 lasting sessions, 7 a page: several pages each time
+
+  auto ids = [](const std::vector<store::Session>& v) {
+    std::set<std::string> out;
+    for (const auto& s : v) out.insert(s.session_id);
+    return out;
+  };
+  store::SessionFilter by_tenant;
+  by_tenant.tenant = "t1";
+  CHECK(ids(AllSessions(e.storage.get(), by_tenant, 3, &pages)) == of_t1);
+  store::SessionFilter by_label;
+  by_label.label_key = "owner";
+  by_label.label_value = "a";
+  auto labelled = AllSessions(e.storage.get(), by_label, 100, &pages);
+  CHECK(ids(labelled) == labelled_a);
+  CHECK(pages == 1);
+  for (const auto& s : labelled) CHECK(s.labels == R"({"owner":"a"})");
+  store::SessionFilter by_region;
+  by_region.region = "weur";
+  by_region.pool = "p";
+  CHECK(ids(AllSessions(e.storage.get(), by_region, 4, &pages)) == in_weur);
+  store::SessionFilter no_such;
+  no_such.label_key = "owner";
+  no_such.label_value = "c";
+  CHECK(AllSessions(e.storage.get(), no_such, 10, &pages).empty());
+}
+
+TEST_CASE("storage: container lists page in id order, filter, and list every container once") {
+  Engine e(GENERATE(as<std::string>{}, "sqlite", "sqlite-sharded", "postgres"));
+  const std::vector<std::string> regions = {"weur", "eeur", "wnam"};
+  std::set<std::string> registered;
+  for (const auto& region : regions) {
+    std::vector<std::string> ids;
+    for (int i = 0; i < 15; ++i) ids.push_back(region + "-" + std::to_string(i));
+    Register(e.storage.get(), ids, region);
+    registered.insert(ids.begin(), ids.end());
+  }
+  for (int i = 0; i < 5; ++i) REQUIRE(Claim(e.storage.get(), "eeur").outcome == Outcome::kOk);
+
+  auto list = [&](const store::ContainerFilter& filter, int limit) {
+    std::vector<store::ContainerInfo> all;
+    std::string after;
+    for (;;) {
+      std::vector<store::ContainerInfo> page;
+      bool more = false;
+      REQUIRE(e->ListContainers(filter, after, limit, &page, &more).ok());
+      for (const auto& c : page) {
+        CHECK(c.id > after);
+        after = c.id;
+        all.push_back(c);
+      }
+      if (!more) return all;
+    }
+  };
+  std::set<std::string> listed;
+  for (const auto& c : list({}, 8)) CHECK(listed.insert(c.id).second);
+  CHECK(listed == registered);
+  store::ContainerFilter picked;
+  picked.status = "picked";
+  auto held = list(picked, 2);
+  CHECK(held.size() == 5);
+  for (const auto& c : held) {
+    CHECK(c.region == "eeur");
+    CHECK(c.session_id.has_value());
+  }
+  store::ContainerFilter weur;
+  weur.region = "weur";
+  weur.pool = "p";
+  CHECK(list(weur, 100).size() == 15);
+  weur.pool = "other";
+  CHECK(list(weur, 100).empty());
 }

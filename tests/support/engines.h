@@ -26,14 +26,16 @@ inline PgServer& SharedPg() {
 }
 
 struct Engine {
-  std::string engine;  // "sqlite" or "postgres"
+  // "sqlite", "postgres", or "sqlite-sharded" (SQLite in 3 shard files, for
+  // what must merge across partitions).
+  std::string engine;
   testing::TempDir dir;
   std::string db;
   std::unique_ptr<store::Storage> storage;
 
   Engine(const std::string& engine_name, store::ClaimPolicy policy = {}, int pg_writers = 4)
       : engine(engine_name), pg_writers_(pg_writers) {
-    db = engine == "sqlite" ? dir.File("pool.db") : SharedPg().NewDatabaseUri();
+    db = engine == "postgres" ? SharedPg().NewDatabaseUri() : dir.File("pool.db");
     storage = Open(policy);
   }
   // Another node on the same database.
@@ -44,6 +46,7 @@ struct Engine {
     options.policy = policy;
     options.program = "edgealloc test";
     options.pg_writers = pg_writers_;
+    if (engine == "sqlite-sharded") options.shards = 3;
     std::unique_ptr<store::Storage> s;
     store::Status st = store::OpenStorage(options, &s);
     INFO(st.ToString());

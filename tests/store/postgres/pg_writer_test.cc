@@ -28,7 +28,7 @@ class SqlJob : public store::PgJob {
 
 }  // namespace
 
-TEST_CASE("pg_writer: a failing job in a group is undone alone; the others commit") {
+TEST_CASE("pg_writer: a failing job in a group is undone alone, the others commit") {
   testing::PgServer server;
   const std::string uri = server.NewDatabaseUri();
   testing::PgServer::Query(uri, "CREATE TABLE t (v int PRIMARY KEY)");

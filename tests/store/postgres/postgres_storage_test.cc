@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "store/postgres/lane.h"
+#include "store/postgres/lifecycle_sql.h"
 #include "tests/support/pg_server.h"
 
 namespace {
@@ -43,7 +44,7 @@ TEST_CASE("postgres_storage: LaneHash is FNV-1a of the id, 31 bits") {
   CHECK(store::LaneOf("foobar", 4) == static_cast<int>((0xbf9cf968u & 0x7fffffff) % 4));
 }
 
-TEST_CASE("postgres_storage: each writer is a partition; ids spread over them by LaneOf") {
+TEST_CASE("postgres_storage: each writer is a partition, ids spread over them by LaneOf") {
   testing::PgServer server;
   auto storage = Open(server.NewDatabaseUri(), 4);
   REQUIRE(storage->partitions() == 4);
@@ -61,7 +62,7 @@ TEST_CASE("postgres_storage: each writer is a partition; ids spread over them by
 // A database a version 1 node made has lane_hash 0 on every row (the
 // column's default): opening it with version 2 sets each row's hash, so the
 // partitions' sweeps cover every container again.
-TEST_CASE("postgres_storage: migrating from schema version 1 hashes the existing rows") {
+TEST_CASE("postgres_storage: migrating from schema version 1 hashes the existing rows, to the current version") {
   testing::PgServer server;
   const std::string uri = server.NewDatabaseUri();
   std::vector<std::string> ids;
@@ -73,9 +74,34 @@ TEST_CASE("postgres_storage: migrating from schema version 1 hashes the existing
   testing::PgServer::Query(uri, "UPDATE containers SET lane_hash = 0");
   testing::PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '1' WHERE key = 'schema_version'");
   auto storage = Open(uri, 2);
-  CHECK(testing::PgServer::Query(uri, "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'") == "2");
+  CHECK(testing::PgServer::Query(uri, "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'") ==
+        std::to_string(store::pgsql::kSchemaVersion));
   for (const std::string& id : ids) {
     CHECK(testing::PgServer::Query(uri, "SELECT lane_hash FROM containers WHERE id = '" + id + "'") ==
           std::to_string(store::LaneHash(id)));
   }
+}
+
+TEST_CASE("postgres_storage: version 3 adds labels to a version 2 database, and an older node refuses a newer one") {
+  testing::PgServer server;
+  const std::string uri = server.NewDatabaseUri();
+  {
+    auto storage = Open(uri, 1);
+    Register(storage.get(), {"v2-1"});
+  }
+  // As a version 2 node left it: no labels column.
+  testing::PgServer::Query(uri, "ALTER TABLE containers DROP COLUMN labels");
+  testing::PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '2' WHERE key = 'schema_version'");
+  {
+    auto storage = Open(uri, 1);
+    CHECK(testing::PgServer::Query(uri, "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'") == "3");
+    CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM containers WHERE labels IS NULL") == "1");
+  }
+  testing::PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '4' WHERE key = 'schema_version'");
+  store::StorageOptions options;
+  options.db = uri;
+  std::unique_ptr<store::PostgresStorage> refused;
+  const store::Status s = store::PostgresStorage::Open(options, &refused);
+  CHECK_FALSE(s.ok());
+  CHECK(s.ToString().find("upgrade edgealloc") != std::string::npos);
 }

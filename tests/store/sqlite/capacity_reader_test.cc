@@ -27,7 +27,7 @@ TEST_CASE("capacity reader: the count is read from the covering index, not the t
   CHECK(details.find("COVERING INDEX containers_counts") != std::string::npos);
 }
 
-TEST_CASE("capacity reader: counts by region, pool and status; unchanged until a commit") {
+TEST_CASE("capacity reader: counts by region, pool and status, unchanged until a commit") {
   testing::TempDir dir;
   store::ShardMap map(dir.File("pool.db"), 1);
   std::unique_ptr<store::Db> db;

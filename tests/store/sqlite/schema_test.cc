@@ -150,6 +150,22 @@ TEST_CASE("schema: version 4 keeps the highest generation of deleted rows as the
   CHECK(db->Exec("INSERT INTO token_floor (only_row, generation) VALUES (2, 0)").IsConflict());
 }
 
+TEST_CASE("schema: version 5 adds a session's labels to a version 4 file, rows kept") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::MigrateTo(db.get(), 4).ok());
+  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
+                   "generation, session_id, tenant, lease_expires_at_ms) VALUES ('c-1', 'weur', "
+                   "'chrome', 'picked', 1000, 7, 's_1', 't1', 99)")
+              .ok());
+  REQUIRE(store::Migrate(db.get()).ok());
+  CHECK(Version(db.get()) == 5);
+  // The session of the older binary lives on, with no labels.
+  CHECK(QueryText(db.get(), "SELECT session_id FROM containers WHERE labels IS NULL") == "s_1");
+  // A version 4 binary would leave labels behind: it may not open the file.
+  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "5");
+}
+
 TEST_CASE("schema: migrating a current file again changes nothing") {
   testing::TempDir dir;
   auto db = OpenOrDie(dir.File("a.db"));
