@@ -3,7 +3,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
+#include <memory>
+#include <vector>
 #include <string>
 #include <utility>
 #include <string_view>
@@ -21,7 +25,17 @@ struct AllocatorOptions {
   int reaper_interval_ms = 100;      // how often expired leases are swept
   int reaper_batch_rows = 256;       // sessions one sweep transaction ends at most
   int max_sweeps_per_reap = 8;       // sweeps of one partition a reap runs at most
+  // Claims that may wait (wait_ms) for one pool at once; past it a waiting
+  // claim is refused as kOverloaded.
+  int max_waiters_per_pool = 1000;
+  // How often the first waiter of each pool tries again when nothing woke
+  // it: what frees a container without passing through this Allocator (a
+  // heartbeat, a registration, another node's release) is found this late.
+  int wait_retry_ms = 100;
 };
+
+// The longest a claim may wait for a container (API 1.1: 0 to 30000 ms).
+inline constexpr int64_t kMaxClaimWaitMs = 30000;
 
 // Claims of one pool (the dashboard's per-pool rates): ok where a session was
 // made (a fallback region's pool when it served), no_capacity where asked.
@@ -41,6 +55,12 @@ struct AllocatorStats {
   std::atomic<uint64_t> claims_ok{0}, claims_replayed{0}, claims_no_capacity{0},
       claims_quota{0}, claims_error{0}, releases{0}, renewals{0}, stale_tokens{0},
       lease_expiries{0};
+  // Claims that waited (wait_ms): served after waiting, out of time, refused
+  // for a full queue, and given up by their client (a session claimed for
+  // one of those is released at once).
+  std::atomic<uint64_t> waits_served{0}, waits_timed_out{0}, waits_refused{0},
+      waits_abandoned{0};
+  std::atomic<int64_t> waiting{0};  // claims waiting now
 };
 
 // The Allocator is the session side of the service (docs/design.md): claim,
@@ -59,7 +79,8 @@ class Allocator {
   Allocator& operator=(const Allocator&) = delete;
   ~Allocator();
 
-  // Starts and stops the lease reaper thread.
+  // Starts and stops the lease reaper thread and the thread that serves
+  // waiting claims (Stop answers every waiter no_capacity).
   void Start();
   void Stop();
 
@@ -67,7 +88,16 @@ class Allocator {
   // when req.lease_ms is 0. kOk, kReplayed, kNoCapacity, kQuotaExceeded,
   // kOverloaded or kError, each with a message for people when not kOk.
   // REQUIRES: req.lease_ms in [0, max_lease_ms]; fields validated.
-  void Claim(store::ClaimRequest req, store::SessionCallback done);
+  //
+  // With req.wait_ms > 0, a claim that finds nothing waits up to that long,
+  // first come first served among the claims waiting for its region and
+  // pool: the first of them claims again when a release through this
+  // Allocator (or an expiry) may have freed one, and every wait_retry_ms
+  // anyway. `abandoned`, when set, tells whether the client went away: a
+  // waiter it says so of is answered at once and claims nothing (a session
+  // it got in the meantime is released). At most max_waiters_per_pool wait.
+  void Claim(store::ClaimRequest req, store::SessionCallback done,
+             std::function<bool()> abandoned = {});
   // Storage::Release and Storage::Renew (lease_ms 0: the default), counted.
   void Release(const store::Caller& caller, std::string session_id, int64_t token,
                store::SessionCallback done);
@@ -83,6 +113,9 @@ class Allocator {
     int64_t sessions = 0;
   };
   store::Status Limits(const std::string& tenant, TenantLimits* out);
+  // A page of live sessions (Storage::ListSessions), on the calling thread.
+  store::Status ListSessions(const store::SessionFilter& filter, const std::string& after,
+                             int limit, std::vector<store::Session>* page, bool* more);
 
   // Ends the sessions of every partition whose lease is over, in bounded
   // sweeps; returns how many. The reaper thread calls this; tests may too.
@@ -106,11 +139,41 @@ class Allocator {
   void CountPoolClaim(const std::string& region, const std::string& pool, bool ok);
   void ReaperLoop();
 
+  // A claim waiting for capacity.
+  struct Waiter {
+    store::ClaimRequest req;
+    store::SessionCallback done;
+    std::function<bool()> abandoned;
+    int64_t started_ms = 0;
+    int64_t deadline_ms = 0;
+    bool in_flight = false;  // its claim is with the storage now
+  };
+  using WaiterPtr = std::shared_ptr<Waiter>;
+  // Queues a claim that found nothing, or answers it (a full queue).
+  void Enqueue(WaiterPtr w);
+  // The storage's answer to a waiter's claim (a writer thread).
+  void OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r);
+  // Answers a waiter that leaves the queue without a session.
+  void AnswerWaiter(const WaiterPtr& w, store::Outcome outcome, std::string message);
+  bool Abandoned(const Waiter& w) const { return w.abandoned && w.abandoned(); }
+  // Wakes the waiters' thread: capacity may have come back.
+  void WakeWaiters();
+  void WaiterLoop();
+
   store::Storage* const storage_;
   const AllocatorOptions options_;
   AllocatorStats stats_;
   mutable base::Mutex pool_claims_mu_;
   std::map<PoolKey, PoolClaimCounts> pool_claims_ GUARDED_BY(pool_claims_mu_);
+
+  base::Mutex wait_mu_;
+  base::CondVar wait_cv_;
+  std::map<PoolKey, std::deque<WaiterPtr>> waiters_ GUARDED_BY(wait_mu_);
+  std::vector<store::Session> to_release_ GUARDED_BY(wait_mu_);  // abandoned waiters' sessions
+  bool wake_ GUARDED_BY(wait_mu_) = false;
+  bool wait_stop_ GUARDED_BY(wait_mu_) = false;
+  std::atomic<bool> any_waiters_{false};
+  std::thread waiter_thread_;
 
   base::Mutex reaper_mu_;
   base::CondVar reaper_cv_;

@@ -170,6 +170,11 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
       ->envname("EDGEALLOC_MAX_LEASE_MS")
       ->check(InRange(1, kBig, "longest session lease in ms"))
       ->capture_default_str();
+  serve->add_option("--max-claim-waiters", s.max_claim_waiters,
+                    "claims that may wait (wait_ms) for one pool at once; more are 503 overloaded")
+      ->envname("EDGEALLOC_MAX_CLAIM_WAITERS")
+      ->check(InRange(1, 1000000, "claims waiting a pool"))
+      ->capture_default_str();
   serve->add_option("--dead-after-ms", s.dead_after_ms,
                     "a container without a heartbeat this long is dead")
       ->envname("EDGEALLOC_DEAD_AFTER_MS")

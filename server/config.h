@@ -25,6 +25,7 @@ struct ServeConfig {
   store::Sync sync = store::Sync::kFull;
   int64_t default_lease_ms = 60000;  // --lease-ms: a claim or renew that names none
   int64_t max_lease_ms = 3600000;
+  int max_claim_waiters = 1000;    // claims waiting (wait_ms) for one pool at once
   int64_t dead_after_ms = 30000;
   int batch_max = 100;             // heartbeat rows a transaction (batcher)
   int64_t batch_wait_ms = 10;      // longest a heartbeat waits for a batch

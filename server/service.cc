@@ -48,6 +48,7 @@ store::Status Service::Start() {
   allocator::AllocatorOptions alloc_options;
   alloc_options.default_lease_ms = config_.default_lease_ms;
   alloc_options.max_lease_ms = config_.max_lease_ms;
+  alloc_options.max_waiters_per_pool = config_.max_claim_waiters;
   allocator_ = std::make_unique<allocator::Allocator>(storage_.get(), alloc_options);
   allocator_->Start();
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "server/api/errors.h"
+#include "server/api/list_query.h"
 #include "server/api/reply_bodies.h"
 #include "server/api/reply_on_io.h"
 #include "server/api/request_bodies.h"
@@ -27,6 +28,8 @@ void ContainerRoutes::AddRoutes(Router* router) {
     };
   };
   router->Add(verb::post, "/v1/containers", Access::kAdmin, bind(&ContainerRoutes::Register));
+  router->Add(verb::get, "/v1/containers", Access::kAdmin,
+              bind(&ContainerRoutes::ListContainers));
   router->Add(verb::get, "/v1/containers/{id}", Access::kAdmin,
               bind(&ContainerRoutes::GetContainer));
   router->Add(verb::delete_, "/v1/containers/{id}", Access::kAdmin,
@@ -46,6 +49,41 @@ void ContainerRoutes::Register(RouteRequest req, Reply reply) {
       return JsonResponse(200, "{\"registered\":" + std::to_string(r.count) + "}");
     });
   });
+}
+
+void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
+  store::ContainerFilter filter;
+  for (auto [name, field] : {std::pair{"region", &filter.region}, {"pool", &filter.pool}}) {
+    if (req.QueryParam(name, field) && Utf8Chars(*field) > kMaxNameChars) {
+      return reply(ErrorResponse(400, "invalid_field",
+                                 std::string(name) + ": must be at most " +
+                                     std::to_string(kMaxNameChars) + " characters long"));
+    }
+  }
+  if (req.QueryParam("status", &filter.status) && !filter.status.empty() &&
+      filter.status != "available" && filter.status != "picked" && filter.status != "draining" &&
+      filter.status != "dead") {
+    return reply(ErrorResponse(400, "invalid_field",
+                               "status: must be available, picked, draining or dead"));
+  }
+  const uint64_t fingerprint =
+      ListFingerprint({"containers", filter.region, filter.pool, filter.status});
+  std::string limit_param, cursor_param, after;
+  const bool has_limit = req.QueryParam("limit", &limit_param);
+  const bool has_cursor = req.QueryParam("cursor", &cursor_param);
+  int limit = 0;
+  BodyError error;
+  if (!ParseListPage(has_limit ? &limit_param : nullptr, has_cursor ? &cursor_param : nullptr,
+                     fingerprint, &limit, &after, &error)) {
+    return reply(BodyErrorResponse(error));
+  }
+  std::vector<store::ContainerInfo> page;
+  bool more = false;
+  store::Status s = storage_->ListContainers(filter, after, limit, &page, &more);
+  if (!s.ok()) return reply(OutcomeResponse(store::OutcomeOfError(s), s.ToString()));
+  std::optional<std::string> next;
+  if (more && !page.empty()) next = MakeCursor(fingerprint, page.back().id);
+  reply(JsonResponse(200, ContainerListJson(page, next)));
 }
 
 void ContainerRoutes::GetContainer(RouteRequest req, Reply reply) {

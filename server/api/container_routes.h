@@ -11,6 +11,7 @@ namespace server {
 // ContainerRoutes are the HTTP face of the container operations of the storage
 // API.md (admin keys):
 //   POST   /v1/containers             register a list
+//   GET    /v1/containers             list (filters: region, pool, status)
 //   GET    /v1/containers/{id}        read
 //   POST   /v1/containers/{id}/drain  drain
 //   DELETE /v1/containers/{id}        remove
@@ -26,6 +27,7 @@ class ContainerRoutes {
  private:
   void Register(RouteRequest req, Reply reply);
   void GetContainer(RouteRequest req, Reply reply);
+  void ListContainers(RouteRequest req, Reply reply);
   void Drain(RouteRequest req, Reply reply);
   void Remove(RouteRequest req, Reply reply);
 

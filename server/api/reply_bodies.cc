@@ -21,6 +21,34 @@ std::string SessionJson(const store::Session& s) {
   out += ",\"lease_expires_at_ms\":" + std::to_string(s.lease_expires_at_ms);
   out += ",\"data\":";
   out += s.data.empty() ? "{}" : s.data;
+  out += ",\"labels\":";
+  out += s.labels.empty() ? "{}" : s.labels;
+  out += "}";
+  return out;
+}
+
+std::string SessionListJson(const std::vector<store::Session>& page,
+                            const std::optional<std::string>& next_cursor) {
+  std::string out = "{\"sessions\":[";
+  for (size_t i = 0; i < page.size(); ++i) {
+    if (i > 0) out += ',';
+    out += SessionJson(page[i]);
+  }
+  out += "],\"next_cursor\":";
+  out += next_cursor ? JsonQuote(*next_cursor) : std::string("null");
+  out += "}";
+  return out;
+}
+
+std::string ContainerListJson(const std::vector<store::ContainerInfo>& page,
+                              const std::optional<std::string>& next_cursor) {
+  std::string out = "{\"containers\":[";
+  for (size_t i = 0; i < page.size(); ++i) {
+    if (i > 0) out += ',';
+    out += ContainerJson(page[i]);
+  }
+  out += "],\"next_cursor\":";
+  out += next_cursor ? JsonQuote(*next_cursor) : std::string("null");
   out += "}";
   return out;
 }

@@ -1,7 +1,9 @@
 #ifndef EDGEALLOC_SERVER_API_REPLY_BODIES_H_
 #define EDGEALLOC_SERVER_API_REPLY_BODIES_H_
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "store/types.h"
 
@@ -12,6 +14,12 @@ namespace server {
 // as it is, never re-parsed.
 std::string SessionJson(const store::Session& session);
 std::string ContainerJson(const store::ContainerInfo& container);
+// GET /v1/sessions and GET /v1/containers: a page, and the cursor of the
+// next (null on the last page).
+std::string SessionListJson(const std::vector<store::Session>& page,
+                            const std::optional<std::string>& next_cursor);
+std::string ContainerListJson(const std::vector<store::ContainerInfo>& page,
+                              const std::optional<std::string>& next_cursor);
 // GET /v1/limits: max_sessions is null when store::kUnlimited.
 std::string LimitsJson(const std::string& tenant, int64_t max_sessions, int64_t sessions);
 

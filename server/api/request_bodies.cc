@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "allocator/allocator.h"
+
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -213,6 +215,34 @@ bool ParseClaim(std::string_view body, int64_t max_lease_ms, store::ClaimRequest
       }
       out->fallback_regions.push_back(r.get<std::string>());
     }
+  }
+  if (!GetInt(j, "wait_ms", "wait_ms", false, 0, allocator::kMaxClaimWaitMs, &out->wait_ms,
+              error)) {
+    return false;
+  }
+  it = j.find("labels");
+  if (it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return FieldFail(error, "labels", "must be an object of strings");
+    if (it->size() > kMaxLabels) {
+      return FieldFail(error, "labels", "at most " + std::to_string(kMaxLabels) + " labels");
+    }
+    for (const auto& [key, value] : it->items()) {
+      const std::string field = "labels." + key;
+      const size_t kn = Utf8Chars(key);
+      if (kn < 1 || kn > kMaxLabelKeyChars) {
+        return FieldFail(error, "labels",
+                         "keys must be 1 to " + std::to_string(kMaxLabelKeyChars) +
+                             " characters long");
+      }
+      if (!value.is_string()) return FieldFail(error, field, "must be a string");
+      if (Utf8Chars(value.get_ref<const std::string&>()) > kMaxLabelValueChars) {
+        return FieldFail(error, field,
+                         "must be at most " + std::to_string(kMaxLabelValueChars) +
+                             " characters long");
+      }
+    }
+    // nlohmann's object is a std::map: the keys come out sorted.
+    if (!it->empty()) out->labels = it->dump();
   }
   return true;
 }

@@ -16,6 +16,9 @@ namespace server {
 inline constexpr size_t kMaxNameChars = 256;        // ids, regions, pools, idempotency keys
 inline constexpr size_t kMaxFallbackRegions = 16;
 inline constexpr int kMaxJsonDepth = 64;            // deeper bodies are invalid_json
+inline constexpr size_t kMaxLabels = 16;            // a claim's labels
+inline constexpr size_t kMaxLabelKeyChars = 64;
+inline constexpr size_t kMaxLabelValueChars = 256;
 
 // Heartbeats one request may carry: well below a shard's default queue
 // capacity, so that a single request cannot fill a queue alone.
@@ -39,7 +42,9 @@ struct BodyError {
 // Returns true on success, else false with *error set; *out is then partly
 // filled and must not be used.
 
-// POST /v1/sessions. The caller is not set here.
+// POST /v1/sessions. The caller is not set here. `labels`, an object of at
+// most kMaxLabels string values, becomes out->labels as compact JSON with its
+// keys sorted (empty when there are none).
 bool ParseClaim(std::string_view body, int64_t max_lease_ms, store::ClaimRequest* out,
                 BodyError* error);
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "server/api/errors.h"
+#include "server/api/list_query.h"
 #include "server/api/reply_bodies.h"
 #include "server/api/reply_on_io.h"
 #include "server/api/request_bodies.h"
@@ -44,6 +45,7 @@ void SessionRoutes::AddRoutes(Router* router) {
     };
   };
   router->Add(verb::post, "/v1/sessions", Access::kTenant, bind(&SessionRoutes::Claim));
+  router->Add(verb::get, "/v1/sessions", Access::kTenant, bind(&SessionRoutes::ListSessions));
   router->Add(verb::get, "/v1/sessions/{id}", Access::kTenant, bind(&SessionRoutes::GetSession));
   router->Add(verb::delete_, "/v1/sessions/{id}", Access::kTenant, bind(&SessionRoutes::Release));
   router->Add(verb::post, "/v1/sessions/{id}/renew", Access::kTenant, bind(&SessionRoutes::Renew));
@@ -71,6 +73,54 @@ void SessionRoutes::Limits(RouteRequest req, Reply reply) {
   reply(JsonResponse(200, LimitsJson(tenant, limits.max_sessions, limits.sessions)));
 }
 
+void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
+  store::SessionFilter filter;
+  std::string asked_tenant;
+  const bool named = req.QueryParam("tenant", &asked_tenant);
+  if (req.who.role == Role::kAdmin) {
+    filter.tenant = asked_tenant;  // empty or absent: every tenant's
+  } else {
+    if (named && asked_tenant != req.who.tenant) {
+      return reply(ErrorResponse(403, "forbidden", "a tenant key lists its own sessions only"));
+    }
+    filter.tenant = req.who.tenant;
+  }
+  BodyError error;
+  for (auto [name, field] : {std::pair{"region", &filter.region}, {"pool", &filter.pool}}) {
+    if (req.QueryParam(name, field) && Utf8Chars(*field) > kMaxNameChars) {
+      return reply(ErrorResponse(400, "invalid_field",
+                                 std::string(name) + ": must be at most " +
+                                     std::to_string(kMaxNameChars) + " characters long"));
+    }
+  }
+  std::string label;
+  if (req.QueryParam("label", &label) &&
+      !ParseLabelFilter(label, &filter.label_key, &filter.label_value, &error)) {
+    return reply(BodyErrorResponse(error));
+  }
+  // The label's presence is part of the query: "k:" (an empty value) is not
+  // "no label".
+  const uint64_t fingerprint =
+      ListFingerprint({"sessions", filter.tenant, filter.region, filter.pool,
+                       filter.label_key.empty() ? "" : "label", filter.label_key,
+                       filter.label_value});
+  std::string limit_param, cursor_param, after;
+  const bool has_limit = req.QueryParam("limit", &limit_param);
+  const bool has_cursor = req.QueryParam("cursor", &cursor_param);
+  int limit = 0;
+  if (!ParseListPage(has_limit ? &limit_param : nullptr, has_cursor ? &cursor_param : nullptr,
+                     fingerprint, &limit, &after, &error)) {
+    return reply(BodyErrorResponse(error));
+  }
+  std::vector<store::Session> page;
+  bool more = false;
+  store::Status s = allocator_->ListSessions(filter, after, limit, &page, &more);
+  if (!s.ok()) return reply(OutcomeResponse(store::OutcomeOfError(s), s.ToString()));
+  std::optional<std::string> next;
+  if (more && !page.empty()) next = MakeCursor(fingerprint, page.back().session_id);
+  reply(JsonResponse(200, SessionListJson(page, next)));
+}
+
 void SessionRoutes::Claim(RouteRequest req, Reply reply) {
   const auto started = std::chrono::steady_clock::now();
   store::ClaimRequest claim;
@@ -79,14 +129,19 @@ void SessionRoutes::Claim(RouteRequest req, Reply reply) {
     return reply(BodyErrorResponse(error));
   }
   claim.caller = CallerOf(req.who);
-  allocator_->Claim(std::move(claim), [io = io_, reply, started,
-                                       latency = options_.claim_latency](store::SessionResult r) {
-    ReplyOnIo(io, reply, [r = std::move(r), started, latency] {
-      Response res = SessionResponse(r, 201);
-      if (latency) latency->Observe(std::chrono::steady_clock::now() - started);
-      return res;
-    });
-  });
+  // A claim that may wait gives up when its client does.
+  std::function<bool()> abandoned;
+  if (claim.wait_ms > 0) abandoned = WatchClientGone();
+  allocator_->Claim(
+      std::move(claim),
+      [io = io_, reply, started, latency = options_.claim_latency](store::SessionResult r) {
+        ReplyOnIo(io, reply, [r = std::move(r), started, latency] {
+          Response res = SessionResponse(r, 201);
+          if (latency) latency->Observe(std::chrono::steady_clock::now() - started);
+          return res;
+        });
+      },
+      std::move(abandoned));
 }
 
 void SessionRoutes::GetSession(RouteRequest req, Reply reply) {

@@ -24,6 +24,7 @@ struct SessionRoutesOptions {
 // SessionRoutes are the HTTP face of the allocator, the session routes of
 // API.md (tenant or admin keys):
 //   POST   /v1/sessions             claim
+//   GET    /v1/sessions             list (a tenant's own; an admin's all)
 //   GET    /v1/sessions/{id}        read
 //   POST   /v1/sessions/{id}/renew  renew
 //   DELETE /v1/sessions/{id}        release (?token=N)
@@ -41,6 +42,7 @@ class SessionRoutes {
  private:
   void Claim(RouteRequest req, Reply reply);
   void GetSession(RouteRequest req, Reply reply);
+  void ListSessions(RouteRequest req, Reply reply);
   void Renew(RouteRequest req, Reply reply);
   void Limits(RouteRequest req, Reply reply);
   void Release(RouteRequest req, Reply reply);

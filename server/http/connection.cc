@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <sys/socket.h>
+
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <exception>
 #include <string>
@@ -226,6 +229,36 @@ void Connection::SendBodyTooLarge() {
             true);
 }
 
+namespace {
+// The connection whose handler runs on this thread now (WatchClientGone).
+thread_local Connection* dispatching = nullptr;
+}  // namespace
+
+std::function<bool()> WatchClientGone() {
+  return dispatching != nullptr ? dispatching->WatchGone() : std::function<bool()>();
+}
+
+std::function<bool()> Connection::WatchGone() {
+  auto gone = std::make_shared<std::atomic<bool>>(false);
+  // Readable while a reply is pending means the peer closed (a read would
+  // return 0), failed, or pipelined its next request; a peek tells which
+  // without taking any byte from the parser.
+  stream_.socket().async_wait(
+      tcp::socket::wait_read, [self = shared_from_this(), gone](beast::error_code ec) {
+        if (ec) {
+          if (ec != net::error::operation_aborted) gone->store(true);
+          return;
+        }
+        char byte;
+        const ssize_t n = ::recv(self->stream_.socket().native_handle(), &byte, 1,
+                                 MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+          gone->store(true);
+        }
+      });
+  return [gone] { return gone->load(); };
+}
+
 void Connection::Dispatch() {
   Request req = parser_->release();
   keep_alive_ = req.keep_alive();
@@ -241,6 +274,10 @@ void Connection::Dispatch() {
     });
   };
   // The one try at the HTTP edge: nothing a handler throws reaches Asio.
+  struct Dispatching {
+    explicit Dispatching(Connection* c) { dispatching = c; }
+    ~Dispatching() { dispatching = nullptr; }
+  } during(this);
   try {
     server_->handler(std::move(req), reply);
   } catch (const std::exception& e) {

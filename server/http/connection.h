@@ -11,6 +11,7 @@
 #include <list>
 #include <chrono>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +38,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Starts reading (or refusing), on the connection's strand.
   void Run();
+  // WatchClientGone (message.h) for the request being dispatched.
+  std::function<bool()> WatchGone();
 
   // Closes the connection, which was idle (ShedOldestIdle). On its strand.
   void Shed();

@@ -26,6 +26,15 @@ using Reply = std::function<void(Response)>;
 // thread, but must call `reply` exactly once.
 using Handler = std::function<void(Request, Reply)>;
 
+// For a handler whose reply may take long (a claim that waits for a
+// container): called while the handler runs, on its io thread, it starts
+// watching the request's connection and returns a test, callable from any
+// thread, that turns true once the client has closed the connection (or it
+// failed) before the reply. An empty function outside a handler. A client
+// that sends its next request before the reply (pipelining) is taken as
+// still there.
+std::function<bool()> WatchClientGone();
+
 // A response with a JSON body (which the caller made valid JSON).
 Response JsonResponse(int status, std::string body);
 

@@ -48,6 +48,17 @@ void AllocatorFamilies(const MetricsSources& src, Exposition* out) {
                     c.no_capacity);
       }
     }
+    out->Family("edgealloc_claim_waiters", "gauge",
+                "Claims waiting (wait_ms) for a container now, every pool.");
+    out->Sample("edgealloc_claim_waiters",
+                static_cast<double>(a.waiting.load(std::memory_order_relaxed)));
+    out->Family("edgealloc_claim_waits_total", "counter",
+                "Claims that waited (wait_ms), by how the wait ended: served, timed_out, "
+                "refused (--max-claim-waiters), abandoned (the client went away).");
+    out->Sample("edgealloc_claim_waits_total", {{"result", "served"}}, v(a.waits_served));
+    out->Sample("edgealloc_claim_waits_total", {{"result", "timed_out"}}, v(a.waits_timed_out));
+    out->Sample("edgealloc_claim_waits_total", {{"result", "refused"}}, v(a.waits_refused));
+    out->Sample("edgealloc_claim_waits_total", {{"result", "abandoned"}}, v(a.waits_abandoned));
     out->Family("edgealloc_releases_total", "counter", "Sessions released by their holder.");
     out->Sample("edgealloc_releases_total", v(a.releases));
     out->Family("edgealloc_renewals_total", "counter", "Session leases renewed.");

@@ -854,3 +854,155 @@ TEST_CASE("messages: a refusal names the tenant's quota, or the region and pool 
   CHECK(none.outcome == Outcome::kNoCapacity);
   CHECK_THAT(none.message, Catch::Contains("pool p of region weur"));
 }
+
+namespace {
+
+// A claim answered later: its result once it comes.
+struct Pending {
+  std::promise<SessionResult> promise;
+  std::future<SessionResult> future = promise.get_future();
+  bool Ready() { return future.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready; }
+};
+
+std::shared_ptr<Pending> ClaimAsync(Pool& pool, store::ClaimRequest req,
+                                    std::function<bool()> abandoned = {}) {
+  auto p = std::make_shared<Pending>();
+  pool.alloc().Claim(
+      std::move(req), [p](SessionResult r) { p->promise.set_value(std::move(r)); },
+      std::move(abandoned));
+  return p;
+}
+
+store::ClaimRequest Waiting(int64_t wait_ms, const std::string& tenant = "t1") {
+  auto req = Req("weur", tenant, "chrome");
+  req.wait_ms = wait_ms;
+  return req;
+}
+
+}  // namespace
+
+TEST_CASE("wait: claims that wait are served by releases, first come first served") {
+  Pool pool(EDGEALLOC_ENGINES);
+  pool.alloc().Start();
+  pool.Add({Spec("only", "weur", "chrome")});
+  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
+  REQUIRE(held.outcome == Outcome::kOk);
+
+  auto first = ClaimAsync(pool, Waiting(20000, "t1"));
+  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 1; }));
+  auto second = ClaimAsync(pool, Waiting(20000, "t2"));
+  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 2; }));
+  // A claim that does not wait still gets its answer at once.
+  CHECK(Name(pool.Claim(Req("weur", "t3", "chrome")).outcome) == "no_capacity");
+  CHECK_FALSE(first->Ready());
+
+  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
+          "ok");
+  SessionResult got = first->future.get();
+  INFO(got.message);
+  REQUIRE(got.outcome == Outcome::kOk);
+  CHECK(got.session.container_id == "only");
+  CHECK(got.session.token > held.session.token);
+  CHECK_FALSE(second->Ready());  // the second in line waits on
+
+  REQUIRE(Name(pool.Release(Tenant("t1"), got.session.session_id, got.session.token).outcome) ==
+          "ok");
+  SessionResult next = second->future.get();
+  REQUIRE(next.outcome == Outcome::kOk);
+  CHECK(pool.alloc().stats().waits_served.load() == 2);
+  CHECK(pool.alloc().stats().waiting.load() == 0);
+}
+
+TEST_CASE("wait: a waiter finds capacity that came back without a release here (the retry tick)") {
+  allocator::AllocatorOptions options;
+  options.wait_retry_ms = 20;
+  Pool pool(EDGEALLOC_ENGINES, options);
+  pool.alloc().Start();
+  auto waiting = ClaimAsync(pool, Waiting(20000));
+  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 1; }));
+  pool.Add({Spec("late", "weur", "chrome")});  // a registration: no release to wake it
+  SessionResult got = waiting->future.get();
+  REQUIRE(got.outcome == Outcome::kOk);
+  CHECK(got.session.container_id == "late");
+}
+
+TEST_CASE("wait: a waiter whose time runs out is no_capacity, saying how long it waited") {
+  Pool pool(EDGEALLOC_ENGINES);
+  pool.alloc().Start();
+  const int64_t before = base::NowMs();
+  SessionResult r = ClaimAsync(pool, Waiting(150))->future.get();
+  CHECK(Name(r.outcome) == "no_capacity");
+  CHECK(base::NowMs() - before >= 150);
+  CHECK_THAT(r.message, Catch::Contains("after waiting"));
+  CHECK(pool.alloc().stats().waits_timed_out.load() == 1);
+  CHECK(pool.alloc().stats().waiting.load() == 0);
+}
+
+TEST_CASE("wait: past max_waiters_per_pool a waiting claim is overloaded, other pools still wait") {
+  allocator::AllocatorOptions options;
+  options.max_waiters_per_pool = 2;
+  Pool pool(EDGEALLOC_ENGINES, options);
+  pool.alloc().Start();
+  auto a = ClaimAsync(pool, Waiting(20000));
+  auto b = ClaimAsync(pool, Waiting(20000));
+  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 2; }));
+  SessionResult refused = ClaimAsync(pool, Waiting(20000))->future.get();
+  CHECK(Name(refused.outcome) == "overloaded");
+  CHECK_THAT(refused.message, Catch::Contains("--max-claim-waiters"));
+  auto other_pool = Req("weur", "t1", "firefox");
+  other_pool.wait_ms = 20000;
+  auto c = ClaimAsync(pool, other_pool);
+  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 3; }));
+  CHECK(pool.alloc().stats().waits_refused.load() == 1);
+  // Stopping answers every waiter.
+  pool.alloc().Stop();
+  CHECK(Name(a->future.get().outcome) == "no_capacity");
+  CHECK(Name(b->future.get().outcome) == "no_capacity");
+  CHECK(Name(c->future.get().outcome) == "no_capacity");
+}
+
+TEST_CASE("wait: a waiter whose client went away is answered and claims nothing") {
+  Pool pool(EDGEALLOC_ENGINES);
+  pool.alloc().Start();
+  pool.Add({Spec("only", "weur", "chrome")});
+  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
+  REQUIRE(held.outcome == Outcome::kOk);
+  auto gone = std::make_shared<std::atomic<bool>>(false);
+  auto waiter = ClaimAsync(pool, Waiting(20000), [gone] { return gone->load(); });
+  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 1; }));
+  gone->store(true);
+  SessionResult r = waiter->future.get();
+  CHECK(Name(r.outcome) == "no_capacity");
+  CHECK(pool.alloc().stats().waits_abandoned.load() == 1);
+  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
+          "ok");
+  // Nobody took the container for the client that left.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(pool.Get("only").status == "available");
+}
+
+TEST_CASE("wait: a session claimed for a client that left meanwhile is released at once") {
+  allocator::AllocatorOptions options;
+  options.wait_retry_ms = 60000;  // only the release wakes the waiter
+  Pool pool(EDGEALLOC_ENGINES, options);
+  pool.alloc().Start();
+  pool.Add({Spec("only", "weur", "chrome")});
+  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
+  REQUIRE(held.outcome == Outcome::kOk);
+  // The client goes away just as its claim is made. Asked whether it is gone:
+  // when its first claim found nothing, when the release woke the waiters,
+  // and when its second claim came back with a session; "gone" at that last.
+  std::atomic<int> asked{0};
+  auto waiter = ClaimAsync(pool, Waiting(20000), [&asked] { return asked.fetch_add(1) >= 2; });
+  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 1 || waiter->Ready(); }));
+  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
+          "ok");
+  SessionResult r = waiter->future.get();
+  CHECK(Name(r.outcome) == "no_capacity");
+  CHECK(pool.alloc().stats().waits_abandoned.load() == 1);
+  // Claimed for it (a new token), then handed back.
+  CHECK(Eventually([&] {
+    auto c = pool.Get("only");
+    return c.status == "available" && c.generation > held.session.token;
+  }));
+}

@@ -123,8 +123,11 @@ def run(c):
     _, _, raw = c("POST", "/v1/sessions", ACME, claim, want=201)
     s2 = json.loads(raw)
     c("POST", "/v1/sessions", ACME, claim, want=429)  # quota of 2
-    _, _, raw = c("POST", "/v1/sessions", BOLT, claim, want=201)
+    _, _, raw = c("POST", "/v1/sessions", BOLT, dict(claim, labels={"owner": "ci-42"}), want=201)
     s3 = json.loads(raw)
+    assert s3["labels"] == {"owner": "ci-42"}, s3
+    _, _, raw = c("GET", "/v1/sessions?label=owner:ci-42", BOLT, want=200)
+    assert [s["session_id"] for s in json.loads(raw)["sessions"]] == [s3["session_id"]], raw
     c("POST", "/v1/sessions", BOLT, claim, want=503)  # no capacity left
     c("POST", "/v1/sessions", BOLT, {"pool": "chrome"}, want=400)
     c("POST", "/v1/sessions", BOLT, {"region": "weur", "lease_ms": -1}, want=400)
@@ -143,6 +146,24 @@ def run(c):
     c("GET", "/v1/limits?tenant=bolt", ACME, want=403)
     c("GET", "/v1/limits", ADMIN, want=400)
     c("GET", "/v1/limits?tenant=acme", ADMIN, want=200)
+    # Lists, labels.
+    _, _, raw = c("GET", "/v1/sessions?limit=1", ACME, want=200)
+    page = json.loads(raw)
+    assert len(page["sessions"]) == 1 and page["next_cursor"], page
+    c("GET", "/v1/sessions?limit=1&cursor=" + page["next_cursor"], ACME, want=200)
+    c("GET", "/v1/sessions?region=weur&cursor=" + page["next_cursor"], ACME, want=400)
+    c("GET", "/v1/sessions?limit=0", ACME, want=400)
+    c("GET", "/v1/sessions?tenant=bolt", ACME, want=403)
+    c("GET", "/v1/sessions", None, want=401)
+    c("GET", "/v1/sessions?tenant=bolt", ADMIN, want=200)
+    c("HEAD", "/v1/sessions", ADMIN, want=200)
+    c("GET", "/v1/sessions?label=owner:nobody", ACME, want=200)
+    c("GET", "/v1/sessions?label=owner", ACME, want=400)
+    c("GET", "/v1/containers?limit=2", ADMIN, want=200)
+    c("GET", "/v1/containers?status=picked&region=weur&pool=chrome", ADMIN, want=200)
+    c("GET", "/v1/containers?status=sleepy", ADMIN, want=400)
+    c("GET", "/v1/containers", ACME, want=403)
+    c("POST", "/v1/sessions", BOLT, dict(claim, labels={"k": 1}), want=400)
     c("POST", "/v1/containers/%s/drain" % s2["container_id"], ADMIN, want=200)
     c("DELETE", "/v1/containers/%s" % s2["container_id"], ADMIN, want=409)  # picked
     c("DELETE", sid + "?token=%d" % (s1["token"] + 100), ACME, want=409)

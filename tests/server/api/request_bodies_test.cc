@@ -22,6 +22,50 @@ TEST_CASE("json_io: a claim body is read with its defaults") {
   CHECK(claim.fallback_regions == std::vector<std::string>{"eeur", "wnam"});
 }
 
+TEST_CASE("json_io: claim labels become compact JSON with sorted keys, or nothing") {
+  store::ClaimRequest claim;
+  BodyError e;
+  REQUIRE(ParseClaim(R"({"region":"w","labels":{"z":"1","a":"","\u00e9":"\"q\""}})", 1000,
+                     &claim, &e));
+  CHECK(claim.labels == "{\"a\":\"\",\"z\":\"1\",\"\u00e9\":\"\\\"q\\\"\"}");
+  store::ClaimRequest none;
+  REQUIRE(ParseClaim(R"({"region":"w","labels":{}})", 1000, &none, &e));
+  CHECK(none.labels.empty());
+  store::ClaimRequest null_labels;
+  REQUIRE(ParseClaim(R"({"region":"w","labels":null})", 1000, &null_labels, &e));
+  CHECK(null_labels.labels.empty());
+}
+
+TEST_CASE("json_io: claim labels out of bounds are invalid_field naming labels") {
+  std::string sixteen, seventeen;
+  for (int i = 0; i < 17; ++i) {
+    std::string entry = (i ? "," : "") + std::string("\"k") + std::to_string(i) + "\":\"v\"";
+    if (i < 16) sixteen += entry;
+    seventeen += entry;
+  }
+  store::ClaimRequest ok;
+  BodyError e;
+  CHECK(ParseClaim(R"({"region":"w","labels":{)" + sixteen + "}}", 1000, &ok, &e));
+  CHECK(ParseClaim(R"({"region":"w","labels":{")" + std::string(64, 'k') + R"(":")" +
+                       std::string(256, 'v') + R"("}})",
+                   1000, &ok, &e));
+  for (const std::string& body :
+       {R"({"region":"w","labels":{)" + seventeen + "}}",
+        std::string(R"({"region":"w","labels":["a"]})"),
+        std::string(R"({"region":"w","labels":"owner:me"})"),
+        std::string(R"({"region":"w","labels":{"":"v"}})"),
+        R"({"region":"w","labels":{")" + std::string(65, 'k') + R"(":"v"}})",
+        R"({"region":"w","labels":{"k":")" + std::string(257, 'v') + R"("}})",
+        std::string(R"({"region":"w","labels":{"k":1}})"),
+        std::string(R"({"region":"w","labels":{"k":null}})")}) {
+    INFO(body);
+    store::ClaimRequest claim;
+    CHECK_FALSE(ParseClaim(body, 1000, &claim, &e));
+    CHECK(e.code == "invalid_field");
+    CHECK(e.message.rfind("labels", 0) == 0);
+  }
+}
+
 TEST_CASE("json_io: a body that is not a JSON object is invalid_json") {
   store::ClaimRequest claim;
   BodyError e;

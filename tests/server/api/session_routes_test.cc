@@ -3,8 +3,17 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+
 #include <chrono>
+#include <future>
 #include <fstream>
+#include <set>
+#include <string>
+#include <vector>
 #include <thread>
 
 #include "server/service.h"
@@ -129,7 +138,7 @@ TEST_CASE("routes: a tenant at its quota gets 429 quota_exceeded") {
   CHECK(r.ErrorCode() == "quota_exceeded");
 }
 
-TEST_CASE("routes: a picked container cannot be removed; a free one can, and drained") {
+TEST_CASE("routes: a picked container cannot be removed, a free one can, and drained") {
   TestService t;
   HttpClient c = t.Client();
   REQUIRE(c.Post("/v1/containers", R"({"containers":[{"id":"only","region":"r"}]})").status ==
@@ -174,7 +183,7 @@ TEST_CASE("routes: unknown paths are 404 and known paths with a wrong method 405
   r = c.Request("PUT", "/v1/sessions", "{}");
   CHECK(r.status == 405);
   CHECK(r.ErrorCode() == "method_not_allowed");
-  CHECK(r.Header("allow") == "POST");
+  CHECK(r.Header("allow") == "POST, GET, HEAD");
   CHECK(c.Get("/v1/sessions/s_does_not_exist").ErrorCode() == "not_found");
   CHECK(c.Get("/v1/containers/nope").ErrorCode() == "not_found");
   CHECK(c.Get("/healthz").status == 200);
@@ -273,7 +282,8 @@ TEST_CASE("routes: HEAD answers every GET route with its headers and no body") {
     CHECK(wire.find("Content-Type: " + get.Header("content-type")) < end);
   }
   // A HEAD on a path with no GET is still 405, and GET routes allow HEAD.
-  std::string wire = c.RawTranscript("HEAD /v1/sessions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string wire = c.RawTranscript(
+      "HEAD /v1/sessions/x/renew HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   CHECK(wire.rfind("HTTP/1.1 405 ", 0) == 0);
   r = c.Request("PUT", "/healthz");
   CHECK(r.status == 405);
@@ -393,5 +403,224 @@ TEST_CASE("routes: GET /v1/limits says null for no quota") {
   REQUIRE(r.status == 200);
   CHECK(Json(r) == json::parse(R"({"tenant":"anyone","max_sessions":null,"sessions":0})"));
 }
+
+// Every page of a list route, following next_cursor; the items of `field`.
+std::vector<json> AllPages(HttpClient& c, const std::string& path, const std::string& field,
+                           int* pages) {
+  std::vector<json> items;
+  std::string cursor;
+  *pages = 0;
+  for (;;) {
+    const std::string sep = path.find('?') == std::string::npos ? "?" : "&";
+    HttpReply r = c.Get(path + (cursor.empty() ? "" : sep + "cursor=" + cursor));
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    const json body = Json(r);
+    ++*pages;
+    for (const auto& item : body[field]) items.push_back(item);
+    if (body["next_cursor"].is_null()) return items;
+    cursor = body["next_cursor"].get<std::string>();
+  }
+}
+
+TEST_CASE("routes: GET /v1/sessions lists a tenant's own sessions with their labels, page by page") {
+  TestService t("adm admin\nacme-key tenant acme\nbolt-key tenant bolt\n");
+  HttpClient admin = t.Client("adm");
+  HttpClient acme = t.Client("acme-key");
+  HttpClient bolt = t.Client("bolt-key");
+  std::string fleet = R"({"containers":[)";
+  for (int i = 0; i < 12; ++i) {
+    fleet += (i ? "," : "") + std::string(R"({"id":"c-)") + std::to_string(i) +
+             R"(","region":"weur","pool":"chrome"})";
+  }
+  REQUIRE(admin.Post("/v1/containers", fleet + "]}").status == 200);
+  std::set<std::string> acme_ids;
+  for (int i = 0; i < 5; ++i) {
+    HttpReply r = acme.Post("/v1/sessions", R"({"region":"weur","pool":"chrome",)"
+                                            R"("labels":{"owner":"ci-)" +
+                                                std::to_string(i % 2) + R"(","job":"build"}})");
+    REQUIRE(r.status == 201);
+    CHECK(Json(r)["labels"] == json::parse(R"({"owner":"ci-)" + std::to_string(i % 2) +
+                                           R"(","job":"build"})"));
+    acme_ids.insert(Json(r)["session_id"].get<std::string>());
+  }
+  HttpReply bolts = bolt.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+  REQUIRE(bolts.status == 201);
+  CHECK(Json(bolts)["labels"] == json::object());  // none asked: an empty object
+
+  int pages = 0;
+  std::set<std::string> listed;
+  for (const auto& s : AllPages(acme, "/v1/sessions?limit=2", "sessions", &pages)) {
+    CHECK(listed.insert(s["session_id"].get<std::string>()).second);
+    CHECK(s["labels"]["job"] == "build");
+  }
+  CHECK(listed == acme_ids);
+  CHECK(pages == 3);
+  CHECK(AllPages(bolt, "/v1/sessions", "sessions", &pages).size() == 1);
+  CHECK(AllPages(admin, "/v1/sessions?limit=4", "sessions", &pages).size() == 6);
+  CHECK(AllPages(admin, "/v1/sessions?tenant=acme", "sessions", &pages).size() == 5);
+  CHECK(AllPages(acme, "/v1/sessions?label=owner:ci-1", "sessions", &pages).size() == 2);
+  CHECK(AllPages(acme, "/v1/sessions?label=owner:ci-9", "sessions", &pages).empty());
+  CHECK(AllPages(acme, "/v1/sessions?region=weur&pool=chrome", "sessions", &pages).size() == 5);
+  CHECK(AllPages(acme, "/v1/sessions?region=eeur", "sessions", &pages).empty());
+
+  // A tenant names only itself.
+  HttpReply r = acme.Get("/v1/sessions?tenant=bolt");
+  CHECK(r.status == 403);
+  CHECK(r.ErrorCode() == "forbidden");
+  CHECK(acme.Get("/v1/sessions?tenant=acme").status == 200);
+  CHECK(t.Client().Get("/v1/sessions").status == 401);
+
+  // A released session is gone from the list.
+  const json one = Json(bolts);
+  REQUIRE(bolt.Delete("/v1/sessions/" + one["session_id"].get<std::string>() +
+                      "?token=" + std::to_string(one["token"].get<int64_t>()))
+              .status == 204);
+  CHECK(AllPages(bolt, "/v1/sessions", "sessions", &pages).empty());
+}
+
+TEST_CASE("routes: a list's limit, cursor and filters are checked, 400 invalid_field naming them") {
+  TestService t;
+  HttpClient c = t.Client();  // open mode: loopback is admin
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  for (const char* bad : {"limit=0", "limit=1001", "limit=x", "limit=-1", "cursor=abc",
+                          "cursor=c1.zz", "label=nocolon", "label=:v"}) {
+    INFO(bad);
+    HttpReply r = c.Get(std::string("/v1/sessions?") + bad);
+    CHECK(r.status == 400);
+    CHECK(r.ErrorCode() == "invalid_field");
+    CHECK(r.body.find(std::string(bad).substr(0, std::string(bad).find('='))) !=
+          std::string::npos);
+  }
+  CHECK(c.Get("/v1/sessions?limit=1000").status == 200);
+  CHECK(c.Get("/v1/containers?status=gone").status == 400);
+
+  // A cursor from another query is refused, not followed.
+  HttpReply first = c.Get("/v1/sessions?limit=1");
+  REQUIRE(first.status == 200);
+  const std::string cursor = Json(first)["next_cursor"].get<std::string>();
+  CHECK(c.Get("/v1/sessions?limit=1&cursor=" + cursor).status == 200);
+  CHECK(c.Get("/v1/sessions?limit=5&cursor=" + cursor).status == 200);  // the limit may change
+  for (const std::string other :
+       {"/v1/sessions?region=weur&cursor=", "/v1/sessions?tenant=x&cursor=",
+        "/v1/sessions?label=a:b&cursor=", "/v1/containers?cursor="}) {
+    INFO(other);
+    HttpReply r = c.Get(other + cursor);
+    CHECK(r.status == 400);
+    CHECK(r.ErrorCode() == "invalid_field");
+  }
+}
+
+TEST_CASE("routes: GET /v1/containers is for admins, filtered by region, pool and status") {
+  TestService t("adm admin\nacme-key tenant acme\n");
+  HttpClient admin = t.Client("adm");
+  REQUIRE(admin.Post("/v1/containers", kFleet).status == 200);
+  REQUIRE(admin.Post("/v1/containers",
+                     R"({"containers":[{"id":"e-1","region":"eeur","pool":"firefox"}]})")
+              .status == 200);
+  REQUIRE(t.Client("acme-key").Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})")
+              .status == 201);
+  CHECK(t.Client("acme-key").Get("/v1/containers").status == 403);
+  int pages = 0;
+  auto all = AllPages(admin, "/v1/containers?limit=1", "containers", &pages);
+  REQUIRE(all.size() == 3);
+  CHECK(pages == 3);
+  CHECK(all[0]["id"] == "e-1");  // in id order
+  CHECK(all[1]["id"] == "w-1");
+  CHECK(all[2]["id"] == "w-2");
+  auto picked = AllPages(admin, "/v1/containers?status=picked", "containers", &pages);
+  REQUIRE(picked.size() == 1);
+  CHECK(picked[0]["region"] == "weur");
+  CHECK(picked[0].contains("session_id"));
+  CHECK(AllPages(admin, "/v1/containers?region=eeur&pool=firefox", "containers", &pages).size() ==
+        1);
+  CHECK(AllPages(admin, "/v1/containers?region=eeur&pool=chrome", "containers", &pages).empty());
+}
+
+
+// The value of a /metrics sample line starting with `series` + " ", or -1.
+double MetricValue(HttpClient& c, const std::string& series) {
+  const std::string text = c.Get("/metrics").body;
+  size_t at = 0;
+  while ((at = text.find(series + " ", at)) != std::string::npos) {
+    if (at == 0 || text[at - 1] == '\n') return std::stod(text.substr(at + series.size() + 1));
+    at += series.size();
+  }
+  return -1;
+}
+
+TEST_CASE("routes: a claim with wait_ms is served by a release, a client that hangs up claims nothing") {
+  TestService t;
+  HttpClient c = t.Client();
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  const json a = Json(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})"));
+  const json b = Json(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})"));
+  CHECK(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","wait_ms":30001})").status ==
+        400);
+  CHECK(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","wait_ms":-1})").status == 400);
+
+  // A client asks to wait, then hangs up.
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket socket(io);
+    socket.connect({boost::asio::ip::make_address("127.0.0.1"), t.service->port()});
+    const std::string body = R"({"region":"weur","pool":"chrome","wait_ms":20000})";
+    const std::string request = "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                "application/json\r\nContent-Length: " +
+                                std::to_string(body.size()) + "\r\n\r\n" + body;
+    boost::asio::write(socket, boost::asio::buffer(request));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (MetricValue(c, "edgealloc_claim_waiters") != 1 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    REQUIRE(MetricValue(c, "edgealloc_claim_waiters") == 1);
+  }  // closed
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (MetricValue(c, "edgealloc_claim_waits_total{result=\"abandoned\"}") != 1 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(MetricValue(c, "edgealloc_claim_waits_total{result=\"abandoned\"}") == 1);
+  CHECK(MetricValue(c, "edgealloc_claim_waiters") == 0);
+  REQUIRE(c.Delete("/v1/sessions/" + a["session_id"].get<std::string>() +
+                   "?token=" + std::to_string(a["token"].get<int64_t>()))
+              .status == 204);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(Json(c.Get("/v1/containers/" + a["container_id"].get<std::string>()))["status"] ==
+        "available");
+
+  // A client that stays is served by the next release.
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  auto waiting = std::async(std::launch::async, [&] {
+    return t.Client().Post("/v1/sessions",
+                           R"({"region":"weur","pool":"chrome","wait_ms":20000,)"
+                           R"("labels":{"who":"waiter"}})");
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (MetricValue(c, "edgealloc_claim_waiters") != 1 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(c.Delete("/v1/sessions/" + b["session_id"].get<std::string>() +
+                   "?token=" + std::to_string(b["token"].get<int64_t>()))
+              .status == 204);
+  HttpReply served = waiting.get();
+  INFO(served.body);
+  REQUIRE(served.status == 201);
+  CHECK(Json(served)["container_id"] == b["container_id"]);
+  CHECK(Json(served)["labels"]["who"] == "waiter");
+  CHECK(MetricValue(c, "edgealloc_claim_waits_total{result=\"served\"}") == 1);
+
+  // Nothing left: a short wait ends in 503 no_capacity with Retry-After.
+  HttpReply timed_out =
+      c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","wait_ms":100})");
+  CHECK(timed_out.status == 503);
+  CHECK(timed_out.ErrorCode() == "no_capacity");
+  CHECK(!timed_out.Header("retry-after").empty());
+}
+
 }  // namespace
 }  // namespace server

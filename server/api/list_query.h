@@ -1,0 +1,44 @@
+#ifndef EDGEALLOC_SERVER_API_LIST_QUERY_H_
+#define EDGEALLOC_SERVER_API_LIST_QUERY_H_
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "server/api/request_bodies.h"
+
+namespace server {
+
+// Page sizes of GET /v1/sessions and GET /v1/containers (API 1.1 "Lists").
+inline constexpr int kDefaultListLimit = 100;
+inline constexpr int kMaxListLimit = 1000;
+
+// A list's cursor is opaque to clients: "c1." + a 64-bit fingerprint of the
+// query it was made for (the list and its filters) + "." + the hex of the
+// last key of its page. The fingerprint is what lets a cursor handed to
+// another query be refused (400 invalid_field) instead of silently paging
+// through the wrong list; the key is where the next page starts (keyset
+// pagination, store::Storage::ListSessions).
+
+// The fingerprint of a list query: its kind ("sessions") and filter values,
+// in a fixed order. Not a secret: a client that forges a cursor only pages
+// its own query from another place.
+uint64_t ListFingerprint(std::initializer_list<std::string_view> parts);
+
+// The cursor of the page that ended at `last_key`.
+std::string MakeCursor(uint64_t fingerprint, std::string_view last_key);
+
+// Reads ?limit= (1 to kMaxListLimit; absent: kDefaultListLimit) and ?cursor=
+// (absent: the first page, *after empty) of a list query with `fingerprint`.
+// False with *error (invalid_field naming limit or cursor) otherwise.
+bool ParseListPage(const std::string* limit_param, const std::string* cursor_param,
+                   uint64_t fingerprint, int* limit, std::string* after, BodyError* error);
+
+// ?label=KEY:VALUE (split at the first ':'): a key of 1 to 64 characters and
+// a value of 0 to 256, as claim labels. False with *error otherwise.
+bool ParseLabelFilter(std::string_view param, std::string* key, std::string* value,
+                      BodyError* error);
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_API_LIST_QUERY_H_
