@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Lists and waiting claims (issue #15), measured over HTTP in one run.
 
-    bench/lists_and_waits.py --bin build/edgealloc [--sessions 5000] [--rounds 200]
+    bench/lists_and_waits.py --bin build/edgealloc [--sessions 5000] [--rounds 200] [--sync full]
 
 1. Lists: a fleet of 10,000 containers, --sessions of them claimed (labels
    alternating). Then every session is read, one run each way on the same
@@ -60,11 +60,12 @@ def main():
     ap.add_argument("--bin", default="build/edgealloc")
     ap.add_argument("--sessions", type=int, default=5000)
     ap.add_argument("--rounds", type=int, default=200)
+    ap.add_argument("--sync", default="full", choices=["full", "normal"])
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="edgealloc-lists-")
     port = free_port()
     server = subprocess.Popen([args.bin, "serve", "--db", os.path.join(work, "a.db"),
-                               "--listen", "127.0.0.1:%d" % port, "--sync", "normal",
+                               "--listen", "127.0.0.1:%d" % port, "--sync", args.sync,
                                "--lease-ms", "3600000", "--log-level", "warn"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
