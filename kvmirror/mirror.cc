@@ -30,7 +30,8 @@ Mirror::Mirror(std::vector<std::unique_ptr<store::CapacityReader>> readers, int6
     : refresh_ms_(std::clamp(refresh_ms, kMinRefreshMs, kMaxRefreshMs)),
       options_(std::move(options)),
       parts_(readers.size()),
-      current_(std::make_shared<const Snapshot>()) {
+      current_(std::make_shared<const Snapshot>()),
+      history_(std::max<int64_t>(options_.history_interval_ms, 1)) {
   assert(!readers.empty());
   for (auto& reader : readers) {
     shards_.push_back(std::make_unique<ShardState>(std::move(reader)));
@@ -177,7 +178,10 @@ store::Status Mirror::ReadPart(ShardState* shard, std::shared_ptr<const Snapshot
 void Mirror::Publish(int i, std::shared_ptr<const Snapshot> part) {
   base::MutexLock lock(&publish_mu_);
   parts_[i] = std::move(part);
-  current_.store(Snapshot::Merge(parts_));
+  std::shared_ptr<const Snapshot> merged = Snapshot::Merge(parts_);
+  current_.store(merged);
+  // At most one sample an interval: most publishes are only compared.
+  (void)history_.Add(*merged);
 }
 
 }  // namespace kvmirror

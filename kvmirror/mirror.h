@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "kvmirror/history.h"
 #include "kvmirror/snapshot.h"
 #include "store/status.h"
 #include "store/storage.h"
@@ -51,6 +52,8 @@ struct MirrorOptions {
   // several shards it may run on several threads at once. Stop() waits for a
   // call in progress to return.
   std::function<void(int shard)> before_publish;
+  // The capacity history's sampling interval (CapacityHistory); at least 1.
+  int64_t history_interval_ms = kDefaultHistoryIntervalMs;
 };
 
 // Counters of a Mirror, for /metrics. Written by the refreshing threads, read
@@ -134,6 +137,9 @@ class Mirror {
 
   int64_t refresh_ms() const { return refresh_ms_; }
   const MirrorStats& stats() const { return stats_; }
+  // The utilisation history of every pool, sampled from the snapshots this
+  // mirror publishes (GET /v1/capacity/history). Safe from any thread.
+  const CapacityHistory& history() const { return history_; }
   // The message of the latest refresh error, "" if none has happened.
   std::string last_error() const;
 
@@ -179,6 +185,8 @@ class Mirror {
   std::vector<std::shared_ptr<const Snapshot>> parts_ GUARDED_BY(publish_mu_);
 
   std::atomic<std::shared_ptr<const Snapshot>> current_;
+  // Offered every merged snapshot Publish() makes.
+  CapacityHistory history_;
 
   // Wakes the refresh threads early, for Stop().
   base::Mutex wake_mu_;

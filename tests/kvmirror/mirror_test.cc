@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/clock.h"
 #include "store/sqlite/capacity_reader.h"
 #include "store/sqlite/db.h"
@@ -188,6 +190,25 @@ TEST_CASE("mirror: Start publishes the database's counts before it returns") {
   CHECK(snap->totals() == Counts(3, 5, 2, 1));
   CHECK(mirror.stats().refresh_errors.load() == 0);
   mirror.Stop();
+}
+
+TEST_CASE("mirror: what it publishes is sampled into the history, once an interval, all partitions merged") {
+  Scene scene(EDGEALLOC_ENGINES);
+  scene.Add("weur", "chrome", 6, "wc");
+  MirrorOptions options;
+  options.history_interval_ms = 200;
+  Mirror mirror(scene.Readers(), 1000, options);
+  CHECK(mirror.history().interval_ms() == 200);
+  REQUIRE(mirror.RefreshNow().ok());
+  REQUIRE(mirror.RefreshNow().ok());  // the same interval: not a second sample
+  std::this_thread::sleep_for(milliseconds(250));
+  scene.Flip("weur", "chrome", 4, "picked");
+  REQUIRE(mirror.RefreshNow().ok());
+  const auto body = nlohmann::json::parse(*mirror.history().Json());
+  REQUIRE(body["as_of_ms"].size() == 2);
+  CHECK(body["as_of_ms"][1].get<int64_t>() - body["as_of_ms"][0].get<int64_t>() >= 200);
+  CHECK(body["regions"]["weur"]["pools"]["chrome"]["available"] == nlohmann::json::parse("[6,2]"));
+  CHECK(body["regions"]["weur"]["pools"]["chrome"]["picked"] == nlohmann::json::parse("[0,4]"));
 }
 
 TEST_CASE("mirror: converges to the database within one refresh period after a burst of writes") {
