@@ -197,6 +197,13 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
       ->check(InRange(1, kBig, "capacity mirror refresh period in ms"))
       ->capture_default_str();
   serve
+      ->add_option("--history-interval-ms", s.history_interval_ms,
+                   "capacity history (GET /v1/capacity/history, the dashboard's utilisation "
+                   "lines): one sample of every pool this often, the last 60 kept")
+      ->envname("EDGEALLOC_HISTORY_INTERVAL_MS")
+      ->check(InRange(100, 3600 * 1000, "capacity history sampling interval in ms"))
+      ->capture_default_str();
+  serve
       ->add_option("--max-sessions-per-tenant", s.max_sessions_per_tenant,
                    "concurrent sessions a tenant may hold (default: unlimited; 0 = unlimited)")
       ->envname("EDGEALLOC_MAX_SESSIONS_PER_TENANT")

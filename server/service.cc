@@ -66,7 +66,10 @@ store::Status Service::Start() {
   for (int p = 0; p < storage_->partitions(); ++p) {
     readers.push_back(storage_->NewCapacityReader(p, kvmirror::kReaderBusyTimeoutMs));
   }
-  mirror_ = std::make_unique<kvmirror::Mirror>(std::move(readers), config_.mirror_refresh_ms);
+  kvmirror::MirrorOptions mirror_options;
+  mirror_options.history_interval_ms = config_.history_interval_ms;
+  mirror_ = std::make_unique<kvmirror::Mirror>(std::move(readers), config_.mirror_refresh_ms,
+                                               std::move(mirror_options));
   store::Status s = mirror_->Start();
   if (!s.ok()) {
     Stop();

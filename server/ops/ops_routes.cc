@@ -33,6 +33,15 @@ void OpsRoutes::AddRoutes(Router* router) {
                 res.set(http::field::cache_control, max_age);
                 reply(std::move(res));
               });
+  const std::string history_max_age =
+      "max-age=" + std::to_string(CapacityMaxAgeSeconds(mirror_->history().interval_ms()));
+  router->Add(verb::get, "/v1/capacity/history", Access::kTenant,
+              [this, history_max_age](RouteRequest, Reply reply) {
+                // Rendered when the sample was taken; here only a pointer load.
+                Response res = JsonResponse(200, *mirror_->history().Json());
+                res.set(http::field::cache_control, history_max_age);
+                reply(std::move(res));
+              });
   router->Add(verb::get, "/metrics", Access::kPublic, [this](RouteRequest, Reply reply) {
     Response res{http::status::ok, 11};
     res.set(http::field::content_type, kMetricsContentType);

@@ -10,9 +10,11 @@
 namespace server {
 
 // The read-only operational routes (API.md "Capacity and operations"):
-//   GET /v1/capacity  (tenant or admin) the mirror's snapshot, never SQLite;
-//   GET /metrics      (no key) Prometheus text format 0.0.4;
-//   GET /dashboard    (no key) the embedded page.
+//   GET /v1/capacity          (tenant or admin) the mirror's snapshot, never SQLite;
+//   GET /v1/capacity/history  (tenant or admin) the mirror's utilisation history;
+//   GET /metrics              (no key) Prometheus text format 0.0.4;
+//   GET /dashboard            (no key) the embedded page;
+//   GET /openapi.json         (no key) the embedded API document.
 // None of them touches SQLite or waits for a writer: capacity and the
 // container gauges load the mirror's current snapshot, the rest are atomics.
 // Safe from every io thread. The mirror and everything `metrics` points to
@@ -21,7 +23,7 @@ class OpsRoutes {
  public:
   OpsRoutes(const kvmirror::Mirror* mirror, MetricsSources metrics);
 
-  // Adds the three routes to `router`.
+  // Adds the routes above to `router`.
   void AddRoutes(Router* router);
 
   // The Cache-Control max-age of /v1/capacity for a mirror refreshed every

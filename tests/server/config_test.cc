@@ -58,6 +58,7 @@ TEST_CASE("config: serve without options takes the defaults of API.md") {
   CHECK(s.batch_wait_ms == 10);
   CHECK(s.queue_capacity == 100000);
   CHECK(s.mirror_refresh_ms == 1000);
+  CHECK(s.history_interval_ms == 10000);
   CHECK(s.max_sessions_per_tenant == store::kUnlimited);
   CHECK(s.max_body_bytes == 1048576);
   CHECK(s.candidates == 5);
@@ -70,6 +71,7 @@ TEST_CASE("config: every flag of API.md is taken") {
                     "--shards", "4", "--sync", "normal", "--lease-ms", "1000", "--max-lease-ms",
                     "2000", "--dead-after-ms", "500", "--batch-max", "7", "--batch-wait-ms", "3",
                     "--queue-capacity", "99", "--mirror-refresh-ms", "50",
+                    "--history-interval-ms", "250",
                     "--max-sessions-per-tenant", "2", "--max-body-bytes", "4096",
                     "--candidates", "9", "--demo"});
   REQUIRE(p.cmd.kind == Command::Kind::kServe);
@@ -87,6 +89,7 @@ TEST_CASE("config: every flag of API.md is taken") {
   CHECK(s.batch_wait_ms == 3);
   CHECK(s.queue_capacity == 99);
   CHECK(s.mirror_refresh_ms == 50);
+  CHECK(s.history_interval_ms == 250);
   CHECK(s.max_sessions_per_tenant == 2);
   CHECK(s.max_body_bytes == 4096);
   CHECK(s.candidates == 9);
@@ -152,7 +155,7 @@ TEST_CASE("config: --help lists every flag with its default and exits 0") {
   for (const char* flag :
        {"--db", "--listen", "--keys", "--threads", "--shards", "--sync", "--lease-ms",
         "--max-lease-ms", "--dead-after-ms", "--batch-max", "--batch-wait-ms", "--queue-capacity",
-        "--mirror-refresh-ms", "--max-sessions-per-tenant", "--max-body-bytes", "--candidates",
+        "--mirror-refresh-ms", "--history-interval-ms", "--max-sessions-per-tenant", "--max-body-bytes", "--candidates",
         "--demo", "EDGEALLOC_LISTEN", "1048576", "--max-clock-skew-ms",
         "EDGEALLOC_MAX_CLOCK_SKEW_MS"}) {
     INFO(flag);
@@ -301,6 +304,7 @@ TEST_CASE("config: packaging/edgealloc.toml names every serve flag and holds the
   CHECK(a.batch_wait_ms == b.batch_wait_ms);
   CHECK(a.queue_capacity == b.queue_capacity);
   CHECK(a.mirror_refresh_ms == b.mirror_refresh_ms);
+  CHECK(a.history_interval_ms == b.history_interval_ms);
   CHECK(a.max_sessions_per_tenant == b.max_sessions_per_tenant);
   CHECK(a.max_body_bytes == b.max_body_bytes);
   CHECK(a.candidates == b.candidates);

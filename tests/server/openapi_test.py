@@ -69,7 +69,8 @@ def main():
         log = open(os.path.join(tmp, "server.log"), "w")
         proc = subprocess.Popen([args.bin, "serve", "--db", os.path.join(tmp, "x.db"), "--listen",
                                  "127.0.0.1:%d" % port, "--keys", keys, "--max-sessions-per-tenant", "2",
-                                 "--max-body-bytes", "4096", "--mirror-refresh-ms", "50"],
+                                 "--max-body-bytes", "4096", "--mirror-refresh-ms", "50",
+                                 "--history-interval-ms", "100"],
                                 stdout=log, stderr=log)
         try:
             c = Client(port, v)
@@ -186,6 +187,8 @@ def run(c):
     time.sleep(0.2)
     c("GET", "/v1/capacity", ACME, want=200)
     c("GET", "/v1/capacity", BOX, want=403)
+    c("GET", "/v1/capacity/history", ACME, want=200)
+    c("GET", "/v1/capacity/history", BOX, want=403)
     # Unknown paths and methods, malformed targets.
     c("GET", "/v1/nowhere", ACME, want=404)
     c("PUT", "/v1/sessions", ACME, want=405)

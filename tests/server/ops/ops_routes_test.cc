@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "base/clock.h"
 #include "server/ops/dashboard.h"
@@ -86,6 +88,47 @@ TEST_CASE("capacity: it converges after a claim within a few refresh periods") {
   }));
   INFO(last.dump());
   CHECK(last["age_ms"].get<int64_t>() < 5000);
+}
+
+TEST_CASE("capacity history: samples of every pool a history interval apart, oldest first") {
+  LiveService t([](ServeConfig* c) {
+    c->mirror_refresh_ms = 600000;  // refreshed by the test alone
+    c->history_interval_ms = 100;
+  });
+  HttpClient c = t.Client();
+  RegisterFleet(c, "h", 3);
+  // Each read in an interval of its own, so that each is a sample.
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  REQUIRE(t.service->mirror()->RefreshNow().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  REQUIRE(t.service->mirror()->RefreshNow().ok());
+  HttpReply r = c.Get("/v1/capacity/history");
+  REQUIRE(r.status == 200);
+  CHECK(r.Header("content-type") == "application/json");
+  CHECK(r.Header("cache-control") == "max-age=1");
+  json body = json::parse(r.body);
+  CHECK(body["interval_ms"] == 100);
+  CHECK(body["pools_omitted"] == 0);
+  // The first sample is Start()'s read of the empty pool, before the fleet.
+  const json& times = body["as_of_ms"];
+  REQUIRE(times.size() >= 2);
+  for (size_t i = 1; i < times.size(); ++i) CHECK(times[i].get<int64_t>() > times[i - 1].get<int64_t>());
+  const json& chrome = body["regions"]["weur"]["pools"]["chrome"];
+  const size_t n = times.size();
+  REQUIRE(chrome["available"].size() == n);
+  CHECK(chrome["available"][n - 2] == 3);
+  CHECK(chrome["picked"][n - 2] == 0);
+  CHECK(chrome["available"][n - 1] == 2);
+  CHECK(chrome["picked"][n - 1] == 1);
+}
+
+TEST_CASE("capacity history: tenant and admin keys may read it and container keys are 403") {
+  LiveService t({}, fixture::kKeys);
+  CHECK(t.Client("tenant-key").Get("/v1/capacity/history").status == 200);
+  CHECK(t.Client("admin-key").Get("/v1/capacity/history").status == 200);
+  CHECK(t.Client("container-key").Get("/v1/capacity/history").status == 403);
+  CHECK(t.Client().Get("/v1/capacity/history").status == 401);
 }
 
 TEST_CASE("capacity: tenant and admin keys may read it and container keys are 403") {
