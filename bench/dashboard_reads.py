@@ -21,41 +21,22 @@ Prints `name value unit` lines.
 """
 
 import argparse
-import http.client
 import itertools
 import json
 import os
 import shutil
-import socket
-import statistics
 import subprocess
 import tempfile
 import threading
 import time
+
+from bench_http import Client, free_port
 
 REGIONS = [f"{a}-{i}" for a in ("weur", "eeur", "neur", "seur", "wnam", "enam", "cnam", "sam",
                                  "afr", "mea", "apac", "oce") for i in range(1, 6)]
 POOLS = ["chrome", "firefox", "webkit", "gpu", "sandbox"]
 PER_POOL = 8
 THREADS = 4
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Client:
-    def __init__(self, port):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-
-    def call(self, method, path, body=None):
-        data = None if body is None else json.dumps(body)
-        headers = {"Content-Type": "application/json"} if data else {}
-        self.conn.request(method, path, body=data, headers=headers)
-        r = self.conn.getresponse()
-        return r.status, r.read()
 
 
 def run_threads(n, seconds, work):
@@ -104,7 +85,7 @@ def main():
             for _ in range(PER_POOL // 2):
                 assert c.call("POST", "/v1/sessions", {"region": r, "pool": p, "lease_ms": 3600000})[0] == 201
         time.sleep(6.5)  # 60 samples a history interval apart
-        _, raw = c.call("GET", "/v1/capacity/history")
+        _, raw = c.raw("GET", "/v1/capacity/history")
         samples = len(json.loads(raw)["as_of_ms"])
         print(f"history_samples {samples} samples (300 pools)")
 
@@ -113,7 +94,7 @@ def main():
                 cl, lat, size = Client(port), [], 0
                 while not stop.is_set():
                     t = time.perf_counter()
-                    status, body = cl.call("GET", path)
+                    status, body = cl.raw("GET", path)
                     lat.append(time.perf_counter() - t)
                     assert status == 200, status
                     size = len(body)
@@ -129,9 +110,8 @@ def main():
         def cycles(i, stop):
             cl, n = Client(port), 0
             while not stop.is_set():
-                status, body = cl.call("POST", "/v1/sessions", {"region": "weur-1", "pool": "chrome"})
-                assert status == 201, (status, body)
-                s = json.loads(body)
+                status, s = cl.call("POST", "/v1/sessions", {"region": "weur-1", "pool": "chrome"})
+                assert status == 201, (status, s)
                 assert cl.call("DELETE", f"/v1/sessions/{s['session_id']}?token={s['token']}")[0] == 204
                 n += 1
             return n

@@ -20,39 +20,16 @@ Standard library only. Prints `name value unit` lines.
 """
 
 import argparse
-import http.client
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import tempfile
 import threading
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Client:
-    def __init__(self, port):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-
-    def call(self, method, path, body=None):
-        data = None if body is None else json.dumps(body)
-        headers = {"Content-Type": "application/json"} if data else {}
-        self.conn.request(method, path, body=data, headers=headers)
-        r = self.conn.getresponse()
-        raw = r.read()
-        return r.status, (json.loads(raw) if raw else None)
-
-    def text(self, path):
-        self.conn.request("GET", path)
-        return self.conn.getresponse().read().decode()
+from bench_http import Client, free_port
 
 
 def main():

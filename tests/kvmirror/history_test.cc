@@ -11,13 +11,8 @@ using nlohmann::json;
 
 Snapshot Snap(int64_t as_of_ms, Snapshot::Regions regions) { return Snapshot(as_of_ms, std::move(regions)); }
 
-StatusCounts Counts(int64_t available, int64_t picked, int64_t draining = 0, int64_t dead = 0) {
-  StatusCounts c;
-  c.available = available;
-  c.picked = picked;
-  c.draining = draining;
-  c.dead = dead;
-  return c;
+StatusCounts Counts(int64_t available, int64_t picked) {
+  return StatusCounts{.available = available, .picked = picked};
 }
 
 json Body(const CapacityHistory& h) { return json::parse(*h.Json()); }
@@ -30,7 +25,7 @@ TEST_CASE("history: before any sample it says its interval and holds nothing") {
 TEST_CASE("history: one sample an interval, the first snapshot of each slot") {
   CapacityHistory h(1000);
   Snapshot::Regions r;
-  r["weur"]["chrome"] = Counts(3, 5, 1, 2);
+  r["weur"]["chrome"] = StatusCounts{.available = 3, .picked = 5, .draining = 1, .dead = 2};
   CHECK(h.Add(Snap(10'100, r)));
   r["weur"]["chrome"] = Counts(2, 6);
   CHECK_FALSE(h.Add(Snap(10'900, r)));  // same slot: compared, not kept
