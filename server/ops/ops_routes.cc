@@ -37,7 +37,7 @@ void OpsRoutes::AddRoutes(Router* router) {
       "max-age=" + std::to_string(CapacityMaxAgeSeconds(mirror_->history().interval_ms()));
   router->Add(verb::get, "/v1/capacity/history", Access::kTenant,
               [this, history_max_age](RouteRequest, Reply reply) {
-                // Rendered when the sample was taken; here only a pointer load.
+                // Rendered when the sample was taken: a pointer load and a copy.
                 Response res = JsonResponse(200, *mirror_->history().Json());
                 res.set(http::field::cache_control, history_max_age);
                 reply(std::move(res));
