@@ -622,5 +622,43 @@ TEST_CASE("routes: a claim with wait_ms is served by a release, a client that ha
   CHECK(!timed_out.Header("retry-after").empty());
 }
 
+TEST_CASE("routes: a claim with wait_ms is served by a heartbeat bringing a container back") {
+  TestService t;
+  HttpClient c = t.Client();
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  // w-2 drains (nothing may claim it), w-1 is taken: the pool has nothing to give.
+  REQUIRE(c.Post("/v1/heartbeats",
+                 R"({"heartbeats":[{"container_id":"w-2","state":"draining"}]})")
+              .status == 202);
+  const auto drained = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (Json(c.Get("/v1/containers/w-2"))["status"] != "draining" &&
+         std::chrono::steady_clock::now() < drained) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(Json(c.Get("/v1/containers/w-2"))["status"] == "draining");
+  const json held = Json(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})"));
+  REQUIRE(held["container_id"] == "w-1");
+
+  auto waiting = std::async(std::launch::async, [&] {
+    return t.Client().Post("/v1/sessions",
+                           R"({"region":"weur","pool":"chrome","wait_ms":20000})");
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (MetricValue(c, "edgealloc_claim_waiters") != 1 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(MetricValue(c, "edgealloc_claim_waiters") == 1);
+  // No release anywhere: only the heartbeat makes w-2 claimable again.
+  REQUIRE(c.Post("/v1/heartbeats",
+                 R"({"heartbeats":[{"container_id":"w-2","state":"ready"}]})")
+              .status == 202);
+  HttpReply served = waiting.get();
+  INFO(served.body);
+  REQUIRE(served.status == 201);
+  CHECK(Json(served)["container_id"] == "w-2");
+  CHECK(MetricValue(c, "edgealloc_claim_waits_total{result=\"served\"}") == 1);
+}
+
 }  // namespace
 }  // namespace server
