@@ -43,9 +43,10 @@ void ContainerRoutes::Register(RouteRequest req, Reply reply) {
   BodyError error;
   if (!ParseRegistration(req.http.body(), &specs, &error)) return reply(BodyErrorResponse(error));
   if (specs.empty()) return reply(JsonResponse(200, "{\"registered\":0}"));
-  storage_->Register(std::move(specs), [io = io_, reply](store::ContainerResult r) {
-    ReplyOnIo(io, reply, [r = std::move(r)] {
-      if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message);
+  storage_->Register(std::move(specs), [io = io_, reply, id = req.RequestId()](
+                                           store::ContainerResult r) {
+    ReplyOnIo(io, reply, [r = std::move(r), id] {
+      if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message, id);
       return JsonResponse(200, "{\"registered\":" + std::to_string(r.count) + "}");
     });
   });
@@ -80,7 +81,9 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
   std::vector<store::ContainerInfo> page;
   bool more = false;
   store::Status s = storage_->ListContainers(filter, after, limit, &page, &more);
-  if (!s.ok()) return reply(OutcomeResponse(store::OutcomeOfError(s), s.ToString()));
+  if (!s.ok()) {
+    return reply(OutcomeResponse(store::OutcomeOfError(s), s.ToString(), req.RequestId()));
+  }
   std::optional<std::string> next;
   if (more && !page.empty()) next = MakeCursor(fingerprint, page.back().id);
   reply(JsonResponse(200, ContainerListJson(page, next)));
@@ -88,16 +91,19 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
 
 void ContainerRoutes::GetContainer(RouteRequest req, Reply reply) {
   store::ContainerResult r = storage_->GetContainer(req.params[0]);
-  if (r.outcome != Outcome::kOk) return reply(OutcomeResponse(r.outcome, r.message));
+  if (r.outcome != Outcome::kOk) {
+    return reply(OutcomeResponse(r.outcome, r.message, req.RequestId()));
+  }
   reply(JsonResponse(200, ContainerJson(r.container)));
 }
 
 void ContainerRoutes::Drain(RouteRequest req, Reply reply) {
   std::string id = req.params[0];
   auto* storage = storage_;
-  storage_->Drain(id, [io = io_, reply, id, storage](store::ContainerResult r) {
-    ReplyOnIo(io, reply, [r = std::move(r), id, storage] {
-      if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message);
+  storage_->Drain(id, [io = io_, reply, id, storage,
+                       request_id = req.RequestId()](store::ContainerResult r) {
+    ReplyOnIo(io, reply, [r = std::move(r), id, storage, request_id] {
+      if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message, request_id);
       // 200 with the container as it is now (status draining, or still
       // picked with drain_requested until its session ends).
       store::ContainerResult now = storage->GetContainer(id);
@@ -108,9 +114,10 @@ void ContainerRoutes::Drain(RouteRequest req, Reply reply) {
 }
 
 void ContainerRoutes::Remove(RouteRequest req, Reply reply) {
-  storage_->Remove(req.params[0], [io = io_, reply](store::ContainerResult r) {
-    ReplyOnIo(io, reply, [r = std::move(r)] {
-      if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message);
+  storage_->Remove(req.params[0], [io = io_, reply, id = req.RequestId()](
+                                       store::ContainerResult r) {
+    ReplyOnIo(io, reply, [r = std::move(r), id] {
+      if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message, id);
       return Response{http::status::no_content, 11};
     });
   });

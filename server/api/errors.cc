@@ -21,11 +21,13 @@ HttpStatus HttpStatusOf(store::Outcome outcome) {
   return {503, "unavailable"};
 }
 
-Response OutcomeResponse(store::Outcome outcome, const std::string& message) {
+Response OutcomeResponse(store::Outcome outcome, const std::string& message,
+                         std::string_view request_id) {
   HttpStatus st = HttpStatusOf(outcome);
   if (outcome == store::Outcome::kError) {
-    // A storage failure: say so in the log; the client gets a retryable 503.
-    LogError("edgealloc: storage error: " + message);
+    // A storage failure: say so in the log, under the id the client gets back
+    // (so its report finds this line); the client gets a retryable 503.
+    LogError("edgealloc: storage error (request_id " + std::string(request_id) + "): " + message);
   }
   return ErrorResponse(st.status, st.code, message.empty() ? st.code : message);
 }

@@ -2,6 +2,7 @@
 #define EDGEALLOC_SERVER_API_ERRORS_H_
 
 #include <string>
+#include <string_view>
 
 #include "store/types.h"
 #include "server/api/request_bodies.h"
@@ -27,8 +28,10 @@ struct HttpStatus {
 HttpStatus HttpStatusOf(store::Outcome outcome);
 
 // The error response for an allocator outcome that is not a success:
-// HttpStatusOf's status and code, `message` (or the code if it is empty).
-Response OutcomeResponse(store::Outcome outcome, const std::string& message);
+// HttpStatusOf's status and code, `message` (or the code if it is empty). A
+// storage failure is logged with `request_id`, the id the client gets back.
+Response OutcomeResponse(store::Outcome outcome, const std::string& message,
+                         std::string_view request_id);
 
 // 400 with the code and message of a refused request body.
 Response BodyErrorResponse(const BodyError& error);

@@ -15,9 +15,10 @@ namespace {
 
 using store::Outcome;
 
-Response SessionResponse(const store::SessionResult& r, int ok_status) {
+Response SessionResponse(const store::SessionResult& r, int ok_status,
+                         std::string_view request_id) {
   if (r.outcome != Outcome::kOk && r.outcome != Outcome::kReplayed) {
-    return OutcomeResponse(r.outcome, r.message);
+    return OutcomeResponse(r.outcome, r.message, request_id);
   }
   Response res = JsonResponse(ok_status, SessionJson(r.session));
   if (r.outcome == Outcome::kReplayed) res.set("Idempotent-Replayed", "true");
@@ -69,7 +70,9 @@ void SessionRoutes::Limits(RouteRequest req, Reply reply) {
   }
   allocator::Allocator::TenantLimits limits;
   store::Status s = allocator_->Limits(tenant, &limits);
-  if (!s.ok()) return reply(OutcomeResponse(store::OutcomeOfError(s), s.ToString()));
+  if (!s.ok()) {
+    return reply(OutcomeResponse(store::OutcomeOfError(s), s.ToString(), req.RequestId()));
+  }
   reply(JsonResponse(200, LimitsJson(tenant, limits.max_sessions, limits.sessions)));
 }
 
@@ -115,7 +118,9 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
   std::vector<store::Session> page;
   bool more = false;
   store::Status s = allocator_->ListSessions(filter, after, limit, &page, &more);
-  if (!s.ok()) return reply(OutcomeResponse(store::OutcomeOfError(s), s.ToString()));
+  if (!s.ok()) {
+    return reply(OutcomeResponse(store::OutcomeOfError(s), s.ToString(), req.RequestId()));
+  }
   std::optional<std::string> next;
   if (more && !page.empty()) next = MakeCursor(fingerprint, page.back().session_id);
   reply(JsonResponse(200, SessionListJson(page, next)));
@@ -134,9 +139,10 @@ void SessionRoutes::Claim(RouteRequest req, Reply reply) {
   if (claim.wait_ms > 0) abandoned = WatchClientGone();
   allocator_->Claim(
       std::move(claim),
-      [io = io_, reply, started, latency = options_.claim_latency](store::SessionResult r) {
-        ReplyOnIo(io, reply, [r = std::move(r), started, latency] {
-          Response res = SessionResponse(r, 201);
+      [io = io_, reply, started, latency = options_.claim_latency,
+       id = req.RequestId()](store::SessionResult r) {
+        ReplyOnIo(io, reply, [r = std::move(r), started, latency, id] {
+          Response res = SessionResponse(r, 201, id);
           if (latency) latency->Observe(std::chrono::steady_clock::now() - started);
           return res;
         });
@@ -147,7 +153,7 @@ void SessionRoutes::Claim(RouteRequest req, Reply reply) {
 void SessionRoutes::GetSession(RouteRequest req, Reply reply) {
   // An exact read on a pooled read-only connection: never waits for a writer.
   store::SessionResult r = allocator_->GetSession(CallerOf(req.who), req.params[0]);
-  reply(SessionResponse(r, 200));
+  reply(SessionResponse(r, 200, req.RequestId()));
 }
 
 void SessionRoutes::Renew(RouteRequest req, Reply reply) {
@@ -157,8 +163,9 @@ void SessionRoutes::Renew(RouteRequest req, Reply reply) {
     return reply(BodyErrorResponse(error));
   }
   allocator_->Renew(CallerOf(req.who), req.params[0], token, lease_ms,
-                    [io = io_, reply](store::SessionResult r) {
-                      ReplyOnIo(io, reply, [r = std::move(r)] { return SessionResponse(r, 200); });
+                    [io = io_, reply, id = req.RequestId()](store::SessionResult r) {
+                      ReplyOnIo(io, reply,
+                                [r = std::move(r), id] { return SessionResponse(r, 200, id); });
                     });
 }
 
@@ -173,9 +180,11 @@ void SessionRoutes::Release(RouteRequest req, Reply reply) {
     return reply(ErrorResponse(400, "invalid_field", "token: must be an integer"));
   }
   allocator_->Release(CallerOf(req.who), req.params[0], token,
-                      [io = io_, reply](store::SessionResult r) {
-                        ReplyOnIo(io, reply, [r = std::move(r)] {
-                          if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message);
+                      [io = io_, reply, id = req.RequestId()](store::SessionResult r) {
+                        ReplyOnIo(io, reply, [r = std::move(r), id] {
+                          if (r.outcome != Outcome::kOk) {
+                            return OutcomeResponse(r.outcome, r.message, id);
+                          }
                           return Response{http::status::no_content, 11};
                         });
                       });

@@ -7,11 +7,14 @@ X-Request-Id, stops it with SIGTERM and reads its stderr:
 - every line is a record of the format asked for, with a timestamp and level;
 - each request is answered with an X-Request-Id: the client's own when sane,
   else one of 16 hex digits; the access log line carries the same id;
-- no line holds any key (good or wrong), whatever the level.
+- no line holds any key (good or wrong), whatever the level;
+- a write failing in storage (a file size limit the database reaches) is
+  503 unavailable, and its error line carries the request's id.
 
     python3 tests/server/logging_test.py --bin build/edgealloc
 """
 import argparse
+import resource
 import json
 import os
 import re
@@ -40,8 +43,8 @@ def free_port():
     return port
 
 
-def request(port, method, path, key=None, body=None, request_id=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+def request(port, method, path, key=None, body=None, request_id=None, timeout=10):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     headers = {}
     if key:
         headers["Authorization"] = "Bearer " + key
@@ -54,7 +57,15 @@ def request(port, method, path, key=None, body=None, request_id=None):
     return r.status, r.getheader("X-Request-Id"), data
 
 
-def run(binary, fmt, tmp):
+FILE_LIMIT = 512 * 1024  # bytes: far above what the database and log need until the big registration
+
+
+def limit_files():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an ignored signal stays ignored across exec
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_LIMIT, FILE_LIMIT))
+
+
+def run(binary, fmt, tmp, storage_fault=False):
     keys = os.path.join(tmp, "keys")
     with open(keys, "w") as f:
         f.write("%s admin\n%s tenant acme\n" % (KEYS["admin"], KEYS["tenant"]))
@@ -64,7 +75,7 @@ def run(binary, fmt, tmp):
     proc = subprocess.Popen([binary, "serve", "--db", os.path.join(tmp, fmt + ".db"), "--listen",
                              "127.0.0.1:%d" % port, "--keys", keys, "--access-log",
                              "--log-format", fmt, "--log-level", "debug"],
-                            stdout=log, stderr=log)
+                            stdout=log, stderr=log, preexec_fn=limit_files if storage_fault else None)
     try:
         for _ in range(100):
             try:
@@ -90,6 +101,17 @@ def run(binary, fmt, tmp):
                                  KEYS["tenant"], request_id="release-7")
         if status != 204 or rid != "release-7":
             fail("release: %d, X-Request-Id %r" % (status, rid))
+        if storage_fault:
+            # The server may not grow a file past FILE_LIMIT (RLIMIT_FSIZE,
+            # SIGXFSZ ignored: write() fails with EFBIG): a registration that
+            # needs more fails in storage, 503 unavailable, and the error line
+            # names the request.
+            big = json.dumps({"containers": [{"id": "big-%d" % i, "region": "weur", "pool": "chrome",
+                                              "data": {"blob": "x" * 4000}} for i in range(200)]})
+            status, rid, body = request(port, "POST", "/v1/containers", KEYS["admin"], big, "big-9",
+                                        timeout=60)
+            if status != 503 or rid != "big-9" or json.loads(body)["error"]["code"] != "unavailable":
+                fail("registration past the file size limit: %d %r %r" % (status, rid, body[:300]))
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=30)
@@ -132,6 +154,13 @@ def run(binary, fmt, tmp):
         fail("no access line for the 401")
     if any("?" in a[1] for a in access):
         fail("a query (token) reached the access log")
+    if storage_fault:
+        errors = [l for l in lines if "storage error (request_id big-9)" in l and
+                  ('"level":"error"' in l or " error " in l)]
+        if not errors:
+            fail("no error line naming request big-9 in %r" % lines)
+        if ("POST", "/v1/containers", 503, "big-9") not in access:
+            fail("no access line for the 503 of big-9")
     print("ok %s: %d lines, %d access lines, request ids echoed and logged, no key" %
           (fmt, len(lines), len(access)))
 
@@ -142,7 +171,7 @@ def main():
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run(args.bin, "json", tmp)
-        run(args.bin, "text", tmp)
+        run(args.bin, "text", tmp, storage_fault=True)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ TEST_CASE("errors: a storage error is a retryable 503, never a 500") {
 }
 
 TEST_CASE("routes: the outcome table gives each error its JSON body") {
-  Response r = OutcomeResponse(store::Outcome::kNoCapacity, "none left");
+  Response r = OutcomeResponse(store::Outcome::kNoCapacity, "none left", "req-1");
   CHECK(r.result_int() == 503);
   CHECK(r[http::field::retry_after] == "1");
   CHECK(json::parse(r.body())["error"]["code"] == "no_capacity");
