@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <ostream>
 #include <thread>
 
@@ -116,10 +117,16 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
   // wins over the file, and the file over the EDGEALLOC_* environment; an
   // unknown key is an error. Read by the top app (CLI11 reads config files
   // there), so `serve` lets the flag fall through to it.
-  app.set_config("--config", "",
+  // EDGEALLOC_CONFIG names the file when --config does not (CLI11 2.1 reads no
+  // variable for its config option): the file is then required, so a wrong
+  // path is an error rather than a silent run on defaults.
+  const char* config_from_env = std::getenv("EDGEALLOC_CONFIG");
+  const bool env_config = config_from_env != nullptr && *config_from_env != '\0';
+  app.set_config("--config", env_config ? config_from_env : "",
                  "TOML file of serve settings, keys named as the long flags (see "
                  "packaging/edgealloc.toml); command-line flags win over it, it wins over "
-                 "EDGEALLOC_* variables");
+                 "EDGEALLOC_* variables. Env: EDGEALLOC_CONFIG",
+                 env_config);
   app.allow_config_extras(CLI::config_extras_mode::error);
   serve->fallthrough();
   serve

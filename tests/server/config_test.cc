@@ -265,6 +265,29 @@ TEST_CASE("config: an unknown key or a missing --config file is a usage error th
   CHECK(p.cmd.exit_code == 2);
 }
 
+TEST_CASE("config: EDGEALLOC_CONFIG names the file when --config does not, and must exist") {
+  testing::TempDir dir;
+  const std::string file = WriteToml(dir, "[serve]\ndb = \"env-file.db\"\nbatch-max = 40\n");
+  const std::string other = dir.File("other.toml");
+  std::ofstream(other) << "[serve]\ndb = \"flag-file.db\"\n";
+  setenv("EDGEALLOC_CONFIG", file.c_str(), 1);
+  Parsed from_env = Parse({"serve"});
+  Parsed flag_wins = Parse({"serve", "--config", other.c_str()});
+  setenv("EDGEALLOC_CONFIG", dir.File("missing.toml").c_str(), 1);
+  Parsed missing = Parse({"serve"});
+  unsetenv("EDGEALLOC_CONFIG");
+  INFO(from_env.err);
+  REQUIRE(from_env.cmd.kind == Command::Kind::kServe);
+  CHECK(from_env.cmd.serve.db == "env-file.db");
+  CHECK(from_env.cmd.serve.batch_max == 40);
+  REQUIRE(flag_wins.cmd.kind == Command::Kind::kServe);
+  CHECK(flag_wins.cmd.serve.db == "flag-file.db");
+  CHECK(flag_wins.cmd.serve.batch_max == 100);  // the default: the env's file was not read
+  CHECK(missing.cmd.kind == Command::Kind::kExit);
+  CHECK(missing.cmd.exit_code == 2);
+  CHECK_THAT(missing.err, Catch::Contains("missing.toml"));
+}
+
 // packaging/edgealloc.toml names every serve option (those whose default
 // depends on the machine or is "none", commented), and its values are the
 // defaults: it stays in step with the flags.
