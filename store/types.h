@@ -60,6 +60,7 @@ struct Session {
   int64_t lease_expires_at_ms = 0;
   std::string data;
   std::string labels = "{}";  // the claim's labels, a JSON object's text
+  std::string tenant;         // whose session it is (its claimer's tenant)
 };
 
 struct SessionResult {

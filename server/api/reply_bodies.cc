@@ -17,6 +17,7 @@ std::string SessionJson(const store::Session& s) {
   out += ",\"container_id\":" + JsonQuote(s.container_id);
   out += ",\"region\":" + JsonQuote(s.region);
   out += ",\"pool\":" + JsonQuote(s.pool);
+  out += ",\"tenant\":" + JsonQuote(s.tenant);
   out += ",\"token\":" + std::to_string(s.token);
   out += ",\"lease_expires_at_ms\":" + std::to_string(s.lease_expires_at_ms);
   out += ",\"data\":";

@@ -8,7 +8,7 @@
 // again); candidate rows are locked FOR UPDATE SKIP LOCKED, so concurrent
 // claims on any node never wait on each other's candidates; sweeps skip rows
 // another node is sweeping. Session rows are returned as id, region, pool,
-// generation, lease_expires_at_ms, data, labels.
+// generation, lease_expires_at_ms, data, labels, tenant.
 
 #define EDGEALLOC_PG_STATUS_AFTER_SESSION \
   "status = CASE WHEN dead_reported THEN 'dead' WHEN drain_requested THEN 'draining' " \
@@ -106,7 +106,8 @@ FROM pick
 WHERE c.id = pick.id
   AND ($10::bigint < 0 OR (SELECT count(*) FROM containers
                            WHERE session_id IS NOT NULL AND tenant = $6) < $10::bigint)
-RETURNING c.id, c.region, c.pool, c.generation, c.lease_expires_at_ms, c.data, c.labels
+RETURNING c.id, c.region, c.pool, c.generation, c.lease_expires_at_ms, c.data, c.labels,
+          c.tenant
 )sql";
 
 inline constexpr char kCountTenantSessions[] =
@@ -114,7 +115,7 @@ inline constexpr char kCountTenantSessions[] =
 
 //   $1 tenant $2 key $3 now_ms
 inline constexpr char kFindIdempotent[] = R"sql(
-SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, session_id
+SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant, session_id
 FROM containers
 WHERE tenant = $1 AND idempotency_key = $2 AND session_id IS NOT NULL
   AND lease_expires_at_ms > $3::bigint
@@ -138,7 +139,7 @@ inline constexpr char kRenew[] = R"sql(
 UPDATE containers SET lease_expires_at_ms = $5::bigint
 WHERE session_id = $1 AND generation = $2::bigint AND ($3::text IS NULL OR tenant = $3)
   AND lease_expires_at_ms > $4::bigint
-RETURNING id, region, pool, generation, lease_expires_at_ms, data, labels
+RETURNING id, region, pool, generation, lease_expires_at_ms, data, labels, tenant
 )sql";
 
 inline constexpr char kSessionState[] =
@@ -155,7 +156,7 @@ FROM containers WHERE session_id = $1
 // serves only under the C collation: the planner sorts otherwise.
 //   $1 after $2 now_ms $3 tenant $4 region $5 pool $6 label key $7 label value $8 limit
 inline constexpr char kListSessions[] = R"sql(
-SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, session_id
+SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant, session_id
 FROM containers
 WHERE session_id IS NOT NULL AND session_id COLLATE "C" > $1 AND lease_expires_at_ms > $2::bigint
   AND ($3::text IS NULL OR tenant = $3) AND ($4::text IS NULL OR region = $4)

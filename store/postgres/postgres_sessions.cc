@@ -21,6 +21,7 @@ void ReadSession(const PgResult& r, Session* s, int row = 0) {
   s->lease_expires_at_ms = r.Int64(row, 4);
   s->data = r.String(row, 5);
   s->labels = r.IsNull(row, 6) ? "{}" : r.String(row, 6);
+  s->tenant = r.IsNull(row, 7) ? "" : r.String(row, 7);
 }
 
 PgStatement FindIdempotentStatement(const ClaimRequest& req, int64_t now) {
@@ -34,7 +35,7 @@ Status FindIdempotent(PgConn* conn, const ClaimRequest& req, int64_t now, Sessio
   RETURN_IF_ERROR(conn->Run(find.sql, find.params, &r));
   if (r.rows() > 0) {
     ReadSession(r, &found->session);
-    found->session.session_id = r.String(0, 7);
+    found->session.session_id = r.String(0, 8);
     found->outcome = Outcome::kReplayed;
   }
   return Status::Ok();
@@ -250,7 +251,7 @@ Status PostgresStorage::ListSessions(const SessionFilter& filter, const std::str
       }
       Session s;
       ReadSession(r, &s, i);
-      s.session_id = r.String(i, 7);
+      s.session_id = r.String(i, 8);
       page->push_back(std::move(s));
     }
     return Status::Ok();

@@ -6,7 +6,7 @@
 // read at a glance and each transition is written once. Keywords in
 // capitals, `?N` placeholders. A statement that returns a session returns
 // its columns in the order ReadSessionRow (sqlite/rows.h) reads them: id,
-// region, pool, generation, lease_expires_at_ms, data, labels.
+// region, pool, generation, lease_expires_at_ms, data, labels, tenant.
 
 // How a session ends, in SET-clause fragments shared by every statement that
 // ends one (release, lease expiry, death), spliced in by string-literal
@@ -47,7 +47,7 @@ SET status = 'picked', generation = generation + 1, session_id = ?5, tenant = ?6
 WHERE id = (SELECT id FROM candidate_pool ORDER BY RANDOM() LIMIT 1)
   AND (?10 < 0 OR (SELECT COUNT(*) FROM containers
                    WHERE session_id IS NOT NULL AND tenant = ?6) < ?10)
-RETURNING id, region, pool, generation, lease_expires_at_ms, data, labels
+RETURNING id, region, pool, generation, lease_expires_at_ms, data, labels, tenant
 )sql";
 
 // How many sessions a tenant holds in this shard (to tell quota from
@@ -60,7 +60,7 @@ SELECT COUNT(*) FROM containers WHERE session_id IS NOT NULL AND tenant = ?1
 // lease is over is not replayed, even before the reaper has freed it.
 //   ?1 tenant ?2 key ?3 now_ms
 inline constexpr char kFindIdempotent[] = R"sql(
-SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, session_id
+SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant, session_id
 FROM containers
 WHERE tenant = ?1 AND idempotency_key = ?2 AND session_id IS NOT NULL
   AND lease_expires_at_ms > ?3
@@ -98,7 +98,7 @@ UPDATE containers
 SET lease_expires_at_ms = ?5
 WHERE session_id = ?1 AND generation = ?2 AND (?3 IS NULL OR tenant = ?3)
   AND lease_expires_at_ms > ?4
-RETURNING id, region, pool, generation, lease_expires_at_ms, data, labels
+RETURNING id, region, pool, generation, lease_expires_at_ms, data, labels, tenant
 )sql";
 
 // What a failed CAS found, to tell not_found, forbidden and stale_token apart.
@@ -117,7 +117,7 @@ FROM containers WHERE session_id = ?1
 // label is one key (?6) and its value (?7). The session_id index walks it.
 //   ?1 after ?2 now_ms ?3 tenant ?4 region ?5 pool ?6 label key ?7 label value ?8 limit
 inline constexpr char kListSessions[] = R"sql(
-SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, session_id
+SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant, session_id
 FROM containers
 WHERE session_id IS NOT NULL AND session_id > ?1 AND lease_expires_at_ms > ?2
   AND (?3 IS NULL OR tenant = ?3) AND (?4 IS NULL OR region = ?4) AND (?5 IS NULL OR pool = ?5)

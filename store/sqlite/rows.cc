@@ -10,6 +10,7 @@ void ReadSessionRow(const Statement& q, Session* s) {
   s->lease_expires_at_ms = q.ColumnInt64(4);
   s->data = q.ColumnString(5);
   s->labels = q.ColumnIsNull(6) ? "{}" : q.ColumnString(6);
+  s->tenant = q.ColumnIsNull(7) ? "" : q.ColumnString(7);
 }
 
 void ReadContainerRow(const Statement& q, ContainerInfo* c) {

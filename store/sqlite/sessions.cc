@@ -40,7 +40,7 @@ Status FindIdempotent(Db* db, const ClaimRequest& req, int64_t now_ms, SessionRe
   RETURN_IF_ERROR(q->Step(&row));
   if (row) {
     ReadSessionRow(*q, &found->session);
-    found->session.session_id = q->ColumnString(7);
+    found->session.session_id = q->ColumnString(8);
     found->outcome = Outcome::kReplayed;
   }
   return Status::Ok();
@@ -353,7 +353,7 @@ Status SqliteStorage::ListSessions(const SessionFilter& filter, const std::strin
         if (!row) return Status::Ok();
         Session s;
         ReadSessionRow(*q, &s);
-        s.session_id = q->ColumnString(7);
+        s.session_id = q->ColumnString(8);
         page->push_back(std::move(s));
       }
     }));

@@ -408,18 +408,28 @@ std::vector<store::Session> AllSessions(store::Storage* s, const store::SessionF
 
 }  // namespace
 
-TEST_CASE("storage: labels are stored with the session, returned by every read, gone when it ends") {
+TEST_CASE("storage: labels and the tenant are stored with the session, returned by every read, "
+          "gone when it ends") {
   Engine e(EDGEALLOC_ENGINES);
   Register(e.storage.get(), {"c1"});
   const std::string labels = R"({"owner":"ci-42","team":"edge"})";
   auto c = ClaimLabelled(e.storage.get(), "weur", "t1", labels);
   REQUIRE(c.outcome == Outcome::kOk);
   CHECK(c.session.labels == labels);
+  CHECK(c.session.tenant == "t1");
   CHECK(e->GetSession(Tenant("t1"), c.session.session_id).session.labels == labels);
+  CHECK(e->GetSession(Tenant("t1"), c.session.session_id).session.tenant == "t1");
   auto renewed = Await<store::SessionResult>([&](auto cb) {
     e->Renew(Tenant("t1"), c.session.session_id, c.session.token, 120000, cb);
   });
   CHECK(renewed.session.labels == labels);
+  CHECK(renewed.session.tenant == "t1");
+  std::vector<store::Session> page;
+  bool more = false;
+  REQUIRE(e->ListSessions({}, "", 10, &page, &more).ok());
+  REQUIRE(page.size() == 1);
+  CHECK(page[0].labels == labels);
+  CHECK(page[0].tenant == "t1");
   auto released = Await<store::SessionResult>([&](auto cb) {
     e->Release(Tenant("t1"), c.session.session_id, c.session.token, cb);
   });
@@ -447,6 +457,8 @@ TEST_CASE("storage: an idempotent replay returns the first claim's labels") {
   auto replay = Await<store::SessionResult>([&](auto cb) { e->Claim(req, cb); });
   REQUIRE(Name(replay.outcome) == "replayed");
   CHECK(replay.session.labels == R"({"run":"1"})");
+  CHECK(replay.session.tenant == "t1");
+  CHECK(replay.session.session_id == first.session.session_id);
 }
 
 TEST_CASE("storage: session lists page in id order, filter, and hold each lasting session once "

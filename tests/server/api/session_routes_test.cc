@@ -11,6 +11,7 @@
 #include <chrono>
 #include <future>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -453,11 +454,19 @@ TEST_CASE("routes: GET /v1/sessions lists a tenant's own sessions with their lab
   for (const auto& s : AllPages(acme, "/v1/sessions?limit=2", "sessions", &pages)) {
     CHECK(listed.insert(s["session_id"].get<std::string>()).second);
     CHECK(s["labels"]["job"] == "build");
+    CHECK(s["tenant"] == "acme");
   }
   CHECK(listed == acme_ids);
   CHECK(pages == 3);
   CHECK(AllPages(bolt, "/v1/sessions", "sessions", &pages).size() == 1);
-  CHECK(AllPages(admin, "/v1/sessions?limit=4", "sessions", &pages).size() == 6);
+  // An admin sees everyone's, each naming whose it is.
+  std::map<std::string, int> by_tenant;
+  for (const auto& s : AllPages(admin, "/v1/sessions?limit=4", "sessions", &pages)) {
+    ++by_tenant[s["tenant"].get<std::string>()];
+  }
+  CHECK(by_tenant == std::map<std::string, int>{{"acme", 5}, {"bolt", 1}});
+  CHECK(Json(bolt.Get("/v1/sessions/" + Json(bolts)["session_id"].get<std::string>()))["tenant"] ==
+        "bolt");
   CHECK(AllPages(admin, "/v1/sessions?tenant=acme", "sessions", &pages).size() == 5);
   CHECK(AllPages(acme, "/v1/sessions?label=owner:ci-1", "sessions", &pages).size() == 2);
   CHECK(AllPages(acme, "/v1/sessions?label=owner:ci-9", "sessions", &pages).empty());
