@@ -127,7 +127,7 @@ void CapacityHistory::Render() {
     out->append("}}");
   }
   out->append("}}");
-  json_.store(std::move(out));
+  json_.Store(std::move(out));
 }
 
 }  // namespace kvmirror

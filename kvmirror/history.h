@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/mutex.h"
+#include "base/shared_slot.h"
 #include "kvmirror/snapshot.h"
 
 namespace kvmirror {
@@ -52,7 +53,7 @@ class CapacityHistory {
   //   {"interval_ms":10000,"pools_omitted":0,"as_of_ms":[t0,t1],
   //    "regions":{"weur":{"pools":{"chrome":{"available":[3,2],"picked":[5,6]}}}}}
   // Names are escaped as in Snapshot::ToCapacityJson. Never null.
-  std::shared_ptr<const std::string> Json() const { return json_.load(); }
+  std::shared_ptr<const std::string> Json() const { return json_.Load(); }
 
   int64_t interval_ms() const { return interval_ms_; }
 
@@ -78,7 +79,7 @@ class CapacityHistory {
   // Pools of the latest sample that max_pools_ left out.
   size_t omitted_ GUARDED_BY(mu_) = 0;
 
-  std::atomic<std::shared_ptr<const std::string>> json_;
+  base::SharedSlot<const std::string> json_;
 };
 
 }  // namespace kvmirror

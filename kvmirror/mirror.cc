@@ -179,7 +179,7 @@ void Mirror::Publish(int i, std::shared_ptr<const Snapshot> part) {
   base::MutexLock lock(&publish_mu_);
   parts_[i] = std::move(part);
   std::shared_ptr<const Snapshot> merged = Snapshot::Merge(parts_);
-  current_.store(merged);
+  current_.Store(merged);
   // At most one sample an interval: most publishes are only compared.
   (void)history_.Add(*merged);
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "base/shared_slot.h"
 #include "kvmirror/history.h"
 #include "kvmirror/snapshot.h"
 #include "store/status.h"
@@ -133,7 +134,7 @@ class Mirror {
   // been read, as_of_ms() is the oldest of the shards' reads. Lock-free for
   // the caller in the sense that matters: it never waits for storage or for a
   // refresh being built.
-  std::shared_ptr<const Snapshot> Current() const { return current_.load(); }
+  std::shared_ptr<const Snapshot> Current() const { return current_.Load(); }
 
   int64_t refresh_ms() const { return refresh_ms_; }
   const MirrorStats& stats() const { return stats_; }
@@ -184,7 +185,7 @@ class Mirror {
   base::Mutex publish_mu_;
   std::vector<std::shared_ptr<const Snapshot>> parts_ GUARDED_BY(publish_mu_);
 
-  std::atomic<std::shared_ptr<const Snapshot>> current_;
+  base::SharedSlot<const Snapshot> current_;
   // Offered every merged snapshot Publish() makes.
   CapacityHistory history_;
 
