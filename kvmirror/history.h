@@ -1,7 +1,6 @@
 #ifndef EDGEALLOC_KVMIRROR_HISTORY_H_
 #define EDGEALLOC_KVMIRROR_HISTORY_H_
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>

@@ -199,6 +199,9 @@ TEST_CASE("mirror: what it publishes is sampled into the history, once an interv
   options.history_interval_ms = 200;
   Mirror mirror(scene.Readers(), 1000, options);
   CHECK(mirror.history().interval_ms() == 200);
+  // Start just after an interval begins, so the two refreshes below share it
+  // (on a busy machine they may be tens of ms apart).
+  std::this_thread::sleep_for(milliseconds(200 - base::NowMs() % 200 + 5));
   REQUIRE(mirror.RefreshNow().ok());
   REQUIRE(mirror.RefreshNow().ok());  // the same interval: not a second sample
   std::this_thread::sleep_for(milliseconds(250));

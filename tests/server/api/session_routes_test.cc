@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "server/service.h"
+#include "tests/server/service_fixture.h"
 #include "tests/support/http_client.h"
 #include "tests/support/temp_dir.h"
 
@@ -639,12 +640,9 @@ TEST_CASE("routes: a claim with wait_ms is served by a heartbeat bringing a cont
   REQUIRE(c.Post("/v1/heartbeats",
                  R"({"heartbeats":[{"container_id":"w-2","state":"draining"}]})")
               .status == 202);
-  const auto drained = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (Json(c.Get("/v1/containers/w-2"))["status"] != "draining" &&
-         std::chrono::steady_clock::now() < drained) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  REQUIRE(Json(c.Get("/v1/containers/w-2"))["status"] == "draining");
+  REQUIRE(fixture::Eventually(
+      [&] { return Json(c.Get("/v1/containers/w-2"))["status"] == "draining"; },
+      std::chrono::seconds(10)));
   const json held = Json(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})"));
   REQUIRE(held["container_id"] == "w-1");
 
@@ -652,12 +650,8 @@ TEST_CASE("routes: a claim with wait_ms is served by a heartbeat bringing a cont
     return t.Client().Post("/v1/sessions",
                            R"({"region":"weur","pool":"chrome","wait_ms":20000})");
   });
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (MetricValue(c, "edgealloc_claim_waiters") != 1 &&
-         std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  REQUIRE(MetricValue(c, "edgealloc_claim_waiters") == 1);
+  REQUIRE(fixture::Eventually([&] { return MetricValue(c, "edgealloc_claim_waiters") == 1; },
+                              std::chrono::seconds(10)));
   // No release anywhere: only the heartbeat makes w-2 claimable again.
   REQUIRE(c.Post("/v1/heartbeats",
                  R"({"heartbeats":[{"container_id":"w-2","state":"ready"}]})")
