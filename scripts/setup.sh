@@ -38,6 +38,8 @@ packages+=(libsystemd-dev systemd)
 packages+=(libspdlog-dev)
 # The OpenAPI document's response check (tests/server/openapi_validator.py).
 packages+=(python3-jsonschema)
+# The nemesis test (tests/fault/nemesis_test.py) restarts nodes with a skewed clock.
+packages+=(faketime)
 packages+=("${extra[@]}")
 
 missing=()
