@@ -45,6 +45,15 @@ struct File {
   // on this WAL fails with IOERR until the write transaction ends, so SQLite
   // rolls the whole transaction back and can never commit without them.
   bool failed;
+  // The WAL was synced in this write transaction (not just its header):
+  // whatever SQLite writes after that goes straight to the file, since no
+  // sync of this transaction follows to flush it. With powersafe overwrite
+  // off SQLite pads a commit to a sector boundary with copies of its last
+  // frame and syncs at that boundary, in the middle of a copy (wal.c,
+  // walWriteToLog); the rest of the copy comes after the sync and is as much
+  // part of the WAL as the frames before it: the next commit's frames follow
+  // it, and recovery stops at the first frame that does not check out.
+  bool through;
 };
 
 File* Cast(sqlite3_file* f) { return reinterpret_cast<File*>(f); }
@@ -55,6 +64,11 @@ File* Cast(sqlite3_file* f) { return reinterpret_cast<File*>(f); }
 // Touched only on open and close.
 base::Mutex g_registry_mu;
 std::unordered_map<const char*, File*>* g_main_files GUARDED_BY(g_registry_mu) = nullptr;
+
+// The header a fresh WAL starts with (WAL_HDRSIZE in wal.c): SQLite syncs it
+// on its own before the first frame of a restarted WAL, and that
+// transaction's frames are synced again at its commit.
+constexpr sqlite3_int64 kWalHeaderSize = 32;
 
 // The unix VFS writes at most 0x1ffff bytes a call (its seekAndWrite masks
 // the length), so a flush goes out in pieces of at most this many.
@@ -90,6 +104,7 @@ int Flush(File* f) {
 void DropUncommitted(File* wal) {
   wal->length = 0;
   wal->failed = false;
+  wal->through = false;
 }
 
 int Close(sqlite3_file* file) {
@@ -131,6 +146,10 @@ int Write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offset
     return f->real->pMethods->xWrite(f->real, data, amount, offset);
   }
   g_writes.fetch_add(1, std::memory_order_relaxed);
+  if (f->through) {  // after this transaction's sync (the buffer is empty)
+    g_flushes.fetch_add(1, std::memory_order_relaxed);
+    return f->real->pMethods->xWrite(f->real, data, amount, offset);
+  }
   const size_t n = static_cast<size_t>(amount);
   const bool follows = f->length > 0 && offset == f->offset + static_cast<sqlite3_int64>(f->length);
   if (!follows || f->length + n > kMaxBuffer) {
@@ -163,6 +182,12 @@ int Truncate(sqlite3_file* file, sqlite3_int64 size) {
 
 int Sync(sqlite3_file* file, int flags) {
   File* f = Cast(file);
+  // Only a fresh WAL's header sync is followed by frames that a later sync
+  // of the same transaction flushes (the commit's); after any other sync
+  // (the commit's, or the one at the sector boundary with powersafe
+  // overwrite off) writes go through until the write lock goes.
+  const bool header_only = f->length == static_cast<size_t>(kWalHeaderSize) && f->offset == 0;
+  if (f->wal && !header_only) f->through = true;
   if (int rc = Flush(f); rc != SQLITE_OK) return rc;
   return f->real->pMethods->xSync(f->real, flags);
 }
@@ -182,14 +207,19 @@ constexpr int kWalWriteLockSlot = 0;
 
 int ShmLock(sqlite3_file* file, int offset, int n, int flags) {
   File* f = Cast(file);
-  const bool releases_write_lock = (flags & SQLITE_SHM_UNLOCK) != 0 &&
-                                   (flags & SQLITE_SHM_EXCLUSIVE) != 0 &&
-                                   offset <= kWalWriteLockSlot && kWalWriteLockSlot < offset + n;
-  if (releases_write_lock && f->partner != nullptr) {
+  const bool write_lock = (flags & SQLITE_SHM_EXCLUSIVE) != 0 && offset <= kWalWriteLockSlot &&
+                          kWalWriteLockSlot < offset + n;
+  if (write_lock && (flags & SQLITE_SHM_UNLOCK) != 0 && f->partner != nullptr) {
     // Before the lock goes: once it is gone another connection may append.
     DropUncommitted(f->partner);
   }
-  return f->real->pMethods->xShmLock(f->real, offset, n, flags);
+  const int rc = f->real->pMethods->xShmLock(f->real, offset, n, flags);
+  if (rc == SQLITE_OK && write_lock && (flags & SQLITE_SHM_LOCK) != 0 && f->partner != nullptr) {
+    // A write transaction starts gathering, whatever a sync outside one (a
+    // checkpoint's) left set.
+    f->partner->through = false;
+  }
+  return rc;
 }
 
 // The rest passes straight through.
@@ -198,7 +228,56 @@ int Unlock(sqlite3_file* f, int l) { return Cast(f)->real->pMethods->xUnlock(Cas
 int CheckReservedLock(sqlite3_file* f, int* out) {
   return Cast(f)->real->pMethods->xCheckReservedLock(Cast(f)->real, out);
 }
+
+// The level `PRAGMA synchronous=<value>` would set, as SQLite's pragma.c
+// reads it (getSafetyLevel, plus one): 1 OFF, 2 NORMAL, 3 FULL, 4 EXTRA.
+int SynchronousLevel(const char* value) {
+  int level = 1;  // what pragma.c takes an unknown word for: NORMAL, after the +1
+  if (value[0] >= '0' && value[0] <= '9') {
+    level = std::atoi(value);
+  } else {
+    static constexpr struct { const char* word; int level; } kWords[] = {
+        {"on", 1}, {"no", 0}, {"off", 0}, {"false", 0},
+        {"yes", 1}, {"true", 1}, {"extra", 3}, {"full", 2}};
+    for (const auto& w : kWords) {
+      if (sqlite3_stricmp(value, w.word) == 0) level = w.level;
+    }
+  }
+  level = (level + 1) & 7;
+  return level == 0 ? 1 : level;
+}
+
+// The pragmas that would take away what the VFS relies on, refused on every
+// connection through it: synchronous below FULL (no sync before a commit is
+// published, so readers would miss frames still gathered), and
+// locking_mode=EXCLUSIVE (SQLite then takes and releases the WAL write lock
+// without xShmLock, so the end of a write transaction is never seen and a
+// rolled-back transaction's frames could be written over another
+// connection's after the mode is back to normal). Returns null to let the
+// pragma run, or why not.
+const char* RefusedPragma(const char* name, const char* value) {
+  if (name == nullptr || value == nullptr) return nullptr;  // a query, not a change
+  if (sqlite3_stricmp(name, "synchronous") == 0 && SynchronousLevel(value) < 3) {
+    return "synchronous below FULL";
+  }
+  if (sqlite3_stricmp(name, "locking_mode") == 0 && sqlite3_stricmp(value, "exclusive") == 0) {
+    return "locking_mode=EXCLUSIVE";
+  }
+  return nullptr;
+}
+
 int FileControl(sqlite3_file* f, int op, void* arg) {
+  if (op == SQLITE_FCNTL_PRAGMA) {
+    char** words = static_cast<char**>(arg);  // [0] error out, [1] name, [2] value
+    if (const char* why = RefusedPragma(words[1], words[2])) {
+      words[0] = sqlite3_mprintf(
+          "PRAGMA %s=%s refused: the coalescing WAL VFS (%s) needs synchronous=FULL or EXTRA "
+          "and locking_mode=NORMAL, and %s breaks that (store/sqlite/wal_vfs.h); open the Db "
+          "with Sync::kNormal or coalesce_wal_writes=false for the default VFS",
+          words[1], words[2], kCoalescingWalVfs, why);
+      return SQLITE_ERROR;
+    }
+  }
   return Cast(f)->real->pMethods->xFileControl(Cast(f)->real, op, arg);
 }
 int SectorSize(sqlite3_file* f) { return Cast(f)->real->pMethods->xSectorSize(Cast(f)->real); }

@@ -21,13 +21,22 @@ namespace store {
 // it publishes them in the wal-index, so no other connection can see a frame
 // that is still in the buffer. Under NORMAL there is no such sync, and the
 // buffer would hide published frames from readers. The main database file
-// and the wal-index pass straight through.
+// and the wal-index pass straight through. On a connection through it,
+// PRAGMA synchronous below FULL and PRAGMA locking_mode=EXCLUSIVE (which
+// hides the write lock, below) fail with an error that says why.
+//
+// After a sync of the WAL in a write transaction (other than the sync of a
+// fresh WAL's header) writes go straight through: with powersafe overwrite
+// off (?psow=0, or a device without SQLITE_IOCAP_POWERSAFE_OVERWRITE) SQLite
+// pads a commit to a sector boundary with copies of its last frame, syncs
+// at the boundary, in the middle of a copy, and writes the rest of that copy
+// after the sync; no later sync of the transaction would flush it.
 //
 // What is gathered is only ever written inside the write transaction that
 // wrote it: when the connection lets go of the WAL write lock (commit,
 // rollback, or SQLite's own rollback after an error) or closes, whatever is
 // left is dropped, since a committed transaction's frames were synced and so
-// flushed before. A WAL that cannot be paired with its connection's main
+// flushed before (and what it wrote after that sync went through). A WAL that cannot be paired with its connection's main
 // file (so its write lock cannot be seen) is written through. A flush that
 // fails makes every call on that WAL fail with SQLITE_IOERR_WRITE until the
 // write lock goes, so SQLite rolls the whole transaction back (a plain
