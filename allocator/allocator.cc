@@ -1,5 +1,6 @@
 #include "allocator/allocator.h"
 
+#include <algorithm>
 #include <cassert>
 #include <chrono>
 #include <iterator>
@@ -10,6 +11,18 @@
 namespace allocator {
 
 using store::Outcome;
+
+namespace {
+
+// How long after its n-th failure (n >= 1) the release of an abandoned
+// session is tried again: 100 ms, doubling, at most 2 s; while stopping,
+// 50 ms (Stop waits kStopReleaseMs at most).
+int64_t ReleaseRetryDelayMs(int failures, bool stopping) {
+  if (stopping) return 50;
+  return std::min<int64_t>(int64_t{50} << std::min(failures, 6), 2000);
+}
+
+}  // namespace
 
 Allocator::Allocator(store::Storage* storage, AllocatorOptions options)
     : storage_(storage), options_(options) {}
@@ -24,6 +37,7 @@ void Allocator::Start() {
   }
   base::MutexLock lock(&wait_mu_);
   wait_stop_ = false;
+  stopped_ = false;
   if (!waiter_thread_.joinable()) waiter_thread_ = std::thread([this] { WaiterLoop(); });
 }
 
@@ -55,6 +69,43 @@ void Allocator::Stop() {
     stats_.waiting.fetch_sub(static_cast<int64_t>(left.size()), std::memory_order_relaxed);
   }
   for (const auto& w : left) AnswerWaiter(w, Outcome::kNoCapacity, "");
+  DrainAtStop();
+}
+
+void Allocator::DrainAtStop() {
+  const int64_t deadline = base::NowMs() + kStopReleaseMs;
+  {
+    // Whatever backs off is tried now: there is no later.
+    base::MutexLock lock(&wait_mu_);
+    for (auto& p : to_release_) p.next_try_ms = 0;
+  }
+  for (;;) {
+    std::vector<PendingRelease> due;
+    {
+      base::MutexLock lock(&wait_mu_);
+      for (;;) {
+        const int64_t now = base::NowMs();
+        int64_t next_ms = deadline;
+        TakeDueReleasesLocked(now, &due, &next_ms);
+        if (!due.empty()) break;
+        // Waiting claims still with the storage (their answer may bring a
+        // session to release), releases in flight or backing off.
+        const bool pending = !to_release_.empty() || releases_in_flight_ > 0 ||
+                             first_claims_in_flight_ > 0 || !waiters_.empty();
+        if (!pending || now >= deadline) {
+          // What is left ends by its lease.
+          stats_.abandoned_releases_failed.fetch_add(to_release_.size(),
+                                                     std::memory_order_relaxed);
+          to_release_.clear();
+          stopped_ = true;
+          return;
+        }
+        drain_cv_.WaitFor(&wait_mu_, std::chrono::milliseconds(std::max<int64_t>(
+                                         1, std::min(next_ms, deadline) - now)));
+      }
+    }
+    SubmitReleases(std::move(due));
+  }
 }
 
 void Allocator::Claim(store::ClaimRequest req, store::SessionCallback done,
@@ -74,16 +125,12 @@ void Allocator::Claim(store::ClaimRequest req, store::SessionCallback done,
       base::MutexLock lock(&wait_mu_);
       auto it = waiters_.find(PoolKey(req.region, req.pool));
       others_wait = it != waiters_.end() && !it->second.empty();
+      if (!others_wait) ++first_claims_in_flight_;
     }
     // First come, first served: behind the claims already waiting.
     if (others_wait) return Enqueue(std::move(w));
-    storage_->Claim(std::move(req), [this, w](store::SessionResult r) {
-      if (r.outcome == Outcome::kNoCapacity && !Abandoned(*w)) return Enqueue(w);
-      ClaimContext context{w->req.caller.tenant, w->req.region, w->req.pool,
-                           !w->req.fallback_regions.empty()};
-      FinishClaim(context, &r);
-      w->done(std::move(r));
-    });
+    storage_->Claim(std::move(req),
+                    [this, w](store::SessionResult r) { OnFirstClaimed(w, std::move(r)); });
     return;
   }
   // What the message needs, kept apart from the request the storage takes.
@@ -146,6 +193,115 @@ void Allocator::Release(const store::Caller& caller, std::string session_id, int
 
 // ---- Claims that wait ----
 
+void Allocator::OnFirstClaimed(const WaiterPtr& w, store::SessionResult r) {
+  // Counted back only once what it brings is queued or kept, so that Stop,
+  // seeing none in flight, misses no session to release.
+  auto back = [this] {
+    base::MutexLock lock(&wait_mu_);
+    --first_claims_in_flight_;
+    drain_cv_.SignalAll();
+  };
+  if (r.outcome == Outcome::kNoCapacity && !Abandoned(*w)) {
+    Enqueue(w);
+    return back();
+  }
+  if (r.outcome == Outcome::kOk && Abandoned(*w)) {
+    {
+      base::MutexLock lock(&wait_mu_);
+      AbandonLocked(*w, r.session);
+      --first_claims_in_flight_;
+      drain_cv_.SignalAll();
+    }
+    return AnswerGone(w);
+  }
+  back();
+  ClaimContext context{w->req.caller.tenant, w->req.region, w->req.pool,
+                       !w->req.fallback_regions.empty()};
+  FinishClaim(context, &r);
+  w->done(std::move(r));
+}
+
+void Allocator::AbandonLocked(const Waiter& w, const store::Session& session) {
+  stats_.waits_abandoned.fetch_add(1, std::memory_order_relaxed);
+  if (!w.req.idempotency_key.empty()) {
+    // A retry of the key (through another connection or node, perhaps
+    // answered already) replays this session: its client may hold it. It
+    // ends by its lease or by that client's release, never here.
+    stats_.abandoned_sessions_kept.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (stopped_) {
+    // Nothing releases any more: it ends by its lease.
+    stats_.abandoned_releases_failed.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // Nobody will read it: handed back on the waiters' thread (or by Stop),
+  // not on this writer thread. The next in line may then find it.
+  to_release_.push_back(PendingRelease{session, 0, 0});
+  wake_ = true;
+  wait_cv_.Signal();
+  drain_cv_.SignalAll();
+}
+
+void Allocator::AnswerGone(const WaiterPtr& w) {
+  store::SessionResult r;
+  r.outcome = Outcome::kNoCapacity;
+  r.message = "the client went away while its claim waited";
+  w->done(std::move(r));
+}
+
+void Allocator::TakeDueReleasesLocked(int64_t now, std::vector<PendingRelease>* due,
+                                      int64_t* next_ms) {
+  for (auto it = to_release_.begin(); it != to_release_.end();) {
+    if (it->attempts > 0 && now >= it->session.lease_expires_at_ms) {
+      // Failed until its lease ended: the reaper ends it now.
+      stats_.abandoned_releases_failed.fetch_add(1, std::memory_order_relaxed);
+      it = to_release_.erase(it);
+    } else if (it->next_try_ms <= now) {
+      due->push_back(std::move(*it));
+      it = to_release_.erase(it);
+    } else {
+      *next_ms = std::min(*next_ms, it->next_try_ms);
+      ++it;
+    }
+  }
+  releases_in_flight_ += static_cast<int>(due->size());
+}
+
+void Allocator::SubmitReleases(std::vector<PendingRelease> releases) {
+  store::Caller admin;
+  admin.admin = true;
+  for (auto& p : releases) {
+    std::string id = p.session.session_id;
+    const int64_t token = p.session.token;
+    storage_->Release(admin, std::move(id), token,
+                      [this, p = std::move(p)](store::SessionResult r) mutable {
+                        OnAbandonedReleased(std::move(p), r.outcome);
+                      });
+  }
+}
+
+void Allocator::OnAbandonedReleased(PendingRelease p, Outcome outcome) {
+  {
+    base::MutexLock lock(&wait_mu_);
+    --releases_in_flight_;
+    // The store down or busy: tried again later, until its lease would have
+    // ended anyway (TakeDueReleasesLocked). Any other answer is final: ok,
+    // or not_found / stale_token (it ended meanwhile: its lease ran out).
+    if (outcome == Outcome::kError || outcome == Outcome::kOverloaded) {
+      ++p.attempts;
+      if (stopped_) {
+        stats_.abandoned_releases_failed.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        p.next_try_ms = base::NowMs() + ReleaseRetryDelayMs(p.attempts, wait_stop_);
+        to_release_.push_back(std::move(p));
+      }
+    }
+    drain_cv_.SignalAll();
+  }
+  if (outcome == Outcome::kOk) WakeWaiters();
+}
+
 void Allocator::Enqueue(WaiterPtr w) {
   {
     base::MutexLock lock(&wait_mu_);
@@ -201,11 +357,10 @@ void Allocator::OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r) {
       if (queue.empty()) waiters_.erase(it);
     }
     any_waiters_.store(!waiters_.empty());
+    drain_cv_.SignalAll();  // Stop may wait for this answer
     if (r.outcome == Outcome::kOk && Abandoned(*w)) {
-      // Nobody will read this session: hand it back (on the waiters' thread,
-      // not on this writer thread).
       abandoned = true;
-      to_release_.push_back(r.session);
+      AbandonLocked(*w, r.session);
     }
     // The next in line may find a container too (or, for an abandoned
     // session, the one released for it).
@@ -214,13 +369,7 @@ void Allocator::OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r) {
       wait_cv_.Signal();
     }
   }
-  if (abandoned) {
-    stats_.waits_abandoned.fetch_add(1, std::memory_order_relaxed);
-    r.outcome = Outcome::kNoCapacity;
-    r.message = "the client went away while its claim waited";
-    r.session = {};
-    return w->done(std::move(r));
-  }
+  if (abandoned) return AnswerGone(w);
   if (r.outcome == Outcome::kOk) {
     stats_.waits_served.fetch_add(1, std::memory_order_relaxed);
   } else if (r.outcome == Outcome::kNoCapacity) {
@@ -245,17 +394,24 @@ void Allocator::WakeWaiters() {
 void Allocator::WaiterLoop() {
   for (;;) {
     std::vector<WaiterPtr> to_try, timed_out, gone, stopping;
-    std::vector<store::Session> releases;
+    std::vector<PendingRelease> releases;
     bool stop = false;
     {
       base::MutexLock lock(&wait_mu_);
       if (!wait_stop_ && !wake_) {
-        wait_cv_.WaitFor(&wait_mu_, std::chrono::milliseconds(options_.wait_retry_ms));
+        // At most until the next failed release is due again.
+        int64_t wait_ms = options_.wait_retry_ms;
+        const int64_t before = base::NowMs();
+        for (const auto& p : to_release_) {
+          wait_ms = std::min(wait_ms, std::max<int64_t>(0, p.next_try_ms - before));
+        }
+        if (wait_ms > 0) wait_cv_.WaitFor(&wait_mu_, std::chrono::milliseconds(wait_ms));
       }
       wake_ = false;
       stop = wait_stop_;
-      releases.swap(to_release_);
       const int64_t now = base::NowMs();
+      int64_t next_ms = now;  // unused here: the wait above looks again
+      TakeDueReleasesLocked(now, &releases, &next_ms);
       for (auto it = waiters_.begin(); it != waiters_.end();) {
         auto& queue = it->second;
         for (auto q = queue.begin(); q != queue.end();) {
@@ -295,13 +451,7 @@ void Allocator::WaiterLoop() {
       AnswerWaiter(w, Outcome::kNoCapacity, "");
     }
     for (const auto& w : stopping) AnswerWaiter(w, Outcome::kNoCapacity, "");
-    store::Caller admin;
-    admin.admin = true;
-    for (auto& s : releases) {
-      storage_->Release(admin, s.session_id, s.token, [this](store::SessionResult r) {
-        if (r.outcome == Outcome::kOk) WakeWaiters();
-      });
-    }
+    SubmitReleases(std::move(releases));
     for (const auto& w : to_try) {
       storage_->Claim(w->req, [this, w](store::SessionResult r) { OnWaiterClaimed(w, std::move(r)); });
     }

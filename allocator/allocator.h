@@ -37,6 +37,10 @@ struct AllocatorOptions {
 // The longest a claim may wait for a container (API 1.1: 0 to 30000 ms).
 inline constexpr int64_t kMaxClaimWaitMs = 30000;
 
+// How long Stop waits at most for the waiting claims still with the storage
+// and for the releases of sessions claimed for clients that went away.
+inline constexpr int64_t kStopReleaseMs = 2000;
+
 // Claims of one pool (the dashboard's per-pool rates): ok where a session was
 // made (a fallback region's pool when it served), no_capacity where asked.
 struct PoolClaimCounts {
@@ -57,9 +61,15 @@ struct AllocatorStats {
       lease_expiries{0};
   // Claims that waited (wait_ms): served after waiting, out of time, refused
   // for a full queue, and given up by their client (a session claimed for
-  // one of those is released at once).
+  // one of those is released at once, unless kept for an idempotency key).
   std::atomic<uint64_t> waits_served{0}, waits_timed_out{0}, waits_refused{0},
       waits_abandoned{0};
+  // Of the sessions claimed for a client that went away (in waits_abandoned):
+  // kept, because the claim carries an idempotency key whose retry replays
+  // the session (it ends by its lease or its client's release); and those
+  // that could not be released (the storage failing until their lease ended,
+  // or Stop's deadline passing first), which end by expiry instead.
+  std::atomic<uint64_t> abandoned_sessions_kept{0}, abandoned_releases_failed{0};
   std::atomic<int64_t> waiting{0};  // claims waiting now
 };
 
@@ -80,7 +90,10 @@ class Allocator {
   ~Allocator();
 
   // Starts and stops the lease reaper thread and the thread that serves
-  // waiting claims (Stop answers every waiter no_capacity).
+  // waiting claims (Stop answers every waiter no_capacity). Stop also waits
+  // (at most kStopReleaseMs) for the waiting claims still with the storage
+  // and releases the sessions claimed for clients that went away: the
+  // storage's writers must still run.
   void Start();
   void Stop();
 
@@ -94,8 +107,13 @@ class Allocator {
   // pool: the first of them claims again when a release through this
   // Allocator (or an expiry) may have freed one, and every wait_retry_ms
   // anyway. `abandoned`, when set, tells whether the client went away: a
-  // waiter it says so of is answered at once and claims nothing (a session
-  // it got in the meantime is released). At most max_waiters_per_pool wait.
+  // waiter it says so of is answered at once and claims nothing. A session
+  // claimed for it meanwhile (its first attempt's or a later one's) is
+  // released, retried while the storage fails, unless the claim carries an
+  // idempotency key: a retry of the key, perhaps already answered through
+  // another connection or node, replays that session, so it is kept (and
+  // ends by its lease or its client's release). At most
+  // max_waiters_per_pool wait.
   void Claim(store::ClaimRequest req, store::SessionCallback done,
              std::function<bool()> abandoned = {});
   // Storage::Release and Storage::Renew (lease_ms 0: the default), counted.
@@ -155,6 +173,30 @@ class Allocator {
   void OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r);
   // Answers a waiter that leaves the queue without a session.
   void AnswerWaiter(const WaiterPtr& w, store::Outcome outcome, std::string message);
+  // The storage's answer to a waiting claim's first attempt (a writer thread).
+  void OnFirstClaimed(const WaiterPtr& w, store::SessionResult r);
+  // A session claimed for a waiter whose client went away: queued to be
+  // released, or kept when the claim has an idempotency key. Counted.
+  void AbandonLocked(const Waiter& w, const store::Session& session) REQUIRES(wait_mu_);
+  // Answers a waiter whose client went away after a session was claimed for it.
+  void AnswerGone(const WaiterPtr& w);
+
+  // A session claimed for a client that went away, to be released.
+  struct PendingRelease {
+    store::Session session;
+    int attempts = 0;         // releases of it that failed so far
+    int64_t next_try_ms = 0;  // not before (a failed release backs off)
+  };
+  // Takes from to_release_ the releases due at `now` into *due, drops (and
+  // counts) those given up on, and lowers *next_ms to the next one's time.
+  void TakeDueReleasesLocked(int64_t now, std::vector<PendingRelease>* due, int64_t* next_ms)
+      REQUIRES(wait_mu_);
+  // Releases them (as admin); each failure comes back to to_release_.
+  void SubmitReleases(std::vector<PendingRelease> releases);
+  void OnAbandonedReleased(PendingRelease p, store::Outcome outcome);
+  // Stop's end: waits for waiting claims still with the storage and releases
+  // the abandoned sessions, until kStopReleaseMs passed.
+  void DrainAtStop();
   bool Abandoned(const Waiter& w) const { return w.abandoned && w.abandoned(); }
   // Wakes the waiters' thread: capacity may have come back.
   void WakeWaiters();
@@ -169,7 +211,11 @@ class Allocator {
   base::Mutex wait_mu_;
   base::CondVar wait_cv_;
   std::map<PoolKey, std::deque<WaiterPtr>> waiters_ GUARDED_BY(wait_mu_);
-  std::vector<store::Session> to_release_ GUARDED_BY(wait_mu_);  // abandoned waiters' sessions
+  std::vector<PendingRelease> to_release_ GUARDED_BY(wait_mu_);  // abandoned waiters' sessions
+  int releases_in_flight_ GUARDED_BY(wait_mu_) = 0;      // of those, with the storage now
+  int first_claims_in_flight_ GUARDED_BY(wait_mu_) = 0;  // waiting claims' first attempts
+  bool stopped_ GUARDED_BY(wait_mu_) = false;  // Stop is over: nothing releases any more
+  base::CondVar drain_cv_;  // one of the four above changed (Stop waits on it)
   bool wake_ GUARDED_BY(wait_mu_) = false;
   bool wait_stop_ GUARDED_BY(wait_mu_) = false;
   std::atomic<bool> any_waiters_{false};

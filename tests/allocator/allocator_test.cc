@@ -1006,3 +1006,328 @@ TEST_CASE("wait: a session claimed for a client that left meanwhile is released 
     return c.status == "available" && c.generation > held.session.token;
   }));
 }
+
+namespace {
+
+// A storage that forwards to a real one, for the Allocator under test: it
+// notes the sessions claims come back with, can fail Releases with kError,
+// and can hold a claim's answer until the test hands it on.
+class Probe : public store::Storage {
+ public:
+  explicit Probe(store::Storage* real) : real_(real) {}
+
+  std::atomic<int> fail_releases{0};  // so many next Releases fail (kError), at once
+  std::atomic<int> releases{0};       // Releases asked
+  std::atomic<bool> hold_claims{false};
+
+  // Whether a claim came back with a new session (kOk), and the last one.
+  bool claimed() const { return claimed_.load(); }
+  void ResetClaimed() { claimed_.store(false); }
+  store::Session last_claimed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_;
+  }
+  bool holding() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_ != nullptr;
+  }
+  // Hands the held claim's answer on, on this thread.
+  void Deliver() {
+    std::function<void()> held;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held = std::move(held_);
+      held_ = nullptr;
+    }
+    if (held) held();
+  }
+
+  void Claim(store::ClaimRequest req, store::SessionCallback done) override {
+    real_->Claim(std::move(req), [this, done = std::move(done)](SessionResult r) {
+      if (r.outcome == Outcome::kOk) {
+        std::lock_guard<std::mutex> lock(mu_);
+        last_ = r.session;
+        claimed_.store(true);
+        if (hold_claims.load()) {
+          held_ = [done, r] { done(r); };
+          return;
+        }
+      }
+      done(std::move(r));
+    });
+  }
+  void Release(const store::Caller& caller, std::string session_id, int64_t token,
+               store::SessionCallback done) override {
+    ++releases;
+    if (fail_releases.load() > 0) {
+      --fail_releases;
+      SessionResult r;
+      r.outcome = Outcome::kError;
+      r.message = "disk I/O error (the probe)";
+      return done(std::move(r));
+    }
+    real_->Release(caller, std::move(session_id), token, std::move(done));
+  }
+  void Renew(const store::Caller& caller, std::string session_id, int64_t token,
+             int64_t lease_ms, store::SessionCallback done) override {
+    real_->Renew(caller, std::move(session_id), token, lease_ms, std::move(done));
+  }
+  SessionResult GetSession(const store::Caller& caller, std::string_view session_id) override {
+    return real_->GetSession(caller, session_id);
+  }
+  store::Status CountTenantSessions(const std::string& tenant, int64_t* sessions) override {
+    return real_->CountTenantSessions(tenant, sessions);
+  }
+  store::Status ListSessions(const store::SessionFilter& filter, const std::string& after,
+                             int limit, std::vector<store::Session>* page, bool* more) override {
+    return real_->ListSessions(filter, after, limit, page, more);
+  }
+  void Register(std::vector<store::ContainerSpec> specs, store::ContainerCallback done) override {
+    real_->Register(std::move(specs), std::move(done));
+  }
+  store::ContainerResult GetContainer(std::string_view id) override {
+    return real_->GetContainer(id);
+  }
+  store::Status ListContainers(const store::ContainerFilter& filter, const std::string& after,
+                               int limit, std::vector<store::ContainerInfo>* page,
+                               bool* more) override {
+    return real_->ListContainers(filter, after, limit, page, more);
+  }
+  void Drain(std::string id, store::ContainerCallback done) override {
+    real_->Drain(std::move(id), std::move(done));
+  }
+  void Remove(std::string id, store::ContainerCallback done) override {
+    real_->Remove(std::move(id), std::move(done));
+  }
+  int partitions() const override { return real_->partitions(); }
+  store::Status PartitionOf(const std::string& container_id, int* partition) override {
+    return real_->PartitionOf(container_id, partition);
+  }
+  store::Status WriteHeartbeats(int partition, const std::vector<store::HeartbeatRow>& rows,
+                                store::HeartbeatWriteResult* result) override {
+    return real_->WriteHeartbeats(partition, rows, result);
+  }
+  store::Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) override {
+    return real_->SweepExpiredLeases(partition, max_rows, ended);
+  }
+  store::Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
+                                      int max_rows, store::SilenceSweep* sweep) override {
+    return real_->SweepSilentContainers(partition, cutoff_ms, max_rows, sweep);
+  }
+  std::unique_ptr<store::CapacityReader> NewCapacityReader(int partition,
+                                                           int busy_timeout_ms) override {
+    return real_->NewCapacityReader(partition, busy_timeout_ms);
+  }
+  const store::WriterStats& writer_stats(int partition) const override {
+    return real_->writer_stats(partition);
+  }
+  const store::ClaimPolicy& policy() const override { return real_->policy(); }
+  void StopWriters() override { real_->StopWriters(); }
+
+ private:
+  store::Storage* const real_;
+  std::atomic<bool> claimed_{false};
+  std::mutex mu_;
+  store::Session last_;
+  std::function<void()> held_;
+};
+
+std::shared_ptr<Pending> ClaimAsync(allocator::Allocator& alloc, store::ClaimRequest req,
+                                    std::function<bool()> abandoned = {}) {
+  auto p = std::make_shared<Pending>();
+  alloc.Claim(
+      std::move(req), [p](SessionResult r) { p->promise.set_value(std::move(r)); },
+      std::move(abandoned));
+  return p;
+}
+
+// A session's id, or its outcome's name when it is not live now.
+std::string LiveSession(allocator::Allocator& alloc, const std::string& tenant,
+                        const std::string& id) {
+  SessionResult r = alloc.GetSession(Tenant(tenant), id);
+  return r.outcome == Outcome::kOk ? r.session.session_id : Name(r.outcome);
+}
+
+}  // namespace
+
+// Issue: a waiting claim with an idempotency key whose client left after the
+// storage gave it a session. A retry of the key (through another connection
+// or node, perhaps already answered) replays that session: it must live on.
+TEST_CASE("wait: a session claimed for a keyed waiter that left is kept for the key's retry") {
+  Pool pool(EDGEALLOC_ENGINES);
+  pool.Add({Spec("only", "weur", "chrome")});
+  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
+  REQUIRE(held.outcome == Outcome::kOk);
+  Probe probe(&pool.seam());
+  allocator::AllocatorOptions options;
+  options.wait_retry_ms = 20;  // finds the release made through the pool's own allocator
+  allocator::Allocator alloc(&probe, options);
+  alloc.Start();
+  probe.ResetClaimed();
+  auto req = Waiting(20000);
+  req.idempotency_key = "k-wait";
+  // Gone as soon as the storage gave it a session.
+  auto waiter = ClaimAsync(alloc, req, [&probe] { return probe.claimed(); });
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
+  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
+          "ok");
+  SessionResult r = waiter->future.get();
+  CHECK(Name(r.outcome) == "no_capacity");
+  CHECK(alloc.stats().waits_abandoned.load() == 1);
+  CHECK(alloc.stats().abandoned_sessions_kept.load() == 1);
+  const store::Session kept = probe.last_claimed();
+  REQUIRE_FALSE(kept.session_id.empty());
+  // Long enough for the waiters' thread to have released it, were it to.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(LiveSession(alloc, "t1", kept.session_id) == kept.session_id);
+  CHECK(pool.Get("only").status == "picked");
+  auto retry = req;
+  retry.wait_ms = 0;
+  std::promise<SessionResult> p;
+  alloc.Claim(retry, [&p](SessionResult got) { p.set_value(std::move(got)); });
+  SessionResult replay = p.get_future().get();
+  CHECK(Name(replay.outcome) == "replayed");
+  CHECK(replay.session.session_id == kept.session_id);
+  CHECK(replay.session.token == kept.token);
+}
+
+// Issue: the first attempt of a waiting claim (before it queues) that gets a
+// session after its client went away was handed to the gone client and never
+// released. Without a key it is released; with one it is kept for the key.
+TEST_CASE("wait: a first attempt whose client left meanwhile releases its session or keeps it for a key") {
+  Pool pool(EDGEALLOC_ENGINES);
+  pool.Add({Spec("only", "weur", "chrome")});
+  Probe probe(&pool.seam());
+  allocator::Allocator alloc(&probe, {});
+  alloc.Start();
+
+  // No key: nobody can ever read it, so it is handed back.
+  SessionResult gone = ClaimAsync(alloc, Waiting(20000), [&probe] { return probe.claimed(); })
+                           ->future.get();
+  CHECK(Name(gone.outcome) == "no_capacity");
+  CHECK(gone.session.session_id.empty());
+  CHECK(alloc.stats().waits_abandoned.load() == 1);
+  const store::Session released = probe.last_claimed();
+  REQUIRE_FALSE(released.session_id.empty());
+  CHECK(Eventually([&] {
+    auto c = pool.Get("only");
+    return c.status == "available" && c.generation == released.token;
+  }));
+  CHECK(LiveSession(alloc, "t1", released.session_id) == "not_found");
+
+  // A key: a retry of it replays the session, so it lives on.
+  probe.ResetClaimed();
+  auto keyed = Waiting(20000);
+  keyed.idempotency_key = "k-first";
+  SessionResult gone_keyed =
+      ClaimAsync(alloc, keyed, [&probe] { return probe.claimed(); })->future.get();
+  CHECK(Name(gone_keyed.outcome) == "no_capacity");
+  CHECK(alloc.stats().waits_abandoned.load() == 2);
+  CHECK(alloc.stats().abandoned_sessions_kept.load() == 1);
+  const store::Session kept = probe.last_claimed();
+  REQUIRE(kept.session_id != released.session_id);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(LiveSession(alloc, "t1", kept.session_id) == kept.session_id);
+  CHECK(pool.Get("only").status == "picked");
+  keyed.wait_ms = 0;
+  std::promise<SessionResult> p;
+  alloc.Claim(keyed, [&p](SessionResult got) { p.set_value(std::move(got)); });
+  SessionResult replay = p.get_future().get();
+  CHECK(Name(replay.outcome) == "replayed");
+  CHECK(replay.session.session_id == kept.session_id);
+}
+
+// Issue: the release of an abandoned session that failed (the store down or
+// busy) was dropped, leaving the container held until the lease ended.
+TEST_CASE("wait: an abandoned session whose release fails is released on a later try") {
+  Pool pool(EDGEALLOC_ENGINES);
+  pool.Add({Spec("only", "weur", "chrome")});
+  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
+  REQUIRE(held.outcome == Outcome::kOk);
+  Probe probe(&pool.seam());
+  allocator::AllocatorOptions options;
+  options.wait_retry_ms = 20;
+  allocator::Allocator alloc(&probe, options);
+  alloc.Start();
+  probe.ResetClaimed();
+  probe.fail_releases = 1;
+  auto waiter = ClaimAsync(alloc, Waiting(20000), [&probe] { return probe.claimed(); });
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
+  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
+          "ok");
+  CHECK(Name(waiter->future.get().outcome) == "no_capacity");
+  const store::Session abandoned = probe.last_claimed();
+  REQUIRE(abandoned.token > held.session.token);
+  CHECK(Eventually([&] {
+    auto c = pool.Get("only");
+    return c.status == "available" && c.generation == abandoned.token;
+  }));
+  CHECK(probe.releases.load() == 2);  // the one that failed, then the one that did it
+  CHECK(alloc.stats().abandoned_releases_failed.load() == 0);
+}
+
+// Issue: a session abandoned as the Allocator stops (its claim in flight
+// then) was never released: nothing was left to release it.
+TEST_CASE("stop: a session claimed for a client that left is released before Stop returns") {
+  Pool pool(EDGEALLOC_ENGINES);
+  pool.Add({Spec("only", "weur", "chrome")});
+  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
+  REQUIRE(held.outcome == Outcome::kOk);
+  Probe probe(&pool.seam());
+  allocator::AllocatorOptions options;
+  options.wait_retry_ms = 20;
+  allocator::Allocator alloc(&probe, options);
+  alloc.Start();
+  probe.ResetClaimed();
+  auto waiter = ClaimAsync(alloc, Waiting(20000), [&probe] { return probe.claimed(); });
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
+  // The waiter's claim gets the container; its answer is held back.
+  probe.hold_claims = true;
+  probe.fail_releases = 1;  // and the first release of it fails
+  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
+          "ok");
+  REQUIRE(Eventually([&] { return probe.holding(); }));
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    alloc.Stop();
+    stopped = true;
+  });
+  // Stopping now; the answer comes back to a stopping Allocator, which
+  // waits for it (the storage's writers still run).
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK_FALSE(stopped.load());
+  probe.Deliver();
+  stopper.join();
+  CHECK(Name(waiter->future.get().outcome) == "no_capacity");
+  const store::Session abandoned = probe.last_claimed();
+  auto c = pool.Get("only");
+  CHECK(c.status == "available");
+  CHECK(c.generation == abandoned.token);
+  CHECK(probe.releases.load() == 2);
+  CHECK(alloc.stats().abandoned_releases_failed.load() == 0);
+}
+
+TEST_CASE("wait: an abandoned session whose release keeps failing is given up when its lease ends") {
+  Pool pool(EDGEALLOC_ENGINES);
+  pool.Add({Spec("only", "weur", "chrome")});
+  Probe probe(&pool.seam());
+  allocator::Allocator alloc(&probe, {});
+  alloc.Start();
+  probe.fail_releases = 1000000;  // the store stays down
+  auto req = Waiting(20000);
+  req.lease_ms = 400;
+  SessionResult gone =
+      ClaimAsync(alloc, req, [&probe] { return probe.claimed(); })->future.get();
+  CHECK(Name(gone.outcome) == "no_capacity");
+  const store::Session abandoned = probe.last_claimed();
+  REQUIRE_FALSE(abandoned.session_id.empty());
+  CHECK(Eventually([&] { return alloc.stats().abandoned_releases_failed.load() == 1; }));
+  CHECK(base::NowMs() >= abandoned.lease_expires_at_ms);
+  const int tries = probe.releases.load();
+  CHECK(tries >= 2);  // tried again, backing off (100 ms, 200 ms, ...)
+  CHECK(tries <= 6);
+  // It ends by expiry: the reaper frees the container.
+  CHECK(Eventually([&] { return pool.Get("only").status == "available"; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(probe.releases.load() == tries);  // and nothing tries any more
+}
