@@ -90,6 +90,9 @@ void Batcher::Stop() {
   }
   reaper_cv_.SignalAll();
   if (reaper_.joinable()) reaper_.join();
+  give_up_at_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       (Clock::now() + std::chrono::milliseconds(kStopGiveUpMs)).time_since_epoch())
+                       .count();
   draining_ = true;
   for (auto& lane : lanes_) {
     if (lane->thread.joinable()) lane->thread.join();
@@ -252,8 +255,16 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
   const std::vector<store::HeartbeatRow>& rows = lane->scratch.rows;
   store::HeartbeatWriteResult& result = lane->result;
   int backoff_ms = kRetryInitialMs;
-  std::optional<Clock::time_point> failing_since;
+  const auto given_up = [this] {
+    return draining_.load() &&
+           Clock::now().time_since_epoch() >= std::chrono::nanoseconds(give_up_at_ns_.load());
+  };
   for (;;) {
+    if (given_up()) {
+      // Stopping, and the time to drain ran out against a failing store.
+      stats_.lost.fetch_add(n, std::memory_order_relaxed);
+      break;
+    }
     const auto t0 = Clock::now();
     // At most one batch in flight per partition: the queue stays the only
     // buffer, and its bound the only bound.
@@ -270,12 +281,6 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
       break;
     }
     stats_.write_retries.fetch_add(1, std::memory_order_relaxed);
-    const auto now = Clock::now();
-    if (!failing_since) failing_since = now;
-    if (draining_.load() && now - *failing_since > std::chrono::milliseconds(kStopGiveUpMs)) {
-      stats_.lost.fetch_add(n, std::memory_order_relaxed);
-      break;
-    }
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
     backoff_ms = std::min(backoff_ms * 2, kRetryMaxMs);
   }

@@ -25,8 +25,10 @@ inline constexpr int kReapBatchRows = 256;
 // Backoff between attempts of a batch the Writer refused or failed.
 inline constexpr int kRetryInitialMs = 1;
 inline constexpr int kRetryMaxMs = 1000;
-// During Stop(), how long a batch is retried against a failing store before
-// its items are given up (counted in BatcherStats::lost). While running, a
+// How long Stop() goes on writing what was accepted against a failing store:
+// the whole drain, every lane and batch together, not each batch (a batch
+// each 10 s behind a dead database was hours). What is left then is given up
+// (counted in BatcherStats::lost, which the server logs). While running, a
 // batch is retried for as long as it takes.
 inline constexpr int kStopGiveUpMs = 10000;
 // Longest a batching thread sleeps before it looks at the stop flag.
@@ -142,6 +144,9 @@ class Batcher {
   // Set once no Submit can enqueue any more: a batching thread that then
   // finds its queue empty is done.
   std::atomic<bool> draining_{false};
+  // When Stop's kStopGiveUpMs run out, on the steady clock (ns since its
+  // epoch); set before draining_.
+  std::atomic<int64_t> give_up_at_ns_{0};
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
   base::Mutex stop_mu_;  // serializes Start and Stop

@@ -165,6 +165,10 @@ struct StorageOptions {
   Sync sync = Sync::kFull;
   std::string program = "edgealloc";  // who holds locks, in messages
   ClaimPolicy policy;
+  // Where an engine tells what an operator should know of and no call
+  // returns (PostgreSQL: this node's clock is far from the database's), from
+  // any thread. Unset: nowhere.
+  std::function<void(const std::string&)> warn;
 };
 
 // `db` as logs may show it: a PostgreSQL URI's or key=value password

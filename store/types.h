@@ -134,7 +134,10 @@ const char* ReportedStateName(ReportedState state);
 // One container's heartbeats of a batch, folded into one row (batcher/).
 struct HeartbeatRow {
   std::string container_id;
-  int64_t accepted_ms = 0;        // the server's clock: liveness is judged by it
+  // The server's clock at accept: the liveness stamp on SQLite (one node, one
+  // clock). PostgreSQL stamps the database's clock at the write instead: its
+  // nodes' clocks may disagree, the database's is the fleet's.
+  int64_t accepted_ms = 0;
   std::optional<int64_t> ts_ms;   // the container's clock: orders its reports only
   std::optional<double> load;
   ReportedState state = ReportedState::kNone;

@@ -29,6 +29,24 @@ struct WriterStats {
   // it connected again after losing one.
   std::atomic<int64_t> connected{1};
   std::atomic<uint64_t> reconnects{0};
+  // 1 while the writer cannot write: its last attempt (a group, or its idle
+  // probe once a second) failed for want of the database (a lost or refused
+  // connection, a link that stalled past its timeouts); 0 again after the
+  // next commit or probe that succeeds. /readyz and the heartbeat route
+  // answer 503 while any partition's writer is failing. PostgreSQL only: an
+  // embedded SQLite file is always there (its write errors are each write's
+  // answer), so its writers stay 0.
+  std::atomic<int64_t> failing{0};
+  // PostgreSQL: the database's wall clock minus this node's, in ms, as last
+  // measured (at connect and on the idle probe; half a round trip of error),
+  // and 1 once measured. The database's clock is the fleet's (leases,
+  // idempotency, silence); a large offset means this node's wall clock is
+  // wrong, which no longer decides anything but its logs.
+  std::atomic<int64_t> clock_offset_ms{0};
+  std::atomic<int64_t> clock_offset_known{0};
+  // Jobs answered unwritten because Stop's time ran out against a failing
+  // store (their callers got an error; nothing of them was written).
+  std::atomic<uint64_t> dropped_at_stop{0};
   // Groups run a second time, each job under a savepoint, because one job
   // failed on the fast path (PostgreSQL; SQLite gives each job a savepoint
   // at once).

@@ -218,6 +218,30 @@ void StoreFamilies(const store::Storage& storage, Exposition* out) {
     out->Sample("edgealloc_store_reconnects_total", {{"shard", shard}},
                 s.reconnects.load(std::memory_order_relaxed));
   });
+  out->Family("edgealloc_store_failing", "gauge",
+              "1 while each writer cannot write (its last write or probe found the database "
+              "unreachable); /readyz and heartbeats answer 503 meanwhile.");
+  each([out](const std::string& shard, const WriterStats& s) {
+    out->Sample("edgealloc_store_failing", {{"shard", shard}},
+                static_cast<double>(s.failing.load(std::memory_order_relaxed)));
+  });
+  // PostgreSQL only: the database's clock is the fleet's; a node's offset
+  // from it is what its logs' times are off by, nothing more.
+  bool measured = false;
+  for (int i = 0; i < storage.partitions(); ++i) {
+    measured = measured || storage.writer_stats(i).clock_offset_known.load() != 0;
+  }
+  if (measured) {
+    out->Family("edgealloc_db_clock_offset_seconds", "gauge",
+                "The database's wall clock minus this node's, as each writer last measured it "
+                "(PostgreSQL: leases, idempotency and silence are judged on the database's "
+                "clock).");
+    each([out](const std::string& shard, const WriterStats& s) {
+      if (s.clock_offset_known.load(std::memory_order_relaxed) == 0) return;
+      out->Sample("edgealloc_db_clock_offset_seconds", {{"shard", shard}},
+                  static_cast<double>(s.clock_offset_ms.load(std::memory_order_relaxed)) / 1e3);
+    });
+  }
   out->Family("edgealloc_store_groups_rerun_total", "counter",
               "Groups each writer ran again job by job because one job failed on the fast path.");
   each([out](const std::string& shard, const WriterStats& s) {

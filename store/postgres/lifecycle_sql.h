@@ -9,6 +9,19 @@
 // claims on any node never wait on each other's candidates; sweeps skip rows
 // another node is sweeping. Session rows are returned as id, region, pool,
 // generation, lease_expires_at_ms, data, labels, tenant.
+//
+// Time: every decision that depends on the time (a lease's end, whether a
+// lease still runs, an idempotency key's life, a container's silence) is
+// taken from the database's clock, EDGEALLOC_PG_NOW_MS, in the statement
+// that acts on it, never from a node's: nodes' wall clocks drift, step (NTP,
+// a resumed VM) and may be tens of seconds apart, and a node whose clock ran
+// ahead would otherwise end the sessions other nodes handed out. A node
+// sends durations (a lease's length, dead_after_ms), never instants.
+
+// The database's wall clock in ms since the epoch, as the statement started
+// (statement_timestamp() is stable within a statement, so an index on a
+// time column still serves a comparison with it).
+#define EDGEALLOC_PG_NOW_MS "(floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)"
 
 #define EDGEALLOC_PG_STATUS_AFTER_SESSION \
   "status = CASE WHEN dead_reported THEN 'dead' WHEN drain_requested THEN 'draining' " \
@@ -71,6 +84,8 @@ UPDATE containers c SET lane_hash = u.h
 FROM unnest($1::text[], $2::integer[]) AS u(id, h) WHERE c.id = u.id
 )sql";
 
+// Whether the schema exists (non-NULL), without touching it.
+inline constexpr char kMetaExists[] = "SELECT to_regclass('edgealloc_meta')::text";
 inline constexpr char kGetSchemaVersion[] =
     "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'";
 inline constexpr char kSetSchemaVersion[] =
@@ -87,25 +102,72 @@ SELECT count(pg_advisory_xact_lock(h))
 FROM (SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest($1::text[]) AS k ORDER BY h) AS ids
 )sql";
 
-//   $1 region $2 pool $3 healthy_since_ms $4 K $5 session_id $6 tenant
-//   $7 idempotency_key (or NULL) $8 lease_expires_at_ms $9 now_ms $10 quota (-1: none)
-//   $11 labels (JSON text, or NULL)
+// The keys of $1 (text[]) whose kLockTenant lock is not to be had now,
+// taking those that are (once each, never waiting): after a group's
+// kLockTenants timed out, which tenants' jobs must fail and which may go on.
+inline constexpr char kTryLockTenants[] = R"sql(
+SELECT k FROM (SELECT DISTINCT k FROM unnest($1::text[]) AS k) AS keys
+WHERE NOT pg_try_advisory_xact_lock(hashtextextended(k, 0))
+)sql";
+
+// Locks, in id order (byte order, the same on every node), the rows of the
+// ids $1 and of the sessions $2 (text[] each) that a group's jobs will
+// change: a group then waits for rows only here, all at once and in one
+// order, so two nodes' groups never wait on each other in a cycle
+// (heartbeat batches, registrations, releases of overlapping containers).
+// Claims lock nothing here: they take only a row no one holds (SKIP LOCKED).
+inline constexpr char kLockRows[] = R"sql(
+SELECT count(*) FROM (
+  SELECT id FROM containers WHERE id = ANY($1::text[]) OR session_id = ANY($2::text[])
+  ORDER BY id COLLATE "C" FOR UPDATE) AS locked
+)sql";
+
+// The database's clock now, for a node's measure of its offset.
+inline constexpr char kDbClockMs[] =
+    "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+
+// The claim. The K fastest healthy available containers are read without a
+// lock; one of them, at random, is locked (SKIP LOCKED: never one another
+// transaction holds) and taken. Only that one row is locked until the group
+// commits, so a concurrent claim on any node still finds the others. If
+// every one of the K is locked by claims in flight, the fastest unlocked
+// container beyond them is taken instead (`fallback` runs only then). A
+// tenant over its quota locks nothing.
+//   $1 region $2 pool $3 dead_after_ms $4 K $5 session_id $6 tenant
+//   $7 idempotency_key (or NULL) $8 lease_ms $9 quota (-1: none)
+//   $10 labels (JSON text, or NULL)
 inline constexpr char kClaim[] = R"sql(
-WITH candidate_pool AS (
+WITH quota AS (
+  SELECT $9::bigint < 0 OR (SELECT count(*) FROM containers
+                            WHERE session_id IS NOT NULL AND tenant = $6) < $9::bigint AS ok),
+candidate_pool AS (
   SELECT id FROM containers
-  WHERE region = $1 AND pool = $2 AND status = 'available' AND last_heartbeat_ms >= $3::bigint
+  WHERE region = $1 AND pool = $2 AND status = 'available'
+    AND last_heartbeat_ms >= )sql" EDGEALLOC_PG_NOW_MS R"sql( - $3::bigint
+    AND (SELECT ok FROM quota)
   ORDER BY latency_ms
-  LIMIT $4::bigint
+  LIMIT $4::bigint),
+first_try AS (
+  SELECT c.id FROM containers c
+  WHERE c.id IN (SELECT id FROM candidate_pool) AND c.status = 'available'
+    AND c.last_heartbeat_ms >= )sql" EDGEALLOC_PG_NOW_MS R"sql( - $3::bigint
+  ORDER BY random() LIMIT 1
+  FOR UPDATE OF c SKIP LOCKED),
+fallback AS (
+  SELECT id FROM containers
+  WHERE region = $1 AND pool = $2 AND status = 'available'
+    AND last_heartbeat_ms >= )sql" EDGEALLOC_PG_NOW_MS R"sql( - $3::bigint
+    AND (SELECT ok FROM quota) AND NOT EXISTS (SELECT 1 FROM first_try)
+  ORDER BY latency_ms LIMIT 1
   FOR UPDATE SKIP LOCKED),
-pick AS (SELECT id FROM candidate_pool ORDER BY random() LIMIT 1)
+pick AS (SELECT id FROM first_try UNION ALL SELECT id FROM fallback)
 UPDATE containers c
 SET status = 'picked', generation = nextval('edgealloc_tokens'), session_id = $5, tenant = $6,
-    idempotency_key = $7, lease_expires_at_ms = $8::bigint, claimed_at_ms = $9::bigint,
-    labels = $11
+    idempotency_key = $7,
+    lease_expires_at_ms = )sql" EDGEALLOC_PG_NOW_MS R"sql( + $8::bigint,
+    claimed_at_ms = )sql" EDGEALLOC_PG_NOW_MS R"sql(, labels = $10
 FROM pick
 WHERE c.id = pick.id
-  AND ($10::bigint < 0 OR (SELECT count(*) FROM containers
-                           WHERE session_id IS NOT NULL AND tenant = $6) < $10::bigint)
 RETURNING c.id, c.region, c.pool, c.generation, c.lease_expires_at_ms, c.data, c.labels,
           c.tenant
 )sql";
@@ -113,40 +175,44 @@ RETURNING c.id, c.region, c.pool, c.generation, c.lease_expires_at_ms, c.data, c
 inline constexpr char kCountTenantSessions[] =
     "SELECT count(*) FROM containers WHERE session_id IS NOT NULL AND tenant = $1";
 
-//   $1 tenant $2 key $3 now_ms
+//   $1 tenant $2 key
 inline constexpr char kFindIdempotent[] = R"sql(
 SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant, session_id
 FROM containers
 WHERE tenant = $1 AND idempotency_key = $2 AND session_id IS NOT NULL
-  AND lease_expires_at_ms > $3::bigint
+  AND lease_expires_at_ms > )sql" EDGEALLOC_PG_NOW_MS R"sql(
 )sql";
 
 inline constexpr char kForgetExpiredKey[] = R"sql(
 UPDATE containers SET idempotency_key = NULL
-WHERE tenant = $1 AND idempotency_key = $2 AND lease_expires_at_ms <= $3::bigint
+WHERE tenant = $1 AND idempotency_key = $2
+  AND lease_expires_at_ms <= )sql" EDGEALLOC_PG_NOW_MS R"sql(
 )sql";
 
-//   $1 session_id $2 token $3 tenant (NULL for an admin) $4 now_ms
+//   $1 session_id $2 token $3 tenant (NULL for an admin)
 inline constexpr char kRelease[] = R"sql(
 UPDATE containers
 SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION R"sql(
 WHERE session_id = $1 AND generation = $2::bigint AND ($3::text IS NULL OR tenant = $3)
-  AND lease_expires_at_ms > $4::bigint
+  AND lease_expires_at_ms > )sql" EDGEALLOC_PG_NOW_MS R"sql(
 )sql";
 
-//   $1 .. $4 as kRelease, $5 new expiry
+//   $1 .. $3 as kRelease, $4 lease_ms (the new lease runs from now)
 inline constexpr char kRenew[] = R"sql(
-UPDATE containers SET lease_expires_at_ms = $5::bigint
+UPDATE containers SET lease_expires_at_ms = )sql" EDGEALLOC_PG_NOW_MS R"sql( + $4::bigint
 WHERE session_id = $1 AND generation = $2::bigint AND ($3::text IS NULL OR tenant = $3)
-  AND lease_expires_at_ms > $4::bigint
+  AND lease_expires_at_ms > )sql" EDGEALLOC_PG_NOW_MS R"sql(
 RETURNING id, region, pool, generation, lease_expires_at_ms, data, labels, tenant
 )sql";
 
+// A session's state and the database's now, which judges its lease.
 inline constexpr char kSessionState[] =
-    "SELECT generation, tenant, lease_expires_at_ms FROM containers WHERE session_id = $1";
+    "SELECT generation, tenant, lease_expires_at_ms, " EDGEALLOC_PG_NOW_MS
+    " FROM containers WHERE session_id = $1";
 
 inline constexpr char kGetSession[] = R"sql(
-SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant
+SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant,
+       )sql" EDGEALLOC_PG_NOW_MS R"sql(
 FROM containers WHERE session_id = $1
 )sql";
 
@@ -154,15 +220,16 @@ FROM containers WHERE session_id = $1
 // kListSessions). Filters NULL for any. Ordered by session_id COLLATE "C"
 // (byte order, as SQLite's and the cursor's), which its unique index
 // serves only under the C collation: the planner sorts otherwise.
-//   $1 after $2 now_ms $3 tenant $4 region $5 pool $6 label key $7 label value $8 limit
+//   $1 after $2 tenant $3 region $4 pool $5 label key $6 label value $7 limit
 inline constexpr char kListSessions[] = R"sql(
 SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant, session_id
 FROM containers
-WHERE session_id IS NOT NULL AND session_id COLLATE "C" > $1 AND lease_expires_at_ms > $2::bigint
-  AND ($3::text IS NULL OR tenant = $3) AND ($4::text IS NULL OR region = $4)
-  AND ($5::text IS NULL OR pool = $5)
-  AND ($6::text IS NULL OR (labels IS NOT NULL AND labels::jsonb ->> $6 = $7::text))
-ORDER BY session_id COLLATE "C" LIMIT $8::bigint
+WHERE session_id IS NOT NULL AND session_id COLLATE "C" > $1
+  AND lease_expires_at_ms > )sql" EDGEALLOC_PG_NOW_MS R"sql(
+  AND ($2::text IS NULL OR tenant = $2) AND ($3::text IS NULL OR region = $3)
+  AND ($4::text IS NULL OR pool = $4)
+  AND ($5::text IS NULL OR (labels IS NOT NULL AND labels::jsonb ->> $5 = $6::text))
+ORDER BY session_id COLLATE "C" LIMIT $7::bigint
 )sql";
 
 // A page of containers after $1 in id order (byte order, as kListSessions).
@@ -176,22 +243,23 @@ WHERE id COLLATE "C" > $1 AND ($2::text IS NULL OR region = $2)
 ORDER BY id COLLATE "C" LIMIT $5::bigint
 )sql";
 
-//   $1 now_ms $2 limit
+//   $1 limit
 inline constexpr char kReapExpired[] = R"sql(
 UPDATE containers
 SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION R"sql(
 WHERE id IN (SELECT id FROM containers
-             WHERE session_id IS NOT NULL AND lease_expires_at_ms <= $1::bigint
-             ORDER BY lease_expires_at_ms LIMIT $2::bigint
+             WHERE session_id IS NOT NULL
+               AND lease_expires_at_ms <= )sql" EDGEALLOC_PG_NOW_MS R"sql(
+             ORDER BY lease_expires_at_ms LIMIT $1::bigint
              FOR UPDATE SKIP LOCKED)
 )sql";
 
-//   $1 id $2 region $3 pool $4 latency_ms $5 data $6 now_ms $7 LaneHash(id)
+//   $1 id $2 region $3 pool $4 latency_ms $5 data $6 LaneHash(id)
 inline constexpr char kUpsertContainer[] = R"sql(
 INSERT INTO containers (id, region, pool, status, latency_ms, data, last_heartbeat_ms, generation,
                         lane_hash)
-VALUES ($1, $2, $3, 'available', $4::bigint, $5, $6::bigint, nextval('edgealloc_tokens'),
-        $7::integer)
+VALUES ($1, $2, $3, 'available', $4::bigint, $5, )sql" EDGEALLOC_PG_NOW_MS R"sql(,
+        nextval('edgealloc_tokens'), $6::integer)
 ON CONFLICT (id) DO UPDATE SET
   latency_ms = excluded.latency_ms,
   data = excluded.data,
@@ -221,36 +289,38 @@ RETURNING status
 inline constexpr char kRemoveUnpicked[] =
     "DELETE FROM containers WHERE id = $1 AND status <> 'picked'";
 
-// Heartbeats: the three statements of store/sqlite/lifecycle_sql.h.
-//   $1 id $2 accepted_ms $3 ts_ms (or NULL) $4 load (or NULL) $5 state (or NULL)
+// Heartbeats: the three statements of store/sqlite/lifecycle_sql.h. The
+// liveness stamp (last_heartbeat_ms) is the database's now at the write, not
+// the node's clock at accept: silence is judged on the database's clock.
+//   $1 id $2 ts_ms (or NULL) $3 load (or NULL) $4 state (or NULL)
 inline constexpr char kHeartbeatPlain[] = R"sql(
 UPDATE containers SET
-  last_heartbeat_ms = GREATEST(last_heartbeat_ms, $2::bigint),
-  reported_ts_ms = COALESCE($3::bigint, reported_ts_ms),
-  load = COALESCE($4::double precision, load)
-WHERE id = $1 AND ($3::bigint IS NULL OR $3::bigint >= reported_ts_ms) AND (
-  $5::text IS NULL
-  OR ($5 = 'ready' AND (status = 'available' OR status = 'picked') AND NOT dead_reported)
-  OR ($5 = 'draining' AND (status = 'draining' OR (status = 'picked' AND drain_requested)))
-  OR ($5 = 'dead' AND (status = 'dead' OR (status = 'picked' AND dead_reported))))
+  last_heartbeat_ms = GREATEST(last_heartbeat_ms, )sql" EDGEALLOC_PG_NOW_MS R"sql(),
+  reported_ts_ms = COALESCE($2::bigint, reported_ts_ms),
+  load = COALESCE($3::double precision, load)
+WHERE id = $1 AND ($2::bigint IS NULL OR $2::bigint >= reported_ts_ms) AND (
+  $4::text IS NULL
+  OR ($4 = 'ready' AND (status = 'available' OR status = 'picked') AND NOT dead_reported)
+  OR ($4 = 'draining' AND (status = 'draining' OR (status = 'picked' AND drain_requested)))
+  OR ($4 = 'dead' AND (status = 'dead' OR (status = 'picked' AND dead_reported))))
 )sql";
 
 inline constexpr char kHeartbeatReport[] = R"sql(
 UPDATE containers SET
-  last_heartbeat_ms = GREATEST(last_heartbeat_ms, $2::bigint),
-  reported_ts_ms = COALESCE($3::bigint, reported_ts_ms),
-  load = COALESCE($4::double precision, load),
+  last_heartbeat_ms = GREATEST(last_heartbeat_ms, )sql" EDGEALLOC_PG_NOW_MS R"sql(),
+  reported_ts_ms = COALESCE($2::bigint, reported_ts_ms),
+  load = COALESCE($3::double precision, load),
   status = CASE
-    WHEN $5 = 'ready' AND status IN ('dead', 'draining') THEN 'available'
-    WHEN $5 = 'draining' AND status = 'available' THEN 'draining'
-    WHEN $5 = 'dead' AND status <> 'picked' THEN 'dead'
+    WHEN $4 = 'ready' AND status IN ('dead', 'draining') THEN 'available'
+    WHEN $4 = 'draining' AND status = 'available' THEN 'draining'
+    WHEN $4 = 'dead' AND status <> 'picked' THEN 'dead'
     ELSE status END,
-  drain_requested = CASE WHEN $5 = 'draining' AND status = 'picked' THEN true
+  drain_requested = CASE WHEN $4 = 'draining' AND status = 'picked' THEN true
                          ELSE drain_requested END,
-  dead_reported = CASE WHEN $5 = 'dead' AND status = 'picked' THEN true
-                       WHEN $5 = 'ready' THEN false
+  dead_reported = CASE WHEN $4 = 'dead' AND status = 'picked' THEN true
+                       WHEN $4 = 'ready' THEN false
                        ELSE dead_reported END
-WHERE id = $1 AND ($3::bigint IS NULL OR $3::bigint >= reported_ts_ms)
+WHERE id = $1 AND ($2::bigint IS NULL OR $2::bigint >= reported_ts_ms)
 )sql";
 
 // The heartbeats of many containers, each at most once, in one statement
@@ -261,16 +331,16 @@ WHERE id = $1 AND ($3::bigint IS NULL OR $3::bigint >= reported_ts_ms)
 // column it sets is in an index. Returns each row it took, stale when its
 // ts_ms was older (the stored one is then still above it); a row it did not
 // return is a state change or an unknown id, for the statements below.
-//   $1 ids $2 accepted_ms $3 ts_ms $4 loads $5 states (NULL elements allowed)
+//   $1 ids $2 ts_ms $3 loads $4 states (NULL elements allowed)
 inline constexpr char kHeartbeatBulk[] = R"sql(
 UPDATE containers c SET
-  last_heartbeat_ms = GREATEST(c.last_heartbeat_ms, u.accepted_ms),
+  last_heartbeat_ms = GREATEST(c.last_heartbeat_ms, )sql" EDGEALLOC_PG_NOW_MS R"sql(),
   reported_ts_ms = CASE WHEN u.ts_ms IS NOT NULL AND u.ts_ms >= c.reported_ts_ms
                         THEN u.ts_ms ELSE c.reported_ts_ms END,
   load = CASE WHEN u.ts_ms IS NULL OR u.ts_ms >= c.reported_ts_ms
               THEN COALESCE(u.load, c.load) ELSE c.load END
-FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::double precision[], $5::text[])
-     AS u(id, accepted_ms, ts_ms, load, state)
+FROM unnest($1::text[], $2::bigint[], $3::double precision[], $4::text[])
+     AS u(id, ts_ms, load, state)
 WHERE c.id = u.id AND (
   u.state IS NULL
   OR (u.ts_ms IS NOT NULL AND u.ts_ms < c.reported_ts_ms)
@@ -283,16 +353,17 @@ RETURNING c.id, u.ts_ms IS NOT NULL AND c.reported_ts_ms > u.ts_ms
 )sql";
 
 inline constexpr char kHeartbeatStale[] =
-    "UPDATE containers SET last_heartbeat_ms = GREATEST(last_heartbeat_ms, $2::bigint) "
-    "WHERE id = $1";
+    "UPDATE containers SET last_heartbeat_ms = GREATEST(last_heartbeat_ms, " EDGEALLOC_PG_NOW_MS
+    ") WHERE id = $1";
 
 // The dead-container sweep of one heartbeat partition: lane_hash % $3 = $4.
-//   $1 cutoff_ms $2 limit $3 partitions $4 partition
+// Silent: a stored heartbeat more than $1 ms older than the database's now.
+//   $1 silence_ms $2 limit $3 partitions $4 partition
 inline constexpr char kReapPicked[] = R"sql(
 UPDATE containers
 SET status = 'dead', )sql" EDGEALLOC_PG_END_SESSION R"sql(
 WHERE id IN (SELECT id FROM containers
-             WHERE status = 'picked' AND (last_heartbeat_ms < $1::bigint OR dead_reported)
+             WHERE status = 'picked' AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint OR dead_reported)
                AND lane_hash % $3::integer = $4::integer
              LIMIT $2::bigint
              FOR UPDATE SKIP LOCKED)
@@ -303,7 +374,7 @@ UPDATE containers
 SET status = 'dead', drain_requested = false, dead_reported = false
 WHERE id IN (SELECT id FROM containers
              WHERE status IN ('available', 'draining')
-               AND (last_heartbeat_ms < $1::bigint OR dead_reported)
+               AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint OR dead_reported)
                AND lane_hash % $3::integer = $4::integer
              LIMIT $2::bigint
              FOR UPDATE SKIP LOCKED)
@@ -316,6 +387,7 @@ inline constexpr char kCapacityCounts[] =
 }  // namespace store::pgsql
 
 #undef EDGEALLOC_PG_STATUS_AFTER_SESSION
+#undef EDGEALLOC_PG_NOW_MS
 #undef EDGEALLOC_PG_END_SESSION
 
 #endif  // EDGEALLOC_STORE_POSTGRES_LIFECYCLE_SQL_H_

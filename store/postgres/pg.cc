@@ -1,7 +1,10 @@
 #include "store/postgres/pg.h"
 
 #include <libpq-fe.h>
+#include <poll.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -91,10 +94,15 @@ Status PgConn::Open() {
     return Status::IOError("unavailable: cannot connect to PostgreSQL: " + message);
   }
   // The schema's CREATE ... IF NOT EXISTS need not tell stderr each start.
-  pg_result* quiet = PQexec(conn_, "SET client_min_messages = warning");
-  if (quiet != nullptr) PQclear(quiet);
+  bool timed_out = false;
+  if (PQsendQuery(conn_, "SET client_min_messages = warning") == 1) {
+    if (pg_result* quiet = LastResult(&timed_out); quiet != nullptr) PQclear(quiet);
+  }
+  if (timed_out) return TimedOut("connect");
   // A primary only: on a read-only standby every write would fail.
-  pg_result* r = PQexec(conn_, "SHOW transaction_read_only");
+  pg_result* r = PQsendQuery(conn_, "SHOW transaction_read_only") == 1 ? LastResult(&timed_out)
+                                                                       : nullptr;
+  if (timed_out) return TimedOut("connect");
   const bool read_only = r != nullptr && PQresultStatus(r) == PGRES_TUPLES_OK &&
                          PQntuples(r) == 1 && std::string_view(PQgetvalue(r, 0, 0)) == "on";
   if (r != nullptr) PQclear(r);
@@ -128,10 +136,62 @@ Status PgConn::ErrorOf(pg_result* r, std::string_view what) const {
   return Status::IOError(text);
 }
 
+pg_result* PgConn::GetResult(bool* timed_out) {
+  *timed_out = false;
+  if (io_timeout_ms_ > 0) {
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(io_timeout_ms_);
+    while (PQisBusy(conn_) == 1) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) {
+        *timed_out = true;
+        Break();
+        return nullptr;
+      }
+      pollfd p{PQsocket(conn_), POLLIN, 0};
+      const int n = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+      if (n < 0 && errno != EINTR) break;  // PQgetResult reports the broken socket
+      if (n > 0 && PQconsumeInput(conn_) == 0) break;  // the same
+    }
+  }
+  return PQgetResult(conn_);
+}
+
+pg_result* PgConn::LastResult(bool* timed_out) {
+  pg_result* last = nullptr;
+  for (;;) {
+    pg_result* r = GetResult(timed_out);
+    if (*timed_out) {
+      if (last != nullptr) PQclear(last);
+      return nullptr;
+    }
+    if (r == nullptr) return last;
+    // As PQexec: an error is kept over what follows it.
+    if (last != nullptr) {
+      const ExecStatusType st = PQresultStatus(last);
+      if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        PQclear(r);
+        continue;
+      }
+      PQclear(last);
+    }
+    last = r;
+  }
+}
+
+Status PgConn::TimedOut(std::string_view what) {
+  return Status::IOError("unavailable: no answer from PostgreSQL within " +
+                         std::to_string(io_timeout_ms_) + " ms (" + std::string(what) +
+                         "); the connection was closed");
+}
+
 Status PgConn::Exec(std::string_view sql) {
   if (!ok()) return Status::IOError("unavailable: the connection to PostgreSQL is lost");
   const std::string text(sql);
-  pg_result* r = PQexec(conn_, text.c_str());
+  bool timed_out = false;
+  pg_result* r = PQsendQuery(conn_, text.c_str()) == 1 ? LastResult(&timed_out) : nullptr;
+  if (timed_out) return TimedOut(text);
   const ExecStatusType st = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;
   Status s = (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) ? Status::Ok() : ErrorOf(r, text);
   if (r != nullptr) PQclear(r);
@@ -144,7 +204,11 @@ std::string StatementName(const char* sql) {
 
 Status PgConn::Prepare(const char* sql, int n_params) {
   if (prepared_.count(sql) > 0) return Status::Ok();
-  pg_result* prep = PQprepare(conn_, StatementName(sql).c_str(), sql, n_params, nullptr);
+  bool timed_out = false;
+  pg_result* prep = PQsendPrepare(conn_, StatementName(sql).c_str(), sql, n_params, nullptr) == 1
+                        ? LastResult(&timed_out)
+                        : nullptr;
+  if (timed_out) return TimedOut("prepare");
   const bool good = prep != nullptr && PQresultStatus(prep) == PGRES_COMMAND_OK;
   Status s = good ? Status::Ok() : ErrorOf(prep, "prepare");
   if (prep != nullptr) PQclear(prep);
@@ -189,8 +253,12 @@ Status PgConn::Run(const char* sql, const std::vector<PgParam>& params, PgResult
   RETURN_IF_ERROR(Prepare(sql, static_cast<int>(params.size())));
   std::vector<const char*> values(params.size());
   for (size_t i = 0; i < params.size(); ++i) values[i] = params[i] ? params[i]->c_str() : nullptr;
-  pg_result* r = PQexecPrepared(conn_, name.c_str(), static_cast<int>(params.size()),
-                                values.data(), nullptr, nullptr, /*resultFormat=*/0);
+  bool timed_out = false;
+  pg_result* r = PQsendQueryPrepared(conn_, name.c_str(), static_cast<int>(params.size()),
+                                     values.data(), nullptr, nullptr, /*resultFormat=*/0) == 1
+                     ? LastResult(&timed_out)
+                     : nullptr;
+  if (timed_out) return TimedOut("statement");
   const ExecStatusType st = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
     Status s = ErrorOf(r, "statement");
@@ -234,8 +302,10 @@ Status PgConn::RunPipeline(const std::vector<PgStatement>& statements,
   }
   if (PQpipelineSync(conn_) != 1) return lost("pipeline sync");
   Status first_error = Status::Ok();
+  bool timed_out = false;
   for (size_t i = 0; i < statements.size(); ++i) {
-    pg_result* r = PQgetResult(conn_);
+    pg_result* r = GetResult(&timed_out);
+    if (timed_out) return TimedOut("pipeline");
     if (r == nullptr) return lost("pipeline result");
     const ExecStatusType st = PQresultStatus(r);
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
@@ -249,12 +319,15 @@ Status PgConn::RunPipeline(const std::vector<PgStatement>& statements,
       results->emplace_back();
     }
     // Each statement's results end with a null.
-    if (pg_result* end = PQgetResult(conn_); end != nullptr) {
+    pg_result* end = GetResult(&timed_out);
+    if (timed_out) return TimedOut("pipeline");
+    if (end != nullptr) {
       PQclear(end);
       return lost("pipeline: more results than statements");
     }
   }
-  pg_result* sync = PQgetResult(conn_);
+  pg_result* sync = GetResult(&timed_out);
+  if (timed_out) return TimedOut("pipeline end");
   const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
   if (sync != nullptr) PQclear(sync);
   if (!synced || PQexitPipelineMode(conn_) != 1) return lost("pipeline end");

@@ -99,6 +99,12 @@ class PgConn {
   bool ok() const;
   // Reconnects after a break (prepared statements are made again on use).
   Status Reconnect();
+  // The longest any one answer is waited for, client side (0: no bound).
+  // Past it the connection is closed and the call fails "unavailable": a
+  // link that stalls without closing (a frozen proxy, a half-dead network)
+  // acknowledges what is sent and answers nothing, and neither TCP's
+  // timeouts nor the server's statement_timeout would ever end the wait.
+  void set_io_timeout_ms(int64_t ms) { io_timeout_ms_ = ms; }
 
  private:
   PgConn(std::string uri, std::string application_name)
@@ -106,6 +112,13 @@ class PgConn {
   Status Open();
   Status ErrorOf(pg_result* r, std::string_view what) const;
   Status Prepare(const char* sql, int n_params);
+  // PQgetResult, waiting at most io_timeout_ms for it; on timeout breaks the
+  // connection and sets *timed_out (returns null).
+  pg_result* GetResult(bool* timed_out);
+  // The results of the command just sent, the last one kept (PQexec's way);
+  // null with *timed_out if an answer did not come in time.
+  pg_result* LastResult(bool* timed_out);
+  Status TimedOut(std::string_view what);
   // Closes the connection (ok() is then false, the next use reconnects):
   // after a pipeline that went wrong midway, its state is not to be trusted.
   void Break();
@@ -117,6 +130,11 @@ class PgConn {
   std::optional<PgStatement> expected_;
   PgResult expected_result_;
   bool expected_missed_ = false;  // another statement ran first
+  int64_t io_timeout_ms_ = kDefaultIoTimeoutMs;
+
+ public:
+  // Until set_io_timeout_ms: long enough for any statement of ours.
+  static constexpr int64_t kDefaultIoTimeoutMs = 20000;
 };
 
 // The text of an int64, for a parameter.

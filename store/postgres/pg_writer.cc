@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <future>
+#include <set>
 #include <utility>
 
+#include "base/clock.h"
 #include "store/postgres/lifecycle_sql.h"
 
 namespace store {
@@ -27,6 +30,12 @@ class FnJob : public PgJob {
 
 constexpr int64_t kMaxBackoffMs = 1000;
 
+using SteadyClock = std::chrono::steady_clock;
+
+bool Unavailable(const Status& s) {
+  return s.message().find("unavailable") != std::string::npos;
+}
+
 }  // namespace
 
 PgWriter::PgWriter(std::string uri, std::string application_name, PgWriterOptions options)
@@ -43,6 +52,9 @@ void PgWriter::Start() {
 void PgWriter::Stop() {
   {
     base::MutexLock lock(&mu_);
+    if (!stop_) {
+      stop_deadline_ = SteadyClock::now() + std::chrono::milliseconds(options_.stop_timeout_ms);
+    }
     accepting_ = false;
     stop_ = true;
   }
@@ -74,25 +86,63 @@ Status PgWriter::RunSync(std::function<Status(PgConn*)> fn, bool solo) {
 }
 
 void PgWriter::Loop() {
+  auto last_active = SteadyClock::now();
   for (;;) {
-    std::deque<std::unique_ptr<PgJob>> group;
+    Group group;
+    bool probe = false, drop = false;
     {
       base::MutexLock lock(&mu_);
-      while (queue_.empty() && !stop_) cv_.Wait(&mu_);
-      if (queue_.empty()) return;  // stopping, and everything accepted is done
-      // A solo job alone; otherwise up to max_group_jobs_ jobs, stopping
-      // before a solo one.
-      group.push_back(std::move(queue_.front()));
-      queue_.pop_front();
-      while (!group.front()->solo() && !queue_.empty() && !queue_.front()->solo() &&
-             static_cast<int>(group.size()) < options_.max_group_jobs) {
-        group.push_back(std::move(queue_.front()));
-        queue_.pop_front();
+      while (queue_.empty() && !stop_) {
+        const auto due = last_active + std::chrono::milliseconds(options_.probe_interval_ms);
+        const auto now = SteadyClock::now();
+        if (now >= due) {
+          probe = true;
+          break;
+        }
+        cv_.WaitFor(&mu_, due - now);
       }
-      stats_.queued.store(static_cast<int64_t>(queue_.size()), std::memory_order_relaxed);
+      if (!probe) {
+        if (queue_.empty()) return;  // stopping, and everything accepted is done
+        if (stop_ && SteadyClock::now() >= stop_deadline_) {
+          drop = true;
+        } else {
+          // A solo job alone; otherwise up to max_group_jobs jobs, stopping
+          // before a solo one.
+          group.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+          while (!group.front()->solo() && !queue_.empty() && !queue_.front()->solo() &&
+                 static_cast<int>(group.size()) < options_.max_group_jobs) {
+            group.push_back(std::move(queue_.front()));
+            queue_.pop_front();
+          }
+        }
+        stats_.queued.store(static_cast<int64_t>(queue_.size()), std::memory_order_relaxed);
+      }
     }
-    CommitGroup(&group);
+    if (probe) {
+      Probe();
+    } else if (drop) {
+      DropQueued();
+    } else {
+      CommitGroup(&group);
+    }
+    last_active = SteadyClock::now();
   }
+}
+
+void PgWriter::DropQueued() {
+  Group left;
+  {
+    base::MutexLock lock(&mu_);
+    left.swap(queue_);
+    stats_.queued.store(0, std::memory_order_relaxed);
+  }
+  stats_.dropped_at_stop.fetch_add(left.size(), std::memory_order_relaxed);
+  stats_.jobs_failed.fetch_add(left.size(), std::memory_order_relaxed);
+  const Status s = Status::IOError(
+      "unavailable: the server is stopping and PostgreSQL could not be written in time; not "
+      "written");
+  for (auto& job : left) Answer(job.get(), s);
 }
 
 Status PgWriter::EnsureConnected() {
@@ -102,16 +152,77 @@ Status PgWriter::EnsureConnected() {
   const bool again = conn_ != nullptr;
   Status s = again ? conn_->Reconnect() : PgConn::Connect(uri_, application_name_, &conn_);
   if (s.ok()) {
+    // Every wait bounded: for a lock, for a statement (server side), for an
+    // answer (PgConn's io timeout, client side: a link that stalls without
+    // closing answers nothing, and the kernel's timeouts may never fire).
+    conn_->set_io_timeout_ms(options_.statement_timeout_ms + 3000);
     s = conn_->Exec("SET lock_timeout = " + std::to_string(options_.lock_timeout_ms) +
                     "; SET idle_in_transaction_session_timeout = " +
-                    std::to_string(options_.idle_in_transaction_timeout_ms));
+                    std::to_string(options_.idle_in_transaction_timeout_ms) +
+                    "; SET statement_timeout = " + std::to_string(options_.statement_timeout_ms));
   }
+  if (s.ok()) s = MeasureClock();
   backoff_ms_ = s.ok() ? 0 : std::clamp<int64_t>(backoff_ms_ * 2, 10, kMaxBackoffMs);
   if (s.ok()) {
     stats_.connected.store(1, std::memory_order_relaxed);
     if (again) stats_.reconnects.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    stats_.failing.store(1, std::memory_order_relaxed);
   }
   return s;
+}
+
+Status PgWriter::MeasureClock() {
+  const int64_t before = base::NowMs();
+  PgResult r;
+  RETURN_IF_ERROR(conn_->Run(pgsql::kDbClockMs, {}, &r));
+  const int64_t after = base::NowMs();
+  if (r.rows() == 1) {
+    // The database read its clock somewhere in the round trip: its middle
+    // is the best guess, wrong by half the round trip at most.
+    const int64_t offset = r.Int64(0, 0) - (before + after) / 2;
+    stats_.clock_offset_ms.store(offset, std::memory_order_relaxed);
+    stats_.clock_offset_known.store(1, std::memory_order_relaxed);
+    const int64_t size = offset < 0 ? -offset : offset;
+    if (options_.warn && !clock_warned_ && size > options_.max_clock_offset_ms) {
+      clock_warned_ = true;
+      options_.warn(application_name_ + ": this node's wall clock is " + std::to_string(-offset) +
+                    " ms off the database's (beyond " +
+                    std::to_string(options_.max_clock_offset_ms) +
+                    " ms). Leases, idempotency and silence use the database's clock, so nothing "
+                    "is decided wrongly; fix the node's time (NTP) so that its logs agree.");
+    } else if (options_.warn && clock_warned_ && size <= options_.max_clock_offset_ms / 2) {
+      clock_warned_ = false;
+      options_.warn(application_name_ + ": this node's wall clock is back within " +
+                    std::to_string(size) + " ms of the database's");
+    }
+  }
+  return Status::Ok();
+}
+
+void PgWriter::Probe() {
+  Status s = EnsureConnected();
+  if (s.ok()) s = MeasureClock();
+  stats_.failing.store(s.ok() ? 0 : 1, std::memory_order_relaxed);
+}
+
+Status PgWriter::ApplyJob(PgJob* job, PgConn* conn) {
+  try {
+    return job->Apply(conn);
+  } catch (const std::exception& e) {
+    return Status::IOError(std::string("a write job threw: ") + e.what());
+  } catch (...) {
+    return Status::IOError("a write job threw");
+  }
+}
+
+void PgWriter::Answer(PgJob* job, Status status) {
+  try {
+    job->Done(std::move(status));
+  } catch (...) {
+    // Its reply is lost; the writer and the rest of the group go on.
+    stats_.done_exceptions.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 // Runs the group's jobs inside an open transaction. `savepoints`: each job
@@ -119,21 +230,23 @@ Status PgWriter::EnsureConnected() {
 // without, the first failing job stops the run (*failed_job, the transaction
 // is then aborted). Returns a transaction-level error (the group fails
 // whole), else Ok with each job's outcome in *outcomes.
-Status PgWriter::RunJobs(std::deque<std::unique_ptr<PgJob>>* group, bool savepoints,
-                         std::vector<std::optional<std::pair<PgStatement, PgResult>>>* firsts,
+Status PgWriter::RunJobs(Group* group, bool savepoints, Firsts* firsts,
                          std::vector<Status>* outcomes, bool* failed_job) {
   *failed_job = false;
+  outcomes->assign(group->size(), Status::Ok());
   for (size_t i = 0; i < group->size(); ++i) {
     if (savepoints) RETURN_IF_ERROR(conn_->Exec("SAVEPOINT job"));
     if (firsts != nullptr && (*firsts)[i]) {
       conn_->Expect(std::move((*firsts)[i]->first), std::move((*firsts)[i]->second));
     }
-    (*outcomes)[i] = (*group)[i]->Apply(conn_.get());
+    (*outcomes)[i] = ApplyJob((*group)[i].get(), conn_.get());
     if (conn_->ClearExpected() && (*outcomes)[i].ok()) {
       // Its first statement ran in the pipeline but Apply never asked for
       // it: its effects would commit unaccounted. Run the group again.
       (*outcomes)[i] = Status::IOError("the job's first statement was not its first");
     }
+    // A lost connection is the transaction's, not the job's.
+    if (!conn_->ok()) return (*outcomes)[i].ok() ? Status::IOError("unavailable") : (*outcomes)[i];
     if (!savepoints) {
       if ((*outcomes)[i].ok()) continue;
       *failed_job = true;
@@ -150,32 +263,44 @@ Status PgWriter::RunJobs(std::deque<std::unique_ptr<PgJob>>* group, bool savepoi
 // statement that takes them in the order of their lock ids (see
 // PgJob::AddLockKeys): every node's writer takes them in one order, so two
 // nodes' groups never wait on each other in a cycle, even for keys whose
-// hashes collide (ordered by key, they could).
-Status PgWriter::Begin(const std::deque<std::unique_ptr<PgJob>>& group) {
-  RETURN_IF_ERROR(conn_->Exec("BEGIN"));
-  std::vector<std::string> keys;
-  for (const auto& job : group) job->AddLockKeys(&keys);
-  if (keys.empty()) return Status::Ok();
-  std::vector<PgParam> params;
-  for (const std::string& key : keys) params.push_back(P(key));
-  return conn_->Run(pgsql::kLockTenants, {ArrayParam(params)});
-}
-
-Status PgWriter::BeginPipelined(
-    const std::deque<std::unique_ptr<PgJob>>& group,
-    std::vector<std::optional<std::pair<PgStatement, PgResult>>>* firsts, bool* failed_job) {
-  *failed_job = false;
-  firsts->clear();
-  firsts->resize(group.size());
+// hashes collide (ordered by key, they could). Then the rows the jobs named
+// (PgJob::AddRowLocks), in id order, for the same reason.
+std::vector<PgStatement> PgWriter::Preamble(const Group& group) const {
   std::vector<PgStatement> statements;
   statements.push_back({"BEGIN", {}, /*prepare=*/false});
-  std::vector<std::string> keys;
-  for (const auto& job : group) job->AddLockKeys(&keys);
-  if (!keys.empty()) {
-    std::vector<PgParam> params;
-    for (const std::string& key : keys) params.push_back(P(key));
-    statements.push_back({pgsql::kLockTenants, {ArrayParam(params)}});
+  std::vector<std::string> keys, ids, sessions;
+  for (const auto& job : group) {
+    job->AddLockKeys(&keys);
+    job->AddRowLocks(&ids, &sessions);
   }
+  const auto array = [](const std::vector<std::string>& items) {
+    std::vector<PgParam> params;
+    params.reserve(items.size());
+    for (const std::string& item : items) params.push_back(P(item));
+    return ArrayParam(params);
+  };
+  if (!keys.empty()) statements.push_back({pgsql::kLockTenants, {array(keys)}});
+  if (!ids.empty() || !sessions.empty()) {
+    statements.push_back({pgsql::kLockRows, {array(ids), array(sessions)}});
+  }
+  return statements;
+}
+
+Status PgWriter::Begin(const Group& group, bool* lock_timeout) {
+  *lock_timeout = false;
+  std::vector<PgResult> results;
+  Status s = conn_->RunPipeline(Preamble(group), &results);
+  if (!s.ok() && conn_->ok() && s.IsBusy()) *lock_timeout = true;
+  return s;
+}
+
+Status PgWriter::BeginPipelined(const Group& group, Firsts* firsts, bool* failed_job,
+                                bool* lock_timeout) {
+  *failed_job = false;
+  *lock_timeout = false;
+  firsts->clear();
+  firsts->resize(group.size());
+  std::vector<PgStatement> statements = Preamble(group);
   const size_t preamble = statements.size();
   std::vector<size_t> job_of;  // statement index - preamble -> job index
   for (size_t i = 0; i < group.size(); ++i) {
@@ -188,8 +313,14 @@ Status PgWriter::BeginPipelined(
   size_t failed = 0;
   Status s = conn_->RunPipeline(statements, &results, &failed);
   if (!s.ok()) {
-    // BEGIN or a lock (a lock_timeout), or the connection: the group fails.
-    if (!conn_->ok() || failed < preamble) return s;
+    if (!conn_->ok()) return s;  // the connection: the group fails
+    if (failed < preamble) {
+      // BEGIN or a lock. A lock that timed out (Busy): another transaction
+      // holds it, maybe a stalled node's; the caller sorts out whose jobs
+      // needed it.
+      if (s.IsBusy()) *lock_timeout = true;
+      return s;
+    }
     *failed_job = true;  // a job's statement: the jobs run again, one by one
     return Status::Ok();
   }
@@ -200,29 +331,68 @@ Status PgWriter::BeginPipelined(
   return Status::Ok();
 }
 
-void PgWriter::CommitGroup(std::deque<std::unique_ptr<PgJob>>* group) {
+Status PgWriter::BeginWithoutWaiting(Group* group) {
+  RETURN_IF_ERROR(conn_->Exec("BEGIN"));
+  std::vector<std::string> keys;
+  for (const auto& job : *group) job->AddLockKeys(&keys);
+  if (keys.empty()) return Status::Ok();
+  std::vector<PgParam> params;
+  for (const std::string& key : keys) params.push_back(P(key));
+  PgResult held;
+  RETURN_IF_ERROR(conn_->Run(pgsql::kTryLockTenants, {ArrayParam(params)}, &held));
+  std::set<std::string, std::less<>> not_had;
+  for (int i = 0; i < held.rows(); ++i) not_had.insert(held.String(i, 0));
+  if (not_had.empty()) return Status::Ok();
+  Group rest;
+  for (auto& job : *group) {
+    std::vector<std::string> needs;
+    job->AddLockKeys(&needs);
+    const bool blocked = std::any_of(needs.begin(), needs.end(),
+                                     [&](const std::string& k) { return not_had.count(k) > 0; });
+    if (!blocked) {
+      rest.push_back(std::move(job));
+      continue;
+    }
+    stats_.jobs_failed.fetch_add(1, std::memory_order_relaxed);
+    Answer(job.get(), Status::Busy("a tenant's lock is held by another transaction past "
+                                   "lock_timeout; retry"));
+  }
+  group->swap(rest);
+  return Status::Ok();
+}
+
+void PgWriter::CommitGroup(Group* group) {
   const auto fail_all = [&](const Status& s) {
+    if (Unavailable(s)) stats_.failing.store(1, std::memory_order_relaxed);
     stats_.jobs_failed.fetch_add(group->size(), std::memory_order_relaxed);
     stats_.transactions_lost.fetch_add(1, std::memory_order_relaxed);
-    for (auto& job : *group) job->Done(s);
+    for (auto& job : *group) Answer(job.get(), s);
   };
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<Status> outcomes(group->size());
+  const auto t0 = SteadyClock::now();
+  std::vector<Status> outcomes;
   // Optimistic first: no savepoints (two round trips a job less). A job's
   // SQL error is rare (a stale token or a full pool is an answer, not an
   // error), and then the group runs again, each job under a savepoint.
   // BEGIN, the locks and each job's first statement go in one pipeline.
-  bool failed_job = false;
-  std::vector<std::optional<std::pair<PgStatement, PgResult>>> firsts;
+  bool failed_job = false, lock_timeout = false;
+  Firsts firsts;
   Status s = EnsureConnected();
-  if (s.ok()) s = BeginPipelined(*group, &firsts, &failed_job);
+  if (s.ok()) s = BeginPipelined(*group, &firsts, &failed_job, &lock_timeout);
   if (s.ok() && !failed_job) {
     s = RunJobs(group, /*savepoints=*/false, &firsts, &outcomes, &failed_job);
   }
   if (s.ok() && failed_job) {
     stats_.groups_rerun.fetch_add(1, std::memory_order_relaxed);
     s = conn_->Exec("ROLLBACK");
-    if (s.ok()) s = Begin(*group);
+    if (s.ok()) s = Begin(*group, &lock_timeout);
+    if (s.ok()) s = RunJobs(group, /*savepoints=*/true, nullptr, &outcomes, &failed_job);
+  }
+  if (!s.ok() && lock_timeout) {
+    // One tenant's lock (or a row) another transaction kept past
+    // lock_timeout fails only the jobs that needed it.
+    stats_.groups_rerun.fetch_add(1, std::memory_order_relaxed);
+    s = conn_->Exec("ROLLBACK");
+    if (s.ok()) s = BeginWithoutWaiting(group);
     if (s.ok()) s = RunJobs(group, /*savepoints=*/true, nullptr, &outcomes, &failed_job);
   }
   if (!s.ok()) {
@@ -232,20 +402,20 @@ void PgWriter::CommitGroup(std::deque<std::unique_ptr<PgJob>>* group) {
   s = conn_->Exec("COMMIT");
   if (!s.ok()) {
     // A COMMIT that got no answer may have happened: say so.
-    return fail_all(s.message().find("unavailable") != std::string::npos
-                        ? Status::IOError(std::string(kCommitOutcomeUnknown) + s.message())
-                        : s);
+    return fail_all(Unavailable(s) ? Status::IOError(std::string(kCommitOutcomeUnknown) +
+                                                     s.message())
+                                   : s);
   }
+  stats_.failing.store(0, std::memory_order_relaxed);
   stats_.transactions.fetch_add(1, std::memory_order_relaxed);
   stats_.commit_micros_total.fetch_add(
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                std::chrono::steady_clock::now() - t0)
-                                .count()),
+      static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t0).count()),
       std::memory_order_relaxed);
   for (size_t i = 0; i < group->size(); ++i) {
     (outcomes[i].ok() ? stats_.jobs_ok : stats_.jobs_failed)
         .fetch_add(1, std::memory_order_relaxed);
-    (*group)[i]->Done(std::move(outcomes[i]));
+    Answer((*group)[i].get(), std::move(outcomes[i]));
   }
 }
 

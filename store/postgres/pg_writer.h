@@ -1,6 +1,7 @@
 #ifndef EDGEALLOC_STORE_POSTGRES_PG_WRITER_H_
 #define EDGEALLOC_STORE_POSTGRES_PG_WRITER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -49,6 +50,15 @@ class PgJob {
   // failing one job, and the next job of the group met the same cycle again,
   // the earlier jobs' locks being held to the commit.)
   virtual void AddLockKeys(std::vector<std::string>* keys) const {}
+  // The container rows Apply will change, by id and by session id, if known
+  // before the group starts. The writer locks those of every job of a group
+  // right after the advisory locks, in one statement, in id order
+  // (pgsql::kLockRows): a group then waits for rows in one place and in one
+  // order on every node, so overlapping groups of two nodes (heartbeat
+  // batches, registrations, releases) never deadlock. A job that names none
+  // and waits for a row (a claim never does: SKIP LOCKED) waits as before.
+  virtual void AddRowLocks(std::vector<std::string>* ids,
+                           std::vector<std::string>* session_ids) const {}
 };
 
 struct PgWriterOptions {
@@ -63,6 +73,23 @@ struct PgWriterOptions {
   // mid-group: SIGSTOP, a hung or partitioned machine), so the locks it held
   // go back to the other nodes. Our groups never pause between statements.
   int64_t idle_in_transaction_timeout_ms = 10000;
+  // The longest one statement runs (server side): no statement of ours
+  // takes a fraction of it, so one that does is stuck.
+  int64_t statement_timeout_ms = 15000;
+  // An idle writer asks the database its time this often: the clock offset
+  // (WriterStats::clock_offset_ms), and whether the database can still be
+  // reached when nothing is written (WriterStats::failing), so that a node
+  // cut off from it says so (/readyz, heartbeats) before a write finds out.
+  int64_t probe_interval_ms = 1000;
+  // Stop() runs the jobs accepted before it for at most this long; against a
+  // store that keeps failing, the rest are answered unwritten then
+  // (WriterStats::dropped_at_stop), so a stop never outlasts systemd's.
+  int64_t stop_timeout_ms = 10000;
+  // Told when this node's wall clock is found more than
+  // max_clock_offset_ms from the database's, and when it is back within
+  // half that (StorageOptions::warn).
+  int64_t max_clock_offset_ms = 1000;
+  std::function<void(const std::string&)> warn;
 };
 
 // A PgWriter is the one writer of a PostgreSQL partition on this node: a
@@ -80,7 +107,9 @@ class PgWriter {
   ~PgWriter();
 
   void Start();
-  // Refuses new jobs, runs every job accepted before, joins the thread.
+  // Refuses new jobs, runs every job accepted before (for at most
+  // stop_timeout_ms; what is left then is answered unwritten), joins the
+  // thread.
   void Stop();
   // Queues `job`, or returns false (full or stopping) leaving it with the
   // caller, Done not called.
@@ -91,33 +120,58 @@ class PgWriter {
   const WriterStats& stats() const { return stats_; }
 
  private:
+  using Group = std::deque<std::unique_ptr<PgJob>>;
+  using Firsts = std::vector<std::optional<std::pair<PgStatement, PgResult>>>;
+
   void Loop();
-  void CommitGroup(std::deque<std::unique_ptr<PgJob>>* group);
-  // BEGIN and the group's locks.
-  Status Begin(const std::deque<std::unique_ptr<PgJob>>& group);
-  // The same, and the jobs' First() statements, in one pipeline; their
+  void CommitGroup(Group* group);
+  // The statements that open a group's transaction: BEGIN, the advisory
+  // locks, the row locks.
+  std::vector<PgStatement> Preamble(const Group& group) const;
+  // The preamble, in one round trip.
+  Status Begin(const Group& group, bool* lock_timeout);
+  // The preamble and the jobs' First() statements, in one pipeline; their
   // results in (*firsts)[job] (nullopt for a job without). *failed_job if a
-  // first statement failed (the transaction is then aborted).
-  Status BeginPipelined(const std::deque<std::unique_ptr<PgJob>>& group,
-                        std::vector<std::optional<std::pair<PgStatement, PgResult>>>* firsts,
-                        bool* failed_job);
-  Status RunJobs(std::deque<std::unique_ptr<PgJob>>* group, bool savepoints,
-                 std::vector<std::optional<std::pair<PgStatement, PgResult>>>* firsts,
-                 std::vector<Status>* outcomes, bool* failed_job);
+  // first statement failed (the transaction is then aborted); *lock_timeout
+  // if a lock of the preamble was not had in lock_timeout_ms.
+  Status BeginPipelined(const Group& group, Firsts* firsts, bool* failed_job,
+                        bool* lock_timeout);
+  // After the preamble's locks timed out: a new transaction that takes the
+  // advisory locks to be had now without waiting and answers Busy (removing
+  // them from *group) the jobs whose lock is not; the rows are then locked
+  // by each job as it goes (each job under a savepoint, so one whose row
+  // stays locked fails alone). Only the jobs that needed a lock another
+  // transaction holds may fail: the rest of the group goes on.
+  Status BeginWithoutWaiting(Group* group);
+  // Catches what a job throws: the job fails, the group goes on.
+  static Status ApplyJob(PgJob* job, PgConn* conn);
+  void Answer(PgJob* job, Status status);
+  Status RunJobs(Group* group, bool savepoints, Firsts* firsts, std::vector<Status>* outcomes,
+                 bool* failed_job);
   // Connects if there is no usable connection; backs off after a failure.
   Status EnsureConnected();
+  // Reads the database's clock (WriterStats::clock_offset_ms) on the open
+  // connection.
+  Status MeasureClock();
+  // While idle: connects if needed and measures the clock; sets failing.
+  void Probe();
+  // Answers every queued job unwritten (Stop's time ran out).
+  void DropQueued();
 
   const std::string uri_;
   const std::string application_name_;
   const PgWriterOptions options_;
   std::unique_ptr<PgConn> conn_;  // the writer thread's only
   int64_t backoff_ms_ = 0;        // the writer thread's only
+  bool clock_warned_ = false;     // the writer thread's only
 
   base::Mutex mu_;
   base::CondVar cv_;
   std::deque<std::unique_ptr<PgJob>> queue_ GUARDED_BY(mu_);
   bool accepting_ GUARDED_BY(mu_) = false;
   bool stop_ GUARDED_BY(mu_) = false;
+  // When Stop's time runs out (set by Stop).
+  std::chrono::steady_clock::time_point stop_deadline_ GUARDED_BY(mu_);
   std::thread thread_;
   WriterStats stats_;
 };

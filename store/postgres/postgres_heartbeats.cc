@@ -46,25 +46,29 @@ class HeartbeatJob : public PgJob {
     return Status::Ok();
   }
   void Done(Status status) override { done_->set_value(std::move(status)); }
+  // Every row of the batch, locked by the writer in id order before any is
+  // written, so two nodes' overlapping batches never deadlock.
+  void AddRowLocks(std::vector<std::string>* ids, std::vector<std::string>*) const override {
+    for (const HeartbeatRow& row : *rows_) ids->push_back(row.container_id);
+  }
 
  private:
   // Writes indexes' rows in one statement; those it did not take go to *rest.
   Status WriteBulk(PgConn* conn, const std::vector<size_t>& indexes, std::vector<size_t>* rest,
                    std::vector<bool>* left) {
-    std::vector<PgParam> ids, accepted, ts, loads, states;
+    std::vector<PgParam> ids, ts, loads, states;
     for (size_t i : indexes) {
       const HeartbeatRow& row = (*rows_)[i];
       const char* state = ReportedStateName(row.state);
       ids.push_back(P(row.container_id));
-      accepted.push_back(P(row.accepted_ms));
       ts.push_back(row.ts_ms ? P(*row.ts_ms) : Null());
       loads.push_back(row.load ? P(*row.load) : Null());
       states.push_back(state != nullptr ? P(state) : Null());
     }
     PgResult r;
     RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatBulk,
-                              {ArrayParam(ids), ArrayParam(accepted), ArrayParam(ts),
-                               ArrayParam(loads), ArrayParam(states)},
+                              {ArrayParam(ids), ArrayParam(ts), ArrayParam(loads),
+                               ArrayParam(states)},
                               &r));
     std::unordered_map<std::string_view, bool> taken;  // id -> stale
     for (int k = 0; k < r.rows(); ++k) taken[r.Text(k, 0)] = r.Text(k, 1) == "t";
@@ -85,9 +89,9 @@ class HeartbeatJob : public PgJob {
   Status WriteOne(PgConn* conn, size_t i, bool skip_plain) {
     const HeartbeatRow& row = (*rows_)[i];
     const char* state = ReportedStateName(row.state);
-    const std::vector<PgParam> params = {
-        P(row.container_id), P(row.accepted_ms), row.ts_ms ? P(*row.ts_ms) : Null(),
-        row.load ? P(*row.load) : Null(), state != nullptr ? P(state) : Null()};
+    const std::vector<PgParam> params = {P(row.container_id), row.ts_ms ? P(*row.ts_ms) : Null(),
+                                         row.load ? P(*row.load) : Null(),
+                                         state != nullptr ? P(state) : Null()};
     // As on SQLite: the plain statement first (a HOT update: it changes no
     // indexed column); a state it did not find held, through the report
     // statement; then liveness alone.
@@ -100,8 +104,7 @@ class HeartbeatJob : public PgJob {
       ++result_->written;
       return Status::Ok();
     }
-    RETURN_IF_ERROR(
-        conn->Run(pgsql::kHeartbeatStale, {P(row.container_id), P(row.accepted_ms)}, &r));
+    RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatStale, {P(row.container_id)}, &r));
     if (r.changed() > 0) {
       ++result_->written;
       ++result_->stale;
@@ -142,8 +145,7 @@ Status PostgresStorage::SweepExpiredLeases(int partition, int max_rows, int64_t*
   Status s = writers_[0]->RunSync(
       [&](PgConn* conn) {
         PgResult r;
-        RETURN_IF_ERROR(
-            conn->Run(pgsql::kReapExpired, {P(base::NowMs()), P(int64_t{max_rows})}, &r));
+        RETURN_IF_ERROR(conn->Run(pgsql::kReapExpired, {P(int64_t{max_rows})}, &r));
         changed = r.changed();
         return Status::Ok();
       },
@@ -161,15 +163,20 @@ Status PostgresStorage::SweepSilentContainers(int partition,
   Status s = writers_[static_cast<size_t>(partition)]->RunSync(
       [&](PgConn* conn) {
         found = SilenceSweep{};
-        const int64_t cutoff = cutoff_ms();
+        // The cutoff is on this node's clock; what the database is told is
+        // how long before now it lies (dead_after_ms, more while heartbeats
+        // this node accepted are still queued: batcher::SilenceCutoff), and
+        // the statement counts back from the database's now, so the node's
+        // offset from the database cancels out.
+        const int64_t silence = base::NowMs() - cutoff_ms();
         PgResult r;
-        RETURN_IF_ERROR(conn->Run(pgsql::kReapPicked,
-                                  {P(cutoff), P(int64_t{max_rows}), P(partitions), P(int64_t{partition})},
-                                  &r));
+        RETURN_IF_ERROR(conn->Run(
+            pgsql::kReapPicked,
+            {P(silence), P(int64_t{max_rows}), P(partitions), P(int64_t{partition})}, &r));
         found.sessions_ended = r.changed();
         if (found.sessions_ended >= max_rows) return Status::Ok();
         RETURN_IF_ERROR(conn->Run(pgsql::kReapUnpicked,
-                                  {P(cutoff), P(int64_t{max_rows} - found.sessions_ended),
+                                  {P(silence), P(int64_t{max_rows} - found.sessions_ended),
                                    P(partitions), P(int64_t{partition})},
                                   &r));
         found.marked_dead = r.changed();

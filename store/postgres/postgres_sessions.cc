@@ -4,7 +4,6 @@
 #include <string>
 #include <utility>
 
-#include "base/clock.h"
 #include "store/postgres/lifecycle_sql.h"
 #include "store/postgres/postgres_storage.h"
 #include "store/session_id.h"
@@ -24,14 +23,14 @@ void ReadSession(const PgResult& r, Session* s, int row = 0) {
   s->tenant = r.IsNull(row, 7) ? "" : r.String(row, 7);
 }
 
-PgStatement FindIdempotentStatement(const ClaimRequest& req, int64_t now) {
-  return {pgsql::kFindIdempotent, {P(req.caller.tenant), P(req.idempotency_key), P(now)}};
+PgStatement FindIdempotentStatement(const ClaimRequest& req) {
+  return {pgsql::kFindIdempotent, {P(req.caller.tenant), P(req.idempotency_key)}};
 }
 
 // The live session of the tenant's idempotency key, if any, into *found.
-Status FindIdempotent(PgConn* conn, const ClaimRequest& req, int64_t now, SessionResult* found) {
+Status FindIdempotent(PgConn* conn, const ClaimRequest& req, SessionResult* found) {
   PgResult r;
-  const PgStatement find = FindIdempotentStatement(req, now);
+  const PgStatement find = FindIdempotentStatement(req);
   RETURN_IF_ERROR(conn->Run(find.sql, find.params, &r));
   if (r.rows() > 0) {
     ReadSession(r, &found->session);
@@ -41,36 +40,36 @@ Status FindIdempotent(PgConn* conn, const ClaimRequest& req, int64_t now, Sessio
   return Status::Ok();
 }
 
+// Durations only: the statement takes its now from the database.
 PgStatement ClaimStatement(const ClaimRequest& req, const std::string& region,
-                           const ClaimPolicy& policy, const std::string& session_id, int64_t now) {
+                           const ClaimPolicy& policy, const std::string& session_id) {
   return {pgsql::kClaim,
-          {P(region), P(req.pool), P(now - policy.dead_after_ms), P(int64_t{policy.candidates}),
+          {P(region), P(req.pool), P(policy.dead_after_ms), P(int64_t{policy.candidates}),
            P(session_id), P(req.caller.tenant),
-           req.idempotency_key.empty() ? Null() : P(req.idempotency_key), P(now + req.lease_ms),
-           P(now), P(policy.max_sessions_per_tenant),
-           req.labels.empty() ? Null() : P(req.labels)}};
+           req.idempotency_key.empty() ? Null() : P(req.idempotency_key), P(req.lease_ms),
+           P(policy.max_sessions_per_tenant), req.labels.empty() ? Null() : P(req.labels)}};
 }
 
 // What a claim runs first: the key's lookup, or the claim in its region.
 PgStatement FirstOfClaim(const ClaimRequest& req, const ClaimPolicy& policy,
-                         const std::string& session_id, int64_t now) {
-  return req.idempotency_key.empty() ? ClaimStatement(req, req.region, policy, session_id, now)
-                                     : FindIdempotentStatement(req, now);
+                         const std::string& session_id) {
+  return req.idempotency_key.empty() ? ClaimStatement(req, req.region, policy, session_id)
+                                     : FindIdempotentStatement(req);
 }
 
 // The claim statement for one region (with an idempotency key, under a
 // savepoint of its own, so that a refused key undoes only it). *claimed if
 // it took a container.
 Status ClaimIn(PgConn* conn, const ClaimRequest& req, const std::string& region,
-               const ClaimPolicy& policy, const std::string& session_id, int64_t now,
-               SessionResult* out, bool* claimed) {
+               const ClaimPolicy& policy, const std::string& session_id, SessionResult* out,
+               bool* claimed) {
   // Only a claim with a key can be refused by the unique index and must be
   // undone alone to try again; any other failure fails the job (whose
   // savepoint the writer rolls back), so it saves the two round trips.
   const bool keyed = !req.idempotency_key.empty();
   if (keyed) RETURN_IF_ERROR(conn->Exec("SAVEPOINT claim"));
   PgResult r;
-  const PgStatement claim = ClaimStatement(req, region, policy, session_id, now);
+  const PgStatement claim = ClaimStatement(req, region, policy, session_id);
   Status s = conn->Run(claim.sql, claim.params, &r);
   if (keyed) {
     RETURN_IF_ERROR(conn->Exec(s.ok() ? "RELEASE SAVEPOINT claim" : "ROLLBACK TO SAVEPOINT claim"));
@@ -89,27 +88,27 @@ Status ClaimIn(PgConn* conn, const ClaimRequest& req, const std::string& region,
 // wins. Under a quota the tenant's advisory lock is held (the writer took it
 // at the group's start: PgJob::AddLockKeys), so concurrent claims of one
 // tenant, on any node, count its sessions one after another and no two pass
-// the quota together. `now` is the time FirstOfClaim was made with.
+// the quota together.
 Status ClaimRegions(PgConn* conn, const ClaimRequest& req, const ClaimPolicy& policy,
-                    const std::string& session_id, int64_t now, SessionResult* out) {
+                    const std::string& session_id, SessionResult* out) {
   if (!req.idempotency_key.empty()) {
-    RETURN_IF_ERROR(FindIdempotent(conn, req, now, out));
+    RETURN_IF_ERROR(FindIdempotent(conn, req, out));
     if (out->outcome == Outcome::kReplayed) return Status::Ok();
   }
   std::vector<std::string> regions{req.region};
   regions.insert(regions.end(), req.fallback_regions.begin(), req.fallback_regions.end());
   for (const std::string& region : regions) {
     bool claimed = false;
-    Status s = ClaimIn(conn, req, region, policy, session_id, now, out, &claimed);
+    Status s = ClaimIn(conn, req, region, policy, session_id, out, &claimed);
     if (s.IsConflict() && !req.idempotency_key.empty()) {
       // The unique index refused the key. Another node's claim of it
       // committed meanwhile (the index waited for it): that session is the
       // answer. Or an expired session still holds it: let it go, claim again.
-      RETURN_IF_ERROR(FindIdempotent(conn, req, now, out));
+      RETURN_IF_ERROR(FindIdempotent(conn, req, out));
       if (out->outcome == Outcome::kReplayed) return Status::Ok();
-      RETURN_IF_ERROR(conn->Run(pgsql::kForgetExpiredKey,
-                                {P(req.caller.tenant), P(req.idempotency_key), P(now)}));
-      s = ClaimIn(conn, req, region, policy, session_id, now, out, &claimed);
+      RETURN_IF_ERROR(
+          conn->Run(pgsql::kForgetExpiredKey, {P(req.caller.tenant), P(req.idempotency_key)}));
+      s = ClaimIn(conn, req, region, policy, session_id, out, &claimed);
     }
     RETURN_IF_ERROR(s);
     if (claimed) return Status::Ok();
@@ -125,13 +124,18 @@ Status ClaimRegions(PgConn* conn, const ClaimRequest& req, const ClaimPolicy& po
   return Status::Ok();
 }
 
-// After a compare-and-swap on (session_id, token) changed nothing: why not.
+// After a compare-and-swap on (session_id, token) changed nothing: why not,
+// judged on the database's clock.
 Status ExplainFailedCas(PgConn* conn, const Caller& caller, const std::string& id, int64_t token,
-                        int64_t now, SessionResult* out) {
+                        SessionResult* out) {
   PgResult r;
   RETURN_IF_ERROR(conn->Run(pgsql::kSessionState, {P(id)}, &r));
   StoredSession stored;
-  if (r.rows() > 0) stored = {r.Text(0, 1), r.Int64(0, 2), r.Int64(0, 0)};
+  int64_t now = 0;  // no row: the lease need not be judged
+  if (r.rows() > 0) {
+    stored = {r.Text(0, 1), r.Int64(0, 2), r.Int64(0, 0)};
+    now = r.Int64(0, 3);
+  }
   return store::ExplainFailedCas(caller, id, token, r.rows() > 0 ? &stored : nullptr, now, out);
 }
 
@@ -147,24 +151,22 @@ void PostgresStorage::Claim(ClaimRequest req, SessionCallback done) {
   // The tenant's quota lock, taken by the writer before the group's jobs.
   std::string lock_key =
       policy_.max_sessions_per_tenant != kUnlimited ? request->caller.tenant : std::string();
-  // The time of the claim is taken here, so that the statement the writer
-  // sends ahead and the rest of the claim agree on it.
-  const int64_t now = base::NowMs();
-  PgStatement first = FirstOfClaim(*request, policy_, session_id, now);
+  // No time is taken here: the statements read the database's clock when
+  // they run (lifecycle_sql.h), however long the claim waited in the queue.
+  PgStatement first = FirstOfClaim(*request, policy_, session_id);
   Submit<SessionResult>(
-      [this, request, session_id, now](PgConn* conn, SessionResult* out) {
-        return ClaimRegions(conn, *request, policy_, session_id, now, out);
+      [this, request, session_id](PgConn* conn, SessionResult* out) {
+        return ClaimRegions(conn, *request, policy_, session_id, out);
       },
       std::move(done), std::move(lock_key), std::move(first));
 }
 
 void PostgresStorage::Release(const Caller& caller, std::string session_id, int64_t token,
                               SessionCallback done) {
-  const int64_t now = base::NowMs();
   PgStatement release{pgsql::kRelease,
-                      {P(session_id), P(token), caller.admin ? Null() : P(caller.tenant), P(now)}};
+                      {P(session_id), P(token), caller.admin ? Null() : P(caller.tenant)}};
   Submit<SessionResult>(
-      [caller, session_id, token, now, release](PgConn* conn, SessionResult* out) {
+      [caller, session_id, token, release](PgConn* conn, SessionResult* out) {
         PgResult r;
         RETURN_IF_ERROR(conn->Run(release.sql, release.params, &r));
         if (r.changed() == 1) {
@@ -172,20 +174,19 @@ void PostgresStorage::Release(const Caller& caller, std::string session_id, int6
           out->session.session_id = session_id;
           return Status::Ok();
         }
-        return ExplainFailedCas(conn, caller, session_id, token, now, out);
+        return ExplainFailedCas(conn, caller, session_id, token, out);
       },
-      std::move(done), "", release);
+      std::move(done), "", release, PgRowLocks{{}, {session_id}});
 }
 
 void PostgresStorage::Renew(const Caller& caller, std::string session_id, int64_t token,
                             int64_t lease_ms, SessionCallback done) {
   assert(lease_ms > 0);
-  const int64_t now = base::NowMs();
   PgStatement renew{pgsql::kRenew,
-                    {P(session_id), P(token), caller.admin ? Null() : P(caller.tenant), P(now),
-                     P(now + lease_ms)}};
+                    {P(session_id), P(token), caller.admin ? Null() : P(caller.tenant),
+                     P(lease_ms)}};
   Submit<SessionResult>(
-      [caller, session_id, token, now, renew](PgConn* conn, SessionResult* out) {
+      [caller, session_id, token, renew](PgConn* conn, SessionResult* out) {
         PgResult r;
         RETURN_IF_ERROR(conn->Run(renew.sql, renew.params, &r));
         if (r.rows() == 1) {
@@ -194,9 +195,9 @@ void PostgresStorage::Renew(const Caller& caller, std::string session_id, int64_
           out->outcome = Outcome::kOk;
           return Status::Ok();
         }
-        return ExplainFailedCas(conn, caller, session_id, token, now, out);
+        return ExplainFailedCas(conn, caller, session_id, token, out);
       },
-      std::move(done), "", renew);
+      std::move(done), "", renew, PgRowLocks{{}, {session_id}});
 }
 
 SessionResult PostgresStorage::GetSession(const Caller& caller, std::string_view session_id) {
@@ -208,7 +209,8 @@ SessionResult PostgresStorage::GetSession(const Caller& caller, std::string_view
     RETURN_IF_ERROR(conn->Run(pgsql::kGetSession, {P(id)}, &r));
     if (r.rows() == 0) return Status::Ok();
     const StoredSession stored{r.Text(0, 7), r.Int64(0, 4), r.Int64(0, 3)};
-    if (auto refused = RefuseSessionRead(caller, id, stored, base::NowMs())) {
+    // The lease is judged on the database's clock (the row's last column).
+    if (auto refused = RefuseSessionRead(caller, id, stored, r.Int64(0, 8))) {
       result = std::move(*refused);
     } else {
       result = SessionResult{Outcome::kOk, {}, ""};
@@ -239,7 +241,7 @@ Status PostgresStorage::ListSessions(const SessionFilter& filter, const std::str
   return WithReader([&](PgConn* conn) {
     PgResult r;
     RETURN_IF_ERROR(conn->Run(pgsql::kListSessions,
-                              {P(after), P(base::NowMs()), or_null(filter.tenant),
+                              {P(after), or_null(filter.tenant),
                                or_null(filter.region), or_null(filter.pool),
                                or_null(filter.label_key), P(filter.label_value),
                                P(static_cast<int64_t>(limit) + 1)},

@@ -1,6 +1,8 @@
 #include "store/postgres/postgres_storage.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "base/clock.h"
@@ -15,13 +17,19 @@ template <typename Result>
 class ResultJob : public PgJob {
  public:
   ResultJob(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done,
-            std::string lock_key, std::optional<PgStatement> first)
+            std::string lock_key, std::optional<PgStatement> first, PgRowLocks rows)
       : work_(std::move(work)),
         done_(std::move(done)),
         lock_key_(std::move(lock_key)),
-        first_(std::move(first)) {}
+        first_(std::move(first)),
+        rows_(std::move(rows)) {}
   void AddLockKeys(std::vector<std::string>* keys) const override {
     if (!lock_key_.empty()) keys->push_back(lock_key_);
+  }
+  void AddRowLocks(std::vector<std::string>* ids,
+                   std::vector<std::string>* session_ids) const override {
+    ids->insert(ids->end(), rows_.ids.begin(), rows_.ids.end());
+    session_ids->insert(session_ids->end(), rows_.session_ids.begin(), rows_.session_ids.end());
   }
   std::optional<PgStatement> First() const override { return first_; }
   Status Apply(PgConn* conn) override {
@@ -38,8 +46,32 @@ class ResultJob : public PgJob {
   std::function<void(Result)> done_;
   const std::string lock_key_;
   const std::optional<PgStatement> first_;
+  const PgRowLocks rows_;
   Result result_;
 };
+
+constexpr int64_t kMigrationLockTimeoutMs = 2000;
+constexpr int kMigrationAttempts = 15;
+
+// Reader connections' bounds: a read waits at most this long for a lock (a
+// migration), runs at most this long, and its answer is waited for at most
+// this long client side (a stalled link).
+constexpr int64_t kReaderLockTimeoutMs = 2000;
+constexpr int64_t kReaderStatementTimeoutMs = 5000;
+constexpr int64_t kReaderIoTimeoutMs = 8000;
+
+// A read-only connection with every wait bounded.
+Status ConnectReader(const std::string& uri, const std::string& name,
+                     std::unique_ptr<PgConn>* out) {
+  std::unique_ptr<PgConn> conn;
+  RETURN_IF_ERROR(PgConn::Connect(uri, name, &conn));
+  conn->set_io_timeout_ms(kReaderIoTimeoutMs);
+  RETURN_IF_ERROR(conn->Exec("SET lock_timeout = " + std::to_string(kReaderLockTimeoutMs) +
+                             "; SET statement_timeout = " +
+                             std::to_string(kReaderStatementTimeoutMs)));
+  *out = std::move(conn);
+  return Status::Ok();
+}
 
 // The capacity counts of the database, read on a connection of its own by
 // partition 0's reader (one GROUP BY a refresh a node); the other
@@ -56,7 +88,7 @@ class PgCapacityReader : public CapacityReader {
     }
     if (conn_ == nullptr || !conn_->ok()) {
       conn_.reset();
-      RETURN_IF_ERROR(PgConn::Connect(uri_, "edgealloc-mirror", &conn_));
+      RETURN_IF_ERROR(ConnectReader(uri_, "edgealloc-mirror", &conn_));
       // A read that waits on a lock (a migration) gives up, as SQLite's does.
       RETURN_IF_ERROR(conn_->Exec("SET lock_timeout = " + std::to_string(busy_timeout_ms_)));
     }
@@ -93,25 +125,73 @@ Status HashLanes(PgConn* conn) {
   return Status::Ok();
 }
 
-// Creates or migrates the schema, one node at a time.
-Status Migrate(PgConn* conn) {
+// The schema version the database records: 0 when there is no schema yet.
+// A read of edgealloc_meta only (ACCESS SHARE), which nothing but a
+// migration ever blocks.
+Status SchemaVersion(PgConn* conn, int64_t* version) {
+  *version = 0;
+  PgResult exists;
+  RETURN_IF_ERROR(conn->Run(pgsql::kMetaExists, {}, &exists));
+  if (exists.rows() == 0 || exists.IsNull(0, 0)) return Status::Ok();
+  PgResult r;
+  RETURN_IF_ERROR(conn->Run(pgsql::kGetSchemaVersion, {}, &r));
+  if (r.rows() == 1) *version = r.Int64(0, 0);
+  return Status::Ok();
+}
+
+Status TooNew(int64_t version) {
+  return Status::InvalidArgument("the database's schema is version " + std::to_string(version) +
+                                 ", newer than this edgealloc knows (" +
+                                 std::to_string(pgsql::kSchemaVersion) + "); upgrade edgealloc");
+}
+
+// One attempt at the migration, in one transaction whose every lock wait
+// gives up after kMigrationLockTimeoutMs.
+Status MigrateOnce(PgConn* conn) {
   RETURN_IF_ERROR(conn->Exec("BEGIN"));
-  Status s = conn->Exec("SELECT pg_advisory_xact_lock(hashtextextended('edgealloc schema', 0))");
-  if (s.ok()) s = conn->Exec(pgsql::kSchema);
-  PgResult version;
-  if (s.ok()) s = conn->Run(pgsql::kGetSchemaVersion, {}, &version);
-  if (s.ok() && version.rows() == 1 && version.Int64(0, 0) > pgsql::kSchemaVersion) {
-    s = Status::InvalidArgument("the database's schema is version " + version.String(0, 0) +
-                                ", newer than this edgealloc knows (" +
-                                std::to_string(pgsql::kSchemaVersion) + "); upgrade edgealloc");
+  Status s = conn->Exec("SET LOCAL lock_timeout = " + std::to_string(kMigrationLockTimeoutMs));
+  if (s.ok()) {
+    s = conn->Exec("SELECT pg_advisory_xact_lock(hashtextextended('edgealloc schema', 0))");
   }
-  if (s.ok() && version.rows() == 1 && version.Int64(0, 0) < 2) s = HashLanes(conn);
-  if (s.ok()) s = conn->Run(pgsql::kSetSchemaVersion, {P(int64_t{pgsql::kSchemaVersion})});
+  // Another node may have migrated while this one waited for the lock.
+  int64_t version = 0;
+  if (s.ok()) s = SchemaVersion(conn, &version);
+  if (s.ok() && version > pgsql::kSchemaVersion) s = TooNew(version);
+  if (s.ok() && version < pgsql::kSchemaVersion) {
+    s = conn->Exec(pgsql::kSchema);
+    if (s.ok() && version == 1) s = HashLanes(conn);
+    if (s.ok()) s = conn->Run(pgsql::kSetSchemaVersion, {P(int64_t{pgsql::kSchemaVersion})});
+  }
   if (!s.ok()) {
     (void)conn->Exec("ROLLBACK");
     return s;
   }
   return conn->Exec("COMMIT");
+}
+
+// Creates or migrates the schema, one node at a time, and only when the
+// database's version is behind: DDL takes ACCESS EXCLUSIVE on `containers`
+// even when it has nothing to do, and waiting for it behind any long
+// transaction (a pg_dump, an operator's open psql) would queue every
+// statement of every node behind this one. A migration that cannot have
+// its locks within kMigrationLockTimeoutMs gives up and tries again, so
+// the rest of the fleet is never held for longer than that.
+Status Migrate(PgConn* conn) {
+  int64_t version = 0;
+  RETURN_IF_ERROR(SchemaVersion(conn, &version));
+  if (version == pgsql::kSchemaVersion) return Status::Ok();
+  if (version > pgsql::kSchemaVersion) return TooNew(version);
+  Status s;
+  for (int attempt = 1; attempt <= kMigrationAttempts; ++attempt) {
+    s = MigrateOnce(conn);
+    if (!s.IsBusy()) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 * attempt));
+  }
+  return Status::Busy("the schema migration could not take its locks in " +
+                      std::to_string(kMigrationAttempts) + " attempts of " +
+                      std::to_string(kMigrationLockTimeoutMs) +
+                      " ms (a long transaction holds `containers`: see pg_stat_activity): " +
+                      s.message());
 }
 
 }  // namespace
@@ -136,6 +216,10 @@ Status PostgresStorage::Open(const StorageOptions& options, std::unique_ptr<Post
     std::unique_ptr<PgConn> conn;
     RETURN_IF_ERROR(PgConn::Connect(options.db, options.program, &conn));
     RETURN_IF_ERROR(Migrate(conn.get()));
+  }
+  {
+    std::unique_ptr<PgConn> conn;
+    RETURN_IF_ERROR(ConnectReader(options.db, options.program + " reader", &conn));
     // The first read connection of the pool.
     base::MutexLock lock(&storage->readers_mu_);
     storage->readers_.push_back(std::move(conn));
@@ -144,8 +228,10 @@ Status PostgresStorage::Open(const StorageOptions& options, std::unique_ptr<Post
     return Status::InvalidArgument("PostgreSQL needs at least one writer connection");
   }
   for (int p = 0; p < options.pg_writers; ++p) {
-    storage->writers_.push_back(
-        std::make_unique<PgWriter>(options.db, options.program + " writer " + std::to_string(p)));
+    PgWriterOptions writer_options;
+    writer_options.warn = options.warn;
+    storage->writers_.push_back(std::make_unique<PgWriter>(
+        options.db, options.program + " writer " + std::to_string(p), writer_options));
     storage->writers_.back()->Start();
   }
   *out = std::move(storage);
@@ -164,7 +250,7 @@ Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
   bool pooled = conn != nullptr && conn->ok();
   if (!pooled) {
     conn.reset();
-    RETURN_IF_ERROR(PgConn::Connect(uri_, program_ + " reader", &conn));
+    RETURN_IF_ERROR(ConnectReader(uri_, program_ + " reader", &conn));
   }
   Status s = fn(conn.get());
   if (!s.ok() && pooled && !conn->ok()) {
@@ -173,7 +259,7 @@ Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
     // a fresh connection, rather than answering 503 while the database is
     // up. If the database is down, the connect fails at once.
     conn.reset();
-    RETURN_IF_ERROR(PgConn::Connect(uri_, program_ + " reader", &conn));
+    RETURN_IF_ERROR(ConnectReader(uri_, program_ + " reader", &conn));
     s = fn(conn.get());
   }
   if (conn->ok()) {
@@ -186,9 +272,9 @@ Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
 template <typename Result>
 void PostgresStorage::Submit(std::function<Status(PgConn*, Result*)> work,
                              std::function<void(Result)> done, std::string lock_key,
-                             std::optional<PgStatement> first) {
+                             std::optional<PgStatement> first, PgRowLocks rows) {
   std::unique_ptr<PgJob> job = std::make_unique<ResultJob<Result>>(
-      std::move(work), std::move(done), std::move(lock_key), std::move(first));
+      std::move(work), std::move(done), std::move(lock_key), std::move(first), std::move(rows));
   if (!writers_[0]->Submit(std::move(job))) {
     job->Done(Status::Busy("the PostgreSQL write queue is full; retry shortly"));
   }
@@ -196,23 +282,24 @@ void PostgresStorage::Submit(std::function<Status(PgConn*, Result*)> work,
 
 template void PostgresStorage::Submit<SessionResult>(
     std::function<Status(PgConn*, SessionResult*)>, std::function<void(SessionResult)>,
-    std::string, std::optional<PgStatement>);
+    std::string, std::optional<PgStatement>, PgRowLocks);
 
 void PostgresStorage::Register(std::vector<ContainerSpec> specs, ContainerCallback done) {
+  PgRowLocks rows;
+  for (const ContainerSpec& c : specs) rows.ids.push_back(c.id);
   auto batch = std::make_shared<std::vector<ContainerSpec>>(std::move(specs));
   Submit<ContainerResult>(
       [batch](PgConn* conn, ContainerResult* out) {
-        const int64_t now = base::NowMs();
         for (const ContainerSpec& c : *batch) {
           RETURN_IF_ERROR(conn->Run(pgsql::kUpsertContainer,
                                     {P(c.id), P(c.region), P(c.pool), P(c.latency_ms), P(c.data),
-                                     P(now), P(int64_t{LaneHash(c.id)})}));
+                                     P(int64_t{LaneHash(c.id)})}));
         }
         out->outcome = Outcome::kOk;
         out->count = static_cast<int64_t>(batch->size());
         return Status::Ok();
       },
-      std::move(done));
+      std::move(done), "", std::nullopt, std::move(rows));
 }
 
 namespace {
@@ -286,7 +373,7 @@ void PostgresStorage::Drain(std::string id, ContainerCallback done) {
         out->container.drain_requested = out->container.status == "picked";
         return Status::Ok();
       },
-      std::move(done));
+      std::move(done), "", std::nullopt, PgRowLocks{{id}, {}});
 }
 
 void PostgresStorage::Remove(std::string id, ContainerCallback done) {
@@ -307,7 +394,7 @@ void PostgresStorage::Remove(std::string id, ContainerCallback done) {
                             : Failed<ContainerResult>(Outcome::kNotFound, "no container " + id);
         return Status::Ok();
       },
-      std::move(done));
+      std::move(done), "", std::nullopt, PgRowLocks{{id}, {}});
 }
 
 std::unique_ptr<CapacityReader> PostgresStorage::NewCapacityReader(int partition,

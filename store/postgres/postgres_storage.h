@@ -15,6 +15,12 @@
 
 namespace store {
 
+// The container rows a job will change (PgJob::AddRowLocks).
+struct PgRowLocks {
+  std::vector<std::string> ids;
+  std::vector<std::string> session_ids;
+};
+
 // True if `db` names a PostgreSQL database (a postgresql:// or postgres://
 // URI, or libpq key=value words) rather than an SQLite file.
 bool IsPostgresUri(std::string_view db);
@@ -81,10 +87,13 @@ class PostgresStorage : public Storage {
   // `lock_key`: the advisory lock (pgsql::kLockTenant's key) `work` needs
   // held, if any; the writer takes it before the group's statements
   // (PgJob::AddLockKeys). `first`: the statement `work` runs first, if known
-  // now, which the writer then sends ahead (PgJob::First).
+  // now, which the writer then sends ahead (PgJob::First). `rows`: the
+  // containers `work` will change, by id and by session id, which the writer
+  // locks in one order (PgJob::AddRowLocks).
   template <typename Result>
   void Submit(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done,
-              std::string lock_key = "", std::optional<PgStatement> first = std::nullopt);
+              std::string lock_key = "", std::optional<PgStatement> first = std::nullopt,
+              PgRowLocks rows = {});
 
   const std::string uri_;
   const std::string program_;

@@ -329,7 +329,14 @@ TEST_CASE("storage: a batch of plain heartbeats orders each container's reports 
   CHECK(second.written == 3);
   CHECK(second.stale == 1);
   CHECK(second.unknown == std::vector<size_t>{3});
-  CHECK(e->GetContainer("a").container.last_heartbeat_ms == now + 1);
+  const int64_t stamp = e->GetContainer("a").container.last_heartbeat_ms;
+  if (e.engine == "postgres") {
+    // The database's clock at the write (one machine here: close to ours).
+    CHECK(stamp >= now - 1000);
+    CHECK(stamp <= base::NowMs() + 1000);
+  } else {
+    CHECK(stamp == now + 1);  // the accept time the batcher stamped
+  }
   CHECK(e->GetContainer("c").container.status == "available");
 }
 
