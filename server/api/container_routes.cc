@@ -55,11 +55,13 @@ void ContainerRoutes::Register(RouteRequest req, Reply reply) {
 void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
   store::ContainerFilter filter;
   for (auto [name, field] : {std::pair{"region", &filter.region}, {"pool", &filter.pool}}) {
-    if (req.QueryParam(name, field) && Utf8Chars(*field) > kMaxNameChars) {
+    if (!req.QueryParam(name, field)) continue;
+    if (Utf8Chars(*field) > kMaxNameChars) {
       return reply(ErrorResponse(400, "invalid_field",
                                  std::string(name) + ": must be at most " +
                                      std::to_string(kMaxNameChars) + " characters long"));
     }
+    if (HasNul(*field)) return reply(NulParamResponse(name));
   }
   if (req.QueryParam("status", &filter.status) && !filter.status.empty() &&
       filter.status != "available" && filter.status != "picked" && filter.status != "draining" &&

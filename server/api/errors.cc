@@ -32,6 +32,11 @@ Response OutcomeResponse(store::Outcome outcome, const std::string& message,
   return ErrorResponse(st.status, st.code, message.empty() ? st.code : message);
 }
 
+Response NulParamResponse(std::string_view name) {
+  return ErrorResponse(400, "invalid_field",
+                       std::string(name) + ": must not contain U+0000 (NUL)");
+}
+
 Response BodyErrorResponse(const BodyError& error) {
   return ErrorResponse(400, error.code, error.message);
 }

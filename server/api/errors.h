@@ -33,6 +33,10 @@ HttpStatus HttpStatusOf(store::Outcome outcome);
 Response OutcomeResponse(store::Outcome outcome, const std::string& message,
                          std::string_view request_id);
 
+// 400 invalid_field for a query parameter holding U+0000 (request_bodies.h
+// HasNul), naming it.
+Response NulParamResponse(std::string_view name);
+
 // 400 with the code and message of a refused request body.
 Response BodyErrorResponse(const BodyError& error);
 

@@ -111,6 +111,12 @@ bool ParseLabelFilter(std::string_view param, std::string* key, std::string* val
                                    std::to_string(kMaxLabelValueChars) + " characters long"};
     return false;
   }
+  // As a claim's labels (ParseClaim): PostgreSQL text cannot hold NUL, and
+  // such a filter made every list fail there with 503.
+  if (HasNul(k) || HasNul(v)) {
+    *error = {"invalid_field", "label: the key and value must not contain U+0000 (NUL)"};
+    return false;
+  }
   key->assign(k);
   value->assign(v);
   return true;

@@ -35,7 +35,8 @@ bool ParseListPage(const std::string* limit_param, const std::string* cursor_par
                    uint64_t fingerprint, int* limit, std::string* after, BodyError* error);
 
 // ?label=KEY:VALUE (split at the first ':'): a key of 1 to 64 characters and
-// a value of 0 to 256, as claim labels. False with *error otherwise.
+// a value of 0 to 256, as claim labels, neither holding U+0000. False with
+// *error otherwise.
 bool ParseLabelFilter(std::string_view param, std::string* key, std::string* value,
                       BodyError* error);
 

@@ -53,6 +53,27 @@ bool FieldFail(BodyError* error, const std::string& field, const std::string& wh
   return Fail(error, "invalid_field", field + ": " + what);
 }
 
+// PostgreSQL text cannot hold U+0000 (and libpq would cut a parameter at
+// it), so no string bound for the database may: refused on both engines.
+constexpr char kNoNul[] = "must not contain U+0000 (NUL)";
+
+// True if any string of `j` (values and object keys, at any depth) holds NUL.
+bool JsonHasNul(const json& j) {
+  if (j.is_string()) return HasNul(j.get_ref<const std::string&>());
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items()) {
+      if (HasNul(key) || JsonHasNul(value)) return true;
+    }
+    return false;
+  }
+  if (j.is_array()) {
+    for (const json& item : j) {
+      if (JsonHasNul(item)) return true;
+    }
+  }
+  return false;
+}
+
 // A string field of 1..256 characters. Missing: *present false, ok unless
 // required.
 bool GetName(const json& obj, const char* key, const std::string& field, bool required,
@@ -69,6 +90,7 @@ bool GetName(const json& obj, const char* key, const std::string& field, bool re
     return FieldFail(error, field,
                      "must be 1 to " + std::to_string(kMaxNameChars) + " characters long");
   }
+  if (HasNul(s)) return FieldFail(error, field, kNoNul);
   *out = s;
   return true;
 }
@@ -133,6 +155,7 @@ bool ParseItem(const json& item, const std::string& at, int64_t accepted_ms, int
     return FieldFail(error, at + ".container_id",
                      "must be 1 to " + std::to_string(kMaxNameChars) + " characters long");
   }
+  if (HasNul(s)) return FieldFail(error, at + ".container_id", kNoNul);
   out->container_id = s;
 
   if (const json* ts = Optional(item, "ts_ms")) {
@@ -213,6 +236,7 @@ bool ParseClaim(std::string_view body, int64_t max_lease_ms, store::ClaimRequest
         return FieldFail(error, field,
                          "must be 1 to " + std::to_string(kMaxNameChars) + " characters long");
       }
+      if (HasNul(r.get_ref<const std::string&>())) return FieldFail(error, field, kNoNul);
       out->fallback_regions.push_back(r.get<std::string>());
     }
   }
@@ -234,12 +258,15 @@ bool ParseClaim(std::string_view body, int64_t max_lease_ms, store::ClaimRequest
                          "keys must be 1 to " + std::to_string(kMaxLabelKeyChars) +
                              " characters long");
       }
+      // Not the key itself in the message: it holds the NUL.
+      if (HasNul(key)) return FieldFail(error, "labels", "keys " + std::string(kNoNul));
       if (!value.is_string()) return FieldFail(error, field, "must be a string");
       if (Utf8Chars(value.get_ref<const std::string&>()) > kMaxLabelValueChars) {
         return FieldFail(error, field,
                          "must be at most " + std::to_string(kMaxLabelValueChars) +
                              " characters long");
       }
+      if (HasNul(value.get_ref<const std::string&>())) return FieldFail(error, field, kNoNul);
     }
     // nlohmann's object is a std::map: the keys come out sorted.
     if (!it->empty()) out->labels = it->dump();
@@ -290,6 +317,9 @@ bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>*
     auto d = c.find("data");
     if (d != c.end() && !d->is_null()) {
       if (!d->is_object()) return FieldFail(error, at + ".data", "must be a JSON object");
+      if (JsonHasNul(*d)) {
+        return FieldFail(error, at + ".data", "no key or string in it " + std::string(kNoNul));
+      }
       spec.data = Dump(*d);
     }
     out->push_back(std::move(spec));
@@ -325,6 +355,8 @@ bool ParseHeartbeats(std::string_view body, int64_t accepted_ms, std::vector<Hea
   }
   return true;
 }
+
+bool HasNul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
 
 size_t Utf8Chars(std::string_view s) {
   size_t n = 0;

@@ -72,6 +72,12 @@ bool ParseHeartbeats(std::string_view body, int64_t accepted_ms,
                      std::vector<batcher::Heartbeat>* out, BodyError* error,
                      int64_t max_clock_skew_ms = kDefaultMaxClockSkewMs);
 
+// True if `s` holds U+0000. PostgreSQL text cannot hold it and libpq would
+// cut a parameter at it, so every Parse* refuses it (invalid_field) in any
+// string bound for the database, on both engines, as the routes do in query
+// parameters.
+bool HasNul(std::string_view s);
+
 // The characters (code points) of UTF-8 text: the unit of API.md's 1 to 256.
 size_t Utf8Chars(std::string_view s);
 

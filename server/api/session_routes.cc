@@ -59,6 +59,7 @@ void SessionRoutes::Limits(RouteRequest req, Reply reply) {
   std::string tenant = req.who.tenant;
   std::string asked;
   const bool named = req.QueryParam("tenant", &asked);
+  if (named && HasNul(asked)) return reply(NulParamResponse("tenant"));
   if (req.who.role == Role::kAdmin) {
     if (!named || asked.empty()) {
       return reply(ErrorResponse(400, "invalid_field",
@@ -80,6 +81,7 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
   store::SessionFilter filter;
   std::string asked_tenant;
   const bool named = req.QueryParam("tenant", &asked_tenant);
+  if (named && HasNul(asked_tenant)) return reply(NulParamResponse("tenant"));
   if (req.who.role == Role::kAdmin) {
     filter.tenant = asked_tenant;  // empty or absent: every tenant's
   } else {
@@ -90,11 +92,13 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
   }
   BodyError error;
   for (auto [name, field] : {std::pair{"region", &filter.region}, {"pool", &filter.pool}}) {
-    if (req.QueryParam(name, field) && Utf8Chars(*field) > kMaxNameChars) {
+    if (!req.QueryParam(name, field)) continue;
+    if (Utf8Chars(*field) > kMaxNameChars) {
       return reply(ErrorResponse(400, "invalid_field",
                                  std::string(name) + ": must be at most " +
                                      std::to_string(kMaxNameChars) + " characters long"));
     }
+    if (HasNul(*field)) return reply(NulParamResponse(name));
   }
   std::string label;
   if (req.QueryParam("label", &label) &&

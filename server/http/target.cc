@@ -64,6 +64,12 @@ bool ParseTarget(std::string_view target, Target* out, std::string* error) {
   }
   out->segments.clear();
   for (std::string segment : url->segments()) {  // decoded
+    // A segment becomes an id, which PostgreSQL text cannot hold with a NUL
+    // in it (libpq would cut it there: c-1%00x read or removed as c-1).
+    if (segment.find('\0') != std::string::npos) {
+      *error = "the request target's path may not hold %00 (U+0000)";
+      return false;
+    }
     if (!segment.empty()) out->segments.push_back(std::move(segment));
   }
   out->query = url->has_query() ? std::string(url->encoded_query()) : std::string();

@@ -80,5 +80,18 @@ TEST_CASE("list_query: a label filter is KEY:VALUE split at the first colon") {
   CHECK(e.message.rfind("label", 0) == 0);
 }
 
+TEST_CASE("list_query: a label filter with U+0000 in its key or value is invalid_field") {
+  // As a claim refuses such labels: PostgreSQL text cannot hold NUL.
+  std::string k, v;
+  for (std::string bad : {std::string("k:a\0b", 5), std::string("k\0:v", 4),
+                          std::string("k:\0", 3)}) {
+    BodyError e;
+    CHECK_FALSE(ParseLabelFilter(bad, &k, &v, &e));
+    CHECK(e.code == "invalid_field");
+    CHECK(e.message.rfind("label", 0) == 0);
+    CHECK(e.message.find("U+0000") != std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace server

@@ -31,5 +31,19 @@ TEST_CASE("router: ParseTarget takes origin- and absolute-form and refuses malfo
   }
 }
 
+TEST_CASE("router: ParseTarget refuses %00 in the path, whose segments become ids") {
+  // PostgreSQL text cannot hold NUL (and libpq would cut an id at it, so that
+  // DELETE /v1/containers/c-1%00x removed c-1): refused before any route.
+  Target t;
+  std::string error;
+  for (const char* bad : {"/v1/sessions/s_1%00x", "/v1/containers/%00", "http://h/v1/a%00/b"}) {
+    INFO(bad);
+    CHECK_FALSE(ParseTarget(bad, &t, &error));
+    CHECK(error.find("%00") != std::string::npos);
+  }
+  REQUIRE(ParseTarget("/v1/containers/c%01", &t, &error));
+  CHECK(t.segments.back() == "c\x01");
+}
+
 }  // namespace
 }  // namespace server
