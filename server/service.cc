@@ -11,6 +11,9 @@ namespace server {
 
 Service::Service(ServeConfig config) : config_(std::move(config)) {}
 
+Service::Service(ServeConfig config, StorageWrap wrap)
+    : config_(std::move(config)), wrap_(std::move(wrap)) {}
+
 Service::~Service() { Stop(); }
 
 store::Status Service::Start() {
@@ -44,6 +47,7 @@ store::Status Service::Start() {
   storage_options.policy.dead_after_ms = config_.dead_after_ms;
   storage_options.policy.max_sessions_per_tenant = config_.max_sessions_per_tenant;
   RETURN_IF_ERROR(store::OpenStorage(storage_options, &storage_));
+  if (wrap_) storage_ = wrap_(std::move(storage_));
 
   allocator::AllocatorOptions alloc_options;
   alloc_options.default_lease_ms = config_.default_lease_ms;
@@ -88,7 +92,7 @@ store::Status Service::Start() {
       http_options, [router](Request req, Reply reply) { router->Handle(std::move(req), reply); });
   // Added in this order, which is also the order of the routes' series in
   // edgealloc_http_requests_total.
-  health_routes_ = std::make_unique<HealthRoutes>(&ready_);
+  health_routes_ = std::make_unique<HealthRoutes>(&ready_, storage_.get());
   health_routes_->AddRoutes(router_.get());
   SessionRoutesOptions session_options;
   session_options.max_lease_ms = config_.max_lease_ms;

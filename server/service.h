@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -43,6 +44,12 @@ class Service {
   static constexpr std::chrono::milliseconds kReplyGrace{5000};
 
   explicit Service(ServeConfig config);
+  // For tests: `wrap` is given the storage once it is open and returns what
+  // the service uses instead (a double whose reads block, or whose writers
+  // say they are failing, around the real one).
+  using StorageWrap =
+      std::function<std::unique_ptr<store::Storage>(std::unique_ptr<store::Storage>)>;
+  Service(ServeConfig config, StorageWrap wrap);
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
   ~Service();
@@ -83,6 +90,7 @@ class Service {
 
  private:
   ServeConfig config_;
+  StorageWrap wrap_;
   std::atomic<bool> ready_{false};
   KeyStore keys_;
   std::unique_ptr<store::Storage> storage_;

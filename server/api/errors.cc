@@ -24,10 +24,22 @@ HttpStatus HttpStatusOf(store::Outcome outcome) {
 Response OutcomeResponse(store::Outcome outcome, const std::string& message,
                          std::string_view request_id) {
   HttpStatus st = HttpStatusOf(outcome);
+  // A storage failure (kError) or refusal (kOverloaded: a full write queue,
+  // a lock not had in time) carries the driver's text, which may name the
+  // database's host and port or a file path: that goes to the log, under
+  // the id the client gets back (so its report finds this line), and the
+  // client gets a plain, retryable 503.
   if (outcome == store::Outcome::kError) {
-    // A storage failure: say so in the log, under the id the client gets back
-    // (so its report finds this line); the client gets a retryable 503.
     LogError("edgealloc: storage error (request_id " + std::string(request_id) + "): " + message);
+    return ErrorResponse(st.status, st.code,
+                         "the database is unavailable; retry (request id " +
+                             std::string(request_id) + ")");
+  }
+  if (outcome == store::Outcome::kOverloaded) {
+    LogWarn("edgealloc: storage busy (request_id " + std::string(request_id) + "): " + message);
+    return ErrorResponse(st.status, st.code,
+                         "this node is overloaded; retry after a second (request id " +
+                             std::string(request_id) + ")");
   }
   return ErrorResponse(st.status, st.code, message.empty() ? st.code : message);
 }

@@ -28,8 +28,10 @@ struct HttpStatus {
 HttpStatus HttpStatusOf(store::Outcome outcome);
 
 // The error response for an allocator outcome that is not a success:
-// HttpStatusOf's status and code, `message` (or the code if it is empty). A
-// storage failure is logged with `request_id`, the id the client gets back.
+// HttpStatusOf's status and code, `message` (or the code if it is empty).
+// For kError and kOverloaded, whose message is storage text (libpq's may
+// name the database's host and port), the client gets a plain message with
+// `request_id` instead, and `message` is logged under that id.
 Response OutcomeResponse(store::Outcome outcome, const std::string& message,
                          std::string_view request_id);
 

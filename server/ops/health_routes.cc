@@ -2,14 +2,26 @@
 
 namespace server {
 
+bool AnyWriterFailing(const store::Storage& storage) {
+  for (int p = 0; p < storage.partitions(); ++p) {
+    if (storage.writer_stats(p).failing.load(std::memory_order_relaxed) != 0) return true;
+  }
+  return false;
+}
+
 void HealthRoutes::AddRoutes(Router* router) {
   using http::verb;
   router->Add(verb::get, "/healthz", Access::kPublic, [](RouteRequest, Reply reply) {
     reply(JsonResponse(200, "{\"status\":\"ok\"}"));
   });
   router->Add(verb::get, "/readyz", Access::kPublic, [this](RouteRequest, Reply reply) {
-    if (ready_->load()) return reply(JsonResponse(200, "{\"status\":\"ready\"}"));
-    reply(ErrorResponse(503, "not_ready", "starting or stopping"));
+    if (!ready_->load()) return reply(ErrorResponse(503, "not_ready", "starting or stopping"));
+    if (storage_ != nullptr && AnyWriterFailing(*storage_)) {
+      return reply(ErrorResponse(503, "not_ready",
+                                 "the store cannot be written (this node cannot reach its "
+                                 "database); see the log"));
+    }
+    reply(JsonResponse(200, "{\"status\":\"ready\"}"));
   });
 }
 

@@ -4,24 +4,36 @@
 #include <atomic>
 
 #include "server/http/router.h"
+#include "store/storage.h"
 
 namespace server {
 
 // The probes of a load balancer or orchestrator (no key needed):
 //   GET /healthz  200 {"status":"ok"} while the process serves at all;
-//   GET /readyz   200 {"status":"ready"} while `ready` is set, else 503
-//                 not_ready (starting or stopping).
-// Safe from every io thread: it only reads the flag, which must outlive it.
+//   GET /readyz   200 {"status":"ready"} while `ready` is set and no writer
+//                 of `storage` is failing (WriterStats::failing), else 503
+//                 not_ready: starting or stopping, or the store cannot be
+//                 written (a node cut off from its database takes itself
+//                 out of the load balancer).
+// Safe from every io thread: it only reads the flag and the writers' atomic
+// counters (never the database), both of which must outlive it. `storage`
+// may be null (no writer check).
 class HealthRoutes {
  public:
-  explicit HealthRoutes(const std::atomic<bool>* ready) : ready_(ready) {}
+  explicit HealthRoutes(const std::atomic<bool>* ready, const store::Storage* storage = nullptr)
+      : ready_(ready), storage_(storage) {}
 
   // Adds the two routes to `router`.
   void AddRoutes(Router* router);
 
  private:
   const std::atomic<bool>* ready_;
+  const store::Storage* storage_;
 };
+
+// True while any partition's writer of `storage` cannot write
+// (WriterStats::failing is 1).
+bool AnyWriterFailing(const store::Storage& storage);
 
 }  // namespace server
 

@@ -26,10 +26,12 @@ inline constexpr char kKeys[] =
 
 // A real edgealloc on 127.0.0.1, a free port and a fresh database in a temp
 // folder. `tune` adjusts the config before Start; Restart() serves the same
-// database again (after Stop), to see what reached the file.
+// database again (after Stop), to see what reached the file. `wrap`, when
+// set, puts a double around the storage (storage_double.h).
 struct LiveService {
   explicit LiveService(const std::function<void(ServeConfig*)>& tune = {},
-                       const std::string& keys = "") {
+                       const std::string& keys = "", Service::StorageWrap wrap = {})
+      : wrap(std::move(wrap)) {
     config.db = dir.File("alloc.db");
     config.host = "127.0.0.1";
     config.port = 0;
@@ -45,7 +47,7 @@ struct LiveService {
   }
   void Restart() {
     service.reset();
-    service = std::make_unique<Service>(config);
+    service = std::make_unique<Service>(config, wrap);
     store::Status s = service->Start();
     INFO(s.ToString());
     REQUIRE(s.ok());
@@ -55,6 +57,7 @@ struct LiveService {
   }
 
   testing::TempDir dir;
+  Service::StorageWrap wrap;
   ServeConfig config;
   std::unique_ptr<Service> service;
 };

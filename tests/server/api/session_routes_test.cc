@@ -19,6 +19,7 @@
 
 #include "server/service.h"
 #include "tests/server/service_fixture.h"
+#include "tests/server/storage_double.h"
 #include "tests/support/http_client.h"
 #include "tests/support/temp_dir.h"
 
@@ -548,6 +549,30 @@ TEST_CASE("routes: %00 in a query filter or an id is 400, never a 503 or another
   }
   CHECK(c.Delete("/v1/containers/w-1%00x").status == 400);
   CHECK(c.Get("/v1/containers/w-1").status == 200);
+}
+
+TEST_CASE("routes: a read failing in storage is 503 with the request id, never the driver's text") {
+  fixture::StorageDouble* storage = nullptr;
+  fixture::LiveService t({}, "", [&storage](std::unique_ptr<store::Storage> real) {
+    auto d = std::make_unique<fixture::StorageDouble>(std::move(real));
+    storage = d.get();
+    return std::unique_ptr<store::Storage>(std::move(d));
+  });
+  HttpClient c = t.Client();
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  storage->FailReads(
+      "connection to server at \"db-7.internal\" (10.1.2.3), port 5433 failed: timeout expired");
+  for (const char* target : {"/v1/sessions/s_1", "/v1/sessions", "/v1/sessions?label=a:b",
+                             "/v1/limits?tenant=acme", "/v1/containers/w-1", "/v1/containers"}) {
+    INFO(target);
+    HttpReply r = c.Request("GET", target, "", {{"X-Request-Id", "probe-1"}});
+    CHECK(r.status == 503);
+    CHECK(r.ErrorCode() == "unavailable");
+    CHECK(r.Header("retry-after") == "1");
+    CHECK(r.body.find("db-7") == std::string::npos);  // before the fix: libpq's text
+    CHECK(r.body.find("5433") == std::string::npos);
+    CHECK(r.body.find("probe-1") != std::string::npos);
+  }
 }
 
 TEST_CASE("routes: GET /v1/containers is for admins, filtered by region, pool and status") {

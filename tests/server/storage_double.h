@@ -1,0 +1,150 @@
+#ifndef EDGEALLOC_TESTS_SERVER_STORAGE_DOUBLE_H_
+#define EDGEALLOC_TESTS_SERVER_STORAGE_DOUBLE_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "store/storage.h"
+
+namespace server {
+namespace fixture {
+
+// A store::Storage around a real one, for Service(config, wrap): every call
+// is the real one's, except that
+//   - while Block() holds (until Unblock()), the synchronous reads the
+//     routes make (GetSession, CountTenantSessions, ListSessions,
+//     GetContainer, ListContainers) wait, as on a database that stopped
+//     answering; blocked() counts the reads waiting so;
+//   - after FailReads(text), those reads fail with `text` (IOError, or
+//     Outcome::kError), as libpq's would with the database's host and port;
+//   - writer_stats are the double's own, so that a test may set `failing`
+//     (SetFailing) as a writer cut off from its database would.
+class StorageDouble : public store::Storage {
+ public:
+  explicit StorageDouble(std::unique_ptr<store::Storage> real) : real_(std::move(real)) {
+    for (int p = 0; p < real_->partitions(); ++p) {
+      stats_.push_back(std::make_unique<store::WriterStats>());
+    }
+  }
+  ~StorageDouble() override { Unblock(); }
+
+  void Block() {
+    std::lock_guard<std::mutex> lock(mu_);
+    blocking_ = true;
+  }
+  void Unblock() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      blocking_ = false;
+    }
+    cv_.notify_all();
+  }
+  int blocked() const { return blocked_.load(); }
+  void FailReads(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fail_text_ = text;
+  }
+  void SetFailing(int partition, bool failing) {
+    stats_[static_cast<size_t>(partition)]->failing.store(failing ? 1 : 0);
+  }
+
+  // ---- store::Storage ----
+  void Claim(store::ClaimRequest req, store::SessionCallback done) override {
+    real_->Claim(std::move(req), std::move(done));
+  }
+  void Release(const store::Caller& caller, std::string session_id, int64_t token,
+               store::SessionCallback done) override {
+    real_->Release(caller, std::move(session_id), token, std::move(done));
+  }
+  void Renew(const store::Caller& caller, std::string session_id, int64_t token, int64_t lease_ms,
+             store::SessionCallback done) override {
+    real_->Renew(caller, std::move(session_id), token, lease_ms, std::move(done));
+  }
+  store::SessionResult GetSession(const store::Caller& caller,
+                                  std::string_view session_id) override {
+    if (std::string e = Wait(); !e.empty()) return {store::Outcome::kError, {}, e};
+    return real_->GetSession(caller, session_id);
+  }
+  store::Status CountTenantSessions(const std::string& tenant, int64_t* sessions) override {
+    if (std::string e = Wait(); !e.empty()) return store::Status::IOError(e);
+    return real_->CountTenantSessions(tenant, sessions);
+  }
+  store::Status ListSessions(const store::SessionFilter& filter, const std::string& after,
+                             int limit, std::vector<store::Session>* page, bool* more) override {
+    if (std::string e = Wait(); !e.empty()) return store::Status::IOError(e);
+    return real_->ListSessions(filter, after, limit, page, more);
+  }
+  void Register(std::vector<store::ContainerSpec> specs, store::ContainerCallback done) override {
+    real_->Register(std::move(specs), std::move(done));
+  }
+  store::ContainerResult GetContainer(std::string_view id) override {
+    if (std::string e = Wait(); !e.empty()) return {store::Outcome::kError, {}, 0, e};
+    return real_->GetContainer(id);
+  }
+  store::Status ListContainers(const store::ContainerFilter& filter, const std::string& after,
+                               int limit, std::vector<store::ContainerInfo>* page,
+                               bool* more) override {
+    if (std::string e = Wait(); !e.empty()) return store::Status::IOError(e);
+    return real_->ListContainers(filter, after, limit, page, more);
+  }
+  void Drain(std::string id, store::ContainerCallback done) override {
+    real_->Drain(std::move(id), std::move(done));
+  }
+  void Remove(std::string id, store::ContainerCallback done) override {
+    real_->Remove(std::move(id), std::move(done));
+  }
+  int partitions() const override { return real_->partitions(); }
+  store::Status PartitionOf(const std::string& container_id, int* partition) override {
+    return real_->PartitionOf(container_id, partition);
+  }
+  store::Status WriteHeartbeats(int partition, const std::vector<store::HeartbeatRow>& rows,
+                                store::HeartbeatWriteResult* result) override {
+    return real_->WriteHeartbeats(partition, rows, result);
+  }
+  store::Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) override {
+    return real_->SweepExpiredLeases(partition, max_rows, ended);
+  }
+  store::Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
+                                      int max_rows, store::SilenceSweep* sweep) override {
+    return real_->SweepSilentContainers(partition, cutoff_ms, max_rows, sweep);
+  }
+  std::unique_ptr<store::CapacityReader> NewCapacityReader(int partition,
+                                                           int busy_timeout_ms) override {
+    return real_->NewCapacityReader(partition, busy_timeout_ms);
+  }
+  const store::WriterStats& writer_stats(int partition) const override {
+    return *stats_[static_cast<size_t>(partition)];
+  }
+  const store::ClaimPolicy& policy() const override { return real_->policy(); }
+  void StopWriters() override { real_->StopWriters(); }
+
+ private:
+  // Waits while blocked; then the text reads are to fail with ("": none).
+  std::string Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (blocking_) {
+      ++blocked_;
+      cv_.wait(lock, [this] { return !blocking_; });
+      --blocked_;
+    }
+    return fail_text_;
+  }
+
+  std::unique_ptr<store::Storage> real_;
+  std::vector<std::unique_ptr<store::WriterStats>> stats_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool blocking_ = false;
+  std::string fail_text_;
+  std::atomic<int> blocked_{0};
+};
+
+}  // namespace fixture
+}  // namespace server
+
+#endif  // EDGEALLOC_TESTS_SERVER_STORAGE_DOUBLE_H_
