@@ -16,6 +16,7 @@ request, status, body). Meanwhile a nemesis, on a schedule:
   skew      restart a node with its wall clock tens of seconds ahead or behind
             (libfaketime, monotonic clock left alone), later back to normal
   stall     the node's database proxy stops forwarding (no close), then heals
+            (6-12 s in the short run; up to 25 s in a long one, past the bound)
   drop      the node's proxy closes every connection and refuses new ones
   longtxn   a transaction on `containers` held open (like pg_dump) while a
             node restarts
@@ -645,8 +646,10 @@ class Workload:
                      for c in ids if c not in quiet]
             # Churn containers report plainly, so a drain stays a drain.
             items += [{"container_id": c, "ts_ms": int(time.time() * 1000)} for c in churn]
-            request(self.hist, self.nodes, rng, "a%d" % t, "heartbeat", "POST", "/v1/heartbeats",
-                    AGENT_KEY, {"heartbeats": items}, timeout=3.0)
+            # A node that cannot reach its database says so (503): another.
+            with_retries(lambda nd: request(
+                self.hist, self.nodes, rng, "a%d" % t, "heartbeat", "POST", "/v1/heartbeats",
+                AGENT_KEY, {"heartbeats": items}, node=nd, timeout=3.0), rng, self.nodes)
             time.sleep(HEARTBEAT_EVERY_S)
 
     def admin(self):
@@ -1122,8 +1125,9 @@ class Checker:
                                    b["resp"]["token"], b["t0"] - self.h.mono0))
                         break
 
-        # 2 and 4. The samples of the database.
+        # 2 and 4. The samples of the database; a session lost is told once.
         final_ms = None
+        told = set()
         for smp in self.h.samples:
             live = {r["session_id"]: r for r in smp["rows"] if r["session_id"]}
             for tenant, n in smp["quota"].items():
@@ -1143,7 +1147,9 @@ class Checker:
                 if s["lease_end"] <= tdb + TOL_MS / 1000.0:
                     continue
                 r = live.get(s["sid"])
-                if r is None or r["generation"] != s["token"] or r["id"] != s["cid"]:
+                if (r is None or r["generation"] != s["token"] or r["id"] != s["cid"]) and \
+                        s["sid"] not in told:
+                    told.add(s["sid"])
                     self.v("acknowledged session lost",
                            "%s (%s token %d, lease to %.2f) is not live with its token at %.2f: %s"
                            % (s["sid"], s["cid"], s["token"], s["lease_end"] - self.h.mono0,
@@ -1172,6 +1178,20 @@ class Checker:
                     op["method"], op["path"], op["node"], op["t0"] - self.h.mono0, op["status"],
                     json.dumps(op["resp"])[:200]))
         return self.violations
+
+    def ends_by_cause(self):
+        """How the database ended sessions (proof that expiry and the dead
+        sweep fired): released, expired, swept dead, or not allowed."""
+        ses = {s["sid"]: s for s in self.sessions().values()}
+        n = collections.Counter()
+        for a in self.h.audit:
+            if not a["old_session"]:
+                continue
+            why = self.end_ok(ses.get(a["old_session"]), a)
+            if why is None and a["old_session"] not in ses and a["new_status"] != "dead":
+                why = "released"  # a session no client saw: nobody to wrong
+            n["not allowed" if why is None else why.split(" ")[0]] += 1
+        return n
 
     def describe_end(self, s):
         a = s["db_end"]
@@ -1341,9 +1361,30 @@ def self_test():
     return 0 if failed == 0 else 1
 
 
+def recheck(path):
+    """The checker over a kept run's history (to study or change it)."""
+    with open(path) as f:
+        d = json.load(f)
+    h = History()
+    h.ops, h.actions, h.audit, h.samples = d["ops"], d["actions"], d["audit"], d["samples"]
+    h.db_offset_ms, h.mono0, h.wall0 = d["db_offset_ms"], d["mono0"], d["wall0"]
+    down = {int(k): [tuple(x) for x in v] for k, v in d["nodes_down"].items()}
+    c = Checker(h, nodes_down=down)
+    violations = c.check()
+    print("nemesis: sessions ended in the database: " +
+          ", ".join("%s %d" % kv for kv in sorted(c.ends_by_cause().items())))
+    for k, n in sorted(collections.Counter(k for k, _ in violations).items()):
+        print('  violations of "%s": %d' % (k, n))
+    for k, d in violations[:20]:
+        print("nemesis: VIOLATION %s: %s" % (k, d))
+    print("nemesis: %d operations, %d faults injected, %d violations"
+          % (len(h.ops), len(h.actions), len(violations)))
+    return 1 if violations else 0
+
+
 # ---------------------------------------------------------------- main
 
-def summary(hist, violations, missing, nem, proxies, nodes, sampler, secs):
+def summary(hist, violations, missing, nem, proxies, nodes, sampler, secs, ends=None):
     by = collections.Counter()
     for op in hist.ops:
         by[(op["kind"], str(op["status"]) if op["status"] is not None else "no answer")] += 1
@@ -1360,11 +1401,21 @@ def summary(hist, violations, missing, nem, proxies, nodes, sampler, secs):
               sum(p.drops for p in proxies), sum(p.drops_inflight_commit for p in proxies),
               sum(p.commit_cuts for p in proxies), sum(n.start_failures for n in nodes),
               len(hist.samples), sampler.errors, len(hist.audit), secs))
+    if ends:
+        print("nemesis: sessions ended in the database: " +
+              ", ".join("%s %d" % kv for kv in sorted(ends.items())))
     vk = collections.Counter(k for k, _ in violations)
     for k, n in sorted(vk.items()):
         print('  violations of "%s": %d' % (k, n))
-    for k, d in violations[:20]:
-        print("nemesis: VIOLATION %s: %s" % (k, d))
+    # At most 20 printed, the first few of each kind.
+    each = max(2, 20 // max(1, len(vk)))
+    shown = collections.Counter()
+    printed = 0
+    for k, d in violations:
+        if shown[k] < each and printed < 20:
+            shown[k] += 1
+            printed += 1
+            print("nemesis: VIOLATION %s: %s" % (k, d))
     for k in missing:
         print("nemesis: FAULT NEVER FIRED: " + k)
     for p in nem.problems:
@@ -1386,16 +1437,24 @@ def main():
                     help="how long a skewed node runs before its normal restart")
     ap.add_argument("--long-leases", action="store_true",
                     help="claims and renews ask for 60-80 s leases (the pre-fix clock check)")
-    ap.add_argument("--stall", type=float, nargs=2, default=[6.0, 12.0], dest="stall_range",
-                    metavar=("MIN", "MAX"), help="proxy stall duration range, seconds")
+    ap.add_argument("--stall", type=float, nargs=2, default=None, dest="stall_range",
+                    metavar=("MIN", "MAX"),
+                    help="proxy stall duration range, seconds (default 6 12 in a short run, "
+                         "6 25 in a long one: past the answer bound)")
     ap.add_argument("--fsync", action="store_true", help="PostgreSQL with fsync on")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    ap.add_argument("--recheck", metavar="HISTORY_JSON",
+                    help="run the checker again over a kept run's history.json")
     args = ap.parse_args()
     if args.self_test:
         return self_test()
+    if args.recheck:
+        return recheck(args.recheck)
     if not args.bin:
         ap.error("--bin is required (or --self-test)")
     binary = os.path.abspath(args.bin)
+    if args.stall_range is None:
+        args.stall_range = [6.0, 12.0] if args.seconds <= 300 else [6.0, 25.0]
     rng = random.Random(args.seed)
     log("seed %d (--seed %d to replay the schedule), %.0f s of faults, binary %s"
         % (args.seed, args.seed, args.seconds, binary))
@@ -1406,7 +1465,7 @@ def main():
     sampler = None
     nem = None
     t_start = now()
-    violations, missing = [], []
+    violations, missing, ends = [], [], None
     try:
         primary = PgServer(tmp, "primary", args.fsync)
         primary.init_primary()
@@ -1472,7 +1531,9 @@ def main():
         offs = sorted(s["offset_ms"] for s in hist.samples)
         hist.db_offset_ms = offs[len(offs) // 2] if offs else 0.0
         down = {n.idx: [tuple(d) for d in n.down] for n in nodes}
-        violations = Checker(hist, nodes_down=down).check()
+        checker = Checker(hist, nodes_down=down)
+        violations = checker.check()
+        ends = checker.ends_by_cause()
         fired = {a["kind"] for a in hist.actions}
         missing = [k for k in KINDS if k not in fired]
         violations += [("node", p) for p in nem.problems]
@@ -1489,7 +1550,7 @@ def main():
     secs = now() - t_start
     if nem is not None and sampler is not None:
         nem.problems = []
-        summary(hist, violations, missing, nem, proxies, nodes, sampler, secs)
+        summary(hist, violations, missing, nem, proxies, nodes, sampler, secs, ends)
     else:
         for k, d in violations:
             print("nemesis: VIOLATION %s: %s" % (k, d))
@@ -1506,11 +1567,11 @@ def main():
     if args.keep or violations:
         with open(os.path.join(tmp, "history.json"), "w") as f:
             json.dump({"ops": hist.ops, "actions": hist.actions, "audit": hist.audit,
-                       "db_offset_ms": hist.db_offset_ms,
-                       "samples": [dict(s, rows=None) for s in hist.samples],
+                       "db_offset_ms": hist.db_offset_ms, "mono0": hist.mono0,
+                       "wall0": hist.wall0, "samples": hist.samples,
                        "nodes_down": {n.idx: n.down for n in nodes}}, f, default=str)
-        print("nemesis: files kept in %s (history.json: times are seconds since start + %.3f)"
-              % (tmp, MONO0))
+        print("nemesis: files kept in %s (--recheck %s/history.json checks it again)"
+              % (tmp, tmp))
     else:
         shutil.rmtree(tmp, ignore_errors=True)
     return 1 if failed else 0
