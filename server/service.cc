@@ -102,8 +102,11 @@ store::Status Service::Start() {
   session_routes_->AddRoutes(router_.get());
   container_routes_ = std::make_unique<ContainerRoutes>(storage_.get(), http_->executor());
   container_routes_->AddRoutes(router_.get());
+  HeartbeatRoutesOptions heartbeat_options;
+  heartbeat_options.max_clock_skew_ms = config_.max_clock_skew_ms;
+  heartbeat_options.storage = storage_.get();
   heartbeat_routes_ =
-      std::make_unique<HeartbeatRoutes>(batcher_.get(), &ready_, config_.max_clock_skew_ms);
+      std::make_unique<HeartbeatRoutes>(batcher_.get(), &ready_, std::move(heartbeat_options));
   heartbeat_routes_->AddRoutes(router_.get());
   MetricsSources metrics;
   metrics.allocator = &allocator_->stats();

@@ -10,9 +10,38 @@
 
 namespace server {
 
+namespace {
+
+bool AnyWriterFailing(const store::Storage& storage) {
+  for (int p = 0; p < storage.partitions(); ++p) {
+    if (storage.writer_stats(p).failing.load(std::memory_order_relaxed) != 0) return true;
+  }
+  return false;
+}
+
+Response SubmitResponse(const batcher::SubmitResult& r) {
+  switch (r.code) {
+    case batcher::SubmitResult::Code::kAccepted:
+      return JsonResponse(202, "{\"accepted\":" + std::to_string(r.items) + "}");
+    case batcher::SubmitResult::Code::kOverloaded:
+      return ErrorResponse(
+          503, "overloaded",
+          "the heartbeat queue is full; nothing of this request was taken; retry after a second");
+    case batcher::SubmitResult::Code::kStopping:
+      return ErrorResponse(503, "unavailable", "the server is stopping; retry");
+    case batcher::SubmitResult::Code::kUnavailable:
+      return ErrorResponse(
+          503, "unavailable",
+          "the database could not be read; nothing of this request was taken; retry");
+  }
+  return ErrorResponse(503, "unavailable", "the server is stopping; retry");
+}
+
+}  // namespace
+
 HeartbeatRoutes::HeartbeatRoutes(batcher::Batcher* batcher, const std::atomic<bool>* ready,
-                                 int64_t max_clock_skew_ms)
-    : batcher_(batcher), ready_(ready), max_clock_skew_ms_(max_clock_skew_ms) {}
+                                 HeartbeatRoutesOptions options)
+    : batcher_(batcher), ready_(ready), options_(std::move(options)) {}
 
 void HeartbeatRoutes::AddRoutes(Router* router) {
   router->Add(http::verb::post, "/v1/heartbeats", Access::kContainer,
@@ -26,11 +55,20 @@ void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
   if (!ready_->load()) {
     return reply(ErrorResponse(503, "unavailable", "the server is starting or stopping; retry"));
   }
+  // A node cut off from its database would take heartbeats it cannot write
+  // while the other nodes' sweeps mark those containers dead and end their
+  // sessions: refused, so that the agent sends them to a node that can.
+  if (options_.storage != nullptr && AnyWriterFailing(*options_.storage)) {
+    return reply(ErrorResponse(503, "unavailable",
+                               "this node cannot reach its database; nothing of this request was "
+                               "taken; send it to another node"));
+  }
   // Liveness is judged by the server's clock at accept (API.md), taken once
   // for the whole request.
   std::vector<batcher::Heartbeat> items;
   BodyError error;
-  if (!ParseHeartbeats(req.http.body(), base::NowMs(), &items, &error, max_clock_skew_ms_)) {
+  if (!ParseHeartbeats(req.http.body(), base::NowMs(), &items, &error,
+                       options_.max_clock_skew_ms)) {
     return reply(BodyErrorResponse(error));
   }
   // A scoped container key reports its own containers only; one id outside
@@ -43,22 +81,7 @@ void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
                                      "nothing of this request was taken"));
     }
   }
-  batcher::SubmitResult r = batcher_->Submit(std::move(items));
-  switch (r.code) {
-    case batcher::SubmitResult::Code::kAccepted:
-      return reply(JsonResponse(202, "{\"accepted\":" + std::to_string(r.items) + "}"));
-    case batcher::SubmitResult::Code::kOverloaded:
-      return reply(ErrorResponse(
-          503, "overloaded",
-          "the heartbeat queue is full; nothing of this request was taken; retry after a second"));
-    case batcher::SubmitResult::Code::kStopping:
-      return reply(ErrorResponse(503, "unavailable", "the server is stopping; retry"));
-    case batcher::SubmitResult::Code::kUnavailable:
-      return reply(ErrorResponse(
-          503, "unavailable",
-          "the database could not be read; nothing of this request was taken; retry"));
-  }
-  reply(ErrorResponse(503, "unavailable", "the server is stopping; retry"));
+  reply(SubmitResponse(batcher_->Submit(std::move(items))));
 }
 
 }  // namespace server

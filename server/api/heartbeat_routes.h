@@ -6,9 +6,18 @@
 
 #include "batcher/batcher.h"
 #include "server/api/request_bodies.h"
+#include "store/storage.h"
 #include "server/http/router.h"
 
 namespace server {
+
+struct HeartbeatRoutesOptions {
+  int64_t max_clock_skew_ms = kDefaultMaxClockSkewMs;
+  // While any of its writers is failing (WriterStats::failing), heartbeats
+  // are refused 503: this node cannot reach its database, and the others'
+  // sweeps would mark its containers dead whatever it accepted. May be null.
+  const store::Storage* storage = nullptr;
+};
 
 // HeartbeatRoutes is the HTTP face of the batcher: POST /v1/heartbeats (roles
 // admin and container). It validates, hands the request to the Batcher and
@@ -16,12 +25,14 @@ namespace server {
 // ParseHeartbeats refuses; 403 forbidden, nothing taken, if a container key
 // scoped to some ids (auth.h) names any other id; 503 overloaded
 // (Retry-After) if a queue is full, 503 unavailable while the server is not
-// ready (starting or stopping). Safe from every io thread: it only reads the
-// flag and calls Batcher::Submit. The batcher and `ready` must outlive it.
+// ready (starting or stopping) or while a writer of the storage cannot
+// write (the container's agent then sends it to another node). Safe from
+// every io thread. The batcher, `ready` and what the options point to must
+// outlive it.
 class HeartbeatRoutes {
  public:
   HeartbeatRoutes(batcher::Batcher* batcher, const std::atomic<bool>* ready,
-                  int64_t max_clock_skew_ms = kDefaultMaxClockSkewMs);
+                  HeartbeatRoutesOptions options = {});
 
   // Adds POST /v1/heartbeats to `router`.
   void AddRoutes(Router* router);
@@ -31,7 +42,7 @@ class HeartbeatRoutes {
 
   batcher::Batcher* batcher_;
   const std::atomic<bool>* ready_;
-  int64_t max_clock_skew_ms_;
+  HeartbeatRoutesOptions options_;
 };
 
 }  // namespace server

@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "tests/server/service_fixture.h"
+#include "tests/server/storage_double.h"
 
 namespace server {
 namespace {
@@ -263,6 +264,31 @@ TEST_CASE("heartbeats: the server takes its clock skew bound from --max-clock-sk
   CHECK(c.Post("/v1/heartbeats", json{{"heartbeats", {item}}}.dump()).status == 202);
   item["ts_ms"] = base::NowMs() + 7200000;
   CHECK(c.Post("/v1/heartbeats", json{{"heartbeats", {item}}}.dump()).status == 400);
+}
+
+TEST_CASE("heartbeats: a node whose writers cannot reach the database answers 503, taking none") {
+  // Else it would answer 202 while the other nodes' sweeps mark those
+  // containers dead: refused, the agent sends them to another node.
+  fixture::StorageDouble* storage = nullptr;
+  LiveService t({}, "", [&storage](std::unique_ptr<store::Storage> real) {
+    auto d = std::make_unique<fixture::StorageDouble>(std::move(real));
+    storage = d.get();
+    return std::unique_ptr<store::Storage>(std::move(d));
+  });
+  HttpClient c = t.Client();
+  RegisterFleet(c, "hb", 1);
+  const std::string body = R"({"heartbeats":[{"container_id":"hb-0"}]})";
+  storage->SetFailing(0, true);
+  HttpReply r = c.Post("/v1/heartbeats", body);
+  CHECK(r.status == 503);  // before the fix: 202
+  CHECK(r.ErrorCode() == "unavailable");
+  CHECK(r.Header("retry-after") == "1");
+  CHECK(json::parse(r.body)["error"]["message"].get<std::string>().find("another node") !=
+        std::string::npos);
+  CHECK(t.service->batcher()->stats().accepted.load() == 0);
+  storage->SetFailing(0, false);
+  CHECK(c.Post("/v1/heartbeats", body).status == 202);
+  CHECK(t.service->batcher()->stats().accepted.load() == 1);
 }
 
 }  // namespace
