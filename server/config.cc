@@ -18,6 +18,7 @@ namespace {
 constexpr int kMaxShards = 256;
 constexpr int kMaxPgWriters = 64;
 constexpr int kMaxThreads = 1024;
+constexpr int kMaxReaderThreads = 256;
 
 // A validator for an integer flag in [lo, hi]; the message says what the flag
 // is for, so that a newcomer sees why the value was refused.
@@ -147,6 +148,14 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
   serve->add_option("--threads", s.threads, "HTTP io threads (default: the number of cores less one, at least 1)")
       ->envname("EDGEALLOC_THREADS")
       ->check(InRange(1, kMaxThreads, "HTTP io threads"))
+      ->capture_default_str();
+  serve
+      ->add_option("--reader-threads", s.reader_threads,
+                   "threads for the database reads of the API (a session, a list, limits, a "
+                   "container), kept off the HTTP io threads; each may have 64 reads waiting, "
+                   "more are 503 overloaded")
+      ->envname("EDGEALLOC_READER_THREADS")
+      ->check(InRange(1, kMaxReaderThreads, "reader threads"))
       ->capture_default_str();
   serve->add_option("--shards", s.shards, "database files the pool is split over, by region")
       ->envname("EDGEALLOC_SHARDS")

@@ -19,6 +19,7 @@ struct ServeConfig {
   uint16_t port = 8080;            // from listen; 0 picks a free port (tests)
   std::string keys_file;           // empty: open mode, loopback only
   int threads = 1;                 // default: hardware cores less one, at least 1
+  int reader_threads = 4;          // threads for the routes' blocking database reads
   int shards = 1;
   int pg_writers = 4;
   LogOptions log;  // --log-level, --log-format, --access-log

@@ -92,19 +92,30 @@ store::Status Service::Start() {
       http_options, [router](Request req, Reply reply) { router->Handle(std::move(req), reply); });
   // Added in this order, which is also the order of the routes' series in
   // edgealloc_http_requests_total.
+  readers_ = std::make_unique<ReaderPool>(
+      config_.reader_threads,
+      kReaderQueuePerThread * static_cast<size_t>(config_.reader_threads));
   health_routes_ = std::make_unique<HealthRoutes>(&ready_, storage_.get());
   health_routes_->AddRoutes(router_.get());
   SessionRoutesOptions session_options;
   session_options.max_lease_ms = config_.max_lease_ms;
   session_options.claim_latency = &claim_latency_;
+  session_options.readers = readers_.get();
   session_routes_ =
       std::make_unique<SessionRoutes>(allocator_.get(), http_->executor(), session_options);
   session_routes_->AddRoutes(router_.get());
-  container_routes_ = std::make_unique<ContainerRoutes>(storage_.get(), http_->executor());
+  container_routes_ =
+      std::make_unique<ContainerRoutes>(storage_.get(), http_->executor(), readers_.get());
   container_routes_->AddRoutes(router_.get());
   HeartbeatRoutesOptions heartbeat_options;
   heartbeat_options.max_clock_skew_ms = config_.max_clock_skew_ms;
   heartbeat_options.storage = storage_.get();
+  if (storage_->partitions() > 1) {
+    // The batcher then asks the storage each item's partition, which may
+    // read the database (SQLite shards): on a reader thread.
+    heartbeat_options.readers = readers_.get();
+    heartbeat_options.io = http_->executor();
+  }
   heartbeat_routes_ =
       std::make_unique<HeartbeatRoutes>(batcher_.get(), &ready_, std::move(heartbeat_options));
   heartbeat_routes_->AddRoutes(router_.get());
@@ -163,6 +174,10 @@ void Service::Stop(std::chrono::milliseconds grace) {
   // The writers run every job they accepted, so every callback has run, and
   // posted its reply, before the io threads and their io_context go away.
   if (storage_) storage_->StopWriters();
+  // Reads still queued (past the grace) are answered 503, and the ones
+  // running end, before the io threads and the storage go away. A drain's
+  // writer callback (all have run by now) may have queued one.
+  if (readers_) readers_->Stop();
   // Those callbacks posted their replies; the io threads write them before
   // they stop (bounded by the write timeout of each), so nothing committed
   // goes unanswered, however long the drain took.
@@ -177,6 +192,7 @@ void Service::Stop(std::chrono::milliseconds grace) {
   container_routes_.reset();
   session_routes_.reset();
   health_routes_.reset();
+  readers_.reset();
   batcher_.reset();
   mirror_.reset();
   allocator_.reset();

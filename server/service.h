@@ -14,6 +14,7 @@
 #include "kvmirror/mirror.h"
 #include "server/api/container_routes.h"
 #include "server/api/heartbeat_routes.h"
+#include "server/api/reader_pool.h"
 #include "server/api/session_routes.h"
 #include "server/config.h"
 #include "server/demo.h"
@@ -67,7 +68,8 @@ class Service {
   // demo, drain the batcher (everything answered 202 is written), stop the
   // allocator's reaper and the mirror, drain and stop the writers, wait for
   // the replies of what they committed to be written (at most kReplyGrace),
-  // stop the io threads, close the databases. Every request read is answered
+  // stop the reader threads (a read still queued is answered 503), stop the
+  // io threads, close the databases. Every request read is answered
   // or not committed. Idempotent.
   void Stop(std::chrono::milliseconds grace = kStopGrace);
 
@@ -78,6 +80,8 @@ class Service {
   // Null before Start and after Stop.
   batcher::Batcher* batcher() { return batcher_.get(); }
   kvmirror::Mirror* mirror() { return mirror_.get(); }
+  // The routes' reader threads (tests). Null before Start and after Stop.
+  ReaderPool* readers() { return readers_.get(); }
   bool ready() const { return ready_.load(); }
 
   // Answers one request as the HTTP server does once it has read it (routes,
@@ -104,6 +108,9 @@ class Service {
   // Declared before the routes and demo_: they post to its executor, so it
   // dies last.
   std::unique_ptr<HttpServer> http_;
+  // The routes' blocking reads; after http_ (its jobs post to its executor),
+  // before the routes (they post to it).
+  std::unique_ptr<ReaderPool> readers_;
   std::unique_ptr<HealthRoutes> health_routes_;
   std::unique_ptr<SessionRoutes> session_routes_;
   std::unique_ptr<ContainerRoutes> container_routes_;

@@ -1,5 +1,6 @@
 #include "server/api/container_routes.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,8 +18,9 @@ using store::Outcome;
 
 }  // namespace
 
-ContainerRoutes::ContainerRoutes(store::Storage* storage, boost::asio::any_io_executor io)
-    : storage_(storage), io_(std::move(io)) {}
+ContainerRoutes::ContainerRoutes(store::Storage* storage, boost::asio::any_io_executor io,
+                                 ReaderPool* readers)
+    : storage_(storage), io_(std::move(io)), readers_(readers) {}
 
 void ContainerRoutes::AddRoutes(Router* router) {
   using http::verb;
@@ -80,38 +82,69 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
                      fingerprint, &limit, &after, &error)) {
     return reply(BodyErrorResponse(error));
   }
-  std::vector<store::ContainerInfo> page;
-  bool more = false;
-  store::Status s = storage_->ListContainers(filter, after, limit, &page, &more);
-  if (!s.ok()) {
-    return reply(OutcomeResponse(store::OutcomeOfError(s), s.ToString(), req.RequestId()));
-  }
-  std::optional<std::string> next;
-  if (more && !page.empty()) next = MakeCursor(fingerprint, page.back().id);
-  reply(JsonResponse(200, ContainerListJson(page, next)));
+  struct Read {
+    store::Status status;
+    std::vector<store::ContainerInfo> page;
+    bool more = false;
+  };
+  ReadOffIo(
+      readers_, io_, reply,
+      [storage = storage_, filter = std::move(filter), after = std::move(after), limit] {
+        Read r;
+        r.status = storage->ListContainers(filter, after, limit, &r.page, &r.more);
+        return r;
+      },
+      [fingerprint, id = req.RequestId()](const Read& r) {
+        if (!r.status.ok()) {
+          return OutcomeResponse(store::OutcomeOfError(r.status), r.status.ToString(), id);
+        }
+        std::optional<std::string> next;
+        if (r.more && !r.page.empty()) next = MakeCursor(fingerprint, r.page.back().id);
+        return JsonResponse(200, ContainerListJson(r.page, next));
+      });
 }
 
 void ContainerRoutes::GetContainer(RouteRequest req, Reply reply) {
-  store::ContainerResult r = storage_->GetContainer(req.params[0]);
-  if (r.outcome != Outcome::kOk) {
-    return reply(OutcomeResponse(r.outcome, r.message, req.RequestId()));
-  }
-  reply(JsonResponse(200, ContainerJson(r.container)));
+  ReadOffIo(
+      readers_, io_, reply,
+      [storage = storage_, container_id = req.params[0]] {
+        return storage->GetContainer(container_id);
+      },
+      [id = req.RequestId()](const store::ContainerResult& r) {
+        if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message, id);
+        return JsonResponse(200, ContainerJson(r.container));
+      });
 }
 
 void ContainerRoutes::Drain(RouteRequest req, Reply reply) {
   std::string id = req.params[0];
   auto* storage = storage_;
-  storage_->Drain(id, [io = io_, reply, id, storage,
+  auto* readers = readers_;
+  storage_->Drain(id, [io = io_, reply, id, storage, readers,
                        request_id = req.RequestId()](store::ContainerResult r) {
-    ReplyOnIo(io, reply, [r = std::move(r), id, storage, request_id] {
-      if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message, request_id);
-      // 200 with the container as it is now (status draining, or still
-      // picked with drain_requested until its session ends).
-      store::ContainerResult now = storage->GetContainer(id);
-      if (now.outcome != Outcome::kOk) return JsonResponse(200, "{\"status\":\"draining\"}");
-      return JsonResponse(200, ContainerJson(now.container));
+    if (r.outcome != Outcome::kOk) {
+      return ReplyOnIo(io, reply, [r = std::move(r), request_id] {
+        return OutcomeResponse(r.outcome, r.message, request_id);
+      });
+    }
+    // 200 with the container as it is now (status draining, or still
+    // picked with drain_requested until its session ends), read on a reader
+    // thread (this is a writer's); the drain is done whatever that read
+    // does, so without it (a full reader queue, an error) the reply is the
+    // bare status.
+    auto answer = [io, reply](std::optional<store::ContainerResult> now) {
+      ReplyOnIo(io, reply, [now = std::move(now)] {
+        if (!now || now->outcome != Outcome::kOk) {
+          return JsonResponse(200, "{\"status\":\"draining\"}");
+        }
+        return JsonResponse(200, ContainerJson(now->container));
+      });
+    };
+    ReaderPool::Posted posted = readers->TryPost([storage, id, answer](bool run) {
+      if (!run) return answer(std::nullopt);
+      answer(storage->GetContainer(id));
     });
+    if (posted != ReaderPool::Posted::kQueued) answer(std::nullopt);
   });
 }
 

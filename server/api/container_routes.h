@@ -3,6 +3,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include "server/api/reader_pool.h"
 #include "store/storage.h"
 #include "server/http/router.h"
 
@@ -16,10 +17,13 @@ namespace server {
 //   POST   /v1/containers/{id}/drain  drain
 //   DELETE /v1/containers/{id}        remove
 // Safe from every io thread. Results that come back on a store writer thread
-// are posted to `io` before any JSON is made. The storage must outlive it.
+// are posted to `io` before any JSON is made. The reads (a container, a list,
+// and the container a drain returns) run on `readers`, never on an io
+// thread, replying through `io`; 503 overloaded at once when its queue is
+// full. The storage and `readers` must outlive it.
 class ContainerRoutes {
  public:
-  ContainerRoutes(store::Storage* storage, boost::asio::any_io_executor io);
+  ContainerRoutes(store::Storage* storage, boost::asio::any_io_executor io, ReaderPool* readers);
 
   // Adds the container routes to `router`.
   void AddRoutes(Router* router);
@@ -33,6 +37,7 @@ class ContainerRoutes {
 
   store::Storage* storage_;
   boost::asio::any_io_executor io_;
+  ReaderPool* readers_;
 };
 
 }  // namespace server

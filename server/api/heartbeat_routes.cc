@@ -1,5 +1,6 @@
 #include "server/api/heartbeat_routes.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,6 +81,16 @@ void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
                                      "].container_id: this key may not report this container; "
                                      "nothing of this request was taken"));
     }
+  }
+  if (options_.readers != nullptr) {
+    // Submit may read the database (each item's partition): off the io
+    // thread, as every other storage read of the routes.
+    auto shared = std::make_shared<std::vector<batcher::Heartbeat>>(std::move(items));
+    batcher::Batcher* batcher = batcher_;
+    return ReadOffIo(
+        options_.readers, options_.io, reply,
+        [batcher, shared] { return batcher->Submit(std::move(*shared)); },
+        [](const batcher::SubmitResult& r) { return SubmitResponse(r); });
   }
   reply(SubmitResponse(batcher_->Submit(std::move(items))));
 }

@@ -4,7 +4,10 @@
 #include <atomic>
 #include <cstdint>
 
+#include <boost/asio/any_io_executor.hpp>
+
 #include "batcher/batcher.h"
+#include "server/api/reader_pool.h"
 #include "server/api/request_bodies.h"
 #include "store/storage.h"
 #include "server/http/router.h"
@@ -17,6 +20,11 @@ struct HeartbeatRoutesOptions {
   // are refused 503: this node cannot reach its database, and the others'
   // sweeps would mark its containers dead whatever it accepted. May be null.
   const store::Storage* storage = nullptr;
+  // When set, Batcher::Submit runs on a reader thread, replying on `io`:
+  // with more than one partition it asks the storage each item's partition
+  // (Storage::PartitionOf), which may read the database.
+  ReaderPool* readers = nullptr;
+  boost::asio::any_io_executor io;
 };
 
 // HeartbeatRoutes is the HTTP face of the batcher: POST /v1/heartbeats (roles

@@ -69,12 +69,23 @@ void SessionRoutes::Limits(RouteRequest req, Reply reply) {
   } else if (named && asked != tenant) {
     return reply(ErrorResponse(403, "forbidden", "a tenant key reads its own limits only"));
   }
-  allocator::Allocator::TenantLimits limits;
-  store::Status s = allocator_->Limits(tenant, &limits);
-  if (!s.ok()) {
-    return reply(OutcomeResponse(store::OutcomeOfError(s), s.ToString(), req.RequestId()));
-  }
-  reply(JsonResponse(200, LimitsJson(tenant, limits.max_sessions, limits.sessions)));
+  struct Read {
+    store::Status status;
+    allocator::Allocator::TenantLimits limits;
+  };
+  ReadOffIo(
+      options_.readers, io_, reply,
+      [allocator = allocator_, tenant] {
+        Read r;
+        r.status = allocator->Limits(tenant, &r.limits);
+        return r;
+      },
+      [tenant, id = req.RequestId()](const Read& r) {
+        if (!r.status.ok()) {
+          return OutcomeResponse(store::OutcomeOfError(r.status), r.status.ToString(), id);
+        }
+        return JsonResponse(200, LimitsJson(tenant, r.limits.max_sessions, r.limits.sessions));
+      });
 }
 
 void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
@@ -119,15 +130,26 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
                      fingerprint, &limit, &after, &error)) {
     return reply(BodyErrorResponse(error));
   }
-  std::vector<store::Session> page;
-  bool more = false;
-  store::Status s = allocator_->ListSessions(filter, after, limit, &page, &more);
-  if (!s.ok()) {
-    return reply(OutcomeResponse(store::OutcomeOfError(s), s.ToString(), req.RequestId()));
-  }
-  std::optional<std::string> next;
-  if (more && !page.empty()) next = MakeCursor(fingerprint, page.back().session_id);
-  reply(JsonResponse(200, SessionListJson(page, next)));
+  struct Read {
+    store::Status status;
+    std::vector<store::Session> page;
+    bool more = false;
+  };
+  ReadOffIo(
+      options_.readers, io_, reply,
+      [allocator = allocator_, filter = std::move(filter), after = std::move(after), limit] {
+        Read r;
+        r.status = allocator->ListSessions(filter, after, limit, &r.page, &r.more);
+        return r;
+      },
+      [fingerprint, id = req.RequestId()](const Read& r) {
+        if (!r.status.ok()) {
+          return OutcomeResponse(store::OutcomeOfError(r.status), r.status.ToString(), id);
+        }
+        std::optional<std::string> next;
+        if (r.more && !r.page.empty()) next = MakeCursor(fingerprint, r.page.back().session_id);
+        return JsonResponse(200, SessionListJson(r.page, next));
+      });
 }
 
 void SessionRoutes::Claim(RouteRequest req, Reply reply) {
@@ -155,9 +177,16 @@ void SessionRoutes::Claim(RouteRequest req, Reply reply) {
 }
 
 void SessionRoutes::GetSession(RouteRequest req, Reply reply) {
-  // An exact read on a pooled read-only connection: never waits for a writer.
-  store::SessionResult r = allocator_->GetSession(CallerOf(req.who), req.params[0]);
-  reply(SessionResponse(r, 200, req.RequestId()));
+  // An exact read on a pooled read-only connection: never waits for a
+  // writer, but may wait for the database, so on a reader thread.
+  ReadOffIo(
+      options_.readers, io_, reply,
+      [allocator = allocator_, caller = CallerOf(req.who), session_id = req.params[0]] {
+        return allocator->GetSession(caller, session_id);
+      },
+      [id = req.RequestId()](const store::SessionResult& r) {
+        return SessionResponse(r, 200, id);
+      });
 }
 
 void SessionRoutes::Renew(RouteRequest req, Reply reply) {

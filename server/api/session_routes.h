@@ -7,6 +7,7 @@
 
 #include "allocator/allocator.h"
 #include "base/histogram.h"
+#include "server/api/reader_pool.h"
 #include "server/http/auth.h"
 #include "server/http/router.h"
 
@@ -19,6 +20,10 @@ struct SessionRoutesOptions {
   // Claims refused before the allocator (400) are not observed. May be null;
   // must outlive the SessionRoutes.
   base::LatencyHistogram* claim_latency = nullptr;
+  // Where the blocking reads (GET /v1/sessions/{id}, GET /v1/sessions, GET
+  // /v1/limits) run, off the io threads. Required; must outlive the
+  // SessionRoutes.
+  ReaderPool* readers = nullptr;
 };
 
 // SessionRoutes are the HTTP face of the allocator, the session routes of
@@ -30,7 +35,9 @@ struct SessionRoutesOptions {
 //   DELETE /v1/sessions/{id}        release (?token=N)
 // Safe from every io thread. Results that come back on a store writer thread
 // are posted to `io` before any JSON is made, so writer threads only hand
-// results on. The allocator must outlive it.
+// results on. The reads run on options.readers (ReaderPool), never on an io
+// thread, and reply through `io` too; 503 overloaded at once when its queue
+// is full. The allocator must outlive it.
 class SessionRoutes {
  public:
   SessionRoutes(allocator::Allocator* allocator, boost::asio::any_io_executor io,

@@ -1,0 +1,108 @@
+#ifndef EDGEALLOC_SERVER_API_READER_POOL_H_
+#define EDGEALLOC_SERVER_API_READER_POOL_H_
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/mutex.h"
+#include "server/api/reply_on_io.h"
+#include "server/http/log.h"
+#include "server/http/message.h"
+
+namespace server {
+
+// Jobs one reader thread may have queued (--reader-threads times this in
+// all): past it a read is refused at once with 503 overloaded, never queued.
+inline constexpr size_t kReaderQueuePerThread = 64;
+
+// ReaderPool runs the blocking storage reads of the routes (a session, a
+// page of a list, a tenant's limits, a container) on a few threads of its
+// own, so that a read stalled on its database never holds an HTTP io thread:
+// /healthz, /readyz and every other request keep being answered meanwhile.
+// Its queue is bounded: TryPost refuses a job when it is full, and the route
+// answers 503 overloaded at once. Safe from any thread.
+class ReaderPool {
+ public:
+  // A job is called once: with true on a reader thread, or with false (on
+  // the thread calling Stop) if the pool stopped before it ran, when it
+  // must answer without reading.
+  using Job = std::function<void(bool run)>;
+  enum class Posted { kQueued, kFull, kStopping };
+
+  // REQUIRES: threads >= 1, queue_capacity >= 1.
+  ReaderPool(int threads, size_t queue_capacity);
+  ReaderPool(const ReaderPool&) = delete;
+  ReaderPool& operator=(const ReaderPool&) = delete;
+  ~ReaderPool();
+
+  // Queues `job` unless the queue holds queue_capacity jobs already (kFull)
+  // or Stop has begun (kStopping); then `job` is not called.
+  Posted TryPost(Job job);
+
+  // Refuses new jobs, calls every queued job with false, waits for the
+  // running ones and joins the threads. Idempotent.
+  void Stop();
+
+  size_t queued() const;
+  int threads() const { return static_cast<int>(threads_.size()); }
+
+ private:
+  void Loop();
+
+  const size_t capacity_;
+  mutable base::Mutex mu_;
+  base::CondVar cv_;
+  std::deque<Job> queue_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;
+};
+
+// The replies of a read the pool did not take: 503 overloaded (its queue is
+// full) or 503 unavailable (the server is stopping), each with Retry-After.
+Response ReaderRefusedResponse(ReaderPool::Posted why);
+
+// Runs `read()` (the blocking storage read; it returns the result, by value)
+// on a reader thread of `pool`, then replies on `io` with `make(result)`
+// (the JSON is made there, as ReplyOnIo does for writer results). When the
+// pool refuses the job, `reply` is called at once with
+// ReaderRefusedResponse; a job the pool drops at Stop is answered 503
+// unavailable. Call from an io thread.
+template <typename Read, typename Make>
+void ReadOffIo(ReaderPool* pool, const boost::asio::any_io_executor& io, const Reply& reply,
+               Read read, Make make) {
+  ReaderPool::Posted posted = pool->TryPost(
+      [io, reply, read = std::move(read), make = std::move(make)](bool run) mutable {
+        if (!run) {
+          ReplyOnIo(io, reply,
+                    [] { return ReaderRefusedResponse(ReaderPool::Posted::kStopping); });
+          return;
+        }
+        std::optional<decltype(read())> result;
+        try {
+          result.emplace(read());
+        } catch (const std::exception& e) {
+          LogLine(std::string("edgealloc: internal error in a storage read: ") + e.what());
+          ReplyOnIo(io, reply, [] {
+            return ErrorResponse(500, "internal", "internal error; it has been logged");
+          });
+          return;
+        }
+        ReplyOnIo(io, reply, [result = std::move(*result), make = std::move(make)]() mutable {
+          return make(std::move(result));
+        });
+      });
+  if (posted != ReaderPool::Posted::kQueued) reply(ReaderRefusedResponse(posted));
+}
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_API_READER_POOL_H_

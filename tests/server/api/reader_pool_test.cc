@@ -1,0 +1,166 @@
+#include "server/api/reader_pool.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/server/service_fixture.h"
+#include "tests/server/storage_double.h"
+
+namespace server {
+namespace {
+
+using fixture::Eventually;
+using fixture::LiveService;
+using fixture::StorageDouble;
+using nlohmann::json;
+using testing::HttpClient;
+using testing::HttpReply;
+
+TEST_CASE("reader pool: a full queue refuses at once and Stop answers what is queued") {
+  ReaderPool pool(1, 2);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> ran{0}, dropped{0};
+  std::atomic<bool> started{false};
+  auto job = [&](bool run) { run ? ran.fetch_add(1) : dropped.fetch_add(1); };
+  REQUIRE(pool.TryPost([&, released](bool) {
+            started = true;
+            released.wait();
+            ran.fetch_add(1);
+          }) == ReaderPool::Posted::kQueued);
+  REQUIRE(Eventually([&] { return started.load(); }));
+  CHECK(pool.TryPost(job) == ReaderPool::Posted::kQueued);
+  CHECK(pool.TryPost(job) == ReaderPool::Posted::kQueued);
+  CHECK(pool.queued() == 2);
+  CHECK(pool.TryPost(job) == ReaderPool::Posted::kFull);  // bounded: never a third
+  std::thread stopper([&] { pool.Stop(); });
+  // The queued jobs are answered (false) at once; the running one ends.
+  CHECK(Eventually([&] { return dropped.load() == 2; }));
+  release.set_value();
+  stopper.join();
+  CHECK(ran.load() == 1);
+  CHECK(pool.TryPost(job) == ReaderPool::Posted::kStopping);
+  CHECK(ReaderRefusedResponse(ReaderPool::Posted::kFull).result_int() == 503);
+  CHECK(ReaderRefusedResponse(ReaderPool::Posted::kFull)[http::field::retry_after] == "1");
+}
+
+// A service whose storage reads can be made to block (StorageDouble).
+struct BlockingService {
+  explicit BlockingService(int reader_threads)
+      : t([reader_threads](ServeConfig* c) {
+            c->threads = 1;  // one io thread: a read held on it would stop everything
+            c->reader_threads = reader_threads;
+          },
+          "",
+          [this](std::unique_ptr<store::Storage> real) {
+            auto d = std::make_unique<StorageDouble>(std::move(real));
+            storage = d.get();
+            return std::unique_ptr<store::Storage>(std::move(d));
+          }) {}
+  ~BlockingService() {
+    if (storage != nullptr && t.service->readers() != nullptr) storage->Unblock();
+  }
+  StorageDouble* storage = nullptr;
+  LiveService t;
+};
+
+TEST_CASE("reader pool: while every read waits on the database, /healthz and /readyz answer") {
+  BlockingService b(2);
+  HttpClient admin = b.t.Client();
+  fixture::RegisterFleet(admin, "rd", 2);
+  b.storage->Block();
+  std::vector<std::future<HttpReply>> reads;
+  for (std::string target : {"/v1/sessions/s_nobody", "/v1/sessions", "/v1/limits?tenant=acme",
+                             "/v1/containers/rd-0", "/v1/containers"}) {
+    reads.push_back(std::async(std::launch::async, [&b, target] {
+      HttpClient c = b.t.Client();
+      c.set_timeout(std::chrono::seconds(20));
+      return c.Get(target);
+    }));
+  }
+  REQUIRE(Eventually([&] { return b.storage->blocked() >= 1; }));
+  HttpClient probe = b.t.Client();
+  probe.set_timeout(std::chrono::seconds(3));
+  for (const char* path : {"/healthz", "/readyz"}) {
+    INFO(path);
+    const auto started = std::chrono::steady_clock::now();
+    HttpReply r = probe.Get(path);  // before the fix: HttpTimeout (the io thread was held)
+    CHECK(r.status == 200);
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(1));
+  }
+  CHECK(b.storage->blocked() == 2);  // both reader threads wait; the rest is queued
+  b.storage->Unblock();
+  std::vector<int> statuses;
+  for (auto& f : reads) statuses.push_back(f.get().status);
+  CHECK(statuses == std::vector<int>{404, 200, 200, 200, 200});
+}
+
+TEST_CASE("reader pool: a read past the full queue is 503 overloaded at once, with Retry-After") {
+  BlockingService b(1);
+  HttpClient admin = b.t.Client();
+  fixture::RegisterFleet(admin, "rd", 1);
+  b.storage->Block();
+  const size_t queue = kReaderQueuePerThread;
+  std::vector<std::future<HttpReply>> reads;
+  for (size_t i = 0; i < queue + 1; ++i) {  // one running, the queue full
+    reads.push_back(std::async(std::launch::async, [&b] {
+      HttpClient c = b.t.Client();
+      c.set_timeout(std::chrono::seconds(20));
+      return c.Get("/v1/containers/rd-0");
+    }));
+  }
+  REQUIRE(Eventually([&] {
+    return b.storage->blocked() == 1 && b.t.service->readers()->queued() == queue;
+  }, std::chrono::seconds(10)));
+  HttpClient late = b.t.Client();
+  late.set_timeout(std::chrono::seconds(3));
+  const auto started = std::chrono::steady_clock::now();
+  HttpReply r = late.Get("/v1/containers");
+  CHECK(r.status == 503);
+  CHECK(r.ErrorCode() == "overloaded");
+  CHECK(r.Header("retry-after") == "1");
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(1));
+  CHECK(b.t.service->readers()->queued() == queue);  // nothing queued past the bound
+  b.storage->Unblock();
+  for (auto& f : reads) CHECK(f.get().status == 200);
+}
+
+TEST_CASE("reader pool: Stop answers the reads still queued 503 and lets the running one end") {
+  BlockingService b(1);
+  HttpClient admin = b.t.Client();
+  fixture::RegisterFleet(admin, "rd", 1);
+  b.storage->Block();
+  auto read = [&b] {
+    HttpClient c = b.t.Client();
+    c.set_timeout(std::chrono::seconds(20));
+    return c.Get("/v1/containers/rd-0");
+  };
+  std::future<HttpReply> running = std::async(std::launch::async, read);
+  REQUIRE(Eventually([&] { return b.storage->blocked() == 1; }));
+  std::vector<std::future<HttpReply>> queued;
+  for (int i = 0; i < 2; ++i) queued.push_back(std::async(std::launch::async, read));
+  REQUIRE(Eventually([&] { return b.t.service->readers()->queued() == 2; }));
+  StorageDouble* storage = b.storage;
+  std::thread stopper([&b] { b.t.service->Stop(std::chrono::milliseconds(100)); });
+  for (auto& f : queued) {
+    HttpReply r = f.get();  // while the running read still waits
+    CHECK(r.status == 503);
+    CHECK(r.ErrorCode() == "unavailable");
+  }
+  CHECK(storage->blocked() == 1);
+  storage->Unblock();
+  stopper.join();
+  b.storage = nullptr;  // gone with the service's storage
+  CHECK(running.get().status == 200);
+}
+
+}  // namespace
+}  // namespace server
