@@ -51,7 +51,7 @@ class ResultJob : public PgJob {
 };
 
 constexpr int64_t kMigrationLockTimeoutMs = 2000;
-constexpr int kMigrationAttempts = 15;
+constexpr int kMigrationAttempts = 10;
 
 // Reader connections' bounds: a read waits at most this long for a lock (a
 // migration), runs at most this long, and its answer is waited for at most

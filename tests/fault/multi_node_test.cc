@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -47,6 +48,12 @@ using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
 constexpr const char* kBin = EDGEALLOC_BIN;
+// The binary the nodes run: EDGEALLOC_TEST_BIN if set (to show a test
+// failing on an older build), else the one built with the tests.
+const char* NodeBin() {
+  const char* bin = std::getenv("EDGEALLOC_TEST_BIN");
+  return bin != nullptr && *bin != '\0' ? bin : kBin;
+}
 constexpr const char* kAdminKey = "admin-key-0123456789abcdef";
 // Tenants and their keys; "tq" is the one with a quota.
 const std::vector<std::pair<std::string, std::string>> kTenants = {
@@ -84,10 +91,14 @@ double MsSince(Clock::time_point t0, Clock::time_point t) {
 // reaped by the destructor if still running.
 class Node {
  public:
+  // `clock_offset`, e.g. "+90s": the node runs under libfaketime with its
+  // wall clock that far off (its monotonic clock untouched), as after an
+  // NTP step or a VM resumed late.
   Node(const std::string& name, const std::string& db, const std::string& keys_file,
-       const std::string& log, int quota)
+       const std::string& log, int quota, const std::string& clock_offset = "",
+       const std::string& dead_after_ms = "3600000")
       : name_(name), log_(log) {
-    std::vector<std::string> args = {kBin,
+    std::vector<std::string> args = {NodeBin(),
                                      "serve",
                                      "--db",
                                      db,
@@ -98,9 +109,18 @@ class Node {
                                      "--max-sessions-per-tenant",
                                      std::to_string(quota),
                                      "--dead-after-ms",
-                                     "3600000",
+                                     dead_after_ms,
                                      "--threads",
                                      "2"};
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) env_strings.push_back(*e);
+    if (!clock_offset.empty()) {
+      args.insert(args.begin(), {"/usr/bin/faketime", "-f", clock_offset});
+      env_strings.push_back("FAKETIME_DONT_FAKE_MONOTONIC=1");
+    }
+    std::vector<char*> env;
+    for (auto& e : env_strings) env.push_back(e.data());
+    env.push_back(nullptr);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -108,9 +128,9 @@ class Node {
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    const int rc = posix_spawn(&pid_, kBin, &fa, nullptr, argv.data(), environ);
+    const int rc = posix_spawn(&pid_, args[0].c_str(), &fa, nullptr, argv.data(), env.data());
     posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) FAIL("posix_spawn " << kBin << ": " << rc);
+    if (rc != 0) FAIL("posix_spawn " << args[0] << ": " << rc);
     // The server logs "edgealloc: serving on 127.0.0.1:PORT, ..." with the
     // port it bound (--listen ...:0 picks a free one).
     const std::regex serving("serving on 127\\.0\\.0\\.1:([0-9]+)");
@@ -795,4 +815,98 @@ TEST_CASE("multi-node: the database fails over to its synchronous standby and th
                     << ", timeouts 0; " << kept_checked << " held and " << released_checked
                     << " released sessions acknowledged before the kill checked on the standby ("
                     << unavailable << " reads answered 503 first)");
+}
+
+// The fleet's clock is the database's. A node whose wall clock runs 90 s
+// ahead (libfaketime) must not end a session another node handed out with
+// a 60 s lease (its lease reaper once used its own clock: the session ended
+// within 1.5 s and the container went to the next claim while its holder
+// still held it), nor find the fleet silent (its dead-container sweep, with
+// --dead-after-ms 30000), nor give leases or liveness stamps on its clock.
+TEST_CASE("multi-node: a node whose clock runs 90 s ahead ends no session early", "[postgres][fault]") {
+  testing::PgServer server;
+  const std::string db = server.NewDatabaseUri();
+  testing::TempDir dir;
+  std::string keys = std::string(kAdminKey) + " admin\n";
+  for (const auto& [tenant, key] : kTenants) keys += key + " tenant " + tenant + "\n";
+  std::ofstream(dir.File("keys")) << keys;
+  Node honest("honest", db, dir.File("keys"), dir.File("honest.log"), 0, "", "30000");
+  Node ahead("ahead", db, dir.File("keys"), dir.File("ahead.log"), 0, "+90s", "30000");
+  INFO("honest's log:\n" << Tail(honest.log(), 2000) << "\nahead's log:\n" << Tail(ahead.log(), 2000));
+  RegisterFleet(honest.port(), 4);  // c-000 .. c-002 in weur, c-003 in eeur
+  const auto db_now_ms = [&] {
+    return std::stoll(testing::PgServer::Query(
+        db, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"));
+  };
+
+  testing::HttpClient tenant(honest.port(), kTenants[0].second);
+  testing::HttpReply claimed =
+      tenant.Post("/v1/sessions", R"({"region":"weur","pool":"p","lease_ms":60000})");
+  REQUIRE(claimed.status == 201);
+  const json session = json::parse(claimed.body);
+  const std::string id = session["session_id"];
+  const std::string held = session["container_id"];
+  const int64_t token = session["token"];
+  // Its lease ends 60 s after the database's now.
+  CHECK(std::llabs(session["lease_expires_at_ms"].get<int64_t>() - (db_now_ms() + 60000)) < 3000);
+
+  // Both nodes' reapers run every 100 ms, the silence sweep about every
+  // second: 3 s is many sweeps of the node that is ahead.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  testing::HttpClient via_ahead(ahead.port(), kTenants[0].second);
+  testing::HttpReply seen = via_ahead.Get("/v1/sessions/" + id);
+  CHECK(seen.status == 200);
+  CHECK(tenant.Get("/v1/sessions/" + id).status == 200);
+  CHECK(testing::PgServer::Query(db, "SELECT count(*) FROM containers WHERE status = 'dead'") == "0");
+
+  // The node that is ahead hands out every other container, never the held one.
+  testing::HttpClient other(ahead.port(), kTenants[1].second);
+  std::set<std::string> taken;
+  for (int i = 0; i < 4; ++i) {
+    testing::HttpReply r = other.Post(
+        "/v1/sessions", R"({"region":"weur","pool":"p","fallback_regions":["eeur"],"lease_ms":60000})");
+    if (r.status != 201) {
+      CHECK(r.ErrorCode() == "no_capacity");
+      continue;
+    }
+    const json s = json::parse(r.body);
+    taken.insert(s["container_id"].get<std::string>());
+    // Its leases too are the database's now plus the lease.
+    CHECK(std::llabs(s["lease_expires_at_ms"].get<int64_t>() - (db_now_ms() + 60000)) < 3000);
+  }
+  CHECK(taken.size() == 3);
+  CHECK(taken.count(held) == 0);
+
+  // A renewal through it runs from the database's now, not 90 s later.
+  testing::HttpReply renewed = via_ahead.Post("/v1/sessions/" + id + "/renew",
+                                              json{{"token", token}, {"lease_ms", 10000}}.dump());
+  REQUIRE(renewed.status == 200);
+  CHECK(std::llabs(json::parse(renewed.body)["lease_expires_at_ms"].get<int64_t>() -
+                   (db_now_ms() + 10000)) < 3000);
+
+  // A heartbeat through it is stamped with the database's clock.
+  testing::HttpClient admin(ahead.port(), kAdminKey);
+  REQUIRE(admin.Post("/v1/heartbeats", R"({"heartbeats":[{"container_id":"c-000"}]})").status == 202);
+  for (auto deadline = Clock::now() + std::chrono::seconds(5); Clock::now() < deadline;) {
+    if (std::stoll(testing::PgServer::Query(
+            db, "SELECT last_heartbeat_ms FROM containers WHERE id = 'c-000'")) > db_now_ms() - 1500) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const int64_t stamp = std::stoll(
+      testing::PgServer::Query(db, "SELECT last_heartbeat_ms FROM containers WHERE id = 'c-000'"));
+  CHECK(std::llabs(stamp - db_now_ms()) < 3000);
+
+  // It knows its clock is off, and says so.
+  const std::string metrics = admin.Get("/metrics").body;
+  const std::regex offset_line("edgealloc_db_clock_offset_seconds\\{shard=\"0\"\\} (-?[0-9.e+]+)");
+  std::smatch m;
+  REQUIRE(std::regex_search(metrics, m, offset_line));
+  CHECK(std::stod(m[1].str()) < -85);
+  CHECK(std::stod(m[1].str()) > -95);
+  CHECK(ahead.log().find("wall clock is") != std::string::npos);
+  // The session is still the first holder's, with its token.
+  CHECK(tenant.Get("/v1/sessions/" + id).status == 200);
+  CHECK(testing::PgServer::Query(db, "SELECT session_id FROM containers WHERE id = '" + held + "'") == id);
 }
