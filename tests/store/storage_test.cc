@@ -64,7 +64,7 @@ std::string Name(Outcome o) { return store::OutcomeName(o); }
 }  // namespace
 
 TEST_CASE("storage: claim, read, renew and release are compare-and-swaps on the token") {
-  Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+  Engine e(EDGEALLOC_ENGINES);
   Register(e.storage.get(), {"c1"});
   auto c = Claim(e.storage.get(), "weur");
   INFO(c.message);
@@ -95,7 +95,7 @@ TEST_CASE("storage: claim, read, renew and release are compare-and-swaps on the 
 }
 
 TEST_CASE("storage: an idempotent retry is the same session, a quota holds, fallbacks are tried") {
-  const std::string engine = GENERATE(as<std::string>{}, "sqlite", "postgres");
+  const std::string engine = EDGEALLOC_ENGINES;
   store::ClaimPolicy policy;
   policy.max_sessions_per_tenant = 1;
   Engine e(engine, policy);
@@ -121,7 +121,7 @@ TEST_CASE("storage: an idempotent retry is the same session, a quota holds, fall
 }
 
 TEST_CASE("storage: drain, remove, and tokens that only grow across delete and register") {
-  Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+  Engine e(EDGEALLOC_ENGINES);
   Register(e.storage.get(), {"c1", "c2"});
   auto c = Claim(e.storage.get(), "weur");
   REQUIRE(c.outcome == Outcome::kOk);
@@ -149,7 +149,7 @@ TEST_CASE("storage: drain, remove, and tokens that only grow across delete and r
 }
 
 TEST_CASE("storage: heartbeats keep order, never touch a claim, and find unknown ids") {
-  Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+  Engine e(EDGEALLOC_ENGINES);
   Register(e.storage.get(), {"a", "b"});
   auto c = Claim(e.storage.get(), "weur");
   REQUIRE(c.outcome == Outcome::kOk);
@@ -176,7 +176,7 @@ TEST_CASE("storage: heartbeats keep order, never touch a claim, and find unknown
 }
 
 TEST_CASE("storage: sweeps end expired leases and silent containers, and capacity counts them") {
-  Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+  Engine e(EDGEALLOC_ENGINES);
   Register(e.storage.get(), {"a", "b", "c"});
   auto c = Claim(e.storage.get(), "weur", "t1", "", /*lease_ms=*/1);
   REQUIRE(c.outcome == Outcome::kOk);
@@ -220,7 +220,7 @@ TEST_CASE("storage: sweeps end expired leases and silent containers, and capacit
 // cutoff by its own queue, so a sweep reaching into another partition could
 // mark dead a container whose heartbeat waits in that partition's queue.
 TEST_CASE("storage: a partition's sweep marks dead only the containers of its partition") {
-  Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+  Engine e(EDGEALLOC_ENGINES);
   std::vector<std::string> ids;
   for (int i = 0; i < 40; ++i) ids.push_back("c" + std::to_string(i));
   Register(e.storage.get(), ids);
@@ -252,7 +252,7 @@ TEST_CASE("storage: a partition's sweep marks dead only the containers of its pa
 // lock), eight clients claiming and releasing: never two holders of one
 // container, never one of its tokens twice.
 TEST_CASE("storage: two nodes on one database never hand out a container twice") {
-  Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+  Engine e(EDGEALLOC_ENGINES);
   std::vector<std::string> ids;
   for (int i = 0; i < 6; ++i) ids.push_back("c" + std::to_string(i));
   Register(e.storage.get(), ids);
@@ -310,7 +310,7 @@ TEST_CASE("storage: two nodes on one database never hand out a container twice")
 }
 
 TEST_CASE("storage: a batch of plain heartbeats orders each container's reports by ts_ms") {
-  Engine e(GENERATE(as<std::string>{}, "sqlite", "postgres"));
+  Engine e(EDGEALLOC_ENGINES);
   Register(e.storage.get(), {"a", "b", "c"});
   const int64_t now = base::NowMs();
   using R = store::HeartbeatRow;
@@ -470,7 +470,7 @@ TEST_CASE("storage: an idempotent replay returns the first claim's labels") {
 
 TEST_CASE("storage: session lists page in id order, filter, and hold each lasting session once "
           "under concurrent claims and releases") {
-  Engine e(GENERATE(as<std::string>{}, "sqlite", "sqlite-sharded", "postgres"));
+  Engine e(EDGEALLOC_ENGINES_AND_SHARDS);
   const std::vector<std::string> regions = {"weur", "eeur", "wnam", "apac"};
   for (const auto& region : regions) {
     std::vector<std::string> ids;
@@ -546,7 +546,7 @@ TEST_CASE("storage: session lists page in id order, filter, and hold each lastin
 }
 
 TEST_CASE("storage: container lists page in id order, filter, and list every container once") {
-  Engine e(GENERATE(as<std::string>{}, "sqlite", "sqlite-sharded", "postgres"));
+  Engine e(EDGEALLOC_ENGINES_AND_SHARDS);
   const std::vector<std::string> regions = {"weur", "eeur", "wnam"};
   std::set<std::string> registered;
   for (const auto& region : regions) {
