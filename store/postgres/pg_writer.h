@@ -75,7 +75,7 @@ struct PgWriterOptions {
   int64_t idle_in_transaction_timeout_ms = 10000;
   // The longest one statement runs (server side): no statement of ours
   // takes a fraction of it, so one that does is stuck.
-  int64_t statement_timeout_ms = 15000;
+  int64_t statement_timeout_ms = 10000;
   // An idle writer asks the database its time this often: the clock offset
   // (WriterStats::clock_offset_ms), and whether the database can still be
   // reached when nothing is written (WriterStats::failing), so that a node
