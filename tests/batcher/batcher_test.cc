@@ -988,3 +988,31 @@ TEST_CASE("batcher: on PostgreSQL's several partitions every lane writes and rea
   for (int p = 0; p < 4; ++p) lanes_with_commits += pool.Transactions(p) > 0 ? 1 : 0;
   CHECK(lanes_with_commits == 4);
 }
+
+// Stopping against a database that went away gives up on what is queued
+// after kStopGiveUpMs for the whole drain, counted as lost: not
+// kStopGiveUpMs a batch (dozens of batches behind a dead database were
+// minutes, past any service manager's stop timeout).
+TEST_CASE("batcher: Stop against a lost database ends in bounded time and counts what was lost") {
+  Pool pool("postgres", /*pg_writers=*/2);
+  pool.Add(Ids("c-", 200), 1);
+  BatcherOptions options;
+  options.batch_max = 10;
+  options.batch_wait_ms = 0;
+  Batcher b(pool.storage(), options);
+  // Queued, with the batching threads not yet started: every batch is
+  // still to write when the database goes.
+  for (int r = 0; r < 10; ++r) REQUIRE(b.Submit(Beats(Ids("c-", 200))).accepted());
+  testing::SharedPg().Stop();
+  b.Start();
+  const auto t0 = std::chrono::steady_clock::now();
+  b.Stop();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  INFO("took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  // 20 batches or more a lane, each retried kStopGiveUpMs, would be minutes.
+  CHECK(took < std::chrono::milliseconds(batcher::kStopGiveUpMs + 8000));
+  CHECK(b.stats().lost.load() > 0);
+  CHECK(b.stats().written.load() + b.stats().coalesced.load() + b.stats().lost.load() ==
+        b.stats().accepted.load());
+  testing::SharedPg().Start();
+}
