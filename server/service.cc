@@ -101,18 +101,24 @@ store::Status Service::Start() {
   session_options.max_lease_ms = config_.max_lease_ms;
   session_options.claim_latency = &claim_latency_;
   session_options.readers = readers_.get();
+  // SQLite with shards reads other shard files before it submits a claim
+  // (its idempotency key, the tenant's sessions), a registration, drain or
+  // removal (where the id lives) and a heartbeat (its partition): those go
+  // through the reader threads too. PostgreSQL submits without reading.
+  const bool sharded = config_.shards > 1;
+  session_options.claims_off_io = sharded;
   session_routes_ =
       std::make_unique<SessionRoutes>(allocator_.get(), http_->executor(), session_options);
   session_routes_->AddRoutes(router_.get());
   container_routes_ =
-      std::make_unique<ContainerRoutes>(storage_.get(), http_->executor(), readers_.get());
+      std::make_unique<ContainerRoutes>(storage_.get(), http_->executor(), readers_.get(), sharded);
   container_routes_->AddRoutes(router_.get());
   HeartbeatRoutesOptions heartbeat_options;
   heartbeat_options.max_clock_skew_ms = config_.max_clock_skew_ms;
   heartbeat_options.storage = storage_.get();
-  if (storage_->partitions() > 1) {
+  if (sharded) {
     // The batcher then asks the storage each item's partition, which may
-    // read the database (SQLite shards): on a reader thread.
+    // read the shard files: on a reader thread.
     heartbeat_options.readers = readers_.get();
     heartbeat_options.io = http_->executor();
   }

@@ -19,8 +19,14 @@ using store::Outcome;
 }  // namespace
 
 ContainerRoutes::ContainerRoutes(store::Storage* storage, boost::asio::any_io_executor io,
-                                 ReaderPool* readers)
-    : storage_(storage), io_(std::move(io)), readers_(readers) {}
+                                 ReaderPool* readers, bool writes_off_io)
+    : storage_(storage), io_(std::move(io)), readers_(readers), writes_off_io_(writes_off_io) {}
+
+template <typename Call>
+void ContainerRoutes::Submit(const Reply& reply, Call call) {
+  if (writes_off_io_) return CallOffIo(readers_, io_, reply, std::move(call));
+  call();
+}
 
 void ContainerRoutes::AddRoutes(Router* router) {
   using http::verb;
@@ -45,12 +51,15 @@ void ContainerRoutes::Register(RouteRequest req, Reply reply) {
   BodyError error;
   if (!ParseRegistration(req.http.body(), &specs, &error)) return reply(BodyErrorResponse(error));
   if (specs.empty()) return reply(JsonResponse(200, "{\"registered\":0}"));
-  storage_->Register(std::move(specs), [io = io_, reply, id = req.RequestId()](
-                                           store::ContainerResult r) {
+  store::ContainerCallback done = [io = io_, reply, id = req.RequestId()](
+                                      store::ContainerResult r) {
     ReplyOnIo(io, reply, [r = std::move(r), id] {
       if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message, id);
       return JsonResponse(200, "{\"registered\":" + std::to_string(r.count) + "}");
     });
+  };
+  Submit(reply, [storage = storage_, specs = std::move(specs), done = std::move(done)]() mutable {
+    storage->Register(std::move(specs), std::move(done));
   });
 }
 
@@ -120,8 +129,8 @@ void ContainerRoutes::Drain(RouteRequest req, Reply reply) {
   std::string id = req.params[0];
   auto* storage = storage_;
   auto* readers = readers_;
-  storage_->Drain(id, [io = io_, reply, id, storage, readers,
-                       request_id = req.RequestId()](store::ContainerResult r) {
+  store::ContainerCallback done = [io = io_, reply, id, storage, readers,
+                                   request_id = req.RequestId()](store::ContainerResult r) {
     if (r.outcome != Outcome::kOk) {
       return ReplyOnIo(io, reply, [r = std::move(r), request_id] {
         return OutcomeResponse(r.outcome, r.message, request_id);
@@ -145,17 +154,24 @@ void ContainerRoutes::Drain(RouteRequest req, Reply reply) {
       answer(storage->GetContainer(id));
     });
     if (posted != ReaderPool::Posted::kQueued) answer(std::nullopt);
+  };
+  Submit(reply, [storage, id, done = std::move(done)]() mutable {
+    storage->Drain(id, std::move(done));
   });
 }
 
 void ContainerRoutes::Remove(RouteRequest req, Reply reply) {
-  storage_->Remove(req.params[0], [io = io_, reply, id = req.RequestId()](
-                                       store::ContainerResult r) {
+  store::ContainerCallback done = [io = io_, reply, id = req.RequestId()](
+                                      store::ContainerResult r) {
     ReplyOnIo(io, reply, [r = std::move(r), id] {
       if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message, id);
       return Response{http::status::no_content, 11};
     });
-  });
+  };
+  Submit(reply,
+         [storage = storage_, container_id = req.params[0], done = std::move(done)]() mutable {
+           storage->Remove(container_id, std::move(done));
+         });
 }
 
 }  // namespace server

@@ -23,7 +23,12 @@ namespace server {
 // full. The storage and `readers` must outlive it.
 class ContainerRoutes {
  public:
-  ContainerRoutes(store::Storage* storage, boost::asio::any_io_executor io, ReaderPool* readers);
+  // `writes_off_io`: registrations, drains and removals are submitted from
+  // a reader thread too (CallOffIo), for a storage that reads before it
+  // submits them (SQLite with --shards > 1 looks the id up in every shard
+  // file, and a registration waits for the cross-process registration lock).
+  ContainerRoutes(store::Storage* storage, boost::asio::any_io_executor io, ReaderPool* readers,
+                  bool writes_off_io = false);
 
   // Adds the container routes to `router`.
   void AddRoutes(Router* router);
@@ -34,10 +39,15 @@ class ContainerRoutes {
   void ListContainers(RouteRequest req, Reply reply);
   void Drain(RouteRequest req, Reply reply);
   void Remove(RouteRequest req, Reply reply);
+  // Calls `call` (which submits a write) here, or from a reader thread when
+  // writes_off_io.
+  template <typename Call>
+  void Submit(const Reply& reply, Call call);
 
   store::Storage* storage_;
   boost::asio::any_io_executor io_;
   ReaderPool* readers_;
+  bool writes_off_io_;
 };
 
 }  // namespace server

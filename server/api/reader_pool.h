@@ -103,6 +103,34 @@ void ReadOffIo(ReaderPool* pool, const boost::asio::any_io_executor& io, const R
   if (posted != ReaderPool::Posted::kQueued) reply(ReaderRefusedResponse(posted));
 }
 
+// Runs `call()` on a reader thread of `pool`: for a storage write whose
+// engine reads before it submits (SQLite with shards looks an id up in
+// every shard file, or waits for the registration lock), so that those
+// reads never hold an io thread. `call` hands its result on to the writer's
+// callback as when called on the io thread. Refusals as ReadOffIo. Call
+// from an io thread.
+template <typename Call>
+void CallOffIo(ReaderPool* pool, const boost::asio::any_io_executor& io, const Reply& reply,
+               Call call) {
+  ReaderPool::Posted posted =
+      pool->TryPost([io, reply, call = std::move(call)](bool run) mutable {
+        if (!run) {
+          ReplyOnIo(io, reply,
+                    [] { return ReaderRefusedResponse(ReaderPool::Posted::kStopping); });
+          return;
+        }
+        try {
+          call();
+        } catch (const std::exception& e) {
+          LogLine(std::string("edgealloc: internal error submitting a write: ") + e.what());
+          ReplyOnIo(io, reply, [] {
+            return ErrorResponse(500, "internal", "internal error; it has been logged");
+          });
+        }
+      });
+  if (posted != ReaderPool::Posted::kQueued) reply(ReaderRefusedResponse(posted));
+}
+
 }  // namespace server
 
 #endif  // EDGEALLOC_SERVER_API_READER_POOL_H_

@@ -163,17 +163,22 @@ void SessionRoutes::Claim(RouteRequest req, Reply reply) {
   // A claim that may wait gives up when its client does.
   std::function<bool()> abandoned;
   if (claim.wait_ms > 0) abandoned = WatchClientGone();
-  allocator_->Claim(
-      std::move(claim),
-      [io = io_, reply, started, latency = options_.claim_latency,
-       id = req.RequestId()](store::SessionResult r) {
-        ReplyOnIo(io, reply, [r = std::move(r), started, latency, id] {
-          Response res = SessionResponse(r, 201, id);
-          if (latency) latency->Observe(std::chrono::steady_clock::now() - started);
-          return res;
-        });
-      },
-      std::move(abandoned));
+  store::SessionCallback done = [io = io_, reply, started, latency = options_.claim_latency,
+                                 id = req.RequestId()](store::SessionResult r) {
+    ReplyOnIo(io, reply, [r = std::move(r), started, latency, id] {
+      Response res = SessionResponse(r, 201, id);
+      if (latency) latency->Observe(std::chrono::steady_clock::now() - started);
+      return res;
+    });
+  };
+  if (options_.claims_off_io) {
+    return CallOffIo(options_.readers, io_, reply,
+                     [allocator = allocator_, claim = std::move(claim), done = std::move(done),
+                      abandoned = std::move(abandoned)]() mutable {
+                       allocator->Claim(std::move(claim), std::move(done), std::move(abandoned));
+                     });
+  }
+  allocator_->Claim(std::move(claim), std::move(done), std::move(abandoned));
 }
 
 void SessionRoutes::GetSession(RouteRequest req, Reply reply) {

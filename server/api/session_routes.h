@@ -24,6 +24,10 @@ struct SessionRoutesOptions {
   // /v1/limits) run, off the io threads. Required; must outlive the
   // SessionRoutes.
   ReaderPool* readers = nullptr;
+  // Claims are submitted from a reader thread too (CallOffIo): set when the
+  // storage reads before it submits one (SQLite with --shards > 1: the
+  // idempotency key and the tenant's sessions in every shard file).
+  bool claims_off_io = false;
 };
 
 // SessionRoutes are the HTTP face of the allocator, the session routes of

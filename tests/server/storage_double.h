@@ -20,6 +20,9 @@ namespace fixture {
 //     routes make (GetSession, CountTenantSessions, ListSessions,
 //     GetContainer, ListContainers) wait, as on a database that stopped
 //     answering; blocked() counts the reads waiting so;
+//   - while BlockSubmits() holds (until Unblock()), Claim, Register, Drain
+//     and Remove wait before they submit, as SQLite with shards does while
+//     it reads the other shard files first; counted in blocked() too;
 //   - after FailReads(text), those reads fail with `text` (IOError, or
 //     Outcome::kError), as libpq's would with the database's host and port;
 //   - writer_stats are the double's own, so that a test may set `failing`
@@ -37,10 +40,15 @@ class StorageDouble : public store::Storage {
     std::lock_guard<std::mutex> lock(mu_);
     blocking_ = true;
   }
+  void BlockSubmits() {
+    std::lock_guard<std::mutex> lock(mu_);
+    blocking_submits_ = true;
+  }
   void Unblock() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       blocking_ = false;
+      blocking_submits_ = false;
     }
     cv_.notify_all();
   }
@@ -55,6 +63,7 @@ class StorageDouble : public store::Storage {
 
   // ---- store::Storage ----
   void Claim(store::ClaimRequest req, store::SessionCallback done) override {
+    WaitSubmit();
     real_->Claim(std::move(req), std::move(done));
   }
   void Release(const store::Caller& caller, std::string session_id, int64_t token,
@@ -80,6 +89,7 @@ class StorageDouble : public store::Storage {
     return real_->ListSessions(filter, after, limit, page, more);
   }
   void Register(std::vector<store::ContainerSpec> specs, store::ContainerCallback done) override {
+    WaitSubmit();
     real_->Register(std::move(specs), std::move(done));
   }
   store::ContainerResult GetContainer(std::string_view id) override {
@@ -93,9 +103,11 @@ class StorageDouble : public store::Storage {
     return real_->ListContainers(filter, after, limit, page, more);
   }
   void Drain(std::string id, store::ContainerCallback done) override {
+    WaitSubmit();
     real_->Drain(std::move(id), std::move(done));
   }
   void Remove(std::string id, store::ContainerCallback done) override {
+    WaitSubmit();
     real_->Remove(std::move(id), std::move(done));
   }
   int partitions() const override { return real_->partitions(); }
@@ -134,12 +146,20 @@ class StorageDouble : public store::Storage {
     }
     return fail_text_;
   }
+  void WaitSubmit() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!blocking_submits_) return;
+    ++blocked_;
+    cv_.wait(lock, [this] { return !blocking_submits_; });
+    --blocked_;
+  }
 
   std::unique_ptr<store::Storage> real_;
   std::vector<std::unique_ptr<store::WriterStats>> stats_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool blocking_ = false;
+  bool blocking_submits_ = false;
   std::string fail_text_;
   std::atomic<int> blocked_{0};
 };

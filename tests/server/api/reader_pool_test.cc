@@ -54,10 +54,11 @@ TEST_CASE("reader pool: a full queue refuses at once and Stop answers what is qu
 
 // A service whose storage reads can be made to block (StorageDouble).
 struct BlockingService {
-  explicit BlockingService(int reader_threads)
-      : t([reader_threads](ServeConfig* c) {
+  explicit BlockingService(int reader_threads, int shards = 1)
+      : t([reader_threads, shards](ServeConfig* c) {
             c->threads = 1;  // one io thread: a read held on it would stop everything
             c->reader_threads = reader_threads;
+            c->shards = shards;
           },
           "",
           [this](std::unique_ptr<store::Storage> real) {
@@ -101,6 +102,43 @@ TEST_CASE("reader pool: while every read waits on the database, /healthz and /re
   std::vector<int> statuses;
   for (auto& f : reads) statuses.push_back(f.get().status);
   CHECK(statuses == std::vector<int>{404, 200, 200, 200, 200});
+}
+
+TEST_CASE("reader pool: with SQLite shards, writes that read first are submitted off the io thread") {
+  // SQLite with shards reads every shard file before it submits a claim
+  // with an idempotency key or a registration, drain or removal (and waits
+  // for the registration lock): none of that may hold an io thread either.
+  BlockingService b(4, 2);
+  HttpClient admin = b.t.Client();
+  fixture::RegisterFleet(admin, "rd", 2);
+  REQUIRE(admin.Post("/v1/containers",
+                     R"({"containers":[{"id":"ff-0","region":"weur","pool":"firefox"}]})")
+              .status == 200);
+  b.storage->BlockSubmits();
+  std::vector<std::future<HttpReply>> writes;
+  auto send = [&b](std::string method, std::string target, std::string body) {
+    return std::async(std::launch::async, [&b, method, target, body] {
+      HttpClient c = b.t.Client();
+      c.set_timeout(std::chrono::seconds(20));
+      return c.Request(method, target, body);
+    });
+  };
+  writes.push_back(send("POST", "/v1/sessions",
+                        R"({"region":"weur","pool":"firefox","idempotency_key":"k"})"));
+  writes.push_back(send("POST", "/v1/containers",
+                        R"({"containers":[{"id":"rd-9","region":"weur","pool":"chrome"}]})"));
+  writes.push_back(send("POST", "/v1/containers/rd-0/drain", ""));
+  writes.push_back(send("DELETE", "/v1/containers/rd-1", ""));
+  REQUIRE(Eventually([&] { return b.storage->blocked() == 4; }));
+  HttpClient probe = b.t.Client();
+  probe.set_timeout(std::chrono::seconds(3));
+  const auto started = std::chrono::steady_clock::now();
+  CHECK(probe.Get("/healthz").status == 200);  // before the fix: HttpTimeout
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(1));
+  b.storage->Unblock();
+  std::vector<int> statuses;
+  for (auto& f : writes) statuses.push_back(f.get().status);
+  CHECK(statuses == std::vector<int>{201, 200, 200, 204});
 }
 
 TEST_CASE("reader pool: a read past the full queue is 503 overloaded at once, with Retry-After") {
