@@ -20,6 +20,7 @@
 #include "server/service.h"
 #include "tests/server/service_fixture.h"
 #include "tests/server/storage_double.h"
+#include "tests/support/engines.h"
 #include "tests/support/http_client.h"
 #include "tests/support/temp_dir.h"
 
@@ -549,6 +550,30 @@ TEST_CASE("routes: %00 in a query filter or an id is 400, never a 503 or another
   }
   CHECK(c.Delete("/v1/containers/w-1%00x").status == 400);
   CHECK(c.Get("/v1/containers/w-1").status == 200);
+}
+
+TEST_CASE("routes: a label with U+0000 is 400 on both engines, and label lists keep working") {
+  // On PostgreSQL such a label was taken (201) and then made every
+  // label-filtered list fail with 503 (labels::jsonb cannot hold \u0000).
+  const std::string engine = EDGEALLOC_ENGINES;
+  INFO(engine);
+  fixture::LiveService t([&engine](ServeConfig* c) {
+    if (engine == "postgres") c->db = testing::SharedPg().NewDatabaseUri();
+  });
+  HttpClient c = t.Client();
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  HttpReply r = c.Post("/v1/sessions",
+                       R"({"region":"weur","pool":"chrome","labels":{"k":"a\u0000b"}})");
+  CHECK(r.status == 400);
+  CHECK(r.ErrorCode() == "invalid_field");
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","labels":{"k":"v"}})")
+              .status == 201);
+  r = c.Get("/v1/sessions?label=k:v");
+  REQUIRE(r.status == 200);
+  CHECK(Json(r)["sessions"].size() == 1);
+  r = c.Get("/v1/sessions?label=k:a%00b");
+  CHECK(r.status == 400);
+  CHECK(r.ErrorCode() == "invalid_field");
 }
 
 TEST_CASE("routes: a read failing in storage is 503 with the request id, never the driver's text") {
