@@ -171,6 +171,11 @@ void Service::Stop(std::chrono::milliseconds grace) {
               " requests still in flight after the grace period; stopping anyway");
     }
   }
+  // Reads still queued past the grace are answered 503 and the ones running
+  // end, before the allocator and batcher stop: no claim or heartbeat a
+  // reader thread holds is handed to them after. From here a drain's reply
+  // (a writer callback) is the bare status, a new read 503.
+  if (readers_) readers_->Stop();
   if (demo_) demo_->Stop();
   // The batcher drains through the writers, so it stops while they still
   // run: every heartbeat answered 202 is in the database once this returns.
@@ -180,10 +185,6 @@ void Service::Stop(std::chrono::milliseconds grace) {
   // The writers run every job they accepted, so every callback has run, and
   // posted its reply, before the io threads and their io_context go away.
   if (storage_) storage_->StopWriters();
-  // Reads still queued (past the grace) are answered 503, and the ones
-  // running end, before the io threads and the storage go away. A drain's
-  // writer callback (all have run by now) may have queued one.
-  if (readers_) readers_->Stop();
   // Those callbacks posted their replies; the io threads write them before
   // they stop (bounded by the write timeout of each), so nothing committed
   // goes unanswered, however long the drain took.

@@ -65,11 +65,11 @@ class Service {
 
   // Stops in order: not ready (/readyz and new heartbeats 503), stop
   // accepting, let requests in flight finish (at most `grace`), stop the
-  // demo, drain the batcher (everything answered 202 is written), stop the
+  // reader threads (a read still queued is answered 503), stop the demo,
+  // drain the batcher (everything answered 202 is written), stop the
   // allocator's reaper and the mirror, drain and stop the writers, wait for
   // the replies of what they committed to be written (at most kReplyGrace),
-  // stop the reader threads (a read still queued is answered 503), stop the
-  // io threads, close the databases. Every request read is answered
+  // stop the io threads, close the databases. Every request read is answered
   // or not committed. Idempotent.
   void Stop(std::chrono::milliseconds grace = kStopGrace);
 
