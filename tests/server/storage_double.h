@@ -20,8 +20,8 @@ namespace fixture {
 //     routes make (GetSession, CountTenantSessions, ListSessions,
 //     GetContainer, ListContainers) wait, as on a database that stopped
 //     answering; blocked() counts the reads waiting so;
-//   - while BlockSubmits() holds (until Unblock()), Claim, Register, Drain
-//     and Remove wait before they submit, as SQLite with shards does while
+//   - while BlockSubmits() holds (until Unblock()), Claim, Register, Drain,
+//     Remove and PartitionOf wait before they submit or answer, as SQLite with shards does while
 //     it reads the other shard files first; counted in blocked() too;
 //   - after FailReads(text), those reads fail with `text` (IOError, or
 //     Outcome::kError), as libpq's would with the database's host and port;
@@ -112,6 +112,7 @@ class StorageDouble : public store::Storage {
   }
   int partitions() const override { return real_->partitions(); }
   store::Status PartitionOf(const std::string& container_id, int* partition) override {
+    WaitSubmit();
     return real_->PartitionOf(container_id, partition);
   }
   store::Status WriteHeartbeats(int partition, const std::vector<store::HeartbeatRow>& rows,

@@ -107,8 +107,9 @@ TEST_CASE("reader pool: while every read waits on the database, /healthz and /re
 TEST_CASE("reader pool: with SQLite shards, writes that read first are submitted off the io thread") {
   // SQLite with shards reads every shard file before it submits a claim
   // with an idempotency key or a registration, drain or removal (and waits
-  // for the registration lock): none of that may hold an io thread either.
-  BlockingService b(4, 2);
+  // for the registration lock), and a heartbeat asks each item's shard:
+  // none of that may hold an io thread either.
+  BlockingService b(5, 2);
   HttpClient admin = b.t.Client();
   fixture::RegisterFleet(admin, "rd", 2);
   REQUIRE(admin.Post("/v1/containers",
@@ -129,7 +130,8 @@ TEST_CASE("reader pool: with SQLite shards, writes that read first are submitted
                         R"({"containers":[{"id":"rd-9","region":"weur","pool":"chrome"}]})"));
   writes.push_back(send("POST", "/v1/containers/rd-0/drain", ""));
   writes.push_back(send("DELETE", "/v1/containers/rd-1", ""));
-  REQUIRE(Eventually([&] { return b.storage->blocked() == 4; }));
+  writes.push_back(send("POST", "/v1/heartbeats", R"({"heartbeats":[{"container_id":"ff-0"}]})"));
+  REQUIRE(Eventually([&] { return b.storage->blocked() == 5; }));
   HttpClient probe = b.t.Client();
   probe.set_timeout(std::chrono::seconds(3));
   const auto started = std::chrono::steady_clock::now();
@@ -138,7 +140,7 @@ TEST_CASE("reader pool: with SQLite shards, writes that read first are submitted
   b.storage->Unblock();
   std::vector<int> statuses;
   for (auto& f : writes) statuses.push_back(f.get().status);
-  CHECK(statuses == std::vector<int>{201, 200, 200, 204});
+  CHECK(statuses == std::vector<int>{201, 200, 200, 204, 202});
 }
 
 TEST_CASE("reader pool: a read past the full queue is 503 overloaded at once, with Retry-After") {
