@@ -63,6 +63,7 @@ TEST_CASE("config: serve without options takes the defaults of API.md") {
   CHECK(s.max_body_bytes == 1048576);
   CHECK(s.candidates == 5);
   CHECK(s.max_clock_skew_ms == 60000);
+  CHECK(s.reader_threads == 4);
   CHECK_FALSE(s.demo);
 }
 
@@ -73,7 +74,7 @@ TEST_CASE("config: every flag of API.md is taken") {
                     "--queue-capacity", "99", "--mirror-refresh-ms", "50",
                     "--history-interval-ms", "250",
                     "--max-sessions-per-tenant", "2", "--max-body-bytes", "4096",
-                    "--candidates", "9", "--demo"});
+                    "--candidates", "9", "--reader-threads", "6", "--demo"});
   REQUIRE(p.cmd.kind == Command::Kind::kServe);
   const ServeConfig& s = p.cmd.serve;
   CHECK(s.db == "x.db");
@@ -93,6 +94,7 @@ TEST_CASE("config: every flag of API.md is taken") {
   CHECK(s.max_sessions_per_tenant == 2);
   CHECK(s.max_body_bytes == 4096);
   CHECK(s.candidates == 9);
+  CHECK(s.reader_threads == 6);
   CHECK(s.demo);
 }
 
@@ -115,6 +117,8 @@ TEST_CASE("config: values out of range are usage errors that say what the flag i
            {"serve", "--shards", "0"},
            {"serve", "--shards", "257"},
            {"serve", "--threads", "0"},
+           {"serve", "--reader-threads", "0"},
+           {"serve", "--reader-threads", "257"},
            {"serve", "--candidates", "0"},
            {"serve", "--sync", "sometimes"},
            {"serve", "--lease-ms", "abc"},
@@ -157,7 +161,7 @@ TEST_CASE("config: --help lists every flag with its default and exits 0") {
         "--max-lease-ms", "--dead-after-ms", "--batch-max", "--batch-wait-ms", "--queue-capacity",
         "--mirror-refresh-ms", "--history-interval-ms", "--max-sessions-per-tenant", "--max-body-bytes", "--candidates",
         "--demo", "EDGEALLOC_LISTEN", "1048576", "--max-clock-skew-ms",
-        "EDGEALLOC_MAX_CLOCK_SKEW_MS"}) {
+        "EDGEALLOC_MAX_CLOCK_SKEW_MS", "--reader-threads", "EDGEALLOC_READER_THREADS"}) {
     INFO(flag);
     CHECK(p.out.find(flag) != std::string::npos);
   }
