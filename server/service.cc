@@ -43,6 +43,7 @@ store::Status Service::Start() {
   storage_options.pg_writers = config_.pg_writers;
   storage_options.sync = config_.sync;
   storage_options.program = "edgealloc serve";
+  storage_options.warn = [](const std::string& message) { LogWarn("edgealloc: " + message); };
   storage_options.policy.candidates = config_.candidates;
   storage_options.policy.dead_after_ms = config_.dead_after_ms;
   storage_options.policy.max_sessions_per_tenant = config_.max_sessions_per_tenant;
@@ -185,6 +186,24 @@ void Service::Stop(std::chrono::milliseconds grace) {
   // The writers run every job they accepted, so every callback has run, and
   // posted its reply, before the io threads and their io_context go away.
   if (storage_) storage_->StopWriters();
+  // A stop against a failing store is bounded (the batcher's kStopGiveUpMs,
+  // the writers' stop timeout): say what that left unwritten.
+  if (batcher_ && batcher_->stats().lost.load() > 0) {
+    LogError("edgealloc: " + std::to_string(batcher_->stats().lost.load()) +
+             " accepted heartbeats were not written before stopping (the database failed "
+             "throughout the stop); their containers are judged by their last written heartbeat");
+  }
+  if (storage_) {
+    uint64_t dropped = 0;
+    for (int p = 0; p < storage_->partitions(); ++p) {
+      dropped += storage_->writer_stats(p).dropped_at_stop.load();
+    }
+    if (dropped > 0) {
+      LogError("edgealloc: " + std::to_string(dropped) +
+               " queued writes were answered unwritten when stopping (the database failed "
+               "throughout the stop)");
+    }
+  }
   // Those callbacks posted their replies; the io threads write them before
   // they stop (bounded by the write timeout of each), so nothing committed
   // goes unanswered, however long the drain took.
