@@ -347,9 +347,12 @@ class Proxy:
     """A node's TCP path to the database: one listener per upstream (the
     primary, the standby), all under one mode. pass: bytes flow. stall: no
     byte moves either way and nothing is closed (a hung network or peer).
-    drop: every connection closed, new ones reset for a while. commitcut
-    (armed): the next answer to a COMMIT is not forwarded: the connection is
-    dropped instead (the commit happened, the node never hears of it)."""
+    drop: every connection closed, and the ports closed for a while, so a
+    connect is refused. commitcut (armed): the next answer to a COMMIT is not
+    forwarded: the connection is dropped instead (the commit happened, the
+    node never hears of it). An upstream that is down (the old primary after
+    the failover) has its port closed too, as a host that is down: libpq
+    then tries the next host of the URI."""
 
     def __init__(self, name, upstreams):
         self.name = name
@@ -365,32 +368,70 @@ class Proxy:
         self.drops_inflight = 0          # connections with any statement unanswered at a drop
         self.commit_cuts = 0
         self.ports = []
-        self.listeners = []
+        self.threads = []
         for up in upstreams:
-            ls = socket.socket()
-            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            ls.bind(("127.0.0.1", 0))
-            ls.listen(64)
-            ls.settimeout(0.2)
-            self.listeners.append(ls)
+            ls = self.listen(0)
             self.ports.append(ls.getsockname()[1])
-            threading.Thread(target=self.accept_loop, args=(ls, up), daemon=True).start()
+            th = threading.Thread(target=self.serve, args=(ls, self.ports[-1], up), daemon=True)
+            th.start()
+            self.threads.append(th)
 
-    def accept_loop(self, ls, upstream):
+    @staticmethod
+    def listen(port):
+        ls = socket.socket()
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            ls.bind(("127.0.0.1", port))
+            ls.listen(64)
+        except OSError:
+            ls.close()
+            raise
+        ls.settimeout(0.1)
+        return ls
+
+    @staticmethod
+    def reachable(port):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return True
+        except OSError:
+            return False
+
+    def serve(self, ls, port, upstream):
+        dead = False
         while not self.closing:
+            if ls is None:  # closed: refusing, or the upstream is down
+                if now() < self.refuse_until or (dead and not self.reachable(upstream)):
+                    time.sleep(0.1)
+                    continue
+                try:
+                    ls = self.listen(port)
+                except OSError:
+                    time.sleep(0.1)
+                    continue
+                dead = False
+            if now() < self.refuse_until:
+                ls.close()
+                ls = None
+                continue
             try:
                 down, _ = ls.accept()
             except socket.timeout:
                 continue
             except OSError:
-                return
+                ls.close()
+                ls = None
+                continue
             if now() < self.refuse_until:
                 self.reset(down)
                 continue
             try:
                 up = socket.create_connection(("127.0.0.1", upstream), timeout=3)
             except OSError:
-                self.reset(down)  # the upstream is down: so is the path
+                self.reset(down)  # the upstream is down: so is the path, until it is back
+                ls.close()
+                ls = None
+                dead = True
                 continue
             for s in (down, up):
                 s.settimeout(None)
@@ -402,6 +443,8 @@ class Proxy:
                 self.conns_by_id[id(conn)] = conn
             threading.Thread(target=self.pump, args=(conn, down, up, True), daemon=True).start()
             threading.Thread(target=self.pump, args=(conn, up, down, False), daemon=True).start()
+        if ls is not None:
+            ls.close()
 
     @staticmethod
     def reset(s):
@@ -478,8 +521,8 @@ class Proxy:
     def close(self):
         self.closing = True
         self.stalled = False
-        for ls in self.listeners:
-            ls.close()
+        for th in self.threads:
+            th.join(2)
         with self.lock:
             conns = list(self.conns_by_id.values())
         for c in conns:
