@@ -1168,9 +1168,9 @@ class Checker:
                     if y["start"] < x["end"] - 0.05:
                         self.v("one key two sessions",
                                "tenant %s key %s: %s (answered %.2f, live to %.2f) and %s "
-                               "(answered %.2f)" % (tenant, key, x["sid"], x["start"] - self.h.mono0,
-                                                    x["end"] - self.h.mono0, y["sid"],
-                                                    y["start"] - self.h.mono0))
+                               "(answered %.2f)" % (
+                                   tenant, key, x["sid"], x["start"] - self.h.mono0,
+                                   x["end"] - self.h.mono0, y["sid"], y["start"] - self.h.mono0))
 
         # 3. Tokens grow per container: a claim's token is above every token
         # answered for that container before the claim was sent.
@@ -1494,8 +1494,6 @@ def summary(hist, violations, missing, nem, proxies, nodes, sampler, secs, ends=
             print("nemesis: VIOLATION %s: %s" % (k, d))
     for k in missing:
         print("nemesis: FAULT NEVER FIRED: " + k)
-    for p in nem.problems:
-        print("nemesis: PROBLEM: " + p)
 
 
 def main():
@@ -1612,7 +1610,7 @@ def main():
         ends = checker.ends_by_cause()
         fired = {a["kind"] for a in hist.actions}
         missing = [k for k in KINDS if k not in fired]
-        violations += [("node", p) for p in nem.problems]
+        violations += [("fault not injected or not undone", p) for p in nem.problems]
     except Exception as e:  # noqa: BLE001 - a set-up failure is a failed test
         violations.append(("set-up", "%s: %s" % (type(e).__name__, e)))
     finally:
@@ -1625,7 +1623,6 @@ def main():
                 pg.stop_immediate()
     secs = now() - t_start
     if nem is not None and sampler is not None:
-        nem.problems = []
         summary(hist, violations, missing, nem, proxies, nodes, sampler, secs, ends)
     else:
         for k, d in violations:
