@@ -187,7 +187,9 @@ void Connection::OnReadHeader(beast::error_code ec, std::size_t) {
     return SendBodyTooLarge();
   }
   if (parser_->is_done()) return Dispatch();
-  if (beast::iequals(req[http::field::expect], "100-continue")) {
+  // HTTP/1.0 has no 100 (Continue), and a server must not send it to a 1.0
+  // client (RFC 9110 15.2): such a client sends its body anyway.
+  if (version_ >= 11 && beast::iequals(req[http::field::expect], "100-continue")) {
     // Refused before the client sends its body (a bad key is a 401, not
     // a go-ahead); the body it may send anyway is drained.
     if (server_->options.precheck) {

@@ -228,6 +228,19 @@ TEST_CASE("http_server: Expect 100-continue gets its go-ahead") {
   CHECK(wire.rfind("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 ", 0) == 0);
 }
 
+// RFC 9110 15.2: a server must not send a 1xx to an HTTP/1.0 client, which
+// sends its body without waiting for one.
+TEST_CASE("http_server: an HTTP/1.0 request with Expect 100-continue gets no 100") {
+  EchoServer s;
+  testing::HttpClient client(s.server->port());
+  std::string wire = client.RawTranscript(
+      "POST /echo HTTP/1.0\r\nHost: x\r\nExpect: 100-continue\r\n"
+      "Content-Length: 2\r\n\r\n{}");
+  INFO(wire);
+  CHECK(wire.find(" 100 ") == std::string::npos);
+  CHECK(wire.find(" 200 ") != std::string::npos);
+}
+
 TEST_CASE("http_server: after StopAccepting, new connections are refused") {
   EchoServer s;
   uint16_t port = s.server->port();
