@@ -147,7 +147,26 @@ TEST_CASE("dashboard: the embedded page is served as text/html without a key") {
   HttpReply r = t.Client().Get("/dashboard");
   REQUIRE(r.status == 200);
   CHECK(r.Header("content-type") == "text/html; charset=utf-8");
-  CHECK(r.body == std::string(DashboardHtml()));
+  // The page holds a bearer key once typed in: only its own script and
+  // style run, by a nonce fresh in every response; no framing, no referrer.
+  const std::string csp = r.Header("content-security-policy");
+  const std::string marker = "script-src 'nonce-";
+  REQUIRE(csp.find(marker) != std::string::npos);
+  const size_t at = csp.find(marker) + marker.size();
+  const std::string nonce = csp.substr(at, csp.find('\'', at) - at);
+  CHECK(nonce.size() == 32);
+  CHECK_THAT(csp, Catch::Contains("default-src 'none'"));
+  CHECK_THAT(csp, Catch::Contains("style-src 'nonce-" + nonce + "'"));
+  CHECK_THAT(csp, Catch::Contains("frame-ancestors 'none'"));
+  CHECK(r.Header("x-frame-options") == "DENY");
+  CHECK(r.Header("referrer-policy") == "no-referrer");
+  CHECK(r.Header("x-content-type-options") == "nosniff");
+  CHECK(r.body == DashboardPage(nonce));
+  CHECK(r.body.find("<script nonce=\"" + nonce + "\">") != std::string::npos);
+  CHECK(r.body.find("<style nonce=\"" + nonce + "\">") != std::string::npos);
+  // No inline style attribute, which the policy would block.
+  CHECK(r.body.find(" style=\"") == std::string::npos);
+  CHECK(t.Client().Get("/dashboard").Header("content-security-policy") != csp);
   CHECK(r.body.find("data-status") != std::string::npos);
   CHECK(t.Client().Get("/metrics").status == 200);
 }
