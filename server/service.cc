@@ -18,6 +18,10 @@ Service::~Service() { Stop(); }
 
 store::Status Service::Start() {
   if (!config_.keys_file.empty()) {
+    std::string exposed;
+    RETURN_IF_ERROR(
+        CheckKeysFileAccess(config_.keys_file, !IsLoopbackHost(config_.host), &exposed));
+    if (!exposed.empty()) LogWarn("edgealloc: " + exposed);
     RETURN_IF_ERROR(KeyStore::Load(config_.keys_file, &keys_));
     if (size_t n = keys_.unscoped_container_keys()) {
       // Once, at start: such a key can report every container dead. The

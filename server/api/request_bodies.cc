@@ -260,6 +260,11 @@ bool ParseClaim(std::string_view body, int64_t max_lease_ms, store::ClaimRequest
       }
       // Not the key itself in the message: it holds the NUL.
       if (HasNul(key)) return FieldFail(error, "labels", "keys " + std::string(kNoNul));
+      // A list's ?label=KEY:VALUE splits at the first ':', so such a key
+      // could be stored but never matched.
+      if (key.find(':') != std::string::npos) {
+        return FieldFail(error, "labels", "keys must not contain ':' (?label=KEY:VALUE)");
+      }
       if (!value.is_string()) return FieldFail(error, field, "must be a string");
       if (Utf8Chars(value.get_ref<const std::string&>()) > kMaxLabelValueChars) {
         return FieldFail(error, field,

@@ -112,6 +112,10 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
     if (HasNul(*field)) return reply(NulParamResponse(name));
   }
   std::string label;
+  if (req.QueryParamCount("label") > 1) {
+    // One filter a request: a second was silently ignored before.
+    return reply(ErrorResponse(400, "invalid_field", "label: give at most one label=KEY:VALUE"));
+  }
   if (req.QueryParam("label", &label) &&
       !ParseLabelFilter(label, &filter.label_key, &filter.label_value, &error)) {
     return reply(BodyErrorResponse(error));

@@ -1,10 +1,19 @@
 #include "server/http/auth.h"
 
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 namespace server {
 namespace {
+
+std::string ModeText(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof(text), "%03o", static_cast<unsigned>(mode & 0777));
+  return text;
+}
 
 std::vector<std::string> Words(std::string_view line) {
   std::vector<std::string> words;
@@ -55,6 +64,23 @@ size_t KeyStore::unscoped_container_keys() const {
   size_t n = 0;
   for (const Entry& e : keys_) n += e.who.role == Role::kContainer && e.who.report_ids.empty();
   return n;
+}
+
+store::Status CheckKeysFileAccess(const std::string& path, bool beyond_loopback,
+                                  std::string* warning) {
+  warning->clear();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return store::Status::Ok();  // Load says why
+  if ((st.st_mode & (S_IRGRP | S_IROTH)) == 0) return store::Status::Ok();
+  const std::string what = "the keys file " + path + " may be read by " +
+                           ((st.st_mode & S_IROTH) != 0 ? "every user" : "its group") +
+                           " (mode " + ModeText(st.st_mode) + "): its keys are the service's";
+  if (beyond_loopback) {
+    return store::Status::InvalidArgument(what + "; serving beyond loopback, this is refused: "
+                                                 "chmod 600 " + path);
+  }
+  *warning = what + "; chmod 600 " + path;
+  return store::Status::Ok();
 }
 
 store::Status KeyStore::Load(const std::string& path, KeyStore* out) {
@@ -127,6 +153,13 @@ store::Status KeyStore::Parse(std::string_view text, const std::string& name, Ke
     } else if (w.size() == 3) {
       if (w[2].size() > 256) {
         return store::Status::InvalidArgument(where + "tenant name longer than 256 characters");
+      }
+      if (w[2] == Principal{}.tenant) {
+        // An admin key's own sessions are tenant "default"s: a tenant key of
+        // that name could list and release them.
+        return store::Status::InvalidArgument(
+            where + "the tenant name 'default' is reserved for the sessions admin keys claim; "
+                    "give the tenant another name");
       }
       e.who.tenant = w[2];
     }

@@ -34,6 +34,13 @@ struct Principal {
   bool MayReport(std::string_view id) const;
 };
 
+// A keys file that its group or every user may read gives the service's keys
+// away: refused (InvalidArgument naming the mode and the fix) when the
+// server listens beyond loopback, else Ok with *warning set for the log.
+// Ok with no warning if it is private, or cannot be stat()ed (Load says why).
+store::Status CheckKeysFileAccess(const std::string& path, bool beyond_loopback,
+                                  std::string* warning);
+
 // A KeyStore holds the bearer keys of a keys file and says whose a key is.
 // Immutable after Load; safe to share between io threads. Keys are compared
 // in constant time and never logged or put into messages.

@@ -26,6 +26,15 @@ bool RouteRequest::QueryParam(std::string_view name, std::string* value) const {
   return false;
 }
 
+int RouteRequest::QueryParamCount(std::string_view name) const {
+  auto params = urls::parse_query(query);
+  if (!params) return 0;
+  int n = 0;
+  const urls::encoding_opts plus_is_space(true);
+  for (const urls::param_pct_view& p : *params) n += p.key.decode(plus_is_space) == name ? 1 : 0;
+  return n;
+}
+
 void Router::Add(http::verb method, std::string pattern, Access access, RouteHandler handler) {
   int metrics_route = metrics_ ? metrics_->AddRoute(pattern) : RequestMetrics::kUnmatched;
   routes_.push_back(Route{method, SplitPath(pattern), access, std::move(handler), metrics_route});

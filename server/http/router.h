@@ -24,6 +24,8 @@ struct RouteRequest {
   // The decoded value of query parameter `name` ('+' is a space); false if
   // absent or if the query is malformed.
   bool QueryParam(std::string_view name, std::string* value) const;
+  // How many times `name` appears in the query.
+  int QueryParamCount(std::string_view name) const;
   // The request's id (X-Request-Id, taken from the client or made by the
   // connection before dispatch), for log lines about this request.
   std::string RequestId() const { return std::string(http["X-Request-Id"]); }

@@ -57,6 +57,8 @@ TEST_CASE("json_io: claim labels out of bounds are invalid_field naming labels")
         R"({"region":"w","labels":{")" + std::string(65, 'k') + R"(":"v"}})",
         R"({"region":"w","labels":{"k":")" + std::string(257, 'v') + R"("}})",
         std::string(R"({"region":"w","labels":{"k":1}})"),
+        // ?label=KEY:VALUE could never match such a key.
+        std::string(R"({"region":"w","labels":{"team:a":"v"}})"),
         std::string(R"({"region":"w","labels":{"k":null}})")}) {
     INFO(body);
     store::ClaimRequest claim;

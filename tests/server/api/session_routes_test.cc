@@ -498,7 +498,9 @@ TEST_CASE("routes: a list's limit, cursor and filters are checked, 400 invalid_f
   REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
   REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
   for (const char* bad : {"limit=0", "limit=1001", "limit=x", "limit=-1", "cursor=abc",
-                          "cursor=c1.zz", "label=nocolon", "label=:v"}) {
+                          "cursor=c1.zz", "label=nocolon", "label=:v",
+                          // One label filter a request; a second was ignored.
+                          "label=a:b&label=c:d"}) {
     INFO(bad);
     HttpReply r = c.Get(std::string("/v1/sessions?") + bad);
     CHECK(r.status == 400);

@@ -1,6 +1,11 @@
 #include "server/http/auth.h"
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <fstream>
+
+#include "tests/support/temp_dir.h"
 
 namespace server {
 namespace {
@@ -38,6 +43,36 @@ TEST_CASE("auth: a tenant key without its tenant name is refused, naming the lin
   REQUIRE(s.IsInvalidArgument());
   CHECK(s.message().find("k.txt:2") != std::string::npos);
   CHECK(s.message().find("tenant name") != std::string::npos);
+}
+
+// An admin key's sessions are tenant "default"'s: a tenant key of that name
+// could list and release them.
+TEST_CASE("auth: a tenant named default is refused, naming the line") {
+  KeyStore keys;
+  store::Status s = KeyStore::Parse("a admin\nb tenant default\n", "keys", &keys);
+  CHECK_FALSE(s.ok());
+  CHECK_THAT(s.ToString(), Catch::Contains("keys:2:"));
+  CHECK_THAT(s.ToString(), Catch::Contains("reserved"));
+  CHECK(KeyStore::Parse("a admin\nb tenant defaults\n", "keys", &keys).ok());
+}
+
+TEST_CASE("auth: a keys file others may read is a warning on loopback, refused beyond it") {
+  testing::TempDir dir;
+  const std::string path = dir.File("keys");
+  std::ofstream(path) << "a admin\n";
+  std::string warning;
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  CHECK(CheckKeysFileAccess(path, /*beyond_loopback=*/true, &warning).ok());
+  CHECK(warning.empty());
+  for (const mode_t mode : {mode_t{0640}, mode_t{0644}}) {
+    INFO(mode);
+    REQUIRE(::chmod(path.c_str(), mode) == 0);
+    CHECK(CheckKeysFileAccess(path, /*beyond_loopback=*/false, &warning).ok());
+    CHECK_THAT(warning, Catch::Contains("chmod 600"));
+    store::Status refused = CheckKeysFileAccess(path, /*beyond_loopback=*/true, &warning);
+    CHECK_FALSE(refused.ok());
+    CHECK_THAT(refused.ToString(), Catch::Contains(mode == 0640 ? "its group" : "every user"));
+  }
 }
 
 TEST_CASE("auth: an unknown role, a duplicate key or an empty file is refused") {
