@@ -302,9 +302,22 @@ void Allocator::OnAbandonedReleased(PendingRelease p, Outcome outcome) {
   if (outcome == Outcome::kOk) WakeWaiters();
 }
 
-void Allocator::Enqueue(WaiterPtr w) {
+void Allocator::EndWaits() {
   {
     base::MutexLock lock(&wait_mu_);
+    wait_stop_ = true;
+  }
+  // The waiters' thread answers every waiter not with the storage and ends;
+  // those with it are answered by their claim's callback (OnWaiterClaimed
+  // queues nobody once wait_stop_ is set).
+  wait_cv_.SignalAll();
+}
+
+void Allocator::Enqueue(WaiterPtr w) {
+  bool ended = false;
+  {
+    base::MutexLock lock(&wait_mu_);
+    ended = wait_stop_;
     if (!wait_stop_) {
       auto& queue = waiters_[PoolKey(w->req.region, w->req.pool)];
       if (queue.size() < static_cast<size_t>(options_.max_waiters_per_pool)) {
@@ -316,6 +329,8 @@ void Allocator::Enqueue(WaiterPtr w) {
       if (queue.empty()) waiters_.erase(PoolKey(w->req.region, w->req.pool));
     }
   }
+  // Stopping: nothing waits any more; the claim found nothing.
+  if (ended) return AnswerWaiter(w, Outcome::kNoCapacity, "");
   stats_.waits_refused.fetch_add(1, std::memory_order_relaxed);
   AnswerWaiter(w, Outcome::kOverloaded,
                std::to_string(options_.max_waiters_per_pool) + " claims already wait for pool " +

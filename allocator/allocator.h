@@ -96,6 +96,10 @@ class Allocator {
   // storage's writers must still run.
   void Start();
   void Stop();
+  // Answers every waiting claim now (no_capacity, a 503) and lets no claim
+  // wait from now on, without stopping anything else: at SIGTERM, so that
+  // waiting claims do not hold the shutdown for its whole grace period.
+  void EndWaits();
 
   // Claims one container for `req` (Storage::Claim), with the default lease
   // when req.lease_ms is 0. kOk, kReplayed, kNoCapacity, kQuotaExceeded,

@@ -169,6 +169,8 @@ void Service::Stop(std::chrono::milliseconds grace) {
   // Not ready first: /readyz answers 503 and new heartbeats are refused with
   // 503, so a load balancer and the containers move on while we drain.
   ready_.store(false);
+  // Waiting claims are answered at once (503), not held to the grace's end.
+  if (allocator_) allocator_->EndWaits();
   if (http_) {
     http_->StopAccepting();
     if (!http_->WaitIdle(grace)) {

@@ -938,6 +938,28 @@ TEST_CASE("wait: a waiter whose time runs out is no_capacity, saying how long it
   CHECK(pool.alloc().stats().waiting.load() == 0);
 }
 
+// At SIGTERM (Service::Stop) waiting claims are answered at once instead of
+// holding the shutdown until their time or the grace runs out, and no claim
+// starts to wait after that.
+TEST_CASE("wait: EndWaits answers every waiting claim at once and lets none wait after") {
+  Pool pool(EDGEALLOC_ENGINES);
+  pool.alloc().Start();
+  auto first = ClaimAsync(pool, Waiting(20000, "t1"));
+  auto second = ClaimAsync(pool, Waiting(20000, "t2"));
+  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 2; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  pool.alloc().EndWaits();
+  REQUIRE(first->future.wait_for(std::chrono::seconds(2)) == std::future_status::ready);
+  REQUIRE(second->future.wait_for(std::chrono::seconds(2)) == std::future_status::ready);
+  CHECK(Name(first->future.get().outcome) == "no_capacity");
+  CHECK(Name(second->future.get().outcome) == "no_capacity");
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+  SessionResult late = ClaimAsync(pool, Waiting(20000, "t3"))->future.get();
+  CHECK(Name(late.outcome) == "no_capacity");
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));
+  CHECK(pool.alloc().stats().waiting.load() == 0);
+}
+
 TEST_CASE("wait: past max_waiters_per_pool a waiting claim is overloaded, other pools still wait") {
   allocator::AllocatorOptions options;
   options.max_waiters_per_pool = 2;

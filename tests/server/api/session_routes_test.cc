@@ -711,6 +711,30 @@ TEST_CASE("routes: a claim with wait_ms is served by a release, a client that ha
   CHECK(!timed_out.Header("retry-after").empty());
 }
 
+// At SIGTERM a waiting claim is answered 503 at once, and the stop does not
+// wait the grace period out for it.
+TEST_CASE("routes: a waiting claim is answered 503 at once when the server stops") {
+  TestService t;
+  HttpClient c = t.Client();
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  auto waiting = std::async(std::launch::async, [&] {
+    return t.Client().Post("/v1/sessions", R"({"region":"weur","pool":"chrome","wait_ms":20000})");
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (MetricValue(c, "edgealloc_claim_waiters") != 1 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(MetricValue(c, "edgealloc_claim_waiters") == 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  t.service->Stop(std::chrono::seconds(15));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  HttpReply answered = waiting.get();
+  CHECK(answered.status == 503);
+}
+
 TEST_CASE("routes: a claim with wait_ms is served by a heartbeat bringing a container back") {
   TestService t;
   HttpClient c = t.Client();
