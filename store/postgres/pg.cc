@@ -181,7 +181,7 @@ pg_result* PgConn::LastResult(bool* timed_out) {
 }
 
 Status PgConn::TimedOut(std::string_view what) {
-  return Status::IOError("unavailable: no answer from PostgreSQL within " +
+  return Status::IOError(std::string("unavailable: ") + kNoAnswer + " " +
                          std::to_string(io_timeout_ms_) + " ms (" + std::string(what) +
                          "); the connection was closed");
 }

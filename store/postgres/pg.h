@@ -134,8 +134,11 @@ class PgConn {
 
  public:
   // Until set_io_timeout_ms: long enough for any statement of ours.
-  static constexpr int64_t kDefaultIoTimeoutMs = 20000;
+  static constexpr int64_t kDefaultIoTimeoutMs = 10000;
 };
+
+// In the message of a call whose answer did not come within the io timeout.
+inline constexpr char kNoAnswer[] = "no answer from PostgreSQL within";
 
 // The text of an int64, for a parameter.
 inline PgParam P(int64_t v) { return std::to_string(v); }

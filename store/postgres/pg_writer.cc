@@ -65,7 +65,7 @@ void PgWriter::Stop() {
 bool PgWriter::Submit(std::unique_ptr<PgJob>&& job) {
   {
     base::MutexLock lock(&mu_);
-    if (!accepting_ || static_cast<int>(queue_.size()) >= options_.max_queued_jobs) {
+    if (!accepting_ || down() || static_cast<int>(queue_.size()) >= options_.max_queued_jobs) {
       stats_.refused.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
@@ -93,7 +93,10 @@ void PgWriter::Loop() {
     {
       base::MutexLock lock(&mu_);
       while (queue_.empty() && !stop_) {
-        const auto due = last_active + std::chrono::milliseconds(options_.probe_interval_ms);
+        // Down: try to connect again soon (EnsureConnected backs off).
+        const auto due = last_active + std::chrono::milliseconds(
+                                           down() ? std::min<int64_t>(options_.probe_interval_ms, 100)
+                                                  : options_.probe_interval_ms);
         const auto now = SteadyClock::now();
         if (now >= due) {
           probe = true;
@@ -122,7 +125,9 @@ void PgWriter::Loop() {
     if (probe) {
       Probe();
     } else if (drop) {
-      DropQueued();
+      DropQueued(Status::IOError("unavailable: the server is stopping and PostgreSQL could not be "
+                                 "written in time; not written"),
+                 /*at_stop=*/true);
     } else {
       CommitGroup(&group);
     }
@@ -130,19 +135,16 @@ void PgWriter::Loop() {
   }
 }
 
-void PgWriter::DropQueued() {
+void PgWriter::DropQueued(const Status& status, bool at_stop) {
   Group left;
   {
     base::MutexLock lock(&mu_);
     left.swap(queue_);
     stats_.queued.store(0, std::memory_order_relaxed);
   }
-  stats_.dropped_at_stop.fetch_add(left.size(), std::memory_order_relaxed);
+  if (at_stop) stats_.dropped_at_stop.fetch_add(left.size(), std::memory_order_relaxed);
   stats_.jobs_failed.fetch_add(left.size(), std::memory_order_relaxed);
-  const Status s = Status::IOError(
-      "unavailable: the server is stopping and PostgreSQL could not be written in time; not "
-      "written");
-  for (auto& job : left) Answer(job.get(), s);
+  for (auto& job : left) Answer(job.get(), status);
 }
 
 Status PgWriter::EnsureConnected() {
@@ -155,7 +157,7 @@ Status PgWriter::EnsureConnected() {
     // Every wait bounded: for a lock, for a statement (server side), for an
     // answer (PgConn's io timeout, client side: a link that stalls without
     // closing answers nothing, and the kernel's timeouts may never fire).
-    conn_->set_io_timeout_ms(options_.statement_timeout_ms + 3000);
+    conn_->set_io_timeout_ms(options_.io_timeout_ms);
     s = conn_->Exec("SET lock_timeout = " + std::to_string(options_.lock_timeout_ms) +
                     "; SET idle_in_transaction_session_timeout = " +
                     std::to_string(options_.idle_in_transaction_timeout_ms) +
@@ -163,6 +165,7 @@ Status PgWriter::EnsureConnected() {
   }
   if (s.ok()) s = MeasureClock();
   backoff_ms_ = s.ok() ? 0 : std::clamp<int64_t>(backoff_ms_ * 2, 10, kMaxBackoffMs);
+  down_.store(!s.ok(), std::memory_order_relaxed);
   if (s.ok()) {
     stats_.connected.store(1, std::memory_order_relaxed);
     if (again) stats_.reconnects.fetch_add(1, std::memory_order_relaxed);
@@ -367,6 +370,13 @@ void PgWriter::CommitGroup(Group* group) {
     stats_.jobs_failed.fetch_add(group->size(), std::memory_order_relaxed);
     stats_.transactions_lost.fetch_add(1, std::memory_order_relaxed);
     for (auto& job : *group) Answer(job.get(), s);
+    // No answer at all (a stalled path), or no connection to be had: what
+    // is queued would wait a connect timeout more for the same answer.
+    if (down() || s.message().find(kNoAnswer) != std::string::npos) {
+      DropQueued(Status::IOError("unavailable: PostgreSQL cannot be reached from this node; not "
+                                 "written"),
+                 /*at_stop=*/false);
+    }
   };
   const auto t0 = SteadyClock::now();
   std::vector<Status> outcomes;

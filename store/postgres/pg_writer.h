@@ -1,6 +1,7 @@
 #ifndef EDGEALLOC_STORE_POSTGRES_PG_WRITER_H_
 #define EDGEALLOC_STORE_POSTGRES_PG_WRITER_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -74,8 +75,15 @@ struct PgWriterOptions {
   // go back to the other nodes. Our groups never pause between statements.
   int64_t idle_in_transaction_timeout_ms = 10000;
   // The longest one statement runs (server side): no statement of ours
-  // takes a fraction of it, so one that does is stuck.
-  int64_t statement_timeout_ms = 10000;
+  // takes a fraction of it but for a lock wait (lock_timeout_ms), so one
+  // that does is stuck.
+  int64_t statement_timeout_ms = 5000;
+  // The longest an answer is waited for on this side (PgConn's io timeout):
+  // a link that stalls without closing answers nothing and times out by
+  // nothing else, and every request queued behind the group waits as long.
+  // Past it the group fails "unavailable" (a COMMIT's outcome unknown) and
+  // the writer reconnects (connect_timeout 5 s).
+  int64_t io_timeout_ms = 5000;
   // An idle writer asks the database its time this often: the clock offset
   // (WriterStats::clock_offset_ms), and whether the database can still be
   // reached when nothing is written (WriterStats::failing), so that a node
@@ -111,9 +119,14 @@ class PgWriter {
   // stop_timeout_ms; what is left then is answered unwritten), joins the
   // thread.
   void Stop();
-  // Queues `job`, or returns false (full or stopping) leaving it with the
-  // caller, Done not called.
+  // Queues `job`, or returns false (full, stopping, or down()) leaving it
+  // with the caller, Done not called.
   bool Submit(std::unique_ptr<PgJob>&& job);
+  // True while the database cannot be reached: the writer's last attempt to
+  // connect failed. New jobs are refused meanwhile (their callers answer
+  // 503 at once instead of waiting a connect timeout each) while the writer
+  // tries again every probe; a connect that succeeds ends it.
+  bool down() const { return down_.load(std::memory_order_relaxed); }
   // Runs `fn` as one job and waits for its durable outcome. Never from the
   // writer thread.
   Status RunSync(std::function<Status(PgConn*)> fn, bool solo = false);
@@ -155,8 +168,9 @@ class PgWriter {
   Status MeasureClock();
   // While idle: connects if needed and measures the clock; sets failing.
   void Probe();
-  // Answers every queued job unwritten (Stop's time ran out).
-  void DropQueued();
+  // Answers every queued job with `status`, unwritten; `at_stop`: counted
+  // as dropped_at_stop (Stop's time ran out).
+  void DropQueued(const Status& status, bool at_stop);
 
   const std::string uri_;
   const std::string application_name_;
@@ -164,6 +178,7 @@ class PgWriter {
   std::unique_ptr<PgConn> conn_;  // the writer thread's only
   int64_t backoff_ms_ = 0;        // the writer thread's only
   bool clock_warned_ = false;     // the writer thread's only
+  std::atomic<bool> down_{false};  // written by the writer thread
 
   base::Mutex mu_;
   base::CondVar cv_;

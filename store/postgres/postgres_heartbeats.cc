@@ -130,9 +130,11 @@ Status PostgresStorage::WriteHeartbeats(int partition, const std::vector<Heartbe
                                         HeartbeatWriteResult* result) {
   std::promise<Status> done;
   std::future<Status> outcome = done.get_future();
-  if (!writers_[static_cast<size_t>(partition)]->Submit(
-          std::make_unique<HeartbeatJob>(&rows, result, &done))) {
-    return Status::Busy("the PostgreSQL write queue is full or stopping");
+  PgWriter* writer = writers_[static_cast<size_t>(partition)].get();
+  if (!writer->Submit(std::make_unique<HeartbeatJob>(&rows, result, &done))) {
+    return writer->down()
+               ? Status::IOError("unavailable: this node cannot reach PostgreSQL now; retry")
+               : Status::Busy("the PostgreSQL write queue is full or stopping");
   }
   return outcome.get();
 }

@@ -58,7 +58,7 @@ constexpr int kMigrationAttempts = 10;
 // this long client side (a stalled link).
 constexpr int64_t kReaderLockTimeoutMs = 2000;
 constexpr int64_t kReaderStatementTimeoutMs = 5000;
-constexpr int64_t kReaderIoTimeoutMs = 8000;
+constexpr int64_t kReaderIoTimeoutMs = 6000;
 
 // A read-only connection with every wait bounded.
 Status ConnectReader(const std::string& uri, const std::string& name,
@@ -276,7 +276,9 @@ void PostgresStorage::Submit(std::function<Status(PgConn*, Result*)> work,
   std::unique_ptr<PgJob> job = std::make_unique<ResultJob<Result>>(
       std::move(work), std::move(done), std::move(lock_key), std::move(first), std::move(rows));
   if (!writers_[0]->Submit(std::move(job))) {
-    job->Done(Status::Busy("the PostgreSQL write queue is full; retry shortly"));
+    job->Done(writers_[0]->down()
+                  ? Status::IOError("unavailable: this node cannot reach PostgreSQL now; retry")
+                  : Status::Busy("the PostgreSQL write queue is full; retry shortly"));
   }
 }
 

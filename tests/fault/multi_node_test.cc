@@ -115,7 +115,10 @@ class Node {
     std::vector<std::string> env_strings;
     for (char** e = environ; *e != nullptr; ++e) env_strings.push_back(*e);
     if (!clock_offset.empty()) {
-      args.insert(args.begin(), {"/usr/bin/faketime", "-f", clock_offset});
+      // libfaketime preloaded into the node itself (not the `faketime`
+      // wrapper, which forks: a kill would end the wrapper, not the node).
+      env_strings.push_back("LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1");
+      env_strings.push_back("FAKETIME=" + clock_offset);
       env_strings.push_back("FAKETIME_DONT_FAKE_MONOTONIC=1");
     }
     std::vector<char*> env;
