@@ -15,6 +15,7 @@
 
 #include "base/clock.h"
 #include "store/sqlite/db.h"
+#include "tests/support/forwarding_storage.h"
 #include "tests/support/pool_fixture.h"
 #include "tests/support/broken_reads.h"
 #include "tests/support/temp_dir.h"
@@ -1034,9 +1035,9 @@ namespace {
 // A storage that forwards to a real one, for the Allocator under test: it
 // notes the sessions claims come back with, can fail Releases with kError,
 // and can hold a claim's answer until the test hands it on.
-class Probe : public store::Storage {
+class Probe : public testing::ForwardingStorage {
  public:
-  explicit Probe(store::Storage* real) : real_(real) {}
+  explicit Probe(store::Storage* real) : ForwardingStorage(real) {}
 
   std::atomic<int> fail_releases{0};  // so many next Releases fail (kError), at once
   std::atomic<int> releases{0};       // Releases asked
@@ -1065,7 +1066,7 @@ class Probe : public store::Storage {
   }
 
   void Claim(store::ClaimRequest req, store::SessionCallback done) override {
-    real_->Claim(std::move(req), [this, done = std::move(done)](SessionResult r) {
+    real()->Claim(std::move(req), [this, done = std::move(done)](SessionResult r) {
       if (r.outcome == Outcome::kOk) {
         std::lock_guard<std::mutex> lock(mu_);
         last_ = r.session;
@@ -1088,66 +1089,10 @@ class Probe : public store::Storage {
       r.message = "disk I/O error (the probe)";
       return done(std::move(r));
     }
-    real_->Release(caller, std::move(session_id), token, std::move(done));
+    real()->Release(caller, std::move(session_id), token, std::move(done));
   }
-  void Renew(const store::Caller& caller, std::string session_id, int64_t token,
-             int64_t lease_ms, store::SessionCallback done) override {
-    real_->Renew(caller, std::move(session_id), token, lease_ms, std::move(done));
-  }
-  SessionResult GetSession(const store::Caller& caller, std::string_view session_id) override {
-    return real_->GetSession(caller, session_id);
-  }
-  store::Status CountTenantSessions(const std::string& tenant, int64_t* sessions) override {
-    return real_->CountTenantSessions(tenant, sessions);
-  }
-  store::Status ListSessions(const store::SessionFilter& filter, const std::string& after,
-                             int limit, std::vector<store::Session>* page, bool* more) override {
-    return real_->ListSessions(filter, after, limit, page, more);
-  }
-  void Register(std::vector<store::ContainerSpec> specs, store::ContainerCallback done) override {
-    real_->Register(std::move(specs), std::move(done));
-  }
-  store::ContainerResult GetContainer(std::string_view id) override {
-    return real_->GetContainer(id);
-  }
-  store::Status ListContainers(const store::ContainerFilter& filter, const std::string& after,
-                               int limit, std::vector<store::ContainerInfo>* page,
-                               bool* more) override {
-    return real_->ListContainers(filter, after, limit, page, more);
-  }
-  void Drain(std::string id, store::ContainerCallback done) override {
-    real_->Drain(std::move(id), std::move(done));
-  }
-  void Remove(std::string id, store::ContainerCallback done) override {
-    real_->Remove(std::move(id), std::move(done));
-  }
-  int partitions() const override { return real_->partitions(); }
-  store::Status PartitionOf(const std::string& container_id, int* partition) override {
-    return real_->PartitionOf(container_id, partition);
-  }
-  store::Status WriteHeartbeats(int partition, const std::vector<store::HeartbeatRow>& rows,
-                                store::HeartbeatWriteResult* result) override {
-    return real_->WriteHeartbeats(partition, rows, result);
-  }
-  store::Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) override {
-    return real_->SweepExpiredLeases(partition, max_rows, ended);
-  }
-  store::Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
-                                      int max_rows, store::SilenceSweep* sweep) override {
-    return real_->SweepSilentContainers(partition, cutoff_ms, max_rows, sweep);
-  }
-  std::unique_ptr<store::CapacityReader> NewCapacityReader(int partition,
-                                                           int busy_timeout_ms) override {
-    return real_->NewCapacityReader(partition, busy_timeout_ms);
-  }
-  const store::WriterStats& writer_stats(int partition) const override {
-    return real_->writer_stats(partition);
-  }
-  const store::ClaimPolicy& policy() const override { return real_->policy(); }
-  void StopWriters() override { real_->StopWriters(); }
 
  private:
-  store::Storage* const real_;
   std::atomic<bool> claimed_{false};
   std::mutex mu_;
   store::Session last_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "store/storage.h"
+#include "tests/support/forwarding_storage.h"
 
 namespace server {
 namespace fixture {
@@ -27,9 +28,10 @@ namespace fixture {
 //     Outcome::kError), as libpq's would with the database's host and port;
 //   - writer_stats are the double's own, so that a test may set `failing`
 //     (SetFailing) as a writer cut off from its database would.
-class StorageDouble : public store::Storage {
+class StorageDouble : public testing::ForwardingStorage {
  public:
-  explicit StorageDouble(std::unique_ptr<store::Storage> real) : real_(std::move(real)) {
+  explicit StorageDouble(std::unique_ptr<store::Storage> real)
+      : ForwardingStorage(real.get()), real_(std::move(real)) {
     for (int p = 0; p < real_->partitions(); ++p) {
       stats_.push_back(std::make_unique<store::WriterStats>());
     }
@@ -65,14 +67,6 @@ class StorageDouble : public store::Storage {
   void Claim(store::ClaimRequest req, store::SessionCallback done) override {
     WaitSubmit();
     real_->Claim(std::move(req), std::move(done));
-  }
-  void Release(const store::Caller& caller, std::string session_id, int64_t token,
-               store::SessionCallback done) override {
-    real_->Release(caller, std::move(session_id), token, std::move(done));
-  }
-  void Renew(const store::Caller& caller, std::string session_id, int64_t token, int64_t lease_ms,
-             store::SessionCallback done) override {
-    real_->Renew(caller, std::move(session_id), token, lease_ms, std::move(done));
   }
   store::SessionResult GetSession(const store::Caller& caller,
                                   std::string_view session_id) override {
@@ -110,31 +104,13 @@ class StorageDouble : public store::Storage {
     WaitSubmit();
     real_->Remove(std::move(id), std::move(done));
   }
-  int partitions() const override { return real_->partitions(); }
   store::Status PartitionOf(const std::string& container_id, int* partition) override {
     WaitSubmit();
     return real_->PartitionOf(container_id, partition);
   }
-  store::Status WriteHeartbeats(int partition, const std::vector<store::HeartbeatRow>& rows,
-                                store::HeartbeatWriteResult* result) override {
-    return real_->WriteHeartbeats(partition, rows, result);
-  }
-  store::Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) override {
-    return real_->SweepExpiredLeases(partition, max_rows, ended);
-  }
-  store::Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
-                                      int max_rows, store::SilenceSweep* sweep) override {
-    return real_->SweepSilentContainers(partition, cutoff_ms, max_rows, sweep);
-  }
-  std::unique_ptr<store::CapacityReader> NewCapacityReader(int partition,
-                                                           int busy_timeout_ms) override {
-    return real_->NewCapacityReader(partition, busy_timeout_ms);
-  }
   const store::WriterStats& writer_stats(int partition) const override {
     return *stats_[static_cast<size_t>(partition)];
   }
-  const store::ClaimPolicy& policy() const override { return real_->policy(); }
-  void StopWriters() override { real_->StopWriters(); }
 
  private:
   // Waits while blocked; then the text reads are to fail with ("": none).
@@ -155,7 +131,7 @@ class StorageDouble : public store::Storage {
     --blocked_;
   }
 
-  std::unique_ptr<store::Storage> real_;
+  std::unique_ptr<store::Storage> real_;  // owned; ForwardingStorage's too
   std::vector<std::unique_ptr<store::WriterStats>> stats_;
   std::mutex mu_;
   std::condition_variable cv_;

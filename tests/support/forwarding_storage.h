@@ -1,0 +1,96 @@
+#ifndef EDGEALLOC_TESTS_SUPPORT_FORWARDING_STORAGE_H_
+#define EDGEALLOC_TESTS_SUPPORT_FORWARDING_STORAGE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "store/storage.h"
+
+namespace testing {
+
+// A store::Storage that hands every call to another one, unchanged: the
+// base of the tests' doubles (tests/server/storage_double.h, the
+// allocator's Probe), each of which overrides only the calls it changes.
+class ForwardingStorage : public store::Storage {
+ public:
+  explicit ForwardingStorage(store::Storage* real) : real_(real) {}
+
+  void Claim(store::ClaimRequest req, store::SessionCallback done) override {
+    real_->Claim(std::move(req), std::move(done));
+  }
+  void Release(const store::Caller& caller, std::string session_id, int64_t token,
+               store::SessionCallback done) override {
+    real_->Release(caller, std::move(session_id), token, std::move(done));
+  }
+  void Renew(const store::Caller& caller, std::string session_id, int64_t token,
+             int64_t lease_ms, store::SessionCallback done) override {
+    real_->Renew(caller, std::move(session_id), token, lease_ms, std::move(done));
+  }
+  store::SessionResult GetSession(const store::Caller& caller,
+                                  std::string_view session_id) override {
+    return real_->GetSession(caller, session_id);
+  }
+  store::Status CountTenantSessions(const std::string& tenant, int64_t* sessions) override {
+    return real_->CountTenantSessions(tenant, sessions);
+  }
+  store::Status ListSessions(const store::SessionFilter& filter, const std::string& after,
+                             int limit, std::vector<store::Session>* page, bool* more) override {
+    return real_->ListSessions(filter, after, limit, page, more);
+  }
+  void Register(std::vector<store::ContainerSpec> specs, store::ContainerCallback done) override {
+    real_->Register(std::move(specs), std::move(done));
+  }
+  store::ContainerResult GetContainer(std::string_view id) override {
+    return real_->GetContainer(id);
+  }
+  store::Status ListContainers(const store::ContainerFilter& filter, const std::string& after,
+                               int limit, std::vector<store::ContainerInfo>* page,
+                               bool* more) override {
+    return real_->ListContainers(filter, after, limit, page, more);
+  }
+  void Drain(std::string id, store::ContainerCallback done) override {
+    real_->Drain(std::move(id), std::move(done));
+  }
+  void Remove(std::string id, store::ContainerCallback done) override {
+    real_->Remove(std::move(id), std::move(done));
+  }
+  int partitions() const override { return real_->partitions(); }
+  store::Status PartitionOf(const std::string& container_id, int* partition) override {
+    return real_->PartitionOf(container_id, partition);
+  }
+  store::Status WriteHeartbeats(int partition, const std::vector<store::HeartbeatRow>& rows,
+                                store::HeartbeatWriteResult* result) override {
+    return real_->WriteHeartbeats(partition, rows, result);
+  }
+  store::Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) override {
+    return real_->SweepExpiredLeases(partition, max_rows, ended);
+  }
+  store::Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
+                                      int max_rows, store::SilenceSweep* sweep) override {
+    return real_->SweepSilentContainers(partition, cutoff_ms, max_rows, sweep);
+  }
+  std::unique_ptr<store::CapacityReader> NewCapacityReader(int partition,
+                                                           int busy_timeout_ms) override {
+    return real_->NewCapacityReader(partition, busy_timeout_ms);
+  }
+  const store::WriterStats& writer_stats(int partition) const override {
+    return real_->writer_stats(partition);
+  }
+  const store::ClaimPolicy& policy() const override { return real_->policy(); }
+  void StopWriters() override { real_->StopWriters(); }
+
+ protected:
+  store::Storage* real() const { return real_; }
+
+ private:
+  store::Storage* const real_;
+};
+
+}  // namespace testing
+
+#endif  // EDGEALLOC_TESTS_SUPPORT_FORWARDING_STORAGE_H_
