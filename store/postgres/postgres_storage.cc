@@ -58,7 +58,7 @@ constexpr int kMigrationAttempts = 10;
 // this long client side (a stalled link).
 constexpr int64_t kReaderLockTimeoutMs = 2000;
 constexpr int64_t kReaderStatementTimeoutMs = 5000;
-constexpr int64_t kReaderIoTimeoutMs = 6000;
+constexpr int64_t kReaderIoTimeoutMs = 5000;
 
 // A read-only connection with every wait bounded.
 Status ConnectReader(const std::string& uri, const std::string& name,
@@ -239,6 +239,15 @@ Status PostgresStorage::Open(const StorageOptions& options, std::unique_ptr<Post
 }
 
 Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
+  // The writers cannot reach the database (their last attempt got no answer
+  // or no connection, WriterStats::failing; the next commit or probe that
+  // works ends it): a read would wait its timeouts for the same answer, and
+  // the reads queued behind it theirs; say so at once.
+  for (const auto& writer : writers_) {
+    if (writer->down() || writer->stats().failing.load(std::memory_order_relaxed) != 0) {
+      return Status::IOError("unavailable: this node cannot reach PostgreSQL now; retry");
+    }
+  }
   std::unique_ptr<PgConn> conn;
   {
     base::MutexLock lock(&readers_mu_);
@@ -253,11 +262,13 @@ Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
     RETURN_IF_ERROR(ConnectReader(uri_, program_ + " reader", &conn));
   }
   Status s = fn(conn.get());
-  if (!s.ok() && pooled && !conn->ok()) {
+  if (!s.ok() && pooled && !conn->ok() && s.message().find(kNoAnswer) == std::string::npos) {
     // A pooled connection can only find out on use that the server went
     // away (a restart, a failover): a read is safe to run again, once, on
     // a fresh connection, rather than answering 503 while the database is
-    // up. If the database is down, the connect fails at once.
+    // up. If the database is down, the connect fails at once. Not after no
+    // answer came at all (a stalled path): a connect would wait out its
+    // timeout too, and the read answer after twice the bound.
     conn.reset();
     RETURN_IF_ERROR(ConnectReader(uri_, program_ + " reader", &conn));
     s = fn(conn.get());
