@@ -46,12 +46,14 @@ class StorageDouble : public testing::ForwardingStorage {
     std::lock_guard<std::mutex> lock(mu_);
     blocking_submits_ = true;
   }
+  // Notifies under the lock: a test may unblock while another thread's
+  // Service::Stop destroys the double, whose destructor then waits for this
+  // lock before the condition variable goes (ThreadSanitizer saw the
+  // broadcast race the destruction otherwise).
   void Unblock() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      blocking_ = false;
-      blocking_submits_ = false;
-    }
+    std::lock_guard<std::mutex> lock(mu_);
+    blocking_ = false;
+    blocking_submits_ = false;
     cv_.notify_all();
   }
   int blocked() const { return blocked_.load(); }
