@@ -105,7 +105,7 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
       },
       [fingerprint, id = req.RequestId()](const Read& r) {
         if (!r.status.ok()) {
-          return OutcomeResponse(store::OutcomeOfError(r.status), r.status.ToString(), id);
+          return StatusResponse(r.status, id);
         }
         std::optional<std::string> next;
         if (r.more && !r.page.empty()) next = MakeCursor(fingerprint, r.page.back().id);

@@ -49,6 +49,10 @@ Response NulParamResponse(std::string_view name) {
                        std::string(name) + ": must not contain U+0000 (NUL)");
 }
 
+Response StatusResponse(const store::Status& status, std::string_view request_id) {
+  return OutcomeResponse(store::OutcomeOfError(status), status.ToString(), request_id);
+}
+
 Response BodyErrorResponse(const BodyError& error) {
   return ErrorResponse(400, error.code, error.message);
 }

@@ -34,6 +34,8 @@ HttpStatus HttpStatusOf(store::Outcome outcome);
 // `request_id` instead, and `message` is logged under that id.
 Response OutcomeResponse(store::Outcome outcome, const std::string& message,
                          std::string_view request_id);
+// OutcomeResponse of a failed storage read's Status (store::OutcomeOfError).
+Response StatusResponse(const store::Status& status, std::string_view request_id);
 
 // 400 invalid_field for a query parameter holding U+0000 (request_bodies.h
 // HasNul), naming it.

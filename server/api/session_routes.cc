@@ -82,7 +82,7 @@ void SessionRoutes::Limits(RouteRequest req, Reply reply) {
       },
       [tenant, id = req.RequestId()](const Read& r) {
         if (!r.status.ok()) {
-          return OutcomeResponse(store::OutcomeOfError(r.status), r.status.ToString(), id);
+          return StatusResponse(r.status, id);
         }
         return JsonResponse(200, LimitsJson(tenant, r.limits.max_sessions, r.limits.sessions));
       });
@@ -148,7 +148,7 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
       },
       [fingerprint, id = req.RequestId()](const Read& r) {
         if (!r.status.ok()) {
-          return OutcomeResponse(store::OutcomeOfError(r.status), r.status.ToString(), id);
+          return StatusResponse(r.status, id);
         }
         std::optional<std::string> next;
         if (r.more && !r.page.empty()) next = MakeCursor(fingerprint, r.page.back().session_id);

@@ -36,6 +36,13 @@ PgParam ArrayParam(const std::vector<PgParam>& items) {
   return out;
 }
 
+PgParam TextArrayParam(const std::vector<std::string>& items) {
+  std::vector<PgParam> params;
+  params.reserve(items.size());
+  for (const std::string& item : items) params.push_back(P(item));
+  return ArrayParam(params);
+}
+
 PgResult::PgResult(pg_result* r) : r_(r) {}
 PgResult::PgResult(PgResult&& o) noexcept : r_(std::exchange(o.r_, nullptr)) {}
 PgResult& PgResult::operator=(PgResult&& o) noexcept {
@@ -284,9 +291,7 @@ Status PgConn::RunPipeline(const std::vector<PgStatement>& statements,
   const auto lost = [&](std::string_view what) {
     Status s = ErrorOf(nullptr, what);
     Break();
-    return s.message().find("unavailable") != std::string::npos
-               ? s
-               : Status::IOError("unavailable: " + s.message());
+    return IsUnavailable(s) ? s : Status::IOError("unavailable: " + s.message());
   };
   for (const PgStatement& st : statements) {
     std::vector<const char*> values(st.params.size());

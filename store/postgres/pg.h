@@ -140,6 +140,15 @@ class PgConn {
 // In the message of a call whose answer did not come within the io timeout.
 inline constexpr char kNoAnswer[] = "no answer from PostgreSQL within";
 
+// Whether `s` says the database could not be reached: a lost or refused
+// connection ("unavailable", the 503 a client gets), or no answer at all.
+inline bool IsUnavailable(const Status& s) {
+  return s.message().find("unavailable") != std::string::npos;
+}
+inline bool IsNoAnswer(const Status& s) {
+  return s.message().find(kNoAnswer) != std::string::npos;
+}
+
 // The text of an int64, for a parameter.
 inline PgParam P(int64_t v) { return std::to_string(v); }
 inline PgParam P(std::string_view v) { return std::string(v); }
@@ -149,6 +158,8 @@ PgParam P(double v);
 // one parameter that carries a whole batch (unnest).
 PgParam ArrayParam(const std::vector<PgParam>& items);
 inline PgParam Null() { return std::nullopt; }
+// ArrayParam of texts (none NULL): the keys or ids of a batch.
+PgParam TextArrayParam(const std::vector<std::string>& items);
 
 }  // namespace store
 

@@ -32,10 +32,6 @@ constexpr int64_t kMaxBackoffMs = 1000;
 
 using SteadyClock = std::chrono::steady_clock;
 
-bool Unavailable(const Status& s) {
-  return s.message().find("unavailable") != std::string::npos;
-}
-
 }  // namespace
 
 PgWriter::PgWriter(std::string uri, std::string application_name, PgWriterOptions options)
@@ -204,8 +200,10 @@ Status PgWriter::MeasureClock() {
 }
 
 void PgWriter::Probe() {
+  // A (re)connect measures the clock itself; an open connection is asked.
+  const bool open = conn_ != nullptr && conn_->ok();
   Status s = EnsureConnected();
-  if (s.ok()) s = MeasureClock();
+  if (s.ok() && open) s = MeasureClock();
   stats_.failing.store(s.ok() ? 0 : 1, std::memory_order_relaxed);
 }
 
@@ -276,15 +274,9 @@ std::vector<PgStatement> PgWriter::Preamble(const Group& group) const {
     job->AddLockKeys(&keys);
     job->AddRowLocks(&ids, &sessions);
   }
-  const auto array = [](const std::vector<std::string>& items) {
-    std::vector<PgParam> params;
-    params.reserve(items.size());
-    for (const std::string& item : items) params.push_back(P(item));
-    return ArrayParam(params);
-  };
-  if (!keys.empty()) statements.push_back({pgsql::kLockTenants, {array(keys)}});
+  if (!keys.empty()) statements.push_back({pgsql::kLockTenants, {TextArrayParam(keys)}});
   if (!ids.empty() || !sessions.empty()) {
-    statements.push_back({pgsql::kLockRows, {array(ids), array(sessions)}});
+    statements.push_back({pgsql::kLockRows, {TextArrayParam(ids), TextArrayParam(sessions)}});
   }
   return statements;
 }
@@ -339,10 +331,8 @@ Status PgWriter::BeginWithoutWaiting(Group* group) {
   std::vector<std::string> keys;
   for (const auto& job : *group) job->AddLockKeys(&keys);
   if (keys.empty()) return Status::Ok();
-  std::vector<PgParam> params;
-  for (const std::string& key : keys) params.push_back(P(key));
   PgResult held;
-  RETURN_IF_ERROR(conn_->Run(pgsql::kTryLockTenants, {ArrayParam(params)}, &held));
+  RETURN_IF_ERROR(conn_->Run(pgsql::kTryLockTenants, {TextArrayParam(keys)}, &held));
   std::set<std::string, std::less<>> not_had;
   for (int i = 0; i < held.rows(); ++i) not_had.insert(held.String(i, 0));
   if (not_had.empty()) return Status::Ok();
@@ -366,13 +356,13 @@ Status PgWriter::BeginWithoutWaiting(Group* group) {
 
 void PgWriter::CommitGroup(Group* group) {
   const auto fail_all = [&](const Status& s) {
-    if (Unavailable(s)) stats_.failing.store(1, std::memory_order_relaxed);
+    if (IsUnavailable(s)) stats_.failing.store(1, std::memory_order_relaxed);
     stats_.jobs_failed.fetch_add(group->size(), std::memory_order_relaxed);
     stats_.transactions_lost.fetch_add(1, std::memory_order_relaxed);
     for (auto& job : *group) Answer(job.get(), s);
     // No answer at all (a stalled path), or no connection to be had: what
     // is queued would wait a connect timeout more for the same answer.
-    if (down() || s.message().find(kNoAnswer) != std::string::npos) {
+    if (down() || IsNoAnswer(s)) {
       DropQueued(Status::IOError("unavailable: PostgreSQL cannot be reached from this node; not "
                                  "written"),
                  /*at_stop=*/false);
@@ -412,7 +402,7 @@ void PgWriter::CommitGroup(Group* group) {
   s = conn_->Exec("COMMIT");
   if (!s.ok()) {
     // A COMMIT that got no answer may have happened: say so.
-    return fail_all(Unavailable(s) ? Status::IOError(std::string(kCommitOutcomeUnknown) +
+    return fail_all(IsUnavailable(s) ? Status::IOError(std::string(kCommitOutcomeUnknown) +
                                                      s.message())
                                    : s);
   }

@@ -262,7 +262,7 @@ Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
     RETURN_IF_ERROR(ConnectReader(uri_, program_ + " reader", &conn));
   }
   Status s = fn(conn.get());
-  if (!s.ok() && pooled && !conn->ok() && s.message().find(kNoAnswer) == std::string::npos) {
+  if (!s.ok() && pooled && !conn->ok() && !IsNoAnswer(s)) {
     // A pooled connection can only find out on use that the server went
     // away (a restart, a failover): a read is safe to run again, once, on
     // a fresh connection, rather than answering 503 while the database is
