@@ -237,7 +237,7 @@ void Allocator::AbandonLocked(const Waiter& w, const store::Session& session) {
   }
   // Nobody will read it: handed back on the waiters' thread (or by Stop),
   // not on this writer thread. The next in line may then find it.
-  to_release_.push_back(PendingRelease{session, 0, 0});
+  to_release_.push_back(PendingRelease{session, 0, 0, base::NowMs() + w.req.lease_ms});
   wake_ = true;
   wait_cv_.Signal();
   drain_cv_.SignalAll();
@@ -253,7 +253,7 @@ void Allocator::AnswerGone(const WaiterPtr& w) {
 void Allocator::TakeDueReleasesLocked(int64_t now, std::vector<PendingRelease>* due,
                                       int64_t* next_ms) {
   for (auto it = to_release_.begin(); it != to_release_.end();) {
-    if (it->attempts > 0 && now >= it->session.lease_expires_at_ms) {
+    if (it->attempts > 0 && now >= it->give_up_ms) {
       // Failed until its lease ended: the reaper ends it now.
       stats_.abandoned_releases_failed.fetch_add(1, std::memory_order_relaxed);
       it = to_release_.erase(it);

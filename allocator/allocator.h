@@ -190,6 +190,11 @@ class Allocator {
     store::Session session;
     int attempts = 0;         // releases of it that failed so far
     int64_t next_try_ms = 0;  // not before (a failed release backs off)
+    // When its lease will have ended, on this node's clock: the session's
+    // lease_expires_at_ms is the store's (the database's on PostgreSQL,
+    // which this node's wall clock may be far from), so the lease's length
+    // is counted from here instead.
+    int64_t give_up_ms = 0;
   };
   // Takes from to_release_ the releases due at `now` into *due, drops (and
   // counts) those given up on, and lowers *next_ms to the next one's time.
