@@ -214,10 +214,10 @@ void Allocator::OnFirstClaimed(const WaiterPtr& w, store::SessionResult r) {
     }
     return AnswerGone(w);
   }
-  back();
   ClaimContext context{w->req.caller.tenant, w->req.region, w->req.pool,
                        !w->req.fallback_regions.empty()};
   FinishClaim(context, &r);
+  back();  // last: Stop may return once it is counted back
   w->done(std::move(r));
 }
 
@@ -297,9 +297,14 @@ void Allocator::OnAbandonedReleased(PendingRelease p, Outcome outcome) {
         to_release_.push_back(std::move(p));
       }
     }
+    // Woken here, under the lock: once Stop sees this release back it may
+    // return and the Allocator go, so nothing after the lock may touch it.
+    if (outcome == Outcome::kOk && any_waiters_.load()) {
+      wake_ = true;
+      wait_cv_.Signal();
+    }
     drain_cv_.SignalAll();
   }
-  if (outcome == Outcome::kOk) WakeWaiters();
 }
 
 void Allocator::EndWaits() {
@@ -383,16 +388,20 @@ void Allocator::OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r) {
       wake_ = true;
       wait_cv_.Signal();
     }
+    // Counted under the lock too: once this waiter is out of waiters_, Stop
+    // may return and the Allocator go; below the lock only w is touched.
+    if (!abandoned) {
+      if (r.outcome == Outcome::kOk) {
+        stats_.waits_served.fetch_add(1, std::memory_order_relaxed);
+      } else if (r.outcome == Outcome::kNoCapacity) {
+        stats_.waits_timed_out.fetch_add(1, std::memory_order_relaxed);
+      }
+      ClaimContext context{w->req.caller.tenant, w->req.region, w->req.pool,
+                           !w->req.fallback_regions.empty()};
+      FinishClaim(context, &r);
+    }
   }
   if (abandoned) return AnswerGone(w);
-  if (r.outcome == Outcome::kOk) {
-    stats_.waits_served.fetch_add(1, std::memory_order_relaxed);
-  } else if (r.outcome == Outcome::kNoCapacity) {
-    stats_.waits_timed_out.fetch_add(1, std::memory_order_relaxed);
-  }
-  ClaimContext context{w->req.caller.tenant, w->req.region, w->req.pool,
-                       !w->req.fallback_regions.empty()};
-  FinishClaim(context, &r);
   if (r.outcome == Outcome::kNoCapacity) {
     r.message += " after waiting " + std::to_string(base::NowMs() - w->started_ms) + " ms";
   }

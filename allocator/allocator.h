@@ -80,8 +80,10 @@ struct AllocatorStats {
 // The lifecycle itself (one atomic claim statement, compare-and-swap on the
 // fencing token) is the storage engine's. Safe from any thread; results come
 // back through callbacks on writer threads, after the commit. The storage
-// must outlive it; Stop() it (or destroy it) before the storage's writers
-// stop.
+// must outlive it; Stop() it before the storage's writers stop, and destroy
+// it after they stopped: Stop waits for the waiting claims and abandoned
+// releases it tracks, not for a plain claim, renew or release whose callback
+// (which counts it here) is still to run.
 class Allocator {
  public:
   Allocator(store::Storage* storage, AllocatorOptions options);
@@ -183,7 +185,7 @@ class Allocator {
   // released, or kept when the claim has an idempotency key. Counted.
   void AbandonLocked(const Waiter& w, const store::Session& session) REQUIRES(wait_mu_);
   // Answers a waiter whose client went away after a session was claimed for it.
-  void AnswerGone(const WaiterPtr& w);
+  static void AnswerGone(const WaiterPtr& w);  // touches only w: may run after Stop
 
   // A session claimed for a client that went away, to be released.
   struct PendingRelease {
