@@ -44,9 +44,19 @@ Outcome OutcomeOfError(const Status& s);
 
 // Who asks. An admin sees and touches every session; anyone else only the
 // sessions of its own tenant.
+// A tenant's own limits, from its line of the keys file (`max_sessions=`,
+// `claims_per_s=`, `max_waiters=`); kUnset takes the server-wide default.
+struct TenantLimits {
+  static constexpr int64_t kUnset = -2;
+  int64_t max_sessions = kUnset;  // live sessions at once (kUnlimited: none)
+  int64_t max_waiters = kUnset;   // claims waiting at once (wait_ms)
+  double claims_per_s = 0;        // new claims a second on one node; 0: no limit
+};
+
 struct Caller {
   std::string tenant = "default";
   bool admin = false;
+  TenantLimits limits;
 };
 
 // A live session, as the claim reply and GET show it. `data` is the
