@@ -2,8 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace server {
@@ -37,7 +41,118 @@ unsigned ConstantTimeDiff(const std::array<unsigned char, KeyStore::kMaxKeyBytes
 }
 
 bool IsRole(std::string_view word) {
-  return word == "admin" || word == "tenant" || word == "container";
+  return word == "admin" || word == "tenant" || word == "container" || word == "metrics";
+}
+
+// Bounds of the limits a tenant line may carry.
+constexpr int64_t kMaxSessionsLimit = 1000000000;
+constexpr int64_t kMaxWaitersLimit = 1000000;
+constexpr double kMaxClaimsPerSecond = 1000000;
+
+// The limits one tenant's lines gave, each at most once.
+struct GivenLimits {
+  std::optional<int64_t> max_sessions, max_waiters;
+  std::optional<double> claims_per_s;
+};
+
+bool ParseCount(std::string_view text, int64_t max, int64_t* out) {
+  if (text.empty() || text.size() > 12) return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size() && *out <= max;
+}
+
+// A plain decimal: digits, at most one '.', digits after it (no sign, no
+// exponent, no "inf").
+bool ParseRate(std::string_view text, double* out) {
+  if (text.empty() || text.size() > 24 || text.front() == '.' || text.back() == '.') return false;
+  int dots = 0;
+  for (char c : text) {
+    if (c == '.') {
+      ++dots;
+    } else if (c < '0' || c > '9') {
+      return false;
+    }
+  }
+  if (dots > 1) return false;
+  *out = std::strtod(std::string(text).c_str(), nullptr);
+  return *out <= kMaxClaimsPerSecond;
+}
+
+// One `name=value` field of a tenant line into *given; "" if taken, else
+// what is wrong (naming the field by its position and only known names).
+std::string ParseLimit(std::string_view word, size_t field, GivenLimits* given) {
+  const std::string where = "field " + std::to_string(field + 1) + ": ";
+  const size_t eq = word.find('=');
+  if (eq == std::string_view::npos) {
+    return where + "expected a limit as NAME=VALUE (max_sessions, claims_per_s, max_waiters)";
+  }
+  const std::string_view name = word.substr(0, eq), value = word.substr(eq + 1);
+  if (name == "max_sessions" || name == "max_waiters") {
+    const bool sessions = name == "max_sessions";
+    std::optional<int64_t>& slot = sessions ? given->max_sessions : given->max_waiters;
+    if (slot) return where + std::string(name) + " given twice on the line";
+    const int64_t max = sessions ? kMaxSessionsLimit : kMaxWaitersLimit;
+    int64_t n = 0;
+    if (!ParseCount(value, max, &n)) {
+      return where + std::string(name) + " must be a whole number from 0 to " +
+             std::to_string(max) + (sessions ? " (0: unlimited)" : "");
+    }
+    slot = n;
+    return "";
+  }
+  if (name == "claims_per_s") {
+    if (given->claims_per_s) return where + "claims_per_s given twice on the line";
+    double rate = 0;
+    if (!ParseRate(value, &rate)) {
+      return where + "claims_per_s must be a number from 0 to 1000000, like 20 or 0.5 (0: none)";
+    }
+    given->claims_per_s = rate;
+    return "";
+  }
+  return where + "unknown limit; the limits are max_sessions, claims_per_s, max_waiters";
+}
+
+// True if `word` looks like a limit (NAME=...), for a clearer refusal of one
+// on a line that takes none.
+bool LooksLikeLimit(std::string_view word) {
+  for (std::string_view name : {"max_sessions=", "claims_per_s=", "max_waiters="}) {
+    if (word.substr(0, name.size()) == name) return true;
+  }
+  return false;
+}
+
+// Folds one line's limits into the tenant's; "" if they agree with what
+// earlier lines gave, else which limit conflicts.
+std::string MergeLimits(const GivenLimits& line, GivenLimits* tenant) {
+  auto merge = [](const auto& from, auto* into, const char* name) -> std::string {
+    if (!from) return "";
+    if (*into && **into != *from) {
+      return std::string(name) +
+             " differs from the value an earlier line gave the same tenant; a tenant's limits "
+             "are its own, whichever of its keys is used: give each once, or the same on every "
+             "line";
+    }
+    *into = from;
+    return "";
+  };
+  std::string error = merge(line.max_sessions, &tenant->max_sessions, "max_sessions");
+  if (error.empty()) error = merge(line.claims_per_s, &tenant->claims_per_s, "claims_per_s");
+  if (error.empty()) error = merge(line.max_waiters, &tenant->max_waiters, "max_waiters");
+  return error;
+}
+
+store::TenantLimits LimitsOfGiven(const GivenLimits& given) {
+  store::TenantLimits limits;
+  if (given.max_sessions) {
+    // 0 is unlimited, as for --max-sessions-per-tenant.
+    limits.max_sessions = *given.max_sessions == 0 ? store::kUnlimited : *given.max_sessions;
+  }
+  if (given.max_waiters) limits.max_waiters = *given.max_waiters;
+  if (given.claims_per_s) limits.claims_per_s = *given.claims_per_s;
+  return limits;
 }
 
 bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) {
@@ -58,6 +173,11 @@ bool Principal::MayReport(std::string_view id) const {
     return id.substr(0, prefix.size()) == prefix;
   }
   return id == report_ids;
+}
+
+store::TenantLimits KeyStore::LimitsOf(const std::string& tenant) const {
+  auto it = tenants_.find(tenant);
+  return it == tenants_.end() ? store::TenantLimits{} : it->second;
 }
 
 size_t KeyStore::unscoped_container_keys() const {
@@ -96,6 +216,7 @@ store::Status KeyStore::Parse(std::string_view text, const std::string& name, Ke
   constexpr std::string_view kBom = "\xEF\xBB\xBF";
   if (text.substr(0, kBom.size()) == kBom) text.remove_prefix(kBom.size());
   KeyStore result;
+  std::map<std::string, GivenLimits> given;  // every tenant a line names
   int line_no = 0;
   size_t pos = 0;
   while (pos <= text.size()) {
@@ -111,9 +232,16 @@ store::Status KeyStore::Parse(std::string_view text, const std::string& name, Ke
     // No message below may quote a field: with its columns swapped or split
     // oddly, any field of the line may be the key.
     std::string where = name + ":" + std::to_string(line_no) + ": ";
-    if (w.size() < 2 || w.size() > 3) {
-      return store::Status::InvalidArgument(where + std::to_string(w.size()) +
-                                            " fields; expected 'key role [tenant or ids]'");
+    if (w.size() < 2 || (w.size() > 3 && w[1] != "tenant")) {
+      if (w.size() > 3 && w[1] == "admin" &&
+          std::any_of(w.begin() + 2, w.end(), [](const std::string& x) { return LooksLikeLimit(x); })) {
+        return store::Status::InvalidArgument(
+            where + "limits are given on tenant lines only ('key tenant NAME max_sessions=N'); "
+                    "an admin key naming that tenant has them too");
+      }
+      return store::Status::InvalidArgument(
+          where + std::to_string(w.size()) +
+          " fields; expected 'key role [tenant or ids]', or 'key tenant NAME [limits]'");
     }
     Entry e;
     if (w[0].size() > kMaxKeyBytes) {
@@ -130,13 +258,29 @@ store::Status KeyStore::Parse(std::string_view text, const std::string& name, Ke
       }
     } else if (w[1] == "container") {
       e.who.role = Role::kContainer;
+    } else if (w[1] == "metrics") {
+      e.who.role = Role::kMetrics;
+      if (w.size() > 2) {
+        return store::Status::InvalidArgument(
+            where + "a metrics key takes no third field: 'key metrics'");
+      }
     } else if (IsRole(w[0])) {
       return store::Status::InvalidArgument(
           where + "the first field is a role and the second is not: columns swapped? A line is "
-                  "'key role [tenant or ids]', roles admin, tenant, container");
+                  "'key role [tenant or ids]', roles admin, tenant, container, metrics");
     } else {
       return store::Status::InvalidArgument(
-          where + "the second field is not a role: one of admin, tenant, container");
+          where + "the second field is not a role: one of admin, tenant, container, metrics");
+    }
+    if (w.size() == 3 && e.who.role == Role::kAdmin && LooksLikeLimit(w[2])) {
+      return store::Status::InvalidArgument(
+          where + "limits are given on tenant lines only ('key tenant NAME max_sessions=N'); an "
+                  "admin key naming that tenant has them too");
+    }
+    GivenLimits line_limits;
+    for (size_t i = 3; i < w.size(); ++i) {
+      std::string error = ParseLimit(w[i], i, &line_limits);
+      if (!error.empty()) return store::Status::InvalidArgument(where + error);
     }
     if (w.size() == 3 && e.who.role == Role::kContainer) {
       const std::string& ids = w[2];
@@ -150,7 +294,11 @@ store::Status KeyStore::Parse(std::string_view text, const std::string& name, Ke
                     "'*' ('key container weur-1*')");
       }
       e.who.report_ids = ids;
-    } else if (w.size() == 3) {
+    } else if (w.size() >= 3) {
+      if (LooksLikeLimit(w[2])) {
+        return store::Status::InvalidArgument(
+            where + "the third field is a limit, not a tenant name: 'key tenant NAME [limits]'");
+      }
       if (w[2].size() > 256) {
         return store::Status::InvalidArgument(where + "tenant name longer than 256 characters");
       }
@@ -162,6 +310,8 @@ store::Status KeyStore::Parse(std::string_view text, const std::string& name, Ke
                     "give the tenant another name");
       }
       e.who.tenant = w[2];
+      std::string error = MergeLimits(line_limits, &given[e.who.tenant]);
+      if (!error.empty()) return store::Status::InvalidArgument(where + error);
     }
     std::copy(w[0].begin(), w[0].end(), e.bytes.begin());
     e.length = w[0].size();
@@ -169,11 +319,20 @@ store::Status KeyStore::Parse(std::string_view text, const std::string& name, Ke
     if (result.Lookup(w[0], &ignored)) {
       return store::Status::InvalidArgument(where + "the same key appears twice");
     }
+    result.metrics_keys_ += e.who.role == Role::kMetrics;
     result.keys_.push_back(std::move(e));
     if (pos > text.size()) break;
   }
   if (result.keys_.empty()) {
     return store::Status::InvalidArgument(name + ": no keys; a keys file needs at least one line");
+  }
+  // The limits are the tenant's, whichever line gave them.
+  for (const auto& [tenant, limits] : given) result.tenants_[tenant] = LimitsOfGiven(limits);
+  for (Entry& entry : result.keys_) {
+    auto it = result.tenants_.find(entry.who.tenant);
+    if (it != result.tenants_.end() && entry.who.role != Role::kContainer) {
+      entry.who.limits = it->second;
+    }
   }
   *out = std::move(result);
   return store::Status::Ok();
@@ -199,6 +358,8 @@ bool KeyStore::Lookup(std::string_view key, Principal* who) const {
 AuthVerdict Authorize(const KeyStore& keys, std::string_view authorization, Access access,
                       Principal* who) {
   if (access == Access::kPublic) return AuthVerdict::kAllowed;
+  // /metrics is public until a metrics key is configured.
+  if (access == Access::kMetrics && !keys.has_metrics_keys()) return AuthVerdict::kAllowed;
   if (!keys.configured()) {
     *who = Principal{};  // the admin of tenant "default", any id
     return AuthVerdict::kAllowed;
@@ -221,6 +382,10 @@ AuthVerdict Authorize(const KeyStore& keys, std::string_view authorization, Acce
     case Access::kAdmin: ok = p.role == Role::kAdmin; break;
     case Access::kTenant: ok = p.role == Role::kAdmin || p.role == Role::kTenant; break;
     case Access::kContainer: ok = p.role == Role::kAdmin || p.role == Role::kContainer; break;
+    case Access::kCapacity:
+      ok = p.role == Role::kAdmin || p.role == Role::kTenant || p.role == Role::kMetrics;
+      break;
+    case Access::kMetrics: ok = p.role == Role::kAdmin || p.role == Role::kMetrics; break;
   }
   if (!ok) return AuthVerdict::kForbidden;
   *who = p;

@@ -3,22 +3,30 @@
 
 #include <array>
 #include <cstddef>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "store/status.h"
+#include "store/types.h"
 
 namespace server {
 
-enum class Role { kAdmin, kTenant, kContainer };
+// kMetrics: a scraper's key (`KEY metrics`): /metrics and the capacity
+// reads the dashboard makes, nothing else.
+enum class Role { kAdmin, kTenant, kContainer, kMetrics };
 
 // What a route asks of its caller.
 enum class Access {
-  kPublic,     // no key needed (/healthz, /readyz, /metrics, /dashboard)
+  kPublic,     // no key needed (/healthz, /readyz, /dashboard)
   kAdmin,      // admin only (containers)
-  kTenant,     // tenant or admin (sessions, capacity)
+  kTenant,     // tenant or admin (sessions)
   kContainer,  // container or admin (heartbeats)
+  kCapacity,   // tenant, admin or metrics (capacity and its history)
+  // /metrics: no key needed unless the keys file has a metrics key; then a
+  // metrics or an admin key.
+  kMetrics,
 };
 
 // Who a request comes from, once its key is known.
@@ -28,6 +36,9 @@ struct Principal {
   // Container keys only: the ids the key may report heartbeats for, an exact
   // id or a prefix ending in '*'; empty for any id (an unscoped key).
   std::string report_ids;
+  // The limits of `tenant` from the keys file (every key of that tenant,
+  // admin keys naming it too, gets the same); unset where none were given.
+  store::TenantLimits limits;
 
   // True if this caller may send heartbeats naming container `id`: always
   // for an admin or an unscoped container key; else if `id` fits report_ids.
@@ -60,14 +71,23 @@ class KeyStore {
   // Parses the text of a keys file. A pure function of its arguments (no I/O,
   // no globals), so it can be fuzzed. One key a line:
   //   key admin [tenant]
-  //   key tenant TENANT
+  //   key tenant TENANT [LIMIT=VALUE ...]
   //   key container [IDS]   IDS: an exact container id, or a prefix ending
   //                         in '*' ("weur-1*"); without it, any id
+  //   key metrics           may read /metrics (and capacity), nothing else
+  // LIMITs, each at most once a line: max_sessions=N (0 to 1e9, 0 unlimited;
+  // overrides --max-sessions-per-tenant), claims_per_s=R (a decimal number,
+  // 0 to 1e6, 0 none; new claims a second on this node, burst R),
+  // max_waiters=N (0 to 1e6; claims waiting at once, overriding
+  // --max-claim-waiters-per-tenant). The limits are the tenant's: given on
+  // one of its lines they hold for all its keys (admin keys naming it too);
+  // the same limit given on two of its lines must have the same value.
   // `#` starts a comment; blank lines are ignored; a UTF-8 byte order mark at
   // the very start is skipped. Returns Ok and sets *out; else InvalidArgument
   // naming `name`, the line number and what is wrong, and *out is untouched.
   // A message never holds any text of the file (a key could be anywhere in a
-  // malformed line, e.g. with its columns swapped).
+  // malformed line, e.g. with its columns swapped), only the names of known
+  // limits.
   static store::Status Parse(std::string_view text, const std::string& name, KeyStore* out);
 
   // False in open mode.
@@ -75,6 +95,13 @@ class KeyStore {
   size_t size() const { return keys_.size(); }
   // Container keys without an ids pattern: each may report any container.
   size_t unscoped_container_keys() const;
+  // True if a `metrics` key is configured: /metrics then asks for a key.
+  bool has_metrics_keys() const { return metrics_keys_ > 0; }
+  // Every tenant a key of the file names (tenant keys, admin keys naming
+  // one), with its limits (unset where none were given), by name.
+  const std::map<std::string, store::TenantLimits>& tenants() const { return tenants_; }
+  // The limits of `tenant`: unset for a tenant the file does not name.
+  store::TenantLimits LimitsOf(const std::string& tenant) const;
 
   // Finds the key; true and *who set if known. Takes the same time whatever
   // the key and wherever it differs (every stored key is compared in full).
@@ -87,6 +114,8 @@ class KeyStore {
     Principal who;
   };
   std::vector<Entry> keys_;
+  std::map<std::string, store::TenantLimits> tenants_;
+  size_t metrics_keys_ = 0;
 };
 
 // Outcome of checking a request against a route's Access.

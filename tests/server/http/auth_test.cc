@@ -225,5 +225,124 @@ TEST_CASE("auth: a container key's third field is the ids it may report, exact o
   CHECK(keys.unscoped_container_keys() == 0);
 }
 
+TEST_CASE("auth: a tenant line may carry its limits, which hold for every key of the tenant") {
+  KeyStore keys;
+  store::Status s = KeyStore::Parse(
+      "a admin\n"
+      "ops admin acme                # an admin key naming acme\n"
+      "k2 tenant acme max_sessions=50 claims_per_s=20 max_waiters=100\n"
+      "k3 tenant acme claims_per_s=20   # the same value again: fine\n"
+      "k4 tenant bolt claims_per_s=0.5\n"
+      "k5 tenant free max_sessions=0\n"
+      "k6 tenant plain\n"
+      "k7 container\n",
+      "keys", &keys);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  Principal who;
+  for (const char* key : {"k2", "k3", "ops"}) {
+    INFO(key);
+    REQUIRE(keys.Lookup(key, &who));
+    CHECK(who.tenant == "acme");
+    CHECK(who.limits.max_sessions == 50);
+    CHECK(who.limits.claims_per_s == 20);
+    CHECK(who.limits.max_waiters == 100);
+  }
+  REQUIRE(keys.Lookup("k4", &who));
+  CHECK(who.limits.claims_per_s == 0.5);
+  CHECK(who.limits.max_sessions == store::TenantLimits::kUnset);
+  CHECK(who.limits.max_waiters == store::TenantLimits::kUnset);
+  REQUIRE(keys.Lookup("k5", &who));
+  CHECK(who.limits.max_sessions == store::kUnlimited);  // 0: unlimited, as the flag's
+  REQUIRE(keys.Lookup("k6", &who));
+  CHECK(who.limits.max_sessions == store::TenantLimits::kUnset);
+  CHECK(who.limits.claims_per_s == 0);
+  REQUIRE(keys.Lookup("a", &who));
+  CHECK(who.limits.max_sessions == store::TenantLimits::kUnset);
+  // The tenants the file names, and only those (admin "default" is not one).
+  CHECK(keys.tenants().size() == 4);
+  CHECK(keys.tenants().count("acme") == 1);
+  CHECK(keys.tenants().count("default") == 0);
+  CHECK(keys.LimitsOf("acme").max_sessions == 50);
+  CHECK(keys.LimitsOf("nobody").max_sessions == store::TenantLimits::kUnset);
+  CHECK(keys.LimitsOf("nobody").claims_per_s == 0);
+}
+
+TEST_CASE("auth: a bad limit is refused naming its line, never a key or an unknown name") {
+  struct Case {
+    const char* line;
+    const char* says;
+  } cases[] = {
+      {"SECRETK tenant acme max_session=5\n", "unknown limit"},
+      {"SECRETK tenant acme SECRETX=5\n", "unknown limit"},
+      {"SECRETK tenant acme max_sessions\n", "NAME=VALUE"},
+      {"SECRETK tenant acme max_sessions=-1\n", "whole number"},
+      {"SECRETK tenant acme max_sessions=1.5\n", "whole number"},
+      {"SECRETK tenant acme max_sessions=\n", "whole number"},
+      {"SECRETK tenant acme max_sessions=9999999999999\n", "whole number"},
+      {"SECRETK tenant acme max_waiters=2000000\n", "whole number"},
+      {"SECRETK tenant acme claims_per_s=fast\n", "claims_per_s must be a number"},
+      {"SECRETK tenant acme claims_per_s=1e3\n", "claims_per_s must be a number"},
+      {"SECRETK tenant acme claims_per_s=inf\n", "claims_per_s must be a number"},
+      {"SECRETK tenant acme claims_per_s=-2\n", "claims_per_s must be a number"},
+      {"SECRETK tenant acme claims_per_s=2000000\n", "claims_per_s must be a number"},
+      {"SECRETK tenant acme max_sessions=1 max_sessions=1\n", "given twice"},
+      {"SECRETK tenant max_sessions=1\n", "not a tenant name"},
+      {"SECRETK admin max_sessions=1\n", "tenant lines only"},
+      {"SECRETK admin acme max_sessions=1\n", "tenant lines only"},
+      {"SECRETK container w-1 max_sessions=1\n", "fields"},
+      {"SECRETK metrics max_sessions=1\n", "no third field"},
+  };
+  for (const Case& c : cases) {
+    for (const std::string& text :
+         {std::string(c.line), "k0 tenant acme\n\n" + std::string(c.line)}) {
+      INFO(text);
+      KeyStore keys;
+      store::Status s = KeyStore::Parse(text, "keys.txt", &keys);
+      REQUIRE(s.IsInvalidArgument());
+      CHECK_THAT(s.message(), Catch::Contains(text[0] == 'k' ? "keys.txt:3:" : "keys.txt:1:"));
+      CHECK_THAT(s.message(), Catch::Contains(c.says));
+      CHECK(s.message().find("SECRET") == std::string::npos);
+    }
+  }
+  // Two lines of one tenant may not disagree: its limits are its own,
+  // whichever key claims.
+  KeyStore keys;
+  store::Status s = KeyStore::Parse(
+      "k1 tenant acme max_sessions=5\nk2 tenant bolt max_sessions=7\nk3 tenant acme max_sessions=6\n",
+      "keys", &keys);
+  REQUIRE(s.IsInvalidArgument());
+  CHECK_THAT(s.message(), Catch::Contains("keys:3:"));
+  CHECK_THAT(s.message(), Catch::Contains("max_sessions differs"));
+}
+
+TEST_CASE("auth: /metrics is public until a metrics key is configured, then metrics or admin") {
+  KeyStore without;
+  REQUIRE(KeyStore::Parse(kKeys, "keys", &without).ok());
+  CHECK_FALSE(without.has_metrics_keys());
+  Principal who;
+  CHECK(Authorize(without, "", Access::kMetrics, &who) == AuthVerdict::kAllowed);
+
+  KeyStore keys;
+  REQUIRE(KeyStore::Parse(std::string(kKeys) + "scrape-key metrics\n", "keys", &keys).ok());
+  CHECK(keys.has_metrics_keys());
+  CHECK(Authorize(keys, "", Access::kMetrics, &who) == AuthVerdict::kUnauthorized);
+  CHECK(Authorize(keys, "Bearer nope", Access::kMetrics, &who) == AuthVerdict::kUnauthorized);
+  CHECK(Authorize(keys, "Bearer scrape-key", Access::kMetrics, &who) == AuthVerdict::kAllowed);
+  CHECK(who.role == Role::kMetrics);
+  CHECK(Authorize(keys, "Bearer adm-key", Access::kMetrics, &who) == AuthVerdict::kAllowed);
+  CHECK(Authorize(keys, "Bearer ten-a", Access::kMetrics, &who) == AuthVerdict::kForbidden);
+  CHECK(Authorize(keys, "Bearer box-key", Access::kMetrics, &who) == AuthVerdict::kForbidden);
+  // A metrics key reads capacity too (the dashboard), and nothing else.
+  CHECK(Authorize(keys, "Bearer scrape-key", Access::kCapacity, &who) == AuthVerdict::kAllowed);
+  CHECK(Authorize(keys, "Bearer ten-a", Access::kCapacity, &who) == AuthVerdict::kAllowed);
+  CHECK(Authorize(keys, "Bearer box-key", Access::kCapacity, &who) == AuthVerdict::kForbidden);
+  for (Access a : {Access::kTenant, Access::kAdmin, Access::kContainer}) {
+    CHECK(Authorize(keys, "Bearer scrape-key", a, &who) == AuthVerdict::kForbidden);
+  }
+  // Open mode: everything is open, /metrics too.
+  CHECK(Authorize(KeyStore{}, "", Access::kMetrics, &who) == AuthVerdict::kAllowed);
+}
+
 }  // namespace
 }  // namespace server
