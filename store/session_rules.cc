@@ -28,4 +28,9 @@ Status ExplainFailedCas(const Caller& caller, const std::string& id, int64_t tok
   return Status::Ok();
 }
 
+int64_t TenantQuota(const ClaimPolicy& policy, const Caller& caller) {
+  return caller.limits.max_sessions != TenantLimits::kUnset ? caller.limits.max_sessions
+                                                            : policy.max_sessions_per_tenant;
+}
+
 }  // namespace store

@@ -32,6 +32,12 @@ std::optional<SessionResult> RefuseSessionRead(const Caller& caller, const std::
 Status ExplainFailedCas(const Caller& caller, const std::string& id, int64_t token,
                         const StoredSession* stored, int64_t now_ms, SessionResult* out);
 
+// The most live sessions `caller`'s tenant may hold: its own max_sessions
+// (TenantLimits, from the keys file) when set, else the policy's
+// max_sessions_per_tenant; kUnlimited for none. What every engine's claim
+// counts against and names in its quota refusal.
+int64_t TenantQuota(const ClaimPolicy& policy, const Caller& caller);
+
 }  // namespace store
 
 #endif  // EDGEALLOC_STORE_SESSION_RULES_H_

@@ -148,15 +148,18 @@ void PostgresStorage::Claim(ClaimRequest req, SessionCallback done) {
     return done(Failed<SessionResult>(Outcome::kError, "no session id: " + s.ToString() + "; retry"));
   }
   auto request = std::make_shared<ClaimRequest>(std::move(req));
+  // The tenant's own quota (its keys-file max_sessions) or the server's.
+  ClaimPolicy policy = policy_;
+  policy.max_sessions_per_tenant = TenantQuota(policy_, request->caller);
   // The tenant's quota lock, taken by the writer before the group's jobs.
   std::string lock_key =
-      policy_.max_sessions_per_tenant != kUnlimited ? request->caller.tenant : std::string();
+      policy.max_sessions_per_tenant != kUnlimited ? request->caller.tenant : std::string();
   // No time is taken here: the statements read the database's clock when
   // they run (lifecycle_sql.h), however long the claim waited in the queue.
-  PgStatement first = FirstOfClaim(*request, policy_, session_id);
+  PgStatement first = FirstOfClaim(*request, policy, session_id);
   Submit<SessionResult>(
-      [this, request, session_id](PgConn* conn, SessionResult* out) {
-        return ClaimRegions(conn, *request, policy_, session_id, out);
+      [request, session_id, policy](PgConn* conn, SessionResult* out) {
+        return ClaimRegions(conn, *request, policy, session_id, out);
       },
       std::move(done), std::move(lock_key), std::move(first));
 }

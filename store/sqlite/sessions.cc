@@ -229,7 +229,7 @@ void SqliteStorage::RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t first
   size_t last = first + 1;
   while (last < attempt->regions.size() && map_.ShardOf(attempt->regions[last]) == shard) ++last;
 
-  int64_t quota = policy_.max_sessions_per_tenant;
+  int64_t quota = TenantQuota(policy_, attempt->req.caller);
   if (quota != kUnlimited && map_.shards() > 1) {
     // The statement counts this shard's sessions; the other shards' share is
     // read here, from committed state, and taken off the quota. An unread

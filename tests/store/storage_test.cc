@@ -120,6 +120,44 @@ TEST_CASE("storage: an idempotent retry is the same session, a quota holds, fall
   CHECK(fell_back.session.container_id == "n1");
 }
 
+// A tenant line of the keys file may carry max_sessions=N: the caller's own
+// limit wins over the server's --max-sessions-per-tenant, lower or higher.
+TEST_CASE("storage: a tenant's own max_sessions overrides the server's quota, either way") {
+  const std::string engine = EDGEALLOC_ENGINES_AND_SHARDS;
+  store::ClaimPolicy policy;
+  policy.max_sessions_per_tenant = 2;
+  Engine e(engine, policy);
+  Register(e.storage.get(), {"w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "w10"});
+  Register(e.storage.get(), {"n1", "n2", "n3", "n4"}, "wnam");
+  auto claim = [&](const std::string& tenant, int64_t own, const std::string& region) {
+    store::ClaimRequest req;
+    req.caller.tenant = tenant;
+    req.caller.limits.max_sessions = own;
+    req.region = region;
+    req.pool = "p";
+    req.lease_ms = 60000;
+    return Await<store::SessionResult>([&](auto cb) { e->Claim(std::move(req), cb); });
+  };
+  // Lower than the server's: one, whichever region (shard) the next asks.
+  CHECK(Name(claim("small", 1, "weur").outcome) == "ok");
+  CHECK(Name(claim("small", 1, "wnam").outcome) == "quota_exceeded");
+  CHECK(Name(claim("small", 1, "weur").outcome) == "quota_exceeded");
+  // Higher than the server's: four, across regions.
+  CHECK(Name(claim("big", 4, "weur").outcome) == "ok");
+  CHECK(Name(claim("big", 4, "wnam").outcome) == "ok");
+  CHECK(Name(claim("big", 4, "weur").outcome) == "ok");
+  CHECK(Name(claim("big", 4, "wnam").outcome) == "ok");
+  CHECK(Name(claim("big", 4, "weur").outcome) == "quota_exceeded");
+  // Unlimited for one tenant although the server has a quota.
+  CHECK(Name(claim("free", store::kUnlimited, "weur").outcome) == "ok");
+  CHECK(Name(claim("free", store::kUnlimited, "wnam").outcome) == "ok");
+  CHECK(Name(claim("free", store::kUnlimited, "weur").outcome) == "ok");
+  // Unset: the server's quota of 2.
+  CHECK(Name(claim("plain", store::TenantLimits::kUnset, "weur").outcome) == "ok");
+  CHECK(Name(claim("plain", store::TenantLimits::kUnset, "wnam").outcome) == "ok");
+  CHECK(Name(claim("plain", store::TenantLimits::kUnset, "weur").outcome) == "quota_exceeded");
+}
+
 TEST_CASE("storage: drain, remove, and tokens that only grow across delete and register") {
   Engine e(EDGEALLOC_ENGINES);
   Register(e.storage.get(), {"c1", "c2"});
