@@ -4,6 +4,8 @@
 #include <cassert>
 #include <chrono>
 #include <iterator>
+#include <map>
+#include <set>
 #include <utility>
 
 #include "base/clock.h"
@@ -61,12 +63,14 @@ void Allocator::Stop() {
     base::MutexLock lock(&wait_mu_);
     for (auto& [key, queue] : waiters_) {
       for (auto& w : queue) {
-        if (!w->in_flight) left.push_back(w);
+        if (!w->in_flight) {
+          left.push_back(w);
+          UncountLocked(*w);
+        }
       }
       std::erase_if(queue, [](const WaiterPtr& w) { return !w->in_flight; });
     }
     std::erase_if(waiters_, [](const auto& entry) { return entry.second.empty(); });
-    stats_.waiting.fetch_sub(static_cast<int64_t>(left.size()), std::memory_order_relaxed);
   }
   for (const auto& w : left) AnswerWaiter(w, Outcome::kNoCapacity, "");
   DrainAtStop();
@@ -167,6 +171,11 @@ void Allocator::FinishClaim(const ClaimContext& req, store::SessionResult* r) {
 }
 
 void Allocator::CountPoolClaim(const std::string& region, const std::string& pool, bool ok) {
+  // A session's pool exists; a refused claim may name any made-up one.
+  if (!ok && pool_exists_ && !pool_exists_(region, pool)) {
+    stats_.claims_unknown_pool.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   base::MutexLock lock(&pool_claims_mu_);
   auto it = pool_claims_.find(PoolKey(region, pool));
   if (it == pool_claims_.end()) {
@@ -318,28 +327,78 @@ void Allocator::EndWaits() {
   wait_cv_.SignalAll();
 }
 
+std::vector<PoolKey> Allocator::PoolsOf(const Waiter& w) {
+  std::vector<PoolKey> pools;
+  pools.reserve(1 + w.req.fallback_regions.size());
+  pools.emplace_back(w.req.region, w.req.pool);
+  for (const auto& region : w.req.fallback_regions) pools.emplace_back(region, w.req.pool);
+  return pools;
+}
+
+std::string Allocator::OverBoundLocked(const Waiter& w) {
+  auto it = waiters_.find(PoolKey(w.req.region, w.req.pool));
+  if (it != waiters_.end() &&
+      it->second.size() >= static_cast<size_t>(options_.max_waiters_per_pool)) {
+    return std::to_string(options_.max_waiters_per_pool) + " claims already wait for pool " +
+           w.req.pool + " of region " + w.req.region + " (--max-claim-waiters)";
+  }
+  const store::TenantLimits& limits = w.req.caller.limits;
+  const bool own = limits.max_waiters != store::TenantLimits::kUnset;
+  const int64_t tenant_bound = own ? limits.max_waiters : options_.max_waiters_per_tenant;
+  auto t = tenant_waiting_.find(w.req.caller.tenant);
+  const int64_t tenant_has = t == tenant_waiting_.end() ? 0 : t->second;
+  if (tenant_has + w.cost > tenant_bound) {
+    return "tenant " + w.req.caller.tenant + " already has " + std::to_string(tenant_has) +
+           " of its " + std::to_string(tenant_bound) +
+           " waiting claims (a claim counts once per region it names; " +
+           (own ? "its max_waiters in the keys file)" : "--max-claim-waiters-per-tenant)");
+  }
+  if (total_waiting_ + w.cost > options_.max_waiters_total) {
+    return std::to_string(total_waiting_) + " of " + std::to_string(options_.max_waiters_total) +
+           " waiting claims are taken (--max-claim-waiters-total)";
+  }
+  return "";
+}
+
+void Allocator::UncountLocked(const Waiter& w) {
+  stats_.waiting.fetch_sub(1, std::memory_order_relaxed);
+  total_waiting_ -= w.cost;
+  auto t = tenant_waiting_.find(w.req.caller.tenant);
+  if (t != tenant_waiting_.end() && (t->second -= w.cost) <= 0) tenant_waiting_.erase(t);
+}
+
+int64_t Allocator::WaitingOf(const std::string& tenant) const {
+  base::MutexLock lock(&wait_mu_);
+  auto t = tenant_waiting_.find(tenant);
+  return t == tenant_waiting_.end() ? 0 : t->second;
+}
+
 void Allocator::Enqueue(WaiterPtr w) {
   bool ended = false;
+  std::string refused;
+  w->cost = 1 + static_cast<int64_t>(w->req.fallback_regions.size());
   {
     base::MutexLock lock(&wait_mu_);
     ended = wait_stop_;
     if (!wait_stop_) {
-      auto& queue = waiters_[PoolKey(w->req.region, w->req.pool)];
-      if (queue.size() < static_cast<size_t>(options_.max_waiters_per_pool)) {
-        queue.push_back(std::move(w));
+      refused = OverBoundLocked(*w);
+      if (refused.empty()) {
+        waiters_[PoolKey(w->req.region, w->req.pool)].push_back(w);
         stats_.waiting.fetch_add(1, std::memory_order_relaxed);
+        total_waiting_ += w->cost;
+        tenant_waiting_[w->req.caller.tenant] += w->cost;
         any_waiters_.store(true);
+        // Probed at once: a claim for a pool nobody registered never waits.
+        wake_ = true;
+        wait_cv_.Signal();
         return;
       }
-      if (queue.empty()) waiters_.erase(PoolKey(w->req.region, w->req.pool));
     }
   }
   // Stopping: nothing waits any more; the claim found nothing.
   if (ended) return AnswerWaiter(w, Outcome::kNoCapacity, "");
   stats_.waits_refused.fetch_add(1, std::memory_order_relaxed);
-  AnswerWaiter(w, Outcome::kOverloaded,
-               std::to_string(options_.max_waiters_per_pool) + " claims already wait for pool " +
-                   w->req.pool + " of region " + w->req.region + " (--max-claim-waiters)");
+  AnswerWaiter(w, Outcome::kOverloaded, std::move(refused));
 }
 
 void Allocator::AnswerWaiter(const WaiterPtr& w, Outcome outcome, std::string message) {
@@ -370,7 +429,7 @@ void Allocator::OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r) {
       for (auto q = queue.begin(); q != queue.end(); ++q) {
         if (*q == w) {
           queue.erase(q);
-          stats_.waiting.fetch_sub(1, std::memory_order_relaxed);
+          UncountLocked(*w);
           break;
         }
       }
@@ -417,8 +476,9 @@ void Allocator::WakeWaiters() {
 
 void Allocator::WaiterLoop() {
   for (;;) {
-    std::vector<WaiterPtr> to_try, timed_out, gone, stopping;
+    std::vector<WaiterPtr> timed_out, gone, stopping, unregistered, to_try;
     std::vector<PendingRelease> releases;
+    std::vector<store::PoolProbe> probes;
     bool stop = false;
     {
       base::MutexLock lock(&wait_mu_);
@@ -436,6 +496,7 @@ void Allocator::WaiterLoop() {
       const int64_t now = base::NowMs();
       int64_t next_ms = now;  // unused here: the wait above looks again
       TakeDueReleasesLocked(now, &releases, &next_ms);
+      std::set<PoolKey> to_probe;
       for (auto it = waiters_.begin(); it != waiters_.end();) {
         auto& queue = it->second;
         for (auto q = queue.begin(); q != queue.end();) {
@@ -451,20 +512,25 @@ void Allocator::WaiterLoop() {
             out = &timed_out;
           }
           if (out == nullptr) {
+            // New ones are probed for being registered at all.
+            if (!w->in_flight && !w->probed) {
+              for (auto& key : PoolsOf(*w)) to_probe.insert(std::move(key));
+            }
             ++q;
             continue;
           }
           out->push_back(w);
+          UncountLocked(*w);
           q = queue.erase(q);
-          stats_.waiting.fetch_sub(1, std::memory_order_relaxed);
         }
+        // The first in line is probed for a container it could take.
         if (!stop && !queue.empty() && !queue.front()->in_flight) {
-          queue.front()->in_flight = true;
-          to_try.push_back(queue.front());
+          for (auto& key : PoolsOf(*queue.front())) to_probe.insert(std::move(key));
         }
         it = queue.empty() ? waiters_.erase(it) : std::next(it);
       }
       any_waiters_.store(!waiters_.empty());
+      for (const auto& [region, pool] : to_probe) probes.push_back({region, pool});
     }
     for (const auto& w : timed_out) {
       stats_.waits_timed_out.fetch_add(1, std::memory_order_relaxed);
@@ -476,10 +542,74 @@ void Allocator::WaiterLoop() {
     }
     for (const auto& w : stopping) AnswerWaiter(w, Outcome::kNoCapacity, "");
     SubmitReleases(std::move(releases));
+    if (stop) return;
+    if (probes.empty()) continue;
+
+    // One read for every waiting pool, off the write path. A failed probe
+    // leaves the waiters as they are and lets the first in line of each
+    // pool claim, as if every pool could serve: correct, only dearer.
+    stats_.wait_probes.fetch_add(1, std::memory_order_relaxed);
+    const bool probed = storage_->ProbePools(&probes).ok();
+    if (!probed) stats_.wait_probes_failed.fetch_add(1, std::memory_order_relaxed);
+    std::map<PoolKey, const store::PoolProbe*> seen;
+    for (const auto& p : probes) seen.emplace(PoolKey(p.region, p.pool), &p);
+    auto all_probed = [&](const Waiter& w) {
+      for (const auto& key : PoolsOf(w)) {
+        if (!seen.contains(key)) return false;  // queued since: the next round
+      }
+      return true;
+    };
+    auto any_of = [&](const Waiter& w, bool store::PoolProbe::*field) {
+      for (const auto& key : PoolsOf(w)) {
+        auto it = seen.find(key);
+        if (it != seen.end() && it->second->*field) return true;
+      }
+      return false;
+    };
+    {
+      base::MutexLock lock(&wait_mu_);
+      for (auto it = waiters_.begin(); it != waiters_.end();) {
+        auto& queue = it->second;
+        for (auto q = queue.begin(); q != queue.end();) {
+          const WaiterPtr& w = *q;
+          if (w->in_flight || w->probed || !probed || !all_probed(*w)) {
+            if (!probed) w->probed = true;
+            ++q;
+            continue;
+          }
+          if (!any_of(*w, &store::PoolProbe::registered)) {
+            unregistered.push_back(w);
+            UncountLocked(*w);
+            q = queue.erase(q);
+            continue;
+          }
+          w->probed = true;
+          ++q;
+        }
+        if (!wait_stop_ && !queue.empty() && !queue.front()->in_flight &&
+            (!probed || any_of(*queue.front(), &store::PoolProbe::claimable))) {
+          queue.front()->in_flight = true;
+          to_try.push_back(queue.front());
+        }
+        it = queue.empty() ? waiters_.erase(it) : std::next(it);
+      }
+      any_waiters_.store(!waiters_.empty());
+    }
+    for (const auto& w : unregistered) {
+      stats_.waits_unregistered.fetch_add(1, std::memory_order_relaxed);
+      store::SessionResult r;
+      r.outcome = Outcome::kNoCapacity;
+      ClaimContext context{w->req.caller.tenant, w->req.region, w->req.pool,
+                           !w->req.fallback_regions.empty()};
+      FinishClaim(context, &r);
+      r.message = "no container of pool " + w->req.pool + " is registered in region " +
+                  w->req.region + (w->req.fallback_regions.empty() ? "" : " or its fallback regions") +
+                  ": the claim does not wait";
+      w->done(std::move(r));
+    }
     for (const auto& w : to_try) {
       storage_->Claim(w->req, [this, w](store::SessionResult r) { OnWaiterClaimed(w, std::move(r)); });
     }
-    if (stop) return;
   }
 }
 

@@ -28,9 +28,17 @@ struct AllocatorOptions {
   // Claims that may wait (wait_ms) for one pool at once; past it a waiting
   // claim is refused as kOverloaded.
   int max_waiters_per_pool = 1000;
-  // How often the first waiter of each pool tries again when nothing woke
-  // it: what frees a container without passing through this Allocator (a
-  // heartbeat, a registration, another node's release) is found this late.
+  // Claims one tenant may have waiting at once, over every pool (a tenant's
+  // own max_waiters, TenantLimits, wins), and all tenants together; past
+  // either a waiting claim is refused as kOverloaded. A claim with fallback
+  // regions counts once per region it names.
+  int64_t max_waiters_per_tenant = 1000;
+  int64_t max_waiters_total = 10000;
+  // How often the waiting pools are probed (one read, Storage::ProbePools)
+  // when nothing woke them: what frees a container without passing through
+  // this Allocator (a heartbeat, a registration, an undrain, another node's
+  // release) is found this late. A pool's first waiter claims (the write
+  // path) only when the probe finds a container it could take.
   int wait_retry_ms = 100;
 };
 
@@ -64,6 +72,14 @@ struct AllocatorStats {
   // one of those is released at once, unless kept for an idempotency key).
   std::atomic<uint64_t> waits_served{0}, waits_timed_out{0}, waits_refused{0},
       waits_abandoned{0};
+  // Waiting claims answered at once: no container of their pool is
+  // registered in their region or any fallback region.
+  std::atomic<uint64_t> waits_unregistered{0};
+  // Refused claims (no_capacity, not waiting) naming a pool that does not
+  // exist (SetPoolDirectory): counted here, never one series per name.
+  std::atomic<uint64_t> claims_unknown_pool{0};
+  // Probes of the waiting pools (one read each) and those that failed.
+  std::atomic<uint64_t> wait_probes{0}, wait_probes_failed{0};
   // Of the sessions claimed for a client that went away (in waits_abandoned):
   // kept, because the claim carries an idempotency key whose retry replays
   // the session (it ends by its lease or its client's release); and those
@@ -137,6 +153,8 @@ class Allocator {
     int64_t sessions = 0;
   };
   store::Status Limits(const std::string& tenant, TenantLimits* out);
+  // What `tenant`'s waiting claims count now against its max_waiters.
+  int64_t WaitingOf(const std::string& tenant) const;
   // A page of live sessions (Storage::ListSessions), on the calling thread.
   store::Status ListSessions(const store::SessionFilter& filter, const std::string& after,
                              int limit, std::vector<store::Session>* page, bool* more);
@@ -149,6 +167,14 @@ class Allocator {
   // The per-pool claim counts so far (at most kMaxCountedPools pools).
   std::map<PoolKey, PoolClaimCounts> PoolClaims() const;
   const AllocatorOptions& options() const { return options_; }
+  // Whether a region's pool exists (the capacity mirror's view), so that
+  // per-pool counts keep only real pools however many names clients make
+  // up; without one every pool is counted (up to kMaxCountedPools). Set it
+  // before Start.
+  void SetPoolDirectory(std::function<bool(const std::string& region, const std::string& pool)>
+                            exists) {
+    pool_exists_ = std::move(exists);
+  }
 
  private:
   // Of a claim, what its reply's message names.
@@ -171,6 +197,10 @@ class Allocator {
     int64_t started_ms = 0;
     int64_t deadline_ms = 0;
     bool in_flight = false;  // its claim is with the storage now
+    bool probed = false;     // found registered (or probing failed): may wait
+    // What it counts against its tenant's and the total bound: one per
+    // region it names (the fallbacks are probed and tried too).
+    int64_t cost = 1;
   };
   using WaiterPtr = std::shared_ptr<Waiter>;
   // Queues a claim that found nothing, or answers it (a full queue).
@@ -212,6 +242,13 @@ class Allocator {
   // Wakes the waiters' thread: capacity may have come back.
   void WakeWaiters();
   void WaiterLoop();
+  // The pools a waiter may take a container of: its region's and each
+  // fallback region's.
+  static std::vector<PoolKey> PoolsOf(const Waiter& w);
+  // A waiter leaves the queues (its counts go with it).
+  void UncountLocked(const Waiter& w) REQUIRES(wait_mu_);
+  // Why `w` may not wait now (empty: it may): a full pool, tenant or total.
+  std::string OverBoundLocked(const Waiter& w) REQUIRES(wait_mu_);
 
   store::Storage* const storage_;
   const AllocatorOptions options_;
@@ -219,7 +256,7 @@ class Allocator {
   mutable base::Mutex pool_claims_mu_;
   std::map<PoolKey, PoolClaimCounts> pool_claims_ GUARDED_BY(pool_claims_mu_);
 
-  base::Mutex wait_mu_;
+  mutable base::Mutex wait_mu_;
   base::CondVar wait_cv_;
   std::map<PoolKey, std::deque<WaiterPtr>> waiters_ GUARDED_BY(wait_mu_);
   std::vector<PendingRelease> to_release_ GUARDED_BY(wait_mu_);  // abandoned waiters' sessions
@@ -230,6 +267,9 @@ class Allocator {
   bool wake_ GUARDED_BY(wait_mu_) = false;
   bool wait_stop_ GUARDED_BY(wait_mu_) = false;
   std::atomic<bool> any_waiters_{false};
+  std::map<std::string, int64_t> tenant_waiting_ GUARDED_BY(wait_mu_);  // costs, by tenant
+  int64_t total_waiting_ GUARDED_BY(wait_mu_) = 0;                       // costs, all tenants
+  std::function<bool(const std::string&, const std::string&)> pool_exists_;
   std::thread waiter_thread_;
 
   base::Mutex reaper_mu_;

@@ -54,13 +54,6 @@ store::Status Service::Start() {
   RETURN_IF_ERROR(store::OpenStorage(storage_options, &storage_));
   if (wrap_) storage_ = wrap_(std::move(storage_));
 
-  allocator::AllocatorOptions alloc_options;
-  alloc_options.default_lease_ms = config_.default_lease_ms;
-  alloc_options.max_lease_ms = config_.max_lease_ms;
-  alloc_options.max_waiters_per_pool = config_.max_claim_waiters;
-  allocator_ = std::make_unique<allocator::Allocator>(storage_.get(), alloc_options);
-  allocator_->Start();
-
   batcher::BatcherOptions batch_options;
   batch_options.batch_max = config_.batch_max;
   batch_options.batch_wait_ms = static_cast<int>(
@@ -84,6 +77,20 @@ store::Status Service::Start() {
     Stop();
     return s;
   }
+
+  allocator::AllocatorOptions alloc_options;
+  alloc_options.default_lease_ms = config_.default_lease_ms;
+  alloc_options.max_lease_ms = config_.max_lease_ms;
+  alloc_options.max_waiters_per_pool = config_.max_claim_waiters;
+  allocator_ = std::make_unique<allocator::Allocator>(storage_.get(), alloc_options);
+  // Per-pool claim counts keep the pools the mirror knows (a pool registered
+  // since its last refresh counts as unknown until the next).
+  allocator_->SetPoolDirectory([mirror = mirror_.get()](const std::string& region,
+                                                        const std::string& pool) {
+    auto snapshot = mirror->Current();
+    return snapshot == nullptr || snapshot->Find(region, pool) != nullptr;
+  });
+  allocator_->Start();
 
   router_ = std::make_unique<Router>(&keys_, &request_metrics_);
   HttpServerOptions http_options;

@@ -86,6 +86,12 @@ class Storage {
   virtual Status ListSessions(const SessionFilter& filter, const std::string& after, int limit,
                               std::vector<Session>* page, bool* more) = 0;
 
+  // Sets `registered` and `claimable` of each of *pools (region and pool
+  // given), judged now: a few index lookups per pool, a read. Waiting claims
+  // try the write path only for a pool that may serve them, and a claim for
+  // a pool nobody registered never waits.
+  virtual Status ProbePools(std::vector<PoolProbe>* pools) = 0;
+
   // ---- Containers ----
 
   // Registers new containers as available and updates known ones (data and

@@ -166,6 +166,13 @@ struct SilenceSweep {
   int64_t marked_dead = 0;     // free (available or draining) containers that became dead
 };
 
+// A pool as a waiting claim sees it (Storage::ProbePools).
+struct PoolProbe {
+  std::string region, pool;
+  bool registered = false;  // a container of it exists, whatever its state
+  bool claimable = false;   // one is available and healthy: a claim may find it
+};
+
 // One line of the capacity counts: containers of a region and pool in a status.
 struct CapacityCount {
   std::string region;

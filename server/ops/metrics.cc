@@ -38,8 +38,8 @@ void AllocatorFamilies(const MetricsSources& src, Exposition* out) {
     out->Sample("edgealloc_claims_total", {{"result", "error"}}, v(a.claims_error));
     if (src.pool_claims) {
       out->Family("edgealloc_pool_claims_total", "counter",
-                  "Claims by pool: ok where a session was made, no_capacity where it was asked "
-                  "(at most 4096 pools are counted one by one).");
+                  "Claims by pool: ok where a session was made, no_capacity where it was asked; "
+                  "only pools that exist (edgealloc_claims_unknown_pool_total counts the rest).");
       for (const auto& [key, c] : src.pool_claims->PoolClaims()) {
         out->Sample("edgealloc_pool_claims_total",
                     {{"region", key.first}, {"pool", key.second}, {"result", "ok"}}, c.ok);
@@ -48,17 +48,32 @@ void AllocatorFamilies(const MetricsSources& src, Exposition* out) {
                     c.no_capacity);
       }
     }
+    out->Family("edgealloc_claims_unknown_pool_total", "counter",
+                "Claims refused (no_capacity) that named a region and pool with no container "
+                "registered, all such names together.");
+    out->Sample("edgealloc_claims_unknown_pool_total", v(a.claims_unknown_pool));
     out->Family("edgealloc_claim_waiters", "gauge",
                 "Claims waiting (wait_ms) for a container now, every pool.");
     out->Sample("edgealloc_claim_waiters",
                 static_cast<double>(a.waiting.load(std::memory_order_relaxed)));
     out->Family("edgealloc_claim_waits_total", "counter",
                 "Claims that waited (wait_ms), by how the wait ended: served, timed_out, "
-                "refused (--max-claim-waiters), abandoned (the client went away).");
+                "refused (a bound on waiting claims: per pool, per tenant or in all), "
+                "abandoned (the client went away), unregistered (no container of its pool "
+                "exists in its regions: answered at once).");
     out->Sample("edgealloc_claim_waits_total", {{"result", "served"}}, v(a.waits_served));
     out->Sample("edgealloc_claim_waits_total", {{"result", "timed_out"}}, v(a.waits_timed_out));
     out->Sample("edgealloc_claim_waits_total", {{"result", "refused"}}, v(a.waits_refused));
     out->Sample("edgealloc_claim_waits_total", {{"result", "abandoned"}}, v(a.waits_abandoned));
+    out->Sample("edgealloc_claim_waits_total", {{"result", "unregistered"}},
+                v(a.waits_unregistered));
+    out->Family("edgealloc_claim_wait_probes_total", "counter",
+                "Reads that probe the pools claims wait for (a waiting claim claims only when "
+                "one finds a container it could take), by result.");
+    out->Sample("edgealloc_claim_wait_probes_total", {{"result", "ok"}},
+                v(a.wait_probes) - v(a.wait_probes_failed));
+    out->Sample("edgealloc_claim_wait_probes_total", {{"result", "failed"}},
+                v(a.wait_probes_failed));
     out->Family("edgealloc_releases_total", "counter", "Sessions released by their holder.");
     out->Sample("edgealloc_releases_total", v(a.releases));
     out->Family("edgealloc_renewals_total", "counter", "Session leases renewed.");

@@ -305,6 +305,18 @@ WHERE id = $1 AND ($2::bigint IS NULL OR $2::bigint >= reported_ts_ms) AND (
   OR ($4 = 'dead' AND (status = 'dead' OR (status = 'picked' AND dead_reported))))
 )sql";
 
+// Pools as waiting claims see them (kProbePool of the SQLite engine), all
+// in one statement, healthy judged on the database's clock.
+//   $1 regions $2 pools (text arrays, one pool per index) $3 dead_after_ms
+inline constexpr char kProbePools[] = R"sql(
+SELECT EXISTS (SELECT 1 FROM containers c WHERE c.region = p.region AND c.pool = p.pool),
+       EXISTS (SELECT 1 FROM containers c
+               WHERE c.region = p.region AND c.pool = p.pool AND c.status = 'available'
+                 AND c.last_heartbeat_ms >= )sql" EDGEALLOC_PG_NOW_MS R"sql( - $3::bigint)
+FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(region, pool, n)
+ORDER BY p.n
+)sql";
+
 inline constexpr char kHeartbeatReport[] = R"sql(
 UPDATE containers SET
   last_heartbeat_ms = GREATEST(last_heartbeat_ms, )sql" EDGEALLOC_PG_NOW_MS R"sql(),

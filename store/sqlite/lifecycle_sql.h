@@ -50,6 +50,16 @@ WHERE id = (SELECT id FROM candidate_pool ORDER BY RANDOM() LIMIT 1)
 RETURNING id, region, pool, generation, lease_expires_at_ms, data, labels, tenant
 )sql";
 
+// A pool as a waiting claim sees it: any container at all (the index
+// containers_counts), and one a claim could take now (containers_claimable).
+//   ?1 region ?2 pool ?3 healthy_since_ms
+inline constexpr char kProbePool[] = R"sql(
+SELECT EXISTS (SELECT 1 FROM containers WHERE region = ?1 AND pool = ?2),
+       EXISTS (SELECT 1 FROM containers
+               WHERE region = ?1 AND pool = ?2 AND status = 'available'
+                 AND last_heartbeat_ms >= ?3)
+)sql";
+
 // How many sessions a tenant holds in this shard (to tell quota from
 // no_capacity after a claim returned nothing, and for other shards' share).
 inline constexpr char kCountTenantSessions[] = R"sql(

@@ -50,6 +50,7 @@ class SqliteStorage : public Storage {
 
   void Register(std::vector<ContainerSpec> specs, ContainerCallback done) override;
   ContainerResult GetContainer(std::string_view id) override;
+  Status ProbePools(std::vector<PoolProbe>* pools) override;
   Status ListContainers(const ContainerFilter& filter, const std::string& after, int limit,
                         std::vector<ContainerInfo>* page, bool* more) override;
   void Drain(std::string id, ContainerCallback done) override;

@@ -880,6 +880,16 @@ store::ClaimRequest Waiting(int64_t wait_ms, const std::string& tenant = "t1") {
   return req;
 }
 
+// Registers a container in the pool and has tenant t0 hold it: the pool
+// exists (a claim for a pool nobody registered never waits) and is full.
+SessionResult HoldOne(Pool& pool, const std::string& id, const std::string& region = "weur",
+                      const std::string& name = "chrome") {
+  pool.Add({Spec(id, region, name)});
+  SessionResult held = pool.Claim(Req(region, "t0", name));
+  REQUIRE(held.outcome == Outcome::kOk);
+  return held;
+}
+
 }  // namespace
 
 TEST_CASE("wait: claims that wait are served by releases, first come first served") {
@@ -919,6 +929,7 @@ TEST_CASE("wait: a waiter finds capacity that came back without a release here (
   options.wait_retry_ms = 20;
   Pool pool(EDGEALLOC_ENGINES, options);
   pool.alloc().Start();
+  HoldOne(pool, "held");
   auto waiting = ClaimAsync(pool, Waiting(20000));
   REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 1; }));
   pool.Add({Spec("late", "weur", "chrome")});  // a registration: no release to wake it
@@ -930,6 +941,7 @@ TEST_CASE("wait: a waiter finds capacity that came back without a release here (
 TEST_CASE("wait: a waiter whose time runs out is no_capacity, saying how long it waited") {
   Pool pool(EDGEALLOC_ENGINES);
   pool.alloc().Start();
+  HoldOne(pool, "held");
   const int64_t before = base::NowMs();
   SessionResult r = ClaimAsync(pool, Waiting(150))->future.get();
   CHECK(Name(r.outcome) == "no_capacity");
@@ -945,6 +957,7 @@ TEST_CASE("wait: a waiter whose time runs out is no_capacity, saying how long it
 TEST_CASE("wait: EndWaits answers every waiting claim at once and lets none wait after") {
   Pool pool(EDGEALLOC_ENGINES);
   pool.alloc().Start();
+  HoldOne(pool, "held");
   auto first = ClaimAsync(pool, Waiting(20000, "t1"));
   auto second = ClaimAsync(pool, Waiting(20000, "t2"));
   REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 2; }));
@@ -966,6 +979,8 @@ TEST_CASE("wait: past max_waiters_per_pool a waiting claim is overloaded, other 
   options.max_waiters_per_pool = 2;
   Pool pool(EDGEALLOC_ENGINES, options);
   pool.alloc().Start();
+  HoldOne(pool, "held");
+  HoldOne(pool, "held-firefox", "weur", "firefox");
   auto a = ClaimAsync(pool, Waiting(20000));
   auto b = ClaimAsync(pool, Waiting(20000));
   REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 2; }));
@@ -1012,11 +1027,13 @@ TEST_CASE("wait: a session claimed for a client that left meanwhile is released 
   pool.Add({Spec("only", "weur", "chrome")});
   SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
   REQUIRE(held.outcome == Outcome::kOk);
-  // The client goes away just as its claim is made. Asked whether it is gone:
-  // when its first claim found nothing, when the release woke the waiters,
-  // and when its second claim came back with a session; "gone" at that last.
-  std::atomic<int> asked{0};
-  auto waiter = ClaimAsync(pool, Waiting(20000), [&asked] { return asked.fetch_add(1) >= 2; });
+  // The client goes away just as its claim is made: "gone" from the moment
+  // the container's token moved past the held session's (its claim
+  // committed), asked when that claim comes back with the session.
+  const int64_t held_token = held.session.token;
+  auto waiter = ClaimAsync(pool, Waiting(20000), [&pool, held_token] {
+    return pool.Get("only").generation > held_token;
+  });
   REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 1 || waiter->Ready(); }));
   REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
           "ok");
@@ -1041,7 +1058,9 @@ class Probe : public testing::ForwardingStorage {
 
   std::atomic<int> fail_releases{0};  // so many next Releases fail (kError), at once
   std::atomic<int> releases{0};       // Releases asked
+  std::atomic<int> claims{0};         // Claims asked (each one goes through the write path)
   std::atomic<bool> hold_claims{false};
+  std::atomic<bool> fail_probes{false};  // ProbePools fails (the store unreadable)
 
   // Whether a claim came back with a new session (kOk), and the last one.
   bool claimed() const { return claimed_.load(); }
@@ -1065,7 +1084,12 @@ class Probe : public testing::ForwardingStorage {
     if (held) held();
   }
 
+  store::Status ProbePools(std::vector<store::PoolProbe>* pools) override {
+    if (fail_probes.load()) return store::Status::IOError("disk I/O error (the probe)");
+    return real()->ProbePools(pools);
+  }
   void Claim(store::ClaimRequest req, store::SessionCallback done) override {
+    ++claims;
     real()->Claim(std::move(req), [this, done = std::move(done)](SessionResult r) {
       if (r.outcome == Outcome::kOk) {
         std::lock_guard<std::mutex> lock(mu_);
@@ -1297,4 +1321,155 @@ TEST_CASE("wait: an abandoned session whose release keeps failing is given up wh
   CHECK(Eventually([&] { return pool.Get("only").status == "available"; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK(probe.releases.load() == tries);  // and nothing tries any more
+}
+
+namespace {
+
+store::ClaimRequest WaitingFor(const std::string& tenant, const std::string& region,
+                               const std::vector<std::string>& fallbacks = {}) {
+  auto req = Req(region, tenant, "chrome");
+  req.wait_ms = 20000;
+  req.fallback_regions = fallbacks;
+  return req;
+}
+
+}  // namespace
+
+// Issue: a waiting claim on a made-up region (and made-up fallbacks) waited
+// its whole wait_ms, its pool's head claiming through the write path every
+// retry tick: 1,000 of them slowed every other tenant's claims 200-fold.
+TEST_CASE("wait: a claim for a pool nobody registered answers at once and never waits") {
+  Pool pool(EDGEALLOC_ENGINES);
+  HoldOne(pool, "held");
+  Probe probe(&pool.seam());
+  allocator::AllocatorOptions options;
+  options.wait_retry_ms = 20;
+  allocator::Allocator alloc(&probe, options);
+  alloc.Start();
+  auto made_up = ClaimAsync(alloc, WaitingFor("t1", "nowhere", {"nowhere-2", "nowhere-3"}));
+  REQUIRE(made_up->future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  SessionResult r = made_up->future.get();
+  CHECK(Name(r.outcome) == "no_capacity");
+  CHECK_THAT(r.message, Catch::Contains("is registered"));
+  CHECK(probe.claims.load() == 1);  // its first attempt only
+  CHECK(alloc.stats().waits_unregistered.load() == 1);
+  CHECK(alloc.stats().waiting.load() == 0);
+  // A made-up region whose fallback has the pool waits: that one may free up.
+  auto fallback = ClaimAsync(alloc, WaitingFor("t1", "nowhere", {"weur"}));
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK_FALSE(fallback->Ready());
+  alloc.Stop();
+  CHECK(Name(fallback->future.get().outcome) == "no_capacity");
+}
+
+// Issue: the first waiter of every pool claimed through the write path every
+// retry tick, whether or not anything had changed.
+TEST_CASE("wait: a waiter claims only when a probe finds a container it could take") {
+  Pool pool(EDGEALLOC_ENGINES);
+  SessionResult held = HoldOne(pool, "held");
+  Probe probe(&pool.seam());
+  allocator::AllocatorOptions options;
+  options.wait_retry_ms = 10;
+  allocator::Allocator alloc(&probe, options);
+  alloc.Start();
+  auto waiter = ClaimAsync(alloc, WaitingFor("t1", "weur"));
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
+  const uint64_t probes_before = alloc.stats().wait_probes.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  CHECK(probe.claims.load() == 1);  // the first attempt; no retry while the pool is full
+  CHECK(alloc.stats().wait_probes.load() > probes_before + 5);  // it kept looking, by reads
+  // Freed behind its back (no release through this Allocator): the probe
+  // finds it and the waiter claims once.
+  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
+          "ok");
+  SessionResult got = waiter->future.get();
+  REQUIRE(got.outcome == Outcome::kOk);
+  CHECK(probe.claims.load() == 2);
+}
+
+TEST_CASE("wait: when probing fails the first waiter still claims, as before probes") {
+  Pool pool(EDGEALLOC_ENGINES);
+  SessionResult held = HoldOne(pool, "held");
+  Probe probe(&pool.seam());
+  probe.fail_probes = true;
+  allocator::AllocatorOptions options;
+  options.wait_retry_ms = 10;
+  allocator::Allocator alloc(&probe, options);
+  alloc.Start();
+  auto made_up = ClaimAsync(alloc, WaitingFor("t1", "nowhere"));
+  auto waiter = ClaimAsync(alloc, WaitingFor("t1", "weur"));
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 2; }));
+  CHECK_FALSE(made_up->Ready());  // not known to be unregistered: it waits
+  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
+          "ok");
+  SessionResult got = waiter->future.get();
+  REQUIRE(got.outcome == Outcome::kOk);
+  CHECK(alloc.stats().wait_probes_failed.load() > 0);
+  alloc.Stop();
+  CHECK(Name(made_up->future.get().outcome) == "no_capacity");
+}
+
+// Issue: the only bound was per pool, so one tenant could fill every pool's
+// queue (and make up pools to have more queues).
+TEST_CASE("wait: waiting claims are bounded per tenant and in all, fallbacks counted") {
+  Pool pool(EDGEALLOC_ENGINES);
+  HoldOne(pool, "held-w");
+  HoldOne(pool, "held-e", "eeur");
+  allocator::AllocatorOptions options;
+  options.max_waiters_per_tenant = 3;
+  options.max_waiters_total = 5;
+  allocator::Allocator alloc(&pool.seam(), options);
+  alloc.Start();
+  // Two regions named: it counts 2 of t1's 3.
+  auto a = ClaimAsync(alloc, WaitingFor("t1", "weur", {"eeur"}));
+  REQUIRE(Eventually([&] { return alloc.WaitingOf("t1") == 2; }));
+  SessionResult over = ClaimAsync(alloc, WaitingFor("t1", "eeur", {"weur"}))->future.get();
+  CHECK(Name(over.outcome) == "overloaded");
+  CHECK_THAT(over.message, Catch::Contains("--max-claim-waiters-per-tenant"));
+  auto b = ClaimAsync(alloc, WaitingFor("t1", "eeur"));
+  REQUIRE(Eventually([&] { return alloc.WaitingOf("t1") == 3; }));
+  // Another tenant still waits, up to the total.
+  auto c = ClaimAsync(alloc, WaitingFor("t2", "weur", {"eeur"}));
+  REQUIRE(Eventually([&] { return alloc.WaitingOf("t2") == 2; }));
+  SessionResult full = ClaimAsync(alloc, WaitingFor("t3", "weur"))->future.get();
+  CHECK(Name(full.outcome) == "overloaded");
+  CHECK_THAT(full.message, Catch::Contains("--max-claim-waiters-total"));
+  // A tenant's own max_waiters (the keys file) wins over the default.
+  auto own = WaitingFor("t4", "weur");
+  own.caller.limits.max_waiters = 0;
+  SessionResult none = ClaimAsync(alloc, own)->future.get();
+  CHECK(Name(none.outcome) == "overloaded");
+  CHECK_THAT(none.message, Catch::Contains("max_waiters in the keys file"));
+  CHECK(alloc.stats().waits_refused.load() == 3);
+  alloc.Stop();
+  for (auto* w : {&a, &b, &c}) CHECK(Name((*w)->future.get().outcome) == "no_capacity");
+  CHECK(alloc.WaitingOf("t1") == 0);
+  CHECK(alloc.WaitingOf("t2") == 0);
+}
+
+// Issue: about 4,200 refused claims naming made-up pools filled every slot
+// of the per-pool counts; real pools were then never counted.
+TEST_CASE("metrics: refused claims naming pools that do not exist share one counter") {
+  Pool pool(EDGEALLOC_ENGINES);
+  HoldOne(pool, "held");
+  allocator::Allocator alloc(&pool.seam(), {});
+  alloc.SetPoolDirectory([](const std::string& region, const std::string& name) {
+    return region == "weur" && name == "chrome";
+  });
+  alloc.Start();
+  auto claim = [&](const std::string& region) {
+    std::promise<SessionResult> p;
+    alloc.Claim(Req(region, "t1", "chrome"), [&p](SessionResult r) { p.set_value(r); });
+    return p.get_future().get();
+  };
+  for (size_t i = 0; i < allocator::kMaxCountedPools + 10; ++i) {
+    REQUIRE(Name(claim("made-up-" + std::to_string(i)).outcome) == "no_capacity");
+  }
+  CHECK(Name(claim("weur").outcome) == "no_capacity");
+  const auto counts = alloc.PoolClaims();
+  CHECK(counts.size() == 1);
+  REQUIRE(counts.contains({"weur", "chrome"}));
+  CHECK(counts.at({"weur", "chrome"}).no_capacity == 1);
+  CHECK(alloc.stats().claims_unknown_pool.load() == allocator::kMaxCountedPools + 10);
 }

@@ -38,6 +38,9 @@ class ForwardingStorage : public store::Storage {
   store::Status CountTenantSessions(const std::string& tenant, int64_t* sessions) override {
     return real_->CountTenantSessions(tenant, sessions);
   }
+  store::Status ProbePools(std::vector<store::PoolProbe>* pools) override {
+    return real_->ProbePools(pools);
+  }
   store::Status ListSessions(const store::SessionFilter& filter, const std::string& after,
                              int limit, std::vector<store::Session>* page, bool* more) override {
     return real_->ListSessions(filter, after, limit, page, more);
