@@ -1,6 +1,7 @@
-"""HTTP helpers of the Python benches (lists_and_waits.py, dashboard_reads.py):
-a free loopback port and a keep-alive JSON client of one thread. Standard
-library only."""
+"""HTTP helpers of the Python benches (lists_and_waits.py, dashboard_reads.py,
+noisy_neighbour.py): a free loopback port and a keep-alive JSON client of one
+thread, with a bearer key when the server has a keys file. Standard library
+only."""
 
 import http.client
 import json
@@ -14,13 +15,16 @@ def free_port():
 
 
 class Client:
-    def __init__(self, port):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    def __init__(self, port, key=None, timeout=60):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        self.auth = {"Authorization": "Bearer " + key} if key else {}
 
     def raw(self, method, path, body=None):
         """(status, body bytes)."""
         data = None if body is None else json.dumps(body)
-        headers = {"Content-Type": "application/json"} if data else {}
+        headers = dict(self.auth)
+        if data:
+            headers["Content-Type"] = "application/json"
         self.conn.request(method, path, body=data, headers=headers)
         r = self.conn.getresponse()
         return r.status, r.read()
