@@ -7,6 +7,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <list>
 #include <chrono>
@@ -76,6 +77,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void DoDrain();
   void DoDrainRead();
   void DoClose();
+  // WatchGone's watch of the socket while a request waits for its answer:
+  // pipelined bytes are taken into buffer_ (for the next request) so that a
+  // close behind them is still seen; an end of input is a close or a
+  // half-close, which ProbeHalfClose tells apart.
+  using GoneFlag = std::shared_ptr<std::atomic<bool>>;
+  void ArmWatch(const GoneFlag& gone);
+  void OnWatchReadable(boost::beast::error_code ec, const GoneFlag& gone);
+  void ProbeHalfClose(const GoneFlag& gone);
+  // Pipelined bytes taken in while a request waits, at most; past it the
+  // watch stops (TCP holds the rest) and a close behind them goes unseen.
+  static constexpr size_t kMaxWatchedBytes = 64 * 1024;
 
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
@@ -87,6 +99,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static constexpr size_t kMaxKeptWireBytes = 64 * 1024;
   std::string wire_;
   unsigned version_ = 11;
+  GoneFlag watch_;  // the watch of the request now waiting (null: none)
   bool keep_alive_ = true;
   bool close_ = false;
   bool drain_ = false;

@@ -768,3 +768,115 @@ TEST_CASE("routes: a claim with wait_ms is served by a heartbeat bringing a cont
 
 }  // namespace
 }  // namespace server
+
+namespace server {
+
+namespace {
+
+// Waits (at most 10 s) for a metric of the service to read `want`.
+bool MetricBecomes(HttpClient& c, const std::string& series, double want) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (MetricValue(c, series) != want) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// A raw connection that sent a waiting claim for weur/chrome.
+struct WaitingClaimSocket {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket socket{io};
+  explicit WaitingClaimSocket(uint16_t port) {
+    socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+    const std::string body = R"({"region":"weur","pool":"chrome","wait_ms":20000})";
+    const std::string request = "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                "application/json\r\nContent-Length: " +
+                                std::to_string(body.size()) + "\r\n\r\n" + body;
+    boost::asio::write(socket, boost::asio::buffer(request));
+  }
+  // Everything the server sends until it closes (or 10 s pass).
+  std::string ReadAll() {
+    std::string all;
+    char chunk[4096];
+    timeval tv{10, 0};
+    setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    for (;;) {
+      const ssize_t n = ::recv(socket.native_handle(), chunk, sizeof chunk, 0);
+      if (n <= 0) return all;
+      all.append(chunk, static_cast<size_t>(n));
+    }
+  }
+};
+
+}  // namespace
+
+// Issue: the watch of a waiting claim's connection peeked once: a client
+// that sent one more byte and then closed was never seen to leave, and a
+// container was later claimed, with its lease, for nobody.
+TEST_CASE("routes: a waiting claim whose client pipelined bytes and then closed is abandoned") {
+  TestService t;
+  HttpClient c = t.Client();
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  while (c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201) {
+  }
+  {
+    WaitingClaimSocket waiting(t.service->port());
+    REQUIRE(MetricBecomes(c, "edgealloc_claim_waiters", 1));
+    // Sent once the request was read: it reaches the socket, not the parser.
+    boost::asio::write(waiting.socket, boost::asio::buffer(std::string("G")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(MetricValue(c, "edgealloc_claim_waits_total{result=\"abandoned\"}") == 0);
+  }  // closed
+  CHECK(MetricBecomes(c, "edgealloc_claim_waits_total{result=\"abandoned\"}", 1));
+  CHECK(MetricValue(c, "edgealloc_claim_waiters") == 0);
+}
+
+// Issue: a client that shut only its sending side after its request (HTTP
+// lets it: it still reads the answer) was taken as gone and answered 503.
+TEST_CASE("routes: a waiting claim whose client half-closed still gets its answer") {
+  TestService t;
+  HttpClient c = t.Client();
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  json held;
+  for (;;) {
+    HttpReply r = c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+    if (r.status != 201) break;
+    held = Json(r);
+  }
+  WaitingClaimSocket waiting(t.service->port());
+  REQUIRE(MetricBecomes(c, "edgealloc_claim_waiters", 1));
+  waiting.socket.shutdown(boost::asio::ip::tcp::socket::shutdown_send);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(MetricValue(c, "edgealloc_claim_waiters") == 1);
+  CHECK(MetricValue(c, "edgealloc_claim_waits_total{result=\"abandoned\"}") == 0);
+  REQUIRE(c.Delete("/v1/sessions/" + held["session_id"].get<std::string>() +
+                   "?token=" + std::to_string(held["token"].get<int64_t>()))
+              .status == 204);
+  const std::string answer = waiting.ReadAll();
+  INFO(answer);
+  // An interim 100 (how the server told a half-close from a close), then the
+  // session.
+  CHECK(answer.rfind("HTTP/1.1 100 Continue\r\n\r\n", 0) == 0);
+  CHECK(answer.find("HTTP/1.1 201") != std::string::npos);
+  CHECK(answer.find(held["container_id"].get<std::string>()) != std::string::npos);
+}
+
+// A claim for a region and pool nobody registered never waits: 503 at once,
+// whatever its wait_ms.
+TEST_CASE("routes: a waiting claim for a pool nobody registered is answered at once") {
+  TestService t;
+  HttpClient c = t.Client();
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  const auto t0 = std::chrono::steady_clock::now();
+  HttpReply r = c.Post("/v1/sessions",
+                       R"({"region":"made-up","pool":"chrome","wait_ms":20000,)"
+                       R"("fallback_regions":["made-up-2"]})");
+  CHECK(r.status == 503);
+  CHECK(r.ErrorCode() == "no_capacity");
+  CHECK_THAT(r.body, Catch::Contains("registered"));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  CHECK(MetricValue(c, "edgealloc_claim_waits_total{result=\"unregistered\"}") == 1);
+}
+
+}  // namespace server
