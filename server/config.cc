@@ -191,6 +191,20 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
       ->envname("EDGEALLOC_MAX_CLAIM_WAITERS")
       ->check(InRange(1, 1000000, "claims waiting a pool"))
       ->capture_default_str();
+  serve
+      ->add_option("--max-claim-waiters-per-tenant", s.max_claim_waiters_per_tenant,
+                   "claims one tenant may have waiting (wait_ms) at once, every pool; a "
+                   "tenant's max_waiters in the keys file wins; more are 503 overloaded")
+      ->envname("EDGEALLOC_MAX_CLAIM_WAITERS_PER_TENANT")
+      ->check(InRange(0, 1000000, "claims waiting for one tenant"))
+      ->capture_default_str();
+  serve
+      ->add_option("--max-claim-waiters-total", s.max_claim_waiters_total,
+                   "claims that may wait (wait_ms) at once on this node, every tenant and pool; "
+                   "more are 503 overloaded")
+      ->envname("EDGEALLOC_MAX_CLAIM_WAITERS_TOTAL")
+      ->check(InRange(0, 10000000, "claims waiting in all"))
+      ->capture_default_str();
   serve->add_option("--dead-after-ms", s.dead_after_ms,
                     "a container without a heartbeat this long is dead")
       ->envname("EDGEALLOC_DEAD_AFTER_MS")

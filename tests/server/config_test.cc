@@ -167,6 +167,25 @@ TEST_CASE("config: --help lists every flag with its default and exits 0") {
   }
 }
 
+TEST_CASE("config: waiting claims are bounded per tenant (1000) and in all (10000), by flag or env") {
+  Parsed p = Parse({"serve"});
+  REQUIRE(p.cmd.kind == Command::Kind::kServe);
+  CHECK(p.cmd.serve.max_claim_waiters_per_tenant == 1000);
+  CHECK(p.cmd.serve.max_claim_waiters_total == 10000);
+  p = Parse({"serve", "--max-claim-waiters-per-tenant", "5", "--max-claim-waiters-total", "7"});
+  REQUIRE(p.cmd.kind == Command::Kind::kServe);
+  CHECK(p.cmd.serve.max_claim_waiters_per_tenant == 5);
+  CHECK(p.cmd.serve.max_claim_waiters_total == 7);
+  p = Parse({"serve", "--max-claim-waiters-total", "-1"});
+  CHECK(p.cmd.exit_code == 2);
+  p = Parse({"serve", "--help"});
+  for (const char* flag : {"--max-claim-waiters-per-tenant", "EDGEALLOC_MAX_CLAIM_WAITERS_PER_TENANT",
+                           "--max-claim-waiters-total", "EDGEALLOC_MAX_CLAIM_WAITERS_TOTAL"}) {
+    INFO(flag);
+    CHECK(p.out.find(flag) != std::string::npos);
+  }
+}
+
 TEST_CASE("config: register takes a db, shards and a file") {
   Parsed p = Parse({"register", "--db", "a.db", "--shards", "2", "-"});
   REQUIRE(p.cmd.kind == Command::Kind::kRegister);
