@@ -82,6 +82,8 @@ store::Status Service::Start() {
   alloc_options.default_lease_ms = config_.default_lease_ms;
   alloc_options.max_lease_ms = config_.max_lease_ms;
   alloc_options.max_waiters_per_pool = config_.max_claim_waiters;
+  alloc_options.max_waiters_per_tenant = config_.max_claim_waiters_per_tenant;
+  alloc_options.max_waiters_total = config_.max_claim_waiters_total;
   allocator_ = std::make_unique<allocator::Allocator>(storage_.get(), alloc_options);
   // Per-pool claim counts keep the pools the mirror knows (a pool registered
   // since its last refresh counts as unknown until the next).
@@ -119,6 +121,9 @@ store::Status Service::Start() {
   // through the reader threads too. PostgreSQL submits without reading.
   const bool sharded = config_.shards > 1;
   session_options.claims_off_io = sharded;
+  session_options.keys = &keys_;
+  rate_limiter_ = std::make_unique<ClaimRateLimiter>(keys_.tenants());
+  session_options.rate_limiter = rate_limiter_.get();
   session_routes_ =
       std::make_unique<SessionRoutes>(allocator_.get(), http_->executor(), session_options);
   session_routes_->AddRoutes(router_.get());
@@ -145,6 +150,15 @@ store::Status Service::Start() {
   metrics.mirror = mirror_.get();
   metrics.storage = storage_.get();
   metrics.requests = &request_metrics_;
+  // Only the tenants the keys file names: a client cannot add a series.
+  metrics.tenants = [keys = &keys_, limiter = rate_limiter_.get(), alloc = allocator_.get()] {
+    std::vector<MetricsSources::TenantSample> out;
+    out.reserve(keys->tenants().size());
+    for (const auto& entry : keys->tenants()) {
+      out.push_back({entry.first, limiter->RateLimited(entry.first), alloc->WaitingOf(entry.first)});
+    }
+    return out;
+  };
   metrics.build_info = {base::kVersion, base::kCommit, store::SqliteLibraryVersion(),
                         store::LibpqLibraryVersion()};
   ops_routes_ = std::make_unique<OpsRoutes>(mirror_.get(), std::move(metrics));

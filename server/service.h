@@ -97,6 +97,9 @@ class Service {
   StorageWrap wrap_;
   std::atomic<bool> ready_{false};
   KeyStore keys_;
+  // The tenants' claims_per_s buckets (from keys_); null without keys. Before
+  // the routes, which use it.
+  std::unique_ptr<ClaimRateLimiter> rate_limiter_;
   std::unique_ptr<store::Storage> storage_;
   std::unique_ptr<allocator::Allocator> allocator_;
   std::unique_ptr<batcher::Batcher> batcher_;

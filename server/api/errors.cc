@@ -1,5 +1,8 @@
 #include "server/api/errors.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "server/http/log.h"
 
 namespace server {
@@ -51,6 +54,18 @@ Response NulParamResponse(std::string_view name) {
 
 Response StatusResponse(const store::Status& status, std::string_view request_id) {
   return OutcomeResponse(store::OutcomeOfError(status), status.ToString(), request_id);
+}
+
+Response RateLimitedResponse(const std::string& tenant, double rate, int64_t retry_after_s) {
+  char rate_text[32];
+  std::snprintf(rate_text, sizeof(rate_text), "%g", rate);
+  retry_after_s = std::max<int64_t>(1, retry_after_s);
+  Response res = ErrorResponse(429, "rate_limited",
+                               "tenant " + tenant + " is past its " + rate_text +
+                                   " claims a second on this node; retry after " +
+                                   std::to_string(retry_after_s) + " s");
+  res.set(http::field::retry_after, std::to_string(retry_after_s));
+  return res;
 }
 
 Response BodyErrorResponse(const BodyError& error) {

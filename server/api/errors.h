@@ -41,6 +41,11 @@ Response StatusResponse(const store::Status& status, std::string_view request_id
 // HasNul), naming it.
 Response NulParamResponse(std::string_view name);
 
+// 429 rate_limited: `tenant` is past its claims_per_s (`rate`) on this node;
+// Retry-After is `retry_after_s` (whole seconds, at least 1). Not an
+// allocator Outcome: claims are limited before they reach the allocator.
+Response RateLimitedResponse(const std::string& tenant, double rate, int64_t retry_after_s);
+
 // 400 with the code and message of a refused request body.
 Response BodyErrorResponse(const BodyError& error);
 

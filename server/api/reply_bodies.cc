@@ -1,13 +1,30 @@
 #include "server/api/reply_bodies.h"
 
+#include <cstdio>
+
 #include "server/http/message.h"
 
 namespace server {
 
-std::string LimitsJson(const std::string& tenant, int64_t max_sessions, int64_t sessions) {
-  return "{\"tenant\":" + JsonQuote(tenant) + ",\"max_sessions\":" +
-         (max_sessions == store::kUnlimited ? std::string("null") : std::to_string(max_sessions)) +
-         ",\"sessions\":" + std::to_string(sessions) + "}";
+std::string LimitsJson(const LimitsBody& l) {
+  auto number = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.3f", v);
+    // "20.000" reads as 20 in JSON, but say it plainly.
+    std::string s = text;
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+    return s;
+  };
+  std::string out = "{\"tenant\":" + JsonQuote(l.tenant) + ",\"max_sessions\":" +
+                    (l.max_sessions == store::kUnlimited ? std::string("null")
+                                                         : std::to_string(l.max_sessions)) +
+                    ",\"sessions\":" + std::to_string(l.sessions);
+  out += ",\"claims_per_s\":" + (l.claims_per_s ? number(*l.claims_per_s) : std::string("null"));
+  out += ",\"claim_tokens\":" + (l.claims_per_s ? number(l.claim_tokens) : std::string("null"));
+  out += ",\"max_waiters\":" + std::to_string(l.max_waiters);
+  out += ",\"waiting\":" + std::to_string(l.waiting) + "}";
+  return out;
 }
 
 std::string SessionJson(const store::Session& s) {

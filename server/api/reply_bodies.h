@@ -21,7 +21,18 @@ std::string SessionListJson(const std::vector<store::Session>& page,
 std::string ContainerListJson(const std::vector<store::ContainerInfo>& page,
                               const std::optional<std::string>& next_cursor);
 // GET /v1/limits: max_sessions is null when store::kUnlimited.
-std::string LimitsJson(const std::string& tenant, int64_t max_sessions, int64_t sessions);
+// GET /v1/limits: each limit of `tenant` and its use now. `max_sessions`
+// store::kUnlimited and a missing `claims_per_s` are null.
+struct LimitsBody {
+  std::string tenant;
+  int64_t max_sessions = store::kUnlimited;
+  int64_t sessions = 0;
+  std::optional<double> claims_per_s;  // with claim_tokens, the tokens left now
+  double claim_tokens = 0;
+  int64_t max_waiters = 0;
+  int64_t waiting = 0;
+};
+std::string LimitsJson(const LimitsBody& limits);
 
 }  // namespace server
 

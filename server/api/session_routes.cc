@@ -31,6 +31,7 @@ store::Caller CallerOf(const Principal& who) {
   store::Caller c;
   c.tenant = who.tenant;
   c.admin = who.role == Role::kAdmin;
+  c.limits = who.limits;
   return c;
 }
 
@@ -55,36 +56,52 @@ void SessionRoutes::AddRoutes(Router* router) {
 
 void SessionRoutes::Limits(RouteRequest req, Reply reply) {
   // A tenant's key reads its own limits (naming another tenant is 403); an
-  // admin key has no tenant of its own and names one.
+  // admin key names a tenant, or reads its own tenant's (`default` for an
+  // admin key naming none, and in open mode).
   std::string tenant = req.who.tenant;
   std::string asked;
   const bool named = req.QueryParam("tenant", &asked);
   if (named && HasNul(asked)) return reply(NulParamResponse("tenant"));
   if (req.who.role == Role::kAdmin) {
-    if (!named || asked.empty()) {
-      return reply(ErrorResponse(400, "invalid_field",
-                                 "tenant: is required with an admin key, as ?tenant=NAME"));
-    }
-    tenant = asked;
+    if (named && !asked.empty()) tenant = asked;
   } else if (named && asked != tenant) {
     return reply(ErrorResponse(403, "forbidden", "a tenant key reads its own limits only"));
   }
+  const store::TenantLimits own = options_.keys != nullptr ? options_.keys->LimitsOf(tenant)
+                                  : tenant == req.who.tenant ? req.who.limits
+                                                             : store::TenantLimits{};
   struct Read {
     store::Status status;
-    allocator::Allocator::TenantLimits limits;
+    LimitsBody body;
   };
   ReadOffIo(
       options_.readers, io_, reply,
-      [allocator = allocator_, tenant] {
+      [allocator = allocator_, limiter = options_.rate_limiter, tenant, own] {
         Read r;
-        r.status = allocator->Limits(tenant, &r.limits);
+        allocator::Allocator::TenantLimits quota;
+        r.status = allocator->Limits(tenant, &quota);
+        LimitsBody& b = r.body;
+        b.tenant = tenant;
+        b.max_sessions = own.max_sessions != store::TenantLimits::kUnset ? own.max_sessions
+                                                                         : quota.max_sessions;
+        b.sessions = quota.sessions;
+        b.max_waiters = own.max_waiters != store::TenantLimits::kUnset
+                            ? own.max_waiters
+                            : allocator->options().max_waiters_per_tenant;
+        b.waiting = allocator->WaitingOf(tenant);
+        if (limiter != nullptr) {
+          if (auto level = limiter->LevelOf(tenant, ClaimRateLimiter::Clock::now())) {
+            b.claims_per_s = level->rate;
+            b.claim_tokens = level->tokens;
+          }
+        }
         return r;
       },
-      [tenant, id = req.RequestId()](const Read& r) {
+      [id = req.RequestId()](const Read& r) {
         if (!r.status.ok()) {
           return StatusResponse(r.status, id);
         }
-        return JsonResponse(200, LimitsJson(tenant, r.limits.max_sessions, r.limits.sessions));
+        return JsonResponse(200, LimitsJson(r.body));
       });
 }
 
@@ -137,13 +154,13 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
   struct Read {
     store::Status status;
     std::vector<store::Session> page;
-    bool more = false;
+    std::string next_after;  // empty: the last page
   };
   ReadOffIo(
       options_.readers, io_, reply,
       [allocator = allocator_, filter = std::move(filter), after = std::move(after), limit] {
         Read r;
-        r.status = allocator->ListSessions(filter, after, limit, &r.page, &r.more);
+        r.status = allocator->ListSessions(filter, after, limit, &r.page, &r.next_after);
         return r;
       },
       [fingerprint, id = req.RequestId()](const Read& r) {
@@ -151,7 +168,9 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
           return StatusResponse(r.status, id);
         }
         std::optional<std::string> next;
-        if (r.more && !r.page.empty()) next = MakeCursor(fingerprint, r.page.back().session_id);
+        // A page may be short, even empty, and still carry a cursor: the
+        // storage stopped after a bounded number of rows (ListExamineBound).
+        if (!r.next_after.empty()) next = MakeCursor(fingerprint, r.next_after);
         return JsonResponse(200, SessionListJson(r.page, next));
       });
 }
@@ -164,11 +183,28 @@ void SessionRoutes::Claim(RouteRequest req, Reply reply) {
     return reply(BodyErrorResponse(error));
   }
   claim.caller = CallerOf(req.who);
+  // The tenant's claims_per_s, on this node, before anything else is spent
+  // on the claim. An idempotent retry takes a token too (whether it replays
+  // is known only once the storage looked), and gets it back when it did.
+  ClaimRateLimiter* limiter = options_.rate_limiter;
+  if (limiter != nullptr) {
+    int64_t retry_after_s = 0;
+    const auto now = ClaimRateLimiter::Clock::now();
+    if (!limiter->TryTake(claim.caller.tenant, now, &retry_after_s)) {
+      const auto level = limiter->LevelOf(claim.caller.tenant, now);
+      return reply(RateLimitedResponse(claim.caller.tenant, level ? level->rate : 0,
+                                       retry_after_s));
+    }
+  }
   // A claim that may wait gives up when its client does.
   std::function<bool()> abandoned;
   if (claim.wait_ms > 0) abandoned = WatchClientGone();
   store::SessionCallback done = [io = io_, reply, started, latency = options_.claim_latency,
-                                 id = req.RequestId()](store::SessionResult r) {
+                                 id = req.RequestId(), limiter,
+                                 tenant = claim.caller.tenant](store::SessionResult r) {
+    if (limiter != nullptr && r.outcome == Outcome::kReplayed) {
+      limiter->Refund(tenant, ClaimRateLimiter::Clock::now());
+    }
     ReplyOnIo(io, reply, [r = std::move(r), started, latency, id] {
       Response res = SessionResponse(r, 201, id);
       if (latency) latency->Observe(std::chrono::steady_clock::now() - started);

@@ -7,6 +7,7 @@
 
 #include "allocator/allocator.h"
 #include "base/histogram.h"
+#include "server/api/claim_rate_limiter.h"
 #include "server/api/reader_pool.h"
 #include "server/http/auth.h"
 #include "server/http/router.h"
@@ -28,6 +29,13 @@ struct SessionRoutesOptions {
   // storage reads before it submits one (SQLite with --shards > 1: the
   // idempotency key and the tenant's sessions in every shard file).
   bool claims_off_io = false;
+  // The keys, for a tenant's own limits in GET /v1/limits (an admin naming
+  // a tenant). May be null (open mode); must outlive the SessionRoutes.
+  const KeyStore* keys = nullptr;
+  // The tenants' claims_per_s buckets: a claim past its tenant's rate is 429
+  // rate_limited before it reaches the allocator. May be null (no rates);
+  // must outlive the SessionRoutes.
+  ClaimRateLimiter* rate_limiter = nullptr;
 };
 
 // SessionRoutes are the HTTP face of the allocator, the session routes of
@@ -37,6 +45,7 @@ struct SessionRoutesOptions {
 //   GET    /v1/sessions/{id}        read
 //   POST   /v1/sessions/{id}/renew  renew
 //   DELETE /v1/sessions/{id}        release (?token=N)
+//   GET    /v1/limits               a tenant's limits and their use
 // Safe from every io thread. Results that come back on a store writer thread
 // are posted to `io` before any JSON is made, so writer threads only hand
 // results on. The reads run on options.readers (ReaderPool), never on an io

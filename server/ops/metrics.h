@@ -2,6 +2,7 @@
 #define EDGEALLOC_SERVER_OPS_METRICS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -27,6 +28,14 @@ struct MetricsSources {
   const kvmirror::Mirror* mirror = nullptr;
   const store::Storage* storage = nullptr;  // its writers' counters
   const RequestMetrics* requests = nullptr;
+  // Per-tenant series (edgealloc_tenant_*), one a tenant the keys file
+  // names, never a name a client sent; called at each scrape. Empty: none.
+  struct TenantSample {
+    std::string tenant;
+    uint64_t claims_rate_limited = 0;  // claims refused 429 rate_limited
+    int64_t claims_waiting = 0;        // its claims waiting now (wait_ms)
+  };
+  std::function<std::vector<TenantSample>()> tenants;
   // edgealloc_build_info's labels; the family is left out while version is empty.
   struct BuildInfo {
     std::string version, commit, sqlite_version, libpq_version;

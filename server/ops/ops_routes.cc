@@ -25,7 +25,7 @@ int64_t OpsRoutes::CapacityMaxAgeSeconds(int64_t refresh_ms) {
 void OpsRoutes::AddRoutes(Router* router) {
   using http::verb;
   const std::string max_age = "max-age=" + std::to_string(CapacityMaxAgeSeconds(mirror_->refresh_ms()));
-  router->Add(verb::get, "/v1/capacity", Access::kTenant,
+  router->Add(verb::get, "/v1/capacity", Access::kCapacity,
               [this, max_age](RouteRequest, Reply reply) {
                 // One pointer load: the snapshot is immutable and shared.
                 std::shared_ptr<const kvmirror::Snapshot> snap = mirror_->Current();
@@ -35,14 +35,14 @@ void OpsRoutes::AddRoutes(Router* router) {
               });
   const std::string history_max_age =
       "max-age=" + std::to_string(CapacityMaxAgeSeconds(mirror_->history().interval_ms()));
-  router->Add(verb::get, "/v1/capacity/history", Access::kTenant,
+  router->Add(verb::get, "/v1/capacity/history", Access::kCapacity,
               [this, history_max_age](RouteRequest, Reply reply) {
                 // Rendered when the sample was taken: a pointer load and a copy.
                 Response res = JsonResponse(200, *mirror_->history().Json());
                 res.set(http::field::cache_control, history_max_age);
                 reply(std::move(res));
               });
-  router->Add(verb::get, "/metrics", Access::kPublic, [this](RouteRequest, Reply reply) {
+  router->Add(verb::get, "/metrics", Access::kMetrics, [this](RouteRequest, Reply reply) {
     Response res{http::status::ok, 11};
     res.set(http::field::content_type, kMetricsContentType);
     res.set(http::field::cache_control, "no-store");

@@ -10,9 +10,10 @@
 namespace server {
 
 // The read-only operational routes (API.md "Capacity and operations"):
-//   GET /v1/capacity          (tenant or admin) the mirror's snapshot, never SQLite;
-//   GET /v1/capacity/history  (tenant or admin) the mirror's utilisation history;
-//   GET /metrics              (no key) Prometheus text format 0.0.4;
+//   GET /v1/capacity          (tenant, admin or metrics) the mirror's snapshot, never SQLite;
+//   GET /v1/capacity/history  (tenant, admin or metrics) the mirror's utilisation history;
+//   GET /metrics              (no key, or a metrics or admin key once the keys
+//                             file has a metrics key) Prometheus text format 0.0.4;
 //   GET /dashboard            (no key) the embedded page;
 //   GET /openapi.json         (no key) the embedded API document.
 // None of them touches SQLite or waits for a writer: capacity and the

@@ -373,7 +373,9 @@ TEST_CASE("routes: GET /v1/limits shows a tenant its quota and its sessions, nev
   REQUIRE(admin.Post("/v1/containers", kFleet).status == 200);
   HttpReply r = acme.Get("/v1/limits");
   REQUIRE(r.status == 200);
-  CHECK(Json(r) == json::parse(R"({"tenant":"acme","max_sessions":2,"sessions":0})"));
+  CHECK(Json(r) == json::parse(R"({"tenant":"acme","max_sessions":2,"sessions":0,)"
+                               R"("claims_per_s":null,"claim_tokens":null,)"
+                               R"("max_waiters":1000,"waiting":0})"));
   HttpReply claimed = acme.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
   REQUIRE(claimed.status == 201);
   CHECK(Json(acme.Get("/v1/limits"))["sessions"] == 1);
@@ -383,12 +385,14 @@ TEST_CASE("routes: GET /v1/limits shows a tenant its quota and its sessions, nev
   r = acme.Get("/v1/limits?tenant=bolt");
   CHECK(r.status == 403);
   CHECK(r.ErrorCode() == "forbidden");
-  r = admin.Get("/v1/limits");
-  CHECK(r.status == 400);
-  CHECK(r.ErrorCode() == "invalid_field");
+  r = admin.Get("/v1/limits");  // its own tenant's
+  REQUIRE(r.status == 200);
+  CHECK(Json(r)["tenant"] == "default");
   r = admin.Get("/v1/limits?tenant=acme");
   REQUIRE(r.status == 200);
-  CHECK(Json(r) == json::parse(R"({"tenant":"acme","max_sessions":2,"sessions":1})"));
+  CHECK(Json(r)["tenant"] == "acme");
+  CHECK(Json(r)["max_sessions"] == 2);
+  CHECK(Json(r)["sessions"] == 1);
   CHECK(t.Client("box").Get("/v1/limits").status == 403);
   CHECK(t.Client().Get("/v1/limits").status == 401);
 
@@ -401,11 +405,152 @@ TEST_CASE("routes: GET /v1/limits shows a tenant its quota and its sessions, nev
 
 TEST_CASE("routes: GET /v1/limits says null for no quota") {
   TestService t;
-  HttpReply r = t.Client().Get("/v1/limits");  // open mode: loopback is admin
-  CHECK(r.status == 400);
+  HttpReply r = t.Client().Get("/v1/limits");  // open mode: loopback is admin of default
+  REQUIRE(r.status == 200);
+  CHECK(Json(r) == json::parse(R"({"tenant":"default","max_sessions":null,"sessions":0,)"
+                               R"("claims_per_s":null,"claim_tokens":null,)"
+                               R"("max_waiters":1000,"waiting":0})"));
   r = t.Client().Get("/v1/limits?tenant=anyone");
   REQUIRE(r.status == 200);
-  CHECK(Json(r) == json::parse(R"({"tenant":"anyone","max_sessions":null,"sessions":0})"));
+  CHECK(Json(r)["tenant"] == "anyone");
+  CHECK(Json(r)["max_sessions"].is_null());
+}
+
+// Six containers of weur/chrome.
+const char kSixFleet[] =
+    R"({"containers":[{"id":"w-1","region":"weur","pool":"chrome"},)"
+    R"({"id":"w-2","region":"weur","pool":"chrome"},{"id":"w-3","region":"weur","pool":"chrome"},)"
+    R"({"id":"w-4","region":"weur","pool":"chrome"},{"id":"w-5","region":"weur","pool":"chrome"},)"
+    R"({"id":"w-6","region":"weur","pool":"chrome"}]})";
+
+TEST_CASE("routes: GET /v1/limits reports a tenant's own limits from its keys line, and their use") {
+  TestService t("adm admin\n"
+                "acme-key tenant acme max_sessions=5 claims_per_s=20 max_waiters=7\n"
+                "acme-2 tenant acme\n"
+                "bolt-key tenant bolt\n",
+                /*quota=*/2);
+  HttpClient admin = t.Client("adm");
+  REQUIRE(admin.Post("/v1/containers", kSixFleet).status == 200);
+  HttpClient acme = t.Client("acme-key");
+  REQUIRE(acme.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  for (HttpClient* c : {&acme, &admin}) {
+    HttpReply r = c->Get(c == &admin ? "/v1/limits?tenant=acme" : "/v1/limits");
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    json l = Json(r);
+    CHECK(l["tenant"] == "acme");
+    CHECK(l["max_sessions"] == 5);  // its own, not the server's 2
+    CHECK(l["sessions"] == 1);
+    CHECK(l["claims_per_s"] == 20);
+    CHECK(l["claim_tokens"].get<double>() >= 18.9);  // 20 less the claim, refilling
+    CHECK(l["claim_tokens"].get<double>() <= 20);
+    CHECK(l["max_waiters"] == 7);
+    CHECK(l["waiting"] == 0);
+  }
+  // Its other key has the same limits: they are the tenant's.
+  CHECK(Json(t.Client("acme-2").Get("/v1/limits"))["max_sessions"] == 5);
+  // bolt has no line limits: the server's.
+  json b = Json(t.Client("bolt-key").Get("/v1/limits"));
+  CHECK(b["max_sessions"] == 2);
+  CHECK(b["claims_per_s"].is_null());
+  CHECK(b["max_waiters"] == 1000);
+}
+
+TEST_CASE("routes: a tenant's max_sessions from its keys line is its quota, not the server's") {
+  TestService t("adm admin\nacme-key tenant acme max_sessions=3\nbolt-key tenant bolt\n",
+                /*quota=*/1);
+  REQUIRE(t.Client("adm").Post("/v1/containers", kSixFleet).status == 200);
+  HttpClient acme = t.Client("acme-key"), bolt = t.Client("bolt-key");
+  const char claim[] = R"({"region":"weur","pool":"chrome"})";
+  for (int i = 0; i < 3; ++i) CHECK(acme.Post("/v1/sessions", claim).status == 201);
+  HttpReply r = acme.Post("/v1/sessions", claim);
+  CHECK(r.status == 429);
+  CHECK(r.ErrorCode() == "quota_exceeded");
+  CHECK(bolt.Post("/v1/sessions", claim).status == 201);
+  CHECK(bolt.Post("/v1/sessions", claim).ErrorCode() == "quota_exceeded");
+}
+
+TEST_CASE("routes: past its claims_per_s a tenant gets 429 rate_limited with Retry-After") {
+  TestService t("adm admin\nacme-key tenant acme claims_per_s=2\nbolt-key tenant bolt\n");
+  REQUIRE(t.Client("adm").Post("/v1/containers", kSixFleet).status == 200);
+  HttpClient acme = t.Client("acme-key"), bolt = t.Client("bolt-key");
+  const char claim[] = R"({"region":"weur","pool":"chrome","idempotency_key":"%"})";
+  auto body = [&](const std::string& key) {
+    std::string b = claim;
+    return b.replace(b.find('%'), 1, key);
+  };
+  // The burst is the rate: two at once, then refused.
+  CHECK(acme.Post("/v1/sessions", body("a1")).status == 201);
+  CHECK(acme.Post("/v1/sessions", body("a2")).status == 201);
+  HttpReply r = acme.Post("/v1/sessions", body("a3"));
+  REQUIRE(r.status == 429);
+  CHECK(r.ErrorCode() == "rate_limited");
+  CHECK(r.Header("retry-after") == "1");
+  CHECK(r.Header("content-type") == "application/json");
+  CHECK_THAT(Json(r)["error"]["message"].get<std::string>(), Catch::Contains("2 claims a second"));
+  // Another tenant is not touched by acme's rate.
+  for (int i = 0; i < 2; ++i) CHECK(bolt.Post("/v1/sessions", body("b" + std::to_string(i))).status == 201);
+  // Refilled at 2 a second: a claim again after half a second and more.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  CHECK(acme.Post("/v1/sessions", body("a4")).status == 201);
+  // An idempotent replay gives its token back: retrying a claimed key does
+  // not use up the rate (one token is left here).
+  for (int i = 0; i < 4; ++i) {
+    HttpReply replay = acme.Post("/v1/sessions", body("a4"));
+    CHECK(replay.status == 201);
+    CHECK(replay.Header("idempotent-replayed") == "true");
+  }
+  CHECK(acme.Post("/v1/sessions", body("a5")).status == 201);
+  CHECK(acme.Post("/v1/sessions", body("a6")).status == 429);
+}
+
+// The value of a /metrics series (name with its labels), or -1 if absent.
+double SeriesValue(const std::string& metrics, const std::string& series) {
+  const size_t at = metrics.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(metrics.substr(at + series.size() + 2));
+}
+
+TEST_CASE("routes: per-tenant metrics name the keys file's tenants only") {
+  TestService t("adm admin\nacme-key tenant acme claims_per_s=1\nbolt-key tenant bolt\n"
+                "scrape metrics\n");
+  HttpClient admin = t.Client("adm"), acme = t.Client("acme-key");
+  REQUIRE(admin.Post("/v1/containers", kSixFleet).status == 200);
+  const char claim[] = R"({"region":"weur","pool":"chrome"})";
+  CHECK(acme.Post("/v1/sessions", claim).status == 201);
+  CHECK(acme.Post("/v1/sessions", claim).status == 429);
+  CHECK(admin.Post("/v1/sessions", claim).status == 201);  // tenant default
+  CHECK(admin.Get("/v1/sessions?tenant=made-up").status == 200);
+  const std::string m = t.Client("scrape").Get("/metrics").body;
+  CHECK(SeriesValue(m, R"(edgealloc_tenant_claims_rate_limited_total{tenant="acme"})") == 1);
+  CHECK(SeriesValue(m, R"(edgealloc_tenant_claims_rate_limited_total{tenant="bolt"})") == 0);
+  CHECK(SeriesValue(m, R"(edgealloc_tenant_claim_waiters{tenant="acme"})") == 0);
+  CHECK(m.find(R"(tenant="default")") == std::string::npos);
+  CHECK(m.find("made-up") == std::string::npos);
+  // Open mode has no tenants of its own: no per-tenant series at all.
+  TestService open;
+  CHECK(open.Client().Get("/metrics").body.find("edgealloc_tenant_") == std::string::npos);
+}
+
+TEST_CASE("routes: with a metrics key in the keys file /metrics asks for it (or an admin key)") {
+  TestService t("adm admin\nacme-key tenant acme\nscrape metrics\n");
+  CHECK(t.Client().Get("/metrics").status == 401);
+  CHECK(t.Client("wrong").Get("/metrics").status == 401);
+  CHECK(t.Client("acme-key").Get("/metrics").status == 403);
+  HttpReply r = t.Client("scrape").Get("/metrics");
+  CHECK(r.status == 200);
+  CHECK(r.body.find("edgealloc_claims_total") != std::string::npos);
+  CHECK(t.Client("adm").Get("/metrics").status == 200);
+  // The scrape key reads what the dashboard reads, and nothing else.
+  CHECK(t.Client("scrape").Get("/v1/capacity").status == 200);
+  CHECK(t.Client("scrape").Get("/v1/capacity/history").status == 200);
+  CHECK(t.Client("scrape").Get("/v1/limits").status == 403);
+  CHECK(t.Client("scrape").Post("/v1/sessions", R"({"region":"weur"})").status == 403);
+  CHECK(t.Client("scrape").Get("/v1/containers").status == 403);
+  CHECK(t.Client().Get("/dashboard").status == 200);
+  // Without a metrics key it stays open, keys or not.
+  TestService plain("adm admin\nacme-key tenant acme\n");
+  CHECK(plain.Client().Get("/metrics").status == 200);
 }
 
 // Every page of a list route, following next_cursor; the items of `field`.
