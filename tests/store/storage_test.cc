@@ -628,3 +628,41 @@ TEST_CASE("storage: container lists page in id order, filter, and list every con
   weur.pool = "other";
   CHECK(list(weur, 100).empty());
 }
+
+// What waiting claims read instead of claiming (the allocator's probe): a
+// pool is registered when any container of it exists, claimable when a claim
+// could take one now.
+TEST_CASE("storage: ProbePools tells registered pools from made-up ones and claimable from not") {
+  store::ClaimPolicy policy;
+  policy.dead_after_ms = 400;
+  Engine e(EDGEALLOC_ENGINES_AND_SHARDS, policy);
+  Register(e.storage.get(), {"w1"}, "weur");
+  Register(e.storage.get(), {"e1"}, "eeur");
+  auto probe = [&] {
+    std::vector<store::PoolProbe> pools = {
+        {"weur", "p"}, {"eeur", "p"}, {"weur", "other"}, {"nowhere", "p"}, {"neur", "p"}};
+    REQUIRE(e->ProbePools(&pools).ok());
+    std::vector<std::string> seen;
+    for (const auto& p : pools) {
+      seen.push_back(p.region + "/" + p.pool + (p.registered ? " registered" : "") +
+                     (p.claimable ? " claimable" : ""));
+    }
+    return seen;
+  };
+  CHECK(probe() == std::vector<std::string>{"weur/p registered claimable",
+                                            "eeur/p registered claimable", "weur/other",
+                                            "nowhere/p", "neur/p"});
+  // Held, drained: registered, nothing to take.
+  REQUIRE(Claim(e.storage.get(), "weur").outcome == Outcome::kOk);
+  REQUIRE(Await<store::ContainerResult>([&](auto cb) { e->Drain("e1", cb); }).outcome ==
+          Outcome::kOk);
+  Register(e.storage.get(), {"n1"}, "neur");
+  CHECK(probe() == std::vector<std::string>{"weur/p registered", "eeur/p registered",
+                                            "weur/other", "nowhere/p",
+                                            "neur/p registered claimable"});
+  // Silent past dead_after_ms: still registered, no longer claimable.
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  CHECK(probe().back() == "neur/p registered");
+  std::vector<store::PoolProbe> none;
+  CHECK(e->ProbePools(&none).ok());
+}
