@@ -130,8 +130,12 @@ async def attack(kind, port, args):
     tasks = []
     started = time.monotonic()
 
-    def count(status, n=1):
-        stats["status"][str(status)] = stats["status"].get(str(status), 0) + n
+    def count(status, body=b""):
+        # A refusal by its code too: 503 no_capacity and 503 overloaded are
+        # different defences.
+        m = re.search(rb'"code":"([a-z_]+)"', body[:200]) if status >= 400 else None
+        k = "%d %s" % (status, m.group(1).decode()) if m else str(status)
+        stats["status"][k] = stats["status"].get(k, 0) + 1
 
     async def waiter(i):
         c = AConn(port, KEYS["a"])
@@ -142,8 +146,8 @@ async def attack(kind, port, args):
             body = claim_body(REGION, "a", wait_ms=30000, lease_ms=3600000)
         while not stop.is_set():
             t = time.monotonic()
-            status, _ = await c.req("POST", "/v1/sessions", body)
-            count(status)
+            status, data = await c.req("POST", "/v1/sessions", body)
+            count(status, data)
             if status == 201:  # served (nothing is released in pool a): hold it
                 await stop.wait()
             elif time.monotonic() - t < 1:  # refused at once: its Retry-After
@@ -159,7 +163,7 @@ async def attack(kind, port, args):
             while not stop.is_set():
                 path = base + ("&cursor=" + urllib.parse.quote(cursor) if cursor else "")
                 status, body = await c.req("GET", path)
-                count(status)
+                count(status, body)
                 if status != 200:
                     await asyncio.sleep(0.1)
                     break
@@ -176,8 +180,8 @@ async def attack(kind, port, args):
         n = 0
         while not stop.is_set():
             n += 1
-            status, _ = await c.req("POST", "/v1/sessions", claim_body("nx-%d-%d" % (i, n), "np-%d" % n))
-            count(status)
+            status, data = await c.req("POST", "/v1/sessions", claim_body("nx-%d-%d" % (i, n), "np-%d" % n))
+            count(status, data)
             if n == 50:
                 ready.set()
 
@@ -192,8 +196,8 @@ async def attack(kind, port, args):
         while not stop.is_set():
             body = hb_bodies[n % len(hb_bodies)]
             n += 1
-            status, _ = await c.req("POST", "/v1/heartbeats", body)
-            count(status)
+            status, data = await c.req("POST", "/v1/heartbeats", body)
+            count(status, data)
             if status == 202:
                 stats["heartbeats_accepted"] = stats.get("heartbeats_accepted", 0) + body.count(b"container_id")
             elif status == 503:
@@ -418,7 +422,8 @@ def settle(server, limit_s=15):
 
 def run_binary(label, binary, args):
     work = tempfile.mkdtemp(prefix="edgealloc-nn-%s-" % label)
-    out = {"label": label, "binary": binary}
+    out = {"label": label, "binary": binary,
+           "version": subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()}
     try:
         out["setup_s"] = round(setup(binary, work, args), 1)
         keys = os.path.join(work, "keys")
@@ -472,7 +477,7 @@ def a_did(phase, r):
     sec = a.get("seconds") or 1
     st = a.get("status", {})
     total = sum(st.values())
-    refused = sum(v for k, v in st.items() if k in ("429", "503") or k.startswith("0"))
+    refused = sum(v for k, v in st.items() if k.startswith(("429", "503", "0")))
     if phase == "waiters":
         return ("held %s waiting claims (server's gauge at start %s, at end %s; --waiters %d tried), "
                 "%d answers in %.1f s: %s" % (
@@ -485,7 +490,8 @@ def a_did(phase, r):
         return "%.0f claims/s, %d of them refused (statuses %s)" % (total / sec, refused, json.dumps(st))
     if phase == "heartbeats":
         return "%.0f requests/s, %.0f heartbeats accepted/s, %d requests 503 (statuses %s)" % (
-            total / sec, a.get("heartbeats_accepted", 0) / sec, st.get("503", 0), json.dumps(st))
+            total / sec, a.get("heartbeats_accepted", 0) / sec,
+            sum(v for k, v in st.items() if k.startswith("503")), json.dumps(st))
     return ""
 
 
@@ -527,8 +533,8 @@ def report(runs):
         print(row)
     print()
     for r in runs:
-        print("- %s (`%s`): tenant limits %s; setup (fleet and A's %d sessions) %.1f s; B %d cycles a phase at %g/s on %d connections." % (
-            r["label"], r["binary"],
+        print("- %s (`%s`, %s): tenant limits %s; setup (fleet and A's %d sessions) %.1f s; B %d cycles a phase at %g/s on %d connections." % (
+            r["label"], r["binary"], r["version"],
             "on its keys file lines: A `%s`, B `%s`" % (r["limits"]["a"], r["limits"]["b"]) if r["limits"]
             else "none (this binary refuses them on a keys file line, or --no-limits)",
             ARGS.a_sessions, r["setup_s"], r["quiet"]["n"], ARGS.b_rate, ARGS.b_conns))
