@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "store/session_rules.h"
 
 namespace allocator {
 
@@ -138,7 +139,8 @@ void Allocator::Claim(store::ClaimRequest req, store::SessionCallback done,
     return;
   }
   // What the message needs, kept apart from the request the storage takes.
-  ClaimContext context{req.caller.tenant, req.region, req.pool, !req.fallback_regions.empty()};
+  ClaimContext context{req.caller.tenant, req.region, req.pool, !req.fallback_regions.empty(),
+                       store::TenantQuota(storage_->policy(), req.caller)};
   storage_->Claim(std::move(req), [this, context = std::move(context),
                                    done = std::move(done)](store::SessionResult r) {
     FinishClaim(context, &r);
@@ -158,7 +160,7 @@ void Allocator::FinishClaim(const ClaimContext& req, store::SessionResult* r) {
     case Outcome::kQuotaExceeded:
       stats_.claims_quota.fetch_add(1, std::memory_order_relaxed);
       r->message = "tenant " + req.tenant + " holds its maximum of " +
-                   std::to_string(storage_->policy().max_sessions_per_tenant) + " sessions";
+                   std::to_string(req.max_sessions) + " sessions";
       break;
     case Outcome::kNoCapacity:
       stats_.claims_no_capacity.fetch_add(1, std::memory_order_relaxed);
@@ -224,7 +226,8 @@ void Allocator::OnFirstClaimed(const WaiterPtr& w, store::SessionResult r) {
     return AnswerGone(w);
   }
   ClaimContext context{w->req.caller.tenant, w->req.region, w->req.pool,
-                       !w->req.fallback_regions.empty()};
+                       !w->req.fallback_regions.empty(),
+                       store::TenantQuota(storage_->policy(), w->req.caller)};
   FinishClaim(context, &r);
   back();  // last: Stop may return once it is counted back
   w->done(std::move(r));
@@ -456,7 +459,8 @@ void Allocator::OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r) {
         stats_.waits_timed_out.fetch_add(1, std::memory_order_relaxed);
       }
       ClaimContext context{w->req.caller.tenant, w->req.region, w->req.pool,
-                           !w->req.fallback_regions.empty()};
+                           !w->req.fallback_regions.empty(),
+                           store::TenantQuota(storage_->policy(), w->req.caller)};
       FinishClaim(context, &r);
     }
   }

@@ -181,6 +181,7 @@ class Allocator {
   struct ClaimContext {
     std::string tenant, region, pool;
     bool has_fallbacks = false;
+    int64_t max_sessions = store::kUnlimited;  // the quota its tenant is held to
   };
   // Counts a finished claim and words its message.
   void FinishClaim(const ClaimContext& req, store::SessionResult* r);

@@ -856,6 +856,24 @@ TEST_CASE("messages: a refusal names the tenant's quota, or the region and pool 
   CHECK_THAT(none.message, Catch::Contains("pool p of region weur"));
 }
 
+// A tenant's own max_sessions (its keys-file line) is the number its refusal
+// names, not --max-sessions-per-tenant's, with or without wait_ms.
+TEST_CASE("messages: a quota refusal names the tenant's own max_sessions when it has one") {
+  Pool pool(EDGEALLOC_ENGINES, {}, testing::Policy(5, /*max_sessions_per_tenant=*/5));
+  pool.Add({Spec("c0", "weur", "p"), Spec("c1", "weur", "p"), Spec("c2", "weur", "p")});
+  store::ClaimRequest req = Req("weur", "alice", "p");
+  req.caller.limits.max_sessions = 2;
+  REQUIRE(pool.Claim(req).outcome == Outcome::kOk);
+  REQUIRE(pool.Claim(req).outcome == Outcome::kOk);
+  SessionResult quota = pool.Claim(req);
+  CHECK(quota.outcome == Outcome::kQuotaExceeded);
+  CHECK_THAT(quota.message, Catch::Contains("alice") && Catch::Contains("maximum of 2 sessions"));
+  req.wait_ms = 50;
+  quota = pool.Claim(req);
+  CHECK(quota.outcome == Outcome::kQuotaExceeded);
+  CHECK_THAT(quota.message, Catch::Contains("maximum of 2 sessions"));
+}
+
 namespace {
 
 // A claim answered later: its result once it comes.
