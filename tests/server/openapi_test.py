@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from openapi_validator import DOC, OpenApiValidator  # noqa: E402
 
 ADMIN, ACME, BOLT, BOX = "adm-key", "acme-key", "bolt-key", "box-key"
+RATE = "rate-key"  # a tenant with claims_per_s=1
 
 
 def free_port():
@@ -65,6 +66,7 @@ def main():
         keys = os.path.join(tmp, "keys")
         with open(keys, "w") as f:
             f.write("%s admin\n%s tenant acme\n%s tenant bolt\n%s container w-*\n" % (ADMIN, ACME, BOLT, BOX))
+            f.write("%s tenant slow claims_per_s=1 max_sessions=5 max_waiters=3\n" % RATE)
         port = free_port()
         log = open(os.path.join(tmp, "server.log"), "w")
         proc = subprocess.Popen([args.bin, "serve", "--db", os.path.join(tmp, "x.db"), "--listen",
@@ -134,6 +136,14 @@ def run(c):
     c("POST", "/v1/sessions", BOLT, {"region": "weur", "lease_ms": -1}, want=400)
     c("POST", "/v1/sessions", BOLT, "[1,", want=400)
     c("POST", "/v1/sessions", BOX, claim, want=403)
+    # Past its claims_per_s: 429 rate_limited with Retry-After (the 503 before
+    # it cost its token too).
+    c("POST", "/v1/sessions", RATE, claim, want=503)
+    _, hdrs, raw = c("POST", "/v1/sessions", RATE, claim, want=429)
+    assert json.loads(raw)["error"]["code"] == "rate_limited", raw
+    assert int(hdrs["retry-after"]) >= 1, hdrs
+    _, _, raw = c("GET", "/v1/limits", RATE, want=200)
+    assert json.loads(raw)["claims_per_s"] == 1 and json.loads(raw)["max_sessions"] == 5, raw
     c("POST", "/v1/sessions", None, claim, want=401)
     sid = "/v1/sessions/" + s1["session_id"]
     c("GET", sid, ACME, want=200)
@@ -145,7 +155,7 @@ def run(c):
     c("POST", sid + "/renew", ACME, {"lease_ms": 5}, want=400)
     c("GET", "/v1/limits", ACME, want=200)
     c("GET", "/v1/limits?tenant=bolt", ACME, want=403)
-    c("GET", "/v1/limits", ADMIN, want=400)
+    c("GET", "/v1/limits", ADMIN, want=200)  # its own tenant, default
     c("GET", "/v1/limits?tenant=acme", ADMIN, want=200)
     # Lists, labels.
     _, _, raw = c("GET", "/v1/sessions?limit=1", ACME, want=200)

@@ -81,7 +81,10 @@ class OpenApiValidator:
         response = self._deref(response)
         for name, spec in response.get("headers", {}).items():
             spec = self._deref(spec)
-            if name.lower() in ("x-request-id", "retry-after") and name.lower() not in headers:
+            # Retry-After is required unless the document says otherwise
+            # (429: set for rate_limited, not for quota_exceeded).
+            if (name.lower() in ("x-request-id", "retry-after") and spec.get("required", True)
+                    and name.lower() not in headers):
                 raise OpenApiMismatch("%s: header %s missing" % (where, name))
         content = response.get("content")
         if method == "HEAD":
