@@ -209,7 +209,7 @@ async def attack(kind, port, args):
             if i % 100 == 99:
                 await asyncio.sleep(0.02)  # a ramp, not a SYN storm
         # Up once the server's waiter count stops growing.
-        mc, last, same = AConn(port, KEYS["a"]), -1, 0
+        mc, last, same = AConn(port, KEYS["admin"]), -1, 0
         while same < 3 and time.monotonic() - started < 15:
             await asyncio.sleep(0.3)
             _, m = await mc.req("GET", "/metrics")
@@ -237,8 +237,9 @@ async def attack(kind, port, args):
     t0 = time.monotonic()
     await loop.run_in_executor(None, sys.stdin.read)  # until the parent closes it
     stats["seconds"] = round(time.monotonic() - t0, 2)
+    stats["status"] = {k: v for k, v in stats["status"].items() if v}
     if kind == "waiters":
-        _, m = await AConn(port, KEYS["a"]).req("GET", "/metrics")
+        _, m = await AConn(port, KEYS["admin"]).req("GET", "/metrics")
         stats["waiters_at_end"] = metric(m.decode(), "edgealloc_claim_waiters")
     stop.set()
     for t in tasks:
@@ -286,7 +287,7 @@ class Server:
         return self.proc.poll() is None
 
     def metrics(self):
-        return Client(self.port, timeout=10).text("/metrics")
+        return Client(self.port, KEYS["admin"], timeout=10).text("/metrics")
 
     def stop(self):
         if self.proc.poll() is None:
