@@ -34,8 +34,11 @@ refusal at all. For each phase, --seconds of cycles after A's load is up:
     waiters     A holds every waiting claim the server lets it (wait_ms
                 30000; --waiters at most, the client's cap): half on made-up
                 regions (one each) with 16 made-up fallback regions each,
-                half on pool `a`, which A holds whole; a refused claim
-                (429, 503 overloaded) is retried after its Retry-After (1 s)
+                half on pool `a`, which A holds whole; a claim answered
+                within a second (429, 503 overloaded, or 503 no_capacity
+                where the server answers a made-up pool at once) is sent
+                again a second later (its Retry-After), one that waited
+                out its 30 s at once
     lists       4 connections loop GET /v1/sessions?limit=1000 over A's
                 20,000 sessions to the last page: two of them plain, two
                 with label=owner:nobody (matches none)
@@ -46,11 +49,12 @@ refusal at all. For each phase, --seconds of cycles after A's load is up:
                 sits at its bound and the rest is 503 overloaded
 
 A's load runs in a child process (this script with --attack), on asyncio
-connections, so that B's measuring thread shares no interpreter with it.
+connections, so that B's measuring threads share no interpreter with it.
 Between phases the server is let settle (no waiter, empty heartbeat queue).
 Goal, each attack: B's p99 at most 2x its quiet p99, and B never refused.
 
-Prints `name value unit` lines (nn_<binary>_<phase>_<figure>), then the
+Prints `name value unit` lines (nn_<label>_<phase>_<figure>, the label
+`this`, or `before` and `after` with --before-bin), then the
 table in markdown (lines starting `|`) and what A did (lines starting `- `).
 With --before-bin both binaries run the same phases in this one run, the
 older first, and the table shows them side by side.
