@@ -649,8 +649,9 @@ store::Status Allocator::Limits(const std::string& tenant, TenantLimits* out) {
 
 store::Status Allocator::ListSessions(const store::SessionFilter& filter,
                                      const std::string& after, int limit,
-                                     std::vector<store::Session>* page, bool* more) {
-  return storage_->ListSessions(filter, after, limit, page, more);
+                                     std::vector<store::Session>* page,
+                                     std::string* next_after) {
+  return storage_->ListSessions(filter, after, limit, page, next_after);
 }
 
 int64_t Allocator::ReapExpiredLeases() {

@@ -157,7 +157,8 @@ class Allocator {
   int64_t WaitingOf(const std::string& tenant) const;
   // A page of live sessions (Storage::ListSessions), on the calling thread.
   store::Status ListSessions(const store::SessionFilter& filter, const std::string& after,
-                             int limit, std::vector<store::Session>* page, bool* more);
+                             int limit, std::vector<store::Session>* page,
+                             std::string* next_after);
 
   // Ends the sessions of every partition whose lease is over, in bounded
   // sweeps; returns how many. The reaper thread calls this; tests may too.

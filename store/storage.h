@@ -31,6 +31,19 @@ class CapacityReader {
   virtual std::string name() const = 0;
 };
 
+// The most rows one partition examines for a page of `limit` items of a list
+// (ListSessions, ListContainers): four a wanted item, and never fewer than
+// kListExamineFloor, so a filter that keeps one row in four still fills its
+// page in one request, and a page costs about what a full page of 1,000
+// costs (about a millisecond on SQLite), however many rows the filters
+// reject. Past it a list answers with what it found and a cursor.
+inline constexpr int kListExamineFloor = 1000;
+inline constexpr int kListExaminePerItem = 4;
+inline int64_t ListExamineBound(int limit) {
+  const int64_t wanted = static_cast<int64_t>(limit) * kListExaminePerItem;
+  return wanted > kListExamineFloor ? wanted : kListExamineFloor;
+}
+
 // The storage seam: everything the rest of the program needs from storage,
 // and nothing of how an engine does it. The session lifecycle (claim, renew,
 // release, expire, die, drain, delete) lives behind it, written once per
@@ -80,11 +93,17 @@ class Storage {
   virtual Status CountTenantSessions(const std::string& tenant, int64_t* sessions) = 0;
   // A page of the live sessions (lease not over) that `filter` matches, in
   // session id order, after `after` (empty: from the first): at most `limit`
-  // into *page (cleared first), *more set when later ones exist. Keyset
-  // pages: a session that lives through a listing is on exactly one page,
-  // whatever is claimed or released meanwhile. Every partition; a read.
+  // into *page (cleared first). *next_after (cleared first) is where the
+  // next page starts (its `after`), or empty when none can follow. A page
+  // costs a page, not the fleet: a tenant's page reads only that tenant's
+  // sessions (an index leads with the tenant), and each partition examines
+  // at most ListExamineBound(limit) sessions, so when the other filters
+  // reject many, the page may hold fewer than `limit` (even none) yet carry
+  // a *next_after past the last session examined. Keyset pages: a session
+  // that lives through a listing is on exactly one page, whatever is claimed
+  // or released meanwhile. Every partition; a read.
   virtual Status ListSessions(const SessionFilter& filter, const std::string& after, int limit,
-                              std::vector<Session>* page, bool* more) = 0;
+                              std::vector<Session>* page, std::string* next_after) = 0;
 
   // Sets `registered` and `claimable` of each of *pools (region and pool
   // given), judged now: a few index lookups per pool, a read. Waiting claims
@@ -105,9 +124,11 @@ class Storage {
   // kOk with the container, kNotFound or kError.
   virtual ContainerResult GetContainer(std::string_view id) = 0;
   // A page of the containers `filter` matches, in id order, after `after`:
-  // as ListSessions.
+  // as ListSessions (at most ListExamineBound(limit) containers examined a
+  // partition, so a page may be short or empty yet carry *next_after).
   virtual Status ListContainers(const ContainerFilter& filter, const std::string& after,
-                                int limit, std::vector<ContainerInfo>* page, bool* more) = 0;
+                                int limit, std::vector<ContainerInfo>* page,
+                                std::string* next_after) = 0;
   // An available container becomes draining; a picked one when its session
   // ends. kOk, kNotFound, kOverloaded or kError.
   virtual void Drain(std::string id, ContainerCallback done) = 0;

@@ -94,13 +94,13 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
   struct Read {
     store::Status status;
     std::vector<store::ContainerInfo> page;
-    bool more = false;
+    std::string next_after;  // empty: the last page
   };
   ReadOffIo(
       readers_, io_, reply,
       [storage = storage_, filter = std::move(filter), after = std::move(after), limit] {
         Read r;
-        r.status = storage->ListContainers(filter, after, limit, &r.page, &r.more);
+        r.status = storage->ListContainers(filter, after, limit, &r.page, &r.next_after);
         return r;
       },
       [fingerprint, id = req.RequestId()](const Read& r) {
@@ -108,7 +108,9 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
           return StatusResponse(r.status, id);
         }
         std::optional<std::string> next;
-        if (r.more && !r.page.empty()) next = MakeCursor(fingerprint, r.page.back().id);
+        // A page may be short, even empty, and still carry a cursor: the
+        // storage stopped after a bounded number of rows (ListExamineBound).
+        if (!r.next_after.empty()) next = MakeCursor(fingerprint, r.next_after);
         return JsonResponse(200, ContainerListJson(r.page, next));
       });
 }

@@ -15,7 +15,8 @@ inline constexpr int kMaxListLimit = 1000;
 
 // A list's cursor is opaque to clients: "c1." + a 64-bit fingerprint of the
 // query it was made for (the list and its filters) + "." + the hex of the
-// last key of its page. The fingerprint is what lets a cursor handed to
+// key its next page starts after (the last item of a full page, or the last
+// row the storage examined for a short one). The fingerprint is what lets a cursor handed to
 // another query be refused (400 invalid_field) instead of silently paging
 // through the wrong list; the key is where the next page starts (keyset
 // pagination, store::Storage::ListSessions).

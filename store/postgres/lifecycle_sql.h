@@ -38,8 +38,14 @@ namespace store::pgsql {
 // partition of a container is lane_hash % its writers, so each partition's
 // dead-container sweep covers exactly the containers its lane writes.
 // Version 3 added labels (a session's, JSON text; in no index, so heartbeats
-// stay HOT). A node of an older version refuses a newer schema.
-inline constexpr int kSchemaVersion = 3;
+// stay HOT). Version 4 made lists cost a page, not the fleet
+// (Storage::ListSessions): (tenant, session_id) replaces (tenant), so a
+// tenant's list walks its own sessions in the list's order (the quota's
+// count by tenant uses it as it used (tenant)); and the lists' byte order
+// (COLLATE "C") has an index of its own on session_id and on id, so that a
+// database whose default collation is not C walks an index too instead of
+// sorting every row. A node of an older version refuses a newer schema.
+inline constexpr int kSchemaVersion = 4;
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
@@ -69,7 +75,12 @@ CREATE INDEX IF NOT EXISTS containers_claimable ON containers (region, pool, lat
   WHERE status = 'available';
 CREATE UNIQUE INDEX IF NOT EXISTS containers_idempotency ON containers (tenant, idempotency_key)
   WHERE idempotency_key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS containers_tenant ON containers (tenant) WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS containers_tenant_session ON containers (tenant, session_id COLLATE "C")
+  WHERE session_id IS NOT NULL;
+DROP INDEX IF EXISTS containers_tenant;
+CREATE INDEX IF NOT EXISTS containers_session_c ON containers (session_id COLLATE "C")
+  WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS containers_id_c ON containers (id COLLATE "C");
 CREATE INDEX IF NOT EXISTS containers_lease ON containers (lease_expires_at_ms)
   WHERE session_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS containers_dead_reported ON containers (id)
@@ -217,30 +228,54 @@ FROM containers WHERE session_id = $1
 )sql";
 
 // A page of live sessions after $1 in session id order (store/sqlite's
-// kListSessions). Filters NULL for any. Ordered by session_id COLLATE "C"
-// (byte order, as SQLite's and the cursor's), which its unique index
-// serves only under the C collation: the planner sorts otherwise.
-//   $1 after $2 tenant $3 region $4 pool $5 label key $6 label value $7 limit
-inline constexpr char kListSessions[] = R"sql(
-SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant, session_id
-FROM containers
-WHERE session_id IS NOT NULL AND session_id COLLATE "C" > $1
-  AND lease_expires_at_ms > )sql" EDGEALLOC_PG_NOW_MS R"sql(
-  AND ($2::text IS NULL OR tenant = $2) AND ($3::text IS NULL OR region = $3)
-  AND ($4::text IS NULL OR pool = $4)
-  AND ($5::text IS NULL OR (labels IS NOT NULL AND labels::jsonb ->> $5 = $6::text))
-ORDER BY session_id COLLATE "C" LIMIT $7::bigint
-)sql";
+// kListSessions), examining at most $7 sessions (ListExamineBound): the
+// first $7 after $1, in an index's order, are `examined`; the rows are the
+// first $6 (limit + 1) of them that the filters (NULL for any) match, last
+// column true, then, when all $7 were there to examine, one row (last
+// column false) with the last session id examined, where the next page
+// starts (store/list_page.h). Ordered by session_id COLLATE "C" (byte
+// order, as SQLite's and the cursor's), which containers_session_c serves
+// in any database collation. Two shapes: every tenant's, and one tenant's
+// ($8), which walks containers_tenant_session and reads no other tenant's rows.
+//   $1 after $2 region $3 pool $4 label key $5 label value $6 limit + 1
+//   $7 examined at most [$8 tenant]
+#define EDGEALLOC_PG_LIST_SESSIONS(TENANT)                                                     \
+  "WITH examined AS MATERIALIZED ("                                                           \
+  " SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant, session_id" \
+  " FROM containers WHERE session_id IS NOT NULL AND session_id COLLATE \"C\" > $1" TENANT   \
+  " ORDER BY session_id COLLATE \"C\" LIMIT $7::bigint) "                                     \
+  "(SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant,"          \
+  " session_id, true FROM examined"                                                           \
+  " WHERE lease_expires_at_ms > " EDGEALLOC_PG_NOW_MS                                         \
+  " AND ($2::text IS NULL OR region = $2) AND ($3::text IS NULL OR pool = $3)"                \
+  " AND ($4::text IS NULL OR (labels IS NOT NULL AND labels::jsonb ->> $4 = $5::text))"      \
+  " ORDER BY session_id COLLATE \"C\" LIMIT $6::bigint) "                                     \
+  "UNION ALL "                                                                                \
+  "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, max(session_id COLLATE \"C\"), false" \
+  " FROM examined HAVING count(*) = $7::bigint"
+inline constexpr char kListSessions[] = EDGEALLOC_PG_LIST_SESSIONS("");
+inline constexpr char kListTenantSessions[] = EDGEALLOC_PG_LIST_SESSIONS(" AND tenant = $8");
+#undef EDGEALLOC_PG_LIST_SESSIONS
 
-// A page of containers after $1 in id order (byte order, as kListSessions).
-//   $1 after $2 region $3 pool $4 status $5 limit
+// A page of containers after $1 in id order (byte order, containers_id_c),
+// as kListSessions: at most $6 examined, the first $5 (limit + 1) that the
+// filters match (last column true), then the last id examined when all $6
+// were there (last column false, the id first).
+//   $1 after $2 region $3 pool $4 status $5 limit + 1 $6 examined at most
 inline constexpr char kListContainers[] = R"sql(
-SELECT id, region, pool, status, latency_ms, last_heartbeat_ms, generation,
-       CASE WHEN drain_requested THEN 1 ELSE 0 END, data, session_id
-FROM containers
-WHERE id COLLATE "C" > $1 AND ($2::text IS NULL OR region = $2)
-  AND ($3::text IS NULL OR pool = $3) AND ($4::text IS NULL OR status = $4)
-ORDER BY id COLLATE "C" LIMIT $5::bigint
+WITH examined AS MATERIALIZED (
+  SELECT id, region, pool, status, latency_ms, last_heartbeat_ms, generation, drain_requested,
+         data, session_id
+  FROM containers WHERE id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $6::bigint)
+(SELECT id, region, pool, status, latency_ms, last_heartbeat_ms, generation,
+        CASE WHEN drain_requested THEN 1 ELSE 0 END, data, session_id, true
+ FROM examined
+ WHERE ($2::text IS NULL OR region = $2) AND ($3::text IS NULL OR pool = $3)
+   AND ($4::text IS NULL OR status = $4)
+ ORDER BY id COLLATE "C" LIMIT $5::bigint)
+UNION ALL
+SELECT max(id COLLATE "C"), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, false
+FROM examined HAVING count(*) = $6::bigint
 )sql";
 
 //   $1 limit

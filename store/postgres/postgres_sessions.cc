@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "store/list_page.h"
 #include "store/postgres/lifecycle_sql.h"
 #include "store/postgres/postgres_storage.h"
 #include "store/session_id.h"
@@ -237,28 +238,41 @@ Status PostgresStorage::CountTenantSessions(const std::string& tenant, int64_t* 
 }
 
 Status PostgresStorage::ListSessions(const SessionFilter& filter, const std::string& after,
-                                    int limit, std::vector<Session>* page, bool* more) {
+                                    int limit, std::vector<Session>* page,
+                                    std::string* next_after) {
   page->clear();
-  *more = false;
+  next_after->clear();
   auto or_null = [](const std::string& v) { return v.empty() ? Null() : P(v); };
+  const bool one_tenant = !filter.tenant.empty();
   return WithReader([&](PgConn* conn) {
     PgResult r;
-    RETURN_IF_ERROR(conn->Run(pgsql::kListSessions,
-                              {P(after), or_null(filter.tenant),
-                               or_null(filter.region), or_null(filter.pool),
-                               or_null(filter.label_key), P(filter.label_value),
-                               P(static_cast<int64_t>(limit) + 1)},
-                              &r));
+    std::vector<PgParam> params = {P(after),
+                                   or_null(filter.region),
+                                   or_null(filter.pool),
+                                   or_null(filter.label_key),
+                                   P(filter.label_value),
+                                   P(static_cast<int64_t>(limit) + 1),
+                                   P(ListExamineBound(limit))};
+    if (one_tenant) params.push_back(P(filter.tenant));
+    RETURN_IF_ERROR(conn->Run(one_tenant ? pgsql::kListTenantSessions : pgsql::kListSessions,
+                              params, &r));
+    PartitionPage<Session> part;
     for (int i = 0; i < r.rows(); ++i) {
-      if (i == limit) {
-        *more = true;
-        break;
+      // The row of the last session examined, when the bound was reached.
+      if (r.Text(i, 9) != "t") {
+        part.stopped_at = r.String(i, 8);
+        continue;
       }
       Session s;
       ReadSession(r, &s, i);
       s.session_id = r.String(i, 8);
-      page->push_back(std::move(s));
+      part.hits.push_back(std::move(s));
     }
+    std::vector<PartitionPage<Session>> parts;
+    parts.push_back(std::move(part));
+    MergePartitionPages(
+        std::move(parts), limit,
+        [](const Session& s) -> const std::string& { return s.session_id; }, page, next_after);
     return Status::Ok();
   });
 }

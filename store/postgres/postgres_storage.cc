@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "store/postgres/lane.h"
+#include "store/list_page.h"
 #include "store/postgres/lifecycle_sql.h"
 
 namespace store {
@@ -348,25 +349,34 @@ ContainerResult PostgresStorage::GetContainer(std::string_view id) {
 }
 
 Status PostgresStorage::ListContainers(const ContainerFilter& filter, const std::string& after,
-                                      int limit, std::vector<ContainerInfo>* page, bool* more) {
+                                      int limit, std::vector<ContainerInfo>* page,
+                                      std::string* next_after) {
   page->clear();
-  *more = false;
+  next_after->clear();
   auto or_null = [](const std::string& v) { return v.empty() ? Null() : P(v); };
   return WithReader([&](PgConn* conn) {
     PgResult r;
     RETURN_IF_ERROR(conn->Run(pgsql::kListContainers,
                               {P(after), or_null(filter.region), or_null(filter.pool),
-                               or_null(filter.status), P(static_cast<int64_t>(limit) + 1)},
+                               or_null(filter.status), P(static_cast<int64_t>(limit) + 1),
+                               P(ListExamineBound(limit))},
                               &r));
+    PartitionPage<ContainerInfo> part;
     for (int i = 0; i < r.rows(); ++i) {
-      if (i == limit) {
-        *more = true;
-        break;
+      // The row of the last id examined, when the bound was reached.
+      if (r.Text(i, 10) != "t") {
+        part.stopped_at = r.String(i, 0);
+        continue;
       }
       ContainerInfo c;
       ReadContainer(r, i, &c);
-      page->push_back(std::move(c));
+      part.hits.push_back(std::move(c));
     }
+    std::vector<PartitionPage<ContainerInfo>> parts;
+    parts.push_back(std::move(part));
+    MergePartitionPages(
+        std::move(parts), limit, [](const ContainerInfo& c) -> const std::string& { return c.id; },
+        page, next_after);
     return Status::Ok();
   });
 }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "store/list_page.h"
 #include "store/sqlite/callback_job.h"
 #include "store/sqlite/lifecycle_sql.h"
 #include "store/sqlite/rows.h"
@@ -228,34 +229,40 @@ ContainerResult SqliteStorage::GetContainer(std::string_view id) {
 }
 
 Status SqliteStorage::ListContainers(const ContainerFilter& filter, const std::string& after,
-                                    int limit, std::vector<ContainerInfo>* page, bool* more) {
-  page->clear();
-  *more = false;
-  for (Shard* shard : shards_) {  // limit + 1 from each, merged (ListSessions says why)
-    RETURN_IF_ERROR(shard->reads->With([&](Db* db) {
+                                    int limit, std::vector<ContainerInfo>* page,
+                                    std::string* next_after) {
+  const int64_t bound = ListExamineBound(limit);
+  // As ListSessions: a bounded walk of each shard, merged.
+  std::vector<PartitionPage<ContainerInfo>> parts(shards_.size());
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    PartitionPage<ContainerInfo>& part = parts[i];
+    RETURN_IF_ERROR(shards_[i]->reads->With([&](Db* db) {
       StatementRef q;
       RETURN_IF_ERROR(db->Cached(sql::kListContainers, &q));
       q->Bind(1, after);
       BindOrNull(&*q, 2, filter.region);
       BindOrNull(&*q, 3, filter.pool);
       BindOrNull(&*q, 4, filter.status);
-      q->Bind(5, static_cast<int64_t>(limit) + 1);
-      for (;;) {
+      for (int64_t examined = 0;;) {
         bool row = false;
         RETURN_IF_ERROR(q->Step(&row));
         if (!row) return Status::Ok();
-        ContainerInfo c;
-        ReadContainerRow(*q, &c);
-        page->push_back(std::move(c));
+        ++examined;
+        if (q->ColumnInt64(10) != 0) {
+          ContainerInfo c;
+          ReadContainerRow(*q, &c);
+          part.hits.push_back(std::move(c));
+        }
+        if (examined == bound || part.hits.size() > static_cast<size_t>(limit)) {
+          part.stopped_at = q->ColumnString(0);
+          return Status::Ok();
+        }
       }
     }));
   }
-  std::sort(page->begin(), page->end(),
-            [](const ContainerInfo& a, const ContainerInfo& b) { return a.id < b.id; });
-  if (page->size() > static_cast<size_t>(limit)) {
-    page->resize(static_cast<size_t>(limit));
-    *more = true;
-  }
+  MergePartitionPages(
+      std::move(parts), limit, [](const ContainerInfo& c) -> const std::string& { return c.id; },
+      page, next_after);
   return Status::Ok();
 }
 

@@ -123,16 +123,29 @@ FROM containers WHERE session_id = ?1
 
 // A page of live sessions in session id order, after ?1 (keyset pagination:
 // a page never repeats or skips a session that lives through the listing,
-// whatever is claimed or released meanwhile). Filters are NULL for any; a
-// label is one key (?6) and its value (?7). The session_id index walks it.
-//   ?1 after ?2 now_ms ?3 tenant ?4 region ?5 pool ?6 label key ?7 label value ?8 limit
-inline constexpr char kListSessions[] = R"sql(
-SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant, session_id
-FROM containers
-WHERE session_id IS NOT NULL AND session_id > ?1 AND lease_expires_at_ms > ?2
-  AND (?3 IS NULL OR tenant = ?3) AND (?4 IS NULL OR region = ?4) AND (?5 IS NULL OR pool = ?5)
-  AND (?6 IS NULL OR EXISTS (SELECT 1 FROM json_each(labels) WHERE key = ?6 AND value = ?7))
-ORDER BY session_id LIMIT ?8
+// whatever is claimed or released meanwhile). Every session after ?1 is a
+// row, and its last column says whether the filters match it: the caller
+// steps and stops after ListExamineBound rows (store/list_page.h), so
+// filters that reject most rows cost a bounded walk, never the fleet (a
+// filter in the WHERE clause would make SQLite walk on, unseen, to the end).
+// Two shapes, each walking an index in session id order: every tenant's (the
+// admin's list, containers_session) and one tenant's
+// (containers_tenant_session, whose leading tenant keeps other tenants' rows
+// unread). Filters are NULL for any; a label is one key (?5) and its value (?6).
+//   ?1 after ?2 now_ms ?3 region ?4 pool ?5 label key ?6 label value [?7 tenant]
+#define EDGEALLOC_SQL_LIST_SESSIONS_SELECT                                                  \
+  "SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant, "       \
+  "session_id, lease_expires_at_ms > ?2 AND (?3 IS NULL OR region = ?3) "                  \
+  "AND (?4 IS NULL OR pool = ?4) AND (?5 IS NULL OR EXISTS "                               \
+  "(SELECT 1 FROM json_each(labels) WHERE key = ?5 AND value = ?6)) "                      \
+  "FROM containers "
+inline constexpr char kListSessions[] = EDGEALLOC_SQL_LIST_SESSIONS_SELECT R"sql(
+WHERE session_id IS NOT NULL AND session_id > ?1
+ORDER BY session_id
+)sql";
+inline constexpr char kListTenantSessions[] = EDGEALLOC_SQL_LIST_SESSIONS_SELECT R"sql(
+WHERE session_id IS NOT NULL AND tenant = ?7 AND session_id > ?1
+ORDER BY session_id
 )sql";
 
 // Is there any expired lease? A cheap read before a sweep is queued.
@@ -184,15 +197,17 @@ FROM containers WHERE id = ?1
 )sql";
 
 // A page of containers in id order, after ?1 (keyset pagination, as
-// kListSessions). Filters NULL for any.
-//   ?1 after ?2 region ?3 pool ?4 status ?5 limit
+// kListSessions): every container after ?1 in id order (its primary key's
+// index), the last column whether the filters (NULL for any) match it; the
+// caller stops after ListExamineBound rows.
+//   ?1 after ?2 region ?3 pool ?4 status
 inline constexpr char kListContainers[] = R"sql(
 SELECT id, region, pool, status, latency_ms, last_heartbeat_ms, generation,
-       drain_requested, data, session_id
+       drain_requested, data, session_id,
+       (?2 IS NULL OR region = ?2) AND (?3 IS NULL OR pool = ?3) AND (?4 IS NULL OR status = ?4)
 FROM containers
-WHERE id > ?1 AND (?2 IS NULL OR region = ?2) AND (?3 IS NULL OR pool = ?3)
-  AND (?4 IS NULL OR status = ?4)
-ORDER BY id LIMIT ?5
+WHERE id > ?1
+ORDER BY id
 )sql";
 
 // Does this shard hold the container? (A heartbeat carries no region, and a
@@ -356,5 +371,6 @@ inline constexpr char kCapacityCounts[] =
 
 #undef EDGEALLOC_SQL_STATUS_AFTER_SESSION
 #undef EDGEALLOC_SQL_END_SESSION
+#undef EDGEALLOC_SQL_LIST_SESSIONS_SELECT
 
 #endif  // EDGEALLOC_STORE_SQLITE_LIFECYCLE_SQL_H_

@@ -132,6 +132,20 @@ constexpr char kSchemaV5[] = R"sql(
 ALTER TABLE containers ADD COLUMN labels TEXT;
 )sql";
 
+// Version 6: a tenant's session list reads that tenant's sessions only
+// (Storage::ListSessions). The list walks sessions in session id order; with
+// only (tenant) indexed, SQLite walked every tenant's sessions by session id
+// and dropped the others, so a tenant with none paid for the whole fleet.
+// (tenant, session_id) gives it that tenant's sessions in that order, and
+// serves the quota's count by tenant as (tenant) did, so it replaces it: a
+// claim and a release still write one tenant index. A version 5 binary uses
+// such a file unchanged (its statements name no index).
+constexpr char kSchemaV6[] = R"sql(
+CREATE INDEX containers_tenant_session ON containers (tenant, session_id)
+  WHERE session_id IS NOT NULL;
+DROP INDEX containers_tenant;
+)sql";
+
 Status RunStep(Db* db, int to_version) {
   switch (to_version) {
     case 1: return db->Exec(kSchemaV1);
@@ -139,10 +153,11 @@ Status RunStep(Db* db, int to_version) {
     case 3: return RewriteStatusCheck(db);
     case 4: return db->Exec(kSchemaV4);
     case 5: return db->Exec(kSchemaV5);
+    case 6: return db->Exec(kSchemaV6);
   }
   return Status::InvalidArgument("no migration step to version " + std::to_string(to_version));
 }
-static_assert(kSchemaVersion == 5, "add the new version's case to RunStep");
+static_assert(kSchemaVersion == 6, "add the new version's case to RunStep");
 
 Status ReadCompatibleVersion(Db* db, int* version) {
   *version = 0;

@@ -9,11 +9,12 @@ namespace store {
 // The schema version this binary writes (PRAGMA user_version), and the oldest
 // version of the binary that can still use a file written by this one (kept in
 // the `meta` table as compatible_version, as in Chromium's MetaTable).
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 // 4: a binary before version 4 would insert rows below the token floor, so a
 // re-registered id could repeat a fencing token. 5: a binary before version 5
 // would claim without setting labels and end sessions without clearing them,
 // so a session could show the labels of the container's previous one.
+// (6 only adds and drops an index: a version 5 binary still reads and writes it.)
 inline constexpr int kCompatibleVersion = 5;
 
 // Brings the database up to kSchemaVersion, one version a step, each step in

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "store/list_page.h"
 #include "store/sqlite/callback_job.h"
 #include "store/sqlite/lifecycle_sql.h"
 #include "store/session_id.h"
@@ -329,41 +330,48 @@ SessionResult SqliteStorage::GetSession(const Caller& caller, std::string_view s
 }
 
 Status SqliteStorage::ListSessions(const SessionFilter& filter, const std::string& after,
-                                  int limit, std::vector<Session>* page, bool* more) {
-  page->clear();
-  *more = false;
+                                  int limit, std::vector<Session>* page,
+                                  std::string* next_after) {
   const int64_t now = base::NowMs();
-  // limit + 1 from each shard, merged: the first limit of them in id order
-  // are the page, and one more says there is a next.
-  for (Shard* shard : shards_) {
-    RETURN_IF_ERROR(shard->reads->With([&](Db* db) {
+  const int64_t bound = ListExamineBound(limit);
+  // Each shard walks its sessions after `after` in id order and stops after
+  // `bound` of them, or at limit + 1 hits (one more than a page says a next
+  // page exists); MergePartitionPages makes the page.
+  std::vector<PartitionPage<Session>> parts(shards_.size());
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    PartitionPage<Session>& part = parts[i];
+    RETURN_IF_ERROR(shards_[i]->reads->With([&](Db* db) {
       StatementRef q;
-      RETURN_IF_ERROR(db->Cached(sql::kListSessions, &q));
+      RETURN_IF_ERROR(
+          db->Cached(filter.tenant.empty() ? sql::kListSessions : sql::kListTenantSessions, &q));
       q->Bind(1, after);
       q->Bind(2, now);
-      BindOrNull(&*q, 3, filter.tenant);
-      BindOrNull(&*q, 4, filter.region);
-      BindOrNull(&*q, 5, filter.pool);
-      BindOrNull(&*q, 6, filter.label_key);
-      q->Bind(7, filter.label_value);
-      q->Bind(8, static_cast<int64_t>(limit) + 1);
-      for (;;) {
+      BindOrNull(&*q, 3, filter.region);
+      BindOrNull(&*q, 4, filter.pool);
+      BindOrNull(&*q, 5, filter.label_key);
+      q->Bind(6, filter.label_value);
+      if (!filter.tenant.empty()) q->Bind(7, filter.tenant);
+      for (int64_t examined = 0;;) {
         bool row = false;
         RETURN_IF_ERROR(q->Step(&row));
         if (!row) return Status::Ok();
-        Session s;
-        ReadSessionRow(*q, &s);
-        s.session_id = q->ColumnString(8);
-        page->push_back(std::move(s));
+        ++examined;
+        if (q->ColumnInt64(9) != 0) {
+          Session s;
+          ReadSessionRow(*q, &s);
+          s.session_id = q->ColumnString(8);
+          part.hits.push_back(std::move(s));
+        }
+        if (examined == bound || part.hits.size() > static_cast<size_t>(limit)) {
+          part.stopped_at = q->ColumnString(8);
+          return Status::Ok();
+        }
       }
     }));
   }
-  std::sort(page->begin(), page->end(),
-            [](const Session& a, const Session& b) { return a.session_id < b.session_id; });
-  if (page->size() > static_cast<size_t>(limit)) {
-    page->resize(static_cast<size_t>(limit));
-    *more = true;
-  }
+  MergePartitionPages(
+      std::move(parts), limit, [](const Session& s) -> const std::string& { return s.session_id; },
+      page, next_after);
   return Status::Ok();
 }
 

@@ -43,7 +43,7 @@ class SqliteStorage : public Storage {
              SessionCallback done) override;
   SessionResult GetSession(const Caller& caller, std::string_view session_id) override;
   Status ListSessions(const SessionFilter& filter, const std::string& after, int limit,
-                      std::vector<Session>* page, bool* more) override;
+                      std::vector<Session>* page, std::string* next_after) override;
   Status CountTenantSessions(const std::string& tenant, int64_t* sessions) override {
     return SessionsElsewhere(tenant, /*shard=*/-1, sessions);  // -1: no shard left out
   }
@@ -52,7 +52,7 @@ class SqliteStorage : public Storage {
   ContainerResult GetContainer(std::string_view id) override;
   Status ProbePools(std::vector<PoolProbe>* pools) override;
   Status ListContainers(const ContainerFilter& filter, const std::string& after, int limit,
-                        std::vector<ContainerInfo>* page, bool* more) override;
+                        std::vector<ContainerInfo>* page, std::string* next_after) override;
   void Drain(std::string id, ContainerCallback done) override;
   void Remove(std::string id, ContainerCallback done) override;
 

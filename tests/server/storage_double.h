@@ -80,9 +80,10 @@ class StorageDouble : public testing::ForwardingStorage {
     return real_->CountTenantSessions(tenant, sessions);
   }
   store::Status ListSessions(const store::SessionFilter& filter, const std::string& after,
-                             int limit, std::vector<store::Session>* page, bool* more) override {
+                             int limit, std::vector<store::Session>* page,
+                             std::string* next_after) override {
     if (std::string e = Wait(); !e.empty()) return store::Status::IOError(e);
-    return real_->ListSessions(filter, after, limit, page, more);
+    return real_->ListSessions(filter, after, limit, page, next_after);
   }
   void Register(std::vector<store::ContainerSpec> specs, store::ContainerCallback done) override {
     WaitSubmit();
@@ -94,9 +95,9 @@ class StorageDouble : public testing::ForwardingStorage {
   }
   store::Status ListContainers(const store::ContainerFilter& filter, const std::string& after,
                                int limit, std::vector<store::ContainerInfo>* page,
-                               bool* more) override {
+                               std::string* next_after) override {
     if (std::string e = Wait(); !e.empty()) return store::Status::IOError(e);
-    return real_->ListContainers(filter, after, limit, page, more);
+    return real_->ListContainers(filter, after, limit, page, next_after);
   }
   void Drain(std::string id, store::ContainerCallback done) override {
     WaitSubmit();

@@ -426,8 +426,9 @@ store::SessionResult ClaimLabelled(store::Storage* s, const std::string& region,
   return Await<store::SessionResult>([&](auto cb) { s->Claim(std::move(req), cb); });
 }
 
-// Every session of the filter, page by page (limit a page), checking each
-// page is in key order and continues after the previous one.
+// Every session of the filter, page by page (limit a page), following
+// next_after as a client follows next_cursor: each page in key order, after
+// the previous one's next_after, and each next_after past its page.
 std::vector<store::Session> AllSessions(store::Storage* s, const store::SessionFilter& filter,
                                         int limit, int* pages) {
   std::vector<store::Session> all;
@@ -435,8 +436,8 @@ std::vector<store::Session> AllSessions(store::Storage* s, const store::SessionF
   *pages = 0;
   for (;;) {
     std::vector<store::Session> page;
-    bool more = false;
-    store::Status st = s->ListSessions(filter, after, limit, &page, &more);
+    std::string next;
+    store::Status st = s->ListSessions(filter, after, limit, &page, &next);
     INFO(st.ToString());
     REQUIRE(st.ok());
     REQUIRE(page.size() <= static_cast<size_t>(limit));
@@ -446,8 +447,10 @@ std::vector<store::Session> AllSessions(store::Storage* s, const store::SessionF
       after = session.session_id;
       all.push_back(session);
     }
-    if (!more) return all;
-    REQUIRE(page.size() == static_cast<size_t>(limit));
+    if (next.empty()) return all;
+    REQUIRE(next >= after);  // never back: the listing always ends
+    REQUIRE((next > after || !page.empty()));
+    after = next;
   }
 }
 
@@ -470,8 +473,9 @@ TEST_CASE("storage: labels and the tenant are stored with the session, returned 
   CHECK(renewed.session.labels == labels);
   CHECK(renewed.session.tenant == "t1");
   std::vector<store::Session> page;
-  bool more = false;
-  REQUIRE(e->ListSessions({}, "", 10, &page, &more).ok());
+  std::string next_after;
+  REQUIRE(e->ListSessions({}, "", 10, &page, &next_after).ok());
+  CHECK(next_after.empty());
   REQUIRE(page.size() == 1);
   CHECK(page[0].labels == labels);
   CHECK(page[0].tenant == "t1");
@@ -600,14 +604,16 @@ TEST_CASE("storage: container lists page in id order, filter, and list every con
     std::string after;
     for (;;) {
       std::vector<store::ContainerInfo> page;
-      bool more = false;
-      REQUIRE(e->ListContainers(filter, after, limit, &page, &more).ok());
+      std::string next;
+      REQUIRE(e->ListContainers(filter, after, limit, &page, &next).ok());
       for (const auto& c : page) {
         CHECK(c.id > after);
         after = c.id;
         all.push_back(c);
       }
-      if (!more) return all;
+      if (next.empty()) return all;
+      REQUIRE((next > after || (!page.empty() && next == after)));
+      after = next;
     }
   };
   std::set<std::string> listed;

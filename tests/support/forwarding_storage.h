@@ -42,8 +42,9 @@ class ForwardingStorage : public store::Storage {
     return real_->ProbePools(pools);
   }
   store::Status ListSessions(const store::SessionFilter& filter, const std::string& after,
-                             int limit, std::vector<store::Session>* page, bool* more) override {
-    return real_->ListSessions(filter, after, limit, page, more);
+                             int limit, std::vector<store::Session>* page,
+                             std::string* next_after) override {
+    return real_->ListSessions(filter, after, limit, page, next_after);
   }
   void Register(std::vector<store::ContainerSpec> specs, store::ContainerCallback done) override {
     real_->Register(std::move(specs), std::move(done));
@@ -53,8 +54,8 @@ class ForwardingStorage : public store::Storage {
   }
   store::Status ListContainers(const store::ContainerFilter& filter, const std::string& after,
                                int limit, std::vector<store::ContainerInfo>* page,
-                               bool* more) override {
-    return real_->ListContainers(filter, after, limit, page, more);
+                               std::string* next_after) override {
+    return real_->ListContainers(filter, after, limit, page, next_after);
   }
   void Drain(std::string id, store::ContainerCallback done) override {
     real_->Drain(std::move(id), std::move(done));

@@ -96,10 +96,13 @@ TEST_CASE("postgres_storage: version 3 adds labels to a version 2 database, and 
   testing::PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '2' WHERE key = 'schema_version'");
   {
     auto storage = Open(uri, 1);
-    CHECK(testing::PgServer::Query(uri, "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'") == "3");
+    CHECK(testing::PgServer::Query(uri, "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'") ==
+          std::to_string(store::pgsql::kSchemaVersion));
     CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM containers WHERE labels IS NULL") == "1");
   }
-  testing::PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '4' WHERE key = 'schema_version'");
+  testing::PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '" +
+                                    std::to_string(store::pgsql::kSchemaVersion + 1) +
+                                    "' WHERE key = 'schema_version'");
   store::StorageOptions options;
   options.db = uri;
   std::unique_ptr<store::PostgresStorage> refused;

@@ -158,7 +158,7 @@ TEST_CASE("schema: version 5 adds a session's labels to a version 4 file, rows k
                    "generation, session_id, tenant, lease_expires_at_ms) VALUES ('c-1', 'weur', "
                    "'chrome', 'picked', 1000, 7, 's_1', 't1', 99)")
               .ok());
-  REQUIRE(store::Migrate(db.get()).ok());
+  REQUIRE(store::MigrateTo(db.get(), 5).ok());
   CHECK(Version(db.get()) == 5);
   // The session of the older binary lives on, with no labels.
   CHECK(QueryText(db.get(), "SELECT session_id FROM containers WHERE labels IS NULL") == "s_1");
@@ -187,17 +187,19 @@ TEST_CASE("schema: a file from a newer binary that declares itself unreadable is
   const std::string path = dir.File("a.db");
   auto db = OpenOrDie(path);
   REQUIRE(store::Migrate(db.get()).ok());
-  REQUIRE(db->Exec("PRAGMA user_version = 7; "
-                   "UPDATE meta SET value = '6' WHERE key = 'compatible_version'")
+  const std::string file = std::to_string(store::kSchemaVersion + 2);
+  const std::string needs = std::to_string(store::kSchemaVersion + 1);
+  REQUIRE(db->Exec("PRAGMA user_version = " + file + "; UPDATE meta SET value = '" + needs +
+                   "' WHERE key = 'compatible_version'")
               .ok());
   Status s = store::Migrate(db.get());
   INFO(s.ToString());
   CHECK(s.IsInvalidArgument());
-  CHECK_THAT(s.message(), Catch::Contains("version 7"));  // the file's
-  CHECK_THAT(s.message(), Catch::Contains("version 6"));  // the binary it needs
+  CHECK_THAT(s.message(), Catch::Contains("version " + file));  // the file's
+  CHECK_THAT(s.message(), Catch::Contains("version " + needs));  // the binary it needs
   CHECK_THAT(s.message(), Catch::Contains("version " + std::to_string(store::kSchemaVersion)));
   CHECK_THAT(s.message(), Catch::Contains(path));
-  CHECK(Version(db.get()) == 7);  // untouched
+  CHECK(Version(db.get()) == store::kSchemaVersion + 2);  // untouched
   CHECK_FALSE(db->write_lock()->held());
 }
 

@@ -1,0 +1,64 @@
+#ifndef EDGEALLOC_STORE_LIST_PAGE_H_
+#define EDGEALLOC_STORE_LIST_PAGE_H_
+
+// How an engine makes one page of a list (Storage::ListSessions,
+// ListContainers) out of what each of its partitions examined: each walks its
+// rows in key order after the cursor, examines at most ListExamineBound(limit)
+// of them, and keeps those the filters match (its hits). The page is every
+// hit up to the first place any partition stopped: beyond it a partition
+// that stopped early may hold hits not seen yet, so the next page resumes
+// there and nothing is skipped. Header-only: the engines' own code, shared.
+
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace store {
+
+// What one partition examined for a page.
+template <typename Row>
+struct PartitionPage {
+  // The rows the filters matched (in any order).
+  std::vector<Row> hits;
+  // Set when the partition stopped before its last row (the bound, or
+  // limit + 1 hits): the last key it examined. Every row of the partition
+  // after the cursor and up to it was examined, and its matches are in hits.
+  std::optional<std::string> stopped_at;
+};
+
+// Merges the partitions' pages into *page (at most `limit` rows in key order)
+// and *next_after (where the next page starts; empty: nothing can follow).
+// `key` gives a row's key (std::string, compared as bytes).
+template <typename Row, typename KeyOf>
+void MergePartitionPages(std::vector<PartitionPage<Row>> parts, int limit, KeyOf key,
+                         std::vector<Row>* page, std::string* next_after) {
+  page->clear();
+  next_after->clear();
+  std::optional<std::string> stop;  // the smallest stopping point
+  for (const auto& part : parts) {
+    if (part.stopped_at && (!stop || *part.stopped_at < *stop)) stop = part.stopped_at;
+  }
+  for (auto& part : parts) {
+    for (auto& row : part.hits) {
+      // A hit past `stop` is left for a later page: another partition may
+      // have rows before it that were not examined yet.
+      if (stop && key(row) > *stop) continue;
+      page->push_back(std::move(row));
+    }
+  }
+  std::sort(page->begin(), page->end(),
+            [&key](const Row& a, const Row& b) { return key(a) < key(b); });
+  if (page->size() > static_cast<size_t>(limit)) {
+    page->resize(static_cast<size_t>(limit));
+    *next_after = key(page->back());
+  } else if (stop) {
+    *next_after = std::move(*stop);
+  }
+}
+
+}  // namespace store
+
+#endif  // EDGEALLOC_STORE_LIST_PAGE_H_
