@@ -7,10 +7,12 @@
 #include <catch2/catch.hpp>
 #include <atomic>
 #include <chrono>
+#include <algorithm>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -633,6 +635,263 @@ TEST_CASE("storage: container lists page in id order, filter, and list every con
   CHECK(list(weur, 100).size() == 15);
   weur.pool = "other";
   CHECK(list(weur, 100).empty());
+}
+
+namespace {
+
+// Many containers and sessions are spread over kManyPools pools (pool i %
+// kManyPools): a claim walks its pool's claimable index, where on
+// PostgreSQL the entries of rows claimed since the last vacuum stay until
+// then, so thousands of claims on one pool would each step over all of the
+// earlier ones.
+constexpr int kManyPools = 50;
+std::string ManyPool(size_t i) { return "p" + std::to_string(i % kManyPools); }
+
+// Claims one session for each of `labels` (its labels' JSON) of `tenant`,
+// in `region`, all at once (the writers commit them in groups), the i-th in
+// ManyPool(i): thousands in seconds on either engine. Returns their session
+// ids in the same order.
+std::vector<std::string> ClaimMany(store::Storage* s, const std::string& region,
+                                   const std::string& tenant,
+                                   const std::vector<std::string>& labels) {
+  std::vector<std::string> ids(labels.size());
+  constexpr size_t kWave = 500;  // in flight at once, well below a writer's queue bound
+  for (size_t start = 0; start < labels.size(); start += kWave) {
+    const size_t end = std::min(labels.size(), start + kWave);
+    std::vector<std::promise<store::SessionResult>> done(end - start);
+    for (size_t i = start; i < end; ++i) {
+      store::ClaimRequest req;
+      req.caller.tenant = tenant;
+      req.region = region;
+      req.pool = ManyPool(i);
+      req.lease_ms = 600000;
+      req.labels = labels[i];
+      s->Claim(std::move(req),
+               [&done, i, start](store::SessionResult r) { done[i - start].set_value(std::move(r)); });
+    }
+    for (size_t i = start; i < end; ++i) {
+      store::SessionResult r = done[i - start].get_future().get();
+      INFO(r.message);
+      REQUIRE(r.outcome == Outcome::kOk);
+      ids[i] = r.session.session_id;
+    }
+  }
+  return ids;
+}
+
+// n containers of `region`, the i-th in ManyPool(i), in batches of 1,000.
+void RegisterMany(store::Storage* s, const std::string& prefix, int n, const std::string& region) {
+  std::vector<store::ContainerSpec> specs;
+  for (int i = 0; i < n; ++i) {
+    specs.push_back({prefix + std::to_string(i), region, ManyPool(static_cast<size_t>(i)), 0, "{}"});
+    if (specs.size() == 1000 || i == n - 1) {
+      auto r = Await<store::ContainerResult>([&](auto cb) { s->Register(specs, cb); });
+      INFO(r.message);
+      REQUIRE(r.outcome == Outcome::kOk);
+      specs.clear();
+    }
+  }
+}
+
+// One page, as a client asks for it.
+struct Page {
+  std::vector<store::Session> items;
+  std::string next_after;
+};
+Page ListPage(store::Storage* s, const store::SessionFilter& filter, const std::string& after,
+              int limit) {
+  Page p;
+  store::Status st = s->ListSessions(filter, after, limit, &p.items, &p.next_after);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("storage: a list page examines a bounded number of sessions: a filter that matches "
+          "nothing among 3,000 answers an empty page with a cursor, and following cursors lists "
+          "each match once") {
+  Engine e(EDGEALLOC_ENGINES_AND_SHARDS);
+  // Tenant a: 3,000 sessions over three regions (each a shard of its own
+  // when sharded); one in 300 labelled rare. Tenant b: three. (5,000 took
+  // PostgreSQL's writer half a minute to claim; 3,000 are already three
+  // bounds.)
+  const std::vector<std::string> regions = {"weur", "eeur", "wnam"};
+  std::set<std::string> rare, of_b;
+  int of_a = 0;
+  for (size_t r = 0; r < regions.size(); ++r) {
+    const int n = 1000;
+    RegisterMany(e.storage.get(), regions[r] + "-", n + kManyPools, regions[r]);
+    std::vector<std::string> labels;
+    for (int i = 0; i < n; ++i) {
+      labels.push_back((of_a + i) % 300 == 0 ? R"({"kind":"rare"})" : R"({"kind":"plain"})");
+    }
+    const auto ids = ClaimMany(e.storage.get(), regions[r], "a", labels);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if ((of_a + static_cast<int>(i)) % 300 == 0) rare.insert(ids[i]);
+    }
+    of_a += n;
+    of_b.insert(ClaimMany(e.storage.get(), regions[r], "b", {"{}"}).front());
+  }
+  REQUIRE(of_a == 3000);
+  REQUIRE(rare.size() == 10);
+  const int64_t bound = store::ListExamineBound(10);
+  REQUIRE(bound < 3000);
+  // What one page may examine in all: the bound in each SQLite shard.
+  const int64_t page_bound = bound * (e.engine == "sqlite-sharded" ? 3 : 1);
+
+  // Tenant b's page reads b's sessions only: all three, no cursor.
+  store::SessionFilter b;
+  b.tenant = "b";
+  Page page = ListPage(e.storage.get(), b, "", 10);
+  std::set<std::string> listed;
+  for (const auto& s : page.items) listed.insert(s.session_id);
+  CHECK(listed == of_b);
+  CHECK(page.next_after.empty());
+  b.label_key = "kind";
+  b.label_value = "nothing";
+  page = ListPage(e.storage.get(), b, "", 10);
+  CHECK(page.items.empty());
+  CHECK(page.next_after.empty());
+
+  // Tenant a with a label no session has: the first page stops after the
+  // bound, empty, with where to go on; following it ends, every page empty.
+  store::SessionFilter a;
+  a.tenant = "a";
+  a.label_key = "kind";
+  a.label_value = "nothing";
+  for (const store::SessionFilter& nothing :
+       {a, store::SessionFilter{"", "weur", "no-such-pool", "", ""}}) {
+    INFO("tenant '" << nothing.tenant << "' pool '" << nothing.pool << "'");
+    page = ListPage(e.storage.get(), nothing, "", 10);
+    CHECK(page.items.empty());
+    CHECK_FALSE(page.next_after.empty());
+    int pages = 1;
+    std::string after = page.next_after;
+    while (!after.empty()) {
+      Page next = ListPage(e.storage.get(), nothing, after, 10);
+      CHECK(next.items.empty());
+      if (!next.next_after.empty()) CHECK(next.next_after > after);
+      after = next.next_after;
+      REQUIRE(++pages <= 3003 / bound * 3 + 3);
+    }
+    CHECK(pages >= 3003 / page_bound);  // each page examined at most the bound
+  }
+
+  // The rare label: each of the ten listed once, over short pages.
+  a.label_value = "rare";
+  int pages = 0;
+  std::multiset<std::string> seen;
+  for (const auto& s : AllSessions(e.storage.get(), a, 10, &pages)) seen.insert(s.session_id);
+  CHECK(std::set<std::string>(seen.begin(), seen.end()) == rare);
+  CHECK(seen.size() == rare.size());
+  CHECK(pages >= 3000 / page_bound);
+
+  // Containers: a status no container has, 3,150 of them.
+  store::ContainerFilter dead;
+  dead.status = "dead";
+  std::vector<store::ContainerInfo> containers;
+  std::string next;
+  REQUIRE(e->ListContainers(dead, "", 10, &containers, &next).ok());
+  CHECK(containers.empty());
+  CHECK_FALSE(next.empty());
+  int container_pages = 1;
+  while (!next.empty()) {
+    const std::string after = next;
+    REQUIRE(e->ListContainers(dead, after, 10, &containers, &next).ok());
+    CHECK(containers.empty());
+    REQUIRE(++container_pages <= 3150 / bound * 3 + 3);
+  }
+  CHECK(container_pages >= 3150 / page_bound);
+}
+
+TEST_CASE("storage: paging with filters lists every matching lasting session exactly once while "
+          "other sessions are claimed and released (random limits and filters)") {
+  Engine e(EDGEALLOC_ENGINES_AND_SHARDS);
+  const std::vector<std::string> regions = {"weur", "eeur", "wnam"};
+  // 2,400 lasting sessions (800 a region), tenants t1 and t2 alternating,
+  // one in 40 labelled rare: rarer than a page's bound can fill, so pages
+  // stop at the bound, short, with a cursor.
+  struct Lasting {
+    std::string tenant, region;
+    bool rare;
+  };
+  std::map<std::string, Lasting> lasting;
+  for (const auto& region : regions) {
+    RegisterMany(e.storage.get(), region + "-", 1000, region);  // 20 a pool
+    for (const std::string tenant : {"t1", "t2"}) {
+      std::vector<std::string> labels;
+      for (int i = 0; i < 400; ++i) {
+        labels.push_back(i % 40 == 0 ? R"({"kind":"rare"})" : R"({"kind":"plain"})");
+      }
+      const auto ids = ClaimMany(e.storage.get(), region, tenant, labels);
+      for (size_t i = 0; i < ids.size(); ++i) lasting[ids[i]] = {tenant, region, i % 40 == 0};
+    }
+  }
+  REQUIRE(lasting.size() == 2400);
+
+  // Meanwhile sessions of t1 and t2 come and go on the 600 containers left
+  // (4 a pool), some labelled rare too.
+  std::atomic<bool> stop{false};
+  std::atomic<int> churned{0};
+  std::thread churn([&] {
+    int i = 0;
+    while (!stop.load()) {
+      const std::string tenant = i % 2 == 0 ? "t1" : "t2";
+      store::ClaimRequest req;
+      req.caller.tenant = tenant;
+      req.region = regions[static_cast<size_t>(i % 3)];
+      req.pool = ManyPool(static_cast<size_t>(i / 3));
+      req.lease_ms = 60000;
+      req.labels = i % 4 == 0 ? R"({"kind":"rare"})" : "{}";
+      ++i;
+      auto c = Await<store::SessionResult>([&](auto cb) { e->Claim(std::move(req), cb); });
+      if (c.outcome != Outcome::kOk) continue;
+      Await<store::SessionResult>([&](auto cb) {
+        e->Release(Tenant(tenant), c.session.session_id, c.session.token, cb);
+      });
+      churned.fetch_add(1);
+    }
+  });
+
+  std::mt19937 random(20261125);
+  for (int round = 0; round < 12; ++round) {
+    store::SessionFilter filter;
+    if (random() % 3 != 0) filter.tenant = random() % 2 == 0 ? "t1" : "t2";
+    if (random() % 2 == 0) filter.region = regions[random() % 3];
+    if (random() % 3 != 0) {
+      filter.label_key = "kind";
+      filter.label_value = "rare";
+    }
+    const int limit = 1 + static_cast<int>(random() % 60);
+    INFO("round " << round << ": tenant '" << filter.tenant << "' region '" << filter.region
+                  << "' label '" << filter.label_value << "' limit " << limit);
+    int pages = 0;
+    std::map<std::string, int> seen;
+    for (const auto& s : AllSessions(e.storage.get(), filter, limit, &pages)) {
+      ++seen[s.session_id];
+      // Nothing the filter does not match, lasting or not.
+      if (!filter.tenant.empty()) CHECK(s.tenant == filter.tenant);
+      if (!filter.region.empty()) CHECK(s.region == filter.region);
+      if (!filter.label_key.empty()) CHECK(s.labels == R"({"kind":"rare"})");
+    }
+    for (const auto& [id, l] : lasting) {
+      const bool matches = (filter.tenant.empty() || l.tenant == filter.tenant) &&
+                           (filter.region.empty() || l.region == filter.region) &&
+                           (filter.label_key.empty() || l.rare);
+      const auto found = seen.find(id);
+      const int times = found == seen.end() ? 0 : found->second;
+      if (times != (matches ? 1 : 0)) FAIL_CHECK(id << " listed " << times << " times");
+    }
+    for (const auto& [id, n] : seen) {
+      if (n != 1) FAIL_CHECK(id << " listed " << n << " times");
+    }
+  }
+  stop = true;
+  churn.join();
+  INFO(churned.load() << " sessions came and went during the listings");
+  CHECK(churned.load() > 0);
 }
 
 // What waiting claims read instead of claiming (the allocator's probe): a

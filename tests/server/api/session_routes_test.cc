@@ -636,6 +636,51 @@ TEST_CASE("routes: GET /v1/sessions lists a tenant's own sessions with their lab
   CHECK(AllPages(bolt, "/v1/sessions", "sessions", &pages).empty());
 }
 
+TEST_CASE("routes: a list page examines a bounded number of sessions: it may be empty yet carry "
+          "next_cursor, and following it lists every match once") {
+  TestService t("adm admin\nacme-key tenant acme\nbolt-key tenant bolt\n");
+  HttpClient admin = t.Client("adm"), acme = t.Client("acme-key"), bolt = t.Client("bolt-key");
+  std::string fleet = R"({"containers":[)";
+  for (int i = 0; i < 1100; ++i) {
+    fleet += (i ? "," : "") + std::string(R"({"id":"c-)") + std::to_string(i) +
+             R"(","region":"weur","pool":"chrome"})";
+  }
+  REQUIRE(admin.Post("/v1/containers", fleet + "]}").status == 200);
+  // 1,100 sessions of acme, more than a page examines (store::ListExamineBound).
+  std::string rare;
+  for (int i = 0; i < 1100; ++i) {
+    HttpReply r = acme.Post("/v1/sessions", i == 700
+                                                ? R"({"region":"weur","pool":"chrome","labels":{"kind":"rare"}})"
+                                                : R"({"region":"weur","pool":"chrome"})");
+    REQUIRE(r.status == 201);
+    if (i == 700) rare = Json(r)["session_id"].get<std::string>();
+  }
+  // A filter that matches nothing: the first page stops at the bound, empty,
+  // and says where to go on; the next ends the list.
+  HttpReply r = acme.Get("/v1/sessions?label=kind:none&limit=10");
+  REQUIRE(r.status == 200);
+  CHECK(Json(r)["sessions"].empty());
+  REQUIRE(Json(r)["next_cursor"].is_string());
+  r = acme.Get("/v1/sessions?label=kind:none&limit=10&cursor=" +
+               Json(r)["next_cursor"].get<std::string>());
+  REQUIRE(r.status == 200);
+  CHECK(Json(r)["sessions"].empty());
+  CHECK(Json(r)["next_cursor"].is_null());
+  int pages = 0;
+  const auto found = AllPages(acme, "/v1/sessions?label=kind:rare&limit=10", "sessions", &pages);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]["session_id"] == rare);
+  CHECK(pages == 2);
+  // bolt's list reads bolt's sessions only: none, and no cursor.
+  r = bolt.Get("/v1/sessions");
+  REQUIRE(r.status == 200);
+  CHECK(Json(r)["sessions"].empty());
+  CHECK(Json(r)["next_cursor"].is_null());
+  // Containers too: a status none has.
+  CHECK(AllPages(admin, "/v1/containers?status=dead&limit=10", "containers", &pages).empty());
+  CHECK(pages == 2);
+}
+
 TEST_CASE("routes: a list's limit, cursor and filters are checked, 400 invalid_field naming them") {
   TestService t;
   HttpClient c = t.Client();  // open mode: loopback is admin

@@ -166,6 +166,35 @@ TEST_CASE("schema: version 5 adds a session's labels to a version 4 file, rows k
   CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "5");
 }
 
+TEST_CASE("schema: version 6 adds the (tenant, session_id) index a tenant's list walks, in place "
+          "of (tenant), to a version 5 file, rows kept") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::MigrateTo(db.get(), 5).ok());
+  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
+                   "generation, session_id, tenant, lease_expires_at_ms) VALUES ('c-1', 'weur', "
+                   "'chrome', 'picked', 1000, 7, 's_1', 't1', 99)")
+              .ok());
+  const std::string kIndexSql =
+      "SELECT sql FROM sqlite_schema WHERE type = 'index' AND name = "
+      "'containers_tenant_session'";
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = "
+                           "'containers_tenant_session'") == 0);
+  REQUIRE(store::Migrate(db.get()).ok());
+  CHECK(Version(db.get()) == 6);
+  const std::string sql = QueryText(db.get(), kIndexSql);
+  CHECK(sql.find("(tenant, session_id)") != std::string::npos);
+  CHECK(sql.find("WHERE session_id IS NOT NULL") != std::string::npos);
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = "
+                           "'containers_tenant'") == 0);
+  // The index holds the session of before, and the quota's count uses it.
+  CHECK(QueryText(db.get(), "SELECT session_id FROM containers INDEXED BY "
+                            "containers_tenant_session WHERE tenant = 't1' AND session_id IS NOT "
+                            "NULL") == "s_1");
+  // Only an index changed: a version 5 binary may still open the file.
+  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "5");
+}
+
 TEST_CASE("schema: migrating a current file again changes nothing") {
   testing::TempDir dir;
   auto db = OpenOrDie(dir.File("a.db"));
