@@ -736,8 +736,9 @@ TEST_CASE("storage: a list page examines a bounded number of sessions: a filter 
   }
   REQUIRE(of_a == 3000);
   REQUIRE(rare.size() == 10);
-  const int64_t bound = store::ListExamineBound(10);
-  REQUIRE(bound < 3000);
+  // The bound of a page of 10: max(4 x 10, 1000) (docs/api.md "Lists").
+  const int64_t bound = 1000;
+  CHECK(store::ListExamineBound(10) == bound);
   // What one page may examine in all: the bound in each SQLite shard.
   const int64_t page_bound = bound * (e.engine == "sqlite-sharded" ? 3 : 1);
 
@@ -810,29 +811,30 @@ TEST_CASE("storage: paging with filters lists every matching lasting session exa
           "other sessions are claimed and released (random limits and filters)") {
   Engine e(EDGEALLOC_ENGINES_AND_SHARDS);
   const std::vector<std::string> regions = {"weur", "eeur", "wnam"};
-  // 2,400 lasting sessions (800 a region), tenants t1 and t2 alternating,
-  // one in 40 labelled rare: rarer than a page's bound can fill, so pages
-  // stop at the bound, short, with a cursor.
+  // 3,600 lasting sessions (1,200 a region, so that each SQLite shard holds
+  // more than a page examines), of tenants t1 and t2, one in 40 labelled
+  // rare: rarer than a page's bound can fill, so pages stop at the bound,
+  // short, with a cursor, and shards stop at different places.
   struct Lasting {
     std::string tenant, region;
     bool rare;
   };
   std::map<std::string, Lasting> lasting;
   for (const auto& region : regions) {
-    RegisterMany(e.storage.get(), region + "-", 1000, region);  // 20 a pool
+    RegisterMany(e.storage.get(), region + "-", 1300, region);  // 26 a pool
     for (const std::string tenant : {"t1", "t2"}) {
       std::vector<std::string> labels;
-      for (int i = 0; i < 400; ++i) {
+      for (int i = 0; i < 600; ++i) {
         labels.push_back(i % 40 == 0 ? R"({"kind":"rare"})" : R"({"kind":"plain"})");
       }
       const auto ids = ClaimMany(e.storage.get(), region, tenant, labels);
       for (size_t i = 0; i < ids.size(); ++i) lasting[ids[i]] = {tenant, region, i % 40 == 0};
     }
   }
-  REQUIRE(lasting.size() == 2400);
+  REQUIRE(lasting.size() == 3600);
 
-  // Meanwhile sessions of t1 and t2 come and go on the 600 containers left
-  // (4 a pool), some labelled rare too.
+  // Meanwhile sessions of t1 and t2 come and go on the 300 containers left
+  // (2 a pool), some labelled rare too.
   std::atomic<bool> stop{false};
   std::atomic<int> churned{0};
   std::thread churn([&] {

@@ -121,10 +121,10 @@ TEST_CASE("postgres_storage: version 4 adds the lists' indexes to a version 3 da
     Register(storage.get(), {"v3-1"});
   }
   // As a version 3 node left it.
-  testing::PgServer::Query(uri, "DROP INDEX containers_tenant_session");
-  testing::PgServer::Query(uri, "DROP INDEX containers_session_c");
-  testing::PgServer::Query(uri, "DROP INDEX containers_id_c");
-  testing::PgServer::Query(uri, "CREATE INDEX containers_tenant ON containers (tenant) "
+  testing::PgServer::Query(uri, "DROP INDEX IF EXISTS containers_tenant_session");
+  testing::PgServer::Query(uri, "DROP INDEX IF EXISTS containers_session_c");
+  testing::PgServer::Query(uri, "DROP INDEX IF EXISTS containers_id_c");
+  testing::PgServer::Query(uri, "CREATE INDEX IF NOT EXISTS containers_tenant ON containers (tenant) "
                                 "WHERE session_id IS NOT NULL");
   testing::PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '3' WHERE key = 'schema_version'");
   auto storage = Open(uri, 1);
