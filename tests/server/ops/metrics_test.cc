@@ -121,9 +121,12 @@ TEST_CASE("metrics: counters move after a claim and a release") {
   CHECK(ValueOf(after, "edgealloc_releases_total") == 1);
   CHECK(ValueOf(after, "edgealloc_pool_claims_total{region=\"weur\",pool=\"chrome\",result=\"ok\"}") ==
         1);
+  // A pool that does not exist gets no series of its own (made-up names
+  // would crowd the real pools out): it is counted with every other one.
   CHECK(ValueOf(after,
                 "edgealloc_pool_claims_total{region=\"nowhere\",pool=\"default\",result=\"no_capacity\"}") ==
-        1);
+        -1);
+  CHECK(ValueOf(after, "edgealloc_claims_unknown_pool_total") == 1);
   CHECK(ValueOf(after, "edgealloc_claim_duration_seconds_count") == 3);
   CHECK(ValueOf(after, "edgealloc_claim_duration_seconds_bucket{le=\"+Inf\"}") == 3);
   CHECK(ValueOf(after, "edgealloc_claim_duration_seconds_sum") > 0);
@@ -138,6 +141,13 @@ TEST_CASE("metrics: counters move after a claim and a release") {
     return ValueOf(m, "edgealloc_containers{region=\"weur\",pool=\"chrome\",state=\"available\"}") ==
            2;
   }));
+  // A real pool's refusals are counted as its own.
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 503);
+  CHECK(ValueOf(c.Get("/metrics").body,
+                "edgealloc_pool_claims_total{region=\"weur\",pool=\"chrome\",result=\"no_capacity\"}") ==
+        1);
 }
 
 TEST_CASE("metrics: the route label is the pattern and never the raw path") {
