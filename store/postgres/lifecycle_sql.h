@@ -143,7 +143,13 @@ inline constexpr char kDbClockMs[] =
 // commits, so a concurrent claim on any node still finds the others. If
 // every one of the K is locked by claims in flight, the fastest unlocked
 // container beyond them is taken instead (`fallback` runs only then). A
-// tenant over its quota locks nothing.
+// tenant over its quota locks nothing. The K are materialized and joined
+// to their rows by primary key. The re-check of their status is written
+// `lower(status)` (statuses are lower case) so that it cannot match the
+// partial index containers_claimable: with statistics from a fresh or just
+// registered table the planner read every available container through
+// that index, once or once a candidate, to find the K (1 to 8 ms a claim at
+// 1,000 containers instead of 0.1 ms; 50 to 550 cycles a second).
 //   $1 region $2 pool $3 dead_after_ms $4 K $5 session_id $6 tenant
 //   $7 idempotency_key (or NULL) $8 lease_ms $9 quota (-1: none)
 //   $10 labels (JSON text, or NULL)
@@ -151,7 +157,7 @@ inline constexpr char kClaim[] = R"sql(
 WITH quota AS (
   SELECT $9::bigint < 0 OR (SELECT count(*) FROM containers
                             WHERE session_id IS NOT NULL AND tenant = $6) < $9::bigint AS ok),
-candidate_pool AS (
+candidate_pool AS MATERIALIZED (
   SELECT id FROM containers
   WHERE region = $1 AND pool = $2 AND status = 'available'
     AND last_heartbeat_ms >= )sql" EDGEALLOC_PG_NOW_MS R"sql( - $3::bigint
@@ -159,8 +165,8 @@ candidate_pool AS (
   ORDER BY latency_ms
   LIMIT $4::bigint),
 first_try AS (
-  SELECT c.id FROM containers c
-  WHERE c.id IN (SELECT id FROM candidate_pool) AND c.status = 'available'
+  SELECT c.id FROM candidate_pool p JOIN containers c ON c.id = p.id
+  WHERE lower(c.status) = 'available'
     AND c.last_heartbeat_ms >= )sql" EDGEALLOC_PG_NOW_MS R"sql( - $3::bigint
   ORDER BY random() LIMIT 1
   FOR UPDATE OF c SKIP LOCKED),
