@@ -330,11 +330,11 @@ void Allocator::EndWaits() {
   wait_cv_.SignalAll();
 }
 
-std::vector<PoolKey> Allocator::PoolsOf(const Waiter& w) {
+std::vector<PoolKey> Allocator::PoolsOf(const store::ClaimRequest& req) {
   std::vector<PoolKey> pools;
-  pools.reserve(1 + w.req.fallback_regions.size());
-  pools.emplace_back(w.req.region, w.req.pool);
-  for (const auto& region : w.req.fallback_regions) pools.emplace_back(region, w.req.pool);
+  pools.reserve(1 + req.fallback_regions.size());
+  pools.emplace_back(req.region, req.pool);
+  for (const auto& region : req.fallback_regions) pools.emplace_back(region, req.pool);
   return pools;
 }
 
@@ -350,13 +350,13 @@ std::string Allocator::OverBoundLocked(const Waiter& w) {
   const int64_t tenant_bound = own ? limits.max_waiters : options_.max_waiters_per_tenant;
   auto t = tenant_waiting_.find(w.req.caller.tenant);
   const int64_t tenant_has = t == tenant_waiting_.end() ? 0 : t->second;
-  if (tenant_has + w.cost > tenant_bound) {
+  if (tenant_has + w.cost() > tenant_bound) {
     return "tenant " + w.req.caller.tenant + " already has " + std::to_string(tenant_has) +
            " of its " + std::to_string(tenant_bound) +
            " waiting claims (a claim counts once per region it names; " +
            (own ? "its max_waiters in the keys file)" : "--max-claim-waiters-per-tenant)");
   }
-  if (total_waiting_ + w.cost > options_.max_waiters_total) {
+  if (total_waiting_ + w.cost() > options_.max_waiters_total) {
     return std::to_string(total_waiting_) + " of " + std::to_string(options_.max_waiters_total) +
            " waiting claims are taken (--max-claim-waiters-total)";
   }
@@ -365,9 +365,9 @@ std::string Allocator::OverBoundLocked(const Waiter& w) {
 
 void Allocator::UncountLocked(const Waiter& w) {
   stats_.waiting.fetch_sub(1, std::memory_order_relaxed);
-  total_waiting_ -= w.cost;
+  total_waiting_ -= w.cost();
   auto t = tenant_waiting_.find(w.req.caller.tenant);
-  if (t != tenant_waiting_.end() && (t->second -= w.cost) <= 0) tenant_waiting_.erase(t);
+  if (t != tenant_waiting_.end() && (t->second -= w.cost()) <= 0) tenant_waiting_.erase(t);
 }
 
 int64_t Allocator::WaitingOf(const std::string& tenant) const {
@@ -379,7 +379,7 @@ int64_t Allocator::WaitingOf(const std::string& tenant) const {
 void Allocator::Enqueue(WaiterPtr w) {
   bool ended = false;
   std::string refused;
-  w->cost = 1 + static_cast<int64_t>(w->req.fallback_regions.size());
+  w->pools = PoolsOf(w->req);
   {
     base::MutexLock lock(&wait_mu_);
     ended = wait_stop_;
@@ -388,8 +388,8 @@ void Allocator::Enqueue(WaiterPtr w) {
       if (refused.empty()) {
         waiters_[PoolKey(w->req.region, w->req.pool)].push_back(w);
         stats_.waiting.fetch_add(1, std::memory_order_relaxed);
-        total_waiting_ += w->cost;
-        tenant_waiting_[w->req.caller.tenant] += w->cost;
+        total_waiting_ += w->cost();
+        tenant_waiting_[w->req.caller.tenant] += w->cost();
         any_waiters_.store(true);
         // Probed at once: a claim for a pool nobody registered never waits.
         wake_ = true;
@@ -518,7 +518,7 @@ void Allocator::WaiterLoop() {
           if (out == nullptr) {
             // New ones are probed for being registered at all.
             if (!w->in_flight && !w->probed) {
-              for (auto& key : PoolsOf(*w)) to_probe.insert(std::move(key));
+              to_probe.insert(w->pools.begin(), w->pools.end());
             }
             ++q;
             continue;
@@ -529,7 +529,7 @@ void Allocator::WaiterLoop() {
         }
         // The first in line is probed for a container it could take.
         if (!stop && !queue.empty() && !queue.front()->in_flight) {
-          for (auto& key : PoolsOf(*queue.front())) to_probe.insert(std::move(key));
+          to_probe.insert(queue.front()->pools.begin(), queue.front()->pools.end());
         }
         it = queue.empty() ? waiters_.erase(it) : std::next(it);
       }
@@ -558,13 +558,13 @@ void Allocator::WaiterLoop() {
     std::map<PoolKey, const store::PoolProbe*> seen;
     for (const auto& p : probes) seen.emplace(PoolKey(p.region, p.pool), &p);
     auto all_probed = [&](const Waiter& w) {
-      for (const auto& key : PoolsOf(w)) {
+      for (const auto& key : w.pools) {
         if (!seen.contains(key)) return false;  // queued since: the next round
       }
       return true;
     };
     auto any_of = [&](const Waiter& w, bool store::PoolProbe::*field) {
-      for (const auto& key : PoolsOf(w)) {
+      for (const auto& key : w.pools) {
         auto it = seen.find(key);
         if (it != seen.end() && it->second->*field) return true;
       }

@@ -200,9 +200,11 @@ class Allocator {
     int64_t deadline_ms = 0;
     bool in_flight = false;  // its claim is with the storage now
     bool probed = false;     // found registered (or probing failed): may wait
-    // What it counts against its tenant's and the total bound: one per
-    // region it names (the fallbacks are probed and tried too).
-    int64_t cost = 1;
+    // The pools it may take a container of (its region's, then each
+    // fallback region's), set when it is queued. It counts once for each
+    // against its tenant's and the total bound: each is probed and tried.
+    std::vector<PoolKey> pools;
+    int64_t cost() const { return static_cast<int64_t>(pools.size()); }
   };
   using WaiterPtr = std::shared_ptr<Waiter>;
   // Queues a claim that found nothing, or answers it (a full queue).
@@ -244,9 +246,9 @@ class Allocator {
   // Wakes the waiters' thread: capacity may have come back.
   void WakeWaiters();
   void WaiterLoop();
-  // The pools a waiter may take a container of: its region's and each
+  // The pools a claim may take a container of: its region's and each
   // fallback region's.
-  static std::vector<PoolKey> PoolsOf(const Waiter& w);
+  static std::vector<PoolKey> PoolsOf(const store::ClaimRequest& req);
   // A waiter leaves the queues (its counts go with it).
   void UncountLocked(const Waiter& w) REQUIRES(wait_mu_);
   // Why `w` may not wait now (empty: it may): a full pool, tenant or total.

@@ -243,21 +243,13 @@ Status SqliteStorage::ListContainers(const ContainerFilter& filter, const std::s
       BindOrNull(&*q, 2, filter.region);
       BindOrNull(&*q, 3, filter.pool);
       BindOrNull(&*q, 4, filter.status);
-      for (int64_t examined = 0;;) {
-        bool row = false;
-        RETURN_IF_ERROR(q->Step(&row));
-        if (!row) return Status::Ok();
-        ++examined;
-        if (q->ColumnInt64(10) != 0) {
-          ContainerInfo c;
-          ReadContainerRow(*q, &c);
-          part.hits.push_back(std::move(c));
-        }
-        if (examined == bound || part.hits.size() > static_cast<size_t>(limit)) {
-          part.stopped_at = q->ColumnString(0);
-          return Status::Ok();
-        }
-      }
+      return CollectPartitionPage(*q, bound, limit, /*kept=*/10, /*key=*/0,
+                                  [](const Statement& row) {
+                                    ContainerInfo c;
+                                    ReadContainerRow(row, &c);
+                                    return c;
+                                  },
+                                  &part);
     }));
   }
   MergePartitionPages(

@@ -351,22 +351,14 @@ Status SqliteStorage::ListSessions(const SessionFilter& filter, const std::strin
       BindOrNull(&*q, 5, filter.label_key);
       q->Bind(6, filter.label_value);
       if (!filter.tenant.empty()) q->Bind(7, filter.tenant);
-      for (int64_t examined = 0;;) {
-        bool row = false;
-        RETURN_IF_ERROR(q->Step(&row));
-        if (!row) return Status::Ok();
-        ++examined;
-        if (q->ColumnInt64(9) != 0) {
-          Session s;
-          ReadSessionRow(*q, &s);
-          s.session_id = q->ColumnString(8);
-          part.hits.push_back(std::move(s));
-        }
-        if (examined == bound || part.hits.size() > static_cast<size_t>(limit)) {
-          part.stopped_at = q->ColumnString(8);
-          return Status::Ok();
-        }
-      }
+      return CollectPartitionPage(*q, bound, limit, /*kept=*/9, /*key=*/8,
+                                  [](const Statement& row) {
+                                    Session s;
+                                    ReadSessionRow(row, &s);
+                                    s.session_id = row.ColumnString(8);
+                                    return s;
+                                  },
+                                  &part);
     }));
   }
   MergePartitionPages(
