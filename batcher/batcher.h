@@ -16,7 +16,7 @@
 
 namespace batcher {
 
-// Bounds of the heartbeat path (STYLE.md: every queue and batch bound is named).
+// Bounds of the heartbeat path (every queue and batch bound is named).
 // Rows a batch at most, whatever BatcherOptions::batch_max says.
 inline constexpr int kMaxBatchRows = 1000;
 // Rows the reaper changes in one transaction, so a sweep of a large dead

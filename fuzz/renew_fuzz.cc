@@ -1,5 +1,5 @@
 // ParseRenew on any body: never crashes, leaks or hits UB; a success obeys
-// API.md's bounds, a failure says why.
+// docs/api.md's bounds, a failure says why.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -89,7 +89,7 @@ struct MirrorStats {
 // own every refresh period (stretched for a pool so large that reading it
 // every period would cost more than max_cpu_share of a core; skipped, the
 // counts republished, when nothing was committed since the last read), and
-// the merged Snapshot is published by an atomic swap of a shared_ptr.
+// the merged Snapshot is published through a base::SharedSlot (a mutex-held shared_ptr).
 // Current() is safe from any thread and never touches storage nor waits for
 // a refresh: it only loads the pointer. The Mirror owns its threads and
 // readers; the caller owns the Mirror and must Stop() (or destroy) it before

@@ -68,7 +68,7 @@ class Snapshot {
   // The counts of one region and pool, or null if the snapshot has none.
   const StatusCounts* Find(std::string_view region, std::string_view pool) const;
 
-  // The body of GET /v1/capacity (API.md), on one line, regions and pools in
+  // The body of GET /v1/capacity (docs/api.md), on one line, regions and pools in
   // name order:
   //   {"as_of_ms":1700000000000,"age_ms":12,"regions":{"weur":{"pools":
   //   {"chrome":{"available":3,"picked":5,"draining":0,"dead":1}}}}}

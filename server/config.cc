@@ -98,7 +98,7 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
   // the /healthz ceiling was no higher.
   s.threads = cores <= 2 ? 1 : static_cast<int>(cores) - 1;
 
-  CLI::App app{"edgealloc: hands out exclusive containers (browsers, sandboxes) from a SQLite pool."};
+  CLI::App app{"edgealloc: hands out exclusive containers (browsers, sandboxes) from a fleet, its state in SQLite (embedded) or PostgreSQL (several nodes)."};
   app.name("edgealloc");
   app.require_subcommand(1);
   app.set_version_flag("--version",

@@ -10,7 +10,7 @@
 
 namespace server {
 
-// Everything `edgealloc serve` is told, by flag or environment (API.md
+// Everything `edgealloc serve` is told, by flag or environment (docs/api.md
 // "Running"). A plain value; ParseCommandLine fills and validates it.
 struct ServeConfig {
   std::string db = "edgealloc.db";

@@ -1,4 +1,4 @@
-// edgealloc: hands out exclusive containers from a SQLite pool (DESIGN.md).
+// edgealloc: hands out exclusive containers from a fleet, with SQLite or PostgreSQL behind it (docs/design.md).
 // `edgealloc serve` runs the HTTP API; `edgealloc register` adds containers
 // from the command line, also while a server runs.
 

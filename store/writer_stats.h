@@ -7,7 +7,7 @@
 namespace store {
 
 // Counters of one writer of a storage engine: the single thread that commits
-// a partition's writes in groups (DESIGN.md rule 3), for /metrics and
+// a partition's writes in groups (docs/design.md rule 3), for /metrics and
 // benchmarks. Written by that thread and by submitters; read from any thread.
 struct WriterStats {
   std::atomic<uint64_t> transactions{0};

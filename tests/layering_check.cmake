@@ -1,4 +1,4 @@
-# Fails on a forbidden #include (STYLE.md "Layout and who may include whom"):
+# Fails on a forbidden #include (docs/architecture.md "Who may include whom"):
 #   base/                      nothing of ours
 #   store/ (the seam)          base/ and itself, never an engine's folder
 #   store/sqlite/ (an engine)  base/, the seam and itself

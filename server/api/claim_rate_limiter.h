@@ -15,7 +15,7 @@
 namespace server {
 
 // A ClaimRateLimiter holds a token bucket for each tenant whose keys-file
-// line gives claims_per_s (API.md "Per-tenant limits"): it refills at that
+// line gives claims_per_s (docs/api.md "Per-tenant limits"): it refills at that
 // rate up to a burst of the same number of claims (at least one), and each
 // claim takes a token before it reaches the allocator. Tenants without a
 // rate have no bucket and are never limited, so its memory is bounded by

@@ -10,7 +10,7 @@
 namespace server {
 
 // ContainerRoutes are the HTTP face of the container operations of the storage
-// API.md (admin keys):
+// docs/api.md (admin keys):
 //   POST   /v1/containers             register a list
 //   GET    /v1/containers             list (filters: region, pool, status)
 //   GET    /v1/containers/{id}        read

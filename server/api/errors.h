@@ -10,21 +10,21 @@
 
 namespace server {
 
-// The API's error mapping (API.md "Errors"): from an allocator Outcome or a
+// The API's error mapping (docs/api.md, its error table): from an allocator Outcome or a
 // refused body to the HTTP status and the JSON error body. Pure functions,
 // safe from any thread; OutcomeResponse also logs a storage failure.
 
-// An HTTP status and the API.md error code that goes with it.
+// An HTTP status and the docs/api.md error code that goes with it.
 struct HttpStatus {
   int status;
   const char* code;  // empty for a success
 };
 
 // The one table from an allocator Outcome to its HTTP status and error code
-// (API.md). kOk and kReplayed map to 200 with an empty code; each route picks
+// (docs/api.md). kOk and kReplayed map to 200 with an empty code; each route picks
 // its own success status. kError (storage failed, e.g. the write lock of
 // another process held too long) is 503 `unavailable` with Retry-After, since
-// API.md allows no 5xx but 503.
+// docs/api.md allows no 5xx but 503.
 HttpStatus HttpStatusOf(store::Outcome outcome);
 
 // The error response for an allocator outcome that is not a success:

@@ -64,7 +64,7 @@ void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
                                "this node cannot reach its database; nothing of this request was "
                                "taken; send it to another node"));
   }
-  // Liveness is judged by the server's clock at accept (API.md), taken once
+  // Liveness is judged by the server's clock at accept (docs/api.md), taken once
   // for the whole request.
   std::vector<batcher::Heartbeat> items;
   BodyError error;

@@ -9,7 +9,7 @@
 
 namespace server {
 
-// The JSON bodies of the API's success replies (API.md), made on an io
+// The JSON bodies of the API's success replies (docs/api.md), made on an io
 // thread. A container's `data` is JSON object text from the store, spliced in
 // as it is, never re-parsed.
 std::string SessionJson(const store::Session& session);

@@ -12,7 +12,7 @@
 
 namespace server {
 
-// Bounds of API.md on request fields.
+// Bounds of docs/api.md on request fields.
 inline constexpr size_t kMaxNameChars = 256;        // ids, regions, pools, idempotency keys
 inline constexpr size_t kMaxFallbackRegions = 16;
 inline constexpr int kMaxJsonDepth = 64;            // deeper bodies are invalid_json
@@ -37,7 +37,7 @@ struct BodyError {
 };
 
 // Every request body of the API is read here. Each Parse* reads one, checks
-// it as API.md says and fills *out. Pure functions of their arguments, so
+// it as docs/api.md says and fills *out. Pure functions of their arguments, so
 // safe from any thread and fuzzed (fuzz/).
 // Returns true on success, else false with *error set; *out is then partly
 // filled and must not be used.
@@ -56,7 +56,7 @@ bool ParseRenew(std::string_view body, int64_t max_lease_ms, int64_t* token, int
 bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>* out,
                        BodyError* error);
 
-// Reads a POST /v1/heartbeats body (API.md "Heartbeats") and checks it whole:
+// Reads a POST /v1/heartbeats body (docs/api.md "Heartbeats") and checks it whole:
 //   {"heartbeats": [{"container_id": "c-1", "ts_ms": 1790000000000,
 //                    "load": 0.4, "state": "ready"}]}
 // container_id: string of 1 to 256 characters, required; ts_ms: integer >= 0
@@ -78,7 +78,7 @@ bool ParseHeartbeats(std::string_view body, int64_t accepted_ms,
 // parameters.
 bool HasNul(std::string_view s);
 
-// The characters (code points) of UTF-8 text: the unit of API.md's 1 to 256.
+// The characters (code points) of UTF-8 text: the unit of docs/api.md's 1 to 256.
 size_t Utf8Chars(std::string_view s);
 
 // Parses a decimal int64 such as the `token` query parameter. False if not one.

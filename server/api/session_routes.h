@@ -39,7 +39,7 @@ struct SessionRoutesOptions {
 };
 
 // SessionRoutes are the HTTP face of the allocator, the session routes of
-// API.md (tenant or admin keys):
+// docs/api.md (tenant or admin keys):
 //   POST   /v1/sessions             claim
 //   GET    /v1/sessions             list (a tenant's own; an admin's all)
 //   GET    /v1/sessions/{id}        read

@@ -38,7 +38,7 @@ std::function<bool()> WatchClientGone();
 // A response with a JSON body (which the caller made valid JSON).
 Response JsonResponse(int status, std::string body);
 
-// An API.md error: {"error":{"code":...,"message":...}}, application/json;
+// An docs/api.md error: {"error":{"code":...,"message":...}}, application/json;
 // 503s carry Retry-After: 1.
 Response ErrorResponse(int status, std::string_view code, std::string_view message);
 

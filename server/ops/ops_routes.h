@@ -9,7 +9,7 @@
 
 namespace server {
 
-// The read-only operational routes (API.md "Capacity and operations"):
+// The read-only operational routes (docs/api.md "Capacity and operations"):
 //   GET /v1/capacity          (tenant, admin or metrics) the mirror's snapshot, never SQLite;
 //   GET /v1/capacity/history  (tenant, admin or metrics) the mirror's utilisation history;
 //   GET /metrics              (no key, or a metrics or admin key once the keys

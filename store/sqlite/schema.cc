@@ -107,7 +107,7 @@ Status RewriteStatusCheck(Db* db) {
   return s.ok() ? off : s;
 }
 
-// Version 4: fencing tokens never repeat for an id (API.md 1.1). A row's
+// Version 4: fencing tokens never repeat for an id (docs/api.md "Version 1.1 additions"). A row's
 // generation only grows while the row lives; token_floor remembers the
 // highest generation of every row deleted since, by a trigger, so that a
 // delete from any program (even the sqlite3 shell) raises it. A new row starts

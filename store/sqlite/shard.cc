@@ -75,7 +75,7 @@ Status OpenShardDb(const ShardMap& map, int i, const DbOptions& options, std::un
   RETURN_IF_ERROR(Migrate(db.get()));
   const std::string layout = map.LayoutOf(i);
   {
-    // Every write holds the cross-process lock (DESIGN.md rule 4), this one too.
+    // Every write holds the cross-process lock (docs/design.md rule 4), this one too.
     Transaction txn(db.get());
     RETURN_IF_ERROR(txn.Begin());
     RETURN_IF_ERROR(db->Exec("INSERT INTO meta (key, value) VALUES ('shard_layout', '" + layout +

@@ -8,7 +8,7 @@
 
 namespace store {
 
-// A WriteLock is the cross-process write lock of one database (DESIGN.md rule
+// A WriteLock is the cross-process write lock of one database (docs/design.md rule
 // 4): an exclusive flock on `<db>.lock`, held around each write transaction.
 // The holder writes its pid, program, process start and acquisition time into
 // the file, so a waiter that gives up can say who holds it. The kernel drops

@@ -53,7 +53,7 @@ struct WriterOptions {
   int max_group_jobs = 256;
 };
 
-// A Writer is the one writer of a shard (DESIGN.md rule 3): it owns the
+// A Writer is the one writer of a shard (docs/design.md rule 3): it owns the
 // shard's writable connection and a thread that takes queued jobs in bulk and
 // commits each bulk as one transaction (group commit), so synchronous=FULL
 // costs one fsync per group instead of one per job. Submit is safe from any

@@ -449,7 +449,7 @@ TEST_CASE("idempotency: after release the key claims anew") {
 }
 
 TEST_CASE("idempotency: a session whose lease is over is not replayed, even before the reaper ran") {
-  // API.md: a retry returns the same session "while that session lives".
+  // docs/api.md: a retry returns the same session "while that session lives".
   // Bug: kFindIdempotent does not look at lease_expires_at_ms, so until the
   // reaper frees the row a retry is answered with an expired session (which
   // GET already calls not_found).

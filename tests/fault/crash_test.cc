@@ -6,7 +6,7 @@
 // acknowledgement ("A" lines, from the callback, after the commit) to a pipe.
 // The parent SIGKILLs it at a random moment, reopens the files with plain
 // SQLite (the default VFS, not the store's), checks the invariants of
-// DESIGN.md "What may fail, and what must still hold" against what was
+// docs/design.md "What may fail, and what must still hold" against what was
 // acknowledged, brings its model in line with what is on disk, and forks the
 // next child on the same files. The parent never starts a thread, so every
 // fork is of a single-threaded process.

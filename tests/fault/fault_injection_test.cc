@@ -1,6 +1,6 @@
 // Fault injection (issue #11): every operation of a small workload fails in
 // turn, and power is lost at every point of it; after a reopen without faults
-// the invariants of DESIGN.md "What may fail, and what must still hold" must
+// the invariants of docs/design.md "What may fail, and what must still hold" must
 // hold. The workloads run the real store::Writer, store::SqliteStorage,
 // allocator::Allocator and batcher::Batcher on store::OpenShards, with
 // tests/support/fault_vfs.h under the product's coalescing WAL VFS.

@@ -5,7 +5,7 @@ Starts `edgealloc serve` on a database file (open mode, 127.0.0.1 only),
 registers a fleet, and runs client threads doing claims (some with
 idempotency keys, and retries of them), renews, releases, heartbeats, drains,
 deletes and re-registrations over HTTP. Every acknowledged reply (201, 204,
-200; 202 for heartbeats, which API.md does not promise durable) is recorded.
+200; 202 for heartbeats, which docs/api.md does not promise durable) is recorded.
 At a random moment the server is killed with SIGKILL; the files are then read
 with Python's sqlite3 (PRAGMA integrity_check, the rows), the server is
 restarted on the same files, and the invariants are checked through the HTTP

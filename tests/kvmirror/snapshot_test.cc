@@ -26,7 +26,7 @@ TEST_CASE("snapshot: the empty snapshot has no data and says so with a null age"
   CHECK(s.ToCapacityJson(1'700'000'000'000) == R"({"as_of_ms":0,"age_ms":null,"regions":{}})");
 }
 
-TEST_CASE("snapshot: capacity JSON has API.md's shape, names in sorted order") {
+TEST_CASE("snapshot: capacity JSON has docs/api.md's shape, names in sorted order") {
   Snapshot::Regions regions;
   regions["weur"]["chrome"] = Counts(3, 5, 0, 1);
   regions["weur"]["android"] = Counts(1, 0, 2, 0);

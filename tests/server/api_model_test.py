@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Model-checked HTTP test of edgealloc (issue #11).
 
-A Hypothesis stateful test whose model is API.md's state machine: register,
+A Hypothesis stateful test whose model is the state machine of docs/design.md "Container states": register,
 claim (idempotency keys, tenant quota, fallback regions, concurrent claims),
 renew, release, lease expiry, heartbeats ready/draining/dead, drain, delete,
 re-register, and restarts of the real server (SIGTERM, and kill -9: with
@@ -726,7 +726,7 @@ class ApiModel(RuleBasedStateMachine):
             self.send_heartbeats([])  # had anything been queued, it is written now
             return
         self.send_heartbeats(hbs)
-        # The model: one item after another, as API.md and the batcher's
+        # The model: one item after another, as docs/api.md and the batcher's
         # coalescing ("as if they were written one after another") say.
         for h in hbs:
             c = self.containers.get(h["container_id"])

@@ -41,7 +41,7 @@ TEST_CASE("config: --version prints the version, the commit and the libraries, a
   CHECK(p.err.empty());
 }
 
-TEST_CASE("config: serve without options takes the defaults of API.md") {
+TEST_CASE("config: serve without options takes the defaults of docs/api.md") {
   Parsed p = Parse({"serve"});
   REQUIRE(p.cmd.kind == Command::Kind::kServe);
   const ServeConfig& s = p.cmd.serve;
@@ -67,7 +67,7 @@ TEST_CASE("config: serve without options takes the defaults of API.md") {
   CHECK_FALSE(s.demo);
 }
 
-TEST_CASE("config: every flag of API.md is taken") {
+TEST_CASE("config: every flag of docs/api.md is taken") {
   Parsed p = Parse({"serve", "--db", "x.db", "--listen", "[::1]:9000", "--threads", "3",
                     "--shards", "4", "--sync", "normal", "--lease-ms", "1000", "--max-lease-ms",
                     "2000", "--dead-after-ms", "500", "--batch-max", "7", "--batch-wait-ms", "3",

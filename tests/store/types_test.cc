@@ -4,7 +4,7 @@
 #include <set>
 #include <string>
 
-TEST_CASE("types: every outcome has its own snake_case name, as API.md's error codes") {
+TEST_CASE("types: every outcome has its own snake_case name, as docs/api.md's error codes") {
   using store::Outcome;
   CHECK(std::string(store::OutcomeName(Outcome::kNoCapacity)) == "no_capacity");
   CHECK(std::string(store::OutcomeName(Outcome::kQuotaExceeded)) == "quota_exceeded");

@@ -11,7 +11,7 @@ namespace {
 using store::Outcome;
 using nlohmann::json;
 
-TEST_CASE("errors: every allocator outcome maps to the status and code of API.md") {
+TEST_CASE("errors: every allocator outcome maps to the status and code of docs/api.md") {
   CHECK(HttpStatusOf(Outcome::kNoCapacity).status == 503);
   CHECK(std::string(HttpStatusOf(Outcome::kNoCapacity).code) == "no_capacity");
   CHECK(HttpStatusOf(Outcome::kQuotaExceeded).status == 429);

@@ -163,7 +163,7 @@ TEST_CASE("routes: a picked container cannot be removed, a free one can, and dra
   CHECK(c.Delete("/v1/containers/only").status == 404);
 }
 
-TEST_CASE("routes: malformed bodies are 400 with the API.md code, naming the field") {
+TEST_CASE("routes: malformed bodies are 400 with the docs/api.md code, naming the field") {
   TestService t;
   HttpClient c = t.Client();
   CHECK(c.Post("/v1/sessions", "{not json").ErrorCode() == "invalid_json");

@@ -167,7 +167,7 @@ int Copies(Pool& pool, const std::string& id) {
 }  // namespace
 
 TEST_CASE("registry: one id given twice in one call, in regions of two shards, is not stored twice") {
-  // A container lives in exactly one shard (DESIGN.md). Bug: Register looks
+  // A container lives in exactly one shard (docs/design.md). Bug: Register looks
   // each id up in the committed shards only, so the same new id twice in one
   // call, in regions of different shards, is inserted into both files.
   Pool pool({}, 3);

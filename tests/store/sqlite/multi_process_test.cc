@@ -1,5 +1,5 @@
 // Several processes write the same file, each through its own Db and
-// Transaction (flock on <db>.lock, then BEGIN IMMEDIATE): DESIGN.md rule 4.
+// Transaction (flock on <db>.lock, then BEGIN IMMEDIATE): docs/design.md rule 4.
 #include "store/sqlite/db.h"
 
 #include <unistd.h>
