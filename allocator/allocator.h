@@ -20,8 +20,8 @@
 namespace allocator {
 
 struct AllocatorOptions {
-  int64_t default_lease_ms = 60000;  // a claim or renewal that names no lease
-  int64_t max_lease_ms = 3600000;    // the longest lease a client may ask for
+  int64_t default_lease_ms = store::kDefaultLeaseMs;  // a claim or renewal that names no lease
+  int64_t max_lease_ms = store::kDefaultMaxLeaseMs;  // the longest lease a client may ask for
   int reaper_interval_ms = 100;      // how often expired leases are swept
   int reaper_batch_rows = 256;       // sessions one sweep transaction ends at most
   int max_sweeps_per_reap = 8;       // sweeps of one partition a reap runs at most

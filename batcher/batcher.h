@@ -43,7 +43,7 @@ struct BatcherOptions {
   // Heartbeats queued per partition before a request is refused (--queue-capacity).
   int64_t queue_capacity = 100000;
   // A container without heartbeat this long is dead (--dead-after-ms).
-  int64_t dead_after_ms = 30000;
+  int64_t dead_after_ms = store::kDefaultDeadAfterMs;
   // How often the reaper looks; <= 0 derives min(1000, max(1, dead_after_ms / 4)).
   int reaper_interval_ms = 0;
 };

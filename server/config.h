@@ -24,12 +24,12 @@ struct ServeConfig {
   int pg_writers = 4;
   LogOptions log;  // --log-level, --log-format, --access-log
   store::Sync sync = store::Sync::kFull;
-  int64_t default_lease_ms = 60000;  // --lease-ms: a claim or renew that names none
-  int64_t max_lease_ms = 3600000;
+  int64_t default_lease_ms = store::kDefaultLeaseMs;  // --lease-ms: a claim or renew that names none
+  int64_t max_lease_ms = store::kDefaultMaxLeaseMs;
   int max_claim_waiters = 1000;    // claims waiting (wait_ms) for one pool at once
   int64_t max_claim_waiters_per_tenant = 1000;  // one tenant's, unless its keys line says
   int64_t max_claim_waiters_total = 10000;      // every tenant's together
-  int64_t dead_after_ms = 30000;
+  int64_t dead_after_ms = store::kDefaultDeadAfterMs;
   int batch_max = 100;             // heartbeat rows a transaction (batcher)
   int64_t batch_wait_ms = 10;      // longest a heartbeat waits for a batch
   int64_t queue_capacity = 100000; // heartbeats queued a shard before 503

@@ -186,10 +186,15 @@ struct CapacityCount {
 // store), and with them fencing tokens it handed out.
 enum class Sync { kFull, kNormal };
 
+// Defaults that several parts and the server's flags share, written once.
+inline constexpr int64_t kDefaultLeaseMs = 60000;       // a claim or renew that names none
+inline constexpr int64_t kDefaultMaxLeaseMs = 3600000;  // the longest lease one may ask for
+inline constexpr int64_t kDefaultDeadAfterMs = 30000;   // silent longer: dead
+
 // Which claims may be made, fixed when the storage opens.
 struct ClaimPolicy {
   int candidates = 5;                         // K: the pool a claim picks from at random
-  int64_t dead_after_ms = 30000;              // an older heartbeat: not healthy
+  int64_t dead_after_ms = kDefaultDeadAfterMs;  // an older heartbeat: not healthy
   int64_t max_sessions_per_tenant = kUnlimited;
 };
 

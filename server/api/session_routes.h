@@ -11,11 +11,12 @@
 #include "server/api/reader_pool.h"
 #include "server/http/auth.h"
 #include "server/http/router.h"
+#include "store/types.h"
 
 namespace server {
 
 struct SessionRoutesOptions {
-  int64_t max_lease_ms = 3600000;
+  int64_t max_lease_ms = store::kDefaultMaxLeaseMs;
   // Where POST /v1/sessions records how long each claim took, from the parsed
   // request to its reply being ready (edgealloc_claim_duration_seconds).
   // Claims refused before the allocator (400) are not observed. May be null;
