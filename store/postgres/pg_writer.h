@@ -1,22 +1,18 @@
 #ifndef EDGEALLOC_STORE_POSTGRES_PG_WRITER_H_
 #define EDGEALLOC_STORE_POSTGRES_PG_WRITER_H_
 
-#include <atomic>
-#include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
-#include "base/mutex.h"
+#include "store/group_writer.h"
 #include "store/postgres/pg.h"
 #include "store/status.h"
-#include "store/writer_stats.h"
 
 namespace store {
 
@@ -25,16 +21,12 @@ namespace store {
 // group's transaction; if it (or another job) fails, the group is run again
 // with each job under a savepoint of its own, so Apply must start afresh
 // each time it runs (reset its result). Done gets the durable outcome after
-// COMMIT (Ok), or the error with nothing of the job written.
+// COMMIT (Ok), or the error with nothing of the job written (see GroupJob).
 // "unavailable" in an IOError's message: the connection was lost; if it was
 // lost during COMMIT, the outcome is unknown (kCommitOutcomeUnknown prefix).
-class PgJob {
+class PgJob : public GroupJob {
  public:
-  virtual ~PgJob() = default;
   virtual Status Apply(PgConn* conn) = 0;
-  virtual void Done(Status status) = 0;
-  // A solo job gets a transaction of its own (sweeps, large batches).
-  virtual bool solo() const { return false; }
   // The statement Apply runs first, if it is known before the group starts
   // (its parameters depend on no earlier result): the writer sends the
   // first statements of a group's jobs in one pipeline after BEGIN and the
@@ -62,9 +54,9 @@ class PgJob {
                            std::vector<std::string>* session_ids) const {}
 };
 
-struct PgWriterOptions {
-  int max_queued_jobs = 65536;  // Submit refuses beyond (503 overloaded)
-  int max_group_jobs = 256;     // jobs a transaction at most
+struct PgWriterOptions : GroupWriterOptions {
+  // Against a store that keeps failing, a stop never outlasts systemd's.
+  PgWriterOptions() { stop_timeout_ms = 10000; }
   // The longest a statement waits for a lock (a row, a tenant's advisory
   // lock) another transaction holds: past it the group fails as Busy (503
   // overloaded, Retry-After), never a wait without end behind a stalled node.
@@ -89,10 +81,6 @@ struct PgWriterOptions {
   // reached when nothing is written (WriterStats::failing), so that a node
   // cut off from it says so (/readyz, heartbeats) before a write finds out.
   int64_t probe_interval_ms = 1000;
-  // Stop() runs the jobs accepted before it for at most this long; against a
-  // store that keeps failing, the rest are answered unwritten then
-  // (WriterStats::dropped_at_stop), so a stop never outlasts systemd's.
-  int64_t stop_timeout_ms = 10000;
   // Told when this node's wall clock is found more than
   // max_clock_offset_ms from the database's, and when it is back within
   // half that (StorageOptions::warn).
@@ -100,95 +88,82 @@ struct PgWriterOptions {
   std::function<void(const std::string&)> warn;
 };
 
-// A PgWriter is the one writer of a PostgreSQL partition on this node: a
-// thread with one connection that takes queued jobs in bulk and commits each
-// bulk as one transaction (group commit), so a synchronous commit costs one
-// WAL flush (and one standby round trip) per group, not per claim. A lost
-// connection fails the jobs of the group in hand with "unavailable" (the
-// server answers 503) and is made again before the next group, with backoff.
-// Submit and RunSync are safe from any thread.
-class PgWriter {
+// A PgWriter is the one writer of a PostgreSQL partition on this node: one
+// connection under a GroupWriter, so a synchronous commit costs one WAL
+// flush (and one standby round trip) per group, not per claim. A group's
+// BEGIN, its locks and its jobs' first statements go in one pipeline, and its
+// jobs run without savepoints until one fails. A lost connection fails the
+// jobs of the group in hand with "unavailable" (the server answers 503) and
+// is made again before the next group, with backoff. Submit and RunSync are
+// safe from any thread.
+class PgWriter final : public GroupWriter {
  public:
   PgWriter(std::string uri, std::string application_name, PgWriterOptions options = {});
-  PgWriter(const PgWriter&) = delete;
-  PgWriter& operator=(const PgWriter&) = delete;
-  ~PgWriter();
+  ~PgWriter() override;
 
-  void Start();
-  // Refuses new jobs, runs every job accepted before (for at most
-  // stop_timeout_ms; what is left then is answered unwritten), joins the
-  // thread.
-  void Stop();
   // Queues `job`, or returns false (full, stopping, or down()) leaving it
-  // with the caller, Done not called.
+  // with the caller, Done not called. down(): the writer's last attempt to
+  // connect failed; it tries again every probe, and a connect that succeeds
+  // ends it.
   bool Submit(std::unique_ptr<PgJob>&& job);
-  // True while the database cannot be reached: the writer's last attempt to
-  // connect failed. New jobs are refused meanwhile (their callers answer
-  // 503 at once instead of waiting a connect timeout each) while the writer
-  // tries again every probe; a connect that succeeds ends it.
-  bool down() const { return down_.load(std::memory_order_relaxed); }
   // Runs `fn` as one job and waits for its durable outcome. Never from the
   // writer thread.
-  Status RunSync(std::function<Status(PgConn*)> fn, bool solo = false);
-  const WriterStats& stats() const { return stats_; }
+  Status RunSync(std::function<Status(PgConn*)> fn, bool solo = false) {
+    return RunFunction<PgJob, PgConn>(std::move(fn), solo);
+  }
 
  private:
-  using Group = std::deque<std::unique_ptr<PgJob>>;
   using Firsts = std::vector<std::optional<std::pair<PgStatement, PgResult>>>;
 
-  void Loop();
-  void CommitGroup(Group* group);
+  // kFirst: connects if need be, then BeginPipelined; kAgain: the preamble
+  // alone; kWithoutWaiting: BeginWithoutWaiting.
+  Status Begin(std::span<GroupJob*>* group, Run run, bool* again) override;
+  bool first_run_savepoints() const override { return false; }
+  Status Savepoint() override;
+  Status EndSavepoint(bool undo) override;
+  Status Apply(GroupJob* job, size_t index) override;
+  // A first statement the pipeline ran that Apply never asked for.
+  void AfterApply(Status* outcome) override;
+  // A lost connection is the transaction's, not the job's.
+  bool TransactionLost(const Status& outcome) override { return !conn_->ok(); }
+  Status Commit() override;
+  Status Rollback() override;
+  bool lock_timed_out() const override { return lock_timeout_; }
+  bool GroupLost(const Status& status) override;
+  int64_t probe_interval_ms() const override;
+  // While idle: connects if needed and measures the clock; sets failing.
+  void Probe() override;
+
   // The statements that open a group's transaction: BEGIN, the advisory
   // locks, the row locks.
-  std::vector<PgStatement> Preamble(const Group& group) const;
-  // The preamble, in one round trip.
-  Status Begin(const Group& group, bool* lock_timeout);
+  std::vector<PgStatement> Preamble(std::span<GroupJob*> group) const;
   // The preamble and the jobs' First() statements, in one pipeline; their
-  // results in (*firsts)[job] (nullopt for a job without). *failed_job if a
-  // first statement failed (the transaction is then aborted); *lock_timeout
+  // results in firsts_[job] (nullopt for a job without). *failed_job if a
+  // first statement failed (the transaction is then aborted); lock_timeout_
   // if a lock of the preamble was not had in lock_timeout_ms.
-  Status BeginPipelined(const Group& group, Firsts* firsts, bool* failed_job,
-                        bool* lock_timeout);
+  Status BeginPipelined(std::span<GroupJob*> group, bool* failed_job);
   // After the preamble's locks timed out: a new transaction that takes the
   // advisory locks to be had now without waiting and answers Busy (removing
   // them from *group) the jobs whose lock is not; the rows are then locked
   // by each job as it goes (each job under a savepoint, so one whose row
   // stays locked fails alone). Only the jobs that needed a lock another
   // transaction holds may fail: the rest of the group goes on.
-  Status BeginWithoutWaiting(Group* group);
-  // Catches what a job throws: the job fails, the group goes on.
-  static Status ApplyJob(PgJob* job, PgConn* conn);
-  void Answer(PgJob* job, Status status);
-  Status RunJobs(Group* group, bool savepoints, Firsts* firsts, std::vector<Status>* outcomes,
-                 bool* failed_job);
+  Status BeginWithoutWaiting(std::span<GroupJob*>* group);
   // Connects if there is no usable connection; backs off after a failure.
   Status EnsureConnected();
   // Reads the database's clock (WriterStats::clock_offset_ms) on the open
   // connection.
   Status MeasureClock();
-  // While idle: connects if needed and measures the clock; sets failing.
-  void Probe();
-  // Answers every queued job with `status`, unwritten; `at_stop`: counted
-  // as dropped_at_stop (Stop's time ran out).
-  void DropQueued(const Status& status, bool at_stop);
 
   const std::string uri_;
   const std::string application_name_;
   const PgWriterOptions options_;
-  std::unique_ptr<PgConn> conn_;  // the writer thread's only
-  int64_t backoff_ms_ = 0;        // the writer thread's only
-  bool clock_warned_ = false;     // the writer thread's only
-  std::atomic<bool> down_{false};  // written by the writer thread
-
-  base::Mutex mu_;
-  base::CondVar cv_;
-  std::deque<std::unique_ptr<PgJob>> queue_ GUARDED_BY(mu_);
-  bool accepting_ GUARDED_BY(mu_) = false;
-  bool stop_ GUARDED_BY(mu_) = false;
-  // When Stop's time runs out (set by Stop).
-  std::chrono::steady_clock::time_point stop_deadline_ GUARDED_BY(mu_);
-  std::thread thread_;
-  WriterStats stats_;
+  // The writer thread's only:
+  std::unique_ptr<PgConn> conn_;
+  int64_t backoff_ms_ = 0;
+  bool clock_warned_ = false;
+  bool lock_timeout_ = false;
+  Firsts firsts_;
 };
 
 }  // namespace store

@@ -1,77 +1,53 @@
 #ifndef EDGEALLOC_STORE_SQLITE_WRITER_H_
 #define EDGEALLOC_STORE_SQLITE_WRITER_H_
 
-#include <atomic>
-#include <cstdint>
 #include <functional>
 #include <memory>
-#include <thread>
+#include <span>
+#include <string>
 
+#include "store/group_writer.h"
 #include "store/sqlite/db.h"
 #include "store/status.h"
-#include "store/writer_stats.h"
 
 namespace store {
 
 // A WriteJob is one unit of a shard's write path: a claim, a release, a batch
 // of heartbeats, a reaper sweep. The Writer runs Apply on its thread inside
 // an open write transaction and, after the transaction ends, calls Done with
-// the outcome. The job is deleted right after Done.
-class WriteJob {
+// the outcome (see GroupJob).
+class WriteJob : public GroupJob {
  public:
-  virtual ~WriteJob() = default;
   // Runs inside the group's transaction. A non-Ok return undoes this job's
   // changes only, never those of the other jobs of the group: by a SAVEPOINT
   // of its own, or, for a job whose only write is one statement (see
   // needs_savepoint), by SQLite's own statement rollback. Keep it short: the
   // write lock is held. No network, no logging, no large JSON here.
+  // Done then gets Ok only after COMMIT returned; else Apply's error, or the
+  // transaction's (Busy, IOError) with nothing of the job written, except
+  // when IsCommitOutcomeUnknown: the COMMIT itself failed (at its fsync), and
+  // the whole group may or may not be there after a restart, never a part.
+  // An Apply that throws without a savepoint fails its whole group.
   virtual Status Apply(Db* db) = 0;
-  // Called on the writer thread once the outcome is durable: Ok only after
-  // COMMIT returned; else Apply's error, or the transaction's (Busy, IOError)
-  // with nothing of the job written, except when IsCommitOutcomeUnknown: the
-  // COMMIT itself failed (at its fsync), and the whole group may or may not
-  // be there after a restart, never a part. Must be quick: hand the result to
-  // another thread (post to an io executor, set a promise), do not work here.
-  // Apply and Done should not throw; if one does, the writer catches it:
-  // an Apply that threw fails its job (its whole group if the job has no
-  // savepoint), a Done that threw loses only its own reply.
-  virtual void Done(Status status) = 0;
-  // A solo job gets a transaction of its own instead of joining a group
-  // commit: sweeps and large batches, so they never lengthen a claim's.
-  virtual bool solo() const { return false; }
   // False for a job that writes with at most one statement: a failing
   // statement undoes itself, so a SAVEPOINT (two more statements and a
   // statement journal per job, about a tenth of a claim's cost) buys nothing.
   virtual bool needs_savepoint() const { return true; }
 };
 
-struct WriterOptions {
-  // Jobs queued and not yet taken by the writer before Submit refuses (the
-  // caller answers 503). The group being committed does not count.
-  int max_queued_jobs = 65536;
-  // Jobs committed together at most; a bound on one transaction's length.
-  int max_group_jobs = 256;
-};
+// No stop_timeout_ms by default: a shard's file is always there, so Stop
+// runs every accepted job.
+using WriterOptions = GroupWriterOptions;
 
-// A Writer is the one writer of a shard (docs/design.md rule 3): it owns the
-// shard's writable connection and a thread that takes queued jobs in bulk and
-// commits each bulk as one transaction (group commit), so synchronous=FULL
-// costs one fsync per group instead of one per job. Submit is safe from any
-// thread; everything else about the connection happens on the writer thread.
-class Writer {
+// A Writer is the one writer of a shard: it owns the shard's writable
+// connection, and its GroupWriter commits the jobs in groups, so
+// synchronous=FULL costs one fsync per group instead of one per job.
+class Writer final : public GroupWriter {
  public:
   // Takes ownership of `db`, which must be writable and migrated.
   Writer(std::unique_ptr<Db> db, WriterOptions options = {});
-  Writer(const Writer&) = delete;
-  Writer& operator=(const Writer&) = delete;
   // Stops (draining what was accepted) if still running.
-  ~Writer();
-
-  // Starts the writer thread.
-  void Start();
-  // Refuses new jobs, runs every job accepted before, then joins the thread.
-  // Every accepted job gets its Done. Idempotent.
-  void Stop();
+  ~Writer() override;
 
   // Queues `job` and takes it. Returns false if the writer is stopping or
   // max_queued_jobs are already waiting: then `job` is left with the caller,
@@ -81,26 +57,28 @@ class Writer {
 
   // Runs `fn` as one job and waits for its durable outcome. For admin paths,
   // tests and tools; never from an io thread or from the writer thread.
-  Status RunSync(std::function<Status(Db*)> fn, bool solo = false);
+  Status RunSync(std::function<Status(Db*)> fn, bool solo = false) {
+    return RunFunction<WriteJob, Db>(std::move(fn), solo);
+  }
 
-  const WriterStats& stats() const { return stats_; }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return name(); }
 
  private:
-  struct Queue;
-  void Loop();
-  // Runs jobs[0..n) in one transaction and calls each one's Done.
-  void CommitGroup(WriteJob** jobs, size_t n);
+  // The SQLite transaction of a group: BEGIN IMMEDIATE under the shard's
+  // write lock, a SAVEPOINT per job that needs one.
+  Status Begin(std::span<GroupJob*>* group, Run run, bool* again) override;
+  bool first_run_savepoints() const override { return true; }
+  bool NeedsSavepoint(const GroupJob* job) const override;
+  Status Savepoint() override;
+  Status EndSavepoint(bool undo) override;
+  Status Apply(GroupJob* job, size_t index) override;
+  // Some errors (I/O, full disk) make SQLite roll the whole transaction back.
+  bool TransactionLost(const Status& outcome) override;
+  Status Commit() override;
+  Status Rollback() override;
 
   std::unique_ptr<Db> db_;  // touched only by the writer thread once started
-  std::string path_;
-  WriterOptions options_;
-  std::unique_ptr<Queue> queue_;
-  std::thread thread_;
-  std::atomic<bool> accepting_{false};
-  std::atomic<bool> stop_{false};
-  std::atomic<int> submitting_{0};
-  WriterStats stats_;
+  Transaction txn_;
 };
 
 }  // namespace store

@@ -1,0 +1,204 @@
+#ifndef EDGEALLOC_STORE_GROUP_WRITER_H_
+#define EDGEALLOC_STORE_GROUP_WRITER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "store/status.h"
+#include "store/writer_stats.h"
+
+namespace store {
+
+// What every job of a writer is, whatever its engine: one claim, release,
+// batch of heartbeats or sweep. An engine's job type (WriteJob for SQLite,
+// PgJob for PostgreSQL) adds Apply, which runs inside the group's
+// transaction. Done gets the durable outcome once the transaction ended; the
+// job is deleted right after. Apply and Done should not throw; if one does,
+// the writer catches it: an Apply that threw fails its job (undone by its
+// savepoint), a Done that threw loses only its own reply.
+class GroupJob {
+ public:
+  virtual ~GroupJob() = default;
+  // Called on the writer thread once the outcome is durable. Must be quick:
+  // hand the result to another thread, do not work here.
+  virtual void Done(Status status) = 0;
+  // A solo job gets a transaction of its own instead of joining a group
+  // commit: sweeps and large batches, so they never lengthen a claim's.
+  virtual bool solo() const { return false; }
+};
+
+struct GroupWriterOptions {
+  // Jobs queued and not yet taken by the writer before Submit refuses (the
+  // caller answers 503). The group being committed does not count.
+  int max_queued_jobs = 65536;
+  // Jobs committed together at most; a bound on one transaction's length.
+  int max_group_jobs = 256;
+  // Stop() runs the jobs accepted before it for at most this long; what is
+  // left then is answered unwritten (WriterStats::dropped_at_stop), so that
+  // a stop against a failing store never outlasts systemd's. Negative: no
+  // bound (an embedded file's writes always end, each with its answer).
+  int64_t stop_timeout_ms = -1;
+};
+
+// A GroupWriter is the one writer of a partition (docs/design.md rule 3): a
+// thread that takes queued jobs in bulk and commits each bulk as one
+// transaction (group commit), so a durable commit costs one flush per group
+// instead of one per job. Consecutive ordinary jobs share a transaction, up
+// to max_group_jobs; a solo job gets its own. A job that fails is undone
+// alone (by a savepoint); a group fails whole only when its transaction
+// does. Submit is safe from any thread; the connection is the writer
+// thread's.
+//
+// This class is the engine-neutral part; an engine derives from it and says
+// how a group's transaction is begun, how a job runs with or without a
+// savepoint, how the group commits or rolls back, and (if it has one) how its
+// connection is probed while idle. The derived class's destructor must call
+// Stop(): the thread calls those functions.
+class GroupWriter {
+ public:
+  GroupWriter(const GroupWriter&) = delete;
+  GroupWriter& operator=(const GroupWriter&) = delete;
+  virtual ~GroupWriter();
+
+  // Starts the writer thread.
+  void Start();
+  // Refuses new jobs, runs every job accepted before (bounded by
+  // stop_timeout_ms, if set), then joins the thread. Every accepted job gets
+  // its Done. Idempotent.
+  void Stop();
+  // True while the database cannot be reached (the engine's last connect
+  // failed): Submit refuses meanwhile, so callers answer at once instead of
+  // waiting a connect timeout each.
+  bool down() const { return down_.load(std::memory_order_relaxed); }
+  const WriterStats& stats() const { return stats_; }
+
+ protected:
+  // The three runs a group's transaction may be begun for.
+  enum class Run {
+    kFirst,           // the engine's first try (first_run_savepoints() says how)
+    kAgain,           // a job failed on a first run without savepoints: each job under one now
+    kWithoutWaiting,  // the first try's locks were held elsewhere (lock_timed_out())
+  };
+
+  // `name` says which writer a refusal is about.
+  GroupWriter(std::string name, GroupWriterOptions options);
+
+  // Queues `job` and takes it, or returns false leaving it with the caller,
+  // Done not called: the writer is full, stopping or down().
+  bool Enqueue(GroupJob* job);
+  // Runs `fn` as one job of type Job (WriteJob, PgJob) and waits for its
+  // durable outcome. Never from the writer thread.
+  template <typename Job, typename Conn>
+  Status RunFunction(std::function<Status(Conn*)> fn, bool solo);
+
+  // The engine's part, all called on the writer thread.
+  // Opens the group's transaction (connecting first if need be). May run
+  // statements of the jobs ahead, then *again if one of them failed (the
+  // group is then run kAgain). kWithoutWaiting may answer (Finish) and drop
+  // from *group the jobs that need what another transaction holds.
+  virtual Status Begin(std::span<GroupJob*>* group, Run run, bool* again) = 0;
+  // Whether the kFirst run gives each job a savepoint; without, a job that
+  // fails makes the group run again with them (fewer round trips while no
+  // job fails).
+  virtual bool first_run_savepoints() const = 0;
+  // Whether `job` needs a savepoint to be undone alone on a run with them.
+  virtual bool NeedsSavepoint(const GroupJob* job) const { return true; }
+  virtual Status Savepoint() = 0;
+  // Releases the savepoint; `undo`: rolls back to it first.
+  virtual Status EndSavepoint(bool undo) = 0;
+  // Runs job->Apply, the group's index-th job, on the connection.
+  virtual Status Apply(GroupJob* job, size_t index) = 0;
+  // After Apply returned or threw; may turn an Ok into an error.
+  virtual void AfterApply(Status* outcome) {}
+  // Whether the transaction is gone (the connection lost, or the database
+  // rolled it back on its own) after a job's `outcome`.
+  virtual bool TransactionLost(const Status& outcome) = 0;
+  // Commits; an error says whether the outcome is unknown.
+  virtual Status Commit() = 0;
+  virtual Status Rollback() = 0;
+  // Whether the last Begin failed for a lock another transaction held.
+  virtual bool lock_timed_out() const { return false; }
+  // After a group failed whole with `status`: whether the jobs queued
+  // behind it would only wait for the same answer (then they get it).
+  virtual bool GroupLost(const Status& status) { return false; }
+  // The idle writer's probe, every probe_interval_ms() (negative: never).
+  virtual int64_t probe_interval_ms() const { return -1; }
+  virtual void Probe() {}
+
+  // Answers `job` (counted ok or failed), catching what Done throws, and
+  // deletes it.
+  void Finish(GroupJob* job, Status status);
+  void set_down(bool down) { down_.store(down, std::memory_order_relaxed); }
+  const std::string& name() const { return name_; }
+
+  WriterStats stats_;
+
+ private:
+  struct Queue;
+  void Loop();
+  // Runs a bulk of dequeued jobs as its groups.
+  void RunBulk(GroupJob** jobs, size_t n);
+  // Runs one group in one transaction and answers its jobs; true if what is
+  // queued is to be answered with the group's error too.
+  bool RunGroup(std::span<GroupJob*> group);
+  Status RunJobs(std::span<GroupJob*> group, bool savepoints, bool* again);
+  Status ApplyCatching(GroupJob* job, size_t index, bool* threw);
+  // Answers the jobs in hand and every queued one with `status`, unwritten.
+  void DropQueued(std::span<GroupJob*> in_hand, const Status& status, bool at_stop);
+  bool PastStopDeadline() const;
+
+  const std::string name_;
+  const GroupWriterOptions options_;
+  std::unique_ptr<Queue> queue_;
+  std::thread thread_;
+  std::atomic<bool> accepting_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> submitting_{0};
+  std::atomic<bool> down_{false};
+  std::atomic<int64_t> stop_deadline_ns_{0};  // steady clock; set by Stop
+  std::vector<Status> outcomes_;              // the writer thread's: the group's
+};
+
+namespace internal {
+
+// A job made of a function, for RunFunction. It owns its promise, so that
+// the caller's future outlives nothing of the writer's.
+template <typename Job, typename Conn>
+class FunctionJob final : public Job {
+ public:
+  FunctionJob(std::function<Status(Conn*)> fn, bool solo) : fn_(std::move(fn)), solo_(solo) {}
+  Status Apply(Conn* conn) override { return fn_(conn); }
+  void Done(Status status) override { done_.set_value(std::move(status)); }
+  bool solo() const override { return solo_; }
+  std::future<Status> future() { return done_.get_future(); }
+
+ private:
+  std::function<Status(Conn*)> fn_;
+  bool solo_;
+  std::promise<Status> done_;
+};
+
+}  // namespace internal
+
+template <typename Job, typename Conn>
+Status GroupWriter::RunFunction(std::function<Status(Conn*)> fn, bool solo) {
+  auto job = std::make_unique<internal::FunctionJob<Job, Conn>>(std::move(fn), solo);
+  std::future<Status> done = job->future();
+  if (!Enqueue(job.get())) {
+    return Status::Busy("the write queue of " + name_ + " is full or stopping");
+  }
+  job.release();  // the writer's now
+  return done.get();
+}
+
+}  // namespace store
+
+#endif  // EDGEALLOC_STORE_GROUP_WRITER_H_
