@@ -32,22 +32,40 @@ class SqlJob : public store::PgJob {
   std::promise<store::Status>* done_;
 };
 
+// A server of its own with a fresh database, with table t (v int primary
+// key) unless `table` is false.
+struct Db {
+  explicit Db(bool table = true) : uri(server.NewDatabaseUri()) {
+    if (table) testing::PgServer::Query(uri, "CREATE TABLE t (v int PRIMARY KEY)");
+  }
+  // t's values in order, comma separated.
+  std::string Values() const {
+    return testing::PgServer::Query(uri, "SELECT string_agg(v::text, ',' ORDER BY v) FROM t");
+  }
+  testing::PgServer server;
+  std::string uri;
+};
+
+// Queues a job that holds `writer` for 0.3 s, so that the jobs submitted
+// next make one group.
+void HoldFor300Ms(store::PgWriter* writer, std::promise<store::Status>* done) {
+  REQUIRE(writer->Submit(std::make_unique<SqlJob>("SELECT pg_sleep(0.3)", done)));
+}
+
 }  // namespace
 
 TEST_CASE("pg_writer: a failing job in a group is undone alone, the others commit") {
-  testing::PgServer server;
-  const std::string uri = server.NewDatabaseUri();
-  testing::PgServer::Query(uri, "CREATE TABLE t (v int PRIMARY KEY)");
+  Db db;
+  const std::string& uri = db.uri;
   store::PgWriter writer(uri, "pg_writer_test");
   writer.Start();
   // A slow first job holds the writer, so the next three are one group.
   std::promise<store::Status> slow_done, a_done, b_done, c_done;
-  auto slow = std::make_unique<SqlJob>("SELECT pg_sleep(0.3)", &slow_done);
   auto a = std::make_unique<SqlJob>("INSERT INTO t VALUES (1)", &a_done);
   // Writes, then fails: its write must not survive.
   auto b = std::make_unique<SqlJob>("INSERT INTO t VALUES (2); SELECT 1/0", &b_done);
   auto c = std::make_unique<SqlJob>("INSERT INTO t VALUES (3)", &c_done);
-  REQUIRE(writer.Submit(std::move(slow)));
+  HoldFor300Ms(&writer, &slow_done);
   REQUIRE(writer.Submit(std::move(a)));
   REQUIRE(writer.Submit(std::move(b)));
   REQUIRE(writer.Submit(std::move(c)));
@@ -58,8 +76,7 @@ TEST_CASE("pg_writer: a failing job in a group is undone alone, the others commi
   CHECK_THAT(b_status.message(), Catch::Contains("division by zero"));
   CHECK(c_done.get_future().get().ok());
   writer.Stop();
-  CHECK(testing::PgServer::Query(uri, "SELECT string_agg(v::text, ',' ORDER BY v) FROM t") ==
-        "1,3");
+  CHECK(db.Values() == "1,3");
   // The failed job is counted; the others were answered Ok above.
   CHECK(writer.stats().jobs_failed.load() == 1);
 }
@@ -105,8 +122,8 @@ class StallingJob : public store::PgJob {
 // needs it fails after lock_timeout (Busy: 503 overloaded, retry) instead of
 // waiting as long as the stall lasts; once the lock is free it goes through.
 TEST_CASE("pg_writer: a lock a stalled peer holds fails the group after lock_timeout") {
-  testing::PgServer server;
-  const std::string uri = server.NewDatabaseUri();
+  Db db(/*table=*/false);
+  const std::string& uri = db.uri;
   std::unique_ptr<store::PgConn> peer;
   REQUIRE(store::PgConn::Connect(uri, "stalled peer", &peer).ok());
   REQUIRE(peer->Exec("BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('acme', 0))").ok());
@@ -136,8 +153,8 @@ TEST_CASE("pg_writer: a lock a stalled peer holds fails the group after lock_tim
 // group fails (nothing of it committed), and the writer reconnects for the
 // next one.
 TEST_CASE("pg_writer: a writer stalled mid-transaction loses its session and its locks") {
-  testing::PgServer server;
-  const std::string uri = server.NewDatabaseUri();
+  Db db(/*table=*/false);
+  const std::string& uri = db.uri;
   store::PgWriterOptions options;
   options.idle_in_transaction_timeout_ms = 300;
   store::PgWriter writer(uri, "pg_writer_test", options);
@@ -199,13 +216,12 @@ class InsertingJob : public store::PgJob {
 // statement's result from there, and nothing runs twice (an insert run
 // again would break the primary key).
 TEST_CASE("pg_writer: first statements are pipelined and answered once") {
-  testing::PgServer server;
-  const std::string uri = server.NewDatabaseUri();
-  testing::PgServer::Query(uri, "CREATE TABLE t (v int PRIMARY KEY)");
+  Db db;
+  const std::string& uri = db.uri;
   store::PgWriter writer(uri, "pg_writer_test");
   writer.Start();
   std::promise<store::Status> slow_done;
-  REQUIRE(writer.Submit(std::make_unique<SqlJob>("SELECT pg_sleep(0.3)", &slow_done)));
+  HoldFor300Ms(&writer, &slow_done);
   std::promise<store::Status> done[3];
   std::string returned[3];
   for (int i = 0; i < 3; ++i) {
@@ -218,8 +234,7 @@ TEST_CASE("pg_writer: first statements are pipelined and answered once") {
     CHECK(returned[i] == std::to_string(i + 1));
   }
   writer.Stop();
-  CHECK(testing::PgServer::Query(uri, "SELECT string_agg(v::text, ',' ORDER BY v) FROM t") ==
-        "1,2,3,10,11,12");
+  CHECK(db.Values() == "1,2,3,10,11,12");
   CHECK(writer.stats().groups_rerun.load() == 0);
 }
 
@@ -227,14 +242,13 @@ TEST_CASE("pg_writer: first statements are pipelined and answered once") {
 // the pipeline ran ahead is rolled back and the group runs again job by
 // job, so the job's statements end as it ran them, once each.
 TEST_CASE("pg_writer: a first statement run out of order makes the group run again") {
-  testing::PgServer server;
-  const std::string uri = server.NewDatabaseUri();
-  testing::PgServer::Query(uri, "CREATE TABLE t (v int PRIMARY KEY)");
+  Db db;
+  const std::string& uri = db.uri;
   store::PgWriter writer(uri, "pg_writer_test");
   writer.Start();
   std::promise<store::Status> slow_done, good_done, odd_done;
   std::string good_returned, odd_returned;
-  REQUIRE(writer.Submit(std::make_unique<SqlJob>("SELECT pg_sleep(0.3)", &slow_done)));
+  HoldFor300Ms(&writer, &slow_done);
   REQUIRE(writer.Submit(
       std::make_unique<InsertingJob>(1, std::vector<int>{1}, &good_done, &good_returned)));
   // Declares 10 first but inserts 20 before it.
@@ -245,26 +259,11 @@ TEST_CASE("pg_writer: a first statement run out of order makes the group run aga
   CHECK(odd_done.get_future().get().ok());
   CHECK(odd_returned == "20");
   writer.Stop();
-  CHECK(testing::PgServer::Query(uri, "SELECT string_agg(v::text, ',' ORDER BY v) FROM t") ==
-        "1,10,20");
+  CHECK(db.Values() == "1,10,20");
   CHECK(writer.stats().groups_rerun.load() == 1);
 }
 
 namespace {
-
-// A job that throws from Apply (a bug in a job must not end the process).
-class ThrowingJob : public store::PgJob {
- public:
-  explicit ThrowingJob(std::promise<store::Status>* done) : done_(done) {}
-  store::Status Apply(store::PgConn* conn) override {
-    (void)conn->Exec("INSERT INTO t VALUES (99)");
-    throw std::runtime_error("a bug in a job");
-  }
-  void Done(store::Status status) override { done_->set_value(std::move(status)); }
-
- private:
-  std::promise<store::Status>* done_;
-};
 
 // A job that changes rows of `containers` in the order given, pausing
 // between them, and names them (or not) as the rows it will change.
@@ -290,40 +289,12 @@ class RowsJob : public SqlJob {
 
 }  // namespace
 
-// A job that throws is a failed job (its savepoint undone), not the end of
-// the process: the other jobs of its group commit and the writer goes on.
-TEST_CASE("pg_writer: a job that throws fails alone and the writer goes on") {
-  testing::PgServer server;
-  const std::string uri = server.NewDatabaseUri();
-  testing::PgServer::Query(uri, "CREATE TABLE t (v int PRIMARY KEY)");
-  store::PgWriter writer(uri, "pg_writer_test");
-  writer.Start();
-  std::promise<store::Status> slow_done, a_done, bad_done, c_done;
-  REQUIRE(writer.Submit(std::make_unique<SqlJob>("SELECT pg_sleep(0.3)", &slow_done)));
-  REQUIRE(writer.Submit(std::make_unique<SqlJob>("INSERT INTO t VALUES (1)", &a_done)));
-  REQUIRE(writer.Submit(std::make_unique<ThrowingJob>(&bad_done)));
-  REQUIRE(writer.Submit(std::make_unique<SqlJob>("INSERT INTO t VALUES (3)", &c_done)));
-  CHECK(slow_done.get_future().get().ok());
-  CHECK(a_done.get_future().get().ok());
-  store::Status bad = bad_done.get_future().get();
-  CHECK_FALSE(bad.ok());
-  CHECK_THAT(bad.message(), Catch::Contains("a bug in a job"));
-  CHECK(c_done.get_future().get().ok());
-  std::promise<store::Status> later;
-  REQUIRE(writer.Submit(std::make_unique<SqlJob>("INSERT INTO t VALUES (4)", &later)));
-  CHECK(later.get_future().get().ok());
-  writer.Stop();
-  CHECK(testing::PgServer::Query(uri, "SELECT string_agg(v::text, ',' ORDER BY v) FROM t") ==
-        "1,3,4");
-}
-
 // One tenant's advisory lock, held by a stalled transaction elsewhere past
 // lock_timeout, fails only the jobs that needed it: the other tenants' jobs
 // and the jobs that need no lock, in the same group, commit.
 TEST_CASE("pg_writer: a lock held elsewhere fails only the jobs that need it") {
-  testing::PgServer server;
-  const std::string uri = server.NewDatabaseUri();
-  testing::PgServer::Query(uri, "CREATE TABLE t (v int PRIMARY KEY)");
+  Db db;
+  const std::string& uri = db.uri;
   std::unique_ptr<store::PgConn> peer;
   REQUIRE(store::PgConn::Connect(uri, "stalled peer", &peer).ok());
   REQUIRE(peer->Exec("BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('acme', 0))").ok());
@@ -333,7 +304,7 @@ TEST_CASE("pg_writer: a lock held elsewhere fails only the jobs that need it") {
   store::PgWriter writer(uri, "pg_writer_test", options);
   writer.Start();
   std::promise<store::Status> slow_done, acme_done, other_done, plain_done;
-  REQUIRE(writer.Submit(std::make_unique<SqlJob>("SELECT pg_sleep(0.3)", &slow_done)));
+  HoldFor300Ms(&writer, &slow_done);
   REQUIRE(writer.Submit(
       std::make_unique<LockingJob>("acme", "INSERT INTO t VALUES (1)", &acme_done)));
   REQUIRE(writer.Submit(
@@ -345,8 +316,7 @@ TEST_CASE("pg_writer: a lock held elsewhere fails only the jobs that need it") {
   CHECK(plain_done.get_future().get().ok());
   REQUIRE(peer->Exec("COMMIT").ok());
   writer.Stop();
-  CHECK(testing::PgServer::Query(uri, "SELECT string_agg(v::text, ',' ORDER BY v) FROM t") ==
-        "2,3");
+  CHECK(db.Values() == "2,3");
 }
 
 // Two writers (two nodes) change the same two rows in opposite orders. Rows
@@ -355,8 +325,8 @@ TEST_CASE("pg_writer: a lock held elsewhere fails only the jobs that need it") {
 // Named not, the same jobs deadlock (PostgreSQL breaks the cycle after
 // deadlock_timeout, failing one): the hazard is real.
 TEST_CASE("pg_writer: groups that name their rows lock them in one order and never deadlock") {
-  testing::PgServer server;
-  const std::string uri = server.NewDatabaseUri();
+  Db db(/*table=*/false);
+  const std::string& uri = db.uri;
   testing::PgServer::Query(uri,
                            "CREATE TABLE containers (id text PRIMARY KEY, session_id text, v int);"
                            "INSERT INTO containers VALUES ('a', NULL, 0), ('b', NULL, 0)");
@@ -390,8 +360,8 @@ TEST_CASE("pg_writer: groups that name their rows lock them in one order and nev
 // (one machine: near 0), and a database that goes away makes the writer
 // failing without any write; back, it is not.
 TEST_CASE("pg_writer: the idle probe measures the clock and finds a lost database") {
-  testing::PgServer server;
-  const std::string uri = server.NewDatabaseUri();
+  Db db(/*table=*/false);
+  const std::string& uri = db.uri;
   store::PgWriterOptions options;
   options.probe_interval_ms = 100;
   store::PgWriter writer(uri, "pg_writer_test", options);
@@ -408,9 +378,9 @@ TEST_CASE("pg_writer: the idle probe measures the clock and finds a lost databas
   CHECK(offset > -1000);
   CHECK(offset < 1000);
   CHECK(writer.stats().failing.load() == 0);
-  server.Stop();
+  db.server.Stop();
   CHECK(wait_for([&] { return writer.stats().failing.load() == 1; }));
-  server.Start();
+  db.server.Start();
   CHECK(wait_for([&] { return writer.stats().failing.load() == 0; }));
   writer.Stop();
 }
