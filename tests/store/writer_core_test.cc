@@ -95,7 +95,28 @@ class Subject {
   virtual bool TryCount(const std::string& v, int64_t* n) = 0;
 };
 
-class SqliteSubject final : public Subject {
+// What a Subject does the same way on every engine, but for its types.
+template <typename EngineWriter, typename Job, typename Conn, typename EngineTable>
+class SubjectOf : public Subject {
+ public:
+  GroupWriter& writer() override { return *writer_; }
+  bool Submit(Work work, Reply reply, bool solo) override {
+    return writer_->Submit(std::make_unique<TestJob<Job, Conn, EngineTable>>(
+        std::move(work), std::move(reply), solo));
+  }
+  Status RunSync(Work work) override {
+    return writer_->RunSync([work](Conn* conn) {
+      EngineTable table(conn);
+      return work(&table);
+    });
+  }
+
+ protected:
+  std::unique_ptr<EngineWriter> writer_;
+};
+
+class SqliteSubject final
+    : public SubjectOf<store::Writer, store::WriteJob, store::Db, SqliteTable> {
  public:
   explicit SqliteSubject(GroupWriterOptions options) {
     const std::string path = dir_.File("a.db");
@@ -107,17 +128,6 @@ class SqliteSubject final : public Subject {
     ro.read_only = true;
     REQUIRE(store::Db::Open(path, ro, &reader_).ok());
     writer_ = std::make_unique<store::Writer>(std::move(db), options);
-  }
-  GroupWriter& writer() override { return *writer_; }
-  bool Submit(Work work, Reply reply, bool solo) override {
-    return writer_->Submit(std::make_unique<TestJob<store::WriteJob, store::Db, SqliteTable>>(
-        std::move(work), std::move(reply), solo));
-  }
-  Status RunSync(Work work) override {
-    return writer_->RunSync([work](store::Db* db) {
-      SqliteTable table(db);
-      return work(&table);
-    });
   }
   bool TryCount(const std::string& v, int64_t* n) override {
     store::StatementRef q;
@@ -132,10 +142,9 @@ class SqliteSubject final : public Subject {
  private:
   testing::TempDir dir_;
   std::unique_ptr<store::Db> reader_;
-  std::unique_ptr<store::Writer> writer_;
 };
 
-class PgSubject final : public Subject {
+class PgSubject final : public SubjectOf<store::PgWriter, store::PgJob, store::PgConn, PgTable> {
  public:
   explicit PgSubject(GroupWriterOptions options) {
     const std::string uri = testing::SharedPg().NewDatabaseUri();
@@ -145,17 +154,6 @@ class PgSubject final : public Subject {
     pg.max_queued_jobs = options.max_queued_jobs;
     pg.max_group_jobs = options.max_group_jobs;
     writer_ = std::make_unique<store::PgWriter>(uri, "writer_core_test", pg);
-  }
-  GroupWriter& writer() override { return *writer_; }
-  bool Submit(Work work, Reply reply, bool solo) override {
-    return writer_->Submit(std::make_unique<TestJob<store::PgJob, store::PgConn, PgTable>>(
-        std::move(work), std::move(reply), solo));
-  }
-  Status RunSync(Work work) override {
-    return writer_->RunSync([work](store::PgConn* conn) {
-      PgTable table(conn);
-      return work(&table);
-    });
   }
   bool TryCount(const std::string& v, int64_t* n) override {
     store::PgResult r;
@@ -169,7 +167,6 @@ class PgSubject final : public Subject {
 
  private:
   std::unique_ptr<store::PgConn> reader_;
-  std::unique_ptr<store::PgWriter> writer_;
 };
 
 Work Insert(const std::string& v) {
@@ -195,7 +192,8 @@ struct Fixture {
 
   // Submits a job that holds the writer thread until Unblock(), and waits
   // until the writer is inside it: what is submitted next queues up.
-  void Block() {
+  // Returns the transactions committed before.
+  uint64_t Block() {
     auto inside = std::make_shared<std::promise<void>>();
     auto entered = inside->get_future();
     release = std::promise<void>();
@@ -208,6 +206,7 @@ struct Fixture {
         },
         [](Status) {}));
     entered.wait();
+    return stats().transactions.load();
   }
   void Unblock() { release.set_value(); }
 
@@ -230,8 +229,7 @@ struct Fixture {
 
 TEST_CASE("writer core: jobs submitted while a commit is in flight are committed together") {
   Fixture f(EDGEALLOC_ENGINES);
-  f.Block();
-  const uint64_t before = f.stats().transactions.load();
+  const uint64_t before = f.Block();
   constexpr int kThreads = 4, kPerThread = 25, kJobs = kThreads * kPerThread;
   Outcomes out(kJobs);
   std::vector<std::thread> threads;
@@ -261,8 +259,7 @@ TEST_CASE("writer core: jobs submitted while a commit is in flight are committed
 
 TEST_CASE("writer core: a failing job is rolled back alone while the rest of its group commits") {
   Fixture f(EDGEALLOC_ENGINES);
-  f.Block();
-  const uint64_t before = f.stats().transactions.load();
+  const uint64_t before = f.Block();
   Outcomes out(3);
   REQUIRE(f.Submit(Insert("a"), out.For(0)));
   REQUIRE(f.Submit(
@@ -361,8 +358,7 @@ TEST_CASE("writer core: Stop runs every accepted job before it returns, then ref
 
 TEST_CASE("writer core: a solo job gets a transaction of its own") {
   Fixture f(EDGEALLOC_ENGINES);
-  f.Block();
-  const uint64_t before = f.stats().transactions.load();
+  const uint64_t before = f.Block();
   Outcomes out(5);
   REQUIRE(f.Submit(Insert("g1"), out.For(0)));
   REQUIRE(f.Submit(Insert("g2"), out.For(1)));

@@ -46,39 +46,46 @@ struct Db {
   std::string uri;
 };
 
-// Queues a job that holds `writer` for 0.3 s, so that the jobs submitted
-// next make one group.
-void HoldFor300Ms(store::PgWriter* writer, std::promise<store::Status>* done) {
-  REQUIRE(writer->Submit(std::make_unique<SqlJob>("SELECT pg_sleep(0.3)", done)));
-}
+// Table t and a started writer on it.
+struct Fixture {
+  explicit Fixture(store::PgWriterOptions options = {})
+      : writer(db.uri, "pg_writer_test", options) {
+    writer.Start();
+  }
+  // Queues a job that holds the writer for 0.3 s, so that the jobs
+  // submitted next make one group.
+  void Hold() { REQUIRE(writer.Submit(std::make_unique<SqlJob>("SELECT pg_sleep(0.3)", &held))); }
+  void Submit(std::unique_ptr<store::PgJob> job) { REQUIRE(writer.Submit(std::move(job))); }
+  // Once the jobs were answered: the holding job was answered Ok too; stops
+  // the writer and returns t's values.
+  std::string ValuesAfterStop() {
+    CHECK(held.get_future().get().ok());
+    writer.Stop();
+    return db.Values();
+  }
+  Db db;
+  store::PgWriter writer;
+  std::promise<store::Status> held;
+};
 
 }  // namespace
 
 TEST_CASE("pg_writer: a failing job in a group is undone alone, the others commit") {
-  Db db;
-  const std::string& uri = db.uri;
-  store::PgWriter writer(uri, "pg_writer_test");
-  writer.Start();
-  // A slow first job holds the writer, so the next three are one group.
-  std::promise<store::Status> slow_done, a_done, b_done, c_done;
-  auto a = std::make_unique<SqlJob>("INSERT INTO t VALUES (1)", &a_done);
+  Fixture f;
+  std::promise<store::Status> a_done, b_done, c_done;
+  f.Hold();
+  f.Submit(std::make_unique<SqlJob>("INSERT INTO t VALUES (1)", &a_done));
   // Writes, then fails: its write must not survive.
-  auto b = std::make_unique<SqlJob>("INSERT INTO t VALUES (2); SELECT 1/0", &b_done);
-  auto c = std::make_unique<SqlJob>("INSERT INTO t VALUES (3)", &c_done);
-  HoldFor300Ms(&writer, &slow_done);
-  REQUIRE(writer.Submit(std::move(a)));
-  REQUIRE(writer.Submit(std::move(b)));
-  REQUIRE(writer.Submit(std::move(c)));
-  CHECK(slow_done.get_future().get().ok());
+  f.Submit(std::make_unique<SqlJob>("INSERT INTO t VALUES (2); SELECT 1/0", &b_done));
+  f.Submit(std::make_unique<SqlJob>("INSERT INTO t VALUES (3)", &c_done));
   CHECK(a_done.get_future().get().ok());
   store::Status b_status = b_done.get_future().get();
   CHECK_FALSE(b_status.ok());
   CHECK_THAT(b_status.message(), Catch::Contains("division by zero"));
   CHECK(c_done.get_future().get().ok());
-  writer.Stop();
-  CHECK(db.Values() == "1,3");
+  CHECK(f.ValuesAfterStop() == "1,3");
   // The failed job is counted; the others were answered Ok above.
-  CHECK(writer.stats().jobs_failed.load() == 1);
+  CHECK(f.writer.stats().jobs_failed.load() == 1);
 }
 
 namespace {
@@ -153,12 +160,11 @@ TEST_CASE("pg_writer: a lock a stalled peer holds fails the group after lock_tim
 // group fails (nothing of it committed), and the writer reconnects for the
 // next one.
 TEST_CASE("pg_writer: a writer stalled mid-transaction loses its session and its locks") {
-  Db db(/*table=*/false);
-  const std::string& uri = db.uri;
   store::PgWriterOptions options;
   options.idle_in_transaction_timeout_ms = 300;
-  store::PgWriter writer(uri, "pg_writer_test", options);
-  writer.Start();
+  Fixture f(options);
+  store::PgWriter& writer = f.writer;
+  const std::string& uri = f.db.uri;
   std::promise<void> started;
   std::atomic<bool> stall_over{false};
   std::promise<store::Status> stalled;
@@ -216,51 +222,39 @@ class InsertingJob : public store::PgJob {
 // statement's result from there, and nothing runs twice (an insert run
 // again would break the primary key).
 TEST_CASE("pg_writer: first statements are pipelined and answered once") {
-  Db db;
-  const std::string& uri = db.uri;
-  store::PgWriter writer(uri, "pg_writer_test");
-  writer.Start();
-  std::promise<store::Status> slow_done;
-  HoldFor300Ms(&writer, &slow_done);
+  Fixture f;
+  f.Hold();
   std::promise<store::Status> done[3];
   std::string returned[3];
   for (int i = 0; i < 3; ++i) {
-    REQUIRE(writer.Submit(std::make_unique<InsertingJob>(i + 1, std::vector<int>{i + 1, 10 + i},
-                                                         &done[i], &returned[i])));
+    f.Submit(std::make_unique<InsertingJob>(i + 1, std::vector<int>{i + 1, 10 + i}, &done[i],
+                                            &returned[i]));
   }
-  CHECK(slow_done.get_future().get().ok());
   for (int i = 0; i < 3; ++i) {
     CHECK(done[i].get_future().get().ok());
     CHECK(returned[i] == std::to_string(i + 1));
   }
-  writer.Stop();
-  CHECK(db.Values() == "1,2,3,10,11,12");
-  CHECK(writer.stats().groups_rerun.load() == 0);
+  CHECK(f.ValuesAfterStop() == "1,2,3,10,11,12");
+  CHECK(f.writer.stats().groups_rerun.load() == 0);
 }
 
 // A job whose Apply does not run its declared first statement first: what
 // the pipeline ran ahead is rolled back and the group runs again job by
 // job, so the job's statements end as it ran them, once each.
 TEST_CASE("pg_writer: a first statement run out of order makes the group run again") {
-  Db db;
-  const std::string& uri = db.uri;
-  store::PgWriter writer(uri, "pg_writer_test");
-  writer.Start();
-  std::promise<store::Status> slow_done, good_done, odd_done;
+  Fixture f;
+  std::promise<store::Status> good_done, odd_done;
   std::string good_returned, odd_returned;
-  HoldFor300Ms(&writer, &slow_done);
-  REQUIRE(writer.Submit(
-      std::make_unique<InsertingJob>(1, std::vector<int>{1}, &good_done, &good_returned)));
+  f.Hold();
+  f.Submit(std::make_unique<InsertingJob>(1, std::vector<int>{1}, &good_done, &good_returned));
   // Declares 10 first but inserts 20 before it.
-  REQUIRE(writer.Submit(
-      std::make_unique<InsertingJob>(10, std::vector<int>{20, 10}, &odd_done, &odd_returned)));
-  CHECK(slow_done.get_future().get().ok());
+  f.Submit(
+      std::make_unique<InsertingJob>(10, std::vector<int>{20, 10}, &odd_done, &odd_returned));
   CHECK(good_done.get_future().get().ok());
   CHECK(odd_done.get_future().get().ok());
   CHECK(odd_returned == "20");
-  writer.Stop();
-  CHECK(db.Values() == "1,10,20");
-  CHECK(writer.stats().groups_rerun.load() == 1);
+  CHECK(f.ValuesAfterStop() == "1,10,20");
+  CHECK(f.writer.stats().groups_rerun.load() == 1);
 }
 
 namespace {
@@ -293,30 +287,23 @@ class RowsJob : public SqlJob {
 // lock_timeout, fails only the jobs that needed it: the other tenants' jobs
 // and the jobs that need no lock, in the same group, commit.
 TEST_CASE("pg_writer: a lock held elsewhere fails only the jobs that need it") {
-  Db db;
-  const std::string& uri = db.uri;
-  std::unique_ptr<store::PgConn> peer;
-  REQUIRE(store::PgConn::Connect(uri, "stalled peer", &peer).ok());
-  REQUIRE(peer->Exec("BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('acme', 0))").ok());
-
   store::PgWriterOptions options;
   options.lock_timeout_ms = 300;
-  store::PgWriter writer(uri, "pg_writer_test", options);
-  writer.Start();
-  std::promise<store::Status> slow_done, acme_done, other_done, plain_done;
-  HoldFor300Ms(&writer, &slow_done);
-  REQUIRE(writer.Submit(
-      std::make_unique<LockingJob>("acme", "INSERT INTO t VALUES (1)", &acme_done)));
-  REQUIRE(writer.Submit(
-      std::make_unique<LockingJob>("other", "INSERT INTO t VALUES (2)", &other_done)));
-  REQUIRE(writer.Submit(std::make_unique<SqlJob>("INSERT INTO t VALUES (3)", &plain_done)));
-  CHECK(slow_done.get_future().get().ok());
+  Fixture f(options);
+  std::unique_ptr<store::PgConn> peer;
+  REQUIRE(store::PgConn::Connect(f.db.uri, "stalled peer", &peer).ok());
+  REQUIRE(peer->Exec("BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('acme', 0))").ok());
+
+  std::promise<store::Status> acme_done, other_done, plain_done;
+  f.Hold();
+  f.Submit(std::make_unique<LockingJob>("acme", "INSERT INTO t VALUES (1)", &acme_done));
+  f.Submit(std::make_unique<LockingJob>("other", "INSERT INTO t VALUES (2)", &other_done));
+  f.Submit(std::make_unique<SqlJob>("INSERT INTO t VALUES (3)", &plain_done));
   CHECK(acme_done.get_future().get().IsBusy());
   CHECK(other_done.get_future().get().ok());
   CHECK(plain_done.get_future().get().ok());
   REQUIRE(peer->Exec("COMMIT").ok());
-  writer.Stop();
-  CHECK(db.Values() == "2,3");
+  CHECK(f.ValuesAfterStop() == "2,3");
 }
 
 // Two writers (two nodes) change the same two rows in opposite orders. Rows
@@ -360,12 +347,10 @@ TEST_CASE("pg_writer: groups that name their rows lock them in one order and nev
 // (one machine: near 0), and a database that goes away makes the writer
 // failing without any write; back, it is not.
 TEST_CASE("pg_writer: the idle probe measures the clock and finds a lost database") {
-  Db db(/*table=*/false);
-  const std::string& uri = db.uri;
   store::PgWriterOptions options;
   options.probe_interval_ms = 100;
-  store::PgWriter writer(uri, "pg_writer_test", options);
-  writer.Start();
+  Fixture f(options);
+  const store::WriterStats& stats = f.writer.stats();
   const auto wait_for = [](auto done) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (!done() && std::chrono::steady_clock::now() < deadline) {
@@ -373,16 +358,16 @@ TEST_CASE("pg_writer: the idle probe measures the clock and finds a lost databas
     }
     return done();
   };
-  REQUIRE(wait_for([&] { return writer.stats().clock_offset_known.load() == 1; }));
-  const int64_t offset = writer.stats().clock_offset_ms.load();
+  REQUIRE(wait_for([&] { return stats.clock_offset_known.load() == 1; }));
+  const int64_t offset = stats.clock_offset_ms.load();
   CHECK(offset > -1000);
   CHECK(offset < 1000);
-  CHECK(writer.stats().failing.load() == 0);
-  db.server.Stop();
-  CHECK(wait_for([&] { return writer.stats().failing.load() == 1; }));
-  db.server.Start();
-  CHECK(wait_for([&] { return writer.stats().failing.load() == 0; }));
-  writer.Stop();
+  CHECK(stats.failing.load() == 0);
+  f.db.server.Stop();
+  CHECK(wait_for([&] { return stats.failing.load() == 1; }));
+  f.db.server.Start();
+  CHECK(wait_for([&] { return stats.failing.load() == 0; }));
+  f.writer.Stop();
 }
 
 // Stop against a database that answers nothing is bounded: the jobs left
