@@ -11,8 +11,7 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 
 int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             SteadyClock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch())
       .count();
 }
 
@@ -64,6 +63,11 @@ bool GroupWriter::Enqueue(GroupJob* job) {
   }
   submitting_.fetch_sub(1);
   return ok;
+}
+
+Status GroupWriter::Refusal(const std::string& queue) const {
+  if (down()) return Status::IOError("unavailable: this node cannot reach its database now; retry");
+  return Status::Busy(queue + " is full or stopping; retry shortly");
 }
 
 void GroupWriter::Loop() {

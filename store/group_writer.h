@@ -79,6 +79,9 @@ class GroupWriter {
   // waiting a connect timeout each.
   bool down() const { return down_.load(std::memory_order_relaxed); }
   const WriterStats& stats() const { return stats_; }
+  // The answer of a job Submit refused, `queue` naming the write queue:
+  // unavailable while down(), else Busy (the server answers 503 overloaded).
+  Status Refusal(const std::string& queue) const;
 
  protected:
   // The three runs a group's transaction may be begun for.
@@ -192,9 +195,7 @@ template <typename Job, typename Conn>
 Status GroupWriter::RunFunction(std::function<Status(Conn*)> fn, bool solo) {
   auto job = std::make_unique<internal::FunctionJob<Job, Conn>>(std::move(fn), solo);
   std::future<Status> done = job->future();
-  if (!Enqueue(job.get())) {
-    return Status::Busy("the write queue of " + name_ + " is full or stopping");
-  }
+  if (!Enqueue(job.get())) return Refusal("the write queue of " + name_);
   job.release();  // the writer's now
   return done.get();
 }

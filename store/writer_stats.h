@@ -9,17 +9,20 @@ namespace store {
 // Counters of one writer of a storage engine: the single thread that commits
 // a partition's writes in groups (docs/design.md rule 3), for /metrics and
 // benchmarks. Written by that thread and by submitters; read from any thread.
+// Kept by the writer core (store/group_writer.h) for both engines.
 struct WriterStats {
+  // Groups committed, and the time they took, from their start to COMMIT.
   std::atomic<uint64_t> transactions{0};
   std::atomic<uint64_t> jobs_ok{0};
   std::atomic<uint64_t> jobs_failed{0};
   std::atomic<uint64_t> refused{0};
   std::atomic<uint64_t> commit_micros_total{0};
-  // Groups that failed whole (SQLite rolled back on its own after an I/O
-  // error or a full disk, a job's savepoint could not be rolled back or
-  // released, a job without one threw, or COMMIT failed): every job of such
-  // a group is answered with the error, and nothing of it is written (after
-  // a failed COMMIT: nothing, or all of it; see WriteJob::Done).
+  // Groups that failed whole (the transaction could not begin, SQLite rolled
+  // back on its own after an I/O error or a full disk, the connection was
+  // lost, a job's savepoint could not be rolled back or released, a job
+  // without one threw, or COMMIT failed): every job of such a group is
+  // answered with the error, and nothing of it is written (after a failed
+  // COMMIT: nothing, or all of it; see WriteJob::Done).
   std::atomic<uint64_t> transactions_lost{0};
   // Done calls that threw (their reply is lost; the writer went on).
   std::atomic<uint64_t> done_exceptions{0};

@@ -215,7 +215,7 @@ Status PgWriter::BeginPipelined(std::span<GroupJob*> group, bool* failed_job) {
   }
   for (size_t k = 0; k < job_of.size(); ++k) {
     firsts_[job_of[k]].emplace(std::move(statements[preamble + k]),
-                                 std::move(results[preamble + k]));
+                               std::move(results[preamble + k]));
   }
   return Status::Ok();
 }

@@ -251,9 +251,7 @@ void PostgresStorage::Submit(std::function<Status(PgConn*, Result*)> work,
   std::unique_ptr<PgJob> job = std::make_unique<ResultJob<Result>>(
       std::move(work), std::move(done), std::move(lock_key), std::move(first), std::move(rows));
   if (!writers_[0]->Submit(std::move(job))) {
-    job->Done(writers_[0]->down()
-                  ? Status::IOError("unavailable: this node cannot reach PostgreSQL now; retry")
-                  : Status::Busy("the PostgreSQL write queue is full; retry shortly"));
+    job->Done(writers_[0]->Refusal("the PostgreSQL write queue"));
   }
 }
 

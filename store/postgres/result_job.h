@@ -1,7 +1,6 @@
 #ifndef EDGEALLOC_STORE_POSTGRES_RESULT_JOB_H_
 #define EDGEALLOC_STORE_POSTGRES_RESULT_JOB_H_
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,18 +9,20 @@
 #include "store/postgres/pg.h"
 #include "store/postgres/pg_writer.h"
 #include "store/postgres/postgres_storage.h"
+#include "store/result_job_base.h"
 #include "store/types.h"
 
 namespace store {
 
-// A job of the writer whose work is a function filling a Result.
+// A PgJob whose work is a function that fills a Result (see ResultJobBase),
+// with the lock, first statement and rows it names to the writer.
 template <typename Result>
-class ResultJob : public PgJob {
+class ResultJob : public ResultJobBase<PgJob, PgConn, Result> {
  public:
-  ResultJob(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done,
-            std::string lock_key, std::optional<PgStatement> first, PgRowLocks rows)
-      : work_(std::move(work)),
-        done_(std::move(done)),
+  using Base = ResultJobBase<PgJob, PgConn, Result>;
+  ResultJob(typename Base::Work work, typename Base::Callback done, std::string lock_key,
+            std::optional<PgStatement> first, PgRowLocks rows)
+      : Base(std::move(work), std::move(done)),
         lock_key_(std::move(lock_key)),
         first_(std::move(first)),
         rows_(std::move(rows)) {}
@@ -34,22 +35,11 @@ class ResultJob : public PgJob {
     session_ids->insert(session_ids->end(), rows_.session_ids.begin(), rows_.session_ids.end());
   }
   std::optional<PgStatement> First() const override { return first_; }
-  Status Apply(PgConn* conn) override {
-    result_ = Result{};
-    return work_(conn, &result_);
-  }
-  void Done(Status status) override {
-    if (!status.ok()) return done_(Failed<Result>(OutcomeOfError(status), status.ToString()));
-    done_(std::move(result_));
-  }
 
  private:
-  std::function<Status(PgConn*, Result*)> work_;
-  std::function<void(Result)> done_;
   const std::string lock_key_;
   const std::optional<PgStatement> first_;
   const PgRowLocks rows_;
-  Result result_;
 };
 
 }  // namespace store

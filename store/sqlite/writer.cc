@@ -49,9 +49,7 @@ Status Writer::Apply(GroupJob* job, size_t) {
   return static_cast<WriteJob*>(job)->Apply(db_.get());
 }
 
-bool Writer::TransactionLost(const Status& outcome) {
-  return !outcome.ok() && db_->InAutocommit();
-}
+bool Writer::TransactionLost(const Status& outcome) { return !outcome.ok() && db_->InAutocommit(); }
 
 Status Writer::Commit() {
   Status s = txn_.Commit();
