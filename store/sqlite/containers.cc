@@ -204,15 +204,8 @@ ContainerResult SqliteStorage::GetContainer(std::string_view id) {
   std::optional<ContainerInfo> found;
   Status s;
   for (Shard* shard : shards_) {
-    s = shard->reads->With([&](Db* db) {
-      StatementRef q;
-      RETURN_IF_ERROR(db->Cached(sql::kGetContainer, &q));
-      q->Bind(1, key);
-      bool row = false;
-      RETURN_IF_ERROR(q->Step(&row));
-      if (row) ReadContainerRow(*q, &found.emplace());
-      return Status::Ok();
-    });
+    s = shard->reads->With(
+        [&](Db* db) { return ReadOneRow(db, sql::kGetContainer, key, kContainerColumns, &found); });
     if (!s.ok() || found) break;
   }
   return AnswerContainerRead(key, s, std::move(found));

@@ -2,6 +2,7 @@
 #define EDGEALLOC_STORE_SQLITE_ROWS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,6 +38,20 @@ void ReadSessionRow(const Statement& q, Session* s);
 void ReadContainerRow(const Statement& q, ContainerInfo* c);
 // Binds `value`, or NULL when it is empty (a filter that matches anything).
 void BindOrNull(Statement* q, int index, const std::string& value);
+
+// Reads the one row of `columns` that `sql` finds for `key` (?1) into
+// *found, if there is one.
+template <typename Row, size_t N>
+Status ReadOneRow(Db* db, const char* sql, const std::string& key,
+                  const Column<Row> (&columns)[N], std::optional<Row>* found) {
+  StatementRef q;
+  RETURN_IF_ERROR(db->Cached(sql, &q));
+  q->Bind(1, key);
+  bool row = false;
+  RETURN_IF_ERROR(q->Step(&row));
+  if (row) ReadRow(columns, SqliteCells(*q), &found->emplace());
+  return Status::Ok();
+}
 
 // Steps a statement that answers whether a row exists (SELECT 1 ... LIMIT
 // 1) with `args` bound to ?1, ?2, ... in order; *any if it returned one.

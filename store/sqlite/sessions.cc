@@ -21,15 +21,11 @@ namespace {
 // After a compare-and-swap on (session_id, token) changed nothing: why not.
 Status ExplainFailedCas(Db* db, const Caller& caller, const std::string& session_id,
                         int64_t token, int64_t now_ms, SessionResult* out) {
-  StatementRef q;
-  RETURN_IF_ERROR(db->Cached(sql::kGetSession, &q));
-  q->Bind(1, session_id);
-  bool row = false;
-  RETURN_IF_ERROR(q->Step(&row));
-  Session session;
-  if (row) ReadSessionRow(*q, &session);
-  const StoredSession stored = StoredOf(session);
-  return store::ExplainFailedCas(caller, session_id, token, row ? &stored : nullptr, now_ms, out);
+  std::optional<Session> found;
+  RETURN_IF_ERROR(ReadOneRow(db, sql::kGetSession, session_id, kSessionColumns, &found));
+  const StoredSession stored = found ? StoredOf(*found) : StoredSession{};
+  return store::ExplainFailedCas(caller, session_id, token, found ? &stored : nullptr, now_ms,
+                                 out);
 }
 
 // The live session of the tenant's idempotency key, if any, into *found.
@@ -303,15 +299,8 @@ SessionResult SqliteStorage::GetSession(const Caller& caller, std::string_view s
   std::optional<Session> found;
   Status s;
   if (shard >= 0) {
-    s = shards_[shard]->reads->With([&](Db* db) {
-      StatementRef q;
-      RETURN_IF_ERROR(db->Cached(sql::kGetSession, &q));
-      q->Bind(1, id);
-      bool row = false;
-      RETURN_IF_ERROR(q->Step(&row));
-      if (row) ReadSessionRow(*q, &found.emplace());
-      return Status::Ok();
-    });
+    s = shards_[shard]->reads->With(
+        [&](Db* db) { return ReadOneRow(db, sql::kGetSession, id, kSessionColumns, &found); });
   }
   return AnswerSessionRead(caller, id, s, std::move(found), base::NowMs());
 }
