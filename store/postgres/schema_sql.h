@@ -3,11 +3,9 @@
 
 // The PostgreSQL schema and its migration's statements (store/postgres/schema.cc).
 
-
-
 namespace store::pgsql {
 
-// The schema, version 2. Made by Migrate (store/postgres/schema.cc) under an
+// The schema, version 2. Made by MigrateSchema (store/postgres/schema.cc) under an
 // advisory lock, so nodes starting together do not race. Version 2 added
 // lane_hash (LaneHash of the id, store/postgres/lane.h): a node's heartbeat
 // partition of a container is lane_hash % its writers, so each partition's

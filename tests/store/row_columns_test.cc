@@ -1,8 +1,8 @@
 #include "store/row_columns.h"
 
 #include <catch2/catch.hpp>
+#include <iterator>
 #include <map>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -10,40 +10,62 @@
 
 namespace {
 
-// A row of cells by column index, as an engine's accessor shows them; an
-// absent cell is NULL.
-struct FakeCells {
-  std::map<int, std::string> cells;
-  bool IsNull(int col) const { return cells.count(col) == 0; }
-  std::string_view Text(int col) const { return cells.at(col); }
-  int64_t Int64(int col) const { return std::stoll(cells.at(col)); }
-  bool Bool(int col) const { return cells.at(col) == "1"; }
+// A row's cells by column name, as an engine's accessor shows them by index;
+// a cell not given is NULL. Written by name, so that a column added to a
+// description changes nothing here.
+template <typename Row, size_t N>
+class FakeCells {
+ public:
+  FakeCells(const store::Column<Row> (&columns)[N], std::map<std::string, std::string> cells) {
+    for (size_t i = 0; i < N; ++i) {
+      auto it = cells.find(columns[i].name);
+      if (it != cells.end()) cells_[static_cast<int>(i)] = it->second;
+    }
+  }
+  bool IsNull(int col) const { return cells_.count(col) == 0; }
+  std::string_view Text(int col) const { return IsNull(col) ? "" : cells_.at(col); }
+  int64_t Int64(int col) const { return IsNull(col) ? 0 : std::stoll(cells_.at(col)); }
+  bool Bool(int col) const { return !IsNull(col) && cells_.at(col) == "1"; }
+
+ private:
+  std::map<int, std::string> cells_;
 };
+
+template <typename Row, size_t N>
+std::string Joined(const store::Column<Row> (&columns)[N], bool nulls) {
+  std::string out;
+  for (const auto& c : columns)
+    out += (out.empty() ? "" : ", ") + std::string(nulls ? "NULL" : c.name);
+  return out;
+}
 
 }  // namespace
 
-TEST_CASE("row columns: the statements' column lists come from the descriptions, in order") {
-  CHECK(std::string(store::kSessionColumnList) ==
-        "id, region, pool, generation, lease_expires_at_ms, data, labels, tenant, session_id");
-  CHECK(std::string(store::kContainerColumnList) ==
-        "id, region, pool, status, latency_ms, last_heartbeat_ms, generation, drain_requested, "
-        "data, session_id");
-  CHECK(std::string(store::kSessionNullList) ==
-        "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL");
-  CHECK(store::kSessionColumnCount == 9);
-  CHECK(store::kSessionKeyColumn == 8);
-  CHECK(store::kContainerKeyColumn == 0);
+TEST_CASE("row columns: the statements' column lists are the descriptions' names, in order") {
+  CHECK(std::string(store::kSessionColumnList) == Joined(store::kSessionColumns, false));
+  CHECK(std::string(store::kContainerColumnList) == Joined(store::kContainerColumns, false));
+  CHECK(std::string(store::kCapacityColumnList) == Joined(store::kCapacityColumns, false));
+  CHECK(std::string(store::kSessionNullList) == Joined(store::kSessionColumns, true));
+  CHECK(std::string(store::kContainerNullList) == Joined(store::kContainerColumns, true));
+  CHECK(store::kSessionColumnCount == static_cast<int>(std::size(store::kSessionColumns)));
+  CHECK(std::string(store::kSessionColumns[store::kSessionKeyColumn].name) == "session_id");
+  CHECK(std::string(store::kContainerColumns[store::kContainerKeyColumn].name) == "id");
   constexpr auto statement = store::Sql("SELECT ", store::kCapacityColumnList, " FROM t");
   CHECK(std::string(statement) == "SELECT region, pool, status, count(*) FROM t");
   CHECK(std::string(statement.c_str()).size() == statement.size());
 }
 
 TEST_CASE("row columns: ReadRow fills each field from its column, NULLs as described") {
-  FakeCells cells;
-  cells.cells = {{0, "c1"}, {1, "weur"}, {2, "chrome"}, {3, "7"}, {4, "5000"},
-                 {5, "{\"a\":1}"}, {8, "s-1"}};  // labels and tenant NULL
+  const FakeCells session_cells(store::kSessionColumns,
+                                {{"id", "c1"},
+                                 {"region", "weur"},
+                                 {"pool", "chrome"},
+                                 {"generation", "7"},
+                                 {"lease_expires_at_ms", "5000"},
+                                 {"data", "{\"a\":1}"},
+                                 {"session_id", "s-1"}});  // labels and tenant NULL
   store::Session s;
-  store::ReadRow(store::kSessionColumns, cells, &s);
+  store::ReadRow(store::kSessionColumns, session_cells, &s);
   CHECK(s.container_id == "c1");
   CHECK(s.region == "weur");
   CHECK(s.pool == "chrome");
@@ -54,12 +76,17 @@ TEST_CASE("row columns: ReadRow fills each field from its column, NULLs as descr
   CHECK(s.tenant.empty());
   CHECK(s.session_id == "s-1");
 
-  FakeCells container;
-  container.cells = {{0, "c1"}, {1, "weur"}, {2, "chrome"}, {3, "picked"}, {4, "12"},
-                     {5, "99"}, {6, "3"}, {7, "1"}, {8, "{}"}};  // session_id NULL
+  const FakeCells container_cells(store::kContainerColumns,
+                                  {{"id", "c1"},
+                                   {"status", "picked"},
+                                   {"latency_ms", "12"},
+                                   {"last_heartbeat_ms", "99"},
+                                   {"generation", "3"},
+                                   {"drain_requested", "1"}});  // session_id NULL
   store::ContainerInfo c;
   c.session_id = "stale";
-  store::ReadRow(store::kContainerColumns, container, &c);
+  store::ReadRow(store::kContainerColumns, container_cells, &c);
+  CHECK(c.id == "c1");
   CHECK(c.status == "picked");
   CHECK(c.latency_ms == 12);
   CHECK(c.last_heartbeat_ms == 99);
