@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "store/types.h"
+
 namespace store {
 
 // What one partition examined for a page.
@@ -57,6 +59,19 @@ void MergePartitionPages(std::vector<PartitionPage<Row>> parts, int limit, KeyOf
   } else if (stop) {
     *next_after = std::move(*stop);
   }
+}
+
+// The keys the lists page by: a session's id, a container's id.
+inline const std::string& ListKey(const Session& s) { return s.session_id; }
+inline const std::string& ListKey(const ContainerInfo& c) { return c.id; }
+
+// MergePartitionPages by ListKey.
+template <typename Row>
+void MergePartitionPages(std::vector<PartitionPage<Row>> parts, int limit, std::vector<Row>* page,
+                         std::string* next_after) {
+  MergePartitionPages(
+      std::move(parts), limit, [](const Row& row) -> const std::string& { return ListKey(row); },
+      page, next_after);
 }
 
 }  // namespace store

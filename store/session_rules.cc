@@ -13,6 +13,14 @@ std::optional<SessionResult> RefuseSessionRead(const Caller& caller, const std::
   return std::nullopt;
 }
 
+SessionResult AnswerSessionRead(const Caller& caller, const std::string& id, const Status& read,
+                                std::optional<Session> found, int64_t now_ms) {
+  if (!read.ok()) return Failed<SessionResult>(OutcomeOfError(read), read.ToString());
+  if (!found) return Failed<SessionResult>(Outcome::kNotFound, "no session " + id);
+  if (auto refused = RefuseSessionRead(caller, id, StoredOf(*found), now_ms)) return *refused;
+  return SessionResult{Outcome::kOk, std::move(*found), ""};
+}
+
 Status ExplainFailedCas(const Caller& caller, const std::string& id, int64_t token,
                         const StoredSession* stored, int64_t now_ms, SessionResult* out) {
   if (stored == nullptr) {

@@ -19,12 +19,22 @@ struct StoredSession {
   int64_t token = 0;  // the container's generation
 };
 
+// The stored session of a session row as read (store/row_columns.h).
+inline StoredSession StoredOf(const Session& s) {
+  return {s.tenant, s.lease_expires_at_ms, s.token};
+}
+
 // Whether `caller` may read session `id` as stored, at now_ms: nullopt if
 // so; else kForbidden (another tenant's: checked first, so another tenant
 // does not learn that it existed and when it ended) or kNotFound (its lease
 // is over).
 std::optional<SessionResult> RefuseSessionRead(const Caller& caller, const std::string& id,
                                                const StoredSession& stored, int64_t now_ms);
+
+// GetSession's answer, from its read: the read's error (as its outcome), no
+// such session, RefuseSessionRead's refusal at now_ms, or the session.
+SessionResult AnswerSessionRead(const Caller& caller, const std::string& id, const Status& read,
+                                std::optional<Session> found, int64_t now_ms);
 
 // After a compare-and-swap on (id, token) changed nothing: why not, from the
 // session as stored now (`stored` null: no such session). kNotFound,

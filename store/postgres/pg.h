@@ -158,6 +158,8 @@ PgParam P(double v);
 // one parameter that carries a whole batch (unnest).
 PgParam ArrayParam(const std::vector<PgParam>& items);
 inline PgParam Null() { return std::nullopt; }
+// `v`, or NULL when it is empty (a filter that matches anything).
+inline PgParam OrNull(const std::string& v) { return v.empty() ? Null() : P(v); }
 // ArrayParam of texts (none NULL): the keys or ids of a batch.
 PgParam TextArrayParam(const std::vector<std::string>& items);
 

@@ -32,10 +32,13 @@ bool IsPostgresUri(std::string_view db);
 // dead-container sweeps of the containers whose LaneHash % partitions is p
 // (store/postgres/lane.h), so that several batches commit at once; every
 // session and container write goes through writer 0, whose groups then
-// share a commit. Every statement is in postgres/lifecycle_sql.h. Any number of nodes
-// may run on one database: claims lock their candidates FOR UPDATE SKIP
-// LOCKED, a tenant's quota is counted under an advisory lock, idempotency
-// keys are a unique index, and sweeps skip rows another node holds.
+// share a commit. The methods are defined by topic (sessions.cc,
+// containers.cc, heartbeats.cc, sweeps.cc, pools.cc, readers.cc), their
+// statements by the job that runs them (lifecycle_sql.h says which file
+// has which). Any number of nodes may run on one database: claims lock
+// their candidates FOR UPDATE SKIP LOCKED, a tenant's quota is counted
+// under an advisory lock, idempotency keys are a unique index, and sweeps
+// skip rows another node holds.
 class PostgresStorage : public Storage {
  public:
   // Connects (a clear IOError if the server is unreachable), creates or

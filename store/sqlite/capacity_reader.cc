@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "store/sqlite/lifecycle_sql.h"
+#include "store/sqlite/rows.h"
 
 namespace store {
 
@@ -52,8 +53,7 @@ Status SqliteCapacityReader::ReadOpen(std::vector<CapacityCount>* counts, bool* 
       bool row = false;
       RETURN_IF_ERROR(q->Step(&row));  // the StatementRef resets, ending the read
       if (!row) break;
-      counts->push_back(
-          {q->ColumnString(0), q->ColumnString(1), q->ColumnString(2), q->ColumnInt64(3)});
+      ReadRow(kCapacityColumns, SqliteCells(*q), &counts->emplace_back());
     }
   }
   data_version_ = version;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "store/container_results.h"
 #include "store/list_page.h"
 #include "store/sqlite/callback_job.h"
 #include "store/sqlite/lifecycle_sql.h"
@@ -16,10 +17,6 @@
 
 namespace store {
 namespace {
-
-ContainerResult NoContainer(const std::string& id) {
-  return Failed<ContainerResult>(Outcome::kNotFound, "no container " + id);
-}
 
 // Waits for the registration's transactions, one a shard, and answers once
 // with the sum of their counts, or the first failure.
@@ -80,12 +77,8 @@ Status SqliteStorage::FindShard(const std::string& id, bool cached, int* shard) 
   for (Shard* s : shards_) {
     bool found = false;
     // A read that failed says nothing about the id: it is not "unknown".
-    RETURN_IF_ERROR(s->reads->With([&](Db* db) {
-      StatementRef q;
-      RETURN_IF_ERROR(db->Cached(sql::kContainerExists, &q));
-      q->Bind(1, id);
-      return q->Step(&found);
-    }));
+    RETURN_IF_ERROR(
+        s->reads->With([&](Db* db) { return AnyRow(db, sql::kContainerExists, &found, id); }));
     if (!found) continue;
     *shard = s->index;
     // Unknown ids are never cached: a container registered a moment later
@@ -208,121 +201,71 @@ void SqliteStorage::LeaveRegistration() {
 
 ContainerResult SqliteStorage::GetContainer(std::string_view id) {
   const std::string key(id);
+  std::optional<ContainerInfo> found;
+  Status s;
   for (Shard* shard : shards_) {
-    ContainerResult result = NoContainer(key);
-    Status s = shard->reads->With([&](Db* db) {
-      StatementRef q;
-      RETURN_IF_ERROR(db->Cached(sql::kGetContainer, &q));
-      q->Bind(1, key);
-      bool row = false;
-      RETURN_IF_ERROR(q->Step(&row));
-      if (row) {
-        result = ContainerResult{Outcome::kOk, {}, 0, ""};
-        ReadContainerRow(*q, &result.container);
-      }
-      return Status::Ok();
-    });
-    if (!s.ok()) return Failed<ContainerResult>(OutcomeOfError(s), s.ToString());
-    if (result.outcome == Outcome::kOk) return result;
+    s = shard->reads->With(
+        [&](Db* db) { return ReadOneRow(db, sql::kGetContainer, key, kContainerColumns, &found); });
+    if (!s.ok() || found) break;
   }
-  return NoContainer(key);
+  return AnswerContainerRead(key, s, std::move(found));
 }
 
 Status SqliteStorage::ListContainers(const ContainerFilter& filter, const std::string& after,
                                     int limit, std::vector<ContainerInfo>* page,
                                     std::string* next_after) {
-  const int64_t bound = ListExamineBound(limit);
   // As ListSessions: a bounded walk of each shard, merged.
-  std::vector<PartitionPage<ContainerInfo>> parts(shards_.size());
-  for (size_t i = 0; i < shards_.size(); ++i) {
-    PartitionPage<ContainerInfo>& part = parts[i];
-    RETURN_IF_ERROR(shards_[i]->reads->With([&](Db* db) {
-      StatementRef q;
-      RETURN_IF_ERROR(db->Cached(sql::kListContainers, &q));
-      q->Bind(1, after);
-      BindOrNull(&*q, 2, filter.region);
-      BindOrNull(&*q, 3, filter.pool);
-      BindOrNull(&*q, 4, filter.status);
-      return CollectPartitionPage(*q, bound, limit, /*kept=*/10, /*key=*/0,
-                                  [](const Statement& row) {
-                                    ContainerInfo c;
-                                    ReadContainerRow(row, &c);
-                                    return c;
-                                  },
-                                  &part);
-    }));
-  }
-  MergePartitionPages(
-      std::move(parts), limit, [](const ContainerInfo& c) -> const std::string& { return c.id; },
+  return ListOverShards(
+      shards_, kContainerColumns, kContainerKeyColumn, limit,
+      [&](Db* db, StatementRef* q) {
+        RETURN_IF_ERROR(db->Cached(sql::kListContainers, q));
+        (*q)->Bind(1, after);
+        BindOrNull(&**q, 2, filter.region);
+        BindOrNull(&**q, 3, filter.pool);
+        BindOrNull(&**q, 4, filter.status);
+        return Status::Ok();
+      },
       page, next_after);
-  return Status::Ok();
 }
 
-Shard* SqliteStorage::ShardOrAnswer(const std::string& id, ContainerCallback* done) {
-  if (map_.shards() == 1) return shards_[0];
-  int shard = -1;
-  Status s = FindShard(id, /*cached=*/false, &shard);
-  if (!s.ok()) {
-    (*done)(Failed<ContainerResult>(OutcomeOfError(s), s.ToString()));
-    return nullptr;
+void SqliteStorage::WriteContainer(const std::string& id, ContainerCallback done,
+                                   std::function<Status(Db*, ContainerResult*)> work) {
+  int shard = 0;
+  if (map_.shards() > 1) {
+    Status s = FindShard(id, /*cached=*/false, &shard);
+    if (!s.ok()) return done(Failed<ContainerResult>(OutcomeOfError(s), s.ToString()));
+    if (shard < 0) return done(NoContainer(id));
   }
-  if (shard >= 0) return shards_[shard];
-  (*done)(NoContainer(id));
-  return nullptr;
+  SubmitCallbackJob<ContainerResult>(shards_[shard], std::move(work), std::move(done),
+                                     /*needs_savepoint=*/false);
 }
 
 void SqliteStorage::Drain(std::string id, ContainerCallback done) {
-  Shard* shard = ShardOrAnswer(id, &done);
-  if (shard == nullptr) return;
-  SubmitCallbackJob<ContainerResult>(
-      shard,
-      [id](Db* db, ContainerResult* out) {
-        StatementRef q;
-        RETURN_IF_ERROR(db->Cached(sql::kDrain, &q));
-        q->Bind(1, id);
-        bool row = false;
-        RETURN_IF_ERROR(q->Step(&row));
-        if (!row) {
-          *out = NoContainer(id);
-          return Status::Ok();
-        }
-        out->outcome = Outcome::kOk;
-        out->container.id = id;
-        out->container.status = q->ColumnString(0);
-        out->container.drain_requested = out->container.status == "picked";
-        return q->Run();
-      },
-      std::move(done), /*needs_savepoint=*/false);
+  WriteContainer(id, std::move(done), [id](Db* db, ContainerResult* out) {
+    StatementRef q;
+    RETURN_IF_ERROR(db->Cached(sql::kDrain, &q));
+    q->Bind(1, id);
+    bool row = false;
+    RETURN_IF_ERROR(q->Step(&row));
+    *out = DrainAnswer(id, row ? std::optional<std::string_view>(q->ColumnText(0)) : std::nullopt);
+    return row ? q->Run() : Status::Ok();
+  });
 }
 
 void SqliteStorage::Remove(std::string id, ContainerCallback done) {
-  Shard* shard = ShardOrAnswer(id, &done);
-  if (shard == nullptr) return;
-  SubmitCallbackJob<ContainerResult>(
-      shard,
-      [id](Db* db, ContainerResult* out) {
-        {
-          StatementRef del;
-          RETURN_IF_ERROR(db->Cached(sql::kRemoveUnpicked, &del));
-          del->Bind(1, id);
-          RETURN_IF_ERROR(del->Run());
-        }
-        if (db->Changes() == 1) {
-          out->outcome = Outcome::kOk;
-          out->count = 1;
-          return Status::Ok();
-        }
-        StatementRef q;
-        RETURN_IF_ERROR(db->Cached(sql::kContainerExists, &q));
-        q->Bind(1, id);
-        bool row = false;
-        RETURN_IF_ERROR(q->Step(&row));
-        *out = row ? Failed<ContainerResult>(Outcome::kConflict,
-                                             "container " + id + " is picked; release it first")
-                   : NoContainer(id);
-        return Status::Ok();
-      },
-      std::move(done), /*needs_savepoint=*/false);
+  WriteContainer(id, std::move(done), [id](Db* db, ContainerResult* out) {
+    {
+      StatementRef del;
+      RETURN_IF_ERROR(db->Cached(sql::kRemoveUnpicked, &del));
+      del->Bind(1, id);
+      RETURN_IF_ERROR(del->Run());
+    }
+    const bool removed = db->Changes() == 1;
+    bool exists = false;
+    if (!removed) RETURN_IF_ERROR(AnyRow(db, sql::kContainerExists, &exists, id));
+    *out = RemoveAnswer(id, removed, exists);
+    return Status::Ok();
+  });
 }
 
 }  // namespace store

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "store/heartbeat_job.h"
 #include "store/sqlite/lifecycle_sql.h"
 #include "store/sqlite/sqlite_storage.h"
 
@@ -38,11 +39,9 @@ void BindRow(Statement* stmt, const HeartbeatRow& row, const char* state) {
 // and a whole extra fsync; the Writer is one thread either way). A larger
 // batch stays solo. The caller owns rows, result and promise and waits for
 // Done, so the pointers outlive the job.
-class HeartbeatJob : public WriteJob {
+class SqliteHeartbeatJob : public HeartbeatJob<WriteJob> {
  public:
-  HeartbeatJob(const std::vector<HeartbeatRow>* rows, HeartbeatWriteResult* result,
-               std::promise<Status>* done)
-      : rows_(rows), result_(result), done_(done) {}
+  using HeartbeatJob::HeartbeatJob;
 
   Status Apply(Db* db) override {
     *result_ = HeartbeatWriteResult{};
@@ -52,43 +51,27 @@ class HeartbeatJob : public WriteJob {
     RETURN_IF_ERROR(db->Cached(sql::kHeartbeatStale, &stale));
     for (size_t i = 0; i < rows_->size(); ++i) {
       const HeartbeatRow& row = (*rows_)[i];
-      const char* state = ReportedStateName(row.state);
-      // The plain statement first; a state it did not find already held
-      // goes through the report statement (lifecycle_sql.h).
-      bool changed = false;
-      for (Statement* stmt : {&*plain, &*report}) {
+      RETURN_IF_ERROR(WriteRow(i, /*skip_plain=*/false, [&](HeartbeatStatement which,
+                                                            bool* changed) {
+        Statement* stmt = which == HeartbeatStatement::kPlain    ? &*plain
+                          : which == HeartbeatStatement::kReport ? &*report
+                                                                 : &*stale;
         stmt->Reset();
-        BindRow(stmt, row, state);
+        if (which == HeartbeatStatement::kStale) {
+          stmt->Bind(1, row.container_id);
+          stmt->Bind(2, row.accepted_ms);
+        } else {
+          BindRow(stmt, row, ReportedStateName(row.state));
+        }
         RETURN_IF_ERROR(stmt->Run());
-        changed = db->Changes() > 0;
-        if (changed || state == nullptr) break;
-      }
-      if (changed) {
-        ++result_->written;
-        continue;
-      }
-      // Older than the stored report, or not in this shard.
-      stale->Reset();
-      stale->Bind(1, row.container_id);
-      stale->Bind(2, row.accepted_ms);
-      RETURN_IF_ERROR(stale->Run());
-      if (db->Changes() > 0) {
-        ++result_->written;
-        ++result_->stale;
-      } else {
-        result_->unknown.push_back(i);
-      }
+        *changed = db->Changes() > 0;
+        return Status::Ok();
+      }));
     }
     return Status::Ok();
   }
 
-  void Done(Status status) override { done_->set_value(std::move(status)); }
   bool solo() const override { return rows_->size() > SqliteStorage::kMaxRidingRows; }
-
- private:
-  const std::vector<HeartbeatRow>* rows_;
-  HeartbeatWriteResult* result_;
-  std::promise<Status>* done_;
 };
 
 }  // namespace
@@ -105,12 +88,12 @@ Status SqliteStorage::PartitionOf(const std::string& container_id, int* partitio
 Status SqliteStorage::WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
                                       HeartbeatWriteResult* result) {
   Shard* shard = shards_[static_cast<size_t>(partition)];
-  std::promise<Status> done;
-  std::future<Status> outcome = done.get_future();
-  if (!shard->writer->Submit(std::make_unique<HeartbeatJob>(&rows, result, &done))) {
-    return Status::Busy("writer of " + shard->path + " is full or stopping");
-  }
-  Status s = outcome.get();
+  Status s = WriteHeartbeatBatch<SqliteHeartbeatJob>(
+      rows, result,
+      [shard](std::unique_ptr<SqliteHeartbeatJob> job) {
+        return shard->writer->Submit(std::move(job));
+      },
+      [shard] { return Status::Busy("writer of " + shard->path + " is full or stopping"); });
   if (s.ok() && map_.shards() > 1) {
     // Removed since its shard was cached: look again next time.
     for (size_t i : result->unknown) ForgetCachedShard(rows[i].container_id);

@@ -1,12 +1,16 @@
 #ifndef EDGEALLOC_STORE_SQLITE_LIFECYCLE_SQL_H_
 #define EDGEALLOC_STORE_SQLITE_LIFECYCLE_SQL_H_
 
+#include "store/row_columns.h"
+#include "store/sql_text.h"
+
 // Every statement of the container and session lifecycle (docs/design.md's
 // state machine) in one place, so that what runs under the write lock can be
 // read at a glance and each transition is written once. Keywords in
-// capitals, `?N` placeholders. A statement that returns a session returns
-// its columns in the order ReadSessionRow (sqlite/rows.h) reads them: id,
-// region, pool, generation, lease_expires_at_ms, data, labels, tenant.
+// capitals, `?N` placeholders. A statement that returns a session or a
+// container returns the row store/row_columns.h describes
+// (kSessionColumnList, kContainerColumnList), first, and ReadSessionRow or
+// ReadContainerRow (sqlite/rows.h) reads it.
 
 // How a session ends, in SET-clause fragments shared by every statement that
 // ends one (release, lease expiry, death), spliced in by string-literal
@@ -35,7 +39,7 @@ namespace store::sql {
 //   ?1 region ?2 pool ?3 healthy_since_ms ?4 K ?5 session_id ?6 tenant
 //   ?7 idempotency_key (or NULL) ?8 lease_expires_at_ms ?9 now_ms ?10 quota (-1: none)
 //   ?11 labels (a JSON object's text, or NULL)
-inline constexpr char kClaim[] = R"sql(
+inline constexpr auto kClaim = Sql(R"sql(
 WITH candidate_pool AS (
   SELECT id FROM containers
   WHERE region = ?1 AND pool = ?2 AND status = 'available' AND last_heartbeat_ms >= ?3
@@ -47,8 +51,7 @@ SET status = 'picked', generation = generation + 1, session_id = ?5, tenant = ?6
 WHERE id = (SELECT id FROM candidate_pool ORDER BY RANDOM() LIMIT 1)
   AND (?10 < 0 OR (SELECT COUNT(*) FROM containers
                    WHERE session_id IS NOT NULL AND tenant = ?6) < ?10)
-RETURNING id, region, pool, generation, lease_expires_at_ms, data, labels, tenant
-)sql";
+RETURNING )sql", kSessionColumnList, "\n");
 
 // A pool as a waiting claim sees it: any container at all (the index
 // containers_counts), and one a claim could take now (containers_claimable).
@@ -69,12 +72,11 @@ SELECT COUNT(*) FROM containers WHERE session_id IS NOT NULL AND tenant = ?1
 // The live session of a tenant's idempotency key, if any: a session whose
 // lease is over is not replayed, even before the reaper has freed it.
 //   ?1 tenant ?2 key ?3 now_ms
-inline constexpr char kFindIdempotent[] = R"sql(
-SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant, session_id
+inline constexpr auto kFindIdempotent = Sql("SELECT ", kSessionColumnList, R"sql(
 FROM containers
 WHERE tenant = ?1 AND idempotency_key = ?2 AND session_id IS NOT NULL
   AND lease_expires_at_ms > ?3
-)sql";
+)sql");
 
 // An expired session still holding the key (the reaper has not run yet) lets
 // go of the key, so that the unique index does not refuse the new claim. The
@@ -103,23 +105,17 @@ WHERE rowid = (SELECT rowid FROM containers WHERE session_id = ?1)
 
 // Renew: compare-and-swap on (session_id, token), only while the lease runs.
 //   ?1 session_id ?2 token ?3 tenant (NULL for an admin) ?4 now_ms ?5 new expiry
-inline constexpr char kRenew[] = R"sql(
+inline constexpr auto kRenew = Sql(R"sql(
 UPDATE containers
 SET lease_expires_at_ms = ?5
 WHERE session_id = ?1 AND generation = ?2 AND (?3 IS NULL OR tenant = ?3)
   AND lease_expires_at_ms > ?4
-RETURNING id, region, pool, generation, lease_expires_at_ms, data, labels, tenant
-)sql";
+RETURNING )sql", kSessionColumnList, "\n");
 
-// What a failed CAS found, to tell not_found, forbidden and stale_token apart.
-inline constexpr char kSessionState[] = R"sql(
-SELECT generation, tenant, lease_expires_at_ms FROM containers WHERE session_id = ?1
-)sql";
-
-inline constexpr char kGetSession[] = R"sql(
-SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant
-FROM containers WHERE session_id = ?1
-)sql";
+// A session as stored; also what a failed CAS found, to tell not_found,
+// forbidden and stale_token apart.
+inline constexpr auto kGetSession =
+    Sql("SELECT ", kSessionColumnList, " FROM containers WHERE session_id = ?1");
 
 // A page of live sessions in session id order, after ?1 (keyset pagination:
 // a page never repeats or skips a session that lives through the listing,
@@ -132,21 +128,21 @@ FROM containers WHERE session_id = ?1
 // admin's list, containers_session) and one tenant's
 // (containers_tenant_session, whose leading tenant keeps other tenants' rows
 // unread). Filters are NULL for any; a label is one key (?5) and its value (?6).
+// The filters' verdict is the column after the session's (kSessionColumnCount).
 //   ?1 after ?2 now_ms ?3 region ?4 pool ?5 label key ?6 label value [?7 tenant]
-#define EDGEALLOC_SQL_LIST_SESSIONS_SELECT                                                  \
-  "SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant, "       \
-  "session_id, lease_expires_at_ms > ?2 AND (?3 IS NULL OR region = ?3) "                  \
-  "AND (?4 IS NULL OR pool = ?4) AND (?5 IS NULL OR EXISTS "                               \
-  "(SELECT 1 FROM json_each(labels) WHERE key = ?5 AND value = ?6)) "                      \
-  "FROM containers "
-inline constexpr char kListSessions[] = EDGEALLOC_SQL_LIST_SESSIONS_SELECT R"sql(
+inline constexpr auto kListSessionsSelect = Sql("SELECT ", kSessionColumnList, R"sql(,
+       lease_expires_at_ms > ?2 AND (?3 IS NULL OR region = ?3) AND (?4 IS NULL OR pool = ?4)
+       AND (?5 IS NULL OR EXISTS (SELECT 1 FROM json_each(labels)
+                                  WHERE key = ?5 AND value = ?6))
+FROM containers )sql");
+inline constexpr auto kListSessions = Sql(kListSessionsSelect, R"sql(
 WHERE session_id IS NOT NULL AND session_id > ?1
 ORDER BY session_id
-)sql";
-inline constexpr char kListTenantSessions[] = EDGEALLOC_SQL_LIST_SESSIONS_SELECT R"sql(
+)sql");
+inline constexpr auto kListTenantSessions = Sql(kListSessionsSelect, R"sql(
 WHERE session_id IS NOT NULL AND tenant = ?7 AND session_id > ?1
 ORDER BY session_id
-)sql";
+)sql");
 
 // Is there any expired lease? A cheap read before a sweep is queued.
 inline constexpr char kAnyExpired[] = R"sql(
@@ -190,25 +186,20 @@ ON CONFLICT (id) DO UPDATE SET
   status = CASE WHEN status = 'dead' THEN 'available' ELSE status END
 )sql";
 
-inline constexpr char kGetContainer[] = R"sql(
-SELECT id, region, pool, status, latency_ms, last_heartbeat_ms, generation,
-       drain_requested, data, session_id
-FROM containers WHERE id = ?1
-)sql";
+inline constexpr auto kGetContainer =
+    Sql("SELECT ", kContainerColumnList, " FROM containers WHERE id = ?1");
 
 // A page of containers in id order, after ?1 (keyset pagination, as
 // kListSessions): every container after ?1 in id order (its primary key's
 // index), the last column whether the filters (NULL for any) match it; the
 // caller stops after ListExamineBound rows.
 //   ?1 after ?2 region ?3 pool ?4 status
-inline constexpr char kListContainers[] = R"sql(
-SELECT id, region, pool, status, latency_ms, last_heartbeat_ms, generation,
-       drain_requested, data, session_id,
+inline constexpr auto kListContainers = Sql("SELECT ", kContainerColumnList, R"sql(,
        (?2 IS NULL OR region = ?2) AND (?3 IS NULL OR pool = ?3) AND (?4 IS NULL OR status = ?4)
 FROM containers
 WHERE id > ?1
 ORDER BY id
-)sql";
+)sql");
 
 // Does this shard hold the container? (A heartbeat carries no region, and a
 // registration must not put an id into a second shard.)
@@ -364,13 +355,12 @@ WHERE id IN (SELECT id FROM containers
 
 // The mirror's read of a shard: the containers by region, pool and status,
 // answered from the covering index containers_counts without the table.
-inline constexpr char kCapacityCounts[] =
-    "SELECT region, pool, status, COUNT(*) FROM containers GROUP BY region, pool, status";
+inline constexpr auto kCapacityCounts =
+    Sql("SELECT ", kCapacityColumnList, " FROM containers GROUP BY region, pool, status");
 
 }  // namespace store::sql
 
 #undef EDGEALLOC_SQL_STATUS_AFTER_SESSION
 #undef EDGEALLOC_SQL_END_SESSION
-#undef EDGEALLOC_SQL_LIST_SESSIONS_SELECT
 
 #endif  // EDGEALLOC_STORE_SQLITE_LIFECYCLE_SQL_H_

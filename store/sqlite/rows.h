@@ -2,31 +2,75 @@
 #define EDGEALLOC_STORE_SQLITE_ROWS_H_
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "store/list_page.h"
+#include "store/row_columns.h"
 #include "store/sqlite/db.h"
+#include "store/sqlite/shard.h"
+#include "store/storage.h"
 #include "store/types.h"
 
 namespace store {
 
-// Reads a session row, columns 0..5 in lifecycle_sql.h's order (id, region,
-// pool, generation, lease_expires_at_ms, data), into *s; the session id is
-// not among them and is left as it is.
+// The cells of a statement's current row, as ReadRow (store/row_columns.h)
+// reads them: SQLite's booleans are integers.
+class SqliteCells {
+ public:
+  explicit SqliteCells(const Statement& q) : q_(q) {}
+  bool IsNull(int col) const { return q_.ColumnIsNull(col); }
+  std::string_view Text(int col) const { return q_.ColumnText(col); }
+  int64_t Int64(int col) const { return q_.ColumnInt64(col); }
+  bool Bool(int col) const { return q_.ColumnInt64(col) != 0; }
+
+ private:
+  const Statement& q_;
+};
+
+// Reads the session row (kSessionColumnList) that starts the statement's
+// current row into *s.
 void ReadSessionRow(const Statement& q, Session* s);
+// Reads the container row (kContainerColumnList) that starts it into *c.
+void ReadContainerRow(const Statement& q, ContainerInfo* c);
 // Binds `value`, or NULL when it is empty (a filter that matches anything).
 void BindOrNull(Statement* q, int index, const std::string& value);
 
-// Reads a kGetContainer row into *c.
-void ReadContainerRow(const Statement& q, ContainerInfo* c);
+// Reads the one row of `columns` that `sql` finds for `key` (?1) into
+// *found, if there is one.
+template <typename Row, size_t N>
+Status ReadOneRow(Db* db, const char* sql, const std::string& key,
+                  const Column<Row> (&columns)[N], std::optional<Row>* found) {
+  StatementRef q;
+  RETURN_IF_ERROR(db->Cached(sql, &q));
+  q->Bind(1, key);
+  bool row = false;
+  RETURN_IF_ERROR(q->Step(&row));
+  if (row) ReadRow(columns, SqliteCells(*q), &found->emplace());
+  return Status::Ok();
+}
+
+// Steps a statement that answers whether a row exists (SELECT 1 ... LIMIT
+// 1) with `args` bound to ?1, ?2, ... in order; *any if it returned one.
+template <typename... Args>
+Status AnyRow(Db* db, const char* sql, bool* any, const Args&... args) {
+  StatementRef q;
+  RETURN_IF_ERROR(db->Cached(sql, &q));
+  int index = 0;
+  (q->Bind(++index, args), ...);
+  return q->Step(any);
+}
 
 // One partition's share of a list page (ListSessions, ListContainers): steps
 // `q`, whose rows come in key order with column `kept` 1 where the filters
 // keep the row and column `key` its key, until the rows run out, `bound`
 // rows were examined, or limit + 1 were kept; `read(q)` makes a kept row.
 template <typename Row, typename Read>
-Status CollectPartitionPage(Statement& q, int64_t bound, int limit, int kept, int key,
-                            Read read, PartitionPage<Row>* part) {
+Status CollectPartitionPage(Statement& q, int64_t bound, int limit, int kept, int key, Read read,
+                            PartitionPage<Row>* part) {
   for (int64_t examined = 0;;) {
     bool row = false;
     RETURN_IF_ERROR(q.Step(&row));
@@ -38,6 +82,33 @@ Status CollectPartitionPage(Statement& q, int64_t bound, int limit, int kept, in
       return Status::Ok();
     }
   }
+}
+
+// A page of a list (ListSessions, ListContainers) over every shard: on each
+// shard's reader, `query(db, &q)` readies the list statement, whose rows are
+// a row of `columns` then the filters' verdict; each shard's walk is
+// CollectPartitionPage's, and MergePartitionPages makes the page.
+template <typename Row, size_t N, typename Query>
+Status ListOverShards(const std::vector<Shard*>& shards, const Column<Row> (&columns)[N], int key,
+                      int limit, Query query, std::vector<Row>* page, std::string* next_after) {
+  const int64_t bound = ListExamineBound(limit);
+  std::vector<PartitionPage<Row>> parts(shards.size());
+  for (size_t i = 0; i < shards.size(); ++i) {
+    RETURN_IF_ERROR(shards[i]->reads->With([&](Db* db) {
+      StatementRef q;
+      RETURN_IF_ERROR(query(db, &q));
+      return CollectPartitionPage(
+          *q, bound, limit, /*kept=*/static_cast<int>(N), key,
+          [&columns](const Statement& row) {
+            Row read;
+            ReadRow(columns, SqliteCells(row), &read);
+            return read;
+          },
+          &parts[i]);
+    }));
+  }
+  MergePartitionPages(std::move(parts), limit, page, next_after);
+  return Status::Ok();
 }
 
 }  // namespace store

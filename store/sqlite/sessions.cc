@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "store/claim_regions.h"
 #include "store/list_page.h"
 #include "store/sqlite/callback_job.h"
 #include "store/sqlite/lifecycle_sql.h"
@@ -20,14 +21,11 @@ namespace {
 // After a compare-and-swap on (session_id, token) changed nothing: why not.
 Status ExplainFailedCas(Db* db, const Caller& caller, const std::string& session_id,
                         int64_t token, int64_t now_ms, SessionResult* out) {
-  StatementRef q;
-  RETURN_IF_ERROR(db->Cached(sql::kSessionState, &q));
-  q->Bind(1, session_id);
-  bool row = false;
-  RETURN_IF_ERROR(q->Step(&row));
-  StoredSession stored;
-  if (row) stored = {q->ColumnText(1), q->ColumnInt64(2), q->ColumnInt64(0)};
-  return store::ExplainFailedCas(caller, session_id, token, row ? &stored : nullptr, now_ms, out);
+  std::optional<Session> found;
+  RETURN_IF_ERROR(ReadOneRow(db, sql::kGetSession, session_id, kSessionColumns, &found));
+  const StoredSession stored = found ? StoredOf(*found) : StoredSession{};
+  return store::ExplainFailedCas(caller, session_id, token, found ? &stored : nullptr, now_ms,
+                                 out);
 }
 
 // The live session of the tenant's idempotency key, if any, into *found.
@@ -41,9 +39,20 @@ Status FindIdempotent(Db* db, const ClaimRequest& req, int64_t now_ms, SessionRe
   RETURN_IF_ERROR(q->Step(&row));
   if (row) {
     ReadSessionRow(*q, &found->session);
-    found->session.session_id = q->ColumnString(8);
     found->outcome = Outcome::kReplayed;
   }
+  return Status::Ok();
+}
+
+// The tenant's sessions in this file.
+Status CountTenantSessions(Db* db, const std::string& tenant, int64_t* sessions) {
+  *sessions = 0;
+  StatementRef q;
+  RETURN_IF_ERROR(db->Cached(sql::kCountTenantSessions, &q));
+  q->Bind(1, tenant);
+  bool row = false;
+  RETURN_IF_ERROR(q->Step(&row));
+  if (row) *sessions = q->ColumnInt64(0);
   return Status::Ok();
 }
 
@@ -59,6 +68,23 @@ struct SqliteStorage::ClaimAttempt {
 // Runs the claim statement for regions[first, last) of one shard, in order:
 // the first region with a fitting container wins.
 class SqliteStorage::ClaimJob : public WriteJob {
+  // This shard's statements of the claim (store/claim_regions.h), at `now`.
+  struct Statements {
+    ClaimJob* job;
+    Db* db;
+    int64_t now;
+    Status FindIdempotent(SessionResult* found) {
+      return store::FindIdempotent(db, job->attempt_->req, now, found);
+    }
+    Status ClaimIn(const std::string& region, bool* claimed, SessionResult* out) {
+      return job->ClaimIn(db, region, now, claimed, out);
+    }
+    Status ForgetExpiredKey() { return job->ForgetExpiredKey(db, now); }
+    Status CountTenantSessions(int64_t* sessions) {
+      return store::CountTenantSessions(db, job->attempt_->req.caller.tenant, sessions);
+    }
+  };
+
  public:
   ClaimJob(SqliteStorage* storage, std::shared_ptr<ClaimAttempt> attempt, size_t first,
            size_t last, std::string session_id, int64_t quota)
@@ -70,40 +96,9 @@ class SqliteStorage::ClaimJob : public WriteJob {
         quota_(quota) {}
 
   Status Apply(Db* db) override {
-    const ClaimRequest& req = attempt_->req;
-    const int64_t now = base::NowMs();
-    if (!req.idempotency_key.empty()) {
-      // A retry of a claim that already holds a session is that session.
-      // The unique index on (tenant, idempotency_key) is the backstop.
-      RETURN_IF_ERROR(FindIdempotent(db, req, now, &result_));
-      if (result_.outcome == Outcome::kReplayed) return Status::Ok();
-    }
-    bool forgot_expired_key = false;
-    for (size_t i = first_; i < last_; ++i) {
-      bool claimed = false;
-      Status s = ClaimIn(db, attempt_->regions[i], now, &claimed);
-      if (s.IsConflict() && !req.idempotency_key.empty() && !forgot_expired_key) {
-        // The unique index refused the key: an expired session, not yet
-        // reaped, still holds it (a live one was replayed above). Let it go
-        // and claim again. Only this rare path pays for the extra statement.
-        RETURN_IF_ERROR(ForgetExpiredKey(db, now));
-        forgot_expired_key = true;
-        s = ClaimIn(db, attempt_->regions[i], now, &claimed);
-      }
-      RETURN_IF_ERROR(s);
-      if (claimed) return Status::Ok();
-    }
-    // Nothing fitted: was it the quota? Only this path pays for the count.
-    result_.outcome = Outcome::kNoCapacity;
-    if (quota_ != kUnlimited) {
-      StatementRef count;
-      RETURN_IF_ERROR(db->Cached(sql::kCountTenantSessions, &count));
-      count->Bind(1, req.caller.tenant);
-      bool row = false;
-      RETURN_IF_ERROR(count->Step(&row));
-      if (row && count->ColumnInt64(0) >= quota_) result_.outcome = Outcome::kQuotaExceeded;
-    }
-    return Status::Ok();
+    Statements statements{this, db, base::NowMs()};
+    return ClaimInRegions(statements, attempt_->req, attempt_->regions, first_, last_, quota_,
+                          &result_);
   }
 
   // Without an idempotency key the job writes with one statement at most:
@@ -125,7 +120,8 @@ class SqliteStorage::ClaimJob : public WriteJob {
 
  private:
   // The claim statement for one region; *claimed if it took a container.
-  Status ClaimIn(Db* db, const std::string& region, int64_t now, bool* claimed) {
+  Status ClaimIn(Db* db, const std::string& region, int64_t now, bool* claimed,
+                 SessionResult* out) {
     const ClaimRequest& req = attempt_->req;
     const ClaimPolicy& policy = storage_->policy_;
     StatementRef claim;
@@ -151,9 +147,8 @@ class SqliteStorage::ClaimJob : public WriteJob {
     }
     RETURN_IF_ERROR(claim->Step(claimed));
     if (!*claimed) return Status::Ok();
-    ReadSessionRow(*claim, &result_.session);
-    result_.session.session_id = session_id_;
-    result_.outcome = Outcome::kOk;
+    ReadSessionRow(*claim, &out->session);
+    out->outcome = Outcome::kOk;
     return claim->Run();  // finish the statement so its change is whole
   }
 
@@ -211,15 +206,10 @@ Status SqliteStorage::SessionsElsewhere(const std::string& tenant, int shard, in
   *count = 0;
   for (Shard* other : shards_) {
     if (other->index == shard) continue;
-    RETURN_IF_ERROR(other->reads->With([&](Db* db) {
-      StatementRef q;
-      RETURN_IF_ERROR(db->Cached(sql::kCountTenantSessions, &q));
-      q->Bind(1, tenant);
-      bool row = false;
-      RETURN_IF_ERROR(q->Step(&row));
-      if (row) *count += q->ColumnInt64(0);
-      return Status::Ok();
-    }));
+    int64_t sessions = 0;
+    RETURN_IF_ERROR(other->reads->With(
+        [&](Db* db) { return store::CountTenantSessions(db, tenant, &sessions); }));
+    *count += sessions;
   }
   return Status::Ok();
 }
@@ -270,7 +260,7 @@ void SqliteStorage::RunSessionCas(CasKind kind, const Caller& caller, std::strin
       [kind, caller, session_id, token, lease_ms](Db* db, SessionResult* out) {
         const int64_t now = base::NowMs();
         StatementRef cas;
-        RETURN_IF_ERROR(db->Cached(kind == CasKind::kRelease ? sql::kRelease : sql::kRenew, &cas));
+        RETURN_IF_ERROR(db->Cached(kind == CasKind::kRelease ? sql::kRelease : sql::kRenew.c_str(), &cas));
         cas->Bind(1, session_id);
         cas->Bind(2, token);
         if (caller.admin) {
@@ -306,65 +296,37 @@ void SqliteStorage::RunSessionCas(CasKind kind, const Caller& caller, std::strin
 SessionResult SqliteStorage::GetSession(const Caller& caller, std::string_view session_id) {
   const std::string id(session_id);
   const int shard = ShardOfSessionId(id, map_.shards());
-  SessionResult result = Failed<SessionResult>(Outcome::kNotFound, "no session " + id);
-  if (shard < 0) return result;
-  Status s = shards_[shard]->reads->With([&](Db* db) {
-    StatementRef q;
-    RETURN_IF_ERROR(db->Cached(sql::kGetSession, &q));
-    q->Bind(1, id);
-    bool row = false;
-    RETURN_IF_ERROR(q->Step(&row));
-    if (!row) return Status::Ok();
-    const StoredSession stored{q->ColumnText(7), q->ColumnInt64(4), q->ColumnInt64(3)};
-    if (auto refused = RefuseSessionRead(caller, id, stored, base::NowMs())) {
-      result = std::move(*refused);
-    } else {
-      result = SessionResult{Outcome::kOk, {}, ""};
-      ReadSessionRow(*q, &result.session);
-      result.session.session_id = id;
-    }
-    return Status::Ok();
-  });
-  if (!s.ok()) return Failed<SessionResult>(OutcomeOfError(s), s.ToString());
-  return result;
+  std::optional<Session> found;
+  Status s;
+  if (shard >= 0) {
+    s = shards_[shard]->reads->With(
+        [&](Db* db) { return ReadOneRow(db, sql::kGetSession, id, kSessionColumns, &found); });
+  }
+  return AnswerSessionRead(caller, id, s, std::move(found), base::NowMs());
 }
 
 Status SqliteStorage::ListSessions(const SessionFilter& filter, const std::string& after,
                                   int limit, std::vector<Session>* page,
                                   std::string* next_after) {
   const int64_t now = base::NowMs();
-  const int64_t bound = ListExamineBound(limit);
   // Each shard walks its sessions after `after` in id order and stops after
-  // `bound` of them, or at limit + 1 hits (one more than a page says a next
-  // page exists); MergePartitionPages makes the page.
-  std::vector<PartitionPage<Session>> parts(shards_.size());
-  for (size_t i = 0; i < shards_.size(); ++i) {
-    PartitionPage<Session>& part = parts[i];
-    RETURN_IF_ERROR(shards_[i]->reads->With([&](Db* db) {
-      StatementRef q;
-      RETURN_IF_ERROR(
-          db->Cached(filter.tenant.empty() ? sql::kListSessions : sql::kListTenantSessions, &q));
-      q->Bind(1, after);
-      q->Bind(2, now);
-      BindOrNull(&*q, 3, filter.region);
-      BindOrNull(&*q, 4, filter.pool);
-      BindOrNull(&*q, 5, filter.label_key);
-      q->Bind(6, filter.label_value);
-      if (!filter.tenant.empty()) q->Bind(7, filter.tenant);
-      return CollectPartitionPage(*q, bound, limit, /*kept=*/9, /*key=*/8,
-                                  [](const Statement& row) {
-                                    Session s;
-                                    ReadSessionRow(row, &s);
-                                    s.session_id = row.ColumnString(8);
-                                    return s;
-                                  },
-                                  &part);
-    }));
-  }
-  MergePartitionPages(
-      std::move(parts), limit, [](const Session& s) -> const std::string& { return s.session_id; },
+  // ListExamineBound(limit) of them, or at limit + 1 hits (one more than a
+  // page says a next page exists); MergePartitionPages makes the page.
+  return ListOverShards(
+      shards_, kSessionColumns, kSessionKeyColumn, limit,
+      [&](Db* db, StatementRef* q) {
+        RETURN_IF_ERROR(
+            db->Cached(filter.tenant.empty() ? sql::kListSessions : sql::kListTenantSessions, q));
+        (*q)->Bind(1, after);
+        (*q)->Bind(2, now);
+        BindOrNull(&**q, 3, filter.region);
+        BindOrNull(&**q, 4, filter.pool);
+        BindOrNull(&**q, 5, filter.label_key);
+        (*q)->Bind(6, filter.label_value);
+        if (!filter.tenant.empty()) (*q)->Bind(7, filter.tenant);
+        return Status::Ok();
+      },
       page, next_after);
-  return Status::Ok();
 }
 
 }  // namespace store

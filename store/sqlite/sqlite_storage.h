@@ -108,9 +108,11 @@ class SqliteStorage : public Storage {
   void ForgetCachedShard(const std::string& id);
   // The highest token floor of all shards (sqlite/schema.cc, version 4).
   Status HighestTokenFloor(int64_t* floor);
-  // The shard holding `id`; if none, or if looking failed, answers *done
-  // and returns null.
-  Shard* ShardOrAnswer(const std::string& id, ContainerCallback* done);
+  // Runs `work` (one statement at most that writes: no savepoint) at the
+  // writer of the shard holding `id`; if none, or if looking failed,
+  // answers `done` at once.
+  void WriteContainer(const std::string& id, ContainerCallback done,
+                      std::function<Status(Db*, ContainerResult*)> work);
   // Several shards only: makes this registration the only one running, in
   // this process and across processes (an exclusive flock on
   // `<db>.register.lock`), from its checks until its last shard's commit,

@@ -6,6 +6,7 @@
 
 #include "base/clock.h"
 #include "store/sqlite/lifecycle_sql.h"
+#include "store/sqlite/rows.h"
 #include "store/sqlite/sqlite_storage.h"
 
 namespace store {
@@ -15,12 +16,8 @@ Status SqliteStorage::SweepExpiredLeases(int partition, int max_rows, int64_t* e
   Shard* shard = shards_[static_cast<size_t>(partition)];
   const int64_t now = base::NowMs();
   bool any = false;
-  RETURN_IF_ERROR(shard->reads->With([&](Db* db) {
-    StatementRef q;
-    RETURN_IF_ERROR(db->Cached(sql::kAnyExpired, &q));
-    q->Bind(1, now);
-    return q->Step(&any);
-  }));
+  RETURN_IF_ERROR(
+      shard->reads->With([&](Db* db) { return AnyRow(db, sql::kAnyExpired, &any, now); }));
   if (!any) return Status::Ok();
   Status s = shard->writer->RunSync(
       [&](Db* db) {
@@ -44,16 +41,8 @@ Status SqliteStorage::SweepSilentContainers(int partition,
   Shard* shard = shards_[static_cast<size_t>(partition)];
   bool any = false;
   RETURN_IF_ERROR(shard->reads->With([&](Db* db) {
-    {
-      StatementRef q;
-      RETURN_IF_ERROR(db->Cached(sql::kAnySilent, &q));
-      q->Bind(1, cutoff_ms());
-      RETURN_IF_ERROR(q->Step(&any));
-      if (any) return Status::Ok();
-    }
-    StatementRef q;
-    RETURN_IF_ERROR(db->Cached(sql::kAnyDeadReported, &q));
-    return q->Step(&any);
+    RETURN_IF_ERROR(AnyRow(db, sql::kAnySilent, &any, cutoff_ms()));
+    return any ? Status::Ok() : AnyRow(db, sql::kAnyDeadReported, &any);
   }));
   if (!any) return Status::Ok();
   // Held containers first: their sessions end (the holder's next session

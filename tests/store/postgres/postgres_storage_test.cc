@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "store/postgres/lane.h"
-#include "store/postgres/lifecycle_sql.h"
+#include "store/postgres/container_sql.h"
+#include "store/postgres/schema_sql.h"
+#include "store/postgres/session_sql.h"
 #include "tests/support/pg_server.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// PostgresStorage: heartbeat batches and the reapers' sweeps.
+// PostgresStorage: heartbeat batches, and which partition a heartbeat goes to.
 #include <algorithm>
 #include <future>
 #include <memory>
@@ -7,9 +7,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "base/clock.h"
+#include "store/heartbeat_job.h"
 #include "store/postgres/lane.h"
-#include "store/postgres/lifecycle_sql.h"
+#include "store/postgres/heartbeat_sql.h"
 #include "store/postgres/postgres_storage.h"
 
 namespace store {
@@ -17,11 +17,9 @@ namespace {
 
 // A batch of rows as one writer job, riding in the group's transaction; the
 // caller waits for Done, so the pointers outlive the job.
-class HeartbeatJob : public PgJob {
+class PgHeartbeatJob : public HeartbeatJob<PgJob> {
  public:
-  HeartbeatJob(const std::vector<HeartbeatRow>* rows, HeartbeatWriteResult* result,
-               std::promise<Status>* done)
-      : rows_(rows), result_(result), done_(done) {}
+  using HeartbeatJob::HeartbeatJob;
 
   Status Apply(PgConn* conn) override {
     *result_ = HeartbeatWriteResult{};
@@ -45,7 +43,6 @@ class HeartbeatJob : public PgJob {
     std::sort(result_->unknown.begin(), result_->unknown.end());
     return Status::Ok();
   }
-  void Done(Status status) override { done_->set_value(std::move(status)); }
   // Every row of the batch, locked by the writer in id order before any is
   // written, so two nodes' overlapping batches never deadlock.
   void AddRowLocks(std::vector<std::string>* ids, std::vector<std::string>*) const override {
@@ -93,30 +90,20 @@ class HeartbeatJob : public PgJob {
                                          row.load ? P(*row.load) : Null(),
                                          state != nullptr ? P(state) : Null()};
     // As on SQLite: the plain statement first (a HOT update: it changes no
-    // indexed column); a state it did not find held, through the report
-    // statement; then liveness alone.
-    PgResult r;
-    if (!skip_plain) RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatPlain, params, &r));
-    if (r.changed() == 0 && state != nullptr) {
-      RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatReport, params, &r));
-    }
-    if (r.changed() > 0) {
-      ++result_->written;
+    // indexed column).
+    return WriteRow(i, skip_plain, [&](HeartbeatStatement which, bool* changed) {
+      PgResult r;
+      if (which == HeartbeatStatement::kStale) {
+        RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatStale, {P(row.container_id)}, &r));
+      } else {
+        RETURN_IF_ERROR(conn->Run(which == HeartbeatStatement::kPlain ? pgsql::kHeartbeatPlain
+                                                                      : pgsql::kHeartbeatReport,
+                                  params, &r));
+      }
+      *changed = r.changed() > 0;
       return Status::Ok();
-    }
-    RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatStale, {P(row.container_id)}, &r));
-    if (r.changed() > 0) {
-      ++result_->written;
-      ++result_->stale;
-    } else {
-      result_->unknown.push_back(i);
-    }
-    return Status::Ok();
+    });
   }
-
-  const std::vector<HeartbeatRow>* rows_;
-  HeartbeatWriteResult* result_;
-  std::promise<Status>* done_;
 };
 
 }  // namespace
@@ -128,65 +115,15 @@ Status PostgresStorage::PartitionOf(const std::string& container_id, int* partit
 
 Status PostgresStorage::WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
                                         HeartbeatWriteResult* result) {
-  std::promise<Status> done;
-  std::future<Status> outcome = done.get_future();
   PgWriter* writer = writers_[static_cast<size_t>(partition)].get();
-  if (!writer->Submit(std::make_unique<HeartbeatJob>(&rows, result, &done))) {
-    return writer->down()
-               ? Status::IOError("unavailable: this node cannot reach PostgreSQL now; retry")
-               : Status::Busy("the PostgreSQL write queue is full or stopping");
-  }
-  return outcome.get();
-}
-
-Status PostgresStorage::SweepExpiredLeases(int partition, int max_rows, int64_t* ended) {
-  *ended = 0;
-  // Leases are the sessions' and not partitioned: writer 0 sweeps them all.
-  if (partition != 0) return Status::Ok();
-  int64_t changed = 0;
-  Status s = writers_[0]->RunSync(
-      [&](PgConn* conn) {
-        PgResult r;
-        RETURN_IF_ERROR(conn->Run(pgsql::kReapExpired, {P(int64_t{max_rows})}, &r));
-        changed = r.changed();
-        return Status::Ok();
-      },
-      /*solo=*/true);
-  if (s.ok()) *ended = changed;
-  return s;
-}
-
-Status PostgresStorage::SweepSilentContainers(int partition,
-                                              const std::function<int64_t()>& cutoff_ms,
-                                              int max_rows, SilenceSweep* sweep) {
-  *sweep = SilenceSweep{};
-  SilenceSweep found;
-  const int64_t partitions = this->partitions();
-  Status s = writers_[static_cast<size_t>(partition)]->RunSync(
-      [&](PgConn* conn) {
-        found = SilenceSweep{};
-        // The cutoff is on this node's clock; what the database is told is
-        // how long before now it lies (dead_after_ms, more while heartbeats
-        // this node accepted are still queued: batcher::SilenceCutoff), and
-        // the statement counts back from the database's now, so the node's
-        // offset from the database cancels out.
-        const int64_t silence = base::NowMs() - cutoff_ms();
-        PgResult r;
-        RETURN_IF_ERROR(conn->Run(
-            pgsql::kReapPicked,
-            {P(silence), P(int64_t{max_rows}), P(partitions), P(int64_t{partition})}, &r));
-        found.sessions_ended = r.changed();
-        if (found.sessions_ended >= max_rows) return Status::Ok();
-        RETURN_IF_ERROR(conn->Run(pgsql::kReapUnpicked,
-                                  {P(silence), P(int64_t{max_rows} - found.sessions_ended),
-                                   P(partitions), P(int64_t{partition})},
-                                  &r));
-        found.marked_dead = r.changed();
-        return Status::Ok();
-      },
-      /*solo=*/true);
-  if (s.ok()) *sweep = found;
-  return s;
+  return WriteHeartbeatBatch<PgHeartbeatJob>(
+      rows, result,
+      [writer](std::unique_ptr<PgHeartbeatJob> job) { return writer->Submit(std::move(job)); },
+      [writer] {
+        return writer->down()
+                   ? Status::IOError("unavailable: this node cannot reach PostgreSQL now; retry")
+                   : Status::Busy("the PostgreSQL write queue is full or stopping");
+      });
 }
 
 }  // namespace store

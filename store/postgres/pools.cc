@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "store/postgres/lifecycle_sql.h"
+#include "store/postgres/container_sql.h"
 #include "store/postgres/pg.h"
 #include "store/postgres/postgres_storage.h"
 

@@ -1,0 +1,42 @@
+#include "store/container_results.h"
+
+#include <utility>
+
+namespace store {
+
+ContainerResult NoContainer(const std::string& id) {
+  return Failed<ContainerResult>(Outcome::kNotFound, "no container " + id);
+}
+
+ContainerResult AnswerContainerRead(const std::string& id, const Status& read,
+                                    std::optional<ContainerInfo> found) {
+  if (!read.ok()) return Failed<ContainerResult>(OutcomeOfError(read), read.ToString());
+  if (!found) return NoContainer(id);
+  return ContainerResult{Outcome::kOk, std::move(*found), 0, ""};
+}
+
+ContainerResult DrainAnswer(const std::string& id, std::optional<std::string_view> status) {
+  if (!status) return NoContainer(id);
+  ContainerResult out;
+  out.outcome = Outcome::kOk;
+  out.container.id = id;
+  out.container.status = std::string(*status);
+  out.container.drain_requested = out.container.status == "picked";
+  return out;
+}
+
+ContainerResult RemoveAnswer(const std::string& id, bool removed, bool exists) {
+  if (removed) {
+    ContainerResult out;
+    out.outcome = Outcome::kOk;
+    out.count = 1;
+    return out;
+  }
+  if (exists) {
+    return Failed<ContainerResult>(Outcome::kConflict,
+                                   "container " + id + " is picked; release it first");
+  }
+  return NoContainer(id);
+}
+
+}  // namespace store

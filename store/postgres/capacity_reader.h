@@ -1,0 +1,32 @@
+#ifndef EDGEALLOC_STORE_POSTGRES_CAPACITY_READER_H_
+#define EDGEALLOC_STORE_POSTGRES_CAPACITY_READER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/postgres/pg.h"
+#include "store/storage.h"
+
+namespace store {
+
+// The capacity counts of the database, read on a connection of its own by
+// partition 0's reader (one GROUP BY a refresh a node); the other
+// partitions' readers count nothing, so the mirror's sum is the database's.
+class PgCapacityReader : public CapacityReader {
+ public:
+  PgCapacityReader(std::string uri, int busy_timeout_ms, bool counts_all)
+      : uri_(std::move(uri)), busy_timeout_ms_(busy_timeout_ms), counts_all_(counts_all) {}
+  Status Read(std::vector<CapacityCount>* counts, bool* unchanged) override;
+  std::string name() const override { return "PostgreSQL"; }
+
+ private:
+  const std::string uri_;
+  const int busy_timeout_ms_;
+  const bool counts_all_;
+  std::unique_ptr<PgConn> conn_;
+};
+
+}  // namespace store
+
+#endif  // EDGEALLOC_STORE_POSTGRES_CAPACITY_READER_H_

@@ -1,0 +1,82 @@
+#ifndef EDGEALLOC_STORE_POSTGRES_CONTAINER_SQL_H_
+#define EDGEALLOC_STORE_POSTGRES_CONTAINER_SQL_H_
+
+// The PostgreSQL statements of the containers (store/postgres/containers.cc,
+// pools.cc, capacity_reader.cc): register, read, list, drain, remove, probe,
+// count.
+
+#include "store/postgres/lifecycle_sql.h"
+#include "store/row_columns.h"
+#include "store/sql_text.h"
+
+namespace store::pgsql {
+
+// A page of containers after $1 in id order (byte order, containers_id_c),
+// as kListSessions: at most $6 examined, the first $5 (limit + 1) that the
+// filters match (the column after the container true), then the last id
+// examined when all $6 were there (that column false, the id last).
+//   $1 after $2 region $3 pool $4 status $5 limit + 1 $6 examined at most
+inline constexpr auto kListContainers = Sql("WITH examined AS MATERIALIZED (SELECT ",
+                                            kContainerColumnList, R"sql(
+  FROM containers WHERE id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $6::bigint)
+(SELECT )sql", kContainerColumnList, R"sql(, true, NULL FROM examined
+ WHERE ($2::text IS NULL OR region = $2) AND ($3::text IS NULL OR pool = $3)
+   AND ($4::text IS NULL OR status = $4)
+ ORDER BY id COLLATE "C" LIMIT $5::bigint)
+UNION ALL
+SELECT )sql", kContainerNullList, R"sql(, false, max(id COLLATE "C")
+FROM examined HAVING count(*) = $6::bigint
+)sql");
+
+//   $1 id $2 region $3 pool $4 latency_ms $5 data $6 LaneHash(id)
+inline constexpr char kUpsertContainer[] = R"sql(
+INSERT INTO containers (id, region, pool, status, latency_ms, data, last_heartbeat_ms, generation,
+                        lane_hash)
+VALUES ($1, $2, $3, 'available', $4::bigint, $5, )sql" EDGEALLOC_PG_NOW_MS R"sql(,
+        nextval('edgealloc_tokens'), $6::integer)
+ON CONFLICT (id) DO UPDATE SET
+  latency_ms = excluded.latency_ms,
+  data = excluded.data,
+  last_heartbeat_ms = GREATEST(containers.last_heartbeat_ms, excluded.last_heartbeat_ms),
+  reported_ts_ms = 0,
+  region = CASE WHEN containers.status = 'picked' THEN containers.region ELSE excluded.region END,
+  pool = CASE WHEN containers.status = 'picked' THEN containers.pool ELSE excluded.pool END,
+  status = CASE WHEN containers.status = 'dead' THEN 'available' ELSE containers.status END
+)sql";
+
+inline constexpr auto kGetContainer =
+    Sql("SELECT ", kContainerColumnList, " FROM containers WHERE id = $1");
+
+inline constexpr char kContainerExists[] = "SELECT 1 FROM containers WHERE id = $1";
+
+inline constexpr char kDrain[] = R"sql(
+UPDATE containers
+SET status = CASE WHEN status = 'available' THEN 'draining' ELSE status END,
+    drain_requested = CASE WHEN status = 'picked' THEN true ELSE drain_requested END
+WHERE id = $1
+RETURNING status
+)sql";
+
+inline constexpr char kRemoveUnpicked[] =
+    "DELETE FROM containers WHERE id = $1 AND status <> 'picked'";
+
+// Pools as waiting claims see them (kProbePool of the SQLite engine), all
+// in one statement, healthy judged on the database's clock.
+//   $1 regions $2 pools (text arrays, one pool per index) $3 dead_after_ms
+inline constexpr char kProbePools[] = R"sql(
+SELECT EXISTS (SELECT 1 FROM containers c WHERE c.region = p.region AND c.pool = p.pool),
+       EXISTS (SELECT 1 FROM containers c
+               WHERE c.region = p.region AND c.pool = p.pool AND c.status = 'available'
+                 AND c.last_heartbeat_ms >= )sql" EDGEALLOC_PG_NOW_MS R"sql( - $3::bigint)
+FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(region, pool, n)
+ORDER BY p.n
+)sql";
+
+// The mirror's read: the containers by region, pool and status.
+inline constexpr auto kCapacityCounts =
+    Sql("SELECT ", kCapacityColumnList,
+        " FROM containers GROUP BY region, pool, status ORDER BY region, pool, status");
+
+}  // namespace store::pgsql
+
+#endif  // EDGEALLOC_STORE_POSTGRES_CONTAINER_SQL_H_

@@ -1,0 +1,89 @@
+// PostgresStorage: the container operations (register, read, list, drain,
+// remove).
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "store/container_results.h"
+#include "store/list_page.h"
+#include "store/postgres/container_sql.h"
+#include "store/postgres/lane.h"
+#include "store/postgres/postgres_storage.h"
+#include "store/postgres/rows.h"
+
+namespace store {
+
+void PostgresStorage::Register(std::vector<ContainerSpec> specs, ContainerCallback done) {
+  PgRowLocks rows;
+  for (const ContainerSpec& c : specs) rows.ids.push_back(c.id);
+  auto batch = std::make_shared<std::vector<ContainerSpec>>(std::move(specs));
+  Submit<ContainerResult>(
+      [batch](PgConn* conn, ContainerResult* out) {
+        for (const ContainerSpec& c : *batch) {
+          RETURN_IF_ERROR(
+              conn->Run(pgsql::kUpsertContainer, {P(c.id), P(c.region), P(c.pool), P(c.latency_ms),
+                                                  P(c.data), P(int64_t{LaneHash(c.id)})}));
+        }
+        out->outcome = Outcome::kOk;
+        out->count = static_cast<int64_t>(batch->size());
+        return Status::Ok();
+      },
+      std::move(done), "", std::nullopt, std::move(rows));
+}
+
+ContainerResult PostgresStorage::GetContainer(std::string_view id) {
+  const std::string key(id);
+  std::optional<ContainerInfo> found;
+  Status s = WithReader([&](PgConn* conn) {
+    PgResult r;
+    RETURN_IF_ERROR(conn->Run(pgsql::kGetContainer, {P(key)}, &r));
+    if (r.rows() > 0) ReadContainerRow(r, 0, &found.emplace());
+    return Status::Ok();
+  });
+  return AnswerContainerRead(key, s, std::move(found));
+}
+
+Status PostgresStorage::ListContainers(const ContainerFilter& filter, const std::string& after,
+                                       int limit, std::vector<ContainerInfo>* page,
+                                       std::string* next_after) {
+  page->clear();
+  next_after->clear();
+  return WithReader([&](PgConn* conn) {
+    PgResult r;
+    RETURN_IF_ERROR(
+        conn->Run(pgsql::kListContainers,
+                  {P(after), OrNull(filter.region), OrNull(filter.pool), OrNull(filter.status),
+                   P(static_cast<int64_t>(limit) + 1), P(ListExamineBound(limit))},
+                  &r));
+    MergePartitionPages(ListedPage(r, kContainerColumns), limit, page, next_after);
+    return Status::Ok();
+  });
+}
+
+void PostgresStorage::Drain(std::string id, ContainerCallback done) {
+  Submit<ContainerResult>(
+      [id](PgConn* conn, ContainerResult* out) {
+        PgResult r;
+        RETURN_IF_ERROR(conn->Run(pgsql::kDrain, {P(id)}, &r));
+        *out = DrainAnswer(
+            id, r.rows() == 0 ? std::nullopt : std::optional<std::string_view>(r.Text(0, 0)));
+        return Status::Ok();
+      },
+      std::move(done), "", std::nullopt, PgRowLocks{{id}, {}});
+}
+
+void PostgresStorage::Remove(std::string id, ContainerCallback done) {
+  Submit<ContainerResult>(
+      [id](PgConn* conn, ContainerResult* out) {
+        PgResult del, found;
+        RETURN_IF_ERROR(conn->Run(pgsql::kRemoveUnpicked, {P(id)}, &del));
+        const bool removed = del.changed() == 1;
+        if (!removed) RETURN_IF_ERROR(conn->Run(pgsql::kContainerExists, {P(id)}, &found));
+        *out = RemoveAnswer(id, removed, found.rows() > 0);
+        return Status::Ok();
+      },
+      std::move(done), "", std::nullopt, PgRowLocks{{id}, {}});
+}
+
+}  // namespace store

@@ -1,0 +1,79 @@
+#ifndef EDGEALLOC_STORE_POSTGRES_HEARTBEAT_SQL_H_
+#define EDGEALLOC_STORE_POSTGRES_HEARTBEAT_SQL_H_
+
+// The PostgreSQL statements of heartbeat batches (store/postgres/heartbeats.cc).
+
+#include "store/postgres/lifecycle_sql.h"
+
+namespace store::pgsql {
+
+// Heartbeats: the three statements of store/sqlite/lifecycle_sql.h. The
+// liveness stamp (last_heartbeat_ms) is the database's now at the write, not
+// the node's clock at accept: silence is judged on the database's clock.
+//   $1 id $2 ts_ms (or NULL) $3 load (or NULL) $4 state (or NULL)
+inline constexpr char kHeartbeatPlain[] = R"sql(
+UPDATE containers SET
+  last_heartbeat_ms = GREATEST(last_heartbeat_ms, )sql" EDGEALLOC_PG_NOW_MS R"sql(),
+  reported_ts_ms = COALESCE($2::bigint, reported_ts_ms),
+  load = COALESCE($3::double precision, load)
+WHERE id = $1 AND ($2::bigint IS NULL OR $2::bigint >= reported_ts_ms) AND (
+  $4::text IS NULL
+  OR ($4 = 'ready' AND (status = 'available' OR status = 'picked') AND NOT dead_reported)
+  OR ($4 = 'draining' AND (status = 'draining' OR (status = 'picked' AND drain_requested)))
+  OR ($4 = 'dead' AND (status = 'dead' OR (status = 'picked' AND dead_reported))))
+)sql";
+
+inline constexpr char kHeartbeatReport[] = R"sql(
+UPDATE containers SET
+  last_heartbeat_ms = GREATEST(last_heartbeat_ms, )sql" EDGEALLOC_PG_NOW_MS R"sql(),
+  reported_ts_ms = COALESCE($2::bigint, reported_ts_ms),
+  load = COALESCE($3::double precision, load),
+  status = CASE
+    WHEN $4 = 'ready' AND status IN ('dead', 'draining') THEN 'available'
+    WHEN $4 = 'draining' AND status = 'available' THEN 'draining'
+    WHEN $4 = 'dead' AND status <> 'picked' THEN 'dead'
+    ELSE status END,
+  drain_requested = CASE WHEN $4 = 'draining' AND status = 'picked' THEN true
+                         ELSE drain_requested END,
+  dead_reported = CASE WHEN $4 = 'dead' AND status = 'picked' THEN true
+                       WHEN $4 = 'ready' THEN false
+                       ELSE dead_reported END
+WHERE id = $1 AND ($2::bigint IS NULL OR $2::bigint >= reported_ts_ms)
+)sql";
+
+// The heartbeats of many containers, each at most once, in one statement
+// (a batch's common case): liveness advances; the report (ts_ms, load)
+// applies if it is not older than the stored one; a row whose reported
+// state is already the container's (kHeartbeatPlain's test), or whose
+// report is older than the stored one, needs nothing else. A HOT update: no
+// column it sets is in an index. Returns each row it took, stale when its
+// ts_ms was older (the stored one is then still above it); a row it did not
+// return is a state change or an unknown id, for the statements below.
+//   $1 ids $2 ts_ms $3 loads $4 states (NULL elements allowed)
+inline constexpr char kHeartbeatBulk[] = R"sql(
+UPDATE containers c SET
+  last_heartbeat_ms = GREATEST(c.last_heartbeat_ms, )sql" EDGEALLOC_PG_NOW_MS R"sql(),
+  reported_ts_ms = CASE WHEN u.ts_ms IS NOT NULL AND u.ts_ms >= c.reported_ts_ms
+                        THEN u.ts_ms ELSE c.reported_ts_ms END,
+  load = CASE WHEN u.ts_ms IS NULL OR u.ts_ms >= c.reported_ts_ms
+              THEN COALESCE(u.load, c.load) ELSE c.load END
+FROM unnest($1::text[], $2::bigint[], $3::double precision[], $4::text[])
+     AS u(id, ts_ms, load, state)
+WHERE c.id = u.id AND (
+  u.state IS NULL
+  OR (u.ts_ms IS NOT NULL AND u.ts_ms < c.reported_ts_ms)
+  OR (u.state = 'ready' AND (c.status = 'available' OR c.status = 'picked')
+      AND NOT c.dead_reported)
+  OR (u.state = 'draining' AND (c.status = 'draining'
+                                OR (c.status = 'picked' AND c.drain_requested)))
+  OR (u.state = 'dead' AND (c.status = 'dead' OR (c.status = 'picked' AND c.dead_reported))))
+RETURNING c.id, u.ts_ms IS NOT NULL AND c.reported_ts_ms > u.ts_ms
+)sql";
+
+inline constexpr char kHeartbeatStale[] =
+    "UPDATE containers SET last_heartbeat_ms = GREATEST(last_heartbeat_ms, " EDGEALLOC_PG_NOW_MS
+    ") WHERE id = $1";
+
+}  // namespace store::pgsql
+
+#endif  // EDGEALLOC_STORE_POSTGRES_HEARTBEAT_SQL_H_

@@ -1,0 +1,58 @@
+#ifndef EDGEALLOC_STORE_POSTGRES_ROWS_H_
+#define EDGEALLOC_STORE_POSTGRES_ROWS_H_
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "store/list_page.h"
+#include "store/postgres/pg.h"
+#include "store/row_columns.h"
+#include "store/types.h"
+
+namespace store {
+
+// The cells of one row of a result, as ReadRow (store/row_columns.h) reads
+// them: results come as text, booleans as "t" or "f".
+class PgCells {
+ public:
+  PgCells(const PgResult& r, int row) : r_(r), row_(row) {}
+  bool IsNull(int col) const { return r_.IsNull(row_, col); }
+  std::string_view Text(int col) const { return r_.Text(row_, col); }
+  int64_t Int64(int col) const { return r_.Int64(row_, col); }
+  bool Bool(int col) const { return r_.Text(row_, col) == "t"; }
+
+ private:
+  const PgResult& r_;
+  const int row_;
+};
+
+// Reads the session row (kSessionColumnList) that starts row `row` of `r`.
+void ReadSessionRow(const PgResult& r, int row, Session* s);
+// Reads the container row (kContainerColumnList) that starts row `row`.
+void ReadContainerRow(const PgResult& r, int row, ContainerInfo* c);
+
+// A list statement's rows (kListSessions, kListContainers) as the one
+// partition's share of a page: a row whose column after `columns` is true
+// is a hit; the one whose is false carries the last key examined in the
+// column after that.
+template <typename Row, size_t N>
+std::vector<PartitionPage<Row>> ListedPage(const PgResult& r, const Column<Row> (&columns)[N]) {
+  constexpr int kKept = static_cast<int>(N);
+  PartitionPage<Row> part;
+  for (int i = 0; i < r.rows(); ++i) {
+    if (r.Text(i, kKept) != "t") {
+      part.stopped_at = r.String(i, kKept + 1);
+      continue;
+    }
+    ReadRow(columns, PgCells(r, i), &part.hits.emplace_back());
+  }
+  std::vector<PartitionPage<Row>> parts;
+  parts.push_back(std::move(part));
+  return parts;
+}
+
+}  // namespace store
+
+#endif  // EDGEALLOC_STORE_POSTGRES_ROWS_H_

@@ -1,0 +1,81 @@
+#ifndef EDGEALLOC_STORE_POSTGRES_SCHEMA_SQL_H_
+#define EDGEALLOC_STORE_POSTGRES_SCHEMA_SQL_H_
+
+// The PostgreSQL schema and its migration's statements (store/postgres/schema.cc).
+
+namespace store::pgsql {
+
+// The schema, version 2. Made by MigrateSchema (store/postgres/schema.cc) under an
+// advisory lock, so nodes starting together do not race. Version 2 added
+// lane_hash (LaneHash of the id, store/postgres/lane.h): a node's heartbeat
+// partition of a container is lane_hash % its writers, so each partition's
+// dead-container sweep covers exactly the containers its lane writes.
+// Version 3 added labels (a session's, JSON text; in no index, so heartbeats
+// stay HOT). Version 4 made lists cost a page, not the fleet
+// (Storage::ListSessions): (tenant, session_id) replaces (tenant), so a
+// tenant's list walks its own sessions in the list's order (the quota's
+// count by tenant uses it as it used (tenant)); and the lists' byte order
+// (COLLATE "C") has an index of its own on session_id and on id, so that a
+// database whose default collation is not C walks an index too instead of
+// sorting every row. A node of an older version refuses a newer schema.
+inline constexpr int kSchemaVersion = 4;
+inline constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
+CREATE TABLE IF NOT EXISTS containers (
+  id text PRIMARY KEY,
+  region text NOT NULL,
+  pool text NOT NULL,
+  status text NOT NULL CHECK (status IN ('available', 'picked', 'draining', 'dead')),
+  latency_ms bigint NOT NULL DEFAULT 0,
+  data text NOT NULL DEFAULT '{}',
+  last_heartbeat_ms bigint NOT NULL DEFAULT 0,
+  reported_ts_ms bigint NOT NULL DEFAULT 0,
+  load double precision,
+  generation bigint NOT NULL,
+  drain_requested boolean NOT NULL DEFAULT false,
+  dead_reported boolean NOT NULL DEFAULT false,
+  session_id text UNIQUE,
+  tenant text,
+  idempotency_key text,
+  lease_expires_at_ms bigint,
+  claimed_at_ms bigint);
+ALTER TABLE containers ADD COLUMN IF NOT EXISTS lane_hash integer NOT NULL DEFAULT 0;
+ALTER TABLE containers ADD COLUMN IF NOT EXISTS labels text;
+-- Liveness (last_heartbeat_ms, reported_ts_ms, load) is in no index, so a
+-- plain heartbeat is a HOT update.
+CREATE INDEX IF NOT EXISTS containers_claimable ON containers (region, pool, latency_ms)
+  WHERE status = 'available';
+CREATE UNIQUE INDEX IF NOT EXISTS containers_idempotency ON containers (tenant, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS containers_tenant_session ON containers (tenant, session_id COLLATE "C")
+  WHERE session_id IS NOT NULL;
+DROP INDEX IF EXISTS containers_tenant;
+CREATE INDEX IF NOT EXISTS containers_session_c ON containers (session_id COLLATE "C")
+  WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS containers_id_c ON containers (id COLLATE "C");
+CREATE INDEX IF NOT EXISTS containers_lease ON containers (lease_expires_at_ms)
+  WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS containers_dead_reported ON containers (id)
+  WHERE dead_reported AND status <> 'dead';
+)sql";
+
+// Version 1 to 2: the ids whose lane_hash is still to be set, and setting
+// them ($1 ids, $2 their LaneHash).
+inline constexpr char kIdsToHash[] = "SELECT id FROM containers";
+inline constexpr char kSetLaneHashes[] = R"sql(
+UPDATE containers c SET lane_hash = u.h
+FROM unnest($1::text[], $2::integer[]) AS u(id, h) WHERE c.id = u.id
+)sql";
+
+// Whether the schema exists (non-NULL), without touching it.
+inline constexpr char kMetaExists[] = "SELECT to_regclass('edgealloc_meta')::text";
+inline constexpr char kGetSchemaVersion[] =
+    "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'";
+inline constexpr char kSetSchemaVersion[] =
+    "INSERT INTO edgealloc_meta (key, value) VALUES ('schema_version', $1) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+
+}  // namespace store::pgsql
+
+#endif  // EDGEALLOC_STORE_POSTGRES_SCHEMA_SQL_H_

@@ -1,0 +1,47 @@
+#ifndef EDGEALLOC_STORE_POSTGRES_SWEEP_SQL_H_
+#define EDGEALLOC_STORE_POSTGRES_SWEEP_SQL_H_
+
+// The PostgreSQL statements of the reapers' sweeps (store/postgres/sweeps.cc).
+
+#include "store/postgres/lifecycle_sql.h"
+
+namespace store::pgsql {
+
+//   $1 limit
+inline constexpr char kReapExpired[] = R"sql(
+UPDATE containers
+SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION R"sql(
+WHERE id IN (SELECT id FROM containers
+             WHERE session_id IS NOT NULL
+               AND lease_expires_at_ms <= )sql" EDGEALLOC_PG_NOW_MS R"sql(
+             ORDER BY lease_expires_at_ms LIMIT $1::bigint
+             FOR UPDATE SKIP LOCKED)
+)sql";
+
+// The dead-container sweep of one heartbeat partition: lane_hash % $3 = $4.
+// Silent: a stored heartbeat more than $1 ms older than the database's now.
+//   $1 silence_ms $2 limit $3 partitions $4 partition
+inline constexpr char kReapPicked[] = R"sql(
+UPDATE containers
+SET status = 'dead', )sql" EDGEALLOC_PG_END_SESSION R"sql(
+WHERE id IN (SELECT id FROM containers
+             WHERE status = 'picked' AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint OR dead_reported)
+               AND lane_hash % $3::integer = $4::integer
+             LIMIT $2::bigint
+             FOR UPDATE SKIP LOCKED)
+)sql";
+
+inline constexpr char kReapUnpicked[] = R"sql(
+UPDATE containers
+SET status = 'dead', drain_requested = false, dead_reported = false
+WHERE id IN (SELECT id FROM containers
+             WHERE status IN ('available', 'draining')
+               AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint OR dead_reported)
+               AND lane_hash % $3::integer = $4::integer
+             LIMIT $2::bigint
+             FOR UPDATE SKIP LOCKED)
+)sql";
+
+}  // namespace store::pgsql
+
+#endif  // EDGEALLOC_STORE_POSTGRES_SWEEP_SQL_H_

@@ -1,0 +1,61 @@
+// PostgresStorage: the reapers' sweeps (expired leases; silent or dead
+// containers), each a solo job of a writer: a transaction of its own.
+#include <functional>
+
+#include "base/clock.h"
+#include "store/postgres/postgres_storage.h"
+#include "store/postgres/sweep_sql.h"
+
+namespace store {
+
+Status PostgresStorage::SweepExpiredLeases(int partition, int max_rows, int64_t* ended) {
+  *ended = 0;
+  // Leases are the sessions' and not partitioned: writer 0 sweeps them all.
+  if (partition != 0) return Status::Ok();
+  int64_t changed = 0;
+  Status s = writers_[0]->RunSync(
+      [&](PgConn* conn) {
+        PgResult r;
+        RETURN_IF_ERROR(conn->Run(pgsql::kReapExpired, {P(int64_t{max_rows})}, &r));
+        changed = r.changed();
+        return Status::Ok();
+      },
+      /*solo=*/true);
+  if (s.ok()) *ended = changed;
+  return s;
+}
+
+Status PostgresStorage::SweepSilentContainers(int partition,
+                                              const std::function<int64_t()>& cutoff_ms,
+                                              int max_rows, SilenceSweep* sweep) {
+  *sweep = SilenceSweep{};
+  SilenceSweep found;
+  const int64_t partitions = this->partitions();
+  Status s = writers_[static_cast<size_t>(partition)]->RunSync(
+      [&](PgConn* conn) {
+        found = SilenceSweep{};
+        // The cutoff is on this node's clock; what the database is told is
+        // how long before now it lies (dead_after_ms, more while heartbeats
+        // this node accepted are still queued: batcher::SilenceCutoff), and
+        // the statement counts back from the database's now, so the node's
+        // offset from the database cancels out.
+        const int64_t silence = base::NowMs() - cutoff_ms();
+        PgResult r;
+        RETURN_IF_ERROR(conn->Run(
+            pgsql::kReapPicked,
+            {P(silence), P(int64_t{max_rows}), P(partitions), P(int64_t{partition})}, &r));
+        found.sessions_ended = r.changed();
+        if (found.sessions_ended >= max_rows) return Status::Ok();
+        RETURN_IF_ERROR(conn->Run(pgsql::kReapUnpicked,
+                                  {P(silence), P(int64_t{max_rows} - found.sessions_ended),
+                                   P(partitions), P(int64_t{partition})},
+                                  &r));
+        found.marked_dead = r.changed();
+        return Status::Ok();
+      },
+      /*solo=*/true);
+  if (s.ok()) *sweep = found;
+  return s;
+}
+
+}  // namespace store

@@ -1,0 +1,161 @@
+#ifndef EDGEALLOC_STORE_ROW_COLUMNS_H_
+#define EDGEALLOC_STORE_ROW_COLUMNS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "store/sql_text.h"
+#include "store/types.h"
+
+namespace store {
+
+// A session row and a container row, described once: the columns of the
+// containers table a statement returns for a Session or a ContainerInfo, in
+// order, and the field each fills. Every engine makes its statements' column
+// lists from these (SessionColumnList, ContainerColumnList) and reads their
+// rows with ReadRow through a thin accessor of its own (store/sqlite/rows.h,
+// store/postgres/rows.h), so a column is added here, and in each engine's
+// schema, and nowhere else.
+
+// One column: its name in the containers table, and the one field it fills.
+template <typename Row>
+struct Column {
+  const char* name = "";
+  std::string Row::*text = nullptr;  // a text; NULL reads as if_null
+  const char* if_null = "";
+  int64_t Row::*number = nullptr;                    // an integer
+  bool Row::*flag = nullptr;                         // a boolean
+  std::optional<std::string> Row::*maybe = nullptr;  // a text, or nothing for NULL
+};
+
+// A live session: the container it holds, and the session's own columns.
+inline constexpr Column<Session> kSessionColumns[] = {
+    {.name = "id", .text = &Session::container_id},
+    {.name = "region", .text = &Session::region},
+    {.name = "pool", .text = &Session::pool},
+    {.name = "generation", .number = &Session::token},
+    {.name = "lease_expires_at_ms", .number = &Session::lease_expires_at_ms},
+    {.name = "data", .text = &Session::data},
+    {.name = "labels", .text = &Session::labels, .if_null = "{}"},
+    {.name = "tenant", .text = &Session::tenant},
+    {.name = "session_id", .text = &Session::session_id},
+};
+
+// A container as GET /v1/containers/{id} shows it.
+inline constexpr Column<ContainerInfo> kContainerColumns[] = {
+    {.name = "id", .text = &ContainerInfo::id},
+    {.name = "region", .text = &ContainerInfo::region},
+    {.name = "pool", .text = &ContainerInfo::pool},
+    {.name = "status", .text = &ContainerInfo::status},
+    {.name = "latency_ms", .number = &ContainerInfo::latency_ms},
+    {.name = "last_heartbeat_ms", .number = &ContainerInfo::last_heartbeat_ms},
+    {.name = "generation", .number = &ContainerInfo::generation},
+    {.name = "drain_requested", .flag = &ContainerInfo::drain_requested},
+    {.name = "data", .text = &ContainerInfo::data},
+    {.name = "session_id", .maybe = &ContainerInfo::session_id},
+};
+
+// One line of the capacity counts (CapacityReader): a GROUP BY's row.
+inline constexpr Column<CapacityCount> kCapacityColumns[] = {
+    {.name = "region", .text = &CapacityCount::region},
+    {.name = "pool", .text = &CapacityCount::pool},
+    {.name = "status", .text = &CapacityCount::status},
+    {.name = "count(*)", .number = &CapacityCount::count},
+};
+
+// How many columns a row has: a statement's own columns after the row start
+// at this index.
+inline constexpr int kSessionColumnCount = static_cast<int>(std::size(kSessionColumns));
+inline constexpr int kContainerColumnCount = static_cast<int>(std::size(kContainerColumns));
+
+// The index of the column `name` in `columns` (-1: none).
+template <typename Row, size_t N>
+constexpr int ColumnIndex(const Column<Row> (&columns)[N], std::string_view name) {
+  for (size_t i = 0; i < N; ++i) {
+    if (name == columns[i].name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// Whether each column fills exactly one field.
+template <typename Row, size_t N>
+constexpr bool EachFillsOneField(const Column<Row> (&columns)[N]) {
+  for (const Column<Row>& c : columns) {
+    const int fields =
+        (c.text != nullptr) + (c.number != nullptr) + (c.flag != nullptr) + (c.maybe != nullptr);
+    if (fields != 1) return false;
+  }
+  return true;
+}
+static_assert(EachFillsOneField(kSessionColumns));
+static_assert(EachFillsOneField(kContainerColumns));
+static_assert(EachFillsOneField(kCapacityColumns));
+
+// The key a list pages by (Storage::ListSessions, ListContainers).
+inline constexpr int kSessionKeyColumn = ColumnIndex(kSessionColumns, "session_id");
+inline constexpr int kContainerKeyColumn = ColumnIndex(kContainerColumns, "id");
+
+namespace row_columns_internal {
+
+// `item` for each column, separated by ", ": a column's name, or NULL.
+template <const auto& kColumns, bool kNulls>
+constexpr auto List() {
+  constexpr auto item = [](size_t i) -> std::string_view {
+    return kNulls ? std::string_view("NULL") : std::string_view(kColumns[i].name);
+  };
+  constexpr size_t length = [&] {
+    size_t n = 0;
+    for (size_t i = 0; i < std::size(kColumns); ++i) n += (i > 0 ? 2 : 0) + item(i).size();
+    return n;
+  }();
+  SqlText<length + 1> out;
+  size_t at = 0;
+  for (size_t i = 0; i < std::size(kColumns); ++i) {
+    for (char c : std::string_view(i > 0 ? ", " : "")) out.text[at++] = c;
+    for (char c : item(i)) out.text[at++] = c;
+  }
+  return out;
+}
+
+}  // namespace row_columns_internal
+
+// "id, region, ...": the row's columns for a SELECT or RETURNING, in order.
+inline constexpr auto kSessionColumnList = row_columns_internal::List<kSessionColumns, false>();
+inline constexpr auto kContainerColumnList = row_columns_internal::List<kContainerColumns, false>();
+inline constexpr auto kCapacityColumnList = row_columns_internal::List<kCapacityColumns, false>();
+// "NULL, NULL, ...": as many NULLs as the row has columns (a UNION's row
+// that carries no row).
+inline constexpr auto kSessionNullList = row_columns_internal::List<kSessionColumns, true>();
+inline constexpr auto kContainerNullList = row_columns_internal::List<kContainerColumns, true>();
+
+// Fills *row from a statement's row whose first columns are `columns`, in
+// order. `cells` is an engine's accessor of the row: IsNull(i), Text(i),
+// Int64(i) and Bool(i) of column i.
+template <typename Row, size_t N, typename Cells>
+void ReadRow(const Column<Row> (&columns)[N], const Cells& cells, Row* row) {
+  for (size_t i = 0; i < N; ++i) {
+    const Column<Row>& c = columns[i];
+    const int at = static_cast<int>(i);
+    if (c.number != nullptr) {
+      row->*c.number = cells.Int64(at);
+    } else if (c.flag != nullptr) {
+      row->*c.flag = cells.Bool(at);
+    } else if (c.maybe != nullptr) {
+      if (cells.IsNull(at)) {
+        (row->*c.maybe).reset();
+      } else {
+        row->*c.maybe = std::string(cells.Text(at));
+      }
+    } else {
+      row->*c.text = cells.IsNull(at) ? std::string(c.if_null) : std::string(cells.Text(at));
+    }
+  }
+}
+
+}  // namespace store
+
+#endif  // EDGEALLOC_STORE_ROW_COLUMNS_H_
