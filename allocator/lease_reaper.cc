@@ -1,6 +1,8 @@
 #include "allocator/lease_reaper.h"
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <utility>
 
 namespace allocator {
@@ -10,17 +12,13 @@ LeaseReaper::LeaseReaper(store::Storage* storage, const AllocatorOptions* option
     : storage_(storage), options_(options), stats_(stats), ended_(std::move(ended)) {}
 
 void LeaseReaper::Start() {
-  base::MutexLock lock(&mu_);
-  stop_ = false;
-  if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+  if (!thread_.joinable()) {
+    thread_ = std::jthread([this](std::stop_token stop) { Loop(std::move(stop)); });
+  }
 }
 
 void LeaseReaper::Stop() {
-  {
-    base::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  cv_.SignalAll();
+  thread_.request_stop();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -40,13 +38,17 @@ int64_t LeaseReaper::ReapExpiredLeases() {
   return ended_total;
 }
 
-void LeaseReaper::Loop() {
+void LeaseReaper::Loop(std::stop_token stop) {
+  // The mutex only serves the wait, which a stop request ends at once.
+  std::mutex mu;
+  std::condition_variable_any cv;
+  const auto interval = std::chrono::milliseconds(options_->reaper_interval_ms);
   for (;;) {
     {
-      base::MutexLock lock(&mu_);
-      if (!stop_) cv_.WaitFor(&mu_, std::chrono::milliseconds(options_->reaper_interval_ms));
-      if (stop_) return;
+      std::unique_lock lock(mu);
+      cv.wait_for(lock, stop, interval, [] { return false; });
     }
+    if (stop.stop_requested()) return;
     ReapExpiredLeases();
   }
 }

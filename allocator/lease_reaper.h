@@ -3,10 +3,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <stop_token>
 #include <thread>
 
 #include "allocator/allocator_types.h"
-#include "base/mutex.h"
 #include "store/storage.h"
 
 namespace allocator {
@@ -24,6 +24,7 @@ class LeaseReaper {
   LeaseReaper& operator=(const LeaseReaper&) = delete;
   ~LeaseReaper() { Stop(); }
 
+  // Not from two threads at once.
   void Start();
   void Stop();  // returns once the thread ended; Start may run it again
 
@@ -32,16 +33,13 @@ class LeaseReaper {
   int64_t ReapExpiredLeases();
 
  private:
-  void Loop();
+  void Loop(std::stop_token stop);
 
   store::Storage* const storage_;
   const AllocatorOptions* const options_;
   AllocatorStats* const stats_;
   const std::function<void()> ended_;
-  base::Mutex mu_;
-  base::CondVar cv_;
-  bool stop_ GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  std::jthread thread_;  // its stop request wakes it from its sleep
 };
 
 }  // namespace allocator
