@@ -68,17 +68,14 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
   for (auto [name, field] : {std::pair{"region", &filter.region}, {"pool", &filter.pool}}) {
     if (!req.QueryParam(name, field)) continue;
     if (Utf8Chars(*field) > kMaxNameChars) {
-      return reply(ErrorResponse(400, "invalid_field",
-                                 std::string(name) + ": must be at most " +
-                                     std::to_string(kMaxNameChars) + " characters long"));
+      return reply(LongParamResponse(name));
     }
     if (HasNul(*field)) return reply(NulParamResponse(name));
   }
   if (req.QueryParam("status", &filter.status) && !filter.status.empty() &&
       filter.status != "available" && filter.status != "picked" && filter.status != "draining" &&
       filter.status != "dead") {
-    return reply(ErrorResponse(400, "invalid_field",
-                               "status: must be available, picked, draining or dead"));
+    return reply(RefusalResponse(kUnknownContainerStatus));
   }
   const uint64_t fingerprint =
       ListFingerprint({"containers", filter.region, filter.pool, filter.status});

@@ -8,20 +8,17 @@
 namespace server {
 
 HttpStatus HttpStatusOf(store::Outcome outcome) {
-  using store::Outcome;
-  switch (outcome) {
-    case Outcome::kOk: return {200, ""};
-    case Outcome::kReplayed: return {200, ""};
-    case Outcome::kNoCapacity: return {503, "no_capacity"};
-    case Outcome::kQuotaExceeded: return {429, "quota_exceeded"};
-    case Outcome::kStaleToken: return {409, "stale_token"};
-    case Outcome::kNotFound: return {404, "not_found"};
-    case Outcome::kForbidden: return {403, "forbidden"};
-    case Outcome::kConflict: return {409, "conflict"};
-    case Outcome::kOverloaded: return {503, "overloaded"};
-    case Outcome::kError: return {503, "unavailable"};
-  }
-  return {503, "unavailable"};
+  if (outcome == store::Outcome::kOk || outcome == store::Outcome::kReplayed) return {200, ""};
+  const ErrorRow& row = RowOf(ErrorOf(outcome));
+  return {row.status, row.code};
+}
+
+Response ApiErrorResponse(ApiError error, std::string_view message) {
+  return ErrorResponse(StatusOf(error), CodeOf(error), message);
+}
+
+Response RefusalResponse(const Refusal& refusal) {
+  return ApiErrorResponse(refusal.error, refusal.message);
 }
 
 Response OutcomeResponse(store::Outcome outcome, const std::string& message,
@@ -47,9 +44,26 @@ Response OutcomeResponse(store::Outcome outcome, const std::string& message,
   return ErrorResponse(st.status, st.code, message.empty() ? st.code : message);
 }
 
+const Refusal& SubmitRefusal(batcher::SubmitResult::Code code) {
+  using Code = batcher::SubmitResult::Code;
+  switch (code) {
+    case Code::kOverloaded: return kHeartbeatQueueFull;
+    case Code::kUnavailable: return kHeartbeatsUnreadable;
+    case Code::kStopping:
+    case Code::kAccepted: break;  // not a refusal: not asked
+  }
+  return kServerStopping;
+}
+
 Response NulParamResponse(std::string_view name) {
-  return ErrorResponse(400, "invalid_field",
-                       std::string(name) + ": must not contain U+0000 (NUL)");
+  return ApiErrorResponse(ApiError::kInvalidField,
+                          std::string(name) + ": must not contain U+0000 (NUL)");
+}
+
+Response LongParamResponse(std::string_view name) {
+  return ApiErrorResponse(ApiError::kInvalidField, std::string(name) + ": must be at most " +
+                                                       std::to_string(kMaxNameChars) +
+                                                       " characters long");
 }
 
 Response StatusResponse(const store::Status& status, std::string_view request_id) {
@@ -60,8 +74,8 @@ Response RateLimitedResponse(const std::string& tenant, double rate, int64_t ret
   char rate_text[32];
   std::snprintf(rate_text, sizeof(rate_text), "%g", rate);
   retry_after_s = std::max<int64_t>(1, retry_after_s);
-  Response res = ErrorResponse(429, "rate_limited",
-                               "tenant " + tenant + " is past its " + rate_text +
+  Response res = ApiErrorResponse(ApiError::kRateLimited,
+                                  "tenant " + tenant + " is past its " + rate_text +
                                    " claims a second on this node; retry after " +
                                    std::to_string(retry_after_s) + " s");
   res.set(http::field::retry_after, std::to_string(retry_after_s));
@@ -69,7 +83,11 @@ Response RateLimitedResponse(const std::string& tenant, double rate, int64_t ret
 }
 
 Response BodyErrorResponse(const BodyError& error) {
-  return ErrorResponse(400, error.code, error.message);
+  // A body parser words its refusal with a code of the table (invalid_json,
+  // invalid_field); one that is not is a bug, answered as a bad request.
+  const ErrorRow* row = RowOfCode(error.code);
+  return ErrorResponse(row != nullptr ? row->status : StatusOf(ApiError::kBadRequest), error.code,
+                       error.message);
 }
 
 }  // namespace server

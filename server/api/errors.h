@@ -4,15 +4,18 @@
 #include <string>
 #include <string_view>
 
+#include "batcher/batcher.h"
 #include "store/types.h"
+#include "server/api/error_table.h"
 #include "server/api/request_bodies.h"
 #include "server/http/message.h"
 
 namespace server {
 
-// The API's error mapping (docs/api.md, its error table): from an allocator Outcome or a
-// refused body to the HTTP status and the JSON error body. Pure functions,
-// safe from any thread; OutcomeResponse also logs a storage failure.
+// The API's error responses, from the one table of error_table.h: an
+// allocator Outcome, a refused body or a route's refusal to the HTTP status
+// and the JSON error body. Pure functions, safe from any thread;
+// OutcomeResponse also logs a storage failure.
 
 // An HTTP status and the docs/api.md error code that goes with it.
 struct HttpStatus {
@@ -20,12 +23,19 @@ struct HttpStatus {
   const char* code;  // empty for a success
 };
 
-// The one table from an allocator Outcome to its HTTP status and error code
-// (docs/api.md). kOk and kReplayed map to 200 with an empty code; each route picks
-// its own success status. kError (storage failed, e.g. the write lock of
-// another process held too long) is 503 `unavailable` with Retry-After, since
-// docs/api.md allows no 5xx but 503.
+// An allocator Outcome's HTTP status and error code: its ErrorOf row of the
+// table. kOk and kReplayed map to 200 with an empty code; each route picks
+// its own success status.
 HttpStatus HttpStatusOf(store::Outcome outcome);
+
+// The error response of `error` (its status and code) with `message`.
+Response ApiErrorResponse(ApiError error, std::string_view message);
+// The error response of a refusal whose message is fixed.
+Response RefusalResponse(const Refusal& refusal);
+
+// Why the batcher did not take a heartbeat request (any Code but kAccepted):
+// nothing of it was taken, so each is a 503 that the agent retries.
+const Refusal& SubmitRefusal(batcher::SubmitResult::Code code);
 
 // The error response for an allocator outcome that is not a success:
 // HttpStatusOf's status and code, `message` (or the code if it is empty).
@@ -40,13 +50,17 @@ Response StatusResponse(const store::Status& status, std::string_view request_id
 // 400 invalid_field for a query parameter holding U+0000 (request_bodies.h
 // HasNul), naming it.
 Response NulParamResponse(std::string_view name);
+// 400 invalid_field for a name parameter (region, pool) longer than
+// kMaxNameChars, naming it.
+Response LongParamResponse(std::string_view name);
 
 // 429 rate_limited: `tenant` is past its claims_per_s (`rate`) on this node;
 // Retry-After is `retry_after_s` (whole seconds, at least 1). Not an
 // allocator Outcome: claims are limited before they reach the allocator.
 Response RateLimitedResponse(const std::string& tenant, double rate, int64_t retry_after_s);
 
-// 400 with the code and message of a refused request body.
+// The response of a refused request body: its code's row of the table (400)
+// and its message.
 Response BodyErrorResponse(const BodyError& error);
 
 }  // namespace server

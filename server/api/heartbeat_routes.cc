@@ -21,21 +21,10 @@ bool AnyWriterFailing(const store::Storage& storage) {
 }
 
 Response SubmitResponse(const batcher::SubmitResult& r) {
-  switch (r.code) {
-    case batcher::SubmitResult::Code::kAccepted:
-      return JsonResponse(202, "{\"accepted\":" + std::to_string(r.items) + "}");
-    case batcher::SubmitResult::Code::kOverloaded:
-      return ErrorResponse(
-          503, "overloaded",
-          "the heartbeat queue is full; nothing of this request was taken; retry after a second");
-    case batcher::SubmitResult::Code::kStopping:
-      return ErrorResponse(503, "unavailable", "the server is stopping; retry");
-    case batcher::SubmitResult::Code::kUnavailable:
-      return ErrorResponse(
-          503, "unavailable",
-          "the database could not be read; nothing of this request was taken; retry");
+  if (r.code == batcher::SubmitResult::Code::kAccepted) {
+    return JsonResponse(202, "{\"accepted\":" + std::to_string(r.items) + "}");
   }
-  return ErrorResponse(503, "unavailable", "the server is stopping; retry");
+  return RefusalResponse(SubmitRefusal(r.code));
 }
 
 }  // namespace
@@ -54,15 +43,13 @@ void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
   // written before exit, so the container is told to send it elsewhere or
   // again. The batcher says kStopping for the same reason a moment later.
   if (!ready_->load()) {
-    return reply(ErrorResponse(503, "unavailable", "the server is starting or stopping; retry"));
+    return reply(RefusalResponse(kServerNotReady));
   }
   // A node cut off from its database would take heartbeats it cannot write
   // while the other nodes' sweeps mark those containers dead and end their
   // sessions: refused, so that the agent sends them to a node that can.
   if (options_.storage != nullptr && AnyWriterFailing(*options_.storage)) {
-    return reply(ErrorResponse(503, "unavailable",
-                               "this node cannot reach its database; nothing of this request was "
-                               "taken; send it to another node"));
+    return reply(RefusalResponse(kNodeCutOff));
   }
   // Liveness is judged by the server's clock at accept (docs/api.md), taken once
   // for the whole request.
@@ -76,10 +63,10 @@ void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
   // refuses the whole request, so that nothing of it is taken.
   for (size_t i = 0; i < items.size(); ++i) {
     if (!req.who.MayReport(items[i].container_id)) {
-      return reply(ErrorResponse(403, "forbidden",
-                                 "heartbeats[" + std::to_string(i) +
-                                     "].container_id: this key may not report this container; "
-                                     "nothing of this request was taken"));
+      return reply(ApiErrorResponse(ApiError::kForbidden,
+                                    "heartbeats[" + std::to_string(i) +
+                                        "].container_id: this key may not report this container; "
+                                        "nothing of this request was taken"));
     }
   }
   if (options_.readers != nullptr) {

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include "server/api/error_table.h"
+
 namespace server {
 namespace {
 
@@ -16,7 +18,7 @@ int HexValue(char c) {
 }
 
 bool CursorFail(BodyError* error, const std::string& why) {
-  *error = {"invalid_field", "cursor: " + why};
+  *error = {CodeOf(ApiError::kInvalidField), "cursor: " + why};
   return false;
 }
 
@@ -56,7 +58,7 @@ bool ParseListPage(const std::string* limit_param, const std::string* cursor_par
   if (limit_param != nullptr) {
     int64_t n = 0;
     if (!ParseInt64(*limit_param, &n) || n < 1 || n > kMaxListLimit) {
-      *error = {"invalid_field",
+      *error = {CodeOf(ApiError::kInvalidField),
                 "limit: must be an integer from 1 to " + std::to_string(kMaxListLimit)};
       return false;
     }
@@ -96,25 +98,25 @@ bool ParseLabelFilter(std::string_view param, std::string* key, std::string* val
                       BodyError* error) {
   const size_t colon = param.find(':');
   if (colon == std::string_view::npos) {
-    *error = {"invalid_field", "label: must be KEY:VALUE"};
+    *error = {CodeOf(ApiError::kInvalidField), "label: must be KEY:VALUE"};
     return false;
   }
   const std::string_view k = param.substr(0, colon), v = param.substr(colon + 1);
   const size_t kn = Utf8Chars(k);
   if (kn < 1 || kn > kMaxLabelKeyChars) {
-    *error = {"invalid_field", "label: the key must be 1 to " +
+    *error = {CodeOf(ApiError::kInvalidField), "label: the key must be 1 to " +
                                    std::to_string(kMaxLabelKeyChars) + " characters long"};
     return false;
   }
   if (Utf8Chars(v) > kMaxLabelValueChars) {
-    *error = {"invalid_field", "label: the value must be at most " +
+    *error = {CodeOf(ApiError::kInvalidField), "label: the value must be at most " +
                                    std::to_string(kMaxLabelValueChars) + " characters long"};
     return false;
   }
   // As a claim's labels (ParseClaim): PostgreSQL text cannot hold NUL, and
   // such a filter made every list fail there with 503.
   if (HasNul(k) || HasNul(v)) {
-    *error = {"invalid_field", "label: the key and value must not contain U+0000 (NUL)"};
+    *error = {CodeOf(ApiError::kInvalidField), "label: the key and value must not contain U+0000 (NUL)"};
     return false;
   }
   key->assign(k);

@@ -56,11 +56,9 @@ void ReaderPool::Loop() {
 
 Response ReaderRefusedResponse(ReaderPool::Posted why) {
   if (why == ReaderPool::Posted::kStopping) {
-    return ErrorResponse(503, "unavailable", "the server is stopping; retry");
+    return RefusalResponse(kServerStopping);
   }
-  return ErrorResponse(503, "overloaded",
-                       "too many reads are waiting for the database on this node; retry after a "
-                       "second");
+  return RefusalResponse(kReadersBusy);
 }
 
 }  // namespace server

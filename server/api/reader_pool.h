@@ -15,6 +15,7 @@
 
 #include "base/mutex.h"
 #include "server/api/reply_on_io.h"
+#include "server/api/errors.h"
 #include "server/http/log.h"
 #include "server/http/message.h"
 
@@ -92,7 +93,7 @@ void ReadOffIo(ReaderPool* pool, const boost::asio::any_io_executor& io, const R
         } catch (const std::exception& e) {
           LogLine(std::string("edgealloc: internal error in a storage read: ") + e.what());
           ReplyOnIo(io, reply, [] {
-            return ErrorResponse(500, "internal", "internal error; it has been logged");
+            return RefusalResponse(kInternalError);
           });
           return;
         }
@@ -124,7 +125,7 @@ void CallOffIo(ReaderPool* pool, const boost::asio::any_io_executor& io, const R
         } catch (const std::exception& e) {
           LogLine(std::string("edgealloc: internal error submitting a write: ") + e.what());
           ReplyOnIo(io, reply, [] {
-            return ErrorResponse(500, "internal", "internal error; it has been logged");
+            return RefusalResponse(kInternalError);
           });
         }
       });

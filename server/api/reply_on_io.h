@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "server/api/errors.h"
 #include "server/http/log.h"
 #include "server/http/message.h"
 
@@ -24,7 +25,7 @@ void ReplyOnIo(const boost::asio::any_io_executor& io, Reply reply, Make make) {
       reply(make());
     } catch (const std::exception& e) {
       LogLine(std::string("edgealloc: internal error making a reply: ") + e.what());
-      reply(ErrorResponse(500, "internal", "internal error; it has been logged"));
+      reply(RefusalResponse(kInternalError));
     }
   });
 }

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "allocator/allocator.h"
+#include "server/api/error_table.h"
 
 #include <charconv>
 #include <cmath>
@@ -43,14 +44,14 @@ int NestingDepth(std::string_view text) {
   return deepest;
 }
 
-bool Fail(BodyError* error, std::string code, std::string message) {
-  error->code = std::move(code);
+bool Fail(BodyError* error, ApiError code, std::string message) {
+  error->code = CodeOf(code);
   error->message = std::move(message);
   return false;
 }
 
 bool FieldFail(BodyError* error, const std::string& field, const std::string& what) {
-  return Fail(error, "invalid_field", field + ": " + what);
+  return Fail(error, ApiError::kInvalidField, field + ": " + what);
 }
 
 // PostgreSQL text cannot hold U+0000 (and libpq would cut a parameter at
@@ -127,12 +128,12 @@ std::string Dump(const json& j) {
 // than kMaxJsonDepth, is not JSON or is not an object.
 bool ParseJsonObject(std::string_view body, json* out, BodyError* error) {
   if (NestingDepth(body) > kMaxJsonDepth) {
-    return Fail(error, "invalid_json",
+    return Fail(error, ApiError::kInvalidJson,
                 "body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
   json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Fail(error, "invalid_json", "body is not valid JSON");
-  if (!j.is_object()) return Fail(error, "invalid_json", "body must be a JSON object");
+  if (j.is_discarded()) return Fail(error, ApiError::kInvalidJson, "body is not valid JSON");
+  if (!j.is_object()) return Fail(error, ApiError::kInvalidJson, "body must be a JSON object");
   *out = std::move(j);
   return true;
 }

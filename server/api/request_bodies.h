@@ -29,8 +29,8 @@ inline constexpr size_t kMaxHeartbeatsPerRequest = 10000;
 // "older" and so freeze the container's state.
 inline constexpr int64_t kDefaultMaxClockSkewMs = 60000;
 
-// Why a body was refused: code is "invalid_json" or "invalid_field", the
-// message names the field (with its index in arrays).
+// Why a body was refused: code is invalid_json or invalid_field (error_table.h
+// CodeOf), the message names the field (with its index in arrays).
 struct BodyError {
   std::string code;
   std::string message;

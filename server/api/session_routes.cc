@@ -65,7 +65,7 @@ void SessionRoutes::Limits(RouteRequest req, Reply reply) {
   if (req.who.role == Role::kAdmin) {
     if (named && !asked.empty()) tenant = asked;
   } else if (named && asked != tenant) {
-    return reply(ErrorResponse(403, "forbidden", "a tenant key reads its own limits only"));
+    return reply(RefusalResponse(kOwnLimitsOnly));
   }
   const store::TenantLimits own = options_.keys != nullptr ? options_.keys->LimitsOf(tenant)
                                   : tenant == req.who.tenant ? req.who.limits
@@ -114,7 +114,7 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
     filter.tenant = asked_tenant;  // empty or absent: every tenant's
   } else {
     if (named && asked_tenant != req.who.tenant) {
-      return reply(ErrorResponse(403, "forbidden", "a tenant key lists its own sessions only"));
+      return reply(RefusalResponse(kOwnSessionsOnly));
     }
     filter.tenant = req.who.tenant;
   }
@@ -122,16 +122,14 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
   for (auto [name, field] : {std::pair{"region", &filter.region}, {"pool", &filter.pool}}) {
     if (!req.QueryParam(name, field)) continue;
     if (Utf8Chars(*field) > kMaxNameChars) {
-      return reply(ErrorResponse(400, "invalid_field",
-                                 std::string(name) + ": must be at most " +
-                                     std::to_string(kMaxNameChars) + " characters long"));
+      return reply(LongParamResponse(name));
     }
     if (HasNul(*field)) return reply(NulParamResponse(name));
   }
   std::string label;
   if (req.QueryParamCount("label") > 1) {
     // One filter a request: a second was silently ignored before.
-    return reply(ErrorResponse(400, "invalid_field", "label: give at most one label=KEY:VALUE"));
+    return reply(RefusalResponse(kOneLabelOnly));
   }
   if (req.QueryParam("label", &label) &&
       !ParseLabelFilter(label, &filter.label_key, &filter.label_value, &error)) {
@@ -251,11 +249,10 @@ void SessionRoutes::Release(RouteRequest req, Reply reply) {
   std::string text;
   int64_t token = 0;
   if (!req.QueryParam("token", &text)) {
-    return reply(ErrorResponse(400, "invalid_field",
-                               "token: is required, as ?token=N (the session's fencing token)"));
+    return reply(RefusalResponse(kTokenRequired));
   }
   if (!ParseInt64(text, &token)) {
-    return reply(ErrorResponse(400, "invalid_field", "token: must be an integer"));
+    return reply(RefusalResponse(kTokenNotInteger));
   }
   allocator_->Release(CallerOf(req.who), req.params[0], token,
                       [io = io_, reply, id = req.RequestId()](store::SessionResult r) {

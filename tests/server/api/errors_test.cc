@@ -3,7 +3,12 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
+#include <utility>
 
 namespace server {
 namespace {
@@ -56,6 +61,75 @@ TEST_CASE("errors: a storage failure's text goes to the log, the client gets a p
   // Messages of our own words are kept.
   CHECK(json::parse(OutcomeResponse(store::Outcome::kNoCapacity, "none left", "r").body())
             ["error"]["message"] == "none left");
+}
+
+// The (status, code) rows of docs/api.md's error table: the table under the
+// header "| status | code | when |", up to its first line that is not a row.
+std::set<std::pair<int, std::string>> DocumentedErrors() {
+  std::ifstream in(EDGEALLOC_API_MD);
+  REQUIRE(in.good());
+  std::set<std::pair<int, std::string>> rows;
+  const std::regex row(R"(^\| (\d{3}) \| `([a-z_]+)` \|.*)");
+  std::string line;
+  bool in_table = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("| status | code | when |", 0) == 0) {
+      in_table = true;
+      continue;
+    }
+    if (!in_table || line.rfind("|---", 0) == 0) continue;
+    std::smatch m;
+    if (!std::regex_match(line, m, row)) break;
+    rows.emplace(std::stoi(m[1].str()), m[2].str());
+  }
+  return rows;
+}
+
+TEST_CASE("errors: docs/api.md's error table and the code's table hold the same rows") {
+  const std::set<std::pair<int, std::string>> documented = DocumentedErrors();
+  std::set<std::pair<int, std::string>> coded;
+  for (const ErrorRow& row : kErrorTable) coded.emplace(row.status, row.code);
+  for (const auto& [status, code] : documented) {
+    INFO("docs/api.md: " << status << " " << code);
+    CHECK(coded.contains({status, code}));
+  }
+  for (const auto& [status, code] : coded) {
+    INFO("error_table.h: " << status << " " << code);
+    CHECK(documented.contains({status, code}));
+  }
+  CHECK(coded.size() == std::size(kErrorTable));  // no code twice
+}
+
+TEST_CASE("errors: every error code is in the table once, and every outcome has a row") {
+  for (const ErrorRow& row : kErrorTable) {
+    INFO(row.code);
+    REQUIRE(RowOfCode(row.code) != nullptr);
+    CHECK(RowOfCode(row.code)->error == row.error);
+    CHECK(&RowOf(row.error) == &row);
+  }
+  CHECK(RowOfCode("no_such_code") == nullptr);
+  using store::Outcome;
+  for (Outcome o : {Outcome::kNoCapacity, Outcome::kQuotaExceeded, Outcome::kStaleToken,
+                    Outcome::kNotFound, Outcome::kForbidden, Outcome::kConflict,
+                    Outcome::kOverloaded, Outcome::kError}) {
+    const HttpStatus st = HttpStatusOf(o);
+    INFO(st.code);
+    REQUIRE(RowOfCode(st.code) != nullptr);
+    CHECK(RowOfCode(st.code)->status == st.status);
+  }
+}
+
+TEST_CASE("errors: a fixed refusal is its row's status and code with its own words") {
+  Response r = RefusalResponse(kOwnSessionsOnly);
+  CHECK(r.result_int() == 403);
+  CHECK(json::parse(r.body())["error"]["code"] == "forbidden");
+  CHECK(json::parse(r.body())["error"]["message"] == "a tenant key lists its own sessions only");
+  Response stopping = RefusalResponse(SubmitRefusal(batcher::SubmitResult::Code::kStopping));
+  CHECK(stopping.result_int() == 503);
+  CHECK(stopping[http::field::retry_after] == "1");
+  CHECK(json::parse(stopping.body())["error"]["code"] == "unavailable");
+  CHECK(json::parse(RefusalResponse(SubmitRefusal(batcher::SubmitResult::Code::kOverloaded))
+                        .body())["error"]["code"] == "overloaded");
 }
 
 }  // namespace

@@ -1,0 +1,91 @@
+#ifndef EDGEALLOC_ALLOCATOR_ALLOCATOR_TYPES_H_
+#define EDGEALLOC_ALLOCATOR_ALLOCATOR_TYPES_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "store/types.h"
+
+namespace allocator {
+
+// The Allocator's options, counters and pool keys, apart from it so that its
+// parts (the claim counts, the waiting room, the lease reaper) take them
+// without knowing the Allocator. allocator.h includes this: its users see
+// them there.
+
+struct AllocatorOptions {
+  int64_t default_lease_ms = store::kDefaultLeaseMs;  // a claim or renewal that names no lease
+  int64_t max_lease_ms = store::kDefaultMaxLeaseMs;  // the longest lease a client may ask for
+  int reaper_interval_ms = 100;      // how often expired leases are swept
+  int reaper_batch_rows = 256;       // sessions one sweep transaction ends at most
+  int max_sweeps_per_reap = 8;       // sweeps of one partition a reap runs at most
+  // Claims that may wait (wait_ms) for one pool at once; past it a waiting
+  // claim is refused as kOverloaded.
+  int max_waiters_per_pool = 1000;
+  // Claims one tenant may have waiting at once, over every pool (a tenant's
+  // own max_waiters, TenantLimits, wins), and all tenants together; past
+  // either a waiting claim is refused as kOverloaded. A claim with fallback
+  // regions counts once per region it names.
+  int64_t max_waiters_per_tenant = 1000;
+  int64_t max_waiters_total = 10000;
+  // How often the waiting pools are probed (one read, Storage::ProbePools)
+  // when nothing woke them: what frees a container without passing through
+  // this Allocator (a heartbeat, a registration, an undrain, another node's
+  // release) is found this late. A pool's first waiter claims (the write
+  // path) only when the probe finds a container it could take.
+  int wait_retry_ms = 100;
+};
+
+// The longest a claim may wait for a container (API 1.1: 0 to 30000 ms).
+inline constexpr int64_t kMaxClaimWaitMs = 30000;
+
+// How long Stop waits at most for the waiting claims still with the storage
+// and for the releases of sessions claimed for clients that went away.
+inline constexpr int64_t kStopReleaseMs = 2000;
+
+// Claims of one pool (the dashboard's per-pool rates): ok where a session was
+// made (a fallback region's pool when it served), no_capacity where asked.
+struct PoolClaimCounts {
+  uint64_t ok = 0;
+  uint64_t no_capacity = 0;
+};
+using PoolKey = std::pair<std::string, std::string>;  // region, pool
+
+// Pools counted one by one at most; a claim for any other pool is counted in
+// the totals only, so that clients naming made-up regions cannot grow
+// /metrics without bound. Well above the 300 pools of a large fleet.
+inline constexpr size_t kMaxCountedPools = 4096;
+
+// Counters, read from any thread (metrics, benches).
+struct AllocatorStats {
+  std::atomic<uint64_t> claims_ok{0}, claims_replayed{0}, claims_no_capacity{0},
+      claims_quota{0}, claims_error{0}, releases{0}, renewals{0}, stale_tokens{0},
+      lease_expiries{0};
+  // Claims that waited (wait_ms): served after waiting, out of time, refused
+  // for a full queue, and given up by their client (a session claimed for
+  // one of those is released at once, unless kept for an idempotency key).
+  std::atomic<uint64_t> waits_served{0}, waits_timed_out{0}, waits_refused{0},
+      waits_abandoned{0};
+  // Waiting claims answered at once: no container of their pool is
+  // registered in their region or any fallback region.
+  std::atomic<uint64_t> waits_unregistered{0};
+  // Refused claims (no_capacity, not waiting) naming a pool that does not
+  // exist (SetPoolDirectory): counted here, never one series per name.
+  std::atomic<uint64_t> claims_unknown_pool{0};
+  // Probes of the waiting pools (one read each) and those that failed.
+  std::atomic<uint64_t> wait_probes{0}, wait_probes_failed{0};
+  // Of the sessions claimed for a client that went away (in waits_abandoned):
+  // kept, because the claim carries an idempotency key whose retry replays
+  // the session (it ends by its lease or its client's release); and those
+  // that could not be released (the storage failing until their lease ended,
+  // or Stop's deadline passing first), which end by expiry instead.
+  std::atomic<uint64_t> abandoned_sessions_kept{0}, abandoned_releases_failed{0};
+  std::atomic<int64_t> waiting{0};  // claims waiting now
+};
+
+}  // namespace allocator
+
+#endif  // EDGEALLOC_ALLOCATOR_ALLOCATOR_TYPES_H_

@@ -1,0 +1,46 @@
+#include "allocator/claim_messages.h"
+
+namespace allocator {
+
+std::string QuotaExceededMessage(const std::string& tenant, int64_t max_sessions) {
+  return "tenant " + tenant + " holds its maximum of " + std::to_string(max_sessions) +
+         " sessions";
+}
+
+std::string NoCapacityMessage(const std::string& region, const std::string& pool,
+                              bool has_fallbacks) {
+  return "no healthy available container in pool " + pool + " of region " + region +
+         (has_fallbacks ? " or its fallback regions" : "");
+}
+
+std::string WaitedSuffix(int64_t waited_ms) {
+  return " after waiting " + std::to_string(waited_ms) + " ms";
+}
+
+std::string NotRegisteredMessage(const std::string& region, const std::string& pool,
+                                 bool has_fallbacks) {
+  return "no container of pool " + pool + " is registered in region " + region +
+         (has_fallbacks ? " or its fallback regions" : "") + ": the claim does not wait";
+}
+
+std::string ClientGoneMessage() { return "the client went away while its claim waited"; }
+
+std::string PoolWaitersFullMessage(int max_waiters_per_pool, const std::string& region,
+                                   const std::string& pool) {
+  return std::to_string(max_waiters_per_pool) + " claims already wait for pool " + pool +
+         " of region " + region + " (--max-claim-waiters)";
+}
+
+std::string TenantWaitersFullMessage(const std::string& tenant, int64_t waiting, int64_t bound,
+                                     bool own) {
+  return "tenant " + tenant + " already has " + std::to_string(waiting) + " of its " +
+         std::to_string(bound) + " waiting claims (a claim counts once per region it names; " +
+         (own ? "its max_waiters in the keys file)" : "--max-claim-waiters-per-tenant)");
+}
+
+std::string TotalWaitersFullMessage(int64_t waiting, int64_t bound) {
+  return std::to_string(waiting) + " of " + std::to_string(bound) +
+         " waiting claims are taken (--max-claim-waiters-total)";
+}
+
+}  // namespace allocator

@@ -1,0 +1,37 @@
+#ifndef EDGEALLOC_ALLOCATOR_CLAIM_MESSAGES_H_
+#define EDGEALLOC_ALLOCATOR_CLAIM_MESSAGES_H_
+
+#include <cstdint>
+#include <string>
+
+namespace allocator {
+
+// The words for people of every claim the Allocator refuses, in one place:
+// a route sends them as the error's message (server/api/errors.h gives the
+// status and code). Pure functions.
+
+// kQuotaExceeded: the tenant holds the most sessions it may.
+std::string QuotaExceededMessage(const std::string& tenant, int64_t max_sessions);
+// kNoCapacity: nothing free in the pool (or in any fallback region's).
+std::string NoCapacityMessage(const std::string& region, const std::string& pool,
+                              bool has_fallbacks);
+// What a waiting claim answered kNoCapacity adds: how long it waited.
+std::string WaitedSuffix(int64_t waited_ms);
+// kNoCapacity at once for a waiting claim: no container of its pool is
+// registered, so it does not wait.
+std::string NotRegisteredMessage(const std::string& region, const std::string& pool,
+                                 bool has_fallbacks);
+// kNoCapacity for a waiting claim whose client went away.
+std::string ClientGoneMessage();
+
+// kOverloaded: a waiting claim past a bound, per pool, per tenant (`own`:
+// the tenant's max_waiters from the keys file) or in all.
+std::string PoolWaitersFullMessage(int max_waiters_per_pool, const std::string& region,
+                                   const std::string& pool);
+std::string TenantWaitersFullMessage(const std::string& tenant, int64_t waiting, int64_t bound,
+                                     bool own);
+std::string TotalWaitersFullMessage(int64_t waiting, int64_t bound);
+
+}  // namespace allocator
+
+#endif  // EDGEALLOC_ALLOCATOR_CLAIM_MESSAGES_H_

@@ -1,0 +1,62 @@
+// The Allocator's claims, releases and renewals (allocator.h): the lease
+// policy applied, each result counted, a claim that may wait handed to the
+// waiting room.
+
+#include <cassert>
+#include <utility>
+
+#include "allocator/allocator.h"
+#include "store/session_rules.h"
+
+namespace allocator {
+
+using store::Outcome;
+
+void Allocator::Claim(store::ClaimRequest req, store::SessionCallback done,
+                      std::function<bool()> abandoned) {
+  assert(req.lease_ms >= 0 && req.lease_ms <= options_.max_lease_ms);
+  assert(req.wait_ms >= 0 && req.wait_ms <= kMaxClaimWaitMs);
+  if (req.lease_ms == 0) req.lease_ms = options_.default_lease_ms;
+  if (req.wait_ms > 0) {
+    return waiting_room_.Claim(std::move(req), std::move(done), std::move(abandoned));
+  }
+  // What the message needs, kept apart from the request the storage takes.
+  ClaimContext context = ContextOf(req, store::TenantQuota(storage_->policy(), req.caller));
+  storage_->Claim(std::move(req), [this, context = std::move(context),
+                                   done = std::move(done)](store::SessionResult r) {
+    claims_.Finish(context, &r);
+    done(std::move(r));
+  });
+}
+
+void Allocator::Release(const store::Caller& caller, std::string session_id, int64_t token,
+                        store::SessionCallback done) {
+  storage_->Release(caller, std::move(session_id), token,
+                    Counted(&stats_.releases, [this, done = std::move(done)](
+                                                  store::SessionResult r) {
+                      if (r.outcome == Outcome::kOk) waiting_room_.Wake();
+                      done(std::move(r));
+                    }));
+}
+
+void Allocator::Renew(const store::Caller& caller, std::string session_id, int64_t token,
+                      int64_t lease_ms, store::SessionCallback done) {
+  assert(lease_ms >= 0 && lease_ms <= options_.max_lease_ms);
+  storage_->Renew(caller, std::move(session_id), token,
+                  lease_ms > 0 ? lease_ms : options_.default_lease_ms,
+                  Counted(&stats_.renewals, std::move(done)));
+}
+
+store::SessionCallback Allocator::Counted(std::atomic<uint64_t>* ok,
+                                          store::SessionCallback done) {
+  return [this, ok, done = std::move(done)](store::SessionResult r) {
+    if (r.outcome == Outcome::kOk) {
+      ok->fetch_add(1, std::memory_order_relaxed);
+    } else if (r.outcome == Outcome::kStaleToken) {
+      stats_.stale_tokens.fetch_add(1, std::memory_order_relaxed);
+    }
+    done(std::move(r));
+  };
+}
+
+}  // namespace allocator

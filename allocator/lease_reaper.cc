@@ -1,0 +1,56 @@
+#include "allocator/lease_reaper.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <utility>
+
+namespace allocator {
+
+LeaseReaper::LeaseReaper(store::Storage* storage, const AllocatorOptions* options,
+                         AllocatorStats* stats, std::function<void()> ended)
+    : storage_(storage), options_(options), stats_(stats), ended_(std::move(ended)) {}
+
+void LeaseReaper::Start() {
+  if (!thread_.joinable()) {
+    thread_ = std::jthread([this](std::stop_token stop) { Loop(std::move(stop)); });
+  }
+}
+
+void LeaseReaper::Stop() {
+  thread_.request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+int64_t LeaseReaper::ReapExpiredLeases() {
+  int64_t ended_total = 0;
+  for (int p = 0; p < storage_->partitions(); ++p) {
+    // A backlog is ended in several short transactions, not one long one.
+    for (int sweep = 0; sweep < options_->max_sweeps_per_reap; ++sweep) {
+      int64_t ended = 0;
+      if (!storage_->SweepExpiredLeases(p, options_->reaper_batch_rows, &ended).ok()) break;
+      ended_total += ended;
+      stats_->lease_expiries.fetch_add(static_cast<uint64_t>(ended), std::memory_order_relaxed);
+      if (ended < options_->reaper_batch_rows) break;
+    }
+  }
+  if (ended_total > 0) ended_();
+  return ended_total;
+}
+
+void LeaseReaper::Loop(std::stop_token stop) {
+  // The mutex only serves the wait, which a stop request ends at once.
+  std::mutex mu;
+  std::condition_variable_any cv;
+  const auto interval = std::chrono::milliseconds(options_->reaper_interval_ms);
+  for (;;) {
+    {
+      std::unique_lock lock(mu);
+      cv.wait_for(lock, stop, interval, [] { return false; });
+    }
+    if (stop.stop_requested()) return;
+    ReapExpiredLeases();
+  }
+}
+
+}  // namespace allocator

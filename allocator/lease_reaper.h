@@ -1,0 +1,47 @@
+#ifndef EDGEALLOC_ALLOCATOR_LEASE_REAPER_H_
+#define EDGEALLOC_ALLOCATOR_LEASE_REAPER_H_
+
+#include <cstdint>
+#include <functional>
+#include <stop_token>
+#include <thread>
+
+#include "allocator/allocator_types.h"
+#include "store/storage.h"
+
+namespace allocator {
+
+// The lease reaper: a thread that ends, every reaper_interval_ms, the
+// sessions whose lease is over, in bounded sweeps of each partition. The
+// storage, options and stats must outlive it; Stop it before they go.
+class LeaseReaper {
+ public:
+  // `ended` is called (on the reaper's thread) after a reap that ended any
+  // session: their containers are free again.
+  LeaseReaper(store::Storage* storage, const AllocatorOptions* options, AllocatorStats* stats,
+              std::function<void()> ended);
+  LeaseReaper(const LeaseReaper&) = delete;
+  LeaseReaper& operator=(const LeaseReaper&) = delete;
+  ~LeaseReaper() { Stop(); }
+
+  // Not from two threads at once.
+  void Start();
+  void Stop();  // returns once the thread ended; Start may run it again
+
+  // Ends the sessions of every partition whose lease is over, in bounded
+  // sweeps; returns how many. The thread calls this; tests may too.
+  int64_t ReapExpiredLeases();
+
+ private:
+  void Loop(std::stop_token stop);
+
+  store::Storage* const storage_;
+  const AllocatorOptions* const options_;
+  AllocatorStats* const stats_;
+  const std::function<void()> ended_;
+  std::jthread thread_;  // its stop request wakes it from its sleep
+};
+
+}  // namespace allocator
+
+#endif  // EDGEALLOC_ALLOCATOR_LEASE_REAPER_H_

@@ -1,0 +1,258 @@
+#include "allocator/waiting_room.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "allocator/claim_messages.h"
+#include "base/clock.h"
+#include "store/session_rules.h"
+
+namespace allocator {
+
+using store::Outcome;
+
+WaitingRoom::WaitingRoom(store::Storage* storage, const AllocatorOptions* options,
+                         AllocatorStats* stats, ClaimCounts* claims)
+    : storage_(storage), options_(options), stats_(stats), claims_(claims) {}
+
+void WaitingRoom::Start() {
+  base::MutexLock lock(&mu_);
+  wait_stop_ = false;
+  stopped_ = false;
+  if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+}
+
+void WaitingRoom::Stop() {
+  {
+    base::MutexLock lock(&mu_);
+    wait_stop_ = true;
+  }
+  wait_cv_.SignalAll();
+  if (thread_.joinable()) thread_.join();
+  // Never started, or queued since it stopped: answered here, so that every
+  // claim is answered exactly once.
+  std::vector<WaiterPtr> left;
+  {
+    base::MutexLock lock(&mu_);
+    for (auto& [key, queue] : waiters_) {
+      for (auto& w : queue) {
+        if (!w->in_flight) {
+          left.push_back(w);
+          UncountLocked(*w);
+        }
+      }
+      std::erase_if(queue, [](const WaiterPtr& w) { return !w->in_flight; });
+    }
+    std::erase_if(waiters_, [](const auto& entry) { return entry.second.empty(); });
+  }
+  for (const auto& w : left) AnswerWaiter(w, Outcome::kNoCapacity, "");
+  DrainAtStop();
+}
+
+void WaitingRoom::EndWaits() {
+  {
+    base::MutexLock lock(&mu_);
+    wait_stop_ = true;
+  }
+  // The waiters' thread answers every waiter not with the storage and ends;
+  // those with it are answered by their claim's callback (OnWaiterClaimed
+  // queues nobody once wait_stop_ is set).
+  wait_cv_.SignalAll();
+}
+
+void WaitingRoom::Claim(store::ClaimRequest req, store::SessionCallback done,
+                        std::function<bool()> abandoned) {
+  auto w = std::make_shared<Waiter>();
+  w->started_ms = base::NowMs();
+  w->deadline_ms = w->started_ms + req.wait_ms;
+  w->req = req;
+  w->done = std::move(done);
+  w->abandoned = std::move(abandoned);
+  bool others_wait = false;
+  {
+    base::MutexLock lock(&mu_);
+    auto it = waiters_.find(PoolKey(req.region, req.pool));
+    others_wait = it != waiters_.end() && !it->second.empty();
+    if (!others_wait) ++first_claims_in_flight_;
+  }
+  // First come, first served: behind the claims already waiting.
+  if (others_wait) return Enqueue(std::move(w));
+  storage_->Claim(std::move(req),
+                  [this, w](store::SessionResult r) { OnFirstClaimed(w, std::move(r)); });
+}
+
+void WaitingRoom::Wake() {
+  if (!any_waiters_.load()) return;
+  base::MutexLock lock(&mu_);
+  wake_ = true;
+  wait_cv_.Signal();
+}
+
+ClaimContext WaitingRoom::QuotaContextOf(const store::ClaimRequest& req) const {
+  return ContextOf(req, store::TenantQuota(storage_->policy(), req.caller));
+}
+
+void WaitingRoom::OnFirstClaimed(const WaiterPtr& w, store::SessionResult r) {
+  // Counted back only once what it brings is queued or kept, so that Stop,
+  // seeing none in flight, misses no session to release.
+  auto back = [this] {
+    base::MutexLock lock(&mu_);
+    --first_claims_in_flight_;
+    drain_cv_.SignalAll();
+  };
+  if (r.outcome == Outcome::kNoCapacity && !Abandoned(*w)) {
+    Enqueue(w);
+    return back();
+  }
+  if (r.outcome == Outcome::kOk && Abandoned(*w)) {
+    {
+      base::MutexLock lock(&mu_);
+      AbandonLocked(*w, r.session);
+      --first_claims_in_flight_;
+      drain_cv_.SignalAll();
+    }
+    return AnswerGone(w);
+  }
+  claims_->Finish(QuotaContextOf(w->req), &r);
+  back();  // last: Stop may return once it is counted back
+  w->done(std::move(r));
+}
+
+void WaitingRoom::AnswerGone(const WaiterPtr& w) {
+  store::SessionResult r;
+  r.outcome = Outcome::kNoCapacity;
+  r.message = ClientGoneMessage();
+  w->done(std::move(r));
+}
+
+std::vector<PoolKey> WaitingRoom::PoolsOf(const store::ClaimRequest& req) {
+  std::vector<PoolKey> pools;
+  pools.reserve(1 + req.fallback_regions.size());
+  pools.emplace_back(req.region, req.pool);
+  for (const auto& region : req.fallback_regions) pools.emplace_back(region, req.pool);
+  return pools;
+}
+
+std::string WaitingRoom::OverBoundLocked(const Waiter& w) {
+  auto it = waiters_.find(PoolKey(w.req.region, w.req.pool));
+  if (it != waiters_.end() &&
+      it->second.size() >= static_cast<size_t>(options_->max_waiters_per_pool)) {
+    return PoolWaitersFullMessage(options_->max_waiters_per_pool, w.req.region, w.req.pool);
+  }
+  const store::TenantLimits& limits = w.req.caller.limits;
+  const bool own = limits.max_waiters != store::TenantLimits::kUnset;
+  const int64_t tenant_bound = own ? limits.max_waiters : options_->max_waiters_per_tenant;
+  auto t = tenant_waiting_.find(w.req.caller.tenant);
+  const int64_t tenant_has = t == tenant_waiting_.end() ? 0 : t->second;
+  if (tenant_has + w.cost() > tenant_bound) {
+    return TenantWaitersFullMessage(w.req.caller.tenant, tenant_has, tenant_bound, own);
+  }
+  if (total_waiting_ + w.cost() > options_->max_waiters_total) {
+    return TotalWaitersFullMessage(total_waiting_, options_->max_waiters_total);
+  }
+  return "";
+}
+
+void WaitingRoom::UncountLocked(const Waiter& w) {
+  stats_->waiting.fetch_sub(1, std::memory_order_relaxed);
+  total_waiting_ -= w.cost();
+  auto t = tenant_waiting_.find(w.req.caller.tenant);
+  if (t != tenant_waiting_.end() && (t->second -= w.cost()) <= 0) tenant_waiting_.erase(t);
+}
+
+int64_t WaitingRoom::WaitingOf(const std::string& tenant) const {
+  base::MutexLock lock(&mu_);
+  auto t = tenant_waiting_.find(tenant);
+  return t == tenant_waiting_.end() ? 0 : t->second;
+}
+
+void WaitingRoom::Enqueue(WaiterPtr w) {
+  bool ended = false;
+  std::string refused;
+  w->pools = PoolsOf(w->req);
+  {
+    base::MutexLock lock(&mu_);
+    ended = wait_stop_;
+    if (!wait_stop_) {
+      refused = OverBoundLocked(*w);
+      if (refused.empty()) {
+        waiters_[PoolKey(w->req.region, w->req.pool)].push_back(w);
+        stats_->waiting.fetch_add(1, std::memory_order_relaxed);
+        total_waiting_ += w->cost();
+        tenant_waiting_[w->req.caller.tenant] += w->cost();
+        any_waiters_.store(true);
+        // Probed at once: a claim for a pool nobody registered never waits.
+        wake_ = true;
+        wait_cv_.Signal();
+        return;
+      }
+    }
+  }
+  // Stopping: nothing waits any more; the claim found nothing.
+  if (ended) return AnswerWaiter(w, Outcome::kNoCapacity, "");
+  stats_->waits_refused.fetch_add(1, std::memory_order_relaxed);
+  AnswerWaiter(w, Outcome::kOverloaded, std::move(refused));
+}
+
+void WaitingRoom::AnswerWaiter(const WaiterPtr& w, Outcome outcome, std::string message) {
+  store::SessionResult r;
+  r.outcome = outcome;
+  r.message = std::move(message);
+  claims_->Finish(ContextOf(w->req), &r);
+  if (outcome == Outcome::kNoCapacity) r.message += WaitedSuffix(base::NowMs() - w->started_ms);
+  w->done(std::move(r));
+}
+
+void WaitingRoom::RemoveLocked(const WaiterPtr& w) {
+  auto it = waiters_.find(PoolKey(w->req.region, w->req.pool));
+  if (it == waiters_.end()) return;
+  auto& queue = it->second;
+  for (auto q = queue.begin(); q != queue.end(); ++q) {
+    if (*q == w) {
+      queue.erase(q);
+      UncountLocked(*w);
+      break;
+    }
+  }
+  if (queue.empty()) waiters_.erase(it);
+}
+
+void WaitingRoom::OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r) {
+  bool abandoned = false;
+  {
+    base::MutexLock lock(&mu_);
+    w->in_flight = false;
+    if (r.outcome == Outcome::kNoCapacity && !wait_stop_ && base::NowMs() < w->deadline_ms &&
+        !Abandoned(*w)) {
+      return;  // still first in line; tries again when woken
+    }
+    RemoveLocked(w);
+    any_waiters_.store(!waiters_.empty());
+    drain_cv_.SignalAll();  // Stop may wait for this answer
+    if (r.outcome == Outcome::kOk && Abandoned(*w)) {
+      abandoned = true;
+      AbandonLocked(*w, r.session);
+    }
+    // The next in line may find a container too (or, for an abandoned
+    // session, the one released for it).
+    if (r.outcome == Outcome::kOk) {
+      wake_ = true;
+      wait_cv_.Signal();
+    }
+    // Counted under the lock too: once this waiter is out of waiters_, Stop
+    // may return and the Allocator go; below the lock only w is touched.
+    if (!abandoned) {
+      if (r.outcome == Outcome::kOk) {
+        stats_->waits_served.fetch_add(1, std::memory_order_relaxed);
+      } else if (r.outcome == Outcome::kNoCapacity) {
+        stats_->waits_timed_out.fetch_add(1, std::memory_order_relaxed);
+      }
+      claims_->Finish(QuotaContextOf(w->req), &r);
+    }
+  }
+  if (abandoned) return AnswerGone(w);
+  if (r.outcome == Outcome::kNoCapacity) r.message += WaitedSuffix(base::NowMs() - w->started_ms);
+  w->done(std::move(r));
+}
+
+}  // namespace allocator

@@ -1,0 +1,173 @@
+#ifndef EDGEALLOC_ALLOCATOR_WAITING_ROOM_H_
+#define EDGEALLOC_ALLOCATOR_WAITING_ROOM_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "allocator/allocator_types.h"
+#include "allocator/claim_counts.h"
+#include "base/mutex.h"
+#include "store/storage.h"
+
+namespace allocator {
+
+// The waiting room: claims that wait (wait_ms) for a container of their
+// region and pool, first come first served per pool, bounded per pool, per
+// tenant and in all (AllocatorOptions), and served by one thread that probes
+// the waiting pools and lets the first in line of each claim again. A
+// session claimed for a waiter whose client went away is released here too
+// (abandoned_releases.cc). Allocator::Claim's comment tells what a client
+// sees. Safe from any thread.
+//
+// The storage, options, stats and claim counts must outlive it. Callbacks it
+// hands the storage are tracked (first attempts, waiters' claims, releases)
+// and touch it only before Stop can see them back: Stop waits for them, so
+// it may be destroyed once Stop returned.
+class WaitingRoom {
+ public:
+  WaitingRoom(store::Storage* storage, const AllocatorOptions* options, AllocatorStats* stats,
+              ClaimCounts* claims);
+  WaitingRoom(const WaitingRoom&) = delete;
+  WaitingRoom& operator=(const WaitingRoom&) = delete;
+
+  // Starts the waiters' thread. Stop answers every waiter no_capacity, ends
+  // the thread and waits (at most kStopReleaseMs) for the waiting claims
+  // still with the storage and the releases of abandoned sessions: the
+  // storage's writers must still run.
+  void Start();
+  void Stop();
+  // Answers every waiter now (no_capacity) and lets none wait from now on.
+  void EndWaits();
+
+  // A claim with req.wait_ms > 0 and its lease set (Allocator::Claim).
+  void Claim(store::ClaimRequest req, store::SessionCallback done,
+             std::function<bool()> abandoned);
+  // Capacity may have come back (a release, an expiry): wakes the thread.
+  void Wake();
+  // What `tenant`'s waiting claims count now against its max_waiters.
+  int64_t WaitingOf(const std::string& tenant) const;
+
+ private:
+  // A claim waiting for capacity.
+  struct Waiter {
+    store::ClaimRequest req;
+    store::SessionCallback done;
+    std::function<bool()> abandoned;
+    int64_t started_ms = 0;
+    int64_t deadline_ms = 0;
+    bool in_flight = false;  // its claim is with the storage now
+    bool probed = false;     // found registered (or probing failed): may wait
+    // The pools it may take a container of (its region's, then each
+    // fallback region's), set when it is queued. It counts once for each
+    // against its tenant's and the total bound: each is probed and tried.
+    std::vector<PoolKey> pools;
+    int64_t cost() const { return static_cast<int64_t>(pools.size()); }
+  };
+  using WaiterPtr = std::shared_ptr<Waiter>;
+
+  // A session claimed for a client that went away, to be released.
+  struct PendingRelease {
+    store::Session session;
+    int attempts = 0;         // releases of it that failed so far
+    int64_t next_try_ms = 0;  // not before (a failed release backs off)
+    // When its lease will have ended, on this node's clock: the session's
+    // lease_expires_at_ms is the store's (the database's on PostgreSQL,
+    // which this node's wall clock may be far from), so the lease's length
+    // is counted from here instead.
+    int64_t give_up_ms = 0;
+  };
+
+  // What one round of the waiters' thread found to do, out of the lock.
+  struct Round {
+    bool stop = false;
+    std::vector<WaiterPtr> timed_out, gone, stopping;  // to answer no_capacity
+    std::vector<PendingRelease> releases;              // due now
+    std::vector<store::PoolProbe> probes;              // pools to probe
+  };
+
+  // ---- The queues (waiting_room.cc) ----
+  // Queues a claim that found nothing, or answers it (a full queue).
+  void Enqueue(WaiterPtr w);
+  // The storage's answer to a waiting claim's first attempt (a writer thread).
+  void OnFirstClaimed(const WaiterPtr& w, store::SessionResult r);
+  // The storage's answer to a waiter's claim (a writer thread).
+  void OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r);
+  // Takes `w` out of its pool's queue, if there. Counted back.
+  void RemoveLocked(const WaiterPtr& w) REQUIRES(mu_);
+  // Answers a waiter that leaves the queue without a session.
+  void AnswerWaiter(const WaiterPtr& w, store::Outcome outcome, std::string message);
+  // Answers a waiter whose client went away after a session was claimed for it.
+  static void AnswerGone(const WaiterPtr& w);  // touches only w: may run after Stop
+  bool Abandoned(const Waiter& w) const { return w.abandoned && w.abandoned(); }
+  // The claim's context for its message, held to its tenant's quota.
+  ClaimContext QuotaContextOf(const store::ClaimRequest& req) const;
+  // The pools a claim may take a container of: its region's and each
+  // fallback region's.
+  static std::vector<PoolKey> PoolsOf(const store::ClaimRequest& req);
+  // A waiter leaves the queues (its counts go with it).
+  void UncountLocked(const Waiter& w) REQUIRES(mu_);
+  // Why `w` may not wait now (empty: it may): a full pool, tenant or total.
+  std::string OverBoundLocked(const Waiter& w) REQUIRES(mu_);
+
+  // ---- The waiters' thread (waiter_rounds.cc) ----
+  void Loop();
+  // Sleeps until woken, wait_retry_ms passed or a failed release is due.
+  void SleepLocked() REQUIRES(mu_);
+  // Takes out the waiters to answer and the releases due; names the pools to probe.
+  void SortOutLocked(Round* round) REQUIRES(mu_);
+  void AnswerRound(Round* round);
+  // One read for every waiting pool, then each pool's first in line claims
+  // if its pools may serve it; claims that no registered container could
+  // serve are answered at once.
+  void ProbeAndTry(std::vector<store::PoolProbe> probes);
+  void PickLocked(const std::vector<store::PoolProbe>& probes, bool probed,
+                  std::vector<WaiterPtr>* unregistered, std::vector<WaiterPtr>* to_try)
+      REQUIRES(mu_);
+  void AnswerUnregistered(const WaiterPtr& w);
+
+  // ---- Sessions of clients that went away (abandoned_releases.cc) ----
+  // A session claimed for a waiter whose client went away: queued to be
+  // released, or kept when the claim has an idempotency key. Counted.
+  void AbandonLocked(const Waiter& w, const store::Session& session) REQUIRES(mu_);
+  // Takes from to_release_ the releases due at `now` into *due, drops (and
+  // counts) those given up on, and lowers *next_ms to the next one's time.
+  void TakeDueReleasesLocked(int64_t now, std::vector<PendingRelease>* due, int64_t* next_ms)
+      REQUIRES(mu_);
+  // Releases them (as admin); each failure comes back to to_release_.
+  void SubmitReleases(std::vector<PendingRelease> releases);
+  void OnAbandonedReleased(PendingRelease p, store::Outcome outcome);
+  // Stop's end: waits for waiting claims still with the storage and releases
+  // the abandoned sessions, until kStopReleaseMs passed.
+  void DrainAtStop();
+
+  store::Storage* const storage_;
+  const AllocatorOptions* const options_;
+  AllocatorStats* const stats_;
+  ClaimCounts* const claims_;
+
+  mutable base::Mutex mu_;
+  base::CondVar wait_cv_;
+  std::map<PoolKey, std::deque<WaiterPtr>> waiters_ GUARDED_BY(mu_);
+  std::vector<PendingRelease> to_release_ GUARDED_BY(mu_);  // abandoned waiters' sessions
+  int releases_in_flight_ GUARDED_BY(mu_) = 0;      // of those, with the storage now
+  int first_claims_in_flight_ GUARDED_BY(mu_) = 0;  // waiting claims' first attempts
+  bool stopped_ GUARDED_BY(mu_) = false;  // Stop is over: nothing releases any more
+  base::CondVar drain_cv_;  // one of the four above changed (Stop waits on it)
+  bool wake_ GUARDED_BY(mu_) = false;
+  bool wait_stop_ GUARDED_BY(mu_) = false;
+  std::atomic<bool> any_waiters_{false};
+  std::map<std::string, int64_t> tenant_waiting_ GUARDED_BY(mu_);  // costs, by tenant
+  int64_t total_waiting_ GUARDED_BY(mu_) = 0;                       // costs, all tenants
+  std::thread thread_;
+};
+
+}  // namespace allocator
+
+#endif  // EDGEALLOC_ALLOCATOR_WAITING_ROOM_H_
