@@ -103,7 +103,9 @@ store::Status Service::Start() {
   Router* router = router_.get();
   http_options.precheck = [router](const Request& header) { return router->Precheck(header); };
   http_ = std::make_unique<HttpServer>(
-      http_options, [router](Request req, Reply reply) { router->Handle(std::move(req), reply); });
+      http_options, [router](Request req, Reply reply, ClientGoneWatch watch) {
+        router->Handle(std::move(req), std::move(reply), std::move(watch));
+      });
   // Added in this order, which is also the order of the routes' series in
   // edgealloc_http_requests_total.
   readers_ = std::make_unique<ReaderPool>(
