@@ -20,12 +20,12 @@ namespace {
 
 store::StorageOptions StorageOptionsOf(const ServeConfig& config) {
   store::StorageOptions options;
+  options.program = "edgealloc serve";
+  options.warn = [](const std::string& message) { LogWarn("edgealloc: " + message); };
   options.db = config.db;
   options.shards = config.shards;
   options.pg_writers = config.pg_writers;
   options.sync = config.sync;
-  options.program = "edgealloc serve";
-  options.warn = [](const std::string& message) { LogWarn("edgealloc: " + message); };
   options.policy.candidates = config.candidates;
   options.policy.dead_after_ms = config.dead_after_ms;
   options.policy.max_sessions_per_tenant = config.max_sessions_per_tenant;

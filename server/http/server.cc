@@ -25,7 +25,7 @@
 
 // The listening side of HttpServer: accept, the connection cap, shedding idle
 // connections, backing off accept errors; and starting and stopping the io
-// threads. One connection's reads and writes are in connection.cc.
+// threads. One connection is connection.h.
 
 namespace server {
 

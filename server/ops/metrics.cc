@@ -53,12 +53,9 @@ void ClaimFamilies(const allocator::AllocatorStats& a, const allocator::Allocato
   ByLabel(out, "edgealloc_claims_total",
           "Claims answered, by result: ok (a new session), replayed (an idempotent retry), "
           "no_capacity, quota, error.",
-          "result",
-          {{"ok", Load(a.claims_ok)},
-           {"replayed", Load(a.claims_replayed)},
-           {"no_capacity", Load(a.claims_no_capacity)},
-           {"quota", Load(a.claims_quota)},
-           {"error", Load(a.claims_error)}});
+          "result", {{"ok", Load(a.claims_ok)}, {"replayed", Load(a.claims_replayed)},
+                     {"no_capacity", Load(a.claims_no_capacity)},
+                     {"quota", Load(a.claims_quota)}, {"error", Load(a.claims_error)}});
   if (pool_claims) {
     out->Family("edgealloc_pool_claims_total", "counter",
                 "Claims by pool: ok where a session was made, no_capacity where it was asked; "
@@ -87,10 +84,8 @@ void WaitFamilies(const allocator::AllocatorStats& a, Exposition* out) {
           "away), unregistered (no container of its pool exists in its regions: answered at "
           "once).",
           "result",
-          {{"served", Load(a.waits_served)},
-           {"timed_out", Load(a.waits_timed_out)},
-           {"refused", Load(a.waits_refused)},
-           {"abandoned", Load(a.waits_abandoned)},
+          {{"served", Load(a.waits_served)}, {"timed_out", Load(a.waits_timed_out)},
+           {"refused", Load(a.waits_refused)}, {"abandoned", Load(a.waits_abandoned)},
            {"unregistered", Load(a.waits_unregistered)}});
   ByLabel(out, "edgealloc_claim_wait_probes_total",
           "Reads that probe the pools claims wait for (a waiting claim claims only when one "
