@@ -4,12 +4,15 @@
 
 #include <arpa/inet.h>
 
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <ostream>
 #include <thread>
+#include <vector>
 
 #include "base/build_info.h"
+#include "server/api/reader_pool.h"
 #include "store/storage.h"
 
 namespace server {
@@ -40,6 +43,249 @@ CLI::Validator InRange(int64_t lo, int64_t hi, const std::string& what) {
 }
 
 constexpr int64_t kBig = int64_t{1} << 50;
+
+// The environment variable of a flag: EDGEALLOC_ and its long name in
+// capitals, '-' as '_' (--max-lease-ms: EDGEALLOC_MAX_LEASE_MS).
+std::string EnvNameOf(const std::string& flag) {
+  std::string name = "EDGEALLOC_";
+  for (char c : flag.substr(2)) name += c == '-' ? '_' : static_cast<char>(std::toupper(c));
+  return name;
+}
+
+// A flag, its variable and its environment variable.
+template <typename T>
+CLI::Option* AddFlag(CLI::App* app, const std::string& flag, T* value, const std::string& help) {
+  return app->add_option(flag, *value, help)->envname(EnvNameOf(flag));
+}
+
+// A whole-number flag in [lo, hi] (`what` says what it is for, in a refusal),
+// its default shown in --help.
+template <typename T>
+CLI::Option* AddNumber(CLI::App* app, const std::string& flag, T* value, const std::string& help,
+                       int64_t lo, int64_t hi, const std::string& what) {
+  return AddFlag(app, flag, value, help)->check(InRange(lo, hi, what))->capture_default_str();
+}
+
+// A flag of a few words, one of `words`, its default shown in --help.
+CLI::Option* AddWord(CLI::App* app, const std::string& flag, std::string* value,
+                     const std::string& help, std::vector<std::string> words) {
+  return AddFlag(app, flag, value, help)->check(CLI::IsMember(words))->capture_default_str();
+}
+
+// The serve flags read as words, turned into ServeConfig's values after
+// parsing (FinishServe).
+struct WordFlags {
+  std::string sync = "full";
+  std::string log_level = "info";
+  std::string log_format = "text";
+};
+
+// Where the API is served, and by how many threads.
+void AddServingFlags(CLI::App* serve, ServeConfig* s) {
+  AddFlag(serve, "--db", &s->db,
+          "SQLite database file, or a PostgreSQL URI (postgresql://...); created and migrated")
+      ->capture_default_str();
+  AddFlag(serve, "--listen", &s->listen, "HOST:PORT to serve on")->capture_default_str();
+  AddFlag(serve, "--keys", &s->keys_file,
+          "bearer keys file, 'key role [tenant]' a line ('key container [ids]', ids an exact id "
+          "or a prefix ending in '*'); without it only loopback is allowed")
+      ->check(CLI::ExistingFile);
+  AddNumber(serve, "--threads", &s->threads,
+            "HTTP io threads (default: the number of cores less one, at least 1)", 1, kMaxThreads,
+            "HTTP io threads");
+  AddNumber(serve, "--reader-threads", &s->reader_threads,
+            "threads for the database reads of the API (a session, a list, limits, a container), "
+            "kept off the HTTP io threads; each may have " +
+                std::to_string(kReaderQueuePerThread) + " reads waiting, more are 503 overloaded",
+            1, kMaxReaderThreads, "reader threads");
+}
+
+// The database files or connections, and how commits are made durable.
+void AddStorageFlags(CLI::App* serve, ServeConfig* s, WordFlags* words) {
+  AddNumber(serve, "--shards", &s->shards, "database files the pool is split over, by region", 1,
+            kMaxShards, "database files the pool is split over");
+  AddNumber(serve, "--pg-writers", &s->pg_writers,
+            "PostgreSQL: writer connections of this node; heartbeats are spread over them by "
+            "container, sessions go through the first",
+            1, kMaxPgWriters, "PostgreSQL writer connections");
+  AddWord(serve, "--sync", &words->sync,
+          "SQLite synchronous for the claim path: full (fsync each commit before it is answered) "
+          "or normal (no fsync per commit: a power loss can roll back answered claims, releases "
+          "and registrations, and with them fencing tokens, which may then be handed out again)",
+          {"full", "normal"});
+}
+
+// Leases, and the claims that may wait for a container.
+void AddSessionFlags(CLI::App* serve, ServeConfig* s) {
+  AddNumber(serve, "--lease-ms", &s->default_lease_ms, "session lease when a claim names none", 1,
+            kBig, "default session lease in ms");
+  AddNumber(serve, "--max-lease-ms", &s->max_lease_ms, "longest lease a claim or renew may ask for",
+            1, kBig, "longest session lease in ms");
+  AddNumber(serve, "--max-claim-waiters", &s->max_claim_waiters,
+            "claims that may wait (wait_ms) for one pool at once; more are 503 overloaded", 1,
+            1000000, "claims waiting a pool");
+  AddNumber(serve, "--max-claim-waiters-per-tenant", &s->max_claim_waiters_per_tenant,
+            "claims one tenant may have waiting (wait_ms) at once, every pool; a tenant's "
+            "max_waiters in the keys file wins; more are 503 overloaded",
+            0, 1000000, "claims waiting for one tenant");
+  AddNumber(serve, "--max-claim-waiters-total", &s->max_claim_waiters_total,
+            "claims that may wait (wait_ms) at once on this node, every tenant and pool; more are "
+            "503 overloaded",
+            0, 10000000, "claims waiting in all");
+}
+
+// Silence, and the batches heartbeats are written in.
+void AddHeartbeatFlags(CLI::App* serve, ServeConfig* s) {
+  AddNumber(serve, "--dead-after-ms", &s->dead_after_ms,
+            "a container without a heartbeat this long is dead", 1, kBig,
+            "heartbeat timeout in ms");
+  AddNumber(serve, "--batch-max", &s->batch_max, "heartbeats written in one transaction at most", 1,
+            100000, "heartbeat batch size");
+  AddNumber(serve, "--batch-wait-ms", &s->batch_wait_ms, "longest wait to fill a heartbeat batch",
+            0, 60000, "heartbeat batch wait in ms");
+  AddNumber(serve, "--queue-capacity", &s->queue_capacity, "heartbeats queued before 503", 1,
+            100000000, "heartbeat queue capacity");
+}
+
+// The capacity mirror and its history.
+void AddMirrorFlags(CLI::App* serve, ServeConfig* s) {
+  AddNumber(serve, "--mirror-refresh-ms", &s->mirror_refresh_ms, "capacity mirror refresh period",
+            1, kBig, "capacity mirror refresh period in ms");
+  AddNumber(serve, "--history-interval-ms", &s->history_interval_ms,
+            "capacity history (GET /v1/capacity/history, the dashboard's utilisation lines): one "
+            "sample of every pool this often, the last 60 kept",
+            100, 3600 * 1000, "capacity history sampling interval in ms");
+}
+
+// Bounds on what a tenant or a request may ask.
+void AddLimitFlags(CLI::App* serve, ServeConfig* s) {
+  // No default shown: inside, unlimited is a number nobody should read.
+  AddFlag(serve, "--max-sessions-per-tenant", &s->max_sessions_per_tenant,
+          "concurrent sessions a tenant may hold (default: unlimited; 0 = unlimited)")
+      ->check(InRange(0, kBig, "sessions a tenant may hold, 0 for unlimited"));
+  AddNumber(serve, "--max-body-bytes", &s->max_body_bytes, "request body limit in bytes", 1,
+            int64_t{1} << 30, "request body limit in bytes");
+  AddNumber(serve, "--candidates", &s->candidates,
+            "size of the candidate pool a claim picks from at random", 1, 1000,
+            "claim candidate pool size");
+  AddNumber(serve, "--max-clock-skew-ms", &s->max_clock_skew_ms,
+            "a heartbeat whose ts_ms is more than this ahead of the server's clock is refused "
+            "(400 invalid_field)",
+            0, kBig, "largest clock skew of a heartbeat's ts_ms in ms");
+}
+
+// The log, and the demo fleet.
+void AddLogAndDemoFlags(CLI::App* serve, ServeConfig* s, WordFlags* words) {
+  AddWord(serve, "--log-level", &words->log_level, "least level logged: debug, info, warn or error",
+          {"debug", "info", "warn", "error"});
+  AddWord(serve, "--log-format", &words->log_format,
+          "text (one human line a record) or json (one JSON object a line)", {"text", "json"});
+  serve
+      ->add_flag("--access-log", s->log.access_log,
+                 "log a line per request answered: method, path (no query), status, bytes, "
+                 "duration and request id; never a key")
+      ->envname("EDGEALLOC_ACCESS_LOG");
+  serve->add_flag("--demo", s->demo, "register a small demo fleet and keep it alive")
+      ->envname("EDGEALLOC_DEMO");
+}
+
+// --config FILE: every serve flag as a TOML key named like the long flag
+// (`db = "pool.db"`, `listen = "0.0.0.0:8080"`, `demo = true`), at the top
+// of the file or under [serve]. CLI11's order: a flag on the command line
+// wins over the file, and the file over the EDGEALLOC_* environment; an
+// unknown key is an error. Read by the top app (CLI11 reads config files
+// there), so `serve` lets the flag fall through to it.
+// EDGEALLOC_CONFIG names the file when --config does not (CLI11 2.1 reads no
+// variable for its config option): the file is then required, so a wrong
+// path is an error rather than a silent run on defaults.
+void AddConfigFile(CLI::App* app, CLI::App* serve) {
+  const char* config_from_env = std::getenv("EDGEALLOC_CONFIG");
+  const bool env_config = config_from_env != nullptr && *config_from_env != '\0';
+  app->set_config("--config", env_config ? config_from_env : "",
+                  "TOML file of serve settings, keys named as the long flags (see "
+                  "packaging/edgealloc.toml); command-line flags win over it, it wins over "
+                  "EDGEALLOC_* variables. Env: EDGEALLOC_CONFIG",
+                  env_config);
+  app->allow_config_extras(CLI::config_extras_mode::error);
+  serve->fallthrough();
+}
+
+CLI::App* AddServeCommand(CLI::App* app, ServeConfig* s, WordFlags* words) {
+  CLI::App* serve = app->add_subcommand(
+      "serve",
+      "Serve the HTTP API (docs/api.md; OpenAPI 3.1 in docs/openapi.json, also served at GET "
+      "/openapi.json). Every option may also come from edgealloc "
+      "--config FILE (TOML, under [serve]: packaging/edgealloc.toml) or from its EDGEALLOC_* "
+      "variable; a flag wins over the file, the file over the variable.");
+  AddConfigFile(app, serve);
+  AddServingFlags(serve, s);
+  AddStorageFlags(serve, s, words);
+  AddSessionFlags(serve, s);
+  AddHeartbeatFlags(serve, s);
+  AddMirrorFlags(serve, s);
+  AddLimitFlags(serve, s);
+  AddLogAndDemoFlags(serve, s, words);
+  return serve;
+}
+
+CLI::App* AddRegisterCommand(CLI::App* app, RegisterConfig* r) {
+  CLI::App* reg = app->add_subcommand(
+      "register",
+      "Register containers from a JSON file ({\"containers\":[...]}, as POST /v1/containers), "
+      "also while a server runs.");
+  AddFlag(reg, "--db", &r->db, "SQLite database file, or a PostgreSQL URI (postgresql://...)")
+      ->capture_default_str();
+  AddNumber(reg, "--shards", &r->shards, "database files the pool is split over (as the server)", 1,
+            kMaxShards, "database files the pool is split over");
+  reg->add_option("file", r->file, "JSON file, or - for stdin")->required();
+  return reg;
+}
+
+// Parses; false with cmd->exit_code set if the command ends here (help,
+// version, a usage error said on `err`).
+bool ParseOrExit(CLI::App* app, int argc, const char* const* argv, std::ostream& out,
+                 std::ostream& err, Command* cmd) {
+  try {
+    app->parse(argc, argv);
+    return true;
+  } catch (const CLI::Success& e) {  // --help, --help-all, --version
+    cmd->exit_code = app->exit(e, out, err);
+  } catch (const CLI::ConfigError& e) {
+    err << "edgealloc: --config: " << e.what()
+        << " (settings go under [serve], named as the long flags of `edgealloc serve --help`; "
+           "packaging/edgealloc.toml has them all)\n";
+    cmd->exit_code = 2;
+  } catch (const CLI::FileError& e) {
+    err << "edgealloc: --config: " << e.what() << "\n";
+    cmd->exit_code = 2;
+  } catch (const CLI::ParseError& e) {
+    app->exit(e, out, err);
+    cmd->exit_code = 2;
+  }
+  return false;
+}
+
+// The serve settings that are not taken as given: the words made values,
+// and the checks across flags. "" if they may serve, else the usage error.
+std::string FinishServe(const WordFlags& words, ServeConfig* s) {
+  s->sync = words.sync == "normal" ? store::Sync::kNormal : store::Sync::kFull;
+  ParseLogLevel(words.log_level, &s->log.level);  // IsMember checked it
+  s->log.format = words.log_format == "json" ? LogFormat::kJson : LogFormat::kText;
+  std::string error;
+  if (!SplitHostPort(s->listen, &s->host, &s->port, &error)) return "--listen: " + error;
+  // "0 = unlimited" on the command line; one spelling of unlimited inside.
+  if (s->max_sessions_per_tenant == 0) s->max_sessions_per_tenant = store::kUnlimited;
+  if (s->default_lease_ms > s->max_lease_ms) {
+    return "--lease-ms (" + std::to_string(s->default_lease_ms) +
+           ") is longer than --max-lease-ms (" + std::to_string(s->max_lease_ms) + ")";
+  }
+  if (s->keys_file.empty() && !IsLoopbackHost(s->host)) {
+    return "refusing to listen on " + s->listen +
+           " without keys: anyone who can reach it could claim and remove containers. "
+           "Give --keys FILE (lines of 'key role [tenant]'), or listen on 127.0.0.1.";
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -88,15 +334,14 @@ bool IsLoopbackHost(const std::string& host) {
   return false;
 }
 
+
 Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   Command cmd;
-  ServeConfig& s = cmd.serve;
-  RegisterConfig& r = cmd.reg;
-  unsigned cores = std::thread::hardware_concurrency();
   // One core is left to the shard writers: on 2 cores, 2 io threads beside
   // the writer cost 15-20% more CPU a claim than 1 (bench/RESULTS.md), and
   // the /healthz ceiling was no higher.
-  s.threads = cores <= 2 ? 1 : static_cast<int>(cores) - 1;
+  const unsigned cores = std::thread::hardware_concurrency();
+  cmd.serve.threads = cores <= 2 ? 1 : static_cast<int>(cores) - 1;
 
   CLI::App app{"edgealloc: hands out exclusive containers (browsers, sandboxes) from a fleet, its state in SQLite (embedded) or PostgreSQL (several nodes)."};
   app.name("edgealloc");
@@ -105,242 +350,20 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
                        std::string("edgealloc ") + base::kVersion + " (commit " + base::kCommit +
                            ", SQLite " + store::SqliteLibraryVersion() + ", libpq " +
                            store::LibpqLibraryVersion() + ")");
-
-  CLI::App* serve = app.add_subcommand(
-      "serve",
-      "Serve the HTTP API (docs/api.md; OpenAPI 3.1 in docs/openapi.json, also served at GET "
-      "/openapi.json). Every option may also come from edgealloc "
-      "--config FILE (TOML, under [serve]: packaging/edgealloc.toml) or from its EDGEALLOC_* "
-      "variable; a flag wins over the file, the file over the variable.");
-  // --config FILE: every serve flag as a TOML key named like the long flag
-  // (`db = "pool.db"`, `listen = "0.0.0.0:8080"`, `demo = true`), at the top
-  // of the file or under [serve]. CLI11's order: a flag on the command line
-  // wins over the file, and the file over the EDGEALLOC_* environment; an
-  // unknown key is an error. Read by the top app (CLI11 reads config files
-  // there), so `serve` lets the flag fall through to it.
-  // EDGEALLOC_CONFIG names the file when --config does not (CLI11 2.1 reads no
-  // variable for its config option): the file is then required, so a wrong
-  // path is an error rather than a silent run on defaults.
-  const char* config_from_env = std::getenv("EDGEALLOC_CONFIG");
-  const bool env_config = config_from_env != nullptr && *config_from_env != '\0';
-  app.set_config("--config", env_config ? config_from_env : "",
-                 "TOML file of serve settings, keys named as the long flags (see "
-                 "packaging/edgealloc.toml); command-line flags win over it, it wins over "
-                 "EDGEALLOC_* variables. Env: EDGEALLOC_CONFIG",
-                 env_config);
-  app.allow_config_extras(CLI::config_extras_mode::error);
-  serve->fallthrough();
-  serve
-      ->add_option("--db", s.db,
-                   "SQLite database file, or a PostgreSQL URI (postgresql://...); created and "
-                   "migrated")
-      ->envname("EDGEALLOC_DB")
-      ->capture_default_str();
-  serve->add_option("--listen", s.listen, "HOST:PORT to serve on")
-      ->envname("EDGEALLOC_LISTEN")
-      ->capture_default_str();
-  serve
-      ->add_option("--keys", s.keys_file,
-                   "bearer keys file, 'key role [tenant]' a line ('key container [ids]', ids an "
-                   "exact id or a prefix ending in '*'); without it only loopback is allowed")
-      ->envname("EDGEALLOC_KEYS")
-      ->check(CLI::ExistingFile);
-  serve->add_option("--threads", s.threads, "HTTP io threads (default: the number of cores less one, at least 1)")
-      ->envname("EDGEALLOC_THREADS")
-      ->check(InRange(1, kMaxThreads, "HTTP io threads"))
-      ->capture_default_str();
-  serve
-      ->add_option("--reader-threads", s.reader_threads,
-                   "threads for the database reads of the API (a session, a list, limits, a "
-                   "container), kept off the HTTP io threads; each may have 64 reads waiting, "
-                   "more are 503 overloaded")
-      ->envname("EDGEALLOC_READER_THREADS")
-      ->check(InRange(1, kMaxReaderThreads, "reader threads"))
-      ->capture_default_str();
-  serve->add_option("--shards", s.shards, "database files the pool is split over, by region")
-      ->envname("EDGEALLOC_SHARDS")
-      ->check(InRange(1, kMaxShards, "database files the pool is split over"))
-      ->capture_default_str();
-  serve
-      ->add_option("--pg-writers", s.pg_writers,
-                   "PostgreSQL: writer connections of this node; heartbeats are spread over "
-                   "them by container, sessions go through the first")
-      ->envname("EDGEALLOC_PG_WRITERS")
-      ->check(InRange(1, kMaxPgWriters, "PostgreSQL writer connections"))
-      ->capture_default_str();
-  std::string sync = "full";
-  serve
-      ->add_option("--sync", sync,
-                   "SQLite synchronous for the claim path: full (fsync each commit before it is "
-                   "answered) or normal (no fsync per commit: a power loss can roll back "
-                   "answered claims, releases and registrations, and with them fencing "
-                   "tokens, which may then be handed out again)")
-      ->envname("EDGEALLOC_SYNC")
-      ->check(CLI::IsMember({"full", "normal"}))
-      ->capture_default_str();
-  serve->add_option("--lease-ms", s.default_lease_ms, "session lease when a claim names none")
-      ->envname("EDGEALLOC_LEASE_MS")
-      ->check(InRange(1, kBig, "default session lease in ms"))
-      ->capture_default_str();
-  serve->add_option("--max-lease-ms", s.max_lease_ms, "longest lease a claim or renew may ask for")
-      ->envname("EDGEALLOC_MAX_LEASE_MS")
-      ->check(InRange(1, kBig, "longest session lease in ms"))
-      ->capture_default_str();
-  serve->add_option("--max-claim-waiters", s.max_claim_waiters,
-                    "claims that may wait (wait_ms) for one pool at once; more are 503 overloaded")
-      ->envname("EDGEALLOC_MAX_CLAIM_WAITERS")
-      ->check(InRange(1, 1000000, "claims waiting a pool"))
-      ->capture_default_str();
-  serve
-      ->add_option("--max-claim-waiters-per-tenant", s.max_claim_waiters_per_tenant,
-                   "claims one tenant may have waiting (wait_ms) at once, every pool; a "
-                   "tenant's max_waiters in the keys file wins; more are 503 overloaded")
-      ->envname("EDGEALLOC_MAX_CLAIM_WAITERS_PER_TENANT")
-      ->check(InRange(0, 1000000, "claims waiting for one tenant"))
-      ->capture_default_str();
-  serve
-      ->add_option("--max-claim-waiters-total", s.max_claim_waiters_total,
-                   "claims that may wait (wait_ms) at once on this node, every tenant and pool; "
-                   "more are 503 overloaded")
-      ->envname("EDGEALLOC_MAX_CLAIM_WAITERS_TOTAL")
-      ->check(InRange(0, 10000000, "claims waiting in all"))
-      ->capture_default_str();
-  serve->add_option("--dead-after-ms", s.dead_after_ms,
-                    "a container without a heartbeat this long is dead")
-      ->envname("EDGEALLOC_DEAD_AFTER_MS")
-      ->check(InRange(1, kBig, "heartbeat timeout in ms"))
-      ->capture_default_str();
-  serve->add_option("--batch-max", s.batch_max, "heartbeats written in one transaction at most")
-      ->envname("EDGEALLOC_BATCH_MAX")
-      ->check(InRange(1, 100000, "heartbeat batch size"))
-      ->capture_default_str();
-  serve->add_option("--batch-wait-ms", s.batch_wait_ms, "longest wait to fill a heartbeat batch")
-      ->envname("EDGEALLOC_BATCH_WAIT_MS")
-      ->check(InRange(0, 60000, "heartbeat batch wait in ms"))
-      ->capture_default_str();
-  serve->add_option("--queue-capacity", s.queue_capacity, "heartbeats queued before 503")
-      ->envname("EDGEALLOC_QUEUE_CAPACITY")
-      ->check(InRange(1, 100000000, "heartbeat queue capacity"))
-      ->capture_default_str();
-  serve->add_option("--mirror-refresh-ms", s.mirror_refresh_ms, "capacity mirror refresh period")
-      ->envname("EDGEALLOC_MIRROR_REFRESH_MS")
-      ->check(InRange(1, kBig, "capacity mirror refresh period in ms"))
-      ->capture_default_str();
-  serve
-      ->add_option("--history-interval-ms", s.history_interval_ms,
-                   "capacity history (GET /v1/capacity/history, the dashboard's utilisation "
-                   "lines): one sample of every pool this often, the last 60 kept")
-      ->envname("EDGEALLOC_HISTORY_INTERVAL_MS")
-      ->check(InRange(100, 3600 * 1000, "capacity history sampling interval in ms"))
-      ->capture_default_str();
-  serve
-      ->add_option("--max-sessions-per-tenant", s.max_sessions_per_tenant,
-                   "concurrent sessions a tenant may hold (default: unlimited; 0 = unlimited)")
-      ->envname("EDGEALLOC_MAX_SESSIONS_PER_TENANT")
-      ->check(InRange(0, kBig, "sessions a tenant may hold, 0 for unlimited"));
-  serve->add_option("--max-body-bytes", s.max_body_bytes, "request body limit in bytes")
-      ->envname("EDGEALLOC_MAX_BODY_BYTES")
-      ->check(InRange(1, int64_t{1} << 30, "request body limit in bytes"))
-      ->capture_default_str();
-  serve
-      ->add_option("--candidates", s.candidates,
-                   "size of the candidate pool a claim picks from at random")
-      ->envname("EDGEALLOC_CANDIDATES")
-      ->check(InRange(1, 1000, "claim candidate pool size"))
-      ->capture_default_str();
-  serve
-      ->add_option("--max-clock-skew-ms", s.max_clock_skew_ms,
-                   "a heartbeat whose ts_ms is more than this ahead of the server's clock is "
-                   "refused (400 invalid_field)")
-      ->envname("EDGEALLOC_MAX_CLOCK_SKEW_MS")
-      ->check(InRange(0, kBig, "largest clock skew of a heartbeat's ts_ms in ms"))
-      ->capture_default_str();
-  std::string log_level = "info";
-  serve->add_option("--log-level", log_level, "least level logged: debug, info, warn or error")
-      ->envname("EDGEALLOC_LOG_LEVEL")
-      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
-      ->capture_default_str();
-  std::string log_format = "text";
-  serve
-      ->add_option("--log-format", log_format,
-                   "text (one human line a record) or json (one JSON object a line)")
-      ->envname("EDGEALLOC_LOG_FORMAT")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-  serve
-      ->add_flag("--access-log", s.log.access_log,
-                 "log a line per request answered: method, path (no query), status, bytes, "
-                 "duration and request id; never a key")
-      ->envname("EDGEALLOC_ACCESS_LOG");
-  serve->add_flag("--demo", s.demo, "register a small demo fleet and keep it alive")
-      ->envname("EDGEALLOC_DEMO");
-
-  CLI::App* reg = app.add_subcommand(
-      "register",
-      "Register containers from a JSON file ({\"containers\":[...]}, as POST /v1/containers), "
-      "also while a server runs.");
-  reg->add_option("--db", r.db, "SQLite database file, or a PostgreSQL URI (postgresql://...)")
-      ->envname("EDGEALLOC_DB")
-      ->capture_default_str();
-  reg->add_option("--shards", r.shards, "database files the pool is split over (as the server)")
-      ->envname("EDGEALLOC_SHARDS")
-      ->check(InRange(1, kMaxShards, "database files the pool is split over"))
-      ->capture_default_str();
-  reg->add_option("file", r.file, "JSON file, or - for stdin")->required();
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    cmd.exit_code = app.exit(e, out, err);
-    return cmd;
-  } catch (const CLI::CallForAllHelp& e) {
-    cmd.exit_code = app.exit(e, out, err);
-    return cmd;
-  } catch (const CLI::CallForVersion& e) {
-    cmd.exit_code = app.exit(e, out, err);
-    return cmd;
-  } catch (const CLI::ConfigError& e) {
-    err << "edgealloc: --config: " << e.what()
-        << " (settings go under [serve], named as the long flags of `edgealloc serve --help`; "
-           "packaging/edgealloc.toml has them all)\n";
-    cmd.exit_code = 2;
-    return cmd;
-  } catch (const CLI::FileError& e) {
-    err << "edgealloc: --config: " << e.what() << "\n";
-    cmd.exit_code = 2;
-    return cmd;
-  } catch (const CLI::ParseError& e) {
-    app.exit(e, out, err);
-    cmd.exit_code = 2;
-    return cmd;
-  }
-
-  auto usage = [&](const std::string& msg) {
-    err << "edgealloc: " << msg << "\n";
-    cmd.kind = Command::Kind::kExit;
-    cmd.exit_code = 2;
-    return cmd;
-  };
+  WordFlags words;
+  AddServeCommand(&app, &cmd.serve, &words);
+  CLI::App* reg = AddRegisterCommand(&app, &cmd.reg);
+  if (!ParseOrExit(&app, argc, argv, out, err, &cmd)) return cmd;
 
   if (*reg) {
     cmd.kind = Command::Kind::kRegister;
     return cmd;
   }
-  s.sync = sync == "normal" ? store::Sync::kNormal : store::Sync::kFull;
-  ParseLogLevel(log_level, &s.log.level);  // IsMember checked it
-  s.log.format = log_format == "json" ? LogFormat::kJson : LogFormat::kText;
-  std::string error;
-  if (!SplitHostPort(s.listen, &s.host, &s.port, &error)) return usage("--listen: " + error);
-  // "0 = unlimited" on the command line; one spelling of unlimited inside.
-  if (s.max_sessions_per_tenant == 0) s.max_sessions_per_tenant = store::kUnlimited;
-  if (s.default_lease_ms > s.max_lease_ms) {
-    return usage("--lease-ms (" + std::to_string(s.default_lease_ms) + ") is longer than --max-lease-ms (" +
-                 std::to_string(s.max_lease_ms) + ")");
-  }
-  if (s.keys_file.empty() && !IsLoopbackHost(s.host)) {
-    return usage("refusing to listen on " + s.listen +
-                 " without keys: anyone who can reach it could claim and remove containers. "
-                 "Give --keys FILE (lines of 'key role [tenant]'), or listen on 127.0.0.1.");
+  const std::string usage = FinishServe(words, &cmd.serve);
+  if (!usage.empty()) {
+    err << "edgealloc: " << usage << "\n";
+    cmd.exit_code = 2;
+    return cmd;
   }
   cmd.kind = Command::Kind::kServe;
   return cmd;

@@ -16,53 +16,101 @@ Service::Service(ServeConfig config, StorageWrap wrap)
 
 Service::~Service() { Stop(); }
 
+namespace {
+
+store::StorageOptions StorageOptionsOf(const ServeConfig& config) {
+  store::StorageOptions options;
+  options.program = "edgealloc serve";
+  options.warn = [](const std::string& message) { LogWarn("edgealloc: " + message); };
+  options.db = config.db;
+  options.shards = config.shards;
+  options.pg_writers = config.pg_writers;
+  options.sync = config.sync;
+  options.policy.candidates = config.candidates;
+  options.policy.dead_after_ms = config.dead_after_ms;
+  options.policy.max_sessions_per_tenant = config.max_sessions_per_tenant;
+  return options;
+}
+
+batcher::BatcherOptions BatcherOptionsOf(const ServeConfig& config) {
+  batcher::BatcherOptions options;
+  options.batch_max = config.batch_max;
+  options.batch_wait_ms =
+      static_cast<int>(std::min<int64_t>(config.batch_wait_ms, std::numeric_limits<int>::max()));
+  options.queue_capacity = config.queue_capacity;
+  options.dead_after_ms = config.dead_after_ms;
+  return options;
+}
+
+allocator::AllocatorOptions AllocatorOptionsOf(const ServeConfig& config) {
+  allocator::AllocatorOptions options;
+  options.default_lease_ms = config.default_lease_ms;
+  options.max_lease_ms = config.max_lease_ms;
+  options.max_waiters_per_pool = config.max_claim_waiters;
+  options.max_waiters_per_tenant = config.max_claim_waiters_per_tenant;
+  options.max_waiters_total = config.max_claim_waiters_total;
+  return options;
+}
+
+// Session ids are bearer-like handles drawn from getrandom(2): without it the
+// server does not start, rather than hand out guessable ids.
+store::Status RequireKernelRandom() {
+  unsigned char probe[16];
+  std::string error;
+  if (!base::KernelRandomBytes(probe, sizeof(probe), &error)) {
+    return store::Status::IOError("refusing to start: " + error);
+  }
+  return store::Status::Ok();
+}
+
+}  // namespace
+
 store::Status Service::Start() {
-  if (!config_.keys_file.empty()) {
-    std::string exposed;
-    RETURN_IF_ERROR(
-        CheckKeysFileAccess(config_.keys_file, !IsLoopbackHost(config_.host), &exposed));
-    if (!exposed.empty()) LogWarn("edgealloc: " + exposed);
-    RETURN_IF_ERROR(KeyStore::Load(config_.keys_file, &keys_));
-    if (size_t n = keys_.unscoped_container_keys()) {
-      // Once, at start: such a key can report every container dead. The
-      // count, never the keys.
-      LogWarn("edgealloc: " + std::to_string(n) +
-              " container key(s) in the keys file may report any container id; give each the "
-              "ids it may report as a third field ('KEY container weur-1*')");
-    }
-  }
-  {
-    // Session ids are bearer-like handles drawn from getrandom(2): without
-    // it the server does not start, rather than hand out guessable ids.
-    unsigned char probe[16];
-    std::string error;
-    if (!base::KernelRandomBytes(probe, sizeof(probe), &error)) {
-      return store::Status::IOError("refusing to start: " + error);
-    }
-  }
-
-  store::StorageOptions storage_options;
-  storage_options.db = config_.db;
-  storage_options.shards = config_.shards;
-  storage_options.pg_writers = config_.pg_writers;
-  storage_options.sync = config_.sync;
-  storage_options.program = "edgealloc serve";
-  storage_options.warn = [](const std::string& message) { LogWarn("edgealloc: " + message); };
-  storage_options.policy.candidates = config_.candidates;
-  storage_options.policy.dead_after_ms = config_.dead_after_ms;
-  storage_options.policy.max_sessions_per_tenant = config_.max_sessions_per_tenant;
-  RETURN_IF_ERROR(store::OpenStorage(storage_options, &storage_));
+  RETURN_IF_ERROR(LoadKeys());
+  RETURN_IF_ERROR(RequireKernelRandom());
+  RETURN_IF_ERROR(store::OpenStorage(StorageOptionsOf(config_), &storage_));
   if (wrap_) storage_ = wrap_(std::move(storage_));
-
-  batcher::BatcherOptions batch_options;
-  batch_options.batch_max = config_.batch_max;
-  batch_options.batch_wait_ms = static_cast<int>(
-      std::min<int64_t>(config_.batch_wait_ms, std::numeric_limits<int>::max()));
-  batch_options.queue_capacity = config_.queue_capacity;
-  batch_options.dead_after_ms = config_.dead_after_ms;
-  batcher_ = std::make_unique<batcher::Batcher>(storage_.get(), batch_options);
+  batcher_ = std::make_unique<batcher::Batcher>(storage_.get(), BatcherOptionsOf(config_));
   batcher_->Start();
+  store::Status s = StartMirror();
+  if (s.ok()) {
+    StartAllocator();
+    MakeHttpServer();
+    // Added in this order, which is also the order of the routes' series in
+    // edgealloc_http_requests_total.
+    AddApiRoutes();
+    AddOpsRoutes();
+    started_ = true;
+    s = StartDemo();
+  }
+  if (s.ok()) s = http_->Start();
+  if (!s.ok()) {
+    Stop();
+    return s;
+  }
+  // Ready only now: the databases are open, the mirror has read them once
+  // and the batcher's threads run.
+  ready_.store(true);
+  return store::Status::Ok();
+}
 
+store::Status Service::LoadKeys() {
+  if (config_.keys_file.empty()) return store::Status::Ok();
+  std::string exposed;
+  RETURN_IF_ERROR(CheckKeysFileAccess(config_.keys_file, !IsLoopbackHost(config_.host), &exposed));
+  if (!exposed.empty()) LogWarn("edgealloc: " + exposed);
+  RETURN_IF_ERROR(KeyStore::Load(config_.keys_file, &keys_));
+  if (size_t n = keys_.unscoped_container_keys()) {
+    // Once, at start: such a key can report every container dead. The
+    // count, never the keys.
+    LogWarn("edgealloc: " + std::to_string(n) +
+            " container key(s) in the keys file may report any container id; give each the "
+            "ids it may report as a third field ('KEY container weur-1*')");
+  }
+  return store::Status::Ok();
+}
+
+store::Status Service::StartMirror() {
   // The first read happens here, so /v1/capacity is never served empty.
   std::vector<std::unique_ptr<store::CapacityReader>> readers;
   for (int p = 0; p < storage_->partitions(); ++p) {
@@ -72,19 +120,11 @@ store::Status Service::Start() {
   mirror_options.history_interval_ms = config_.history_interval_ms;
   mirror_ = std::make_unique<kvmirror::Mirror>(std::move(readers), config_.mirror_refresh_ms,
                                                std::move(mirror_options));
-  store::Status s = mirror_->Start();
-  if (!s.ok()) {
-    Stop();
-    return s;
-  }
+  return mirror_->Start();
+}
 
-  allocator::AllocatorOptions alloc_options;
-  alloc_options.default_lease_ms = config_.default_lease_ms;
-  alloc_options.max_lease_ms = config_.max_lease_ms;
-  alloc_options.max_waiters_per_pool = config_.max_claim_waiters;
-  alloc_options.max_waiters_per_tenant = config_.max_claim_waiters_per_tenant;
-  alloc_options.max_waiters_total = config_.max_claim_waiters_total;
-  allocator_ = std::make_unique<allocator::Allocator>(storage_.get(), alloc_options);
+void Service::StartAllocator() {
+  allocator_ = std::make_unique<allocator::Allocator>(storage_.get(), AllocatorOptionsOf(config_));
   // Per-pool claim counts keep the pools the mirror knows (a pool registered
   // since its last refresh counts as unknown until the next).
   allocator_->SetPoolDirectory([mirror = mirror_.get()](const std::string& region,
@@ -93,7 +133,9 @@ store::Status Service::Start() {
     return snapshot == nullptr || snapshot->Find(region, pool) != nullptr;
   });
   allocator_->Start();
+}
 
+void Service::MakeHttpServer() {
   router_ = std::make_unique<Router>(&keys_, &request_metrics_);
   HttpServerOptions http_options;
   http_options.host = config_.host;
@@ -103,12 +145,15 @@ store::Status Service::Start() {
   Router* router = router_.get();
   http_options.precheck = [router](const Request& header) { return router->Precheck(header); };
   http_ = std::make_unique<HttpServer>(
-      http_options, [router](Request req, Reply reply) { router->Handle(std::move(req), reply); });
-  // Added in this order, which is also the order of the routes' series in
-  // edgealloc_http_requests_total.
+      http_options, [router](Request req, Reply reply, ClientGoneWatch watch) {
+        router->Handle(std::move(req), std::move(reply), std::move(watch));
+      });
   readers_ = std::make_unique<ReaderPool>(
       config_.reader_threads,
       kReaderQueuePerThread * static_cast<size_t>(config_.reader_threads));
+}
+
+void Service::AddApiRoutes() {
   health_routes_ = std::make_unique<HealthRoutes>(&ready_, storage_.get());
   health_routes_->AddRoutes(router_.get());
   SessionRoutesOptions session_options;
@@ -142,6 +187,9 @@ store::Status Service::Start() {
   heartbeat_routes_ =
       std::make_unique<HeartbeatRoutes>(batcher_.get(), &ready_, std::move(heartbeat_options));
   heartbeat_routes_->AddRoutes(router_.get());
+}
+
+void Service::AddOpsRoutes() {
   MetricsSources metrics;
   metrics.allocator = &allocator_->stats();
   metrics.pool_claims = allocator_.get();
@@ -163,24 +211,13 @@ store::Status Service::Start() {
                         store::LibpqLibraryVersion()};
   ops_routes_ = std::make_unique<OpsRoutes>(mirror_.get(), std::move(metrics));
   ops_routes_->AddRoutes(router_.get());
-  started_ = true;
+}
 
-  if (config_.demo) {
-    demo_ = std::make_unique<Demo>(storage_.get(), batcher_.get(), config_.dead_after_ms);
-    std::string error;
-    if (!demo_->Start(&error)) {
-      Stop();
-      return store::Status::IOError(error);
-    }
-  }
-  s = http_->Start();
-  if (!s.ok()) {
-    Stop();
-    return s;
-  }
-  // Ready only now: the databases are open, the mirror has read them once
-  // and the batcher's threads run.
-  ready_.store(true);
+store::Status Service::StartDemo() {
+  if (!config_.demo) return store::Status::Ok();
+  demo_ = std::make_unique<Demo>(storage_.get(), batcher_.get(), config_.dead_after_ms);
+  std::string error;
+  if (!demo_->Start(&error)) return store::Status::IOError(error);
   return store::Status::Ok();
 }
 

@@ -93,6 +93,23 @@ class Service {
   void Handle(Request req, Reply reply) { router_->Handle(std::move(req), std::move(reply)); }
 
  private:
+  // The parts of Start, in its order.
+  // The keys file, if given: refused if others may read it beyond loopback.
+  store::Status LoadKeys();
+  // The mirror, after its first read.
+  store::Status StartMirror();
+  // The allocator, counting claims by the pools the mirror knows.
+  void StartAllocator();
+  // The router, the HTTP server that hands it every request (not listening
+  // yet) and the routes' reader threads.
+  void MakeHttpServer();
+  // The health, session, container and heartbeat routes.
+  void AddApiRoutes();
+  // The capacity, metrics, dashboard and OpenAPI routes.
+  void AddOpsRoutes();
+  // The demo fleet, if asked for.
+  store::Status StartDemo();
+
   ServeConfig config_;
   StorageWrap wrap_;
   std::atomic<bool> ready_{false};

@@ -196,7 +196,7 @@ void SessionRoutes::Claim(RouteRequest req, Reply reply) {
   }
   // A claim that may wait gives up when its client does.
   std::function<bool()> abandoned;
-  if (claim.wait_ms > 0) abandoned = WatchClientGone();
+  if (claim.wait_ms > 0) abandoned = req.WatchClientGone();
   store::SessionCallback done = [io = io_, reply, started, latency = options_.claim_latency,
                                  id = req.RequestId(), limiter,
                                  tenant = claim.caller.tenant](store::SessionResult r) {

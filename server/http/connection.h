@@ -8,68 +8,71 @@
 #include <boost/beast/http.hpp>
 
 #include <atomic>
-#include <cstddef>
-#include <list>
 #include <chrono>
+#include <cstddef>
 #include <memory>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "base/mutex.h"
+#include "server/http/connection_host.h"
+#include "server/http/idle_connections.h"
 #include "server/http/message.h"
-#include "server/http/server.h"
-#include "server/http/server_impl.h"
 
 namespace server {
 
 // One client connection: reads a request, hands it to the handler, writes
 // the reply, reads the next; keep-alive, one request in flight, every read
-// and write under a timeout (HttpServer's limits). Lives on its own strand;
-// owned by the shared pointers of its pending operations and of an
-// outstanding Reply. Made by the acceptor (HttpServer::Impl::OnAccept).
+// and write under a timeout (ConnectionLimits, limits.h). Lives on its own
+// strand; owned by the shared pointers of its pending operations and of an
+// outstanding Reply. Made by the acceptor (server.cc), which keeps what the
+// connection shares with it in a ConnectionHost.
+//
+// Its parts: reading a request and handing it over (connection.cc), writing
+// the answer and closing (connection_write.cc), watching for a client that
+// goes away while its request waits (client_gone_watch.cc).
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // `counted`: the connection is within the cap; if not, it is answered 503
-  // overloaded and closed.
-  Connection(boost::asio::ip::tcp::socket&& socket, HttpServer::Impl* server, bool counted);
+  // overloaded and closed. `host` outlives the connection.
+  Connection(boost::asio::ip::tcp::socket&& socket, ConnectionHost* host, bool counted);
   ~Connection();
 
   // Starts reading (or refusing), on the connection's strand.
   void Run();
-  // WatchClientGone (message.h) for the request being dispatched.
-  std::function<bool()> WatchGone();
-
-  // Closes the connection, which was idle (ShedOldestIdle). On its strand.
+  // Closes the connection, which the idle list gave up (TakeOldest) to make
+  // room. Any thread: the close runs on the connection's strand.
   void Shed();
 
  private:
-  friend struct HttpServer::Impl;  // ShedOldestIdle marks a victim shed
-
   void Begin();
-  // Once per kAcceptErrorLogInterval at most, like accept errors.
+  // Once per kWarningInterval at most.
   void LogOverloaded();
   // REQUIRES: on the strand, not idle.
   void EnterIdle();
   // False if the connection was shed meanwhile (it is being closed).
-  // REQUIRES: on the strand.
+  // REQUIRES: on the strand, idle.
   bool LeaveIdle();
   void DoRead();
   // REQUIRES: ec is a read error. Answers what deserves an answer, else closes.
   void OnReadError(boost::beast::error_code ec);
   void OnReadHeader(boost::beast::error_code ec, std::size_t);
+  // For `Expect: 100-continue`: the precheck's refusal, or the 100 and then
+  // the body.
+  void AnswerExpectContinue();
   void ReadBody();
   void OnReadBody(boost::beast::error_code ec, std::size_t);
   void SendBodyTooLarge();
   // Hands the request read to the handler, with the Reply that writes its
-  // answer on this strand.
+  // answer on this strand and the ClientGoneWatch of this connection.
   void Dispatch();
   // Answers and closes; with `drain`, reads and drops what the client still
   // sends (bounded), so it sees this answer rather than a reset.
   void SendError(int status, std::string_view code, const std::string& message, bool drain);
   void DoWrite(Response res);
+  // Logs the answer `res` of the request being answered, if the access log is on.
+  void LogAnswer(const Response& res) const;
   // The response as it goes on the wire, into *out. Without `with_body` (a
   // HEAD), the headers only.
   static void Serialize(const Response& res, bool with_body, std::string* out);
@@ -77,10 +80,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void DoDrain();
   void DoDrainRead();
   void DoClose();
-  // WatchGone's watch of the socket while a request waits for its answer:
-  // pipelined bytes are taken into buffer_ (for the next request) so that a
-  // close behind them is still seen; an end of input is a close or a
-  // half-close, which ProbeHalfClose tells apart.
+  // The ClientGoneWatch (message.h) of the request being dispatched: watches
+  // the socket while the request waits for its answer. Pipelined bytes are
+  // taken into buffer_ (for the next request) so that a close behind them is
+  // still seen; an end of input is a close or a half-close, which
+  // ProbeHalfClose tells apart.
+  ClientGone WatchGone();
   using GoneFlag = std::shared_ptr<std::atomic<bool>>;
   void ArmWatch(const GoneFlag& gone);
   void OnWatchReadable(boost::beast::error_code ec, const GoneFlag& gone);
@@ -91,7 +96,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
-  HttpServer::Impl* server_;
+  ConnectionHost* host_;
   bool counted_;
   std::optional<http::request_parser<http::string_body>> parser_;
   // The bytes of the response being written; kept between responses so a
@@ -113,11 +118,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::chrono::steady_clock::time_point started_{};
   std::vector<char> drain_buffer_;
   size_t drained_ = 0;
-  // In server_->idle at idle_pos_ while idle_; shed_ once ShedOldestIdle
-  // took it out to close it.
-  bool idle_ GUARDED_BY(server_->idle_mu) = false;
-  bool shed_ GUARDED_BY(server_->idle_mu) = false;
-  std::list<std::weak_ptr<Connection>>::iterator idle_pos_ GUARDED_BY(server_->idle_mu);
+  // The place in host_->idle while waiting for a request.
+  std::optional<IdleConnections::Ticket> idle_ticket_;
 };
 
 }  // namespace server

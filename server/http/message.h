@@ -4,6 +4,7 @@
 #include <boost/beast/http.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,18 +23,27 @@ using Response = http::response<http::string_body>;
 // connection's executor. Only the first call counts.
 using Reply = std::function<void(Response)>;
 
-// Answers one request. It may answer before returning or later, from any
-// thread, but must call `reply` exactly once.
-using Handler = std::function<void(Request, Reply)>;
-
-// For a handler whose reply may take long (a claim that waits for a
-// container): called while the handler runs, on its io thread, it starts
-// watching the request's connection and returns a test, callable from any
-// thread, that turns true once the client has closed the connection (or it
-// failed) before the reply. An empty function outside a handler. A client
+// A test, callable from any thread, that turns true once the client of a
+// request has closed its connection (or it failed) before the reply. A client
 // that sends its next request before the reply (pipelining) is taken as
 // still there.
-std::function<bool()> WatchClientGone();
+using ClientGone = std::function<bool()>;
+
+// Starts watching a request's connection and returns its ClientGone; for a
+// handler whose reply may take long (a claim that waits for a container).
+// The connection hands one to the handler of each request it reads. Call it
+// only while that handler runs, on its io thread (the watch is armed on the
+// connection's strand); an empty one (no connection: tests, the fuzzer)
+// means nobody watches.
+using ClientGoneWatch = std::function<ClientGone()>;
+
+// Answers one request. It may answer before returning or later, from any
+// thread, but must call `reply` exactly once.
+using Handler = std::function<void(Request, Reply, ClientGoneWatch)>;
+
+// Looks at a request's header before its body is read; a Response refuses
+// the request. See HttpServerOptions::precheck (server.h).
+using Precheck = std::function<std::optional<Response>(const Request& header)>;
 
 // A response with a JSON body (which the caller made valid JSON).
 Response JsonResponse(int status, std::string body);

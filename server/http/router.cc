@@ -115,7 +115,7 @@ std::optional<Response> Router::Resolve(const Request& req, const Route** found,
   return std::nullopt;
 }
 
-void Router::Handle(Request req, Reply reply) const {
+void Router::Handle(Request req, Reply reply, ClientGoneWatch watch) const {
   const Route* found = nullptr;
   RouteRequest rr;
   int route = RequestMetrics::kUnmatched;
@@ -129,6 +129,7 @@ void Router::Handle(Request req, Reply reply) const {
   }
   if (refusal) return reply(std::move(*refusal));
   rr.http = std::move(req);
+  rr.watch_client_gone = std::move(watch);
   found->handler(std::move(rr), std::move(reply));
 }
 

@@ -20,6 +20,9 @@ struct RouteRequest {
   std::vector<std::string> params;  // the {...} segments of the pattern, decoded, in order
   std::string query;                // after '?', raw
   Principal who;                    // set unless the route is Access::kPublic
+  // The connection's watch for its client's going away; empty without a
+  // connection (Service::Handle, router tests).
+  ClientGoneWatch watch_client_gone;
 
   // The decoded value of query parameter `name` ('+' is a space); false if
   // absent or if the query is malformed.
@@ -29,6 +32,12 @@ struct RouteRequest {
   // The request's id (X-Request-Id, taken from the client or made by the
   // connection before dispatch), for log lines about this request.
   std::string RequestId() const { return std::string(http["X-Request-Id"]); }
+  // Starts watching for the client's going away (ClientGoneWatch,
+  // message.h): its test, or an empty function without a connection. Only
+  // while the handler runs, on its io thread.
+  ClientGone WatchClientGone() const {
+    return watch_client_gone ? watch_client_gone() : ClientGone();
+  }
 };
 
 using RouteHandler = std::function<void(RouteRequest, Reply)>;
@@ -54,8 +63,9 @@ class Router {
   // 401/403 per the route's Access, else the route's handler. A HEAD is
   // answered by the GET route of its path (the server drops the body).
   // Counted under the route's pattern (a 405 under the first pattern that
-  // matched the path), or "unmatched" for a 400 or 404.
-  void Handle(Request req, Reply reply) const;
+  // matched the path), or "unmatched" for a 400 or 404. The handler is given
+  // `watch` in its RouteRequest.
+  void Handle(Request req, Reply reply, ClientGoneWatch watch = {}) const;
 
   // The refusal Handle would answer `header` with before running a handler
   // (400, 404, 405, 401, 403), counted as Handle counts it; nullopt if the

@@ -1,23 +1,31 @@
 #include "server/http/server.h"
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "server/http/connection.h"
+#include "server/http/connection_host.h"
 #include "server/http/log.h"
-#include "server/http/server_impl.h"
 
 // The listening side of HttpServer: accept, the connection cap, shedding idle
 // connections, backing off accept errors; and starting and stopping the io
-// threads. One connection's reads and writes are in connection.cc.
+// threads. One connection is connection.h.
 
 namespace server {
 
@@ -46,50 +54,73 @@ int64_t RaiseDescriptorLimit() {
 
 }  // namespace
 
+// The acceptor's state, and the ConnectionHost its connections share.
+// Declared so that the io_context (and with it the pending handlers that
+// still hold Connections) dies before the host those Connections touch in
+// their destructors.
+struct HttpServer::Impl {
+  Impl(HttpServerOptions o, Handler h)
+      : options(std::move(o)), ioc(options.threads), acceptor(net::make_strand(ioc)),
+        retry_timer(acceptor.get_executor()) {
+    host.handler = std::move(h);
+    host.precheck = options.precheck;
+    host.max_body_bytes = options.max_body_bytes;
+  }
+
+  void DoAccept();
+  void OnAccept(beast::error_code ec, tcp::socket socket);
+  // Closes the connection idle longest. False if none is idle. Any thread.
+  bool ShedOldestIdle();
+  // Says once an interval, not once an accept, that accepting fails.
+  void LogAcceptError(beast::error_code ec, bool shed_one);
+
+  HttpServerOptions options;
+  ConnectionHost host;
+  std::atomic<int64_t> shed{0};
+  // Accept errors not yet logged; the acceptor's strand only.
+  int64_t accept_errors_unlogged = 0;
+  std::optional<std::chrono::steady_clock::time_point> accept_error_logged_at;
+  bool started = false;
+  bool stopped = false;
+  uint16_t port = 0;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  net::steady_timer retry_timer;  // backs off accept errors (EMFILE)
+  std::vector<std::thread> threads;
+};
+
 void HttpServer::Impl::DoAccept() {
   acceptor.async_accept(net::make_strand(ioc),
                         beast::bind_front_handler(&Impl::OnAccept, this));
 }
 
 bool HttpServer::Impl::ShedOldestIdle() {
-  std::shared_ptr<Connection> victim;
-  {
-    base::MutexLock lock(&idle_mu);
-    // An entry whose Connection is being destroyed is left to its destructor.
-    for (auto it = idle.begin(); it != idle.end(); ++it) {
-      victim = it->lock();
-      if (!victim) continue;
-      victim->server_->idle_mu.AssertHeld();  // it is idle_mu: victim->server_ is this
-      victim->idle_ = false;
-      victim->shed_ = true;
-      idle.erase(it);  // and stop: `it` is gone
-      break;
-    }
-  }
+  std::shared_ptr<Connection> victim = host.idle.TakeOldest();
   if (!victim) return false;
   shed.fetch_add(1);
-  net::post(victim->stream_.get_executor(), [victim] { victim->Shed(); });
+  victim->Shed();
   return true;
+}
+
+void HttpServer::Impl::LogAcceptError(beast::error_code ec, bool shed_one) {
+  ++accept_errors_unlogged;
+  const auto now = std::chrono::steady_clock::now();
+  if (accept_error_logged_at && now - *accept_error_logged_at < kAcceptErrorLogInterval) return;
+  LogWarn("edgealloc: accept failed: " + ec.message() + " (" +
+          std::to_string(accept_errors_unlogged) + " time(s) since last said; " +
+          std::to_string(host.connections.load()) + " connections open, cap " +
+          std::to_string(host.max_connections) + (shed_one ? "; shedding idle ones)" : ")"));
+  accept_error_logged_at = now;
+  accept_errors_unlogged = 0;
 }
 
 void HttpServer::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
   if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
   if (ec) {
     // Out of file descriptors and the like: free one by shedding the
-    // connection idle longest, back off instead of spinning, and say so
-    // once an interval, not once an accept.
+    // connection idle longest, and back off instead of spinning.
     const bool out_of_fds = ec == net::error::no_descriptors || ec.value() == ENFILE;
-    const bool shed_one = out_of_fds && ShedOldestIdle();
-    ++accept_errors_unlogged;
-    const auto now = std::chrono::steady_clock::now();
-    if (!accept_error_logged_at || now - *accept_error_logged_at >= kAcceptErrorLogInterval) {
-      LogWarn("edgealloc: accept failed: " + ec.message() + " (" +
-              std::to_string(accept_errors_unlogged) + " time(s) since last said; " +
-              std::to_string(connections.load()) + " connections open, cap " +
-              std::to_string(max_connections) + (shed_one ? "; shedding idle ones)" : ")"));
-      accept_error_logged_at = now;
-      accept_errors_unlogged = 0;
-    }
+    LogAcceptError(ec, out_of_fds && ShedOldestIdle());
     retry_timer.expires_after(HttpServer::kAcceptRetryDelay);
     retry_timer.async_wait([this](beast::error_code ec) {
       if (!ec && acceptor.is_open()) DoAccept();
@@ -98,9 +129,9 @@ void HttpServer::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
   }
   // At the cap, the connection idle longest makes room (the count is over
   // by one until it is gone); with none idle, the new one is refused.
-  bool counted = connections.fetch_add(1) < max_connections || ShedOldestIdle();
-  if (!counted) connections.fetch_sub(1);
-  std::make_shared<Connection>(std::move(socket), this, counted)->Run();
+  bool counted = host.connections.fetch_add(1) < host.max_connections || ShedOldestIdle();
+  if (!counted) host.connections.fetch_sub(1);
+  std::make_shared<Connection>(std::move(socket), &host, counted)->Run();
   DoAccept();
 }
 
@@ -128,14 +159,14 @@ store::Status HttpServer::Start() {
                                   std::to_string(s.options.port) + ": " + ec.message());
   }
   s.port = s.acceptor.local_endpoint().port();
-  s.max_connections = s.options.max_connections;
-  if (s.max_connections <= 0) {
+  int& cap = s.host.max_connections;
+  cap = s.options.max_connections;
+  if (cap <= 0) {
     const int64_t nofile = RaiseDescriptorLimit();
-    s.max_connections = kMaxConnections;
+    cap = kMaxConnections;
     if (nofile >= 0 && nofile - kReservedDescriptors < kMaxConnections) {
-      s.max_connections =
-          static_cast<int>(std::max<int64_t>(kMinConnections, nofile - kReservedDescriptors));
-      LogLine("edgealloc: at most " + std::to_string(s.max_connections) +
+      cap = static_cast<int>(std::max<int64_t>(kMinConnections, nofile - kReservedDescriptors));
+      LogLine("edgealloc: at most " + std::to_string(cap) +
               " connections (RLIMIT_NOFILE " + std::to_string(nofile) + " less " +
               std::to_string(kReservedDescriptors) + " reserved)");
     }
@@ -163,7 +194,7 @@ uint16_t HttpServer::port() const { return impl_->port; }
 boost::asio::any_io_executor HttpServer::executor() { return impl_->ioc.get_executor(); }
 
 void HttpServer::StopAccepting() {
-  impl_->stopping.store(true);
+  impl_->host.stopping.store(true);
   Impl* impl = impl_.get();
   net::post(impl->acceptor.get_executor(), [impl] {
     beast::error_code ignored;
@@ -174,7 +205,7 @@ void HttpServer::StopAccepting() {
 
 bool HttpServer::WaitIdle(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (impl_->in_flight.load() > 0) {
+  while (impl_->host.in_flight.load() > 0) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -185,21 +216,16 @@ void HttpServer::Stop() {
   Impl& s = *impl_;
   if (s.stopped) return;
   s.stopped = true;
-  s.stopping.store(true);
+  s.host.stopping.store(true);
   s.ioc.stop();
   for (auto& t : s.threads) t.join();
   s.threads.clear();
 }
 
-int HttpServer::open_connections() const { return impl_->connections.load(); }
-int HttpServer::in_flight() const { return impl_->in_flight.load(); }
+int HttpServer::open_connections() const { return impl_->host.connections.load(); }
+int HttpServer::in_flight() const { return impl_->host.in_flight.load(); }
 int64_t HttpServer::shed_connections() const { return impl_->shed.load(); }
-int HttpServer::idle_connections() const {
-  base::MutexLock lock(&impl_->idle_mu);
-  int n = 0;
-  for (const auto& weak : impl_->idle) n += weak.expired() ? 0 : 1;
-  return n;
-}
-int HttpServer::max_connections() const { return impl_->max_connections; }
+int HttpServer::idle_connections() const { return impl_->host.idle.size(); }
+int HttpServer::max_connections() const { return impl_->host.max_connections; }
 
 }  // namespace server

@@ -11,14 +11,11 @@
 #include <optional>
 #include <string>
 
+#include "server/http/limits.h"
 #include "server/http/message.h"
 #include "store/status.h"
 
 namespace server {
-
-// Looks at a request's header before its body is read; a Response refuses
-// the request. See HttpServerOptions::precheck.
-using Precheck = std::function<std::optional<Response>(const Request& header)>;
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
@@ -37,11 +34,12 @@ struct HttpServerOptions {
 };
 
 // An HttpServer is an async HTTP/1.1 server in the shape of Beast's
-// example/advanced/server: a listener and one Connection object per client,
-// keep-alive, one request in flight per connection, every read under a
-// timeout. `threads` io threads run one io_context; each connection lives on
-// its own strand. The handler is called on an io thread and answers through
-// its Reply from any thread. Start, StopAccepting, WaitIdle and Stop are for
+// example/advanced/server: a listener and one Connection object per client
+// (connection.h), keep-alive, one request in flight per connection, every
+// read under a timeout. `threads` io threads run one io_context; each
+// connection lives on its own strand. The handler is called on an io thread
+// and answers through its Reply from any thread, and may watch for its
+// client's going away through its ClientGoneWatch. Start, StopAccepting, WaitIdle and Stop are for
 // the owning thread.
 //
 // Framing (RFC 9112 §6): a Transfer-Encoding whose last coding is not
@@ -68,20 +66,16 @@ class HttpServer {
   // The cap is at least this, however low RLIMIT_NOFILE is.
   static constexpr int kMinConnections = 8;
   // Accept errors are logged at most once per this interval, with a count.
-  static constexpr std::chrono::seconds kAcceptErrorLogInterval{10};
+  static constexpr std::chrono::seconds kAcceptErrorLogInterval =
+      ConnectionLimits::kWarningInterval;
   // After an accept error, accepting waits this long before trying again.
   static constexpr std::chrono::milliseconds kAcceptRetryDelay{20};
-  // Request line and headers at most; more is 431 headers_too_large.
-  static constexpr size_t kHeaderLimitBytes = 8 * 1024;
-  // A keep-alive connection idle this long, or a client this slow to send
-  // its headers or body, is closed, so slow clients cannot hold the server.
-  static constexpr std::chrono::seconds kReadTimeout{30};
-  static constexpr std::chrono::seconds kWriteTimeout{30};
-  // After refusing a request (413, 431, 400) with Connection: close, the rest
-  // of what the client sends is read and dropped for at most this long and
-  // this much, so that it reads our answer instead of a reset.
-  static constexpr std::chrono::seconds kDrainTimeout{5};
-  static constexpr size_t kMaxDrainBytes = 64 << 20;
+  // The limits of every connection (limits.h says what each is).
+  static constexpr size_t kHeaderLimitBytes = ConnectionLimits::kHeaderLimitBytes;
+  static constexpr std::chrono::seconds kReadTimeout = ConnectionLimits::kReadTimeout;
+  static constexpr std::chrono::seconds kWriteTimeout = ConnectionLimits::kWriteTimeout;
+  static constexpr std::chrono::seconds kDrainTimeout = ConnectionLimits::kDrainTimeout;
+  static constexpr size_t kMaxDrainBytes = ConnectionLimits::kMaxDrainBytes;
 
   HttpServer(HttpServerOptions options, Handler handler);
   HttpServer(const HttpServer&) = delete;
@@ -116,9 +110,8 @@ class HttpServer {
   // Idle connections closed so far to make room for new ones.
   int64_t shed_connections() const;
 
-  struct Impl;
-
  private:
+  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

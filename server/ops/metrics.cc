@@ -1,6 +1,12 @@
 #include "server/ops/metrics.h"
 
+#include <atomic>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "server/ops/exposition.h"
@@ -24,66 +30,87 @@ void WriteHistogram(Exposition* out, std::string_view name, size_t bounds, Bound
   out->Sample(std::string(name) + "_count", total);
 }
 
+uint64_t Load(const std::atomic<uint64_t>& x) { return x.load(std::memory_order_relaxed); }
+
+// A family of one unlabelled sample.
+template <typename Value>
+void One(Exposition* out, std::string_view name, std::string_view type, std::string_view help,
+         Value value) {
+  out->Family(name, type, help);
+  out->Sample(name, value);
+}
+
+// A counter family with one label, a sample for each of its values.
+void ByLabel(Exposition* out, std::string_view name, std::string_view help,
+             std::string_view label,
+             std::initializer_list<std::pair<std::string_view, uint64_t>> samples) {
+  out->Family(name, "counter", help);
+  for (const auto& [value, n] : samples) out->Sample(name, {{label, value}}, n);
+}
+
+void ClaimFamilies(const allocator::AllocatorStats& a, const allocator::Allocator* pool_claims,
+                   Exposition* out) {
+  ByLabel(out, "edgealloc_claims_total",
+          "Claims answered, by result: ok (a new session), replayed (an idempotent retry), "
+          "no_capacity, quota, error.",
+          "result", {{"ok", Load(a.claims_ok)}, {"replayed", Load(a.claims_replayed)},
+                     {"no_capacity", Load(a.claims_no_capacity)},
+                     {"quota", Load(a.claims_quota)}, {"error", Load(a.claims_error)}});
+  if (pool_claims) {
+    out->Family("edgealloc_pool_claims_total", "counter",
+                "Claims by pool: ok where a session was made, no_capacity where it was asked; "
+                "only pools that exist (edgealloc_claims_unknown_pool_total counts the rest).");
+    for (const auto& [key, c] : pool_claims->PoolClaims()) {
+      out->Sample("edgealloc_pool_claims_total",
+                  {{"region", key.first}, {"pool", key.second}, {"result", "ok"}}, c.ok);
+      out->Sample("edgealloc_pool_claims_total",
+                  {{"region", key.first}, {"pool", key.second}, {"result", "no_capacity"}},
+                  c.no_capacity);
+    }
+  }
+  One(out, "edgealloc_claims_unknown_pool_total", "counter",
+      "Claims refused (no_capacity) that named a region and pool with no container registered, "
+      "all such names together.",
+      Load(a.claims_unknown_pool));
+}
+
+void WaitFamilies(const allocator::AllocatorStats& a, Exposition* out) {
+  One(out, "edgealloc_claim_waiters", "gauge",
+      "Claims waiting (wait_ms) for a container now, every pool.",
+      static_cast<double>(a.waiting.load(std::memory_order_relaxed)));
+  ByLabel(out, "edgealloc_claim_waits_total",
+          "Claims that waited (wait_ms), by how the wait ended: served, timed_out, refused (a "
+          "bound on waiting claims: per pool, per tenant or in all), abandoned (the client went "
+          "away), unregistered (no container of its pool exists in its regions: answered at "
+          "once).",
+          "result",
+          {{"served", Load(a.waits_served)}, {"timed_out", Load(a.waits_timed_out)},
+           {"refused", Load(a.waits_refused)}, {"abandoned", Load(a.waits_abandoned)},
+           {"unregistered", Load(a.waits_unregistered)}});
+  ByLabel(out, "edgealloc_claim_wait_probes_total",
+          "Reads that probe the pools claims wait for (a waiting claim claims only when one "
+          "finds a container it could take), by result.",
+          "result",
+          {{"ok", Load(a.wait_probes) - Load(a.wait_probes_failed)},
+           {"failed", Load(a.wait_probes_failed)}});
+}
+
+void SessionFamilies(const allocator::AllocatorStats& a, Exposition* out) {
+  One(out, "edgealloc_releases_total", "counter", "Sessions released by their holder.",
+      Load(a.releases));
+  One(out, "edgealloc_renewals_total", "counter", "Session leases renewed.", Load(a.renewals));
+  One(out, "edgealloc_stale_tokens_total", "counter",
+      "Session operations refused for a fencing token that is no longer current.",
+      Load(a.stale_tokens));
+  One(out, "edgealloc_lease_expiries_total", "counter",
+      "Sessions released by the server because their lease expired.", Load(a.lease_expiries));
+}
+
 void AllocatorFamilies(const MetricsSources& src, Exposition* out) {
   if (src.allocator) {
-    const allocator::AllocatorStats& a = *src.allocator;
-    auto v = [](const std::atomic<uint64_t>& x) { return x.load(std::memory_order_relaxed); };
-    out->Family("edgealloc_claims_total", "counter",
-                "Claims answered, by result: ok (a new session), replayed (an idempotent "
-                "retry), no_capacity, quota, error.");
-    out->Sample("edgealloc_claims_total", {{"result", "ok"}}, v(a.claims_ok));
-    out->Sample("edgealloc_claims_total", {{"result", "replayed"}}, v(a.claims_replayed));
-    out->Sample("edgealloc_claims_total", {{"result", "no_capacity"}}, v(a.claims_no_capacity));
-    out->Sample("edgealloc_claims_total", {{"result", "quota"}}, v(a.claims_quota));
-    out->Sample("edgealloc_claims_total", {{"result", "error"}}, v(a.claims_error));
-    if (src.pool_claims) {
-      out->Family("edgealloc_pool_claims_total", "counter",
-                  "Claims by pool: ok where a session was made, no_capacity where it was asked; "
-                  "only pools that exist (edgealloc_claims_unknown_pool_total counts the rest).");
-      for (const auto& [key, c] : src.pool_claims->PoolClaims()) {
-        out->Sample("edgealloc_pool_claims_total",
-                    {{"region", key.first}, {"pool", key.second}, {"result", "ok"}}, c.ok);
-        out->Sample("edgealloc_pool_claims_total",
-                    {{"region", key.first}, {"pool", key.second}, {"result", "no_capacity"}},
-                    c.no_capacity);
-      }
-    }
-    out->Family("edgealloc_claims_unknown_pool_total", "counter",
-                "Claims refused (no_capacity) that named a region and pool with no container "
-                "registered, all such names together.");
-    out->Sample("edgealloc_claims_unknown_pool_total", v(a.claims_unknown_pool));
-    out->Family("edgealloc_claim_waiters", "gauge",
-                "Claims waiting (wait_ms) for a container now, every pool.");
-    out->Sample("edgealloc_claim_waiters",
-                static_cast<double>(a.waiting.load(std::memory_order_relaxed)));
-    out->Family("edgealloc_claim_waits_total", "counter",
-                "Claims that waited (wait_ms), by how the wait ended: served, timed_out, "
-                "refused (a bound on waiting claims: per pool, per tenant or in all), "
-                "abandoned (the client went away), unregistered (no container of its pool "
-                "exists in its regions: answered at once).");
-    out->Sample("edgealloc_claim_waits_total", {{"result", "served"}}, v(a.waits_served));
-    out->Sample("edgealloc_claim_waits_total", {{"result", "timed_out"}}, v(a.waits_timed_out));
-    out->Sample("edgealloc_claim_waits_total", {{"result", "refused"}}, v(a.waits_refused));
-    out->Sample("edgealloc_claim_waits_total", {{"result", "abandoned"}}, v(a.waits_abandoned));
-    out->Sample("edgealloc_claim_waits_total", {{"result", "unregistered"}},
-                v(a.waits_unregistered));
-    out->Family("edgealloc_claim_wait_probes_total", "counter",
-                "Reads that probe the pools claims wait for (a waiting claim claims only when "
-                "one finds a container it could take), by result.");
-    out->Sample("edgealloc_claim_wait_probes_total", {{"result", "ok"}},
-                v(a.wait_probes) - v(a.wait_probes_failed));
-    out->Sample("edgealloc_claim_wait_probes_total", {{"result", "failed"}},
-                v(a.wait_probes_failed));
-    out->Family("edgealloc_releases_total", "counter", "Sessions released by their holder.");
-    out->Sample("edgealloc_releases_total", v(a.releases));
-    out->Family("edgealloc_renewals_total", "counter", "Session leases renewed.");
-    out->Sample("edgealloc_renewals_total", v(a.renewals));
-    out->Family("edgealloc_stale_tokens_total", "counter",
-                "Session operations refused for a fencing token that is no longer current.");
-    out->Sample("edgealloc_stale_tokens_total", v(a.stale_tokens));
-    out->Family("edgealloc_lease_expiries_total", "counter",
-                "Sessions released by the server because their lease expired.");
-    out->Sample("edgealloc_lease_expiries_total", v(a.lease_expiries));
+    ClaimFamilies(*src.allocator, src.pool_claims, out);
+    WaitFamilies(*src.allocator, out);
+    SessionFamilies(*src.allocator, out);
   }
   if (src.claim_latency) {
     const base::LatencyHistogram& h = *src.claim_latency;
@@ -99,34 +126,25 @@ void AllocatorFamilies(const MetricsSources& src, Exposition* out) {
 
 void BatcherFamilies(const batcher::Batcher& b, Exposition* out) {
   const batcher::BatcherStats& s = b.stats();
-  auto v = [](const std::atomic<uint64_t>& x) { return x.load(std::memory_order_relaxed); };
-  out->Family("edgealloc_heartbeats_accepted_total", "counter",
-              "Heartbeats of requests taken whole (answered 202).");
-  out->Sample("edgealloc_heartbeats_accepted_total", v(s.accepted));
-  out->Family("edgealloc_heartbeats_refused_total", "counter",
-              "Heartbeats of requests refused whole with 503: reason overloaded (a queue was "
-              "full) or stopping (the server was shutting down).");
-  out->Sample("edgealloc_heartbeats_refused_total", {{"reason", "overloaded"}}, v(s.refused));
-  out->Sample("edgealloc_heartbeats_refused_total", {{"reason", "stopping"}},
-              v(s.refused_stopping));
-  out->Family("edgealloc_heartbeats_written_total", "counter",
-              "Container rows updated by heartbeat batches.");
-  out->Sample("edgealloc_heartbeats_written_total", v(s.written));
-  out->Family("edgealloc_heartbeats_coalesced_total", "counter",
-              "Heartbeats folded into a newer one of the same container in the same batch.");
-  out->Sample("edgealloc_heartbeats_coalesced_total", v(s.coalesced));
-  out->Family("edgealloc_heartbeats_unknown_total", "counter",
-              "Heartbeats for containers that no shard holds, dropped.");
-  out->Sample("edgealloc_heartbeats_unknown_total", v(s.unknown));
-  out->Family("edgealloc_heartbeats_lost_total", "counter",
-              "Accepted heartbeats given up on at shutdown because the store kept failing.");
-  out->Sample("edgealloc_heartbeats_lost_total", v(s.lost));
-  out->Family("edgealloc_heartbeat_batches_total", "counter",
-              "Heartbeat transactions committed.");
-  out->Sample("edgealloc_heartbeat_batches_total", v(s.batches));
-  out->Family("edgealloc_containers_marked_dead_total", "counter",
-              "Containers the reaper marked dead (silent too long or reported dead).");
-  out->Sample("edgealloc_containers_marked_dead_total", v(s.dead_marked));
+  One(out, "edgealloc_heartbeats_accepted_total", "counter",
+      "Heartbeats of requests taken whole (answered 202).", Load(s.accepted));
+  ByLabel(out, "edgealloc_heartbeats_refused_total",
+          "Heartbeats of requests refused whole with 503: reason overloaded (a queue was full) "
+          "or stopping (the server was shutting down).",
+          "reason", {{"overloaded", Load(s.refused)}, {"stopping", Load(s.refused_stopping)}});
+  One(out, "edgealloc_heartbeats_written_total", "counter",
+      "Container rows updated by heartbeat batches.", Load(s.written));
+  One(out, "edgealloc_heartbeats_coalesced_total", "counter",
+      "Heartbeats folded into a newer one of the same container in the same batch.",
+      Load(s.coalesced));
+  One(out, "edgealloc_heartbeats_unknown_total", "counter",
+      "Heartbeats for containers that no shard holds, dropped.", Load(s.unknown));
+  One(out, "edgealloc_heartbeats_lost_total", "counter",
+      "Accepted heartbeats given up on at shutdown because the store kept failing.", Load(s.lost));
+  One(out, "edgealloc_heartbeat_batches_total", "counter", "Heartbeat transactions committed.",
+      Load(s.batches));
+  One(out, "edgealloc_containers_marked_dead_total", "counter",
+      "Containers the reaper marked dead (silent too long or reported dead).", Load(s.dead_marked));
 
   const batcher::Histogram& size = s.batch_size;
   out->Family("edgealloc_heartbeat_batch_size", "histogram",
@@ -176,70 +194,43 @@ void MirrorFamilies(const kvmirror::Mirror& m, int64_t now_ms, Exposition* out) 
               s.refresh_errors.load(std::memory_order_relaxed));
 }
 
-// The storage's writers, one a partition (labelled "shard", as the SQLite
-// engine's partitions are its shard files).
-void StoreFamilies(const store::Storage& storage, Exposition* out) {
-  std::vector<std::string> names;
-  for (int i = 0; i < storage.partitions(); ++i) names.push_back(std::to_string(i));
-  auto each = [&](auto fn) {
-    for (int i = 0; i < storage.partitions(); ++i) fn(names[i], storage.writer_stats(i));
-  };
+// One family of the storage's writers, a sample each (labelled "shard", as
+// the SQLite engine's partitions are its shard files); `value` reads a
+// writer's stats, nullopt for none.
+template <typename ValueOf>
+void PerWriter(const store::Storage& storage, Exposition* out, std::string_view name,
+               std::string_view type, std::string_view help, ValueOf value) {
+  out->Family(name, type, help);
+  for (int i = 0; i < storage.partitions(); ++i) {
+    const auto v = value(storage.writer_stats(i));
+    if (v) out->Sample(name, {{"shard", std::to_string(i)}}, *v);
+  }
+}
+
+// A writer's counter or gauge, as PerWriter reads it.
+std::optional<uint64_t> Count(const std::atomic<uint64_t>& x) { return Load(x); }
+template <typename T>
+std::optional<double> Gauge(const std::atomic<T>& x, double scale = 1) {
+  return static_cast<double>(x.load(std::memory_order_relaxed)) / scale;
+}
+
+// Whether each writer can write, and how it has fared with its connection.
+void WriterHealthFamilies(const store::Storage& storage, Exposition* out) {
   using store::WriterStats;
-  out->Family("edgealloc_store_transactions_total", "counter",
-              "Write transactions committed by each shard's writer (group commits).");
-  each([out](const std::string& shard, const WriterStats& s) {
-    out->Sample("edgealloc_store_transactions_total", {{"shard", shard}},
-                s.transactions.load(std::memory_order_relaxed));
-  });
-  out->Family("edgealloc_store_jobs_total", "counter",
-              "Jobs of each shard's writer, by result: ok, failed, refused (queue full or "
-              "stopping).");
-  each([out](const std::string& shard, const WriterStats& s) {
-    out->Sample("edgealloc_store_jobs_total", {{"shard", shard}, {"result", "ok"}},
-                s.jobs_ok.load(std::memory_order_relaxed));
-    out->Sample("edgealloc_store_jobs_total", {{"shard", shard}, {"result", "failed"}},
-                s.jobs_failed.load(std::memory_order_relaxed));
-    out->Sample("edgealloc_store_jobs_total", {{"shard", shard}, {"result", "refused"}},
-                s.refused.load(std::memory_order_relaxed));
-  });
-  out->Family("edgealloc_store_commit_seconds_total", "counter",
-              "Time each shard's writer spent committing, summed.");
-  each([out](const std::string& shard, const WriterStats& s) {
-    out->Sample("edgealloc_store_commit_seconds_total", {{"shard", shard}},
-                static_cast<double>(s.commit_micros_total.load(std::memory_order_relaxed)) / 1e6);
-  });
-  out->Family("edgealloc_store_write_queue_depth", "gauge",
-              "Jobs queued or in flight at each shard's writer.");
-  each([out](const std::string& shard, const WriterStats& s) {
-    out->Sample("edgealloc_store_write_queue_depth", {{"shard", shard}},
-                static_cast<double>(s.queued.load(std::memory_order_relaxed)));
-  });
-  out->Family("edgealloc_store_groups_lost_total", "counter",
-              "Write transactions that failed whole (every job of the group answered with the "
-              "error): I/O errors, a full disk, a lost database connection.");
-  each([out](const std::string& shard, const WriterStats& s) {
-    out->Sample("edgealloc_store_groups_lost_total", {{"shard", shard}},
-                s.transactions_lost.load(std::memory_order_relaxed));
-  });
-  out->Family("edgealloc_store_connected", "gauge",
-              "1 while each writer has a working connection to its database (SQLite: always).");
-  each([out](const std::string& shard, const WriterStats& s) {
-    out->Sample("edgealloc_store_connected", {{"shard", shard}},
-                static_cast<double>(s.connected.load(std::memory_order_relaxed)));
-  });
-  out->Family("edgealloc_store_reconnects_total", "counter",
-              "Times each writer connected to its database again after losing the connection.");
-  each([out](const std::string& shard, const WriterStats& s) {
-    out->Sample("edgealloc_store_reconnects_total", {{"shard", shard}},
-                s.reconnects.load(std::memory_order_relaxed));
-  });
-  out->Family("edgealloc_store_failing", "gauge",
-              "1 while each writer cannot write (its last write or probe found the database "
-              "unreachable); /readyz and heartbeats answer 503 meanwhile.");
-  each([out](const std::string& shard, const WriterStats& s) {
-    out->Sample("edgealloc_store_failing", {{"shard", shard}},
-                static_cast<double>(s.failing.load(std::memory_order_relaxed)));
-  });
+  PerWriter(storage, out, "edgealloc_store_groups_lost_total", "counter",
+            "Write transactions that failed whole (every job of the group answered with the "
+            "error): I/O errors, a full disk, a lost database connection.",
+            [](const WriterStats& s) { return Count(s.transactions_lost); });
+  PerWriter(storage, out, "edgealloc_store_connected", "gauge",
+            "1 while each writer has a working connection to its database (SQLite: always).",
+            [](const WriterStats& s) { return Gauge(s.connected); });
+  PerWriter(storage, out, "edgealloc_store_reconnects_total", "counter",
+            "Times each writer connected to its database again after losing the connection.",
+            [](const WriterStats& s) { return Count(s.reconnects); });
+  PerWriter(storage, out, "edgealloc_store_failing", "gauge",
+            "1 while each writer cannot write (its last write or probe found the database "
+            "unreachable); /readyz and heartbeats answer 503 meanwhile.",
+            [](const WriterStats& s) { return Gauge(s.failing); });
   // PostgreSQL only: the database's clock is the fleet's; a node's offset
   // from it is what its logs' times are off by, nothing more.
   bool measured = false;
@@ -247,22 +238,43 @@ void StoreFamilies(const store::Storage& storage, Exposition* out) {
     measured = measured || storage.writer_stats(i).clock_offset_known.load() != 0;
   }
   if (measured) {
-    out->Family("edgealloc_db_clock_offset_seconds", "gauge",
-                "The database's wall clock minus this node's, as each writer last measured it "
-                "(PostgreSQL: leases, idempotency and silence are judged on the database's "
-                "clock).");
-    each([out](const std::string& shard, const WriterStats& s) {
-      if (s.clock_offset_known.load(std::memory_order_relaxed) == 0) return;
-      out->Sample("edgealloc_db_clock_offset_seconds", {{"shard", shard}},
-                  static_cast<double>(s.clock_offset_ms.load(std::memory_order_relaxed)) / 1e3);
-    });
+    PerWriter(storage, out, "edgealloc_db_clock_offset_seconds", "gauge",
+              "The database's wall clock minus this node's, as each writer last measured it "
+              "(PostgreSQL: leases, idempotency and silence are judged on the database's clock).",
+              [](const WriterStats& s) -> std::optional<double> {
+                if (s.clock_offset_known.load(std::memory_order_relaxed) == 0) return std::nullopt;
+                return Gauge(s.clock_offset_ms, 1e3);
+              });
   }
-  out->Family("edgealloc_store_groups_rerun_total", "counter",
-              "Groups each writer ran again job by job because one job failed on the fast path.");
-  each([out](const std::string& shard, const WriterStats& s) {
-    out->Sample("edgealloc_store_groups_rerun_total", {{"shard", shard}},
-                s.groups_rerun.load(std::memory_order_relaxed));
-  });
+  PerWriter(storage, out, "edgealloc_store_groups_rerun_total", "counter",
+            "Groups each writer ran again job by job because one job failed on the fast path.",
+            [](const WriterStats& s) { return Count(s.groups_rerun); });
+}
+
+void StoreFamilies(const store::Storage& storage, Exposition* out) {
+  using store::WriterStats;
+  PerWriter(storage, out, "edgealloc_store_transactions_total", "counter",
+            "Write transactions committed by each shard's writer (group commits).",
+            [](const WriterStats& s) { return Count(s.transactions); });
+  out->Family("edgealloc_store_jobs_total", "counter",
+              "Jobs of each shard's writer, by result: ok, failed, refused (queue full or "
+              "stopping).");
+  for (int i = 0; i < storage.partitions(); ++i) {
+    const WriterStats& s = storage.writer_stats(i);
+    const std::string shard = std::to_string(i);
+    for (const auto& [result, n] : {std::pair{"ok", Load(s.jobs_ok)},
+                                    std::pair{"failed", Load(s.jobs_failed)},
+                                    std::pair{"refused", Load(s.refused)}}) {
+      out->Sample("edgealloc_store_jobs_total", {{"shard", shard}, {"result", result}}, n);
+    }
+  }
+  PerWriter(storage, out, "edgealloc_store_commit_seconds_total", "counter",
+            "Time each shard's writer spent committing, summed.",
+            [](const WriterStats& s) { return Gauge(s.commit_micros_total, 1e6); });
+  PerWriter(storage, out, "edgealloc_store_write_queue_depth", "gauge",
+            "Jobs queued or in flight at each shard's writer.",
+            [](const WriterStats& s) { return Gauge(s.queued); });
+  WriterHealthFamilies(storage, out);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ struct EchoServer {
     options.threads = 2;
     options.max_body_bytes = max_body;
     options.max_connections = max_connections;
-    server = std::make_unique<HttpServer>(options, [](Request req, Reply reply) {
+    server = std::make_unique<HttpServer>(options, [](Request req, Reply reply, ClientGoneWatch) {
       if (req.target() == "/throw") throw std::runtime_error("boom");
       if (req.target() == "/slow") {
         std::thread([reply] {

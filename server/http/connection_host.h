@@ -1,0 +1,32 @@
+#ifndef EDGEALLOC_SERVER_HTTP_CONNECTION_HOST_H_
+#define EDGEALLOC_SERVER_HTTP_CONNECTION_HOST_H_
+
+// Internal to server/http/.
+
+#include <atomic>
+#include <cstdint>
+
+#include "server/http/idle_connections.h"
+#include "server/http/message.h"
+
+namespace server {
+
+// All a Connection needs from the HttpServer that accepted it: the handler
+// and the request limits it was given, the counters the server reports, and
+// the idle list it sheds from. Owned by the server, which outlives its
+// connections; the connections update it from their strands.
+struct ConnectionHost {
+  Handler handler;
+  Precheck precheck;  // HttpServerOptions::precheck
+  int64_t max_body_bytes = 0;
+  // The connection cap in force, set before the io threads start.
+  int max_connections = 0;
+  std::atomic<int> connections{0};  // open and within the cap
+  std::atomic<int> in_flight{0};    // requests read and not yet answered
+  std::atomic<bool> stopping{false};
+  IdleConnections idle;
+};
+
+}  // namespace server
+
+#endif  // EDGEALLOC_SERVER_HTTP_CONNECTION_HOST_H_
