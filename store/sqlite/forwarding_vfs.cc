@@ -80,49 +80,24 @@ int CurrentTimeInt64(sqlite3_vfs* v, sqlite3_int64* out) {
 }  // namespace
 
 sqlite3_io_methods ForwardingIoMethods() {
-  sqlite3_io_methods m{};
-  m.iVersion = 3;
-  m.xClose = Close;
-  m.xRead = Read;
-  m.xWrite = Write;
-  m.xTruncate = Truncate;
-  m.xSync = Sync;
-  m.xFileSize = FileSize;
-  m.xLock = Lock;
-  m.xUnlock = Unlock;
-  m.xCheckReservedLock = CheckReservedLock;
-  m.xFileControl = FileControl;
-  m.xSectorSize = SectorSize;
-  m.xDeviceCharacteristics = DeviceCharacteristics;
-  m.xShmMap = ShmMap;
-  m.xShmLock = ShmLock;
-  m.xShmBarrier = ShmBarrier;
-  m.xShmUnmap = ShmUnmap;
-  m.xFetch = Fetch;
-  m.xUnfetch = Unfetch;
-  return m;
+  // In the order sqlite3.h declares them (version 3: through xUnfetch).
+  return sqlite3_io_methods{3, Close, Read, Write, Truncate, Sync, FileSize, Lock, Unlock,
+                            CheckReservedLock, FileControl, SectorSize, DeviceCharacteristics,
+                            ShmMap, ShmLock, ShmBarrier, ShmUnmap, Fetch, Unfetch};
 }
 
 sqlite3_vfs ForwardingVfs(sqlite3_vfs* base, const char* name, size_t file_struct_size) {
-  sqlite3_vfs v{};
-  v.iVersion = 2;
-  v.szOsFile = static_cast<int>(file_struct_size) + base->szOsFile;
-  v.mxPathname = base->mxPathname;
-  v.zName = name;
-  v.pAppData = base;
-  v.xDelete = Delete;
-  v.xAccess = Access;
-  v.xFullPathname = FullPathname;
-  v.xDlOpen = DlOpen;
-  v.xDlError = DlError;
-  v.xDlSym = DlSym;
-  v.xDlClose = DlClose;
-  v.xRandomness = Randomness;
-  v.xSleep = SleepFor;
-  v.xCurrentTime = CurrentTime;
-  v.xGetLastError = GetLastError;
-  v.xCurrentTimeInt64 = CurrentTimeInt64;
-  return v;
+  // The calls of version 2, in the order sqlite3.h declares them.
+  return sqlite3_vfs{.iVersion = 2,
+                     .szOsFile = static_cast<int>(file_struct_size) + base->szOsFile,
+                     .mxPathname = base->mxPathname, .pNext = nullptr, .zName = name,
+                     .pAppData = base, .xOpen = nullptr,  // the shim's own
+                     .xDelete = Delete, .xAccess = Access, .xFullPathname = FullPathname,
+                     .xDlOpen = DlOpen, .xDlError = DlError, .xDlSym = DlSym, .xDlClose = DlClose,
+                     .xRandomness = Randomness, .xSleep = SleepFor, .xCurrentTime = CurrentTime,
+                     .xGetLastError = GetLastError, .xCurrentTimeInt64 = CurrentTimeInt64,
+                     .xSetSystemCall = nullptr, .xGetSystemCall = nullptr,
+                     .xNextSystemCall = nullptr};
 }
 
 int OpenBaseFile(sqlite3_vfs* vfs, sqlite3_filename name, ForwardingFile* file,

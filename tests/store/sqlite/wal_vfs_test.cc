@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -70,6 +71,23 @@ void InsertBlobs(Db* db, int rows, int bytes) {
   REQUIRE(txn.Commit().ok());
 }
 
+// What the coalescing VFS counted while `work` ran.
+store::CoalescingWalStats CountedDuring(const std::function<void()>& work) {
+  const auto before = store::GetCoalescingWalStats();
+  work();
+  const auto after = store::GetCoalescingWalStats();
+  return {after.writes - before.writes, after.flushes - before.flushes};
+}
+
+// At least 100 frame writes, gathered into a tenth as many pwrites or fewer.
+void CheckGathered(const store::CoalescingWalStats& counted) {
+  const uint64_t writes = counted.writes;
+  const uint64_t flushes = counted.flushes;
+  INFO("writes " << writes << " flushes " << flushes);
+  CHECK(writes >= 100);
+  CHECK(flushes * 10 <= writes);
+}
+
 // A connection through SQLite's default VFS, as another process would read.
 int64_t CountWithDefaultVfs(const std::string& path) {
   sqlite3* raw = nullptr;
@@ -87,14 +105,8 @@ TEST_CASE("wal_vfs: a commit's frames reach the WAL in a few writes, not two a f
   testing::TempDir dir;
   const std::string path = dir.File("a.db");
   auto db = OpenWithBlobTable(path);  // Sync::kFull by default
-  const auto before = store::GetCoalescingWalStats();
-  InsertBlobs(db.get(), 200, 1000);  // about 50 pages, so about 100 frame writes
-  const auto after = store::GetCoalescingWalStats();
-  const uint64_t writes = after.writes - before.writes;
-  const uint64_t flushes = after.flushes - before.flushes;
-  INFO("writes " << writes << " flushes " << flushes);
-  CHECK(writes >= 100);
-  CHECK(flushes * 10 <= writes);
+  // About 50 pages, so about 100 frame writes.
+  CheckGathered(CountedDuring([&] { InsertBlobs(db.get(), 200, 1000); }));
   CHECK(CountWithDefaultVfs(path) == 200);
 }
 
@@ -322,14 +334,7 @@ TEST_CASE("wal_vfs: a restarted WAL and a psow=0 commit are still written in a f
   auto db = OpenWithBlobTable(uri);
   InsertBlobs(db.get(), 5, 100);
   REQUIRE(db->Exec("PRAGMA wal_checkpoint(TRUNCATE)").ok());  // the next commit restarts the WAL
-  const auto before = store::GetCoalescingWalStats();
-  InsertBlobs(db.get(), 200, 1000);
-  const auto after = store::GetCoalescingWalStats();
-  const uint64_t writes = after.writes - before.writes;
-  const uint64_t flushes = after.flushes - before.flushes;
-  INFO("writes " << writes << " flushes " << flushes);
-  CHECK(writes >= 100);
-  CHECK(flushes * 10 <= writes);
+  CheckGathered(CountedDuring([&] { InsertBlobs(db.get(), 200, 1000); }));
   CHECK(CountWithDefaultVfs("a.db") == 205);
 }
 
