@@ -1,17 +1,18 @@
 """HTTP helpers of the Python benches (lists_and_waits.py, dashboard_reads.py,
-noisy_neighbour.py): a free loopback port and a keep-alive JSON client of one
-thread, with a bearer key when the server has a keys file. Standard library
-only."""
+tenant_lists.py, noisy_neighbour.py): starting and stopping the server (the
+tests' tests/support/edgealloc_server.py, passed on) and a keep-alive JSON
+client of one thread, with a bearer key when the server has a keys file.
+Standard library only."""
 
 import http.client
 import json
-import socket
+import os
+import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
+from edgealloc_server import free_port, serve, stop, wait_answers  # noqa: E402
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["Client", "free_port", "serve", "stop", "wait_answers"]
 
 
 class Client:

@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 
-from bench_http import Client, free_port
+from bench_http import Client, free_port, serve, stop as stop_server, wait_answers
 
 REGIONS = [f"{a}-{i}" for a in ("weur", "eeur", "neur", "seur", "wnam", "enam", "cnam", "sam",
                                  "afr", "mea", "apac", "oce") for i in range(1, 6)]
@@ -65,19 +65,12 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="edgealloc-dashboard-bench-")
     port = free_port()
-    server = subprocess.Popen([os.path.abspath(args.bin), "serve", "--db", os.path.join(tmp, "b.db"),
-                               "--listen", f"127.0.0.1:{port}", "--dead-after-ms", "3600000",
-                               "--mirror-refresh-ms", "100", "--history-interval-ms", "100"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = serve(os.path.abspath(args.bin), os.path.join(tmp, "b.db"), port,
+                   ["--dead-after-ms", "3600000", "--mirror-refresh-ms", "100", "--history-interval-ms", "100"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        c = None
-        for _ in range(200):
-            try:
-                c = Client(port)
-                if c.call("GET", "/healthz")[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.05)
+        wait_answers(port, "/healthz", server)
+        c = Client(port)
         fleet = [{"id": f"{r}.{p}.{i}", "region": r, "pool": p}
                  for r, p in itertools.product(REGIONS, POOLS) for i in range(PER_POOL)]
         assert c.call("POST", "/v1/containers", {"containers": fleet})[0] == 200
@@ -134,8 +127,7 @@ def main():
               f"({history_reads[0] / args.seconds:.0f} history reads/s beside)")
         print(f"claim_cycles_with_history_reads_ratio {with_reads / alone:.2f} x")
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop_server(server, timeout=30)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

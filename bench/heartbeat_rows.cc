@@ -13,7 +13,6 @@
 // nothing is coalesced away: every heartbeat is a row written.
 
 #include <sqlite3.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,6 +28,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/clock.h"
+#include "bench/bench_support.h"
 #include "batcher/batcher.h"
 #include "store/sqlite/db.h"
 #include "store/sqlite/shard.h"
@@ -36,7 +36,8 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::ProcessCpuSeconds;
 
 // Items a request, as bench/heartbeats.sh's generator sends them.
 constexpr int kItemsPerRequest = 100;
@@ -45,22 +46,14 @@ constexpr int kItemsPerRequest = 100;
 // drains the rest quickly even at --batch-max 1.
 constexpr int kQueuedBatches = 8;
 
-struct Options {
-  std::string dir = "/tmp";
-  int containers = 10000;
-  double seconds = 3;
+struct Options : bench::StoreOptions {
+  Options() { containers = 10000; }
   double warmup = 0.5;
   int batch = 100;
   std::string sync = "full";
   std::string ids = "random";
   bool baseline = true;
 };
-
-double ProcessCpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
 
 void Check(const store::Status& s, const char* what) {
   if (s.ok()) return;
@@ -178,9 +171,7 @@ Figures Run(const Options& o, store::Shard* shard, const store::ShardMap& map, i
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{"heartbeat rows written durably a second, batch --batch against batch 1, no HTTP"};
-  app.add_option("--dir", o.dir, "folder for the database files");
-  app.add_option("--containers", o.containers)->check(CLI::Range(kItemsPerRequest, 100000000));
-  app.add_option("--seconds", o.seconds, "measured window of each run");
+  bench::AddStoreOptions(app, &o, kItemsPerRequest);
   app.add_option("--warmup", o.warmup);
   app.add_option("--batch", o.batch, "the batch size measured against 1")
       ->check(CLI::Range(1, batcher::kMaxBatchRows));

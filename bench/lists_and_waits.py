@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 
-from bench_http import Client, free_port
+from bench_http import Client, free_port, serve, stop, wait_answers
 
 
 def main():
@@ -41,19 +41,12 @@ def main():
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="edgealloc-lists-")
     port = free_port()
-    server = subprocess.Popen([args.bin, "serve", "--db", os.path.join(work, "a.db"),
-                               "--listen", "127.0.0.1:%d" % port, "--sync", args.sync,
-                               "--lease-ms", "3600000", "--log-level", "warn"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = serve(args.bin, os.path.join(work, "a.db"), port,
+                   ["--sync", args.sync, "--lease-ms", "3600000", "--log-level", "warn"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        c = None
-        for _ in range(200):
-            try:
-                c = Client(port)
-                if c.call("GET", "/healthz")[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.05)
+        wait_answers(port, "/healthz", server)
+        c = Client(port)
         regions = ["r%d" % i for i in range(4)]
         for r in regions:
             for start in range(0, 2500, 500):
@@ -172,8 +165,7 @@ def main():
         print("claim_after_release_p99 %.2f ms" % pct(polls, 0.99))
         print("wait_wakeup_vs_claim_after_release_ratio %.2f x (p50)" % (statistics.median(waits) / statistics.median(polls)))
     finally:
-        server.terminate()
-        server.wait()
+        stop(server, kill_late=True)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -75,7 +75,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_http import Client, free_port  # noqa: E402
+from bench_http import Client, free_port, serve, stop, wait_answers  # noqa: E402
 
 ATTACKS = ["waiters", "lists", "flood", "heartbeats"]
 PHASES = ["quiet"] + ATTACKS
@@ -272,20 +272,11 @@ class Server:
     def __init__(self, binary, work, keys):
         self.port = free_port()
         self.log = open(os.path.join(work, "server.log"), "ab")
-        self.proc = subprocess.Popen(
-            [binary, "serve", "--db", os.path.join(work, "nn.db"), "--listen", "127.0.0.1:%d" % self.port,
-             "--keys", keys, "--sync", "full", "--dead-after-ms", "3600000", "--log-level", "warn"],
-            stdout=self.log, stderr=self.log)
-        for _ in range(300):
-            if self.proc.poll() is not None:
-                return
-            try:
-                if Client(self.port, timeout=2).call("GET", "/readyz")[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("server did not become ready")
+        self.proc = serve(binary, os.path.join(work, "nn.db"), self.port,
+                          ["--keys", keys, "--sync", "full", "--dead-after-ms", "3600000", "--log-level", "warn"],
+                          stdout=self.log, stderr=self.log)
+        if not wait_answers(self.port, "/readyz", self.proc, timeout=15) and self.proc.poll() is None:
+            raise RuntimeError("server did not become ready")
 
     def alive(self):
         return self.proc.poll() is None
@@ -294,13 +285,7 @@ class Server:
         return Client(self.port, KEYS["admin"], timeout=10).text("/metrics")
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc, timeout=10, kill_late=True)
         self.log.close()
 
 

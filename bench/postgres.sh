@@ -182,11 +182,23 @@ MetricSum() {
 
 Fleet "$WORK/fleet.json" "bench:default:1000:c-"
 
+# CommitTotals PORT...: the commit microseconds, transactions and jobs of the
+# store, summed over the servers on PORTs, on one line.
+CommitTotals() {
+  local port us=0 tx=0 jobs=0
+  for port in "$@"; do
+    us=$((us + $(MetricSum "$port" edgealloc_store_commit_seconds_total 1000000)))
+    tx=$((tx + $(MetricSum "$port" edgealloc_store_transactions_total)))
+    jobs=$((jobs + $(MetricSum "$port" edgealloc_store_jobs_total)))
+  done
+  echo "$us $tx $jobs"
+}
+
 # HttpCycles PREFIX PORT...: one closed-loop cycle run against the servers on
 # PORTs (connections split over them), with the group commits and
 # PostgreSQL's CPU over the measured window.
 HttpCycles() {
-  local prefix=$1 ports t0 t1 cpu0 cpu1 port tx0=0 tx1=0 jobs0=0 jobs1=0 load wal0 wal1 us0=0 us1=0
+  local prefix=$1 ports t0 t1 cpu0 cpu1 tx0 tx1 jobs0 jobs1 load wal0 wal1 us0 us1
   shift
   ports=$(IFS=,; echo "$*")
   "$LOAD" --ports "$ports" -c "$CONNS" --duration "$DURATION" --warmup "$WARMUP" --region bench \
@@ -194,19 +206,11 @@ HttpCycles() {
   load=$!
   sleep "$WARMUP"
   t0=$(Now); cpu0=$(PgCpu); wal0=$(WalSyncs)
-  for port in "$@"; do
-    us0=$(awk -v a="$us0" -v b="$(MetricSum "$port" edgealloc_store_commit_seconds_total 1000000)" 'BEGIN { print a + b }')
-    tx0=$((tx0 + $(MetricSum "$port" edgealloc_store_transactions_total)))
-    jobs0=$((jobs0 + $(MetricSum "$port" edgealloc_store_jobs_total)))
-  done
+  read -r us0 tx0 jobs0 < <(CommitTotals "$@")
   local rc=0
   wait "$load" || rc=$?
   t1=$(Now); cpu1=$(PgCpu); wal1=$(WalSyncs)
-  for port in "$@"; do
-    us1=$(awk -v a="$us1" -v b="$(MetricSum "$port" edgealloc_store_commit_seconds_total 1000000)" 'BEGIN { print a + b }')
-    tx1=$((tx1 + $(MetricSum "$port" edgealloc_store_transactions_total)))
-    jobs1=$((jobs1 + $(MetricSum "$port" edgealloc_store_jobs_total)))
-  done
+  read -r us1 tx1 jobs1 < <(CommitTotals "$@")
   cat "$WORK/$prefix.txt"
   if ((rc)); then
     echo "# http_load ($prefix) exited $rc: $(head -3 "$WORK/$prefix.err")" >&2
@@ -359,13 +363,19 @@ HeartbeatRun() {  # prefix, serve flags...
   echo "${prefix}queue_depth_after $(Metric "$PORT" edgealloc_heartbeat_queue_depth) count"
   StopServer "$PID"
 }
-HeartbeatRun pghb1w_ --pg-writers 1
-HeartbeatRun pghb_
-HB_ONE=$(Get "$WORK/pghb1w_.fig" pghb1w_rows_per_s)
-HB=$(Get "$WORK/pghb_.fig" pghb_rows_per_s)
-echo "pg_heartbeat_rows_per_s ${HB:-0} 1/s"
-echo "pg_heartbeat_rows_per_s_1writer ${HB_ONE:-0} 1/s"
-echo "pg_heartbeat_writers_ratio $(Ratio "${HB:-0}" "${HB_ONE:-0}") x"
+# The heartbeat run with one writer, then with the default writers, and the
+# rows a second of both and their ratio under <figure>_.
+HeartbeatWriters() {  # run prefix, figure
+  local run=$1 figure=$2 one all
+  HeartbeatRun "${run}1w_" --pg-writers 1
+  HeartbeatRun "${run}_"
+  one=$(Get "$WORK/${run}1w_.fig" "${run}1w_rows_per_s")
+  all=$(Get "$WORK/${run}_.fig" "${run}_rows_per_s")
+  echo "${figure}_rows_per_s ${all:-0} 1/s"
+  echo "${figure}_rows_per_s_1writer ${one:-0} 1/s"
+  echo "${figure}_writers_ratio $(Ratio "${all:-0}" "${one:-0}") x"
+}
+HeartbeatWriters pghb pg_heartbeat
 
 # 6. The same two heartbeat runs with a synchronous standby (full run only):
 # each commit then waits for the standby's flush too, as in the failover
@@ -388,13 +398,7 @@ if ((!QUICK)); then
       sleep 0.1
     done
     echo "# standby: $(Sql "SELECT application_name || ' ' || sync_state FROM pg_stat_replication")"
-    HeartbeatRun pghbsync1w_ --pg-writers 1
-    HeartbeatRun pghbsync_
-    S1=$(Get "$WORK/pghbsync1w_.fig" pghbsync1w_rows_per_s)
-    S4=$(Get "$WORK/pghbsync_.fig" pghbsync_rows_per_s)
-    echo "pg_sync_standby_heartbeat_rows_per_s ${S4:-0} 1/s"
-    echo "pg_sync_standby_heartbeat_rows_per_s_1writer ${S1:-0} 1/s"
-    echo "pg_sync_standby_heartbeat_writers_ratio $(Ratio "${S4:-0}" "${S1:-0}") x"
+    HeartbeatWriters pghbsync pg_sync_standby_heartbeat
     Sql "ALTER SYSTEM RESET synchronous_standby_names" >/dev/null
     Sql "SELECT pg_reload_conf()" >/dev/null
     PgAs "$PG_BIN/pg_ctl" -D "$STANDBY" -m immediate -w -t 30 stop >/dev/null 2>&1 || true

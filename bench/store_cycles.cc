@@ -5,13 +5,11 @@
 // own connection, so the figure is a ratio. Prints `name value unit`.
 
 #include <sqlite3.h>
-#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <functional>
-#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,36 +17,20 @@
 #include <CLI/CLI.hpp>
 
 #include "allocator/allocator.h"
+#include "bench/bench_support.h"
 #include "store/sqlite/shard.h"
 #include "store/sqlite/sqlite_storage.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::ProcessCpuSeconds;
 
-struct Options {
-  std::string dir = "/tmp";
+struct Options : bench::StoreOptions {
   int clients = 64;
-  int containers = 1000;
-  double seconds = 3;
   std::string sync = "full";
   bool coalesce = true;
 };
-
-// User and system CPU time of this process so far.
-double ProcessCpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
-template <class R, class F>
-R Wait(F start) {
-  std::promise<R> p;
-  auto f = p.get_future();
-  start([&p](R r) { p.set_value(std::move(r)); });
-  return f.get();
-}
 
 double GroupCommitCycles(const Options& o, const std::string& path, uint64_t* doubles) {
   store::ShardMap map(path, 1);
@@ -66,7 +48,7 @@ double GroupCommitCycles(const Options& o, const std::string& path, uint64_t* do
   for (int i = 0; i < o.containers; ++i) {
     specs.push_back({"c" + std::to_string(i), "bench", "default", i % 50, "{}"});
   }
-  Wait<store::ContainerResult>([&](auto cb) { storage.Register(specs, cb); });
+  bench::Await<store::ContainerResult>([&](auto cb) { storage.Register(specs, cb); });
   allocator::Allocator alloc(&storage, {});
   // Each client is a chain of callbacks, not a thread: a release's callback
   // starts the next claim. The figure is then the store's, not the cost of
@@ -155,10 +137,8 @@ double AutocommitCycles(const Options& o, const std::string& path) {
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{"store-level durable claim+release cycles: group commit against autocommit"};
-  app.add_option("--dir", o.dir, "folder for the database files");
+  bench::AddStoreOptions(app, &o);
   app.add_option("--clients", o.clients);
-  app.add_option("--containers", o.containers);
-  app.add_option("--seconds", o.seconds);
   app.add_option("--sync", o.sync)->check(CLI::IsMember({"full", "normal"}));
   app.add_flag("!--no-coalesce", o.coalesce, "SQLite's own two pwrites a WAL frame (store/sqlite/wal_vfs.h)");
   CLI11_PARSE(app, argc, argv);

@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 
-from bench_http import Client, free_port
+from bench_http import Client, free_port, serve, stop as stop_server, wait_answers
 
 KEYS = "adm admin\nka tenant a\nkb tenant b\n"
 
@@ -54,18 +54,12 @@ def run(binary, sessions, rounds):
         f.write(KEYS)
     os.chmod(keys, 0o600)
     port = free_port()
-    server = subprocess.Popen([binary, "serve", "--db", os.path.join(work, "a.db"),
-                               "--listen", "127.0.0.1:%d" % port, "--sync", "normal",
-                               "--keys", keys, "--lease-ms", "3600000", "--log-level", "warn"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = serve(binary, os.path.join(work, "a.db"), port,
+                   ["--sync", "normal", "--keys", keys, "--lease-ms", "3600000", "--log-level", "warn"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     figures = {}
     try:
-        for _ in range(200):
-            try:
-                if Client(port).call("GET", "/healthz")[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.05)
+        wait_answers(port, "/healthz", server)
         admin = Client(port, "adm")
         for start in range(0, sessions, 500):
             cs = [{"id": "c-%06d" % i, "region": "r", "pool": "p"}
@@ -116,8 +110,7 @@ def run(binary, sessions, rounds):
         for t in loopers:
             t.join()
     finally:
-        server.terminate()
-        server.wait()
+        stop_server(server, kill_late=True)
         shutil.rmtree(work, ignore_errors=True)
     return figures
 

@@ -26,7 +26,6 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -39,18 +38,16 @@
 
 #include "allocator/allocator.h"
 #include "base/clock.h"
+#include "bench/bench_support.h"
 #include "store/sqlite/shard.h"
 #include "store/sqlite/sqlite_storage.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
 
-struct Options {
-  std::string dir = "/tmp";
+struct Options : bench::StoreOptions {
   int clients = 64;
-  int containers = 1000;
-  double seconds = 3;
   int hold_us = 5000;
   int candidates = 5;  // K, as the server's --candidates
   int refresh_ms = 100;
@@ -142,6 +139,17 @@ struct Result {
 struct Tally {
   std::atomic<uint64_t> cycles{0}, errors{0}, no_capacity{0};
 };
+
+// What a way's run measured: its rate, and what the book and counters saw.
+Result Measured(double cycles_per_s, Holders* holders, const Tally& tally) {
+  Result r;
+  r.cycles_per_s = cycles_per_s;
+  r.doubles = holders->doubles();
+  r.peak_sessions = holders->peak_sessions();
+  r.errors = tally.errors;
+  r.no_capacity = tally.no_capacity;
+  return r;
+}
 
 // Runs `client(thread_index, stop)` on o.clients threads for o.seconds and
 // returns cycles a second over that window. A thread still waiting on a lock
@@ -243,8 +251,7 @@ void PlainCycle(const Options& o, PlainClient* c, const std::string& id,
 Result Naive(const Options& o, const std::string& path) {
   Holders holders;
   Tally tally;
-  Result r;
-  r.cycles_per_s = RunClients(o, &tally, [&](int t, const std::atomic<bool>& stop) {
+  const double rate = RunClients(o, &tally, [&](int t, const std::atomic<bool>& stop) {
     PlainClient c(path);
     sqlite3_bind_text(c.select, 1, kRegion, -1, SQLITE_STATIC);
     sqlite3_bind_text(c.select, 2, kPool, -1, SQLITE_STATIC);
@@ -260,11 +267,7 @@ Result Naive(const Options& o, const std::string& path) {
                  "naive_" + std::to_string(t) + "_" + std::to_string(n), &holders, &tally);
     }
   });
-  r.doubles = holders.doubles();
-  r.peak_sessions = holders.peak_sessions();
-  r.errors = tally.errors;
-  r.no_capacity = tally.no_capacity;
-  return r;
+  return Measured(rate, &holders, tally);
 }
 
 // Snapshot is the mirror the second wrong way trusts: the available ids as of
@@ -323,9 +326,8 @@ class Snapshot {
 Result Mirror(const Options& o, const std::string& path, uint64_t* refreshes) {
   Holders holders;
   Tally tally;
-  Result r;
   Snapshot snapshot(path, o.refresh_ms);
-  r.cycles_per_s = RunClients(o, &tally, [&](int t, const std::atomic<bool>& stop) {
+  const double rate = RunClients(o, &tally, [&](int t, const std::atomic<bool>& stop) {
     PlainClient c(path);
     std::mt19937_64 rng(1000 + t);
     for (uint64_t n = 0; !stop.load(std::memory_order_relaxed); ++n) {
@@ -341,19 +343,7 @@ Result Mirror(const Options& o, const std::string& path, uint64_t* refreshes) {
     }
   });
   *refreshes = snapshot.refreshes();
-  r.doubles = holders.doubles();
-  r.peak_sessions = holders.peak_sessions();
-  r.errors = tally.errors;
-  r.no_capacity = tally.no_capacity;
-  return r;
-}
-
-template <class R, class F>
-R Wait(F start) {
-  std::promise<R> p;
-  auto f = p.get_future();
-  start([&p](R r) { p.set_value(std::move(r)); });
-  return f.get();
+  return Measured(rate, &holders, tally);
 }
 
 // Ours also creates the file and registers the pool, which the wrong ways
@@ -373,19 +363,19 @@ Result Ours(const Options& o, const std::string& path) {
   for (int i = 0; i < o.containers; ++i) {
     specs.push_back({"c" + std::to_string(i), kRegion, kPool, i % 50, "{}"});
   }
-  auto registered = Wait<store::ContainerResult>([&](auto cb) { storage.Register(specs, cb); });
+  auto registered = bench::Await<store::ContainerResult>([&](auto cb) { storage.Register(specs, cb); });
   if (registered.outcome != store::Outcome::kOk) Die("register: " + registered.message);
-  Result r;
   Holders holders;
   Tally tally;
+  double rate = 0;
   {
     allocator::Allocator alloc(&storage, {});
-    r.cycles_per_s = RunClients(o, &tally, [&](int, const std::atomic<bool>& stop) {
+    rate = RunClients(o, &tally, [&](int, const std::atomic<bool>& stop) {
       while (!stop.load(std::memory_order_relaxed)) {
         store::ClaimRequest req;
         req.region = kRegion;
         req.pool = kPool;
-        auto c = Wait<store::SessionResult>(
+        auto c = bench::Await<store::SessionResult>(
             [&](auto cb) { alloc.Claim(std::move(req), cb); });
         if (c.outcome == store::Outcome::kNoCapacity) {
           ++tally.no_capacity;
@@ -398,7 +388,7 @@ Result Ours(const Options& o, const std::string& path) {
         holders.Take(c.session.container_id);
         Hold(o);
         holders.Drop(c.session.container_id);
-        auto rel = Wait<store::SessionResult>([&](auto cb) {
+        auto rel = bench::Await<store::SessionResult>([&](auto cb) {
           alloc.Release({}, c.session.session_id, c.session.token, cb);
         });
         // A stolen container would also show here, as a stale token.
@@ -409,11 +399,7 @@ Result Ours(const Options& o, const std::string& path) {
     // The writer's queued jobs point at the Allocator: stop it first.
     shards[0]->writer->Stop();
   }
-  r.doubles = holders.doubles();
-  r.peak_sessions = holders.peak_sessions();
-  r.errors = tally.errors;
-  r.no_capacity = tally.no_capacity;
-  return r;
+  return Measured(rate, &holders, tally);
 }
 
 // Puts every container back to available: each way starts from the same pool.
@@ -436,11 +422,9 @@ void Print(const char* way, const Result& r) {
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{"double allocations of the two wrong claims against ours, same load, same pool"};
-  app.add_option("--dir", o.dir, "folder for the database file");
+  bench::AddStoreOptions(app, &o);
   app.add_option("--clients", o.clients, "client threads, each claim -> hold -> release")
       ->check(CLI::Range(1, 1024));
-  app.add_option("--containers", o.containers)->check(CLI::Range(1, 10000000));
-  app.add_option("--seconds", o.seconds, "seconds each way runs");
   app.add_option("--hold-us", o.hold_us, "how long a claimed container is held");
   app.add_option("--candidates", o.candidates, "K cheapest containers a claim picks from")
       ->check(CLI::Range(1, 1000));

@@ -30,6 +30,15 @@ function(sources_of dir out)
   set(${out} ${files} PARENT_SCOPE)
 endfunction()
 
+# forbid() on every source of DIR. A macro, so that what forbid appends to
+# `bad` stays in the caller's scope.
+macro(forbid_in dir regex why)
+  sources_of(${dir} files)
+  foreach(f ${files})
+    forbid(${f} "${regex}" "${why}")
+  endforeach()
+endmacro()
+
 foreach(part allocator batcher kvmirror)
   sources_of(${part} files)
   foreach(f ${files})
@@ -43,10 +52,7 @@ foreach(part allocator batcher kvmirror)
   endforeach()
 endforeach()
 
-sources_of(server files)
-foreach(f ${files})
-  forbid(${f} "store/(sqlite|postgres)/" "server/ opens storage through store/storage.h")
-endforeach()
+forbid_in(server "store/(sqlite|postgres)/" "server/ opens storage through store/storage.h")
 
 file(GLOB store_seam ${SOURCE_DIR}/store/*.h ${SOURCE_DIR}/store/*.cc)
 foreach(f ${store_seam})
@@ -58,16 +64,10 @@ foreach(f ${store_seam})
 endforeach()
 
 foreach(engine ${engines})
-  sources_of(store/${engine} files)
-  foreach(f ${files})
-    forbid(${f} "(allocator|batcher|kvmirror|server)/" "an engine is below every part")
-  endforeach()
+  forbid_in(store/${engine} "(allocator|batcher|kvmirror|server)/" "an engine is below every part")
 endforeach()
 
-sources_of(base files)
-foreach(f ${files})
-  forbid(${f} "(store|allocator|batcher|kvmirror|server)/" "base/ depends on nothing of ours")
-endforeach()
+forbid_in(base "(store|allocator|batcher|kvmirror|server)/" "base/ depends on nothing of ours")
 
 set(server_top "server/(service|config|demo|admin|main)\\.h")
 foreach(room http api ops)

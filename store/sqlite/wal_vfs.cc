@@ -1,6 +1,7 @@
 #include "store/sqlite/wal_vfs.h"
 
 #include "base/mutex.h"
+#include "store/sqlite/forwarding_vfs.h"
 
 #include <sqlite3.h>
 
@@ -20,15 +21,11 @@ constexpr size_t kMaxBuffer = 4 << 20;
 std::atomic<uint64_t> g_writes{0};
 std::atomic<uint64_t> g_flushes{0};
 
-sqlite3_vfs* g_base = nullptr;  // the default VFS we wrap
-sqlite3_vfs g_vfs;
+sqlite3_vfs g_vfs;  // over the default VFS
 sqlite3_io_methods g_methods;
 
-// Our file: SQLite allocates szOsFile bytes for it; the wrapped file of the
-// base VFS lives right behind it.
-struct File {
-  sqlite3_file base;
-  sqlite3_file* real;
+// Our file; the wrapped file of the default VFS lives right behind it.
+struct File : ForwardingFile {
   bool wal;
   // A WAL file and the main database file of the same connection point at
   // each other (set when the WAL is opened, cleared when either closes): the
@@ -56,7 +53,7 @@ struct File {
   bool through;
 };
 
-File* Cast(sqlite3_file* f) { return reinterpret_cast<File*>(f); }
+File* Cast(sqlite3_file* f) { return static_cast<File*>(AsForwardingFile(f)); }
 
 // Main database files opened through this VFS, by the name SQLite gave them,
 // so that a WAL opened later finds its connection's main file
@@ -222,13 +219,6 @@ int ShmLock(sqlite3_file* file, int offset, int n, int flags) {
   return rc;
 }
 
-// The rest passes straight through.
-int Lock(sqlite3_file* f, int l) { return Cast(f)->real->pMethods->xLock(Cast(f)->real, l); }
-int Unlock(sqlite3_file* f, int l) { return Cast(f)->real->pMethods->xUnlock(Cast(f)->real, l); }
-int CheckReservedLock(sqlite3_file* f, int* out) {
-  return Cast(f)->real->pMethods->xCheckReservedLock(Cast(f)->real, out);
-}
-
 // The level `PRAGMA synchronous=<value>` would set, as SQLite's pragma.c
 // reads it (getSafetyLevel, plus one): 1 OFF, 2 NORMAL, 3 FULL, 4 EXTRA.
 int SynchronousLevel(const char* value) {
@@ -280,32 +270,12 @@ int FileControl(sqlite3_file* f, int op, void* arg) {
   }
   return Cast(f)->real->pMethods->xFileControl(Cast(f)->real, op, arg);
 }
-int SectorSize(sqlite3_file* f) { return Cast(f)->real->pMethods->xSectorSize(Cast(f)->real); }
-int DeviceCharacteristics(sqlite3_file* f) {
-  return Cast(f)->real->pMethods->xDeviceCharacteristics(Cast(f)->real);
-}
-int ShmMap(sqlite3_file* f, int page, int size, int extend, void volatile** out) {
-  return Cast(f)->real->pMethods->xShmMap(Cast(f)->real, page, size, extend, out);
-}
-void ShmBarrier(sqlite3_file* f) { Cast(f)->real->pMethods->xShmBarrier(Cast(f)->real); }
-int ShmUnmap(sqlite3_file* f, int del) {
-  return Cast(f)->real->pMethods->xShmUnmap(Cast(f)->real, del);
-}
-int Fetch(sqlite3_file* f, sqlite3_int64 offset, int amount, void** out) {
-  return Cast(f)->real->pMethods->xFetch(Cast(f)->real, offset, amount, out);
-}
-int Unfetch(sqlite3_file* f, sqlite3_int64 offset, void* p) {
-  return Cast(f)->real->pMethods->xUnfetch(Cast(f)->real, offset, p);
-}
 
-int Open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* file, int flags, int* out_flags) {
+int Open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* file, int flags, int* out_flags) {
   File* f = Cast(file);
-  std::memset(f, 0, sizeof(File));
-  f->real = reinterpret_cast<sqlite3_file*>(f + 1);
+  *f = File{};
   f->wal = (flags & SQLITE_OPEN_WAL) != 0;
-  int rc = g_base->xOpen(g_base, name, f->real, flags, out_flags);
-  // A failed open leaves pMethods null, so SQLite will not call xClose.
-  f->base.pMethods = f->real->pMethods != nullptr ? &g_methods : nullptr;
+  const int rc = OpenBaseFile(vfs, name, f, sizeof(File), &g_methods, flags, out_flags);
   if (rc != SQLITE_OK || f->base.pMethods == nullptr || name == nullptr) return rc;
   base::MutexLock lock(&g_registry_mu);
   if (g_main_files == nullptr) g_main_files = new std::unordered_map<const char*, File*>();
@@ -322,73 +292,24 @@ int Open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* file, int flags, int
   return rc;
 }
 
-// The VFS-level calls go to the base VFS as they are.
-int Delete(sqlite3_vfs*, const char* name, int sync_dir) {
-  return g_base->xDelete(g_base, name, sync_dir);
-}
-int Access(sqlite3_vfs*, const char* name, int flags, int* out) {
-  return g_base->xAccess(g_base, name, flags, out);
-}
-int FullPathname(sqlite3_vfs*, const char* name, int n, char* out) {
-  return g_base->xFullPathname(g_base, name, n, out);
-}
-void* DlOpen(sqlite3_vfs*, const char* name) { return g_base->xDlOpen(g_base, name); }
-void DlError(sqlite3_vfs*, int n, char* out) { g_base->xDlError(g_base, n, out); }
-void (*DlSym(sqlite3_vfs*, void* h, const char* sym))(void) { return g_base->xDlSym(g_base, h, sym); }
-void DlClose(sqlite3_vfs*, void* h) { g_base->xDlClose(g_base, h); }
-int Randomness(sqlite3_vfs*, int n, char* out) { return g_base->xRandomness(g_base, n, out); }
-int Sleep(sqlite3_vfs*, int micros) { return g_base->xSleep(g_base, micros); }
-int CurrentTime(sqlite3_vfs*, double* out) { return g_base->xCurrentTime(g_base, out); }
-int GetLastError(sqlite3_vfs*, int n, char* out) { return g_base->xGetLastError(g_base, n, out); }
-int CurrentTimeInt64(sqlite3_vfs*, sqlite3_int64* out) {
-  return g_base->xCurrentTimeInt64(g_base, out);
-}
-
 Status RegisterOnce() {
-  g_base = sqlite3_vfs_find(nullptr);
-  if (g_base == nullptr) return Status::IOError("SQLite has no default VFS");
-  if (g_base->iVersion < 2 || g_base->xCurrentTimeInt64 == nullptr) {
+  sqlite3_vfs* base = sqlite3_vfs_find(nullptr);
+  if (base == nullptr) return Status::IOError("SQLite has no default VFS");
+  if (base->iVersion < 2 || base->xCurrentTimeInt64 == nullptr) {
     return Status::IOError("the default SQLite VFS is too old to wrap");
   }
-  g_methods = sqlite3_io_methods{};
-  g_methods.iVersion = 3;
+  // Everything else passes through to the default VFS's file as it is.
+  g_methods = ForwardingIoMethods();
   g_methods.xClose = Close;
   g_methods.xRead = Read;
   g_methods.xWrite = Write;
   g_methods.xTruncate = Truncate;
   g_methods.xSync = Sync;
   g_methods.xFileSize = FileSize;
-  g_methods.xLock = Lock;
-  g_methods.xUnlock = Unlock;
-  g_methods.xCheckReservedLock = CheckReservedLock;
   g_methods.xFileControl = FileControl;
-  g_methods.xSectorSize = SectorSize;
-  g_methods.xDeviceCharacteristics = DeviceCharacteristics;
-  g_methods.xShmMap = ShmMap;
   g_methods.xShmLock = ShmLock;
-  g_methods.xShmBarrier = ShmBarrier;
-  g_methods.xShmUnmap = ShmUnmap;
-  g_methods.xFetch = Fetch;
-  g_methods.xUnfetch = Unfetch;
-
-  g_vfs = sqlite3_vfs{};
-  g_vfs.iVersion = 2;
-  g_vfs.szOsFile = static_cast<int>(sizeof(File)) + g_base->szOsFile;
-  g_vfs.mxPathname = g_base->mxPathname;
-  g_vfs.zName = kCoalescingWalVfs;
+  g_vfs = ForwardingVfs(base, kCoalescingWalVfs, sizeof(File));
   g_vfs.xOpen = Open;
-  g_vfs.xDelete = Delete;
-  g_vfs.xAccess = Access;
-  g_vfs.xFullPathname = FullPathname;
-  g_vfs.xDlOpen = DlOpen;
-  g_vfs.xDlError = DlError;
-  g_vfs.xDlSym = DlSym;
-  g_vfs.xDlClose = DlClose;
-  g_vfs.xRandomness = Randomness;
-  g_vfs.xSleep = Sleep;
-  g_vfs.xCurrentTime = CurrentTime;
-  g_vfs.xGetLastError = GetLastError;
-  g_vfs.xCurrentTimeInt64 = CurrentTimeInt64;
   int rc = sqlite3_vfs_register(&g_vfs, /*makeDflt=*/0);
   if (rc != SQLITE_OK) {
     return Status::IOError(std::string("cannot register the WAL VFS: ") + sqlite3_errstr(rc));

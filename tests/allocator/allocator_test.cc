@@ -15,6 +15,7 @@
 
 #include "base/clock.h"
 #include "store/sqlite/db.h"
+#include "tests/support/await.h"
 #include "tests/support/forwarding_storage.h"
 #include "tests/support/pool_fixture.h"
 #include "tests/support/broken_reads.h"
@@ -883,19 +884,29 @@ struct Pending {
   bool Ready() { return future.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready; }
 };
 
-std::shared_ptr<Pending> ClaimAsync(Pool& pool, store::ClaimRequest req,
+std::shared_ptr<Pending> ClaimAsync(allocator::Allocator& alloc, store::ClaimRequest req,
                                     std::function<bool()> abandoned = {}) {
   auto p = std::make_shared<Pending>();
-  pool.alloc().Claim(
+  alloc.Claim(
       std::move(req), [p](SessionResult r) { p->promise.set_value(std::move(r)); },
       std::move(abandoned));
   return p;
+}
+
+std::shared_ptr<Pending> ClaimAsync(Pool& pool, store::ClaimRequest req,
+                                    std::function<bool()> abandoned = {}) {
+  return ClaimAsync(pool.alloc(), std::move(req), std::move(abandoned));
 }
 
 store::ClaimRequest Waiting(int64_t wait_ms, const std::string& tenant = "t1") {
   auto req = Req("weur", tenant, "chrome");
   req.wait_ms = wait_ms;
   return req;
+}
+
+// Whether `alloc` holds n waiting claims within a few seconds.
+bool WaitersReach(allocator::Allocator& alloc, int64_t n) {
+  return Eventually([&] { return alloc.stats().waiting.load() == n; });
 }
 
 // Registers a container in the pool and has tenant t0 hold it: the pool
@@ -908,25 +919,35 @@ SessionResult HoldOne(Pool& pool, const std::string& id, const std::string& regi
   return held;
 }
 
+// Tenant t0 lets go of the session HoldOne gave it, through the pool's own
+// allocator; the outcome's name.
+std::string ReleaseHeld(Pool& pool, const SessionResult& held) {
+  return Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome);
+}
+
+// The default options, but for how often waiting claims try again.
+allocator::AllocatorOptions RetryEvery(int wait_retry_ms) {
+  allocator::AllocatorOptions options;
+  options.wait_retry_ms = wait_retry_ms;
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE("wait: claims that wait are served by releases, first come first served") {
   Pool pool(EDGEALLOC_ENGINES);
   pool.alloc().Start();
-  pool.Add({Spec("only", "weur", "chrome")});
-  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
-  REQUIRE(held.outcome == Outcome::kOk);
+  SessionResult held = HoldOne(pool, "only");
 
   auto first = ClaimAsync(pool, Waiting(20000, "t1"));
-  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 1; }));
+  REQUIRE(WaitersReach(pool.alloc(), 1));
   auto second = ClaimAsync(pool, Waiting(20000, "t2"));
-  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 2; }));
+  REQUIRE(WaitersReach(pool.alloc(), 2));
   // A claim that does not wait still gets its answer at once.
   CHECK(Name(pool.Claim(Req("weur", "t3", "chrome")).outcome) == "no_capacity");
   CHECK_FALSE(first->Ready());
 
-  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
-          "ok");
+  REQUIRE(ReleaseHeld(pool, held) == "ok");
   SessionResult got = first->future.get();
   INFO(got.message);
   REQUIRE(got.outcome == Outcome::kOk);
@@ -943,13 +964,11 @@ TEST_CASE("wait: claims that wait are served by releases, first come first serve
 }
 
 TEST_CASE("wait: a waiter finds capacity that came back without a release here (the retry tick)") {
-  allocator::AllocatorOptions options;
-  options.wait_retry_ms = 20;
-  Pool pool(EDGEALLOC_ENGINES, options);
+  Pool pool(EDGEALLOC_ENGINES, RetryEvery(20));
   pool.alloc().Start();
   HoldOne(pool, "held");
   auto waiting = ClaimAsync(pool, Waiting(20000));
-  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 1; }));
+  REQUIRE(WaitersReach(pool.alloc(), 1));
   pool.Add({Spec("late", "weur", "chrome")});  // a registration: no release to wake it
   SessionResult got = waiting->future.get();
   REQUIRE(got.outcome == Outcome::kOk);
@@ -978,7 +997,7 @@ TEST_CASE("wait: EndWaits answers every waiting claim at once and lets none wait
   HoldOne(pool, "held");
   auto first = ClaimAsync(pool, Waiting(20000, "t1"));
   auto second = ClaimAsync(pool, Waiting(20000, "t2"));
-  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 2; }));
+  REQUIRE(WaitersReach(pool.alloc(), 2));
   const auto t0 = std::chrono::steady_clock::now();
   pool.alloc().EndWaits();
   REQUIRE(first->future.wait_for(std::chrono::seconds(2)) == std::future_status::ready);
@@ -1001,14 +1020,14 @@ TEST_CASE("wait: past max_waiters_per_pool a waiting claim is overloaded, other 
   HoldOne(pool, "held-firefox", "weur", "firefox");
   auto a = ClaimAsync(pool, Waiting(20000));
   auto b = ClaimAsync(pool, Waiting(20000));
-  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 2; }));
+  REQUIRE(WaitersReach(pool.alloc(), 2));
   SessionResult refused = ClaimAsync(pool, Waiting(20000))->future.get();
   CHECK(Name(refused.outcome) == "overloaded");
   CHECK_THAT(refused.message, Catch::Contains("--max-claim-waiters"));
   auto other_pool = Req("weur", "t1", "firefox");
   other_pool.wait_ms = 20000;
   auto c = ClaimAsync(pool, other_pool);
-  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 3; }));
+  REQUIRE(WaitersReach(pool.alloc(), 3));
   CHECK(pool.alloc().stats().waits_refused.load() == 1);
   // Stopping answers every waiter.
   pool.alloc().Stop();
@@ -1020,31 +1039,24 @@ TEST_CASE("wait: past max_waiters_per_pool a waiting claim is overloaded, other 
 TEST_CASE("wait: a waiter whose client went away is answered and claims nothing") {
   Pool pool(EDGEALLOC_ENGINES);
   pool.alloc().Start();
-  pool.Add({Spec("only", "weur", "chrome")});
-  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
-  REQUIRE(held.outcome == Outcome::kOk);
+  SessionResult held = HoldOne(pool, "only");
   auto gone = std::make_shared<std::atomic<bool>>(false);
   auto waiter = ClaimAsync(pool, Waiting(20000), [gone] { return gone->load(); });
-  REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 1; }));
+  REQUIRE(WaitersReach(pool.alloc(), 1));
   gone->store(true);
   SessionResult r = waiter->future.get();
   CHECK(Name(r.outcome) == "no_capacity");
   CHECK(pool.alloc().stats().waits_abandoned.load() == 1);
-  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
-          "ok");
+  REQUIRE(ReleaseHeld(pool, held) == "ok");
   // Nobody took the container for the client that left.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK(pool.Get("only").status == "available");
 }
 
 TEST_CASE("wait: a session claimed for a client that left meanwhile is released at once") {
-  allocator::AllocatorOptions options;
-  options.wait_retry_ms = 60000;  // only the release wakes the waiter
-  Pool pool(EDGEALLOC_ENGINES, options);
+  Pool pool(EDGEALLOC_ENGINES, RetryEvery(60000));  // only the release wakes the waiter
   pool.alloc().Start();
-  pool.Add({Spec("only", "weur", "chrome")});
-  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
-  REQUIRE(held.outcome == Outcome::kOk);
+  SessionResult held = HoldOne(pool, "only");
   // The client goes away just as its claim is made: "gone" from the moment
   // the container's token moved past the held session's (its claim
   // committed), asked when that claim comes back with the session.
@@ -1053,8 +1065,7 @@ TEST_CASE("wait: a session claimed for a client that left meanwhile is released 
     return pool.Get("only").generation > held_token;
   });
   REQUIRE(Eventually([&] { return pool.alloc().stats().waiting.load() == 1 || waiter->Ready(); }));
-  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
-          "ok");
+  REQUIRE(ReleaseHeld(pool, held) == "ok");
   SessionResult r = waiter->future.get();
   CHECK(Name(r.outcome) == "no_capacity");
   CHECK(pool.alloc().stats().waits_abandoned.load() == 1);
@@ -1141,13 +1152,11 @@ class Probe : public testing::ForwardingStorage {
   std::function<void()> held_;
 };
 
-std::shared_ptr<Pending> ClaimAsync(allocator::Allocator& alloc, store::ClaimRequest req,
-                                    std::function<bool()> abandoned = {}) {
-  auto p = std::make_shared<Pending>();
-  alloc.Claim(
-      std::move(req), [p](SessionResult r) { p->promise.set_value(std::move(r)); },
-      std::move(abandoned));
-  return p;
+// A waiting claim whose client leaves as soon as the storage gave it a
+// session.
+std::shared_ptr<Pending> ClaimLeaving(allocator::Allocator& alloc, Probe& probe,
+                                      store::ClaimRequest req) {
+  return ClaimAsync(alloc, std::move(req), [&probe] { return probe.claimed(); });
 }
 
 // A session's id, or its outcome's name when it is not live now.
@@ -1164,22 +1173,17 @@ std::string LiveSession(allocator::Allocator& alloc, const std::string& tenant,
 // or node, perhaps already answered) replays that session: it must live on.
 TEST_CASE("wait: a session claimed for a keyed waiter that left is kept for the key's retry") {
   Pool pool(EDGEALLOC_ENGINES);
-  pool.Add({Spec("only", "weur", "chrome")});
-  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
-  REQUIRE(held.outcome == Outcome::kOk);
+  SessionResult held = HoldOne(pool, "only");
   Probe probe(&pool.seam());
-  allocator::AllocatorOptions options;
-  options.wait_retry_ms = 20;  // finds the release made through the pool's own allocator
-  allocator::Allocator alloc(&probe, options);
+  allocator::Allocator alloc(&probe, RetryEvery(20));  // finds the release made through the pool's own allocator
   alloc.Start();
   probe.ResetClaimed();
   auto req = Waiting(20000);
   req.idempotency_key = "k-wait";
   // Gone as soon as the storage gave it a session.
-  auto waiter = ClaimAsync(alloc, req, [&probe] { return probe.claimed(); });
-  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
-  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
-          "ok");
+  auto waiter = ClaimLeaving(alloc, probe, req);
+  REQUIRE(WaitersReach(alloc, 1));
+  REQUIRE(ReleaseHeld(pool, held) == "ok");
   SessionResult r = waiter->future.get();
   CHECK(Name(r.outcome) == "no_capacity");
   CHECK(alloc.stats().waits_abandoned.load() == 1);
@@ -1192,9 +1196,7 @@ TEST_CASE("wait: a session claimed for a keyed waiter that left is kept for the 
   CHECK(pool.Get("only").status == "picked");
   auto retry = req;
   retry.wait_ms = 0;
-  std::promise<SessionResult> p;
-  alloc.Claim(retry, [&p](SessionResult got) { p.set_value(std::move(got)); });
-  SessionResult replay = p.get_future().get();
+  SessionResult replay = testing::Await<SessionResult>([&](auto cb) { alloc.Claim(retry, cb); });
   CHECK(Name(replay.outcome) == "replayed");
   CHECK(replay.session.session_id == kept.session_id);
   CHECK(replay.session.token == kept.token);
@@ -1211,7 +1213,7 @@ TEST_CASE("wait: a first attempt whose client left meanwhile releases its sessio
   alloc.Start();
 
   // No key: nobody can ever read it, so it is handed back.
-  SessionResult gone = ClaimAsync(alloc, Waiting(20000), [&probe] { return probe.claimed(); })
+  SessionResult gone = ClaimLeaving(alloc, probe, Waiting(20000))
                            ->future.get();
   CHECK(Name(gone.outcome) == "no_capacity");
   CHECK(gone.session.session_id.empty());
@@ -1229,7 +1231,7 @@ TEST_CASE("wait: a first attempt whose client left meanwhile releases its sessio
   auto keyed = Waiting(20000);
   keyed.idempotency_key = "k-first";
   SessionResult gone_keyed =
-      ClaimAsync(alloc, keyed, [&probe] { return probe.claimed(); })->future.get();
+      ClaimLeaving(alloc, probe, keyed)->future.get();
   CHECK(Name(gone_keyed.outcome) == "no_capacity");
   CHECK(alloc.stats().waits_abandoned.load() == 2);
   CHECK(alloc.stats().abandoned_sessions_kept.load() == 1);
@@ -1239,9 +1241,7 @@ TEST_CASE("wait: a first attempt whose client left meanwhile releases its sessio
   CHECK(LiveSession(alloc, "t1", kept.session_id) == kept.session_id);
   CHECK(pool.Get("only").status == "picked");
   keyed.wait_ms = 0;
-  std::promise<SessionResult> p;
-  alloc.Claim(keyed, [&p](SessionResult got) { p.set_value(std::move(got)); });
-  SessionResult replay = p.get_future().get();
+  SessionResult replay = testing::Await<SessionResult>([&](auto cb) { alloc.Claim(keyed, cb); });
   CHECK(Name(replay.outcome) == "replayed");
   CHECK(replay.session.session_id == kept.session_id);
 }
@@ -1250,20 +1250,15 @@ TEST_CASE("wait: a first attempt whose client left meanwhile releases its sessio
 // busy) was dropped, leaving the container held until the lease ended.
 TEST_CASE("wait: an abandoned session whose release fails is released on a later try") {
   Pool pool(EDGEALLOC_ENGINES);
-  pool.Add({Spec("only", "weur", "chrome")});
-  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
-  REQUIRE(held.outcome == Outcome::kOk);
+  SessionResult held = HoldOne(pool, "only");
   Probe probe(&pool.seam());
-  allocator::AllocatorOptions options;
-  options.wait_retry_ms = 20;
-  allocator::Allocator alloc(&probe, options);
+  allocator::Allocator alloc(&probe, RetryEvery(20));
   alloc.Start();
   probe.ResetClaimed();
   probe.fail_releases = 1;
-  auto waiter = ClaimAsync(alloc, Waiting(20000), [&probe] { return probe.claimed(); });
-  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
-  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
-          "ok");
+  auto waiter = ClaimLeaving(alloc, probe, Waiting(20000));
+  REQUIRE(WaitersReach(alloc, 1));
+  REQUIRE(ReleaseHeld(pool, held) == "ok");
   CHECK(Name(waiter->future.get().outcome) == "no_capacity");
   const store::Session abandoned = probe.last_claimed();
   REQUIRE(abandoned.token > held.session.token);
@@ -1279,22 +1274,17 @@ TEST_CASE("wait: an abandoned session whose release fails is released on a later
 // then) was never released: nothing was left to release it.
 TEST_CASE("stop: a session claimed for a client that left is released before Stop returns") {
   Pool pool(EDGEALLOC_ENGINES);
-  pool.Add({Spec("only", "weur", "chrome")});
-  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
-  REQUIRE(held.outcome == Outcome::kOk);
+  SessionResult held = HoldOne(pool, "only");
   Probe probe(&pool.seam());
-  allocator::AllocatorOptions options;
-  options.wait_retry_ms = 20;
-  allocator::Allocator alloc(&probe, options);
+  allocator::Allocator alloc(&probe, RetryEvery(20));
   alloc.Start();
   probe.ResetClaimed();
-  auto waiter = ClaimAsync(alloc, Waiting(20000), [&probe] { return probe.claimed(); });
-  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
+  auto waiter = ClaimLeaving(alloc, probe, Waiting(20000));
+  REQUIRE(WaitersReach(alloc, 1));
   // The waiter's claim gets the container; its answer is held back.
   probe.hold_claims = true;
   probe.fail_releases = 1;  // and the first release of it fails
-  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
-          "ok");
+  REQUIRE(ReleaseHeld(pool, held) == "ok");
   REQUIRE(Eventually([&] { return probe.holding(); }));
   std::atomic<bool> stopped{false};
   std::thread stopper([&] {
@@ -1326,7 +1316,7 @@ TEST_CASE("wait: an abandoned session whose release keeps failing is given up wh
   auto req = Waiting(20000);
   req.lease_ms = 400;
   SessionResult gone =
-      ClaimAsync(alloc, req, [&probe] { return probe.claimed(); })->future.get();
+      ClaimLeaving(alloc, probe, req)->future.get();
   CHECK(Name(gone.outcome) == "no_capacity");
   const store::Session abandoned = probe.last_claimed();
   REQUIRE_FALSE(abandoned.session_id.empty());
@@ -1360,9 +1350,7 @@ TEST_CASE("wait: a claim for a pool nobody registered answers at once and never 
   Pool pool(EDGEALLOC_ENGINES);
   HoldOne(pool, "held");
   Probe probe(&pool.seam());
-  allocator::AllocatorOptions options;
-  options.wait_retry_ms = 20;
-  allocator::Allocator alloc(&probe, options);
+  allocator::Allocator alloc(&probe, RetryEvery(20));
   alloc.Start();
   auto made_up = ClaimAsync(alloc, WaitingFor("t1", "nowhere", {"nowhere-2", "nowhere-3"}));
   REQUIRE(made_up->future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
@@ -1374,7 +1362,7 @@ TEST_CASE("wait: a claim for a pool nobody registered answers at once and never 
   CHECK(alloc.stats().waiting.load() == 0);
   // A made-up region whose fallback has the pool waits: that one may free up.
   auto fallback = ClaimAsync(alloc, WaitingFor("t1", "nowhere", {"weur"}));
-  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
+  REQUIRE(WaitersReach(alloc, 1));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   CHECK_FALSE(fallback->Ready());
   alloc.Stop();
@@ -1387,20 +1375,17 @@ TEST_CASE("wait: a waiter claims only when a probe finds a container it could ta
   Pool pool(EDGEALLOC_ENGINES);
   SessionResult held = HoldOne(pool, "held");
   Probe probe(&pool.seam());
-  allocator::AllocatorOptions options;
-  options.wait_retry_ms = 10;
-  allocator::Allocator alloc(&probe, options);
+  allocator::Allocator alloc(&probe, RetryEvery(10));
   alloc.Start();
   auto waiter = ClaimAsync(alloc, WaitingFor("t1", "weur"));
-  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
+  REQUIRE(WaitersReach(alloc, 1));
   const uint64_t probes_before = alloc.stats().wait_probes.load();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   CHECK(probe.claims.load() == 1);  // the first attempt; no retry while the pool is full
   CHECK(alloc.stats().wait_probes.load() > probes_before + 5);  // it kept looking, by reads
   // Freed behind its back (no release through this Allocator): the probe
   // finds it and the waiter claims once.
-  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
-          "ok");
+  REQUIRE(ReleaseHeld(pool, held) == "ok");
   SessionResult got = waiter->future.get();
   REQUIRE(got.outcome == Outcome::kOk);
   CHECK(probe.claims.load() == 2);
@@ -1411,16 +1396,13 @@ TEST_CASE("wait: when probing fails the first waiter still claims, as before pro
   SessionResult held = HoldOne(pool, "held");
   Probe probe(&pool.seam());
   probe.fail_probes = true;
-  allocator::AllocatorOptions options;
-  options.wait_retry_ms = 10;
-  allocator::Allocator alloc(&probe, options);
+  allocator::Allocator alloc(&probe, RetryEvery(10));
   alloc.Start();
   auto made_up = ClaimAsync(alloc, WaitingFor("t1", "nowhere"));
   auto waiter = ClaimAsync(alloc, WaitingFor("t1", "weur"));
-  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 2; }));
+  REQUIRE(WaitersReach(alloc, 2));
   CHECK_FALSE(made_up->Ready());  // not known to be unregistered: it waits
-  REQUIRE(Name(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome) ==
-          "ok");
+  REQUIRE(ReleaseHeld(pool, held) == "ok");
   SessionResult got = waiter->future.get();
   REQUIRE(got.outcome == Outcome::kOk);
   CHECK(alloc.stats().wait_probes_failed.load() > 0);

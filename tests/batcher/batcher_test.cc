@@ -256,6 +256,13 @@ Heartbeat Beat(std::string id, std::optional<int64_t> ts = std::nullopt,
   return h;
 }
 
+// The default options, but for how long a batch waits to fill.
+BatcherOptions WaitingMs(int batch_wait_ms) {
+  BatcherOptions options;
+  options.batch_wait_ms = batch_wait_ms;
+  return options;
+}
+
 std::vector<std::string> Ids(const std::string& prefix, int n) {
   std::vector<std::string> ids;
   for (int i = 0; i < n; ++i) ids.push_back(prefix + std::to_string(i));
@@ -286,9 +293,7 @@ TEST_CASE("batcher: 100 queued heartbeats become one transaction and 250 become 
   pool.Add(Ids("c-", 250), 1);
 
   SECTION("100 queued before the batching thread starts: one transaction") {
-    BatcherOptions options;
-    options.batch_wait_ms = 60000;
-    Batcher b(pool.storage(), options);
+    Batcher b(pool.storage(), WaitingMs(60000));
     REQUIRE(b.Submit(Beats(Ids("c-", 100))).accepted());
     CHECK(b.QueueDepth() == 100);
     const uint64_t before = pool.Transactions();
@@ -307,9 +312,7 @@ TEST_CASE("batcher: 100 queued heartbeats become one transaction and 250 become 
   }
 
   SECTION("250 in one request to a running batcher: three transactions") {
-    BatcherOptions options;
-    options.batch_wait_ms = 100;
-    Batcher b(pool.storage(), options);
+    Batcher b(pool.storage(), WaitingMs(100));
     b.Start();
     const uint64_t before = pool.Transactions();
     REQUIRE(b.Submit(Beats(Ids("c-", 250))).accepted());
@@ -327,9 +330,7 @@ TEST_CASE(
     "nothing") {
   Pool pool(EDGEALLOC_ENGINES);
   pool.Add("c-1", 1);
-  BatcherOptions options;
-  options.batch_wait_ms = 0;
-  Batcher b(pool.storage(), options);
+  Batcher b(pool.storage(), WaitingMs(0));
 
   // Queued before the thread starts, so they share one batch. Plain reports
   // fold into one row; each state report is a row of its own, in order.
@@ -406,9 +407,7 @@ TEST_CASE("batcher: reports of one container in one batch end as they would one 
       Pool pool(engine);
       pool.Add("c-1", 1);
       pool.Exec("UPDATE containers SET reported_ts_ms = 5000 WHERE id = ?1", "c-1");
-      BatcherOptions options;
-      options.batch_wait_ms = 0;
-      Batcher b(pool.storage(), options);
+      Batcher b(pool.storage(), WaitingMs(0));
       const uint64_t n = c.items.size();
       REQUIRE(b.Submit(std::move(c.items)).accepted());  // one batch: queued before Start
       b.Start();
@@ -423,9 +422,7 @@ TEST_CASE(
     "batcher: a lone heartbeat is written within batch_wait_ms (a bound with a wide margin)") {
   Pool pool(EDGEALLOC_ENGINES);
   pool.Add("c-1", 1);
-  BatcherOptions options;
-  options.batch_wait_ms = 50;
-  Batcher b(pool.storage(), options);
+  Batcher b(pool.storage(), WaitingMs(50));
   b.Start();
   const auto t0 = std::chrono::steady_clock::now();
   REQUIRE(b.Submit({Beat("c-1")}).accepted());
@@ -567,9 +564,7 @@ TEST_CASE("batcher: under concurrent overload every accepted item is written and
 TEST_CASE("batcher: Stop() writes everything accepted before it returns and then refuses") {
   Pool pool(EDGEALLOC_ENGINES);
   pool.Add(Ids("c-", 500), 1);
-  BatcherOptions options;
-  options.batch_wait_ms = 60000;  // nothing leaves on its own: Stop must flush
-  Batcher b(pool.storage(), options);
+  Batcher b(pool.storage(), WaitingMs(60000));  // nothing leaves on its own: Stop must flush
   b.Start();
   std::atomic<int> refused{0};
   std::vector<std::thread> threads;
@@ -764,9 +759,7 @@ TEST_CASE(
   auto txn = std::make_unique<store::Transaction>(other.get());
   REQUIRE(txn->Begin().ok());
 
-  BatcherOptions options;
-  options.batch_wait_ms = 0;
-  Batcher b(pool.storage(), options);
+  Batcher b(pool.storage(), WaitingMs(0));
   b.Start();
   REQUIRE(b.Submit(Beats(Ids("c-", 20))).accepted());
   REQUIRE(WaitFor([&] { return b.stats().write_retries.load() >= 2; }));
@@ -877,9 +870,7 @@ TEST_CASE(
   pool.Claim("c-5", "s5");
   pool.Exec("UPDATE containers SET dead_reported = true WHERE id = ?1", "c-5");
 
-  BatcherOptions options;
-  options.batch_wait_ms = 0;
-  Batcher b(pool.storage(), options);
+  Batcher b(pool.storage(), WaitingMs(0));
   b.Start();
   std::vector<Heartbeat> items;
   items.push_back(Beat("c-0", 10, 0.1, State::kReady));

@@ -30,7 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <future>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +43,8 @@
 #include <vector>
 
 #include "allocator/allocator.h"
+#include "tests/support/await.h"
+#include "tests/support/requests.h"
 #include "store/types.h"
 #include "base/clock.h"
 #include "batcher/batcher.h"
@@ -132,13 +134,7 @@ void Emit(const std::string& line) {
   }
 }
 
-template <typename R, typename F>
-R Sync(F&& start) {
-  std::promise<R> p;
-  auto f = p.get_future();
-  start([&p](R r) { p.set_value(std::move(r)); });
-  return f.get();
-}
+using testing::Await;
 
 struct ChildWorld {
   const ChildPlan* plan;
@@ -155,14 +151,11 @@ std::string KeyOrDash(const std::string& k) { return k.empty() ? "-" : k; }
 // or kReplayed.
 std::optional<CarriedSession> DoClaim(ChildWorld* w, int tid, const std::string& tenant,
                                       const std::string& region, const std::string& key) {
-  store::ClaimRequest req;
-  req.caller.tenant = tenant;
-  req.region = region;
-  req.pool = "p";
+  store::ClaimRequest req = testing::Req(region, tenant, "p");
   req.lease_ms = kLeaseMs;
   req.idempotency_key = key;
   Emit("I " + std::to_string(tid) + " C " + tenant + " " + KeyOrDash(key) + " " + region);
-  store::SessionResult r = Sync<store::SessionResult>([&](auto cb) {
+  store::SessionResult r = Await<store::SessionResult>([&](auto cb) {
     w->alloc->Claim(req, [cb, tid, tenant, key](store::SessionResult r) {
       if (r.outcome == store::Outcome::kOk || r.outcome == store::Outcome::kReplayed) {
         const auto& s = r.session;
@@ -211,7 +204,7 @@ void Worker(ChildWorld* w, int tid, std::vector<CarriedSession> held) {
       const CarriedSession s = held[i];
       const int64_t lease = kLeaseMs - static_cast<int64_t>(rng() % 100000);
       Emit("I " + std::to_string(tid) + " N " + s.sid + " " + std::to_string(s.token));
-      Sync<store::SessionResult>([&](auto cb) {
+      Await<store::SessionResult>([&](auto cb) {
         w->alloc->Renew(caller, s.sid, s.token, lease, [cb, tid, s](store::SessionResult r) {
           if (r.outcome == store::Outcome::kOk) {
             Emit("A " + std::to_string(tid) + " N " + s.sid + " " + r.session.container_id + " " +
@@ -227,7 +220,7 @@ void Worker(ChildWorld* w, int tid, std::vector<CarriedSession> held) {
       const size_t i = rng() % held.size();
       const CarriedSession s = held[i];
       Emit("I " + std::to_string(tid) + " L " + s.sid + " " + std::to_string(s.token));
-      store::SessionResult r = Sync<store::SessionResult>([&](auto cb) {
+      store::SessionResult r = Await<store::SessionResult>([&](auto cb) {
         w->alloc->Release(caller, s.sid, s.token, [cb, tid, s](store::SessionResult r) {
           if (r.outcome == store::Outcome::kOk) {
             Emit("A " + std::to_string(tid) + " L " + s.sid);
@@ -306,19 +299,27 @@ store::ContainerSpec Spec(const std::string& id, int region, int64_t latency) {
   return s;
 }
 
-bool RegisterOne(ChildWorld* w, int tid, const store::ContainerSpec& spec) {
-  Emit("I " + std::to_string(tid) + " G " + spec.id);
-  store::ContainerResult r = Sync<store::ContainerResult>([&](auto cb) {
-    w->storage->Register({spec}, [cb, tid, id = spec.id](store::ContainerResult r) {
+// One call on a container (`op`: G register, D drain, X delete), its intent
+// and its acknowledgement. `call` makes it with the callback it is given.
+store::ContainerResult ContainerCall(int tid, const char* op, const std::string& id,
+                                     const std::function<void(store::ContainerCallback)>& call) {
+  Emit("I " + std::to_string(tid) + " " + op + " " + id);
+  return Await<store::ContainerResult>([&](auto cb) {
+    call([cb, tid, op, id](store::ContainerResult r) {
       if (r.outcome == store::Outcome::kOk) {
-        Emit("A " + std::to_string(tid) + " G " + id);
+        Emit("A " + std::to_string(tid) + " " + op + " " + id);
       } else {
-        Emit("F " + std::to_string(tid) + " G " + store::OutcomeName(r.outcome));
+        Emit("F " + std::to_string(tid) + " " + op + " " + store::OutcomeName(r.outcome));
       }
       cb(std::move(r));
     });
   });
-  return r.outcome == store::Outcome::kOk;
+}
+
+bool RegisterOne(ChildWorld* w, int tid, const store::ContainerSpec& spec) {
+  return ContainerCall(tid, "G", spec.id, [&](store::ContainerCallback done) {
+           w->storage->Register({spec}, std::move(done));
+         }).outcome == store::Outcome::kOk;
 }
 
 // Drain, delete (once its holder let go), register again, one churn id after
@@ -333,28 +334,11 @@ void Churn(ChildWorld* w, int tid, std::set<std::string> present) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1 + rng() % 3));
       continue;
     }
-    Emit("I " + std::to_string(tid) + " D " + id);
-    Sync<store::ContainerResult>([&](auto cb) {
-      w->storage->Drain(id, [cb, tid, id](store::ContainerResult r) {
-        if (r.outcome == store::Outcome::kOk) {
-          Emit("A " + std::to_string(tid) + " D " + id);
-        } else {
-          Emit("F " + std::to_string(tid) + " D " + store::OutcomeName(r.outcome));
-        }
-        cb(std::move(r));
-      });
-    });
+    ContainerCall(tid, "D", id,
+                  [&](store::ContainerCallback done) { w->storage->Drain(id, std::move(done)); });
     for (int attempt = 0; attempt < 40; ++attempt) {
-      Emit("I " + std::to_string(tid) + " X " + id);
-      store::ContainerResult d = Sync<store::ContainerResult>([&](auto cb) {
-        w->storage->Remove(id, [cb, tid, id](store::ContainerResult r) {
-          if (r.outcome == store::Outcome::kOk) {
-            Emit("A " + std::to_string(tid) + " X " + id);
-          } else {
-            Emit("F " + std::to_string(tid) + " X " + store::OutcomeName(r.outcome));
-          }
-          cb(std::move(r));
-        });
+      store::ContainerResult d = ContainerCall(tid, "X", id, [&](store::ContainerCallback done) {
+        w->storage->Remove(id, std::move(done));
       });
       if (d.outcome == store::Outcome::kOk || d.outcome == store::Outcome::kNotFound) {
         present.erase(id);
@@ -406,7 +390,7 @@ int ChildMain(const ChildPlan& plan, int out_fd) {
     }
   }
   Emit("I " + std::to_string(kAdminTid) + " G" + ids);
-  store::ContainerResult reg = Sync<store::ContainerResult>([&](auto cb) {
+  store::ContainerResult reg = Await<store::ContainerResult>([&](auto cb) {
     storage.Register(fleet, [cb, ids](store::ContainerResult r) {
       if (r.outcome == store::Outcome::kOk) {
         Emit("A " + std::to_string(kAdminTid) + " G" + ids);

@@ -1108,6 +1108,29 @@ std::string SpillInsert(int rows, int from) {
 constexpr char kSpillTable[] =
     "CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB, u TEXT UNIQUE)";
 
+// Submits a job that runs `apply` to `writer`; its status goes to *result,
+// then `answered` is set (after `first`, if any, on the writer's thread).
+// False if the writer refused it.
+bool SubmitJob(store::Writer& writer, std::function<Status(Db*)> apply, Status* result,
+               std::promise<void>* answered, std::function<void()> first = {}) {
+  return writer.Submit(std::make_unique<FnJob>(
+      std::move(apply), [result, answered, first = std::move(first)](Status s) {
+        if (first) first();
+        *result = s;
+        answered->set_value();
+      }));
+}
+
+// A file with the spill table t and one small row (k 0), and a connection to
+// it whose cache of 10 pages makes every bigger transaction spill to the WAL.
+std::unique_ptr<Db> OpenSpillingDb(const std::string& path) {
+  auto db = OpenDb(path);
+  REQUIRE(db->Exec(kSpillTable).ok());
+  REQUIRE(db->Exec("INSERT INTO t (k, v, u) VALUES (0, randomblob(100), 'u0')").ok());
+  REQUIRE(db->Exec("PRAGMA cache_size=10").ok());
+  return db;
+}
+
 int64_t CountOrDie(Db* db, const std::string& sql) {
   int64_t n = -1;
   std::string err;
@@ -1190,17 +1213,11 @@ TEST_CASE("defect: a failed flush of the coalescing WAL VFS fails the whole tran
   vfs.Reset();
   testing::TempDir dir;
   const std::string path = dir.File("a.db");
-  auto a = OpenDb(path);
-  REQUIRE(a->Exec(kSpillTable).ok());
-  REQUIRE(a->Exec("INSERT INTO t (k, v, u) VALUES (0, randomblob(100), 'u0')").ok());
-  REQUIRE(a->Exec("PRAGMA cache_size=10").ok());
+  auto a = OpenSpillingDb(path);
   store::Transaction txn(a.get());
   REQUIRE(txn.Begin().ok());
   REQUIRE(a->Exec(SpillInsert(300, 1)).ok());
-  FaultSpec spec;
-  spec.op = FaultOp::kWrite;
-  spec.target = FaultTarget::kWal;
-  spec.kind = kind;
+  const FaultSpec spec{.op = FaultOp::kWrite, .target = FaultTarget::kWal, .kind = kind};
   vfs.Arm(spec);
   Status s = a->Exec("UPDATE t SET u = u || 'x'");
   const int code = sqlite3_extended_errcode(a->raw());
@@ -1231,35 +1248,21 @@ TEST_CASE("defect: a job failing on a flush error is not committed half, nor its
   const std::string path = dir.File("a.db");
   Status job1, job2;
   {
-    auto db = OpenDb(path);
-    REQUIRE(db->Exec(kSpillTable).ok());
-    REQUIRE(db->Exec("INSERT INTO t (k, v, u) VALUES (0, randomblob(100), 'u0')").ok());
-    REQUIRE(db->Exec("PRAGMA cache_size=10").ok());
-    store::Writer writer(std::move(db));
+    store::Writer writer(OpenSpillingDb(path));
     writer.Start();
     auto open = Gate(&writer);
     std::promise<void> p1, p2;
-    REQUIRE(writer.Submit(std::make_unique<FnJob>(
-        [](Db* db) { return db->Exec(SpillInsert(300, 1)); },
-        [&](Status s) {
-          job1 = s;
-          p1.set_value();
-        })));
-    REQUIRE(writer.Submit(std::make_unique<FnJob>(
+    REQUIRE(SubmitJob(
+        writer, [](Db* db) { return db->Exec(SpillInsert(300, 1)); }, &job1, &p1));
+    REQUIRE(SubmitJob(
+        writer,
         [&vfs](Db* db) {
-          FaultSpec spec;
-          spec.op = FaultOp::kWrite;
-          spec.target = FaultTarget::kWal;
-          spec.kind = FaultKind::kNoSpace;
-          vfs.Arm(spec);
+          vfs.Arm({.op = FaultOp::kWrite, .target = FaultTarget::kWal, .kind = FaultKind::kNoSpace});
           Status s = db->Exec("UPDATE t SET u = u || 'x'");
           vfs.Disarm();
           return s;
         },
-        [&](Status s) {
-          job2 = s;
-          p2.set_value();
-        })));
+        &job2, &p2));
     open();
     p1.get_future().wait();
     p2.get_future().wait();
@@ -1314,31 +1317,26 @@ TEST_CASE("defect (not reachable by a VFS): a job whose ROLLBACK TO fails fails 
     writer.Start();
     auto open = Gate(&writer);
     std::promise<void> p1, p2, p3;
-    REQUIRE(writer.Submit(std::make_unique<FnJob>(
+    REQUIRE(SubmitJob(
+        writer,
         [](Db* db) { return db->Exec("INSERT INTO t (k, v, u) VALUES (5000, x'00', 'job1')"); },
-        [&](Status s) {
-          job1 = s;
-          p1.set_value();
-        })));
-    REQUIRE(writer.Submit(std::make_unique<FnJob>(
+        &job1, &p1));
+    REQUIRE(SubmitJob(
+        writer,
         [&vfs, kind, &spilled](Db* db) {
           const uint64_t w0 = store::GetCoalescingWalStats().writes;
           Status s = db->Exec("UPDATE t SET v = randomblob(1000), u = u || 'x' WHERE k <= 200");
           spilled = store::GetCoalescingWalStats().writes - w0;
-          FaultSpec spec;
-          spec.op = FaultOp::kRead;
-          spec.kind = kind;
-          spec.sticky = true;
-          vfs.Arm(spec);
+          vfs.Arm({.op = FaultOp::kRead, .kind = kind, .sticky = true});
           return s.ok() ? Status::InvalidArgument("job 2 fails after writing") : s;
         },
-        [&](Status s) {
+        &job2, &p2,
+        [&] {
           fired = vfs.fired();
           vfs.Disarm();
-          job2 = s;
-          p2.set_value();
-        })));
-    REQUIRE(writer.Submit(std::make_unique<FnJob>(
+        }));
+    REQUIRE(SubmitJob(
+        writer,
         [&](Db* db) {
           // Job 3 runs only if job 2's ROLLBACK TO succeeded: how many reads
           // failed until then says whether the fault reached it.
@@ -1346,10 +1344,7 @@ TEST_CASE("defect (not reachable by a VFS): a job whose ROLLBACK TO fails fails 
           vfs.Disarm();
           return db->Exec("INSERT INTO t (k, v, u) VALUES (5001, x'00', 'job3')");
         },
-        [&](Status s) {
-          job3 = s;
-          p3.set_value();
-        })));
+        &job3, &p3));
     open();
     p1.get_future().wait();
     p2.get_future().wait();

@@ -75,7 +75,6 @@ any fault kind that did not fire. ctest: fault/nemesis, fault/nemesis_checker.
 
 import argparse
 import collections
-import ctypes
 import http.client
 import json
 import os
@@ -90,6 +89,11 @@ import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import edgealloc_server  # noqa: E402
+from edgealloc_server import die_with_parent, free_port  # noqa: E402
+from fleet_names import churn_id, fleet_id, region_of  # noqa: E402
 
 # ---------------------------------------------------------------- settings
 
@@ -116,23 +120,6 @@ WALL0 = time.time()
 
 def now():
     return time.monotonic()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def die_with_parent():
-    """In a child before exec: SIGKILL it if this script dies (a ctest
-    timeout), so no node outlives the test."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def log(msg):
@@ -287,17 +274,17 @@ class Node:
             # the pid we signal is the node's); only the wall clock moves.
             env.update(LD_PRELOAD=FAKETIME_LIB, FAKETIME=self.skew,
                        FAKETIME_DONT_FAKE_MONOTONIC="1")
-        argv = [self.binary, "serve", "--db", self.uri, "--listen", "127.0.0.1:%d" % self.port,
-                "--keys", self.keys, "--threads", "2", "--pg-writers", "2",
+        args = ["--keys", self.keys, "--threads", "2", "--pg-writers", "2",
                 "--dead-after-ms", str(DEAD_AFTER_MS), "--lease-ms", str(self.lease_ms),
                 "--max-sessions-per-tenant", str(QUOTA), "--batch-wait-ms", "5",
                 "--mirror-refresh-ms", "1000"]
         self.logf.write(("--- %.2f start%s\n" % (now() - MONO0, " FAKETIME=" + self.skew
                                                  if self.skew else "")).encode())
         self.logf.flush()
-        self.proc = subprocess.Popen(argv, stdout=self.logf, stderr=self.logf,
-                                     stdin=subprocess.DEVNULL, env=env,
-                                     preexec_fn=die_with_parent)
+        self.proc = edgealloc_server.serve(self.binary, self.uri, self.port, args,
+                                           stdout=self.logf, stderr=self.logf,
+                                           stdin=subprocess.DEVNULL, env=env,
+                                           preexec_fn=die_with_parent)
 
     def start(self, timeout=45):
         """Start until /readyz says 200; a start that exits (the database
@@ -306,18 +293,9 @@ class Node:
         deadline = now() + timeout
         while now() < deadline:
             self.spawn()
-            while now() < deadline and self.proc.poll() is None:
-                try:
-                    c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1)
-                    c.request("GET", "/readyz")
-                    ok = c.getresponse().status == 200
-                    c.close()
-                    if ok:
-                        self.mark_up()
-                        return True
-                except (OSError, http.client.HTTPException):
-                    pass
-                time.sleep(0.05)
+            if edgealloc_server.wait_answers(self.port, "/readyz", self.proc, deadline - now()):
+                self.mark_up()
+                return True
             if self.proc.poll() is not None:
                 self.start_failures += 1
                 time.sleep(0.5)
@@ -326,11 +304,8 @@ class Node:
 
     def kill(self):
         self.mark_down()
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.kill()
         if self.proc is not None:
-            self.proc.wait()
+            edgealloc_server.kill(self.proc)
 
     def pause(self):
         self.mark_down()
@@ -759,18 +734,6 @@ class Workload:
         self.stop.set()
         for th in self.threads:
             th.join(BOUND_S * 4 + 10)
-
-
-def fleet_id(r, j):
-    return "c-%s-%d" % (r, j)
-
-
-def churn_id(r, j):
-    return "x-%s-%d" % (r, j)
-
-
-def region_of(cid):
-    return cid.split("-")[1]
 
 
 def container_body(cid):

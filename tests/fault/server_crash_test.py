@@ -33,7 +33,6 @@ any violation. Every server it started is killed, also on failure.
 """
 
 import argparse
-import ctypes
 import http.client
 import json
 import math
@@ -41,13 +40,17 @@ import os
 import random
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import edgealloc_server  # noqa: E402
+from edgealloc_server import die_with_parent, free_port  # noqa: E402
+from fleet_names import churn_id, fleet_id, region_of  # noqa: E402
 
 REGIONS = ["r0", "r1", "r2"]
 FLEET_PER_REGION = 4
@@ -56,26 +59,6 @@ WORKERS = 3
 HELD_MAX = 3
 LEASE_MS = 3000000
 LIVE_MS = 3600000
-
-
-def fleet_id(r, j):
-    return "c-%s-%d" % (r, j)
-
-
-def churn_id(r, j):
-    return "x-%s-%d" % (r, j)
-
-
-def region_of(cid):
-    return cid.split("-")[1]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class ServerDown(Exception):
@@ -589,15 +572,6 @@ class Run:
                 self.m.violation("a client thread hung after the kill (no reply, no error)")
 
 
-def die_with_parent():
-    """In the server's child before exec: SIGKILL it if this script dies
-    (a ctest timeout), so that no server outlives the test."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
 class Server:
     def __init__(self, binary, db, shards, log, log_path):
         self.binary, self.db, self.shards, self.log = binary, db, shards, log
@@ -628,9 +602,9 @@ class Server:
         self.port = free_port()
         self.log.flush()
         self.log_offset = os.path.getsize(self.log_path)
-        self.proc = subprocess.Popen(
-            [self.binary, "serve", "--db", self.db, "--listen", "127.0.0.1:%d" % self.port,
-             "--shards", str(self.shards), "--threads", "2",
+        self.proc = edgealloc_server.serve(
+            self.binary, self.db, self.port,
+            ["--shards", str(self.shards), "--threads", "2",
              "--lease-ms", str(LEASE_MS), "--dead-after-ms", str(LIVE_MS),
              "--batch-wait-ms", "2", "--mirror-refresh-ms", "1000"],
             stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL,
@@ -638,28 +612,10 @@ class Server:
         return self.proc
 
     def wait_ready(self, timeout=15):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1)
-                c.request("GET", "/readyz")
-                ok = c.getresponse().status == 200
-                c.close()
-                if ok:
-                    return True
-            except (OSError, http.client.HTTPException):
-                pass
-            time.sleep(0.005)
-        return False
+        return edgealloc_server.wait_answers(self.port, "/readyz", self.proc, timeout, 0.005)
 
     def kill(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        if self.proc is not None:
-            self.proc.wait()
-        status = self.proc.returncode if self.proc is not None else None
+        status = edgealloc_server.kill(self.proc) if self.proc is not None else None
         self.proc = None
         return status
 

@@ -15,6 +15,14 @@ StatusCounts Counts(int64_t available, int64_t picked) {
   return StatusCounts{.available = available, .picked = picked};
 }
 
+// A snapshot of one pool.
+Snapshot OnePool(int64_t as_of_ms, const std::string& region, const std::string& pool,
+                 StatusCounts counts) {
+  Snapshot::Regions r;
+  r[region][pool] = counts;
+  return Snap(as_of_ms, std::move(r));
+}
+
 json Body(const CapacityHistory& h) { return json::parse(*h.Json()); }
 
 TEST_CASE("history: before any sample it says its interval and holds nothing") {
@@ -44,12 +52,8 @@ TEST_CASE("history: the empty snapshot is never a sample") {
 
 TEST_CASE("history: a pool missing from a sample is null there, and one that comes late is null before") {
   CapacityHistory h(1000);
-  Snapshot::Regions first;
-  first["weur"]["chrome"] = Counts(1, 1);
-  REQUIRE(h.Add(Snap(1000, first)));
-  Snapshot::Regions second;
-  second["eeur"]["firefox"] = Counts(4, 0);
-  REQUIRE(h.Add(Snap(2000, second)));
+  REQUIRE(h.Add(OnePool(1000, "weur", "chrome", Counts(1, 1))));
+  REQUIRE(h.Add(OnePool(2000, "eeur", "firefox", Counts(4, 0))));
   json b = Body(h);
   CHECK(b["regions"]["weur"]["pools"]["chrome"]["available"] == json::parse("[1,null]"));
   CHECK(b["regions"]["eeur"]["pools"]["firefox"]["available"] == json::parse("[null,4]"));
@@ -62,11 +66,7 @@ TEST_CASE("history: only the last samples are kept, and a pool in none of them i
   gone["weur"]["old"] = Counts(9, 9);
   gone["weur"]["chrome"] = Counts(0, 1);
   REQUIRE(h.Add(Snap(1000, gone)));
-  for (int i = 2; i <= 4; ++i) {
-    Snapshot::Regions r;
-    r["weur"]["chrome"] = Counts(0, i);
-    REQUIRE(h.Add(Snap(i * 1000, r)));
-  }
+  for (int i = 2; i <= 4; ++i) REQUIRE(h.Add(OnePool(i * 1000, "weur", "chrome", Counts(0, i))));
   json b = Body(h);
   CHECK(b["as_of_ms"] == json::parse("[2000,3000,4000]"));
   CHECK(b["regions"]["weur"]["pools"]["chrome"]["picked"] == json::parse("[2,3,4]"));
@@ -75,12 +75,8 @@ TEST_CASE("history: only the last samples are kept, and a pool in none of them i
 
 TEST_CASE("history: a region whose pools all left the window is dropped too") {
   CapacityHistory h(1000, /*max_samples=*/1);
-  Snapshot::Regions a;
-  a["apac"]["chrome"] = Counts(1, 0);
-  REQUIRE(h.Add(Snap(1000, a)));
-  Snapshot::Regions b;
-  b["weur"]["chrome"] = Counts(2, 0);
-  REQUIRE(h.Add(Snap(2000, b)));
+  REQUIRE(h.Add(OnePool(1000, "apac", "chrome", Counts(1, 0))));
+  REQUIRE(h.Add(OnePool(2000, "weur", "chrome", Counts(2, 0))));
   CHECK(*h.Json() == R"({"interval_ms":1000,"pools_omitted":0,"as_of_ms":[2000],"regions":{)"
                      R"("weur":{"pools":{"chrome":{"available":[2],"picked":[0]}}}}})");
 }

@@ -33,6 +33,14 @@ int64_t MsSince(Clock::time_point start) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
 }
 
+// Polls `done` every `poll` until it holds or `limit` has passed; the caller
+// then checks what it waited for.
+template <typename Pred>
+void WaitUntil(Pred done, milliseconds limit, milliseconds poll) {
+  const auto start = Clock::now();
+  while (!done() && MsSince(start) < limit.count()) std::this_thread::sleep_for(poll);
+}
+
 // The SQLite engine's readers of these files, as Storage::NewCapacityReader
 // makes them.
 std::vector<std::unique_ptr<store::CapacityReader>> Readers(std::vector<std::string> paths) {
@@ -76,6 +84,19 @@ void AddContainers(store::Db* db, const std::string& region, const std::string& 
                 prefix + "-' || n, '" + region + "', '" + pool + "', 'available', 0 FROM seq");
 }
 
+// One shard file with n available containers "c-1".."c-n" of weur/chrome,
+// and a writable connection to it.
+struct PoolFile {
+  explicit PoolFile(int containers) : map(dir.File("pool.db"), 1), db(OpenWritable(map, 0)) {
+    AddContainers(db.get(), "weur", "chrome", containers, "c");
+  }
+  std::string path() const { return map.PathOf(0); }
+
+  testing::TempDir dir;
+  store::ShardMap map;
+  std::unique_ptr<store::Db> db;
+};
+
 // Moves n available containers of region and pool to `status`.
 void Flip(store::Db* db, const std::string& region, const std::string& pool, int n,
           const std::string& status) {
@@ -87,12 +108,7 @@ void Flip(store::Db* db, const std::string& region, const std::string& pool, int
 }
 
 StatusCounts Counts(int64_t available, int64_t picked, int64_t draining, int64_t dead) {
-  StatusCounts c;
-  c.available = available;
-  c.picked = picked;
-  c.draining = draining;
-  c.dead = dead;
-  return c;
+  return StatusCounts{available, picked, draining, dead};
 }
 
 StatusCounts CountsOf(const Mirror& mirror, const std::string& region, const std::string& pool) {
@@ -268,21 +284,18 @@ struct Hold {
 };
 
 TEST_CASE("mirror: readers never wait while a refresh is held up before publishing") {
-  testing::TempDir dir;
-  store::ShardMap map(dir.File("pool.db"), 1);
-  auto db = OpenWritable(map, 0);
-  AddContainers(db.get(), "weur", "chrome", 100, "c");
+  PoolFile file(100);
   Hold hold;
   MirrorOptions options;
   options.before_publish = [&hold](int) { hold.BeforePublish(); };
-  Mirror mirror(Readers({map.PathOf(0)}), 50, options);
+  Mirror mirror(Readers({file.path()}), 50, options);
   REQUIRE(mirror.Start().ok());
 
   {
     std::unique_lock<std::mutex> lock(hold.mu);
     hold.armed = true;
   }
-  Flip(db.get(), "weur", "chrome", 50, "picked");
+  Flip(file.db.get(), "weur", "chrome", 50, "picked");
   {
     std::unique_lock<std::mutex> lock(hold.mu);
     REQUIRE(hold.cv.wait_for(lock, std::chrono::seconds(2), [&] { return hold.entered; }));
@@ -331,10 +344,7 @@ TEST_CASE("mirror: readers never wait while a refresh is held up before publishi
   CHECK(result.not_the_held_snapshot == 0);
 
   // Released, the held refresh publishes what it read.
-  const auto released = Clock::now();
-  while (mirror.Current() == held && MsSince(released) < 2000) {
-    std::this_thread::sleep_for(milliseconds(1));
-  }
+  WaitUntil([&] { return mirror.Current() != held; }, milliseconds(2000), milliseconds(1));
   CHECK(CountsOf(mirror, "weur", "chrome") == Counts(50, 50, 0, 0));
   mirror.Stop();
 }
@@ -454,15 +464,12 @@ TEST_CASE(
 }
 
 TEST_CASE("mirror: a failed refresh keeps the previous snapshot published") {
-  testing::TempDir dir;
-  store::ShardMap map(dir.File("pool.db"), 1);
-  auto db = OpenWritable(map, 0);
-  AddContainers(db.get(), "weur", "chrome", 3, "c");
-  Mirror mirror(Readers({map.PathOf(0)}), 1000);
+  PoolFile file(3);
+  Mirror mirror(Readers({file.path()}), 1000);
   REQUIRE(mirror.RefreshNow().ok());
   auto good = mirror.Current();
 
-  Write(db.get(), "DROP TABLE containers");
+  Write(file.db.get(), "DROP TABLE containers");
   store::Status s = mirror.RefreshNow();
   CHECK_FALSE(s.ok());
   CHECK(mirror.Current() == good);
@@ -472,20 +479,17 @@ TEST_CASE("mirror: a failed refresh keeps the previous snapshot published") {
 }
 
 TEST_CASE("mirror: a read that costs more than its share of a core stretches the next period") {
-  testing::TempDir dir;
-  store::ShardMap map(dir.File("pool.db"), 1);
-  auto db = OpenWritable(map, 0);
-  AddContainers(db.get(), "weur", "chrome", 500, "c");
+  PoolFile file(500);
   MirrorOptions options;
   // Any read costs more than a billionth of its period: the period becomes
   // the longest stretch, never longer.
   options.max_cpu_share = 1e-9;
-  Mirror mirror(Readers({map.PathOf(0)}), 20, options);
+  Mirror mirror(Readers({file.path()}), 20, options);
   REQUIRE(mirror.Start().ok());
   CHECK(mirror.stats().last_read_cpu_micros.load() > 0);
   CHECK(mirror.stats().period_ms.load() == kMaxStretchedRefreshMs);
   // So the thread waits out the stretched period, not the 20 ms asked for.
-  Flip(db.get(), "weur", "chrome", 1, "picked");
+  Flip(file.db.get(), "weur", "chrome", 1, "picked");
   std::this_thread::sleep_for(milliseconds(200));
   CHECK(mirror.stats().refreshes.load() == 1);
   CHECK(CountsOf(mirror, "weur", "chrome") == Counts(500, 0, 0, 0));
@@ -498,46 +502,36 @@ TEST_CASE("mirror: a read that costs more than its share of a core stretches the
 }
 
 TEST_CASE("mirror: a read within its share of a core keeps the configured period") {
-  testing::TempDir dir;
-  store::ShardMap map(dir.File("pool.db"), 1);
-  auto db = OpenWritable(map, 0);
-  AddContainers(db.get(), "weur", "chrome", 10, "c");
+  PoolFile file(10);
   MirrorOptions options;
   options.max_cpu_share = 1.0;  // a read would have to outlast its period
-  Mirror mirror(Readers({map.PathOf(0)}), 1000, options);
+  Mirror mirror(Readers({file.path()}), 1000, options);
   REQUIRE(mirror.Start().ok());
   CHECK(mirror.stats().period_ms.load() == 1000);
   mirror.Stop();
   // The default share keeps a small pool's period too.
-  Mirror by_default(Readers({map.PathOf(0)}), 1000);
+  Mirror by_default(Readers({file.path()}), 1000);
   REQUIRE(by_default.RefreshNow().ok());
   CHECK(by_default.stats().period_ms.load() == 1000);
 }
 
 TEST_CASE("mirror: a file nothing was committed to is not read again, yet its age stays small") {
-  testing::TempDir dir;
-  store::ShardMap map(dir.File("pool.db"), 1);
-  auto db = OpenWritable(map, 0);
-  AddContainers(db.get(), "weur", "chrome", 100, "c");
-  Mirror mirror(Readers({map.PathOf(0)}), 10);
+  PoolFile file(100);
+  Mirror mirror(Readers({file.path()}), 10);
   REQUIRE(mirror.Start().ok());
   const int64_t first_as_of = mirror.Current()->as_of_ms();
   CHECK(mirror.stats().unchanged.load() == 0);
-  const auto start = Clock::now();
-  while (mirror.stats().unchanged.load() < 3 && MsSince(start) < 5000) {
-    std::this_thread::sleep_for(milliseconds(5));
-  }
+  WaitUntil([&] { return mirror.stats().unchanged.load() >= 3; }, milliseconds(5000),
+            milliseconds(5));
   REQUIRE(mirror.stats().unchanged.load() >= 3);
   // Republished as of each check: the counts are the file's as of then.
   CHECK(mirror.Current()->as_of_ms() > first_as_of);
   CHECK(CountsOf(mirror, "weur", "chrome") == Counts(100, 0, 0, 0));
 
   // A commit is read at the next refresh.
-  Flip(db.get(), "weur", "chrome", 7, "picked");
-  const auto written = Clock::now();
-  while (CountsOf(mirror, "weur", "chrome") != Counts(93, 7, 0, 0) && MsSince(written) < 5000) {
-    std::this_thread::sleep_for(milliseconds(2));
-  }
+  Flip(file.db.get(), "weur", "chrome", 7, "picked");
+  WaitUntil([&] { return CountsOf(mirror, "weur", "chrome") == Counts(93, 7, 0, 0); },
+            milliseconds(5000), milliseconds(2));
   CHECK(CountsOf(mirror, "weur", "chrome") == Counts(93, 7, 0, 0));
   mirror.Stop();
 }
@@ -567,19 +561,16 @@ TEST_CASE("mirror: its refresh threads are named mirror-<shard>, for per-thread 
 }
 
 TEST_CASE("mirror: no read stays open between refreshes, so the WAL checkpoints fully") {
-  testing::TempDir dir;
-  store::ShardMap map(dir.File("pool.db"), 1);
-  auto db = OpenWritable(map, 0);
-  AddContainers(db.get(), "weur", "chrome", 500, "c");
-  Mirror mirror(Readers({map.PathOf(0)}), 20);
+  PoolFile file(500);
+  Mirror mirror(Readers({file.path()}), 20);
   REQUIRE(mirror.Start().ok());
-  Flip(db.get(), "weur", "chrome", 100, "picked");
+  Flip(file.db.get(), "weur", "chrome", 100, "picked");
   std::this_thread::sleep_for(milliseconds(100));  // several refreshes
 
   // TRUNCATE needs every reader out of the WAL; an open read would make it
   // report busy (first column 1) after the busy timeout.
   store::Statement checkpoint;
-  REQUIRE(db->Prepare("PRAGMA wal_checkpoint(TRUNCATE)", &checkpoint).ok());
+  REQUIRE(file.db->Prepare("PRAGMA wal_checkpoint(TRUNCATE)", &checkpoint).ok());
   bool row = false;
   REQUIRE(checkpoint.Step(&row).ok());
   REQUIRE(row);

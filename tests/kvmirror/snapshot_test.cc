@@ -9,12 +9,7 @@ namespace kvmirror {
 namespace {
 
 StatusCounts Counts(int64_t available, int64_t picked, int64_t draining, int64_t dead) {
-  StatusCounts c;
-  c.available = available;
-  c.picked = picked;
-  c.draining = draining;
-  c.dead = dead;
-  return c;
+  return StatusCounts{available, picked, draining, dead};
 }
 
 TEST_CASE("snapshot: the empty snapshot has no data and says so with a null age") {

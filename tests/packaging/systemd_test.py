@@ -15,7 +15,9 @@ import socket
 import subprocess
 import sys
 import tempfile
-import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from edgealloc_server import free_port, serve, status_of  # noqa: E402
 
 
 def fail(msg):
@@ -40,22 +42,6 @@ def verify_unit(unit, binary, tmp):
     print("ok systemd-analyze verify: no error, no warning")
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def healthz(port):
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port, timeout=2) as r:
-            return r.status
-    except Exception:
-        return None
-
-
 def notify(binary, tmp):
     path = os.path.join(tmp, "notify.sock")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -63,14 +49,13 @@ def notify(binary, tmp):
     sock.settimeout(30)
     port = free_port()
     env = dict(os.environ, NOTIFY_SOCKET=path)
-    proc = subprocess.Popen(
-        [binary, "serve", "--demo", "--db", os.path.join(tmp, "pool.db"), "--listen", "127.0.0.1:%d" % port],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = serve(binary, os.path.join(tmp, "pool.db"), port, ["--demo"],
+                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         msg = sock.recv(4096).decode()
         if "READY=1" not in msg.split("\n"):
             fail("first notification is not READY=1: %r" % msg)
-        if healthz(port) != 200:
+        if status_of(port, "/healthz", timeout=2) != 200:
             fail("READY=1 came before the port answered /healthz")
         print("ok READY=1 (%s), /healthz 200 at that moment" % msg.replace("\n", " "))
         proc.send_signal(signal.SIGTERM)

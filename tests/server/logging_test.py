@@ -19,12 +19,12 @@ import json
 import os
 import re
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 import http.client
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from edgealloc_server import free_port, serve, stop, wait_answers  # noqa: E402
 
 KEYS = {"admin": "adm-SECRET-6d1f0a", "tenant": "acme-SECRET-93be77", "wrong": "WRONG-SECRET-55aa01"}
 FLEET = json.dumps({"containers": [{"id": "c-%d" % i, "region": "weur", "pool": "chrome"} for i in range(3)]})
@@ -33,14 +33,6 @@ FLEET = json.dumps({"containers": [{"id": "c-%d" % i, "region": "weur", "pool": 
 def fail(msg):
     print("FAIL " + msg, file=sys.stderr)
     sys.exit(1)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def request(port, method, path, key=None, body=None, request_id=None, timeout=10):
@@ -72,17 +64,11 @@ def run(binary, fmt, tmp, storage_fault=False):
     port = free_port()
     log_path = os.path.join(tmp, "server-%s.log" % fmt)
     log = open(log_path, "w")
-    proc = subprocess.Popen([binary, "serve", "--db", os.path.join(tmp, fmt + ".db"), "--listen",
-                             "127.0.0.1:%d" % port, "--keys", keys, "--access-log",
-                             "--log-format", fmt, "--log-level", "debug"],
-                            stdout=log, stderr=log, preexec_fn=limit_files if storage_fault else None)
+    proc = serve(binary, os.path.join(tmp, fmt + ".db"), port,
+                 ["--keys", keys, "--access-log", "--log-format", fmt, "--log-level", "debug"],
+                 stdout=log, stderr=log, preexec_fn=limit_files if storage_fault else None)
     try:
-        for _ in range(100):
-            try:
-                request(port, "GET", "/healthz")
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_answers(port, "/healthz", timeout=5)
         status, rid, _ = request(port, "POST", "/v1/containers", KEYS["admin"], FLEET, "fleet-1")
         if status != 200 or rid != "fleet-1":
             fail("register: %d, X-Request-Id %r" % (status, rid))
@@ -113,8 +99,7 @@ def run(binary, fmt, tmp, storage_fault=False):
             if status != 503 or rid != "big-9" or json.loads(body)["error"]["code"] != "unavailable":
                 fail("registration past the file size limit: %d %r %r" % (status, rid, body[:300]))
     finally:
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=30)
+        code = stop(proc, timeout=30)
         log.close()
     if code != 0:
         fail("exit %d after SIGTERM" % code)

@@ -13,26 +13,17 @@ import argparse
 import http.client
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from edgealloc_server import free_port, serve, stop, wait_answers  # noqa: E402
 from openapi_validator import DOC, OpenApiValidator  # noqa: E402
 
 ADMIN, ACME, BOLT, BOX = "adm-key", "acme-key", "bolt-key", "box-key"
 RATE = "rate-key"  # a tenant with claims_per_s=1
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Client:
@@ -69,23 +60,15 @@ def main():
             f.write("%s tenant slow claims_per_s=1 max_sessions=5 max_waiters=3\n" % RATE)
         port = free_port()
         log = open(os.path.join(tmp, "server.log"), "w")
-        proc = subprocess.Popen([args.bin, "serve", "--db", os.path.join(tmp, "x.db"), "--listen",
-                                 "127.0.0.1:%d" % port, "--keys", keys, "--max-sessions-per-tenant", "2",
-                                 "--max-body-bytes", "4096", "--mirror-refresh-ms", "50",
-                                 "--history-interval-ms", "100"],
-                                stdout=log, stderr=log)
+        proc = serve(args.bin, os.path.join(tmp, "x.db"), port,
+                     ["--keys", keys, "--max-sessions-per-tenant", "2", "--max-body-bytes", "4096",
+                      "--mirror-refresh-ms", "50", "--history-interval-ms", "100"],
+                     stdout=log, stderr=log)
         try:
-            c = Client(port, v)
-            for _ in range(100):
-                try:
-                    c("GET", "/healthz")
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            run(c)
+            wait_answers(port, "/healthz", timeout=5)
+            run(Client(port, v))
         finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=30)
+            stop(proc, timeout=30)
             log.close()
     print("ok " + v.summary())
 

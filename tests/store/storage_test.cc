@@ -19,37 +19,25 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "tests/support/await.h"
 #include "tests/support/engines.h"
+#include "tests/support/requests.h"
 
 namespace {
 
 using store::Outcome;
 using testing::Engine;
 
-template <typename Result, typename Fn>
-Result Await(Fn fn) {
-  std::promise<Result> p;
-  auto f = p.get_future();
-  fn([&p](Result r) { p.set_value(std::move(r)); });
-  return f.get();
-}
+using testing::Await;
+using testing::Tenant;
 
 store::SessionResult Claim(store::Storage* s, const std::string& region,
                            const std::string& tenant = "t1", const std::string& key = "",
                            int64_t lease_ms = 60000) {
-  store::ClaimRequest req;
-  req.caller.tenant = tenant;
-  req.region = region;
-  req.pool = "p";
+  store::ClaimRequest req = testing::Req(region, tenant, "p");
   req.lease_ms = lease_ms;
   req.idempotency_key = key;
   return Await<store::SessionResult>([&](auto cb) { s->Claim(std::move(req), cb); });
-}
-
-store::Caller Tenant(const std::string& t) {
-  store::Caller c;
-  c.tenant = t;
-  return c;
 }
 
 void Register(store::Storage* s, const std::vector<std::string>& ids,
@@ -64,6 +52,24 @@ void Register(store::Storage* s, const std::vector<std::string>& ids,
 std::string Name(Outcome o) { return store::OutcomeName(o); }
 
 }  // namespace
+
+// Registers a and b in weur and claims one of them: the claim, the id it
+// holds and the other one.
+struct OneOfTwo {
+  store::SessionResult claim;
+  std::string held;
+  std::string free;
+};
+
+OneOfTwo ClaimOneOfTwo(store::Storage* s, const std::string& a, const std::string& b) {
+  Register(s, {a, b});
+  OneOfTwo r;
+  r.claim = Claim(s, "weur");
+  REQUIRE(r.claim.outcome == Outcome::kOk);
+  r.held = r.claim.session.container_id;
+  r.free = r.held == a ? b : a;
+  return r;
+}
 
 TEST_CASE("storage: claim, read, renew and release are compare-and-swaps on the token") {
   Engine e(EDGEALLOC_ENGINES);
@@ -162,11 +168,7 @@ TEST_CASE("storage: a tenant's own max_sessions overrides the server's quota, ei
 
 TEST_CASE("storage: drain, remove, and tokens that only grow across delete and register") {
   Engine e(EDGEALLOC_ENGINES);
-  Register(e.storage.get(), {"c1", "c2"});
-  auto c = Claim(e.storage.get(), "weur");
-  REQUIRE(c.outcome == Outcome::kOk);
-  const std::string held = c.session.container_id;
-  const std::string free = held == "c1" ? "c2" : "c1";
+  const auto [c, held, free] = ClaimOneOfTwo(e.storage.get(), "c1", "c2");
   auto conflict = Await<store::ContainerResult>([&](auto cb) { e->Remove(held, cb); });
   CHECK(Name(conflict.outcome) == "conflict");
   auto drained = Await<store::ContainerResult>([&](auto cb) { e->Drain(free, cb); });
@@ -190,11 +192,7 @@ TEST_CASE("storage: drain, remove, and tokens that only grow across delete and r
 
 TEST_CASE("storage: heartbeats keep order, never touch a claim, and find unknown ids") {
   Engine e(EDGEALLOC_ENGINES);
-  Register(e.storage.get(), {"a", "b"});
-  auto c = Claim(e.storage.get(), "weur");
-  REQUIRE(c.outcome == Outcome::kOk);
-  const std::string held = c.session.container_id;
-  const std::string free = held == "a" ? "b" : "a";
+  const auto [c, held, free] = ClaimOneOfTwo(e.storage.get(), "a", "b");
   const int64_t now = base::NowMs();
   std::vector<store::HeartbeatRow> rows = {
       {free, now, 10, 0.5, store::ReportedState::kDraining},

@@ -3,11 +3,31 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "store/sqlite/db.h"
 
 namespace testing {
+
+// The Db at `path`, opened with `options`; the calling test fails (REQUIRE)
+// if it cannot be.
+inline std::unique_ptr<store::Db> OpenOrDie(const std::string& path,
+                                            store::DbOptions options = {}) {
+  std::unique_ptr<store::Db> db;
+  store::Status s = store::Db::Open(path, options, &db);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  REQUIRE(db != nullptr);
+  return db;
+}
+
+// The same, read-only: a reader's connection, without the write lock.
+inline std::unique_ptr<store::Db> OpenReadOnlyOrDie(const std::string& path) {
+  store::DbOptions options;
+  options.read_only = true;
+  return OpenOrDie(path, options);
+}
 
 // The first column of the first row of `sql` on `db`; the calling test fails
 // (REQUIRE) if the query errs or returns no row.

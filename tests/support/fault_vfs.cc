@@ -1,5 +1,7 @@
 #include "tests/support/fault_vfs.h"
 
+#include "store/sqlite/forwarding_vfs.h"
+
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -31,7 +33,6 @@ constexpr int kTargets = 3;
 
 struct Global {
   std::mutex mu;
-  sqlite3_vfs* base = nullptr;
   sqlite3_vfs vfs{};
   sqlite3_io_methods methods{};
 
@@ -57,15 +58,14 @@ Global& G() {
   return *g;
 }
 
-struct File {
-  sqlite3_file base;
-  sqlite3_file* real;
+// The wrapped file of the VFS below lives right behind it.
+struct File : store::ForwardingFile {
   bool wal;
   bool main;
   std::string* path;  // null for files without a name (temp files): not tracked
 };
 
-File* Cast(sqlite3_file* f) { return reinterpret_cast<File*>(f); }
+File* Cast(sqlite3_file* f) { return static_cast<File*>(store::AsForwardingFile(f)); }
 
 bool Matches(const File* f, FaultTarget target) {
   switch (target) {
@@ -230,31 +230,6 @@ int Sync(sqlite3_file* file, int flags) {
   return rc;
 }
 
-int FileSize(sqlite3_file* f, sqlite3_int64* size) {
-  return Cast(f)->real->pMethods->xFileSize(Cast(f)->real, size);
-}
-int Lock(sqlite3_file* f, int l) { return Cast(f)->real->pMethods->xLock(Cast(f)->real, l); }
-int Unlock(sqlite3_file* f, int l) { return Cast(f)->real->pMethods->xUnlock(Cast(f)->real, l); }
-int CheckReservedLock(sqlite3_file* f, int* out) {
-  return Cast(f)->real->pMethods->xCheckReservedLock(Cast(f)->real, out);
-}
-int FileControl(sqlite3_file* f, int op, void* arg) {
-  return Cast(f)->real->pMethods->xFileControl(Cast(f)->real, op, arg);
-}
-int SectorSize(sqlite3_file* f) { return Cast(f)->real->pMethods->xSectorSize(Cast(f)->real); }
-int DeviceCharacteristics(sqlite3_file* f) {
-  return Cast(f)->real->pMethods->xDeviceCharacteristics(Cast(f)->real);
-}
-int ShmMap(sqlite3_file* f, int page, int size, int extend, void volatile** out) {
-  return Cast(f)->real->pMethods->xShmMap(Cast(f)->real, page, size, extend, out);
-}
-int ShmLock(sqlite3_file* f, int offset, int n, int flags) {
-  return Cast(f)->real->pMethods->xShmLock(Cast(f)->real, offset, n, flags);
-}
-void ShmBarrier(sqlite3_file* f) { Cast(f)->real->pMethods->xShmBarrier(Cast(f)->real); }
-int ShmUnmap(sqlite3_file* f, int del) {
-  return Cast(f)->real->pMethods->xShmUnmap(Cast(f)->real, del);
-}
 // No memory-mapped reads: every read goes through xRead, to be counted and
 // failed (SQLite falls back to xRead when xFetch hands out no pointer).
 int Fetch(sqlite3_file*, sqlite3_int64, int, void** out) {
@@ -265,19 +240,14 @@ int Unfetch(sqlite3_file*, sqlite3_int64, void*) { return SQLITE_OK; }
 
 // ---- vfs methods ----
 
-int Open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* file, int flags, int* out_flags) {
+int Open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* file, int flags, int* out_flags) {
   Global& g = G();
   File* f = Cast(file);
-  std::memset(f, 0, sizeof(File));
-  f->real = reinterpret_cast<sqlite3_file*>(f + 1);
+  *f = File{};
   f->wal = (flags & SQLITE_OPEN_WAL) != 0;
   f->main = (flags & SQLITE_OPEN_MAIN_DB) != 0;
-  int rc = g.base->xOpen(g.base, name, f->real, flags, out_flags);
-  if (f->real->pMethods == nullptr) {
-    f->base.pMethods = nullptr;  // a failed open: SQLite will not call xClose
-    return rc;
-  }
-  f->base.pMethods = &g.methods;
+  int rc = store::OpenBaseFile(vfs, name, f, sizeof(File), &g.methods, flags, out_flags);
+  if (f->base.pMethods == nullptr) return rc;  // a failed open: SQLite will not call xClose
   if (name != nullptr) {
     f->path = new std::string(name);
     if (!f->wal && f->path->size() > 4 &&
@@ -292,7 +262,7 @@ int Open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* file, int flags, int
   return rc;
 }
 
-int Delete(sqlite3_vfs*, const char* name, int sync_dir) {
+int Delete(sqlite3_vfs* vfs, const char* name, int sync_dir) {
   Global& g = G();
   std::lock_guard<std::mutex> lock(g.mu);
   ++g.mutations;
@@ -300,30 +270,10 @@ int Delete(sqlite3_vfs*, const char* name, int sync_dir) {
   if (g.crashed) {
     return g.crash_mode == FaultVfs::CrashMode::kDrop ? SQLITE_OK : SQLITE_IOERR_DELETE;
   }
-  int rc = g.base->xDelete(g.base, name, sync_dir);
+  sqlite3_vfs* base = store::BaseVfs(vfs);
+  int rc = base->xDelete(base, name, sync_dir);
   if (rc == SQLITE_OK) g.files.erase(name);
   return rc;
-}
-int Access(sqlite3_vfs*, const char* name, int flags, int* out) {
-  return G().base->xAccess(G().base, name, flags, out);
-}
-int FullPathname(sqlite3_vfs*, const char* name, int n, char* out) {
-  return G().base->xFullPathname(G().base, name, n, out);
-}
-void* DlOpen(sqlite3_vfs*, const char* name) { return G().base->xDlOpen(G().base, name); }
-void DlError(sqlite3_vfs*, int n, char* out) { G().base->xDlError(G().base, n, out); }
-void (*DlSym(sqlite3_vfs*, void* h, const char* sym))(void) {
-  return G().base->xDlSym(G().base, h, sym);
-}
-void DlClose(sqlite3_vfs*, void* h) { G().base->xDlClose(G().base, h); }
-int Randomness(sqlite3_vfs*, int n, char* out) { return G().base->xRandomness(G().base, n, out); }
-int SleepFor(sqlite3_vfs*, int micros) { return G().base->xSleep(G().base, micros); }
-int CurrentTime(sqlite3_vfs*, double* out) { return G().base->xCurrentTime(G().base, out); }
-int GetLastError(sqlite3_vfs*, int n, char* out) {
-  return G().base->xGetLastError(G().base, n, out);
-}
-int CurrentTimeInt64(sqlite3_vfs*, sqlite3_int64* out) {
-  return G().base->xCurrentTimeInt64(G().base, out);
 }
 
 void RegisterOnce() {
@@ -332,51 +282,24 @@ void RegisterOnce() {
     throw std::logic_error(
         "FaultVfs::Install after the coalescing WAL VFS was registered: it would not wrap us");
   }
-  g.base = sqlite3_vfs_find(nullptr);
-  if (g.base == nullptr || g.base->iVersion < 2 || g.base->xCurrentTimeInt64 == nullptr) {
+  sqlite3_vfs* base = sqlite3_vfs_find(nullptr);
+  if (base == nullptr || base->iVersion < 2 || base->xCurrentTimeInt64 == nullptr) {
     throw std::runtime_error("fault_vfs: no usable default SQLite VFS");
   }
+  // Everything else passes through to the wrapped VFS as it is.
   sqlite3_io_methods& m = g.methods;
-  m = sqlite3_io_methods{};
-  m.iVersion = 3;
+  m = store::ForwardingIoMethods();
   m.xClose = Close;
   m.xRead = Read;
   m.xWrite = Write;
   m.xTruncate = Truncate;
   m.xSync = Sync;
-  m.xFileSize = FileSize;
-  m.xLock = Lock;
-  m.xUnlock = Unlock;
-  m.xCheckReservedLock = CheckReservedLock;
-  m.xFileControl = FileControl;
-  m.xSectorSize = SectorSize;
-  m.xDeviceCharacteristics = DeviceCharacteristics;
-  m.xShmMap = ShmMap;
-  m.xShmLock = ShmLock;
-  m.xShmBarrier = ShmBarrier;
-  m.xShmUnmap = ShmUnmap;
   m.xFetch = Fetch;
   m.xUnfetch = Unfetch;
-
   sqlite3_vfs& v = g.vfs;
-  v = sqlite3_vfs{};
-  v.iVersion = 2;
-  v.szOsFile = static_cast<int>(sizeof(File)) + g.base->szOsFile;
-  v.mxPathname = g.base->mxPathname;
-  v.zName = FaultVfs::kName;
+  v = store::ForwardingVfs(base, FaultVfs::kName, sizeof(File));
   v.xOpen = Open;
   v.xDelete = Delete;
-  v.xAccess = Access;
-  v.xFullPathname = FullPathname;
-  v.xDlOpen = DlOpen;
-  v.xDlError = DlError;
-  v.xDlSym = DlSym;
-  v.xDlClose = DlClose;
-  v.xRandomness = Randomness;
-  v.xSleep = SleepFor;
-  v.xCurrentTime = CurrentTime;
-  v.xGetLastError = GetLastError;
-  v.xCurrentTimeInt64 = CurrentTimeInt64;
   if (sqlite3_vfs_register(&v, /*makeDflt=*/1) != SQLITE_OK) {
     throw std::runtime_error("fault_vfs: sqlite3_vfs_register failed");
   }
@@ -389,32 +312,20 @@ bool EndsWith(const std::string& s, const char* suffix) {
 
 }  // namespace
 
+// Names by enum value, in the order the enums in fault_vfs.h declare them.
 const char* FaultOpName(FaultOp op) {
-  switch (op) {
-    case FaultOp::kWrite: return "write";
-    case FaultOp::kSync: return "sync";
-    case FaultOp::kRead: return "read";
-    case FaultOp::kTruncate: return "truncate";
-  }
-  return "?";
+  static constexpr const char* kNames[kFaultOps] = {"write", "sync", "read", "truncate"};
+  return kNames[static_cast<int>(op)];
 }
 
 const char* FaultTargetName(FaultTarget target) {
-  switch (target) {
-    case FaultTarget::kAny: return "any";
-    case FaultTarget::kWal: return "wal";
-    case FaultTarget::kMainDb: return "maindb";
-  }
-  return "?";
+  static constexpr const char* kNames[kTargets] = {"any", "wal", "maindb"};
+  return kNames[static_cast<int>(target)];
 }
 
 const char* FaultKindName(FaultKind kind) {
-  switch (kind) {
-    case FaultKind::kIoError: return "EIO";
-    case FaultKind::kNoSpace: return "ENOSPC";
-    case FaultKind::kShortWrite: return "short";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"EIO", "ENOSPC", "short"};
+  return kNames[static_cast<int>(kind)];
 }
 
 std::string FaultSpec::ToString() const {

@@ -24,36 +24,10 @@
 #include "store/storage.h"
 #include "store/types.h"
 #include "tests/support/engines.h"
+#include "tests/support/requests.h"
 #include "tests/support/temp_dir.h"
 
 namespace testing {
-
-inline store::ContainerSpec Spec(std::string id, std::string region,
-                                     std::string pool = "default", int64_t latency_ms = 0,
-                                     std::string data = "{}") {
-  store::ContainerSpec s;
-  s.id = std::move(id);
-  s.region = std::move(region);
-  s.pool = std::move(pool);
-  s.latency_ms = latency_ms;
-  s.data = std::move(data);
-  return s;
-}
-
-inline store::ClaimRequest Req(std::string region, std::string tenant = "t1",
-                                   std::string pool = "default") {
-  store::ClaimRequest r;
-  r.caller.tenant = std::move(tenant);
-  r.region = std::move(region);
-  r.pool = std::move(pool);
-  return r;
-}
-
-inline store::Caller Tenant(std::string tenant) {
-  store::Caller c;
-  c.tenant = std::move(tenant);
-  return c;
-}
 
 inline store::ClaimPolicy Policy(int candidates, int64_t max_sessions_per_tenant = store::kUnlimited) {
   store::ClaimPolicy p;

@@ -62,6 +62,13 @@ const char kFleet[] =
     R"({"containers":[{"id":"w-1","region":"weur","pool":"chrome","latency_ms":3,)"
     R"("data":{"endpoint":"ws://w1"}},{"id":"w-2","region":"weur","pool":"chrome"}]})";
 
+// Registers kFleet and claims both its containers: weur/chrome is full.
+void ExhaustFleet(HttpClient& c) {
+  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+}
+
 TEST_CASE("routes: a container is registered, claimed, renewed and released") {
   TestService t;
   HttpClient c = t.Client();
@@ -684,9 +691,7 @@ TEST_CASE("routes: a list page examines a bounded number of sessions: it may be 
 TEST_CASE("routes: a list's limit, cursor and filters are checked, 400 invalid_field naming them") {
   TestService t;
   HttpClient c = t.Client();  // open mode: loopback is admin
-  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
-  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
-  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  ExhaustFleet(c);
   for (const char* bad : {"limit=0", "limit=1001", "limit=x", "limit=-1", "cursor=abc",
                           "cursor=c1.zz", "label=nocolon", "label=:v",
                           // One label filter a request; a second was ignored.
@@ -830,6 +835,16 @@ double MetricValue(HttpClient& c, const std::string& series) {
   return -1;
 }
 
+// Waits (at most 10 s) for a metric of the service to read `want`.
+bool MetricBecomes(HttpClient& c, const std::string& series, double want) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (MetricValue(c, series) != want) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 TEST_CASE("routes: a claim with wait_ms is served by a release, a client that hangs up claims nothing") {
   TestService t;
   HttpClient c = t.Client();
@@ -850,19 +865,9 @@ TEST_CASE("routes: a claim with wait_ms is served by a release, a client that ha
                                 "application/json\r\nContent-Length: " +
                                 std::to_string(body.size()) + "\r\n\r\n" + body;
     boost::asio::write(socket, boost::asio::buffer(request));
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (MetricValue(c, "edgealloc_claim_waiters") != 1 &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    REQUIRE(MetricValue(c, "edgealloc_claim_waiters") == 1);
+    REQUIRE(MetricBecomes(c, "edgealloc_claim_waiters", 1));
   }  // closed
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (MetricValue(c, "edgealloc_claim_waits_total{result=\"abandoned\"}") != 1 &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  REQUIRE(MetricValue(c, "edgealloc_claim_waits_total{result=\"abandoned\"}") == 1);
+  REQUIRE(MetricBecomes(c, "edgealloc_claim_waits_total{result=\"abandoned\"}", 1));
   CHECK(MetricValue(c, "edgealloc_claim_waiters") == 0);
   REQUIRE(c.Delete("/v1/sessions/" + a["session_id"].get<std::string>() +
                    "?token=" + std::to_string(a["token"].get<int64_t>()))
@@ -906,9 +911,7 @@ TEST_CASE("routes: a claim with wait_ms is served by a release, a client that ha
 TEST_CASE("routes: a waiting claim is answered 503 at once when the server stops") {
   TestService t;
   HttpClient c = t.Client();
-  REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
-  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
-  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  ExhaustFleet(c);
   auto waiting = std::async(std::launch::async, [&] {
     return t.Client().Post("/v1/sessions", R"({"region":"weur","pool":"chrome","wait_ms":20000})");
   });
@@ -962,16 +965,6 @@ TEST_CASE("routes: a claim with wait_ms is served by a heartbeat bringing a cont
 namespace server {
 
 namespace {
-
-// Waits (at most 10 s) for a metric of the service to read `want`.
-bool MetricBecomes(HttpClient& c, const std::string& series, double want) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (MetricValue(c, series) != want) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
 
 // A raw connection that sent a waiting claim for weur/chrome.
 struct WaitingClaimSocket {

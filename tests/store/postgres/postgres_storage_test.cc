@@ -36,6 +36,26 @@ void Register(store::Storage* storage, const std::vector<std::string>& ids) {
   REQUIRE(done.get_future().get().outcome == store::Outcome::kOk);
 }
 
+// A new database of `server` with `ids` registered by the current version,
+// and no node on it: the test then takes it back to an older version's shape.
+std::string DatabaseWith(testing::PgServer& server, const std::vector<std::string>& ids,
+                         int writers) {
+  const std::string uri = server.NewDatabaseUri();
+  auto storage = Open(uri, writers);
+  Register(storage.get(), ids);
+  return uri;
+}
+
+// The schema version the database says it has, and setting it as an older
+// (or newer) node would have left it.
+std::string SchemaVersion(const std::string& uri) {
+  return testing::PgServer::Query(uri, "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'");
+}
+void SetSchemaVersion(const std::string& uri, int version) {
+  testing::PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '" + std::to_string(version) +
+                                    "' WHERE key = 'schema_version'");
+}
+
 }  // namespace
 
 // lane_hash is stored with every row, so LaneHash may never change: these
@@ -68,18 +88,13 @@ TEST_CASE("postgres_storage: each writer is a partition, ids spread over them by
 // partitions' sweeps cover every container again.
 TEST_CASE("postgres_storage: migrating from schema version 1 hashes the existing rows, to the current version") {
   testing::PgServer server;
-  const std::string uri = server.NewDatabaseUri();
   std::vector<std::string> ids;
   for (int i = 0; i < 30; ++i) ids.push_back("m" + std::to_string(i));
-  {
-    auto storage = Open(uri, 2);
-    Register(storage.get(), ids);
-  }
+  const std::string uri = DatabaseWith(server, ids, 2);
   testing::PgServer::Query(uri, "UPDATE containers SET lane_hash = 0");
-  testing::PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '1' WHERE key = 'schema_version'");
+  SetSchemaVersion(uri, 1);
   auto storage = Open(uri, 2);
-  CHECK(testing::PgServer::Query(uri, "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'") ==
-        std::to_string(store::pgsql::kSchemaVersion));
+  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
   for (const std::string& id : ids) {
     CHECK(testing::PgServer::Query(uri, "SELECT lane_hash FROM containers WHERE id = '" + id + "'") ==
           std::to_string(store::LaneHash(id)));
@@ -88,23 +103,16 @@ TEST_CASE("postgres_storage: migrating from schema version 1 hashes the existing
 
 TEST_CASE("postgres_storage: version 3 adds labels to a version 2 database, and an older node refuses a newer one") {
   testing::PgServer server;
-  const std::string uri = server.NewDatabaseUri();
-  {
-    auto storage = Open(uri, 1);
-    Register(storage.get(), {"v2-1"});
-  }
+  const std::string uri = DatabaseWith(server, {"v2-1"}, 1);
   // As a version 2 node left it: no labels column.
   testing::PgServer::Query(uri, "ALTER TABLE containers DROP COLUMN labels");
-  testing::PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '2' WHERE key = 'schema_version'");
+  SetSchemaVersion(uri, 2);
   {
     auto storage = Open(uri, 1);
-    CHECK(testing::PgServer::Query(uri, "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'") ==
-          std::to_string(store::pgsql::kSchemaVersion));
+    CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
     CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM containers WHERE labels IS NULL") == "1");
   }
-  testing::PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '" +
-                                    std::to_string(store::pgsql::kSchemaVersion + 1) +
-                                    "' WHERE key = 'schema_version'");
+  SetSchemaVersion(uri, store::pgsql::kSchemaVersion + 1);
   store::StorageOptions options;
   options.db = uri;
   std::unique_ptr<store::PostgresStorage> refused;
@@ -117,21 +125,16 @@ TEST_CASE("postgres_storage: version 3 adds labels to a version 2 database, and 
 // replaces (tenant); the lists' byte order has indexes of its own.
 TEST_CASE("postgres_storage: version 4 adds the lists' indexes to a version 3 database, rows kept") {
   testing::PgServer server;
-  const std::string uri = server.NewDatabaseUri();
-  {
-    auto storage = Open(uri, 1);
-    Register(storage.get(), {"v3-1"});
-  }
+  const std::string uri = DatabaseWith(server, {"v3-1"}, 1);
   // As a version 3 node left it.
   testing::PgServer::Query(uri, "DROP INDEX IF EXISTS containers_tenant_session");
   testing::PgServer::Query(uri, "DROP INDEX IF EXISTS containers_session_c");
   testing::PgServer::Query(uri, "DROP INDEX IF EXISTS containers_id_c");
   testing::PgServer::Query(uri, "CREATE INDEX IF NOT EXISTS containers_tenant ON containers (tenant) "
                                 "WHERE session_id IS NOT NULL");
-  testing::PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '3' WHERE key = 'schema_version'");
+  SetSchemaVersion(uri, 3);
   auto storage = Open(uri, 1);
-  CHECK(testing::PgServer::Query(uri, "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'") ==
-        "4");
+  CHECK(SchemaVersion(uri) == "4");
   const std::string tenant_index = testing::PgServer::Query(
       uri, "SELECT indexdef FROM pg_indexes WHERE indexname = 'containers_tenant_session'");
   INFO(tenant_index);
@@ -265,7 +268,7 @@ TEST_CASE("postgres_storage: a migration behind a lock gives up in bounded time,
   testing::PgServer server;
   const std::string uri = server.NewDatabaseUri();
   { auto storage = Open(uri, 1); }
-  testing::PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '2' WHERE key = 'schema_version'");
+  SetSchemaVersion(uri, 2);
   std::unique_ptr<store::PgConn> holder;
   REQUIRE(store::PgConn::Connect(uri, "holder", &holder).ok());
   REQUIRE(holder->Exec("BEGIN; SELECT count(*) FROM containers").ok());
@@ -288,9 +291,7 @@ TEST_CASE("postgres_storage: a migration behind a lock gives up in bounded time,
   REQUIRE(holder->Exec("COMMIT").ok());
   // Once it is gone, the migration goes through.
   { auto storage = Open(uri, 1); }
-  CHECK(testing::PgServer::Query(
-            uri, "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'") ==
-        std::to_string(store::pgsql::kSchemaVersion));
+  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
 }
 
 // A claim locks only the container it takes: while its transaction is open,

@@ -28,14 +28,7 @@ constexpr bool kCanBind = requires(Statement& s, T v) { s.Bind(1, v); };
 static_assert(!kCanBind<bool>, "Bind(bool) must be a deleted overload");
 static_assert(kCanBind<int64_t> && kCanBind<double> && kCanBind<std::string_view>);
 
-std::unique_ptr<Db> OpenOrDie(const std::string& path, DbOptions options = {}) {
-  std::unique_ptr<Db> db;
-  Status s = Db::Open(path, options, &db);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  REQUIRE(db != nullptr);
-  return db;
-}
+using testing::OpenOrDie;
 
 using testing::QueryInt;
 using testing::QueryText;
@@ -119,9 +112,7 @@ TEST_CASE("db: a read-only Db cannot write and has no write lock") {
   const std::string path = dir.File("a.db");
   auto writer = OpenOrDie(path);
   REQUIRE(writer->Exec("CREATE TABLE t (v INTEGER)").ok());
-  DbOptions options;
-  options.read_only = true;
-  auto reader = OpenOrDie(path, options);
+  auto reader = testing::OpenReadOnlyOrDie(path);
   CHECK(reader->write_lock() == nullptr);
   CHECK_FALSE(reader->Exec("INSERT INTO t (v) VALUES (1)").ok());
   Transaction txn(reader.get());

@@ -15,13 +15,28 @@ using store::Db;
 using store::Statement;
 using store::Status;
 
-std::unique_ptr<Db> OpenOrDie(const std::string& path) {
-  std::unique_ptr<Db> db;
-  Status s = Db::Open(path, {}, &db);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
+using testing::OpenOrDie;
+
+// a.db in `dir`, as a binary of schema `version` left it.
+std::unique_ptr<Db> FileAtVersion(const testing::TempDir& dir, int version) {
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::MigrateTo(db.get(), version).ok());
   return db;
 }
+
+// An available container of `generation`, as any version since 2 writes it.
+void AddAvailable(Db* db, const std::string& id, int64_t generation) {
+  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
+                   "generation) VALUES ('" + id + "', 'weur', 'chrome', 'available', 1000, " +
+                   std::to_string(generation) + ")")
+              .ok());
+}
+
+// Container c-1 held by session s_1 of tenant t1, as version 4 and 5 write it.
+constexpr char kHeldContainer[] =
+    "INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, generation, "
+    "session_id, tenant, lease_expires_at_ms) VALUES ('c-1', 'weur', 'chrome', 'picked', 1000, "
+    "7, 's_1', 't1', 99)";
 
 int Version(Db* db) {
   int v = -1;
@@ -133,16 +148,11 @@ TEST_CASE("schema: version 3 writes the status CHECK without IN, allowing the sa
 // file's token floor, whoever deletes it.
 TEST_CASE("schema: version 4 keeps the highest generation of deleted rows as the token floor") {
   testing::TempDir dir;
-  auto db = OpenOrDie(dir.File("a.db"));
-  REQUIRE(store::MigrateTo(db.get(), 3).ok());
-  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
-                   "generation) VALUES ('c-1', 'weur', 'chrome', 'available', 1000, 7)")
-              .ok());
+  auto db = FileAtVersion(dir, 3);
+  AddAvailable(db.get(), "c-1", 7);
   REQUIRE(store::Migrate(db.get()).ok());
   CHECK(QueryInt(db.get(), "SELECT generation FROM token_floor") == 0);
-  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
-                   "generation) VALUES ('c-2', 'weur', 'chrome', 'available', 1000, 3)")
-              .ok());
+  AddAvailable(db.get(), "c-2", 3);
   REQUIRE(db->Exec("DELETE FROM containers WHERE id = 'c-1'").ok());
   CHECK(QueryInt(db.get(), "SELECT generation FROM token_floor") == 7);
   REQUIRE(db->Exec("DELETE FROM containers WHERE id = 'c-2'").ok());
@@ -152,12 +162,8 @@ TEST_CASE("schema: version 4 keeps the highest generation of deleted rows as the
 
 TEST_CASE("schema: version 5 adds a session's labels to a version 4 file, rows kept") {
   testing::TempDir dir;
-  auto db = OpenOrDie(dir.File("a.db"));
-  REQUIRE(store::MigrateTo(db.get(), 4).ok());
-  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
-                   "generation, session_id, tenant, lease_expires_at_ms) VALUES ('c-1', 'weur', "
-                   "'chrome', 'picked', 1000, 7, 's_1', 't1', 99)")
-              .ok());
+  auto db = FileAtVersion(dir, 4);
+  REQUIRE(db->Exec(kHeldContainer).ok());
   REQUIRE(store::MigrateTo(db.get(), 5).ok());
   CHECK(Version(db.get()) == 5);
   // The session of the older binary lives on, with no labels.
@@ -169,12 +175,8 @@ TEST_CASE("schema: version 5 adds a session's labels to a version 4 file, rows k
 TEST_CASE("schema: version 6 adds the (tenant, session_id) index a tenant's list walks, in place "
           "of (tenant), to a version 5 file, rows kept") {
   testing::TempDir dir;
-  auto db = OpenOrDie(dir.File("a.db"));
-  REQUIRE(store::MigrateTo(db.get(), 5).ok());
-  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
-                   "generation, session_id, tenant, lease_expires_at_ms) VALUES ('c-1', 'weur', "
-                   "'chrome', 'picked', 1000, 7, 's_1', 't1', 99)")
-              .ok());
+  auto db = FileAtVersion(dir, 5);
+  REQUIRE(db->Exec(kHeldContainer).ok());
   const std::string kIndexSql =
       "SELECT sql FROM sqlite_schema WHERE type = 'index' AND name = "
       "'containers_tenant_session'";

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "store/sqlite/schema.h"
+#include "tests/support/db_queries.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -18,14 +19,7 @@ using store::ShardMap;
 using store::Status;
 
 std::string Layout(Db* db) {
-  Status s;
-  store::StatementRef q;
-  s = db->Cached("SELECT value FROM meta WHERE key = 'shard_layout'", &q);
-  REQUIRE(s.ok());
-  bool row = false;
-  REQUIRE(q->Step(&row).ok());
-  REQUIRE(row);
-  return q->ColumnString(0);
+  return testing::QueryText(db, "SELECT value FROM meta WHERE key = 'shard_layout'");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,14 +20,45 @@ using store::Db;
 using store::DbOptions;
 using store::Status;
 using store::Transaction;
+using testing::OpenOrDie;
 using testing::QueryInt;
 
-std::unique_ptr<Db> OpenOrDie(const std::string& path, DbOptions options = {}) {
-  std::unique_ptr<Db> db;
-  Status s = Db::Open(path, options, &db);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
+// The Db at `path` with the table t of blobs every case writes.
+std::unique_ptr<Db> OpenWithBlobTable(const std::string& path, DbOptions options = {}) {
+  auto db = OpenOrDie(path, options);
+  REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
   return db;
+}
+
+// Waits for a forked child; the test fails unless it exited with 0.
+void RequireCleanExit(pid_t child) {
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+}
+
+// Forks a child that, from folder `dir`, commits `commits` transactions of
+// `rows` rows of `bytes` random bytes each to the Db at `uri`, then exits
+// with no close and no checkpoint: as if killed right after its last
+// acknowledgement. Its exit code says where it failed; 0: all committed.
+pid_t ForkCommitter(const std::string& dir, const std::string& uri, int commits, int rows,
+                    int bytes) {
+  const pid_t child = fork();
+  if (child != 0) return child;
+  if (chdir(dir.c_str()) != 0) _exit(2);
+  std::unique_ptr<Db> db;
+  if (!Db::Open(uri, {}, &db).ok()) _exit(3);
+  const std::string insert = "INSERT INTO t (b) VALUES (randomblob(" + std::to_string(bytes) + "))";
+  for (int i = 0; i < commits; ++i) {
+    Transaction txn(db.get());
+    if (!txn.Begin().ok()) _exit(4);
+    for (int r = 0; r < rows; ++r) {
+      if (!db->Exec(insert).ok()) _exit(5);
+    }
+    if (!txn.Commit().ok()) _exit(6);
+  }
+  _exit(0);
 }
 
 // Inserts `rows` rows of `bytes` random bytes each in one write transaction.
@@ -37,6 +69,23 @@ void InsertBlobs(Db* db, int rows, int bytes) {
     REQUIRE(db->Exec("INSERT INTO t (b) VALUES (randomblob(" + std::to_string(bytes) + "))").ok());
   }
   REQUIRE(txn.Commit().ok());
+}
+
+// What the coalescing VFS counted while `work` ran.
+store::CoalescingWalStats CountedDuring(const std::function<void()>& work) {
+  const auto before = store::GetCoalescingWalStats();
+  work();
+  const auto after = store::GetCoalescingWalStats();
+  return {after.writes - before.writes, after.flushes - before.flushes};
+}
+
+// At least 100 frame writes, gathered into a tenth as many pwrites or fewer.
+void CheckGathered(const store::CoalescingWalStats& counted) {
+  const uint64_t writes = counted.writes;
+  const uint64_t flushes = counted.flushes;
+  INFO("writes " << writes << " flushes " << flushes);
+  CHECK(writes >= 100);
+  CHECK(flushes * 10 <= writes);
 }
 
 // A connection through SQLite's default VFS, as another process would read.
@@ -55,16 +104,9 @@ int64_t CountWithDefaultVfs(const std::string& path) {
 TEST_CASE("wal_vfs: a commit's frames reach the WAL in a few writes, not two a frame") {
   testing::TempDir dir;
   const std::string path = dir.File("a.db");
-  auto db = OpenOrDie(path);  // Sync::kFull by default
-  REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
-  const auto before = store::GetCoalescingWalStats();
-  InsertBlobs(db.get(), 200, 1000);  // about 50 pages, so about 100 frame writes
-  const auto after = store::GetCoalescingWalStats();
-  const uint64_t writes = after.writes - before.writes;
-  const uint64_t flushes = after.flushes - before.flushes;
-  INFO("writes " << writes << " flushes " << flushes);
-  CHECK(writes >= 100);
-  CHECK(flushes * 10 <= writes);
+  auto db = OpenWithBlobTable(path);  // Sync::kFull by default
+  // About 50 pages, so about 100 frame writes.
+  CheckGathered(CountedDuring([&] { InsertBlobs(db.get(), 200, 1000); }));
   CHECK(CountWithDefaultVfs(path) == 200);
 }
 
@@ -72,8 +114,7 @@ TEST_CASE("wal_vfs: a commit of megabytes goes out in pieces the unix VFS can wr
   testing::TempDir dir;
   const std::string path = dir.File("a.db");
   {
-    auto db = OpenOrDie(path);
-    REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
+    auto db = OpenWithBlobTable(path);
     InsertBlobs(db.get(), 80, 64 * 1024);  // about 5 MiB: past the 4 MiB buffer too
     CHECK(QueryInt(db.get(), "SELECT sum(length(b)) FROM t") == 80 * 64 * 1024);
     REQUIRE(db->Exec("PRAGMA wal_checkpoint(TRUNCATE)").ok());
@@ -87,11 +128,8 @@ TEST_CASE("wal_vfs: a commit of megabytes goes out in pieces the unix VFS can wr
 TEST_CASE("wal_vfs: every commit is visible to another connection as soon as it returns") {
   testing::TempDir dir;
   const std::string path = dir.File("a.db");
-  auto db = OpenOrDie(path);
-  REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
-  DbOptions ro;
-  ro.read_only = true;
-  auto reader = OpenOrDie(path, ro);
+  auto db = OpenWithBlobTable(path);
+  auto reader = testing::OpenReadOnlyOrDie(path);
   for (int i = 1; i <= 40; ++i) {
     InsertBlobs(db.get(), 3, 3000);
     REQUIRE(QueryInt(reader.get(), "SELECT count(*) FROM t") == 3 * i);
@@ -102,8 +140,7 @@ TEST_CASE("wal_vfs: under synchronous=NORMAL the writes go straight through") {
   testing::TempDir dir;
   DbOptions normal;
   normal.sync = store::Sync::kNormal;
-  auto db = OpenOrDie(dir.File("a.db"), normal);
-  REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
+  auto db = OpenWithBlobTable(dir.File("a.db"), normal);
   const auto before = store::GetCoalescingWalStats();
   InsertBlobs(db.get(), 50, 1000);
   CHECK(store::GetCoalescingWalStats().writes == before.writes);
@@ -112,29 +149,10 @@ TEST_CASE("wal_vfs: under synchronous=NORMAL the writes go straight through") {
 TEST_CASE("wal_vfs: what a killed process committed is there when the file is opened again") {
   testing::TempDir dir;
   const std::string path = dir.File("a.db");
-  {
-    auto db = OpenOrDie(path);
-    REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
-  }
-  pid_t child = fork();
+  OpenWithBlobTable(path);
+  const pid_t child = ForkCommitter(dir.path(), path, 30, 20, 2000);
   REQUIRE(child >= 0);
-  if (child == 0) {
-    std::unique_ptr<Db> db;
-    if (!Db::Open(path, {}, &db).ok()) _exit(2);
-    for (int i = 0; i < 30; ++i) {
-      Transaction txn(db.get());
-      if (!txn.Begin().ok()) _exit(3);
-      for (int r = 0; r < 20; ++r) {
-        if (!db->Exec("INSERT INTO t (b) VALUES (randomblob(2000))").ok()) _exit(4);
-      }
-      if (!txn.Commit().ok()) _exit(5);
-    }
-    _exit(0);  // no close, no checkpoint: as if killed right after the last commit
-  }
-  int status = 0;
-  REQUIRE(waitpid(child, &status, 0) == child);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
+  RequireCleanExit(child);
   auto db = OpenOrDie(path);
   CHECK(QueryInt(db.get(), "SELECT count(*) FROM t") == 600);
   CHECK(testing::QueryText(db.get(), "PRAGMA integrity_check") == "ok");
@@ -150,8 +168,7 @@ namespace {
 TEST_CASE("wal_vfs: a rolled-back transaction's spilled frames are never written later") {
   testing::TempDir dir;
   const std::string path = dir.File("a.db");
-  auto a = OpenOrDie(path);
-  REQUIRE(a->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
+  auto a = OpenWithBlobTable(path);
   InsertBlobs(a.get(), 5, 100);
   // Everything committed is in the main file, so the rollback below reads
   // pages back from there, not from the WAL (a WAL read would flush).
@@ -226,28 +243,10 @@ void CommitOneRowEach(Db* db, int commits) {
 TEST_CASE("wal_vfs: with psow=0 what a killed process committed is there when opened again") {
   testing::TempDir dir;
   const std::string path = dir.File("a.db");
-  {
-    auto db = OpenOrDie(path);
-    REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
-  }
-  pid_t child = fork();
+  OpenWithBlobTable(path);
+  const pid_t child = ForkCommitter(dir.path(), kNoPsowUri, kProbeCommits, 1, 300);
   REQUIRE(child >= 0);
-  if (child == 0) {
-    if (chdir(dir.path().c_str()) != 0) _exit(2);
-    std::unique_ptr<Db> db;
-    if (!Db::Open(kNoPsowUri, {}, &db).ok()) _exit(3);
-    for (int i = 0; i < kProbeCommits; ++i) {
-      Transaction txn(db.get());
-      if (!txn.Begin().ok()) _exit(4);
-      if (!db->Exec("INSERT INTO t (b) VALUES (randomblob(300))").ok()) _exit(5);
-      if (!txn.Commit().ok()) _exit(6);
-    }
-    _exit(0);  // no close, no checkpoint: killed right after the last acknowledgement
-  }
-  int status = 0;
-  REQUIRE(waitpid(child, &status, 0) == child);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
+  RequireCleanExit(child);
   auto db = OpenOrDie(path);
   CHECK(QueryInt(db.get(), "SELECT count(*) FROM t") == kProbeCommits);
   CHECK(testing::QueryText(db.get(), "PRAGMA integrity_check") == "ok");
@@ -257,8 +256,7 @@ TEST_CASE("wal_vfs: with psow=0 commits survive a close and are in order for a r
   testing::TempDir dir;
   InDir in(dir.path());
   {
-    auto db = OpenOrDie(kNoPsowUri);
-    REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
+    auto db = OpenWithBlobTable(kNoPsowUri);
     CommitOneRowEach(db.get(), kProbeCommits);
     // Another connection, through the default VFS, sees them all now.
     CHECK(CountWithDefaultVfs("a.db") == kProbeCommits);
@@ -279,8 +277,7 @@ namespace {
 // pragma on a connection through it, with the reason in the error.
 TEST_CASE("wal_vfs: synchronous below FULL is refused on a coalescing connection, naming why") {
   testing::TempDir dir;
-  auto db = OpenOrDie(dir.File("a.db"));
-  REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
+  auto db = OpenWithBlobTable(dir.File("a.db"));
   for (const char* value : {"NORMAL", "normal", "OFF", "0", "1", "on", "yes", "9"}) {
     INFO(value);
     Status s = db->Exec(std::string("PRAGMA synchronous=") + value);
@@ -309,8 +306,7 @@ TEST_CASE("wal_vfs: synchronous below FULL is refused on a coalescing connection
 
 TEST_CASE("wal_vfs: locking_mode=EXCLUSIVE is refused on a coalescing connection, naming why") {
   testing::TempDir dir;
-  auto db = OpenOrDie(dir.File("a.db"));
-  REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
+  auto db = OpenWithBlobTable(dir.File("a.db"));
   Status s = db->Exec("PRAGMA locking_mode=EXCLUSIVE");
   INFO(s.ToString());
   CHECK_FALSE(s.ok());
@@ -335,18 +331,10 @@ TEST_CASE("wal_vfs: a restarted WAL and a psow=0 commit are still written in a f
   InDir in(dir.path());
   const char* uri = GENERATE(as<const char*>{}, "a.db", "file:a.db?psow=0");
   INFO(uri);
-  auto db = OpenOrDie(uri);
-  REQUIRE(db->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)").ok());
+  auto db = OpenWithBlobTable(uri);
   InsertBlobs(db.get(), 5, 100);
   REQUIRE(db->Exec("PRAGMA wal_checkpoint(TRUNCATE)").ok());  // the next commit restarts the WAL
-  const auto before = store::GetCoalescingWalStats();
-  InsertBlobs(db.get(), 200, 1000);
-  const auto after = store::GetCoalescingWalStats();
-  const uint64_t writes = after.writes - before.writes;
-  const uint64_t flushes = after.flushes - before.flushes;
-  INFO("writes " << writes << " flushes " << flushes);
-  CHECK(writes >= 100);
-  CHECK(flushes * 10 <= writes);
+  CheckGathered(CountedDuring([&] { InsertBlobs(db.get(), 200, 1000); }));
   CHECK(CountWithDefaultVfs("a.db") == 205);
 }
 

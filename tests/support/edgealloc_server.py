@@ -1,0 +1,91 @@
+"""Starting and stopping `edgealloc serve` from the Python tests and benches:
+a free loopback port, the wait until the server answers, and the stop. One
+copy, so that every script starts and stops the server the same way.
+Standard library only; a script imports it with
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+"""
+
+import ctypes
+import http.client
+import signal
+import socket
+import subprocess
+import time
+
+
+def free_port():
+    """A loopback port free at this moment (another process may still take it
+    before the server binds it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def die_with_parent():
+    """In a child before exec: SIGKILL it if this script dies (a ctest
+    timeout), so that no server outlives the test."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def serve(binary, db, port, args=(), **popen):
+    """`binary serve --db db --listen 127.0.0.1:port args...`, started with
+    subprocess.Popen's keyword arguments popen (output, env, preexec_fn)."""
+    argv = [binary, "serve", "--db", db, "--listen", "127.0.0.1:%d" % port]
+    return subprocess.Popen(argv + list(args), **popen)
+
+
+def status_of(port, path, timeout=1):
+    """The status of GET path on a new connection, or None when nothing
+    answers."""
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        try:
+            conn.request("GET", path)
+            return conn.getresponse().status
+        finally:
+            conn.close()
+    except (OSError, http.client.HTTPException):
+        return None
+
+
+def wait_answers(port, path="/healthz", proc=None, timeout=10.0, poll_s=0.05):
+    """True once GET path answers 200 (/healthz: the port is served; /readyz:
+    the batcher runs and the database is open); False when proc exits first or
+    timeout seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return False
+        if status_of(port, path) == 200:
+            return True
+        time.sleep(poll_s)
+    return False
+
+
+def stop(proc, timeout=30, kill_late=False):
+    """SIGTERM, and its exit code once it exits. Not exited within timeout
+    seconds: SIGKILL, then subprocess.TimeoutExpired is raised unless
+    kill_late (a bench that only has to leave nothing running)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        if not kill_late:
+            raise
+        return proc.returncode
+
+
+def kill(proc):
+    """SIGKILL (SIGCONT first, so a stopped process dies too), and its exit
+    status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGCONT)
+        proc.kill()
+    return proc.wait()
