@@ -5,7 +5,7 @@
 #include <iterator>
 #include <utility>
 
-#include "base/json_string.h"
+#include "kvmirror/regions_json.h"
 
 namespace kvmirror {
 namespace {
@@ -106,27 +106,15 @@ void CapacityHistory::Render() {
   out->append(",\"pools_omitted\":").append(std::to_string(omitted_));
   out->append(",\"as_of_ms\":");
   AppendSeries(times_, out.get());
-  out->append(",\"regions\":{");
-  bool first_region = true;
-  for (const auto& [region, pools] : regions_) {
-    if (!first_region) out->push_back(',');
-    first_region = false;
-    base::AppendJsonString(region, out.get());
-    out->append(":{\"pools\":{");
-    bool first_pool = true;
-    for (const auto& [pool, series] : pools) {
-      if (!first_pool) out->push_back(',');
-      first_pool = false;
-      base::AppendJsonString(pool, out.get());
-      out->append(":{\"available\":");
-      AppendSeries(series.available, out.get());
-      out->append(",\"picked\":");
-      AppendSeries(series.picked, out.get());
-      out->push_back('}');
-    }
-    out->append("}}");
-  }
-  out->append("}}");
+  out->append(",\"regions\":");
+  AppendRegionsJson(regions_, out.get(), [](const Series& series, std::string* into) {
+    into->append("{\"available\":");
+    AppendSeries(series.available, into);
+    into->append(",\"picked\":");
+    AppendSeries(series.picked, into);
+    into->push_back('}');
+  });
+  out->push_back('}');
   json_.Store(std::move(out));
 }
 

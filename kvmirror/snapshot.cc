@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "base/json_string.h"
+#include "kvmirror/regions_json.h"
 
 namespace kvmirror {
 namespace {
@@ -44,25 +44,10 @@ Snapshot::Snapshot() : regions_json_("{}") {}
 
 Snapshot::Snapshot(int64_t as_of_ms, Regions regions)
     : as_of_ms_(as_of_ms), regions_(std::move(regions)) {
-  regions_json_.push_back('{');
-  bool first_region = true;
-  for (const auto& [region, pools] : regions_) {
-    if (!first_region) regions_json_.push_back(',');
-    first_region = false;
-    base::AppendJsonString(region, &regions_json_);
-    regions_json_.append(":{\"pools\":{");
-    bool first_pool = true;
-    for (const auto& [pool, counts] : pools) {
-      if (!first_pool) regions_json_.push_back(',');
-      first_pool = false;
-      base::AppendJsonString(pool, &regions_json_);
-      regions_json_.push_back(':');
-      AppendCounts(counts, &regions_json_);
-      totals_.Add(counts);
-    }
-    regions_json_.append("}}");
-  }
-  regions_json_.push_back('}');
+  AppendRegionsJson(regions_, &regions_json_, [this](const StatusCounts& counts, std::string* out) {
+    AppendCounts(counts, out);
+    totals_.Add(counts);
+  });
 }
 
 std::shared_ptr<const Snapshot> Snapshot::Merge(

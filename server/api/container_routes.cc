@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "server/api/errors.h"
-#include "server/api/list_query.h"
+#include "server/api/list_pages.h"
 #include "server/api/reply_bodies.h"
 #include "server/api/reply_on_io.h"
 #include "server/api/request_bodies.h"
@@ -30,11 +30,7 @@ void ContainerRoutes::Submit(const Reply& reply, Call call) {
 
 void ContainerRoutes::AddRoutes(Router* router) {
   using http::verb;
-  auto bind = [this](void (ContainerRoutes::*fn)(RouteRequest, Reply)) {
-    return [this, fn](RouteRequest req, Reply reply) {
-      (this->*fn)(std::move(req), std::move(reply));
-    };
-  };
+  auto bind = [this](void (ContainerRoutes::*fn)(RouteRequest, Reply)) { return BindRoute(this, fn); };
   router->Add(verb::post, "/v1/containers", Access::kAdmin, bind(&ContainerRoutes::Register));
   router->Add(verb::get, "/v1/containers", Access::kAdmin,
               bind(&ContainerRoutes::ListContainers));
@@ -65,12 +61,8 @@ void ContainerRoutes::Register(RouteRequest req, Reply reply) {
 
 void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
   store::ContainerFilter filter;
-  for (auto [name, field] : {std::pair{"region", &filter.region}, {"pool", &filter.pool}}) {
-    if (!req.QueryParam(name, field)) continue;
-    if (Utf8Chars(*field) > kMaxNameChars) {
-      return reply(LongParamResponse(name));
-    }
-    if (HasNul(*field)) return reply(NulParamResponse(name));
+  if (auto refused = ReadRegionPoolFilter(req, &filter.region, &filter.pool)) {
+    return reply(std::move(*refused));
   }
   if (req.QueryParam("status", &filter.status) && !filter.status.empty() &&
       filter.status != "available" && filter.status != "picked" && filter.status != "draining" &&
@@ -79,37 +71,18 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
   }
   const uint64_t fingerprint =
       ListFingerprint({"containers", filter.region, filter.pool, filter.status});
-  std::string limit_param, cursor_param, after;
-  const bool has_limit = req.QueryParam("limit", &limit_param);
-  const bool has_cursor = req.QueryParam("cursor", &cursor_param);
   int limit = 0;
-  BodyError error;
-  if (!ParseListPage(has_limit ? &limit_param : nullptr, has_cursor ? &cursor_param : nullptr,
-                     fingerprint, &limit, &after, &error)) {
-    return reply(BodyErrorResponse(error));
+  std::string after;
+  if (auto refused = ReadPageParams(req, fingerprint, &limit, &after)) {
+    return reply(std::move(*refused));
   }
-  struct Read {
-    store::Status status;
-    std::vector<store::ContainerInfo> page;
-    std::string next_after;  // empty: the last page
-  };
-  ReadOffIo(
-      readers_, io_, reply,
-      [storage = storage_, filter = std::move(filter), after = std::move(after), limit] {
-        Read r;
-        r.status = storage->ListContainers(filter, after, limit, &r.page, &r.next_after);
-        return r;
+  ReadListPage<store::ContainerInfo>(
+      readers_, io_, reply, fingerprint, req.RequestId(),
+      [storage = storage_, filter = std::move(filter), after = std::move(after), limit](
+          std::vector<store::ContainerInfo>* page, std::string* next_after) {
+        return storage->ListContainers(filter, after, limit, page, next_after);
       },
-      [fingerprint, id = req.RequestId()](const Read& r) {
-        if (!r.status.ok()) {
-          return StatusResponse(r.status, id);
-        }
-        std::optional<std::string> next;
-        // A page may be short, even empty, and still carry a cursor: the
-        // storage stopped after a bounded number of rows (ListExamineBound).
-        if (!r.next_after.empty()) next = MakeCursor(fingerprint, r.next_after);
-        return JsonResponse(200, ContainerListJson(r.page, next));
-      });
+      ContainerListJson);
 }
 
 void ContainerRoutes::GetContainer(RouteRequest req, Reply reply) {

@@ -1,6 +1,7 @@
 #include "server/api/reply_bodies.h"
 
 #include <cstdio>
+#include <string_view>
 
 #include "server/http/message.h"
 
@@ -45,12 +46,19 @@ std::string SessionJson(const store::Session& s) {
   return out;
 }
 
-std::string SessionListJson(const std::vector<store::Session>& page,
-                            const std::optional<std::string>& next_cursor) {
-  std::string out = "{\"sessions\":[";
+namespace {
+
+// {"<name>":[<item_json of each row>],"next_cursor":<cursor or null>}
+template <typename Row>
+std::string ListJson(std::string_view name, const std::vector<Row>& page,
+                     const std::optional<std::string>& next_cursor,
+                     std::string (*item_json)(const Row&)) {
+  std::string out = "{\"";
+  out += name;
+  out += "\":[";
   for (size_t i = 0; i < page.size(); ++i) {
     if (i > 0) out += ',';
-    out += SessionJson(page[i]);
+    out += item_json(page[i]);
   }
   out += "],\"next_cursor\":";
   out += next_cursor ? JsonQuote(*next_cursor) : std::string("null");
@@ -58,17 +66,16 @@ std::string SessionListJson(const std::vector<store::Session>& page,
   return out;
 }
 
+}  // namespace
+
+std::string SessionListJson(const std::vector<store::Session>& page,
+                            const std::optional<std::string>& next_cursor) {
+  return ListJson("sessions", page, next_cursor, SessionJson);
+}
+
 std::string ContainerListJson(const std::vector<store::ContainerInfo>& page,
                               const std::optional<std::string>& next_cursor) {
-  std::string out = "{\"containers\":[";
-  for (size_t i = 0; i < page.size(); ++i) {
-    if (i > 0) out += ',';
-    out += ContainerJson(page[i]);
-  }
-  out += "],\"next_cursor\":";
-  out += next_cursor ? JsonQuote(*next_cursor) : std::string("null");
-  out += "}";
-  return out;
+  return ListJson("containers", page, next_cursor, ContainerJson);
 }
 
 std::string ContainerJson(const store::ContainerInfo& c) {

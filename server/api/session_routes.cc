@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "server/api/errors.h"
-#include "server/api/list_query.h"
+#include "server/api/list_pages.h"
 #include "server/api/reply_bodies.h"
 #include "server/api/reply_on_io.h"
 #include "server/api/request_bodies.h"
@@ -41,11 +41,7 @@ SessionRoutes::SessionRoutes(allocator::Allocator* allocator, boost::asio::any_i
 
 void SessionRoutes::AddRoutes(Router* router) {
   using http::verb;
-  auto bind = [this](void (SessionRoutes::*fn)(RouteRequest, Reply)) {
-    return [this, fn](RouteRequest req, Reply reply) {
-      (this->*fn)(std::move(req), std::move(reply));
-    };
-  };
+  auto bind = [this](void (SessionRoutes::*fn)(RouteRequest, Reply)) { return BindRoute(this, fn); };
   router->Add(verb::post, "/v1/sessions", Access::kTenant, bind(&SessionRoutes::Claim));
   router->Add(verb::get, "/v1/sessions", Access::kTenant, bind(&SessionRoutes::ListSessions));
   router->Add(verb::get, "/v1/sessions/{id}", Access::kTenant, bind(&SessionRoutes::GetSession));
@@ -119,12 +115,8 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
     filter.tenant = req.who.tenant;
   }
   BodyError error;
-  for (auto [name, field] : {std::pair{"region", &filter.region}, {"pool", &filter.pool}}) {
-    if (!req.QueryParam(name, field)) continue;
-    if (Utf8Chars(*field) > kMaxNameChars) {
-      return reply(LongParamResponse(name));
-    }
-    if (HasNul(*field)) return reply(NulParamResponse(name));
+  if (auto refused = ReadRegionPoolFilter(req, &filter.region, &filter.pool)) {
+    return reply(std::move(*refused));
   }
   std::string label;
   if (req.QueryParamCount("label") > 1) {
@@ -141,36 +133,18 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
       ListFingerprint({"sessions", filter.tenant, filter.region, filter.pool,
                        filter.label_key.empty() ? "" : "label", filter.label_key,
                        filter.label_value});
-  std::string limit_param, cursor_param, after;
-  const bool has_limit = req.QueryParam("limit", &limit_param);
-  const bool has_cursor = req.QueryParam("cursor", &cursor_param);
   int limit = 0;
-  if (!ParseListPage(has_limit ? &limit_param : nullptr, has_cursor ? &cursor_param : nullptr,
-                     fingerprint, &limit, &after, &error)) {
-    return reply(BodyErrorResponse(error));
+  std::string after;
+  if (auto refused = ReadPageParams(req, fingerprint, &limit, &after)) {
+    return reply(std::move(*refused));
   }
-  struct Read {
-    store::Status status;
-    std::vector<store::Session> page;
-    std::string next_after;  // empty: the last page
-  };
-  ReadOffIo(
-      options_.readers, io_, reply,
-      [allocator = allocator_, filter = std::move(filter), after = std::move(after), limit] {
-        Read r;
-        r.status = allocator->ListSessions(filter, after, limit, &r.page, &r.next_after);
-        return r;
+  ReadListPage<store::Session>(
+      options_.readers, io_, reply, fingerprint, req.RequestId(),
+      [allocator = allocator_, filter = std::move(filter), after = std::move(after), limit](
+          std::vector<store::Session>* page, std::string* next_after) {
+        return allocator->ListSessions(filter, after, limit, page, next_after);
       },
-      [fingerprint, id = req.RequestId()](const Read& r) {
-        if (!r.status.ok()) {
-          return StatusResponse(r.status, id);
-        }
-        std::optional<std::string> next;
-        // A page may be short, even empty, and still carry a cursor: the
-        // storage stopped after a bounded number of rows (ListExamineBound).
-        if (!r.next_after.empty()) next = MakeCursor(fingerprint, r.next_after);
-        return JsonResponse(200, SessionListJson(r.page, next));
-      });
+      SessionListJson);
 }
 
 void SessionRoutes::Claim(RouteRequest req, Reply reply) {

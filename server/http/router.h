@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "server/http/auth.h"
@@ -41,6 +42,15 @@ struct RouteRequest {
 };
 
 using RouteHandler = std::function<void(RouteRequest, Reply)>;
+
+// The handler that calls `routes->*fn`: how a route class hands its member
+// functions to Router::Add. `routes` must outlive the router.
+template <typename Routes>
+RouteHandler BindRoute(Routes* routes, void (Routes::*fn)(RouteRequest, Reply)) {
+  return [routes, fn](RouteRequest req, Reply reply) {
+    (routes->*fn)(std::move(req), std::move(reply));
+  };
+}
 
 // A Router is the routing table: (method, pattern) -> who may call it and the
 // handler. The route classes of server/api and server/ops add theirs with

@@ -100,6 +100,27 @@ TEST_CASE("errors: docs/api.md's error table and the code's table hold the same 
   CHECK(coded.size() == std::size(kErrorTable));  // no code twice
 }
 
+TEST_CASE("errors: the OpenAPI document's error codes are the code's table") {
+  std::ifstream in(EDGEALLOC_OPENAPI_JSON);
+  REQUIRE(in.good());
+  const json doc = json::parse(in);
+  std::set<std::string> documented;
+  for (const json& code :
+       doc["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]["enum"]) {
+    documented.insert(code.get<std::string>());
+  }
+  std::set<std::string> coded;
+  for (const ErrorRow& row : kErrorTable) coded.insert(std::string(row.code));
+  for (const std::string& code : documented) {
+    INFO("docs/openapi.json: " << code);
+    CHECK(coded.contains(code));
+  }
+  for (const std::string& code : coded) {
+    INFO("error_table.h: " << code);
+    CHECK(documented.contains(code));
+  }
+}
+
 TEST_CASE("errors: every error code is in the table once, and every outcome has a row") {
   for (const ErrorRow& row : kErrorTable) {
     INFO(row.code);
