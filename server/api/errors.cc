@@ -7,23 +7,36 @@
 
 namespace server {
 
+ApiError ErrorOf(store::Outcome outcome) {
+  using store::Outcome;
+  switch (outcome) {
+    case Outcome::kNoCapacity: return ApiError::kNoCapacity;
+    case Outcome::kQuotaExceeded: return ApiError::kQuotaExceeded;
+    case Outcome::kStaleToken: return ApiError::kStaleToken;
+    case Outcome::kNotFound: return ApiError::kNotFound;
+    case Outcome::kForbidden: return ApiError::kForbidden;
+    case Outcome::kConflict: return ApiError::kConflict;
+    case Outcome::kOverloaded: return ApiError::kOverloaded;
+    case Outcome::kError: return ApiError::kUnavailable;
+    case Outcome::kOk:
+    case Outcome::kReplayed: break;  // a success: not asked (HttpStatusOf answers it)
+  }
+  return ApiError::kUnavailable;
+}
+
 HttpStatus HttpStatusOf(store::Outcome outcome) {
   if (outcome == store::Outcome::kOk || outcome == store::Outcome::kReplayed) return {200, ""};
   const ErrorRow& row = RowOf(ErrorOf(outcome));
   return {row.status, row.code};
 }
 
-Response ApiErrorResponse(ApiError error, std::string_view message) {
-  return ErrorResponse(StatusOf(error), CodeOf(error), message);
-}
-
 Response RefusalResponse(const Refusal& refusal) {
-  return ApiErrorResponse(refusal.error, refusal.message);
+  return ErrorResponse(refusal.error, refusal.message);
 }
 
 Response OutcomeResponse(store::Outcome outcome, const std::string& message,
                          std::string_view request_id) {
-  HttpStatus st = HttpStatusOf(outcome);
+  const ApiError error = ErrorOf(outcome);
   // A storage failure (kError) or refusal (kOverloaded: a full write queue,
   // a lock not had in time) carries the driver's text, which may name the
   // database's host and port or a file path: that goes to the log, under
@@ -31,17 +44,17 @@ Response OutcomeResponse(store::Outcome outcome, const std::string& message,
   // client gets a plain, retryable 503.
   if (outcome == store::Outcome::kError) {
     LogError("edgealloc: storage error (request_id " + std::string(request_id) + "): " + message);
-    return ErrorResponse(st.status, st.code,
+    return ErrorResponse(error,
                          "the database is unavailable; retry (request id " +
                              std::string(request_id) + ")");
   }
   if (outcome == store::Outcome::kOverloaded) {
     LogWarn("edgealloc: storage busy (request_id " + std::string(request_id) + "): " + message);
-    return ErrorResponse(st.status, st.code,
+    return ErrorResponse(error,
                          "this node is overloaded; retry after a second (request id " +
                              std::string(request_id) + ")");
   }
-  return ErrorResponse(st.status, st.code, message.empty() ? st.code : message);
+  return ErrorResponse(error, message.empty() ? CodeOf(error) : message);
 }
 
 const Refusal& SubmitRefusal(batcher::SubmitResult::Code code) {
@@ -56,12 +69,12 @@ const Refusal& SubmitRefusal(batcher::SubmitResult::Code code) {
 }
 
 Response NulParamResponse(std::string_view name) {
-  return ApiErrorResponse(ApiError::kInvalidField,
+  return ErrorResponse(ApiError::kInvalidField,
                           std::string(name) + ": must not contain U+0000 (NUL)");
 }
 
 Response LongParamResponse(std::string_view name) {
-  return ApiErrorResponse(ApiError::kInvalidField, std::string(name) + ": must be at most " +
+  return ErrorResponse(ApiError::kInvalidField, std::string(name) + ": must be at most " +
                                                        std::to_string(kMaxNameChars) +
                                                        " characters long");
 }
@@ -74,7 +87,7 @@ Response RateLimitedResponse(const std::string& tenant, double rate, int64_t ret
   char rate_text[32];
   std::snprintf(rate_text, sizeof(rate_text), "%g", rate);
   retry_after_s = std::max<int64_t>(1, retry_after_s);
-  Response res = ApiErrorResponse(ApiError::kRateLimited,
+  Response res = ErrorResponse(ApiError::kRateLimited,
                                   "tenant " + tenant + " is past its " + rate_text +
                                    " claims a second on this node; retry after " +
                                    std::to_string(retry_after_s) + " s");
@@ -86,8 +99,7 @@ Response BodyErrorResponse(const BodyError& error) {
   // A body parser words its refusal with a code of the table (invalid_json,
   // invalid_field); one that is not is a bug, answered as a bad request.
   const ErrorRow* row = RowOfCode(error.code);
-  return ErrorResponse(row != nullptr ? row->status : StatusOf(ApiError::kBadRequest), error.code,
-                       error.message);
+  return ErrorResponse(row != nullptr ? row->error : ApiError::kBadRequest, error.message);
 }
 
 }  // namespace server

@@ -6,16 +6,22 @@
 
 #include "batcher/batcher.h"
 #include "store/types.h"
-#include "server/api/error_table.h"
+#include "server/api/refusals.h"
 #include "server/api/request_bodies.h"
 #include "server/http/message.h"
 
 namespace server {
 
-// The API's error responses, from the one table of error_table.h: an
+// The API's error responses, from the one table of server/http/error_table.h: an
 // allocator Outcome, a refused body or a route's refusal to the HTTP status
 // and the JSON error body. Pure functions, safe from any thread;
 // OutcomeResponse also logs a storage failure.
+
+// The error of an allocator or storage Outcome that is not a success
+// (kOk and kReplayed have none). kError (storage failed, e.g. the write
+// lock of another process held too long) is 503 `unavailable` with
+// Retry-After: a client may retry it.
+ApiError ErrorOf(store::Outcome outcome);
 
 // An HTTP status and the docs/api.md error code that goes with it.
 struct HttpStatus {
@@ -28,8 +34,6 @@ struct HttpStatus {
 // its own success status.
 HttpStatus HttpStatusOf(store::Outcome outcome);
 
-// The error response of `error` (its status and code) with `message`.
-Response ApiErrorResponse(ApiError error, std::string_view message);
 // The error response of a refusal whose message is fixed.
 Response RefusalResponse(const Refusal& refusal);
 

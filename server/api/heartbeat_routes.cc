@@ -63,7 +63,7 @@ void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
   // refuses the whole request, so that nothing of it is taken.
   for (size_t i = 0; i < items.size(); ++i) {
     if (!req.who.MayReport(items[i].container_id)) {
-      return reply(ApiErrorResponse(ApiError::kForbidden,
+      return reply(ErrorResponse(ApiError::kForbidden,
                                     "heartbeats[" + std::to_string(i) +
                                         "].container_id: this key may not report this container; "
                                         "nothing of this request was taken"));

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "server/api/error_table.h"
+#include "server/http/error_table.h"
 
 namespace server {
 namespace {

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "allocator/allocator.h"
-#include "server/api/error_table.h"
+#include "server/http/error_table.h"
 
 #include <charconv>
 #include <cmath>

@@ -46,7 +46,7 @@ void Connection::Shed() {
 void Connection::Begin() {
   if (!counted_) {
     LogOverloaded();
-    Response res = ErrorResponse(503, "overloaded", "too many open connections; retry shortly");
+    Response res = ErrorResponse(ApiError::kOverloaded, "too many open connections; retry shortly");
     res.set(http::field::retry_after, "1");
     keep_alive_ = false;
     return DoWrite(std::move(res));
@@ -90,14 +90,14 @@ void Connection::DoRead() {
 void Connection::OnReadError(beast::error_code ec) {
   if (ec == http::error::end_of_stream) return DoClose();
   if (ec == http::error::header_limit) {
-    return SendError(431, "headers_too_large",
+    return SendError(ApiError::kHeadersTooLarge,
                      "request line and headers are over " +
                          std::to_string(ConnectionLimits::kHeaderLimitBytes) + " bytes",
                      true);
   }
   if (ec == http::error::body_limit) return SendBodyTooLarge();
   if (ec.category() == http::make_error_code(http::error::bad_method).category()) {
-    return SendError(400, "bad_request", "malformed HTTP request: " + ec.message(), true);
+    return SendError(ApiError::kBadRequest, "malformed HTTP request: " + ec.message(), true);
   }
   // Timeouts, resets, shutdown: nothing to answer.
   beast::error_code ignored;
@@ -123,8 +123,8 @@ void Connection::OnReadHeader(beast::error_code ec, std::size_t) {
   std::string why;
   switch (CheckTransferEncoding(req, &why)) {
     case Framing::kOk: break;
-    case Framing::kBad: return SendError(400, "bad_request", why, true);
-    case Framing::kUnsupported: return SendError(501, "not_implemented", why, true);
+    case Framing::kBad: return SendError(ApiError::kBadRequest, why, true);
+    case Framing::kUnsupported: return SendError(ApiError::kNotImplemented, why, true);
   }
   auto length = parser_->content_length();
   if (length && *length > static_cast<uint64_t>(host_->max_body_bytes)) {
@@ -172,7 +172,7 @@ void Connection::OnReadBody(beast::error_code ec, std::size_t) {
 }
 
 void Connection::SendBodyTooLarge() {
-  SendError(413, "body_too_large",
+  SendError(ApiError::kBodyTooLarge,
             "request body is over the limit of " + std::to_string(host_->max_body_bytes) +
                 " bytes (--max-body-bytes)",
             true);
@@ -202,11 +202,11 @@ void Connection::Dispatch() {
     host_->handler(std::move(req), reply, std::move(watch));
   } catch (const std::exception& e) {
     LogError("edgealloc: internal error in a handler (request_id " + request_id_ + "): " + e.what());
-    reply(ErrorResponse(500, "internal", "internal error; it has been logged"));
+    reply(ErrorResponse(ApiError::kInternal, "internal error; it has been logged"));
   } catch (...) {
     LogError("edgealloc: internal error in a handler (request_id " + request_id_ +
              "): unknown exception");
-    reply(ErrorResponse(500, "internal", "internal error; it has been logged"));
+    reply(ErrorResponse(ApiError::kInternal, "internal error; it has been logged"));
   }
 }
 

@@ -69,7 +69,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Dispatch();
   // Answers and closes; with `drain`, reads and drops what the client still
   // sends (bounded), so it sees this answer rather than a reset.
-  void SendError(int status, std::string_view code, const std::string& message, bool drain);
+  void SendError(ApiError error, const std::string& message, bool drain);
   void DoWrite(Response res);
   // Logs the answer `res` of the request being answered, if the access log is on.
   void LogAnswer(const Response& res) const;

@@ -18,11 +18,10 @@ namespace beast = boost::beast;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-void Connection::SendError(int status, std::string_view code, const std::string& message,
-                           bool drain) {
+void Connection::SendError(ApiError error, const std::string& message, bool drain) {
   keep_alive_ = false;
   drain_ = drain;
-  DoWrite(ErrorResponse(status, code, message));
+  DoWrite(ErrorResponse(error, message));
 }
 
 void Connection::DoWrite(Response res) {

@@ -13,9 +13,10 @@ Response JsonResponse(int status, std::string body) {
   return res;
 }
 
-Response ErrorResponse(int status, std::string_view code, std::string_view message) {
-  std::string body = "{\"error\":{\"code\":" + JsonQuote(code) + ",\"message\":" +
+Response ErrorResponse(ApiError error, std::string_view message) {
+  std::string body = "{\"error\":{\"code\":" + JsonQuote(CodeOf(error)) + ",\"message\":" +
                      JsonQuote(message) + "}}";
+  const int status = StatusOf(error);
   Response res = JsonResponse(status, std::move(body));
   if (status == 503) res.set(http::field::retry_after, "1");
   return res;

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "server/http/error_table.h"
+
 namespace server {
 
 namespace http = boost::beast::http;
@@ -48,9 +50,10 @@ using Precheck = std::function<std::optional<Response>(const Request& header)>;
 // A response with a JSON body (which the caller made valid JSON).
 Response JsonResponse(int status, std::string body);
 
-// An docs/api.md error: {"error":{"code":...,"message":...}}, application/json;
+// The response of `error` (its row of the error table: status and code)
+// with `message`: {"error":{"code":...,"message":...}}, application/json;
 // 503s carry Retry-After: 1.
-Response ErrorResponse(int status, std::string_view code, std::string_view message);
+Response ErrorResponse(ApiError error, std::string_view message);
 
 // A JSON string literal for `s`, quotes included; invalid UTF-8 is replaced.
 std::string JsonQuote(std::string_view s);

@@ -62,7 +62,7 @@ std::optional<Response> Router::Resolve(const Request& req, const Route** found,
   Target target;
   std::string error;
   if (!ParseTarget(req.target(), &target, &error)) {
-    return ErrorResponse(400, "bad_request", error);
+    return ErrorResponse(ApiError::kBadRequest, error);
   }
   const Route* path_match = nullptr;  // for a 405's metrics label
   std::string allow;
@@ -93,8 +93,8 @@ std::optional<Response> Router::Resolve(const Request& req, const Route** found,
     path += (i ? "/" : "") + target.segments[i];
   }
   if (!*found) {
-    if (allow.empty()) return ErrorResponse(404, "not_found", "no such path: " + path);
-    Response res = ErrorResponse(405, "method_not_allowed",
+    if (allow.empty()) return ErrorResponse(ApiError::kNotFound, "no such path: " + path);
+    Response res = ErrorResponse(ApiError::kMethodNotAllowed,
                                  std::string(req.method_string()) + " is not allowed on " + path +
                                      "; allowed: " + allow);
     res.set(http::field::allow, allow);
@@ -103,13 +103,13 @@ std::optional<Response> Router::Resolve(const Request& req, const Route** found,
   switch (Authorize(*keys_, req[http::field::authorization], (*found)->access, &rr->who)) {
     case AuthVerdict::kAllowed: break;
     case AuthVerdict::kUnauthorized: {
-      Response res = ErrorResponse(401, "unauthorized",
+      Response res = ErrorResponse(ApiError::kUnauthorized,
                                    "missing or unknown key; send Authorization: Bearer <key>");
       res.set(http::field::www_authenticate, "Bearer");
       return res;
     }
     case AuthVerdict::kForbidden:
-      return ErrorResponse(403, "forbidden", "this key's role may not do this");
+      return ErrorResponse(ApiError::kForbidden, "this key's role may not do this");
   }
   rr->query = std::move(target.query);
   return std::nullopt;

@@ -15,9 +15,9 @@ void HealthRoutes::AddRoutes(Router* router) {
     reply(JsonResponse(200, "{\"status\":\"ok\"}"));
   });
   router->Add(verb::get, "/readyz", Access::kPublic, [this](RouteRequest, Reply reply) {
-    if (!ready_->load()) return reply(ErrorResponse(503, "not_ready", "starting or stopping"));
+    if (!ready_->load()) return reply(ErrorResponse(ApiError::kNotReady, "starting or stopping"));
     if (storage_ != nullptr && AnyWriterFailing(*storage_)) {
-      return reply(ErrorResponse(503, "not_ready",
+      return reply(ErrorResponse(ApiError::kNotReady,
                                  "the store cannot be written (this node cannot reach its "
                                  "database); see the log"));
     }
