@@ -119,11 +119,7 @@ Status PostgresStorage::WriteHeartbeats(int partition, const std::vector<Heartbe
   return WriteHeartbeatBatch<PgHeartbeatJob>(
       rows, result,
       [writer](std::unique_ptr<PgHeartbeatJob> job) { return writer->Submit(std::move(job)); },
-      [writer] {
-        return writer->down()
-                   ? Status::IOError("unavailable: this node cannot reach PostgreSQL now; retry")
-                   : Status::Busy("the PostgreSQL write queue is full or stopping");
-      });
+      [writer] { return writer->Refusal("the PostgreSQL heartbeat queue"); });
 }
 
 }  // namespace store

@@ -93,7 +93,7 @@ Status SqliteStorage::WriteHeartbeats(int partition, const std::vector<Heartbeat
       [shard](std::unique_ptr<SqliteHeartbeatJob> job) {
         return shard->writer->Submit(std::move(job));
       },
-      [shard] { return Status::Busy("writer of " + shard->path + " is full or stopping"); });
+      [shard] { return shard->writer->Refusal("the write queue of " + shard->path); });
   if (s.ok() && map_.shards() > 1) {
     // Removed since its shard was cached: look again next time.
     for (size_t i : result->unknown) ForgetCachedShard(rows[i].container_id);
