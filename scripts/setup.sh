@@ -34,8 +34,8 @@ packages+=(postgresql libpq-dev)
 # sd_notify for systemd's Type=notify, and systemd-analyze to verify the unit
 # (packaging/edgealloc.service, ctest packaging/systemd_unit).
 packages+=(libsystemd-dev systemd)
-# The log (server/http/log.cc) is spdlog's.
-packages+=(libspdlog-dev)
+# The log (server/http/log.cc) is spdlog's; the --config file is read by toml++.
+packages+=(libspdlog-dev libtomlplusplus-dev)
 # The OpenAPI document's response check (tests/server/openapi_validator.py).
 packages+=(python3-jsonschema)
 # The nemesis test (tests/fault/nemesis_test.py) restarts nodes with a skewed clock.

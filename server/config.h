@@ -58,7 +58,8 @@ struct Command {
 };
 
 // Parses `edgealloc serve|register [options]`, flags first, then EDGEALLOC_*
-// environment variables, then defaults. Help goes to `out`; a usage error
+// environment variables, then the --config file (config_file.h), then
+// defaults. Help goes to `out`; a usage error
 // goes to `err` in words a newcomer understands and gives kExit with code 2.
 // Also refuses, as a usage error, to serve without --keys on an address that
 // is not loopback.
