@@ -68,6 +68,14 @@ void OpsRoutes::AddRoutes(Router* router) {
     res.body() = DashboardPage(nonce);
     reply(std::move(res));
   });
+  // A browser pointed at the server lands on the dashboard.
+  router->Add(verb::get, "/", Access::kPublic, [](RouteRequest, Reply reply) {
+    Response res{http::status::found, 11};
+    res.set(http::field::location, "/dashboard");
+    res.set(http::field::content_type, "text/plain; charset=utf-8");
+    res.body() = "see /dashboard\n";
+    reply(std::move(res));
+  });
   router->Add(verb::get, "/openapi.json", Access::kPublic, [](RouteRequest, Reply reply) {
     Response res{http::status::ok, 11};
     res.set(http::field::content_type, "application/json");

@@ -171,5 +171,12 @@ TEST_CASE("dashboard: the embedded page is served as text/html without a key") {
   CHECK(t.Client().Get("/metrics").status == 200);
 }
 
+TEST_CASE("dashboard: GET / sends a browser to the dashboard, without a key") {
+  LiveService t({}, fixture::kKeys);
+  HttpReply r = t.Client().Get("/");
+  CHECK(r.status == 302);
+  CHECK(r.Header("location") == "/dashboard");
+}
+
 }  // namespace
 }  // namespace server
