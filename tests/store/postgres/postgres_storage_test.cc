@@ -241,6 +241,41 @@ store::SessionResult ClaimOne(store::Storage* storage) {
 // wait: the schema is current, so no DDL runs (an ALTER TABLE ... IF NOT
 // EXISTS would queue for ACCESS EXCLUSIVE behind the reader, and every
 // statement of every node behind it).
+TEST_CASE("postgres_storage: a role that may not make the schema is told in one line what to run") {
+  testing::PgServer server;
+  const std::string uri = server.NewDatabaseUri();  // owned by the superuser
+  const std::string db = uri.substr(uri.rfind('/') + 1);
+  testing::PgServer::Query(uri, "CREATE ROLE lowly LOGIN");
+  std::string lowly = uri;
+  lowly.replace(lowly.find("://") + 3, lowly.find('@') - lowly.find("://") - 3, "lowly");
+  store::StorageOptions options;
+  options.db = lowly;
+  options.pg_writers = 1;
+  options.program = "postgres_storage_test";
+  std::unique_ptr<store::PostgresStorage> storage;
+  store::Status s = store::PostgresStorage::Open(options, &storage);
+  INFO(s.ToString());
+  CHECK(s.IsInvalidArgument());
+  CHECK_THAT(s.message(), Catch::Contains("lowly may not create tables in schema public") &&
+                              Catch::Contains("ALTER DATABASE " + db + " OWNER TO lowly") &&
+                              !Catch::Contains("\n") && !Catch::Contains("CREATE TABLE"));
+  // Given the privilege, it makes the schema.
+  testing::PgServer::Query(uri, "GRANT CREATE ON SCHEMA public TO lowly");
+  s = store::PostgresStorage::Open(options, &storage);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  storage.reset();
+  // Tables another role owns cannot be migrated by this one: it is told whose they are.
+  testing::PgServer::Query(uri, "CREATE ROLE other LOGIN");
+  testing::PgServer::Query(uri, "REASSIGN OWNED BY lowly TO other");
+  SetSchemaVersion(uri, 3);
+  s = store::PostgresStorage::Open(options, &storage);
+  INFO(s.ToString());
+  CHECK(s.IsInvalidArgument());
+  CHECK_THAT(s.message(), Catch::Contains("does not own edgealloc's tables") &&
+                              Catch::Contains("REASSIGN OWNED BY other TO lowly"));
+}
+
 TEST_CASE("postgres_storage: a node starts behind a long transaction and holds up nobody") {
   testing::PgServer server;
   const std::string uri = server.NewDatabaseUri();
