@@ -40,6 +40,9 @@ packages+=(libspdlog-dev libtomlplusplus-dev)
 packages+=(python3-jsonschema)
 # The nemesis test (tests/fault/nemesis_test.py) restarts nodes with a skewed clock.
 packages+=(faketime)
+# The Python client's test (tests/clients/python_client_test.py) installs
+# clients/python with pip, offline: pip and setuptools from Debian.
+packages+=(python3-pip python3-setuptools)
 packages+=("${extra[@]}")
 
 missing=()

@@ -350,6 +350,20 @@ class AgainstTheServer(unittest.TestCase):
         self.assertNotEqual(s["session_id"], held["session_id"])
         c.release(s["session_id"], s["token"])
 
+    def test_claim_waits_for_a_release(self):
+        region, ids = fleet(1)
+        c = client(ACME, timeout=0.5)  # wait_ms lengthens it for the claim
+        held = c.claim(region, "p")
+        releaser = threading.Timer(1.0, c.release, (held["session_id"], held["token"]))
+        releaser.start()
+        try:
+            # The server holds the request (after an interim 100 Continue) until the release.
+            s = c.claim(region, "p", wait_ms=10000)
+        finally:
+            releaser.join()
+        self.assertEqual(s["container_id"], ids[0])
+        c.release(s["session_id"], s["token"])
+
     def test_claim_retried_through_rate_limit(self):
         region, _ = fleet(3)
         c = client(SLOW)  # claims_per_s=1: a bucket of one claim
