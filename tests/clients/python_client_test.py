@@ -393,15 +393,22 @@ class AgainstTheServer(unittest.TestCase):
 
 class PipInstall(unittest.TestCase):
 
-    def test_installs_offline_and_works(self):
+    def test_installs_offline_into_a_venv_and_works(self):
+        """What clients/python/README.md says for a machine without network:
+        a venv that sees Debian's setuptools and wheel, pip without build
+        isolation (which would fetch them) and without an index."""
         work = tempfile.mkdtemp(prefix="edgealloc-pyclient-pip.")
         try:
             # A copy, so that the build's leftovers (build/, *.egg-info) stay out of the tree.
             source = os.path.join(work, "src")
             shutil.copytree(CLIENT_DIR, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
-            target = os.path.join(work, "site")
-            pip = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
-                                  "--no-index", "--disable-pip-version-check", "--target", target, source],
+            venv = os.path.join(work, "venv")
+            made = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
+                                  capture_output=True, text=True, timeout=120)
+            self.assertEqual(made.returncode, 0, made.stdout + made.stderr)
+            python = os.path.join(venv, "bin", "python")
+            pip = subprocess.run([python, "-m", "pip", "install", "--no-index", "--no-build-isolation",
+                                  "--disable-pip-version-check", source],
                                  capture_output=True, text=True, timeout=120)
             self.assertEqual(pip.returncode, 0, pip.stdout + pip.stderr)
             region, _ = fleet(1)
@@ -409,9 +416,9 @@ class PipInstall(unittest.TestCase):
                       "assert ec.__file__.startswith(sys.argv[1]), ec.__file__\n"
                       "with ec.Client(sys.argv[2], key=sys.argv[3]).session(sys.argv[4], 'p', lease_ms=5000) as s:\n"
                       "    print(s.container_id)\n")
-            run = subprocess.run([sys.executable, "-c", script, target, SERVER.url, ACME, region],
-                                 capture_output=True, text=True, timeout=60, cwd=work,
-                                 env=dict(os.environ, PYTHONPATH=target))
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            run = subprocess.run([python, "-c", script, venv, SERVER.url, ACME, region],
+                                 capture_output=True, text=True, timeout=60, cwd=work, env=env)
             self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
             self.assertEqual(run.stdout.strip(), region + "-c0")
         finally:
