@@ -88,16 +88,19 @@ def fleet(n, region=None, pool="p"):
     return region, ids
 
 
-class DropFirstAnswer:
-    """A TCP proxy in front of the server that, on its first connection,
-    passes the request on but closes the client's side before the answer:
-    the server did the request, the client never heard."""
+class Proxy:
+    """A TCP proxy in front of the server. drop_first: on its first
+    connection it passes the request on but closes the client's side before
+    the answer (the server did the request, the client never heard). cut:
+    while set, every connection is closed at once (the server unreachable)."""
 
-    def __init__(self, port):
+    def __init__(self, port, drop_first=False):
         self.port = port
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
         self.connections = 0
+        self.drop_first = drop_first
+        self.cut = False
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
@@ -107,8 +110,11 @@ class DropFirstAnswer:
             except OSError:
                 return
             self.connections += 1
+            if self.cut:
+                down.close()
+                continue
             up = socket.create_connection(("127.0.0.1", self.port))
-            if self.connections == 1:
+            if self.drop_first and self.connections == 1:
                 threading.Thread(target=self._drop, args=(down, up), daemon=True).start()
             else:
                 threading.Thread(target=self._pipe, args=(down, up), daemon=True).start()
@@ -137,6 +143,7 @@ class DropFirstAnswer:
                     s.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+                s.close()
 
     def close(self):
         self.listener.close()
@@ -240,6 +247,25 @@ class AgainstTheServer(unittest.TestCase):
                     s.check()
         self.assertIsInstance(raised.exception.cause, ec.NotFound)  # at exit, the release was no error
 
+    def test_session_lost_when_no_renew_gets_through(self):
+        region, ids = fleet(1)
+        proxy = Proxy(SERVER.port)
+        try:
+            with self.assertRaises(ec.SessionLost) as raised:
+                with ec.Client(proxy.url, key=ACME).session(region, "p", lease_ms=1200) as s:
+                    proxy.cut = True
+                    time.sleep(2)  # past the lease: every renew found no server
+                    self.assertTrue(s.lost)
+        finally:
+            proxy.close()
+        self.assertIsInstance(raised.exception.cause, ec.SessionLost)
+        self.assertIsInstance(raised.exception.cause.cause, ec.ConnectionFailed)
+        # The lease's expiry on the server frees the container.
+        deadline = time.monotonic() + 10
+        while client().containers.get(ids[0])["status"] != "available" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(client().containers.get(ids[0])["status"], "available")
+
     def test_typed_errors(self):
         region, ids = fleet(1)
         acme = client(ACME)
@@ -301,7 +327,7 @@ class AgainstTheServer(unittest.TestCase):
 
     def test_claim_whose_answer_was_lost_is_retried_to_the_same_session(self):
         region, _ = fleet(2)
-        proxy = DropFirstAnswer(SERVER.port)
+        proxy = Proxy(SERVER.port, drop_first=True)
         try:
             s = ec.Client(proxy.url, key=ACME).claim(region, "p", retries=3)
         finally:

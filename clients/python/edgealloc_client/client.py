@@ -78,14 +78,16 @@ class Client:
         """The session, as the claim answered it (with its current lease)."""
         return self.transport.request("GET", "/v1/sessions/" + _quoted(session_id), request_id=request_id)
 
-    def renew(self, session_id, token, lease_ms=None, request_id=None):
+    def renew(self, session_id, token, lease_ms=None, request_id=None, timeout=None):
         """Extends the lease (to lease_ms from now, else the server's default);
-        the session with its new lease_expires_at_ms."""
+        the session with its new lease_expires_at_ms. timeout: seconds for
+        this request, when the client's is longer than what is left of the
+        lease."""
         body = {"token": token}
         if lease_ms is not None:
             body["lease_ms"] = lease_ms
         return self.transport.request("POST", "/v1/sessions/%s/renew" % _quoted(session_id), body=body,
-                                      request_id=request_id)
+                                      request_id=request_id, timeout=timeout)
 
     def release(self, session_id, token, request_id=None):
         """Ends the session; its container is available again."""
@@ -94,7 +96,8 @@ class Client:
 
     def list_sessions(self, region=None, pool=None, label=None, tenant=None, page_size=None, request_id=None):
         """Iterates over the live sessions, fetching page after page as it
-        goes. label is "KEY:VALUE"; tenant is for an admin key."""
+        goes. label is "KEY:VALUE"; tenant is for an admin key; page_size
+        is each page's ?limit= (the server's default when None)."""
         query = {"region": region, "pool": pool, "label": label, "tenant": tenant, "limit": page_size}
         return _pages(self.transport, "/v1/sessions", "sessions", query, request_id)
 

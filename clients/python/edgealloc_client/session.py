@@ -18,8 +18,9 @@ class Session:
     container_id, data, labels, region, pool, tenant, lease_expires_at_ms (the
     latest reply's), reply (that reply whole), lost and lost_error, check().
 
-    A renew refused with stale_token, not_found, session_ended or forbidden,
-    or no renew succeeding before the lease runs out (the server unreachable),
+    A renew refused for good (any 4xx but 429: stale_token, not_found,
+    session_ended, forbidden, ...), or no renew succeeding before the lease
+    runs out (the server unreachable or refusing with 503),
     marks the session lost: lost becomes True, on_lost(error) is called from
     the renew thread, check() raises SessionLost, and so does the end of the
     block when nothing else is raised there: work done after the loss was
@@ -121,12 +122,14 @@ class Session:
         next_at = time.monotonic() + self._interval_s
         while not self._stop.wait(max(0.0, next_at - time.monotonic())):
             sent = time.monotonic()
+            # A renew answered after the lease ran out is of no use: wait no longer.
+            timeout = min(self._client.transport.timeout, max(0.2, self._expires - sent))
             try:
-                reply = self._client.renew(self.id, self.token, lease_ms=self._claim["lease_ms"])
-            except (errors.NotFound, errors.SessionEnded, errors.StaleToken, errors.Forbidden) as e:
-                self._mark_lost(e)
-                return
+                reply = self._client.renew(self.id, self.token, lease_ms=self._claim["lease_ms"], timeout=timeout)
             except errors.EdgeallocError as e:
+                if e.status is not None and 400 <= e.status < 500 and e.status != 429:
+                    self._mark_lost(e)  # the session is gone or not ours: retrying cannot help
+                    return
                 now = time.monotonic()
                 if now >= self._expires:
                     self._mark_lost(errors.SessionLost("no renew succeeded before the lease ran out; last: %s" % e,

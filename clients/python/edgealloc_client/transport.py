@@ -50,10 +50,11 @@ class Transport:
         cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
         return cls(self.host, self.port, timeout=timeout)
 
-    def request(self, method, path, query=None, body=None, request_id=None, extra_timeout=0.0):
+    def request(self, method, path, query=None, body=None, request_id=None, extra_timeout=0.0, timeout=None):
         """method path?query with body as JSON; the Reply, or a raised error.
-        extra_timeout lengthens the socket timeout for a request the server may
-        hold on purpose (a claim's wait_ms)."""
+        timeout replaces the transport's for this request; extra_timeout
+        lengthens it for a request the server may hold on purpose (a claim's
+        wait_ms)."""
         target = self.prefix + path
         if query:
             pairs = [(k, v) for k, v in query.items() if v is not None]
@@ -68,7 +69,7 @@ class Transport:
         if body is not None:
             data = json.dumps(body).encode("utf-8")
             headers["Content-Type"] = "application/json"
-        conn = self._connection(self.timeout + extra_timeout)
+        conn = self._connection((self.timeout if timeout is None else timeout) + extra_timeout)
         try:
             conn.request(method, target, body=data, headers=headers)
             resp = conn.getresponse()
