@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 sys.path.insert(0, CLIENT_DIR)
 import edgealloc_server  # noqa: E402
 import edgealloc_client as ec  # noqa: E402
-from edgealloc_client import errors  # noqa: E402
+from edgealloc_client import errors, retry  # noqa: E402
 
 BINARY = None
 ADMIN, ACME, BOLT, SLOW = "k-admin-1", "k-acme-1", "k-bolt-1", "k-slow-1"
@@ -184,6 +184,50 @@ class ErrorsFromReplies(unittest.TestCase):
     def test_retry_after_as_a_date(self):
         self.assertAlmostEqual(errors.parse_retry_after("Thu, 01 Jan 2026 00:00:10 GMT", now=1767225600.0), 10.0)
         self.assertIsNone(errors.parse_retry_after("soon"))
+
+
+class BackoffRules(unittest.TestCase):
+    """When a claim is tried again and how long it waits (a fake clock)."""
+
+    def backoff(self, retries=5, max_total_s=30.0, no_capacity=False, rand=1.0):
+        self.now, self.slept = 0.0, []
+
+        def sleep(s):
+            self.slept.append(s)
+            self.now += s
+        return retry.Backoff(retries, max_total_s=max_total_s, no_capacity=no_capacity,
+                             clock=lambda: self.now, sleep=sleep, rand=lambda: rand)
+
+    def refusal(self, cls, retry_after=None):
+        return cls("m", status=503, code="x", retry_after=retry_after)
+
+    def test_what_is_retried(self):
+        b = self.backoff()
+        for cls in (ec.Overloaded, ec.Unavailable, ec.RateLimited, ec.ConnectionFailed):
+            self.assertTrue(b.retryable(self.refusal(cls)), cls)
+        for cls in (ec.NoCapacity, ec.QuotaExceeded, ec.InvalidRequest, ec.StaleToken, ec.EdgeallocError):
+            self.assertFalse(b.retryable(self.refusal(cls)), cls)
+        self.assertTrue(self.backoff(no_capacity=True).retryable(self.refusal(ec.NoCapacity)))
+
+    def test_retry_after_is_honoured_with_jitter_above_it(self):
+        b = self.backoff(rand=0.0)
+        self.assertTrue(b.wait_after(self.refusal(ec.RateLimited, retry_after=2.0)))
+        self.assertEqual(self.slept, [2.0])
+        b = self.backoff(rand=1.0)
+        self.assertTrue(b.wait_after(self.refusal(ec.RateLimited, retry_after=2.0)))
+        self.assertEqual(self.slept, [2.5])
+
+    def test_bounded_in_attempts_and_time(self):
+        b = self.backoff(retries=3)
+        while b.wait_after(self.refusal(ec.Overloaded)):
+            pass
+        self.assertEqual(len(self.slept), 3)
+        self.assertEqual(self.slept, sorted(self.slept))  # growing
+        b = self.backoff(retries=100, max_total_s=5.0)
+        while b.wait_after(self.refusal(ec.Unavailable, retry_after=1.0)):
+            pass
+        self.assertLessEqual(self.now, 5.0)
+        self.assertEqual(len(self.slept), 4)  # 1.25 s each: a fifth would end past 5 s
 
 
 class AgainstTheServer(unittest.TestCase):
