@@ -40,6 +40,10 @@ packages+=(libspdlog-dev libtomlplusplus-dev)
 packages+=(python3-jsonschema)
 # The nemesis test (tests/fault/nemesis_test.py) restarts nodes with a skewed clock.
 packages+=(faketime)
+# The Python client's test (tests/clients/python_client_test.py) installs
+# clients/python into a venv with pip, offline: the venv module, pip, and the
+# setuptools and wheel that build it, from Debian.
+packages+=(python3-venv python3-pip python3-setuptools python3-wheel)
 packages+=("${extra[@]}")
 
 missing=()
