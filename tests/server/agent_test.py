@@ -11,11 +11,14 @@
 - sigterm:   SIGTERM to the agent of a picked container: it reports draining,
              waits while the session holds, and exits 0 once it is released;
 - drain:     an operator drain (POST /v1/containers/{id}/drain) reaches the
-             agent through the heartbeat reply's `drain`, which runs --on-drain.
+             agent through the heartbeat reply's `drain`, which runs --on-drain;
+- deaths:    (no agent) containers left silent are dead, and the server logs
+             them by pool with their silence and counts them by reason.
 """
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -215,7 +218,42 @@ def case_drain(fleet):
         fail("the agent did not log the drain", fleet.logs())
 
 
-CASES = {"alive": case_alive, "unhealthy": case_unhealthy, "restart": case_restart,
+def case_deaths(fleet):
+    """Not the agent's: what the server says when containers die unreported
+    (docs/heartbeats-capacity-metrics.md "Deaths")."""
+    for cid, region, pool in [("w-1", "weur", "chrome"), ("w-2", "weur", "chrome"),
+                              ("w-3", "eeur", "firefox")]:
+        body = json.dumps({"containers": [{"id": cid, "region": region, "pool": pool}]})
+        if request(fleet.port, "POST", "/v1/containers", body)[0] != 200:
+            fail("register " + cid, fleet.logs())
+    code, session = request(fleet.port, "POST", "/v1/sessions",
+                            json.dumps({"region": "eeur", "pool": "firefox"}))
+    if code != 201:
+        fail("claim: %d" % code, fleet.logs())
+    if not wait_for(lambda: all(status_of(fleet.port, c) == "dead" for c in ("w-1", "w-2", "w-3")),
+                    3 * DEAD_AFTER_MS / 1000):
+        fail("the silent containers are not dead", fleet.logs())
+    time.sleep(0.3)
+    lines = [l for l in open(fleet.server_log).read().splitlines() if "reaper:" in l]
+    if not lines or not all(" warning " in l for l in lines):
+        fail("no reaper warning", fleet.logs())
+    text = "\n".join(lines)
+    dead = sum(int(re.search(r"reaper: (\d+) containers? dead", l).group(1)) for l in lines)
+    if dead != 3 or "weur/chrome" not in text or "eeur/firefox 1" not in text:
+        fail("the reaper's lines do not count 3 by pool: %r" % lines, fleet.logs())
+    if not all(c in text for c in ("w-1", "w-2", "w-3")) or "silent up to 1." not in text:
+        fail("the reaper's lines lack the ids or the silence: %r" % lines, fleet.logs())
+    conn = http.client.HTTPConnection("127.0.0.1", fleet.port, timeout=10)
+    conn.request("GET", "/metrics", headers={"Authorization": "Bearer " + ADMIN})
+    metrics = conn.getresponse().read().decode()
+    conn.close()
+    for want in ('edgealloc_containers_marked_dead_total{reason="silent"} 3',
+                 'edgealloc_containers_marked_dead_total{reason="reported"} 0'):
+        if want not in metrics:
+            fail("no %r in /metrics" % want, fleet.logs())
+
+
+CASES = {"deaths": case_deaths, "alive": case_alive, "unhealthy": case_unhealthy, "restart": case_restart,
          "sigterm": case_sigterm, "drain": case_drain}
 
 
