@@ -120,7 +120,7 @@ class Batcher {
   const BatcherOptions& options() const { return options_; }
   const BatcherStats& stats() const { return stats_; }
   // The reaper's deaths of the last minutes, by pool (the dashboard's).
-  RecentDeaths& recent_deaths() { return recent_deaths_; }
+  const RecentDeaths& recent_deaths() const { return recent_deaths_; }
 
  private:
   struct Lane;

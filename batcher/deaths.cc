@@ -75,19 +75,20 @@ void RecentDeaths::Add(int64_t now_ms, const std::vector<store::DeadContainer>& 
   Prune(now_ms);
 }
 
-std::vector<PoolDeaths> RecentDeaths::Snapshot(int64_t now_ms) {
+std::vector<PoolDeaths> RecentDeaths::Snapshot(int64_t now_ms) const {
+  const int64_t oldest = (now_ms - kRecentDeathsMs) / 60000;
   std::vector<PoolDeaths> out;
   {
     base::MutexLock lock(&mu_);
-    Prune(now_ms);
     for (const auto& [key, minutes] : pools_) {
       PoolDeaths d{key.first, key.second};
       for (const Minute& m : minutes) {
+        if (m.minute < oldest) continue;
         d.silent += m.silent;
         d.reported += m.reported;
         d.last_ms = std::max(d.last_ms, m.last_ms);
       }
-      out.push_back(std::move(d));
+      if (d.silent + d.reported > 0) out.push_back(std::move(d));
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const PoolDeaths& a, const PoolDeaths& b) {

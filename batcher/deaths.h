@@ -33,14 +33,14 @@ struct PoolDeaths {
 };
 
 // Keeps a count per pool of the deaths the reaper saw in the last
-// kRecentDeathsMs, in minutes (at most ten buckets a pool, and pools with no
-// death in the window are dropped): bounded by the pools that died lately,
-// never by how many died. Safe from any thread.
+// kRecentDeathsMs, in minutes (at most eleven buckets a pool; pools with no
+// death in the window are dropped at the next Add): bounded by the pools
+// that died lately, never by how many died. Safe from any thread.
 class RecentDeaths {
  public:
   void Add(int64_t now_ms, const std::vector<store::DeadContainer>& dead);
   // Every pool with a death in the window, the most deaths first.
-  std::vector<PoolDeaths> Snapshot(int64_t now_ms);
+  std::vector<PoolDeaths> Snapshot(int64_t now_ms) const;
 
  private:
   struct Minute {
@@ -50,7 +50,7 @@ class RecentDeaths {
   // Drops the minutes before the window, and the pools left with none.
   void Prune(int64_t now_ms) REQUIRES(mu_);
 
-  base::Mutex mu_;
+  mutable base::Mutex mu_;
   // (region, pool) -> its minutes with deaths, oldest first.
   std::map<std::pair<std::string, std::string>, std::vector<Minute>> pools_ GUARDED_BY(mu_);
 };

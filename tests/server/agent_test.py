@@ -13,7 +13,8 @@
 - drain:     an operator drain (POST /v1/containers/{id}/drain) reaches the
              agent through the heartbeat reply's `drain`, which runs --on-drain;
 - deaths:    (no agent) containers left silent are dead, and the server logs
-             them by pool with their silence and counts them by reason.
+             them by pool with their silence, counts them by reason and
+             serves them by pool (GET /v1/capacity/deaths).
 """
 import argparse
 import json
@@ -247,6 +248,11 @@ def case_deaths(fleet):
     conn.request("GET", "/metrics", headers={"Authorization": "Bearer " + ADMIN})
     metrics = conn.getresponse().read().decode()
     conn.close()
+    code, deaths = request(fleet.port, "GET", "/v1/capacity/deaths")
+    pools = [(p["region"], p["pool"], p["silent"], p["reported"]) for p in deaths["pools"]]
+    if code != 200 or deaths["window_ms"] != 600000 or \
+            pools != [("weur", "chrome", 2, 0), ("eeur", "firefox", 1, 0)]:
+        fail("/v1/capacity/deaths: %d %r" % (code, deaths), fleet.logs())
     for want in ('edgealloc_containers_marked_dead_total{reason="silent"} 3',
                  'edgealloc_containers_marked_dead_total{reason="reported"} 0'):
         if want not in metrics:
