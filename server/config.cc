@@ -5,7 +5,6 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -16,6 +15,8 @@
 #include <vector>
 
 #include "base/build_info.h"
+#include "server/agent_command.h"
+#include "server/cli_flags.h"
 #include "server/api/reader_pool.h"
 #include "server/config_file.h"
 #include "store/storage.h"
@@ -28,54 +29,7 @@ constexpr int kMaxPgWriters = 64;
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxReaderThreads = 256;
 
-// A validator for an integer flag in [lo, hi]; the message says what the flag
-// is for, so that a newcomer sees why the value was refused.
-CLI::Validator InRange(int64_t lo, int64_t hi, const std::string& what) {
-  return CLI::Validator(
-      [lo, hi, what](std::string& s) -> std::string {
-        int64_t v = 0;
-        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (ec != std::errc() || end != s.data() + s.size()) {
-          return "'" + s + "' is not a whole number (" + what + ")";
-        }
-        if (v < lo || v > hi) {
-          return "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
-                 s + " (" + what + ")";
-        }
-        return "";
-      },
-      "", "InRange");
-}
-
-constexpr int64_t kBig = int64_t{1} << 50;
-
-// The environment variable of a flag: EDGEALLOC_ and its long name in
-// capitals, '-' as '_' (--max-lease-ms: EDGEALLOC_MAX_LEASE_MS).
-std::string EnvNameOf(const std::string& flag) {
-  std::string name = "EDGEALLOC_";
-  for (char c : flag.substr(2)) name += c == '-' ? '_' : static_cast<char>(std::toupper(c));
-  return name;
-}
-
-// A flag, its variable and its environment variable.
-template <typename T>
-CLI::Option* AddFlag(CLI::App* app, const std::string& flag, T* value, const std::string& help) {
-  return app->add_option(flag, *value, help)->envname(EnvNameOf(flag));
-}
-
-// A whole-number flag in [lo, hi] (`what` says what it is for, in a refusal),
-// its default shown in --help.
-template <typename T>
-CLI::Option* AddNumber(CLI::App* app, const std::string& flag, T* value, const std::string& help,
-                       int64_t lo, int64_t hi, const std::string& what) {
-  return AddFlag(app, flag, value, help)->check(InRange(lo, hi, what))->capture_default_str();
-}
-
-// A flag of a few words, one of `words`, its default shown in --help.
-CLI::Option* AddWord(CLI::App* app, const std::string& flag, std::string* value,
-                     const std::string& help, std::vector<std::string> words) {
-  return AddFlag(app, flag, value, help)->check(CLI::IsMember(words))->capture_default_str();
-}
+constexpr int64_t kBig = kBigFlagValue;
 
 // The serve flags read as words, turned into ServeConfig's values after
 // parsing (FinishServe).
@@ -351,6 +305,8 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
   std::string config_path;  // read by ArgsWithConfigFile before parsing
   CLI::App* serve = AddServeCommand(&app, &cmd.serve, &words, &config_path);
   CLI::App* reg = AddRegisterCommand(&app, &cmd.reg);
+  AgentWords agent_words;
+  CLI::App* agent = AddAgentCommand(&app, &cmd.agent, &agent_words);
   std::vector<std::string> args;
   if (!ArgsWithConfigFile(serve, argc, argv, err, &args)) {
     cmd.exit_code = 2;
@@ -362,13 +318,14 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
     cmd.kind = Command::Kind::kRegister;
     return cmd;
   }
-  const std::string usage = FinishServe(words, &cmd.serve);
+  const std::string usage =
+      *agent ? FinishAgent(agent_words, &cmd.agent) : FinishServe(words, &cmd.serve);
   if (!usage.empty()) {
     err << "edgealloc: " << usage << "\n";
     cmd.exit_code = 2;
     return cmd;
   }
-  cmd.kind = Command::Kind::kServe;
+  cmd.kind = *agent ? Command::Kind::kAgent : Command::Kind::kServe;
   return cmd;
 }
 

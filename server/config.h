@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <string>
 
+#include "server/agent/agent_config.h"
 #include "server/http/log.h"
 #include "store/types.h"
 
@@ -50,16 +51,17 @@ struct RegisterConfig {
 };
 
 struct Command {
-  enum class Kind { kServe, kRegister, kExit };
+  enum class Kind { kServe, kRegister, kAgent, kExit };
   Kind kind = Kind::kExit;
   int exit_code = 0;  // for kExit: 0 (--help), 2 (usage error)
   ServeConfig serve;
   RegisterConfig reg;
+  AgentConfig agent;
 };
 
-// Parses `edgealloc serve|register [options]`, flags first, then EDGEALLOC_*
-// environment variables, then the --config file (config_file.h), then
-// defaults. Help goes to `out`; a usage error
+// Parses `edgealloc serve|register|agent [options]`, flags first, then
+// EDGEALLOC_* environment variables, then the --config file (config_file.h,
+// serve only), then defaults. Help goes to `out`; a usage error
 // goes to `err` in words a newcomer understands and gives kExit with code 2.
 // Also refuses, as a usage error, to serve without --keys on an address that
 // is not loopback.

@@ -1,6 +1,7 @@
 // edgealloc: hands out exclusive containers from a fleet, with SQLite or PostgreSQL behind it (docs/design.md).
 // `edgealloc serve` runs the HTTP API; `edgealloc register` adds containers
-// from the command line, also while a server runs.
+// from the command line, also while a server runs; `edgealloc agent` is a
+// container's sidecar that keeps it reported (docs/agent.md).
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -11,6 +12,7 @@
 #include <string_view>
 
 #include "server/admin.h"
+#include "server/agent/agent.h"
 #include "server/config.h"
 #include "server/http/log.h"
 #include "server/service.h"
@@ -75,6 +77,8 @@ int main(int argc, char** argv) {
       return cmd.exit_code;
     case server::Command::Kind::kRegister:
       return server::RunRegister(cmd.reg, std::cin, std::cout, std::cerr);
+    case server::Command::Kind::kAgent:
+      return server::RunAgent(cmd.agent);
     case server::Command::Kind::kServe:
       return Serve(cmd.serve);
   }

@@ -39,6 +39,8 @@ batcher::BatcherOptions BatcherOptionsOf(const ServeConfig& config) {
       static_cast<int>(std::min<int64_t>(config.batch_wait_ms, std::numeric_limits<int>::max()));
   options.queue_capacity = config.queue_capacity;
   options.dead_after_ms = config.dead_after_ms;
+  // A container's death is news an operator must see (docs/heartbeats-capacity-metrics.md).
+  options.on_deaths = [](const std::string& line) { LogWarn("edgealloc: " + line); };
   return options;
 }
 

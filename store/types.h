@@ -160,10 +160,20 @@ struct HeartbeatWriteResult {
   std::vector<size_t> unknown;  // indexes of rows whose container is not there
 };
 
+// A container a sweep marked dead, and why: what the reaper logs and counts.
+struct DeadContainer {
+  std::string id, region, pool;
+  int64_t silent_ms = 0;  // since its last stored heartbeat, at the sweep
+  bool reported = false;  // it reported itself dead; else it fell silent
+};
+
 // What one sweep of silent or dead-reported containers did.
 struct SilenceSweep {
   int64_t sessions_ended = 0;  // held containers that became dead, their session ended
   int64_t marked_dead = 0;     // free (available or draining) containers that became dead
+  // Every container of the two counts, held ones first (at most the sweep's
+  // max_rows: read back from the sweep's own statements, never a scan).
+  std::vector<DeadContainer> dead;
 };
 
 // A pool as a waiting claim sees it (Storage::ProbePools).

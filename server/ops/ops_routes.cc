@@ -3,12 +3,31 @@
 #include <string>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "base/clock.h"
 #include "server/ops/dashboard.h"
 #include "server/ops/openapi.h"
 #include "server/ops/exposition.h"
 
 namespace server {
+namespace {
+
+// GET /v1/capacity/deaths: the reaper's deaths of the last ten minutes by
+// pool (batcher::RecentDeaths), the most first.
+std::string DeathsJson(const batcher::Batcher* batcher, int64_t now_ms) {
+  nlohmann::json pools = nlohmann::json::array();
+  if (batcher != nullptr) {
+    for (const batcher::PoolDeaths& d : batcher->recent_deaths().Snapshot(now_ms)) {
+      pools.push_back({{"region", d.region}, {"pool", d.pool}, {"silent", d.silent},
+                       {"reported", d.reported}, {"last_ms", d.last_ms}});
+    }
+  }
+  return nlohmann::json{{"window_ms", batcher::kRecentDeathsMs}, {"pools", std::move(pools)}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
 
 OpsRoutes::OpsRoutes(const kvmirror::Mirror* mirror, MetricsSources metrics)
     : mirror_(mirror), metrics_(std::move(metrics)) {}
@@ -40,6 +59,12 @@ void OpsRoutes::AddRoutes(Router* router) {
                 // Rendered when the sample was taken: a pointer load and a copy.
                 Response res = JsonResponse(200, *mirror_->history().Json());
                 res.set(http::field::cache_control, history_max_age);
+                reply(std::move(res));
+              });
+  router->Add(verb::get, "/v1/capacity/deaths", Access::kCapacity,
+              [this, max_age](RouteRequest, Reply reply) {
+                Response res = JsonResponse(200, DeathsJson(metrics_.batcher, base::NowMs()));
+                res.set(http::field::cache_control, max_age);
                 reply(std::move(res));
               });
   router->Add(verb::get, "/metrics", Access::kMetrics, [this](RouteRequest, Reply reply) {

@@ -314,6 +314,12 @@ inline constexpr char kAnyDeadReported[] = R"sql(
 SELECT 1 FROM containers WHERE dead_reported = 1 AND +status <> 'dead' LIMIT 1
 )sql";
 
+// What both reaper statements return of each container they mark dead
+// (store::DeadContainer): who, where, its last heartbeat (the node's clock)
+// and whether it was silent (else it had reported itself dead). Bounded by
+// the sweep's LIMIT, so the log and the counts cost no read of their own.
+#define EDGEALLOC_SQL_DEATH_COLUMNS "id, region, pool, last_heartbeat_ms, last_heartbeat_ms < ?1"
+
 // The reaper, picked rows first: at most ?2 picked containers that are silent
 // or reported dead become dead, and their session ends (the holder's next
 // session call answers 404). Counted as sessions ended. Two index walks, as
@@ -329,7 +335,7 @@ WHERE id IN (SELECT id FROM containers
              SELECT id FROM containers
              WHERE dead_reported = 1 AND +status = 'picked' AND last_heartbeat_ms >= ?1
              LIMIT ?2)
-)sql";
+RETURNING )sql" EDGEALLOC_SQL_DEATH_COLUMNS;
 
 // Then at most ?2 available or draining containers that are silent or carry a
 // dead report become dead. Two index walks, not one scan (an OR of the two
@@ -349,7 +355,7 @@ WHERE id IN (SELECT id FROM containers
              WHERE dead_reported = 1 AND +status IN ('available', 'draining')
                AND last_heartbeat_ms >= ?1
              LIMIT ?2)
-)sql";
+RETURNING )sql" EDGEALLOC_SQL_DEATH_COLUMNS;
 
 // ---- Capacity ----
 

@@ -195,6 +195,49 @@ TEST_CASE("config: register takes a db, shards and a file") {
   CHECK(Parse({"register", "--db", "a.db"}).cmd.exit_code == 2);
 }
 
+TEST_CASE("config: agent takes the defaults of docs/agent.md") {
+  Parsed p = Parse({"agent", "--id", "weur-1"});
+  REQUIRE(p.cmd.kind == Command::Kind::kAgent);
+  const AgentConfig& a = p.cmd.agent;
+  CHECK(a.id == "weur-1");
+  CHECK(a.server == "http://127.0.0.1:8080");
+  CHECK(a.interval_ms == 5000);
+  CHECK(a.health_timeout_ms == 2000);
+  CHECK(a.drain_timeout_ms == 30000);
+  CHECK_FALSE(a.register_container);
+  CHECK(a.pool == "default");
+  CHECK_FALSE(a.latency_ms.has_value());
+}
+
+TEST_CASE("config: agent reads its key from EDGEALLOC_KEY and its registration from flags") {
+  setenv("EDGEALLOC_KEY", "k-from-env", 1);
+  Parsed p = Parse({"agent", "--id", "weur-1", "--register", "--region", "weur", "--pool",
+                    "chrome", "--latency-ms", "12", "--data", "{\"endpoint\":\"ws://x\"}"});
+  unsetenv("EDGEALLOC_KEY");
+  REQUIRE(p.cmd.kind == Command::Kind::kAgent);
+  CHECK(p.cmd.agent.key == "k-from-env");
+  CHECK(p.cmd.agent.register_container);
+  CHECK(p.cmd.agent.region == "weur");
+  CHECK(p.cmd.agent.latency_ms == 12);
+}
+
+TEST_CASE("config: agent refuses what it could not act on") {
+  CHECK(Parse({"agent"}).cmd.exit_code == 2);  // no --id
+  for (std::vector<const char*> args : std::vector<std::vector<const char*>>{
+           {"agent", "--id", "x", "--register"},
+           {"agent", "--id", "x", "--server", "https://x"},
+           {"agent", "--id", "x", "--health-url", "x:80"},
+           {"agent", "--id", "x", "--health-url", "http://x/", "--health-cmd", "true"},
+           {"agent", "--id", "x", "--data", "[1]"},
+           {"agent", "--id", "x", "--interval-ms", "0"}}) {
+    Parsed p = Parse(args);
+    INFO(p.err);
+    CHECK(p.cmd.kind == Command::Kind::kExit);
+    CHECK(p.cmd.exit_code == 2);
+    CHECK_FALSE(p.err.empty());
+  }
+}
+
 TEST_CASE("config: loopback means localhost, 127.0.0.0/8 and ::1") {
   CHECK(IsLoopbackHost("localhost"));
   CHECK(IsLoopbackHost("127.0.0.1"));

@@ -182,6 +182,8 @@ def run(c):
     c("GET", "/v1/capacity", BOX, want=403)
     c("GET", "/v1/capacity/history", ACME, want=200)
     c("GET", "/v1/capacity/history", BOX, want=403)
+    c("GET", "/v1/capacity/deaths", ACME, want=200)
+    c("GET", "/v1/capacity/deaths", BOX, want=403)
     # Unknown paths and methods, malformed targets.
     c("GET", "/v1/nowhere", ACME, want=404)
     c("PUT", "/v1/sessions", ACME, want=405)

@@ -253,6 +253,63 @@ TEST_CASE("storage: sweeps end expired leases and silent containers, and capacit
   CHECK(by_status == std::map<std::string, int64_t>{{"dead", 3}});
 }
 
+// What the reaper logs and counts comes back from the sweep itself: every
+// container it marked dead, held ones first, with its region and pool, how
+// long it was silent and whether it had reported itself dead.
+TEST_CASE("storage: a silence sweep returns whom it marked dead, where, and why") {
+  Engine e(EDGEALLOC_ENGINES);
+  Register(e.storage.get(), {"quiet-1"}, "weur");
+  Register(e.storage.get(), {"quiet-2"}, "eeur");
+  Register(e.storage.get(), {"held"}, "neur");
+  // A free container that reports itself dead is dead at once, by its
+  // heartbeat; a held one waits for the sweep, which ends its session.
+  Register(e.storage.get(), {"said-dead"}, "seur");
+  REQUIRE(Claim(e.storage.get(), "neur").outcome == Outcome::kOk);
+  REQUIRE(Claim(e.storage.get(), "seur").outcome == Outcome::kOk);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  int partition = -1;
+  REQUIRE(e->PartitionOf("said-dead", &partition).ok());
+  store::HeartbeatWriteResult written;
+  REQUIRE(e->WriteHeartbeats(partition,
+                             {{"said-dead", base::NowMs(), std::nullopt, std::nullopt,
+                               store::ReportedState::kDead}},
+                             &written)
+              .ok());
+  const int64_t cutoff = base::NowMs() - 200;  // the three others are silent, said-dead is not
+  std::map<std::string, store::DeadContainer> dead;
+  int64_t sessions_ended = 0;
+  for (int p = 0; p < e->partitions(); ++p) {
+    store::SilenceSweep sweep;
+    REQUIRE(e->SweepSilentContainers(p, [cutoff] { return cutoff; }, 100, &sweep).ok());
+    CHECK(static_cast<int64_t>(sweep.dead.size()) == sweep.sessions_ended + sweep.marked_dead);
+    for (int64_t i = 0; i < sweep.sessions_ended; ++i) {
+      CHECK((sweep.dead[i].id == "held" || sweep.dead[i].id == "said-dead"));
+    }
+    sessions_ended += sweep.sessions_ended;
+    for (const auto& d : sweep.dead) dead[d.id] = d;
+  }
+  CHECK(sessions_ended == 2);
+  REQUIRE(dead.size() == 4);
+  CHECK(dead["quiet-1"].region == "weur");
+  CHECK(dead["quiet-2"].region == "eeur");
+  CHECK(dead["held"].region == "neur");
+  CHECK(dead["quiet-2"].pool == "p");
+  for (const char* id : {"quiet-1", "quiet-2", "held"}) {
+    INFO(id);
+    CHECK_FALSE(dead[id].reported);
+    CHECK(dead[id].silent_ms >= 300);
+    CHECK(dead[id].silent_ms < 60000);
+  }
+  CHECK(dead["said-dead"].reported);
+  CHECK(dead["said-dead"].silent_ms < 200);
+  // Swept again: nothing more, nothing returned.
+  for (int p = 0; p < e->partitions(); ++p) {
+    store::SilenceSweep sweep;
+    REQUIRE(e->SweepSilentContainers(p, [cutoff] { return cutoff; }, 100, &sweep).ok());
+    CHECK(sweep.dead.empty());
+  }
+}
+
 // A partition's dead-container sweep covers exactly the containers whose
 // heartbeats it writes (PartitionOf): the batcher bounds each partition's
 // cutoff by its own queue, so a sweep reaching into another partition could
