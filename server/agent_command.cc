@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/agent/http_client.h"
+#include "server/client/http_client.h"
 #include "server/cli_flags.h"
 
 namespace server {

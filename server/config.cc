@@ -17,6 +17,7 @@
 #include "base/build_info.h"
 #include "server/agent_command.h"
 #include "server/cli_flags.h"
+#include "server/client_command.h"
 #include "server/api/reader_pool.h"
 #include "server/config_file.h"
 #include "store/storage.h"
@@ -307,6 +308,7 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
   CLI::App* reg = AddRegisterCommand(&app, &cmd.reg);
   AgentWords agent_words;
   CLI::App* agent = AddAgentCommand(&app, &cmd.agent, &agent_words);
+  AddClientCommands(&app, &cmd.client);
   std::vector<std::string> args;
   if (!ArgsWithConfigFile(serve, argc, argv, err, &args)) {
     cmd.exit_code = 2;
@@ -316,6 +318,16 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
 
   if (*reg) {
     cmd.kind = Command::Kind::kRegister;
+    return cmd;
+  }
+  if (cmd.client.make) {  // a client subcommand ran its callback
+    const std::string usage = cmd.client.make(&cmd.client.request);
+    if (!usage.empty()) {
+      err << "edgealloc: " << usage << "\n";
+      cmd.exit_code = 2;
+      return cmd;
+    }
+    cmd.kind = Command::Kind::kClient;
     return cmd;
   }
   const std::string usage =

@@ -79,6 +79,9 @@ int main(int argc, char** argv) {
       return server::RunRegister(cmd.reg, std::cin, std::cout, std::cerr);
     case server::Command::Kind::kAgent:
       return server::RunAgent(cmd.agent);
+    case server::Command::Kind::kClient:
+      return server::RunClientRequest(cmd.client.options, cmd.client.request, std::cout,
+                                      std::cerr);
     case server::Command::Kind::kServe:
       return Serve(cmd.serve);
   }

@@ -9,7 +9,7 @@
 #include <ctime>
 #include <chrono>
 
-#include "server/agent/http_client.h"
+#include "server/client/http_client.h"
 #include "server/agent/retry_delay.h"
 #include "server/agent/shell_command.h"
 

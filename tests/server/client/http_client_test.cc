@@ -1,4 +1,4 @@
-#include "server/agent/http_client.h"
+#include "server/client/http_client.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
-#ifndef EDGEALLOC_SERVER_AGENT_HTTP_CLIENT_H_
-#define EDGEALLOC_SERVER_AGENT_HTTP_CLIENT_H_
+#ifndef EDGEALLOC_SERVER_CLIENT_HTTP_CLIENT_H_
+#define EDGEALLOC_SERVER_CLIENT_HTTP_CLIENT_H_
 
 #include <cstdint>
 #include <optional>
@@ -45,4 +45,4 @@ std::string PathSegment(std::string_view s);
 
 }  // namespace server
 
-#endif  // EDGEALLOC_SERVER_AGENT_HTTP_CLIENT_H_
+#endif  // EDGEALLOC_SERVER_CLIENT_HTTP_CLIENT_H_
