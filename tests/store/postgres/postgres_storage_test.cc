@@ -134,7 +134,7 @@ TEST_CASE("postgres_storage: version 4 adds the lists' indexes to a version 3 da
                                 "WHERE session_id IS NOT NULL");
   SetSchemaVersion(uri, 3);
   auto storage = Open(uri, 1);
-  CHECK(SchemaVersion(uri) == "4");
+  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
   const std::string tenant_index = testing::PgServer::Query(
       uri, "SELECT indexdef FROM pg_indexes WHERE indexname = 'containers_tenant_session'");
   INFO(tenant_index);

@@ -38,9 +38,10 @@ TEST_CASE("capacity reader: counts by region, pool and status, unchanged until a
                    "('c', 'weur', 'chrome', 'dead', 0)")
               .ok());
   store::SqliteCapacityReader reader(map.PathOf(0), 250);
-  std::vector<store::CapacityCount> counts;
+  store::CapacityRead read;
+  const std::vector<store::CapacityCount>& counts = read.counts;
   bool unchanged = true;
-  REQUIRE(reader.Read(&counts, &unchanged).ok());
+  REQUIRE(reader.Read(&read, &unchanged).ok());
   CHECK_FALSE(unchanged);
   REQUIRE(counts.size() == 2);
   CHECK(counts[0].status == "available");
@@ -48,10 +49,10 @@ TEST_CASE("capacity reader: counts by region, pool and status, unchanged until a
   CHECK(counts[1].status == "dead");
   CHECK(counts[1].count == 1);
 
-  REQUIRE(reader.Read(&counts, &unchanged).ok());
+  REQUIRE(reader.Read(&read, &unchanged).ok());
   CHECK(unchanged);
   REQUIRE(db->Exec("UPDATE containers SET status = 'available' WHERE id = 'c'").ok());
-  REQUIRE(reader.Read(&counts, &unchanged).ok());
+  REQUIRE(reader.Read(&read, &unchanged).ok());
   CHECK_FALSE(unchanged);
   REQUIRE(counts.size() == 1);
   CHECK(counts[0].count == 3);
@@ -61,10 +62,10 @@ TEST_CASE("capacity reader: counts by region, pool and status, unchanged until a
 TEST_CASE("capacity reader: a missing file is an error, and the next read tries again") {
   testing::TempDir dir;
   store::SqliteCapacityReader reader(dir.File("missing.db"), 250);
-  std::vector<store::CapacityCount> counts;
+  store::CapacityRead read;
   bool unchanged = false;
-  CHECK_FALSE(reader.Read(&counts, &unchanged).ok());
-  CHECK_FALSE(reader.Read(&counts, &unchanged).ok());
+  CHECK_FALSE(reader.Read(&read, &unchanged).ok());
+  CHECK_FALSE(reader.Read(&read, &unchanged).ok());
 }
 
 }  // namespace
