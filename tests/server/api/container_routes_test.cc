@@ -10,12 +10,12 @@
 namespace server {
 namespace {
 
-using fixture::Eventually;
-using fixture::LiveService;
-using fixture::RegisterFleet;
 using nlohmann::json;
 using testing::HttpClient;
 using testing::HttpReply;
+using fixture::Eventually;
+using fixture::LiveService;
+using fixture::RegisterFleet;
 
 json Body(const HttpReply& r) { return json::parse(r.body); }
 

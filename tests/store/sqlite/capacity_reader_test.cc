@@ -13,30 +13,28 @@
 
 namespace {
 
-TEST_CASE("capacity reader: the count is read from the covering index, not the table") {
+// SQLite's plan of `sql` on a new shard file, one line a step.
+std::string PlanOf(const char* sql) {
   testing::TempDir dir;
   store::ShardMap map(dir.File("pool.db"), 1);
   std::unique_ptr<store::Db> db;
   REQUIRE(store::OpenShardDb(map, 0, store::DbOptions{}, &db).ok());
   store::Statement plan;
-  REQUIRE(db->Prepare(std::string("EXPLAIN QUERY PLAN ") + store::sql::kCapacityCounts, &plan).ok());
+  REQUIRE(db->Prepare(std::string("EXPLAIN QUERY PLAN ") + sql, &plan).ok());
   std::string details;
   bool row = false;
   while (plan.Step(&row).ok() && row) details += plan.ColumnString(3) + "\n";
+  return details;
+}
+
+TEST_CASE("capacity reader: the count is read from the covering index, not the table") {
+  const std::string details = PlanOf(store::sql::kCapacityCounts);
   INFO(details);
   CHECK(details.find("COVERING INDEX containers_counts") != std::string::npos);
 }
 
 TEST_CASE("capacity reader: the drained ids are read from their partial index, not the fleet") {
-  testing::TempDir dir;
-  store::ShardMap map(dir.File("pool.db"), 1);
-  std::unique_ptr<store::Db> db;
-  REQUIRE(store::OpenShardDb(map, 0, store::DbOptions{}, &db).ok());
-  store::Statement plan;
-  REQUIRE(db->Prepare(std::string("EXPLAIN QUERY PLAN ") + store::sql::kDrainedIds, &plan).ok());
-  std::string details;
-  bool row = false;
-  while (plan.Step(&row).ok() && row) details += plan.ColumnString(3) + "\n";
+  const std::string details = PlanOf(store::sql::kDrainedIds);
   INFO(details);
   // The walk of the index finds only drained rows (a look at each row's
   // table entry after it costs those rows, never the fleet).
