@@ -207,12 +207,14 @@ TEST_CASE("schema: version 7 adds drain_reported to a version 6 file and makes i
           "the containers' own") {
   testing::TempDir dir;
   auto db = FileAtVersion(dir, 6);
-  REQUIRE(db->Exec(kHeldContainer).ok());
-  REQUIRE(db->Exec("UPDATE containers SET drain_requested = 1 WHERE id = 'c-1'").ok());
+  // c-1 held and asked to drain, c-2 drained, c-3 neither.
   AddAvailable(db.get(), "c-2", 3);
-  REQUIRE(db->Exec("UPDATE containers SET status = 'draining' WHERE id = 'c-2'").ok());
   AddAvailable(db.get(), "c-3", 4);
-  REQUIRE(store::MigrateTo(db.get(), 7).ok());
+  REQUIRE(db->Exec(std::string(kHeldContainer) +
+                   "; UPDATE containers SET drain_requested = 1 WHERE id = 'c-1'"
+                   "; UPDATE containers SET status = 'draining' WHERE id = 'c-2'")
+              .ok());
+  REQUIRE(store::Migrate(db.get()).ok());
   CHECK(Version(db.get()) == 7);
   CHECK(QueryText(db.get(), "SELECT group_concat(id || ':' || status || ':' || drain_requested "
                             "|| drain_reported, ' ') FROM (SELECT * FROM containers ORDER BY "
