@@ -180,6 +180,7 @@ void Service::AddApiRoutes() {
   HeartbeatRoutesOptions heartbeat_options;
   heartbeat_options.max_clock_skew_ms = config_.max_clock_skew_ms;
   heartbeat_options.storage = storage_.get();
+  heartbeat_options.mirror = mirror_.get();
   if (sharded) {
     // The batcher then asks the storage each item's partition, which may
     // read the shard files: on a reader thread.

@@ -20,13 +20,14 @@ namespace store {
 class CapacityReader {
  public:
   virtual ~CapacityReader() = default;
-  // Fills *counts (cleared first) with the partition's containers by region,
-  // pool and status, as committed when the read began, and sets *unchanged
-  // false; or, when the engine can tell that nothing was committed since this
-  // reader's previous successful Read, sets *unchanged and leaves *counts
-  // alone (the previous counts are still current). After an error the next
-  // Read starts afresh (a new connection: no stale state survives).
-  virtual Status Read(std::vector<CapacityCount>* counts, bool* unchanged) = 0;
+  // Fills *read (cleared first) with the partition's containers by region,
+  // pool and status (and of them how many an operator drained), and the ids
+  // under an operator's drain, as committed when the read began, and sets
+  // *unchanged false; or, when the engine can tell that nothing was committed
+  // since this reader's previous successful Read, sets *unchanged and leaves
+  // *read alone (the previous read is still current). After an error the
+  // next Read starts afresh (a new connection: no stale state survives).
+  virtual Status Read(CapacityRead* read, bool* unchanged) = 0;
   // Where it reads, for error messages: a file path, a database name.
   virtual std::string name() const = 0;
 };
@@ -75,8 +76,8 @@ class Storage {
   // REQUIRES: req.lease_ms > 0; fields validated.
   virtual void Claim(ClaimRequest req, SessionCallback done) = 0;
   // Ends the session if `token` is its current one and its lease runs: the
-  // container becomes available (draining if a drain was asked, dead if it
-  // reported itself dead). kOk (the session id only), kStaleToken,
+  // container becomes available (draining if it is drained, by an operator
+  // or its own report; dead if it reported itself dead). kOk (the session id only), kStaleToken,
   // kNotFound (also for a lease that is over), kForbidden (another
   // tenant's, unless the caller is admin), kOverloaded or kError.
   virtual void Release(const Caller& caller, std::string session_id, int64_t token,
@@ -129,9 +130,15 @@ class Storage {
   virtual Status ListContainers(const ContainerFilter& filter, const std::string& after,
                                 int limit, std::vector<ContainerInfo>* page,
                                 std::string* next_after) = 0;
-  // An available container becomes draining; a picked one when its session
-  // ends. kOk, kNotFound, kOverloaded or kError.
+  // An operator's drain (drain_requested), held until Undrain or Remove
+  // whatever the container reports, through registration and death: an
+  // available container becomes draining; a picked one when its session
+  // ends; a dead one when it comes back. kOk with the container as it is
+  // now, kNotFound, kOverloaded or kError.
   virtual void Drain(std::string id, ContainerCallback done) = 0;
+  // Ends an operator's drain: a draining container becomes available, unless
+  // it reported itself draining (drain_reported). As Drain.
+  virtual void Undrain(std::string id, ContainerCallback done) = 0;
   // Removes a container that is not picked. kOk, kConflict (picked),
   // kNotFound, kOverloaded or kError.
   virtual void Remove(std::string id, ContainerCallback done) = 0;

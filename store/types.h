@@ -122,7 +122,11 @@ struct ContainerInfo {
   int64_t latency_ms = 0;
   int64_t last_heartbeat_ms = 0;
   int64_t generation = 0;
+  // An operator's drain (POST /v1/containers/{id}/drain): held until undrain
+  // or delete, whatever the container reports.
   bool drain_requested = false;
+  // The container's own `draining` report, until it reports `ready`.
+  bool drain_reported = false;
   std::string data;
   std::optional<std::string> session_id;
 };
@@ -189,6 +193,14 @@ struct CapacityCount {
   std::string pool;
   std::string status;  // available | picked | draining | dead
   int64_t count = 0;
+  int64_t drained = 0;  // of them, under an operator's drain (drain_requested)
+};
+
+// What a CapacityReader reads of a partition: its counts, and the ids of its
+// containers under an operator's drain (the heartbeat reply names them).
+struct CapacityRead {
+  std::vector<CapacityCount> counts;
+  std::vector<std::string> drained_ids;
 };
 
 // How durable a commit is. kFull: on disk when acknowledged. kNormal: the

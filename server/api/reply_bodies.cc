@@ -89,6 +89,8 @@ std::string ContainerJson(const store::ContainerInfo& c) {
   out += ",\"last_heartbeat_ms\":" + std::to_string(c.last_heartbeat_ms);
   out += ",\"drain_requested\":";
   out += c.drain_requested ? "true" : "false";
+  out += ",\"drain_reported\":";
+  out += c.drain_reported ? "true" : "false";
   if (c.session_id) out += ",\"session_id\":" + JsonQuote(*c.session_id);
   out += ",\"data\":";
   out += c.data.empty() ? "{}" : c.data;

@@ -28,11 +28,11 @@
 // time column still serves a comparison with it).
 #define EDGEALLOC_PG_NOW_MS "(floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)"
 
-#define EDGEALLOC_PG_STATUS_AFTER_SESSION \
-  "status = CASE WHEN dead_reported THEN 'dead' WHEN drain_requested THEN 'draining' " \
-  "ELSE 'available' END"
+#define EDGEALLOC_PG_STATUS_AFTER_SESSION                                          \
+  "status = CASE WHEN dead_reported THEN 'dead' "                                   \
+  "WHEN drain_requested OR drain_reported THEN 'draining' ELSE 'available' END"
 #define EDGEALLOC_PG_END_SESSION                                                 \
-  "drain_requested = false, dead_reported = false, session_id = NULL, tenant = NULL, " \
+  "dead_reported = false, session_id = NULL, tenant = NULL, "                   \
   "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL"
 
 namespace store::pgsql {

@@ -64,6 +64,7 @@ class PostgresStorage : public Storage {
   Status ListContainers(const ContainerFilter& filter, const std::string& after, int limit,
                         std::vector<ContainerInfo>* page, std::string* next_after) override;
   void Drain(std::string id, ContainerCallback done) override;
+  void Undrain(std::string id, ContainerCallback done) override;
   void Remove(std::string id, ContainerCallback done) override;
 
   int partitions() const override { return static_cast<int>(writers_.size()); }
@@ -98,6 +99,9 @@ class PostgresStorage : public Storage {
   void Submit(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done,
               std::string lock_key = "", std::optional<PgStatement> first = std::nullopt,
               PgRowLocks rows = {});
+  // Drain and Undrain: `statement` (pgsql::kDrain, kUndrain) on `id`,
+  // answered with the container as it left it.
+  void ChangeDrain(std::string id, const char* statement, ContainerCallback done);
 
   const std::string uri_;
   const std::string program_;

@@ -108,6 +108,9 @@ Status MigrateOnce(PgConn* conn) {
   if (s.ok() && version < pgsql::kSchemaVersion) {
     s = conn->Exec(pgsql::kSchema);
     if (s.ok() && version == 1) s = HashLanes(conn);
+    if (s.ok() && version >= 1 && version < pgsql::kDrainReportedVersion) {
+      s = conn->Exec(pgsql::kOldDrainsAreReported);
+    }
     if (s.ok()) s = conn->Run(pgsql::kSetSchemaVersion, {P(int64_t{pgsql::kSchemaVersion})});
   }
   if (!s.ok()) {

@@ -41,7 +41,7 @@ RETURNING )sql" EDGEALLOC_PG_DEATH_COLUMNS;
 
 inline constexpr char kReapUnpicked[] = R"sql(
 UPDATE containers
-SET status = 'dead', drain_requested = false, dead_reported = false
+SET status = 'dead', dead_reported = false
 WHERE id IN (SELECT id FROM containers
              WHERE status IN ('available', 'draining')
                AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint OR dead_reported)

@@ -146,6 +146,26 @@ CREATE INDEX containers_tenant_session ON containers (tenant, session_id)
 DROP INDEX containers_tenant;
 )sql";
 
+// Version 7: an operator's drain holds (docs/api.md, Containers).
+// drain_requested becomes the operator's drain alone, kept until undrain or
+// delete (no report, registration, session end or death clears it), and
+// drain_reported is the container's own `draining` report, until its
+// `ready`. A drain taken by an older binary cannot be told operator from
+// self (both set the same status, and drain_requested on a picked row), so
+// it is migrated as the container's own: it behaves as before, a `ready`
+// report ends it. containers_counts gains drain_requested, so that the
+// mirror counts drained containers from the index alone (kCapacityCounts),
+// and containers_drain_requested holds the drained ids, so that the
+// mirror's read of them costs the drained rows, never the fleet.
+constexpr char kSchemaV7[] = R"sql(
+ALTER TABLE containers ADD COLUMN drain_reported INTEGER NOT NULL DEFAULT 0;
+UPDATE containers SET drain_reported = 1, drain_requested = 0
+  WHERE status = 'draining' OR drain_requested = 1;
+DROP INDEX containers_counts;
+CREATE INDEX containers_counts ON containers (region, pool, status, drain_requested);
+CREATE INDEX containers_drain_requested ON containers (id) WHERE drain_requested = 1;
+)sql";
+
 Status RunStep(Db* db, int to_version) {
   switch (to_version) {
     case 1: return db->Exec(kSchemaV1);
@@ -154,10 +174,11 @@ Status RunStep(Db* db, int to_version) {
     case 4: return db->Exec(kSchemaV4);
     case 5: return db->Exec(kSchemaV5);
     case 6: return db->Exec(kSchemaV6);
+    case 7: return db->Exec(kSchemaV7);
   }
   return Status::InvalidArgument("no migration step to version " + std::to_string(to_version));
 }
-static_assert(kSchemaVersion == 6, "add the new version's case to RunStep");
+static_assert(kSchemaVersion == 7, "add the new version's case to RunStep");
 
 Status ReadCompatibleVersion(Db* db, int* version) {
   *version = 0;

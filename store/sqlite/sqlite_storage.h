@@ -54,6 +54,7 @@ class SqliteStorage : public Storage {
   Status ListContainers(const ContainerFilter& filter, const std::string& after, int limit,
                         std::vector<ContainerInfo>* page, std::string* next_after) override;
   void Drain(std::string id, ContainerCallback done) override;
+  void Undrain(std::string id, ContainerCallback done) override;
   void Remove(std::string id, ContainerCallback done) override;
 
   int partitions() const override { return map_.shards(); }
@@ -113,6 +114,9 @@ class SqliteStorage : public Storage {
   // answers `done` at once.
   void WriteContainer(const std::string& id, ContainerCallback done,
                       std::function<Status(Db*, ContainerResult*)> work);
+  // Drain and Undrain: `statement` (kDrain, kUndrain) on `id`, answered
+  // with the container as it left it.
+  void ChangeDrain(std::string id, const char* statement, ContainerCallback done);
   // Several shards only: makes this registration the only one running, in
   // this process and across processes (an exclusive flock on
   // `<db>.register.lock`), from its checks until its last shard's commit,

@@ -22,7 +22,7 @@ namespace fixture {
 //     GetContainer, ListContainers) wait, as on a database that stopped
 //     answering; blocked() counts the reads waiting so;
 //   - while BlockSubmits() holds (until Unblock()), Claim, Register, Drain,
-//     Remove and PartitionOf wait before they submit or answer, as SQLite with shards does while
+//     Undrain, Remove and PartitionOf wait before they submit or answer, as SQLite with shards does while
 //     it reads the other shard files first; counted in blocked() too;
 //   - after FailReads(text), those reads fail with `text` (IOError, or
 //     Outcome::kError), as libpq's would with the database's host and port;
@@ -102,6 +102,10 @@ class StorageDouble : public testing::ForwardingStorage {
   void Drain(std::string id, store::ContainerCallback done) override {
     WaitSubmit();
     real_->Drain(std::move(id), std::move(done));
+  }
+  void Undrain(std::string id, store::ContainerCallback done) override {
+    WaitSubmit();
+    real_->Undrain(std::move(id), std::move(done));
   }
   void Remove(std::string id, store::ContainerCallback done) override {
     WaitSubmit();

@@ -190,6 +190,175 @@ TEST_CASE("storage: drain, remove, and tokens that only grow across delete and r
   CHECK(back.session.token > c.session.token);
 }
 
+namespace {
+
+// One heartbeat row reporting `state` for `id`, written and durable.
+void Report(store::Storage* s, const std::string& id, store::ReportedState state) {
+  int partition = -1;
+  REQUIRE(s->PartitionOf(id, &partition).ok());
+  store::HeartbeatWriteResult result;
+  const std::vector<store::HeartbeatRow> rows = {
+      {id, base::NowMs(), std::nullopt, std::nullopt, state}};
+  REQUIRE(s->WriteHeartbeats(partition, rows, &result).ok());
+  REQUIRE(result.written == 1);
+}
+
+store::ContainerResult Drain(store::Storage* s, const std::string& id) {
+  return Await<store::ContainerResult>([&](auto cb) { s->Drain(id, cb); });
+}
+store::ContainerResult Undrain(store::Storage* s, const std::string& id) {
+  return Await<store::ContainerResult>([&](auto cb) { s->Undrain(id, cb); });
+}
+
+// "status" with " drain_requested" and " drain_reported" when set.
+std::string StateOf(store::Storage* s, const std::string& id) {
+  const store::ContainerResult r = s->GetContainer(id);
+  REQUIRE(r.outcome == Outcome::kOk);
+  return r.container.status + (r.container.drain_requested ? " drain_requested" : "") +
+         (r.container.drain_reported ? " drain_reported" : "");
+}
+
+// Every partition's dead-container sweep, with everything silent.
+void SweepAllSilent(store::Storage* s) {
+  const int64_t future = base::NowMs() + 60000;
+  for (int p = 0; p < s->partitions(); ++p) {
+    store::SilenceSweep sweep;
+    REQUIRE(s->SweepSilentContainers(p, [future] { return future; }, 100, &sweep).ok());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("storage: an operator's drain holds through ready reports, registration, death and revival") {
+  Engine e(EDGEALLOC_ENGINES);
+  store::Storage* s = e.storage.get();
+  Register(s, {"d1"});
+  const store::ContainerResult drained = Drain(s, "d1");
+  REQUIRE(drained.outcome == Outcome::kOk);
+  CHECK(drained.container.id == "d1");  // the container as the drain left it
+  CHECK(drained.container.status == "draining");
+  CHECK(drained.container.drain_requested);
+  Report(s, "d1", store::ReportedState::kReady);
+  CHECK(StateOf(s, "d1") == "draining drain_requested");
+  Register(s, {"d1"});
+  CHECK(StateOf(s, "d1") == "draining drain_requested");
+  CHECK(Name(Claim(s, "weur").outcome) == "no_capacity");
+  SweepAllSilent(s);
+  CHECK(StateOf(s, "d1") == "dead drain_requested");
+  Report(s, "d1", store::ReportedState::kReady);  // back, and still drained
+  CHECK(StateOf(s, "d1") == "draining drain_requested");
+  SweepAllSilent(s);
+  Register(s, {"d1"});  // a registration brings it back drained too
+  CHECK(StateOf(s, "d1") == "draining drain_requested");
+
+  const store::ContainerResult undrained = Undrain(s, "d1");
+  REQUIRE(undrained.outcome == Outcome::kOk);
+  CHECK(undrained.container.status == "available");
+  CHECK_FALSE(undrained.container.drain_requested);
+  CHECK(Claim(s, "weur").outcome == Outcome::kOk);
+  CHECK(Name(Undrain(s, "nope").outcome) == "not_found");
+  CHECK(Name(Drain(s, "nope").outcome) == "not_found");
+}
+
+TEST_CASE("storage: a container's own drain ends at its own ready, an undrain leaves it") {
+  Engine e(EDGEALLOC_ENGINES);
+  store::Storage* s = e.storage.get();
+  Register(s, {"c1"});
+  Report(s, "c1", store::ReportedState::kDraining);
+  CHECK(StateOf(s, "c1") == "draining drain_reported");
+  Report(s, "c1", store::ReportedState::kDraining);  // again: nothing changes
+  CHECK(StateOf(s, "c1") == "draining drain_reported");
+  CHECK(Undrain(s, "c1").container.status == "draining");  // not the operator's to end
+  Report(s, "c1", store::ReportedState::kReady);
+  CHECK(StateOf(s, "c1") == "available");
+
+  // Both: its ready ends its own drain only; the undrain then frees it.
+  Report(s, "c1", store::ReportedState::kDraining);
+  REQUIRE(Drain(s, "c1").outcome == Outcome::kOk);
+  CHECK(StateOf(s, "c1") == "draining drain_requested drain_reported");
+  Report(s, "c1", store::ReportedState::kReady);
+  CHECK(StateOf(s, "c1") == "draining drain_requested");
+  CHECK(Undrain(s, "c1").container.status == "available");
+  // And the other way round: undrain first, then its ready.
+  Report(s, "c1", store::ReportedState::kDraining);
+  REQUIRE(Drain(s, "c1").outcome == Outcome::kOk);
+  CHECK(Undrain(s, "c1").container.status == "draining");
+  Report(s, "c1", store::ReportedState::kReady);
+  CHECK(StateOf(s, "c1") == "available");
+}
+
+TEST_CASE("storage: a picked container finishes its session, then drains, and a delete ends a drain") {
+  Engine e(EDGEALLOC_ENGINES);
+  store::Storage* s = e.storage.get();
+  const auto [c, held, free] = ClaimOneOfTwo(s, "p1", "p2");
+  const store::ContainerResult drained = Drain(s, held);
+  CHECK(drained.container.status == "picked");
+  CHECK(drained.container.drain_requested);
+  Report(s, held, store::ReportedState::kReady);
+  CHECK(StateOf(s, held) == "picked drain_requested");
+  REQUIRE(Await<store::SessionResult>([&](auto cb) {
+            s->Release(Tenant("t1"), c.session.session_id, c.session.token, cb);
+          }).outcome == Outcome::kOk);
+  CHECK(StateOf(s, held) == "draining drain_requested");
+  Report(s, held, store::ReportedState::kReady);
+  CHECK(StateOf(s, held) == "draining drain_requested");
+
+  // Its own draining report while picked: draining after the lease's end,
+  // until its ready.
+  auto next = Claim(s, "weur", "t1", "", /*lease_ms=*/1);
+  REQUIRE(next.outcome == Outcome::kOk);
+  CHECK(next.session.container_id == free);
+  Report(s, free, store::ReportedState::kDraining);
+  CHECK(StateOf(s, free) == "picked drain_reported");
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  int64_t ended = 0;
+  REQUIRE(s->SweepExpiredLeases(0, 100, &ended).ok());
+  CHECK(ended == 1);
+  CHECK(StateOf(s, free) == "draining drain_reported");
+  Report(s, free, store::ReportedState::kReady);
+  CHECK(StateOf(s, free) == "available");
+
+  // Delete ends the drain: registered again, it is available.
+  REQUIRE(Await<store::ContainerResult>([&](auto cb) { s->Remove(held, cb); }).outcome ==
+          Outcome::kOk);
+  Register(s, {held});
+  CHECK(StateOf(s, held) == "available");
+}
+
+TEST_CASE("storage: the capacity readers count drained containers and read their ids") {
+  Engine e(EDGEALLOC_ENGINES_AND_SHARDS);
+  store::Storage* s = e.storage.get();
+  Register(s, {"w1", "w2", "w3"});
+  Register(s, {"n1"}, "wnam");
+  const auto held = Claim(s, "weur");
+  REQUIRE(held.outcome == Outcome::kOk);
+  const std::string picked = held.session.container_id;
+  REQUIRE(Drain(s, picked).outcome == Outcome::kOk);  // held: drained, not yet draining
+  REQUIRE(Drain(s, "n1").outcome == Outcome::kOk);
+  const std::string self = picked == "w1" ? "w2" : "w1";
+  Report(s, self, store::ReportedState::kDraining);  // draining, not drained
+  std::map<std::string, std::pair<int64_t, int64_t>> draining;  // region: count, drained
+  std::set<std::string> ids;
+  for (int p = 0; p < s->partitions(); ++p) {
+    auto reader = s->NewCapacityReader(p, 250);
+    store::CapacityRead read;
+    bool unchanged = true;
+    REQUIRE(reader->Read(&read, &unchanged).ok());
+    for (const auto& count : read.counts) {
+      if (count.status == "draining") {
+        draining[count.region].first += count.count;
+        draining[count.region].second += count.drained;
+      } else {
+        CHECK(count.drained == (count.status == "picked" ? 1 : 0));
+      }
+    }
+    ids.insert(read.drained_ids.begin(), read.drained_ids.end());
+  }
+  CHECK(draining == std::map<std::string, std::pair<int64_t, int64_t>>{
+                        {"weur", {1, 0}}, {"wnam", {1, 1}}});
+  CHECK(ids == std::set<std::string>{picked, "n1"});
+}
+
 TEST_CASE("storage: heartbeats keep order, never touch a claim, and find unknown ids") {
   Engine e(EDGEALLOC_ENGINES);
   const auto [c, held, free] = ClaimOneOfTwo(e.storage.get(), "a", "b");
@@ -209,7 +378,8 @@ TEST_CASE("storage: heartbeats keep order, never touch a claim, and find unknown
   CHECK(e->GetContainer(free).container.status == "draining");
   auto h = e->GetContainer(held);
   CHECK(h.container.status == "picked");  // a heartbeat never frees a claim
-  CHECK(h.container.drain_requested);
+  CHECK(h.container.drain_reported);       // its own drain, not an operator's
+  CHECK_FALSE(h.container.drain_requested);
   CHECK(e->GetSession(Tenant("t1"), c.session.session_id).outcome == Outcome::kOk);
 }
 
@@ -244,11 +414,11 @@ TEST_CASE("storage: sweeps end expired leases and silent containers, and capacit
   std::map<std::string, int64_t> by_status;
   for (int p = 0; p < e->partitions(); ++p) {
     auto reader = e->NewCapacityReader(p, 250);
-    std::vector<store::CapacityCount> counts;
+    store::CapacityRead read;
     bool unchanged = true;
-    REQUIRE(reader->Read(&counts, &unchanged).ok());
+    REQUIRE(reader->Read(&read, &unchanged).ok());
     CHECK_FALSE(unchanged);
-    for (const auto& count : counts) by_status[count.status] += count.count;
+    for (const auto& count : read.counts) by_status[count.status] += count.count;
   }
   CHECK(by_status == std::map<std::string, int64_t>{{"dead", 3}});
 }

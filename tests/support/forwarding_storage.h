@@ -60,6 +60,9 @@ class ForwardingStorage : public store::Storage {
   void Drain(std::string id, store::ContainerCallback done) override {
     real_->Drain(std::move(id), std::move(done));
   }
+  void Undrain(std::string id, store::ContainerCallback done) override {
+    real_->Undrain(std::move(id), std::move(done));
+  }
   void Remove(std::string id, store::ContainerCallback done) override {
     real_->Remove(std::move(id), std::move(done));
   }

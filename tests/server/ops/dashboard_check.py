@@ -376,6 +376,13 @@ def scene_fleet(checks, args, chromium, tmp, base, port):
     for s in STATUSES:
         want = sum(v for (_, _, st), v in caps.items() if st == s)
         checks.check(page.totals.get(s) == str(want), f"fleet total '{s}' is {want}", page.totals.get(s))
+    # Draining split: the operator's drains apart from the containers' own.
+    drained = sum(c.get("drained", 0) for _, _, c in pools)
+    draining = sum(c["draining"] for _, _, c in pools)
+    checks.check(page.totals.get("drained") == str(drained) and
+                 page.totals.get("self-draining") == str(draining - drained),
+                 f"fleet totals 'drained' {drained} and 'self-draining' {draining - drained}",
+                 f"{page.totals.get('drained')}, {page.totals.get('self-draining')}")
     want_risk = {f"{r}/{p}": risk_of(c) for r, p, c in pools}
     got_risk = {row["key"]: row["risk"] for row in page.rows}
     checks.check(got_risk == want_risk, "each pool's state (full, almost full, ok) is its own",

@@ -134,7 +134,7 @@ TEST_CASE("postgres_storage: version 4 adds the lists' indexes to a version 3 da
                                 "WHERE session_id IS NOT NULL");
   SetSchemaVersion(uri, 3);
   auto storage = Open(uri, 1);
-  CHECK(SchemaVersion(uri) == "4");
+  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
   const std::string tenant_index = testing::PgServer::Query(
       uri, "SELECT indexdef FROM pg_indexes WHERE indexname = 'containers_tenant_session'");
   INFO(tenant_index);
@@ -146,6 +146,41 @@ TEST_CASE("postgres_storage: version 4 adds the lists' indexes to a version 3 da
   CHECK(testing::PgServer::Query(
             uri, "SELECT count(*) FROM pg_indexes WHERE indexname = 'containers_tenant'") == "0");
   CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM containers") == "1");
+}
+
+// Version 5: an operator's drain holds. A version 4 node's drains (an
+// available container drained, a picked one asked to drain) cannot be told
+// operator from self, so they become the container's own: a ready ends them.
+TEST_CASE("postgres_storage: version 5 makes a version 4 database's drains the containers' own") {
+  testing::PgServer server;
+  const std::string uri = DatabaseWith(server, {"v4-1", "v4-2", "v4-3"}, 1);
+  // As a version 4 node left it: no drain_reported, v4-1 draining, v4-2
+  // picked and asked to drain.
+  testing::PgServer::Query(uri, "DROP INDEX containers_drain_requested");
+  testing::PgServer::Query(uri, "ALTER TABLE containers DROP COLUMN drain_reported");
+  testing::PgServer::Query(uri, "UPDATE containers SET status = 'draining' WHERE id = 'v4-1'");
+  testing::PgServer::Query(uri, "UPDATE containers SET status = 'picked', session_id = 's_1', "
+                                "tenant = 't1', lease_expires_at_ms = 1, drain_requested = true "
+                                "WHERE id = 'v4-2'");
+  SetSchemaVersion(uri, 4);
+  auto storage = Open(uri, 1);
+  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+  CHECK(testing::PgServer::Query(
+            uri, "SELECT string_agg(id || ':' || status || ':' || drain_requested || ':' || "
+                 "drain_reported, ' ' ORDER BY id) FROM containers") ==
+        "v4-1:draining:false:true v4-2:picked:false:true v4-3:available:false:false");
+  CHECK(testing::PgServer::Query(
+            uri, "SELECT count(*) FROM pg_indexes WHERE indexname = "
+                 "'containers_drain_requested'") == "1");
+  // As before: its ready ends v4-1's drain.
+  int partition = -1;
+  REQUIRE(storage->PartitionOf("v4-1", &partition).ok());
+  store::HeartbeatWriteResult result;
+  REQUIRE(storage->WriteHeartbeats(partition,
+                                   {{"v4-1", 0, std::nullopt, std::nullopt,
+                                     store::ReportedState::kReady}},
+                                   &result).ok());
+  CHECK(storage->GetContainer("v4-1").container.status == "available");
 }
 
 namespace {
