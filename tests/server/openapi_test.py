@@ -161,6 +161,9 @@ def run(c):
     c("GET", "/v1/containers", ACME, want=403)
     c("POST", "/v1/sessions", BOLT, dict(claim, labels={"k": 1}), want=400)
     c("POST", "/v1/containers/%s/drain" % s2["container_id"], ADMIN, want=200)
+    # An operator's drain holds: ended here, so that the heartbeat reply
+    # below names only w-9 whichever container s2 picked.
+    c("POST", "/v1/containers/%s/undrain" % s2["container_id"], ADMIN, want=200)
     c("DELETE", "/v1/containers/%s" % s2["container_id"], ADMIN, want=409)  # picked
     c("DELETE", sid + "?token=%d" % (s1["token"] + 100), ACME, want=409)
     c("DELETE", sid, ACME, want=400)  # no token
