@@ -145,13 +145,19 @@ void AddContainerCommands(CLI::App* app, ClientCommand* c) {
   for (auto& [name, value] : *filters) cmd->add_option("--" + name, value, name);
 
   auto id = std::make_shared<std::string>();
-  const std::vector<std::tuple<std::string, std::string, std::string, std::string>> verbs = {
-      {"get", "GET", "", "a container (GET /v1/containers/ID)"},
-      {"drain", "POST", "/drain", "an operator's drain: never claimed again until undrained"},
-      {"undrain", "POST", "/undrain", "end an operator's drain"}};
-  for (const auto& [name, method, suffix, help] : verbs) {
-    cmd = Verb(containers, c, name, help, [id, method, suffix](ClientRequest* r) {
-      *r = {method, "/v1/containers/" + PathSegment(*id) + suffix, ""};
+  struct ContainerVerb {
+    const char* name;
+    const char* method;
+    const char* suffix;  // after /v1/containers/ID
+    const char* help;
+  };
+  for (const ContainerVerb& verb : {
+           ContainerVerb{"get", "GET", "", "a container (GET /v1/containers/ID)"},
+           ContainerVerb{"drain", "POST", "/drain",
+                         "an operator's drain: never claimed again until undrained"},
+           ContainerVerb{"undrain", "POST", "/undrain", "end an operator's drain"}}) {
+    cmd = Verb(containers, c, verb.name, verb.help, [id, verb](ClientRequest* r) {
+      *r = {verb.method, "/v1/containers/" + PathSegment(*id) + verb.suffix, ""};
       return std::string();
     });
     cmd->add_option("id", *id, "container id")->required();

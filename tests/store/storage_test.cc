@@ -168,7 +168,10 @@ TEST_CASE("storage: a tenant's own max_sessions overrides the server's quota, ei
 
 TEST_CASE("storage: drain, remove, and tokens that only grow across delete and register") {
   Engine e(EDGEALLOC_ENGINES);
-  const auto [c, held, free] = ClaimOneOfTwo(e.storage.get(), "c1", "c2");
+  // Named, not bound: clang 14 lets no lambda capture a structured binding.
+  const OneOfTwo one = ClaimOneOfTwo(e.storage.get(), "c1", "c2");
+  const store::SessionResult& c = one.claim;
+  const std::string &held = one.held, &free = one.free;
   auto conflict = Await<store::ContainerResult>([&](auto cb) { e->Remove(held, cb); });
   CHECK(Name(conflict.outcome) == "conflict");
   auto drained = Await<store::ContainerResult>([&](auto cb) { e->Drain(free, cb); });
@@ -290,7 +293,9 @@ TEST_CASE("storage: a container's own drain ends at its own ready, an undrain le
 TEST_CASE("storage: a picked container finishes its session, then drains, and a delete ends a drain") {
   Engine e(EDGEALLOC_ENGINES);
   store::Storage* s = e.storage.get();
-  const auto [c, held, free] = ClaimOneOfTwo(s, "p1", "p2");
+  const OneOfTwo one = ClaimOneOfTwo(s, "p1", "p2");
+  const store::SessionResult& c = one.claim;
+  const std::string &held = one.held, &free = one.free;
   const store::ContainerResult drained = Drain(s, held);
   CHECK(drained.container.status == "picked");
   CHECK(drained.container.drain_requested);
