@@ -389,9 +389,7 @@ inline constexpr auto kCapacityCounts =
 // Then the ids under an operator's drain, for the heartbeat reply: a walk of
 // the partial index containers_drain_requested, which holds only them, so
 // the read costs the drained containers, never the fleet.
-inline constexpr char kDrainedIds[] = R"sql(
-SELECT id FROM containers WHERE drain_requested = 1
-)sql";
+inline constexpr char kDrainedIds[] = "SELECT id FROM containers WHERE drain_requested = 1";
 
 }  // namespace store::sql
 
