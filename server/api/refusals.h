@@ -26,7 +26,6 @@ inline constexpr Refusal kHeartbeatsUnreadable{
 inline constexpr Refusal kReadersBusy{
     ApiError::kOverloaded,
     "too many reads are waiting for the database on this node; retry after a second"};
-inline constexpr Refusal kInternalError{ApiError::kInternal, "internal error; it has been logged"};
 inline constexpr Refusal kOwnLimitsOnly{ApiError::kForbidden,
                                         "a tenant key reads its own limits only"};
 inline constexpr Refusal kOwnSessionsOnly{ApiError::kForbidden,

@@ -71,7 +71,6 @@ def doc_flags():
     for line in text.splitlines():
         if not line.startswith("| `--"):
             continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
         # A `|` inside backticks (`full\|normal`) is escaped in the table.
         cells = [c for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
         names = re.findall(r"`(--[a-z0-9-]+)", cells[0])
