@@ -1,24 +1,37 @@
 #!/usr/bin/env python3
-"""The dashboard in headless Chromium (issues #4 and #15).
+"""The dashboard in headless Chromium.
 
-Three scenes, each a page rendered by Debian's `chromium`:
+Five scenes, each a page rendered by Debian's `chromium`:
 
 1. A 300-pool fleet on a live `edgealloc serve` (60 regions x 5 pools, 2,400
    containers, utilisation from 0 to 100%, some dead), built in waves so the
    history has a shape: every count on the page equals /v1/capacity; the
-   grid has one cell a pool, coloured by its utilisation; the table is in the
+   grid has one cell a pool, coloured by its utilisation; each pool's risk
+   is its own (small pools one claim from full are at risk though under 90%
+   utilised); the table is in the
    order of its sort (pools at risk first by default), and the filter and
    sorts named in the address (#q=..&sort=..&dir=..&risk=1) show exactly the
    pools they say, in their order; every pool has a utilisation line from
    /v1/capacity/history; no request the page makes leaves its own origin
    (Chromium's net log), and the page names no other.
 2. The same fleet under load (claims and releases on one pool, claims
-   refused on a full one): those pools' claim and no_capacity rates, and the
-   fleet's, are above zero. Then a screenshot (docs/dashboard.png is one).
+   refused on the last full one by name): those pools' claim and no_capacity
+   rates, and the fleet's, are above zero; the refusing pool is the first
+   row, ahead of the other full pools, and the tile counts it.
 3. The page against a scripted server of the test's own: counters that grow
    by set amounts a poll give exactly those rates (Chromium's virtual time
    makes the poll period exact); a pool with containers available whose
-   claims are refused is 'refusing'; escaped label values are read right.
+   claims are refused is 'refusing'; escaped label values are read right;
+   refusing pools by rate come before 25 idle full pools, then few free,
+   and the tiles count each kind.
+4. A server with keys, the page driven over Chromium's DevTools pipe: with a
+   metrics key the open pool asks for an admin key; with an admin key it
+   lists the pool's containers and sessions, and its Drain and Undrain
+   buttons drain and undrain a container (the server says so); a table row
+   opens its pool.
+5. README's demo fleet (`serve --demo`, default settings), one pool full and
+   refusing, one with few free, one opened: the screenshot (docs/dashboard.png
+   is one).
 
     tests/server/ops/dashboard_check.py --bin build/edgealloc [--screenshot out.png] [--window 1280,1300] [--keep]
 
@@ -29,12 +42,14 @@ Standard library only.
 import argparse
 import html.parser
 import http.client
+import fcntl
 import http.server
 import itertools
 import json
 import math
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -51,8 +66,8 @@ AREAS = ("weur", "eeur", "neur", "seur", "wnam", "enam", "cnam", "sam", "afr", "
 REGIONS = tuple(f"{a}-{i}" for a in AREAS for i in range(1, 6))
 POOLS = ("chrome", "firefox", "webkit", "gpu", "sandbox")
 HISTORY_INTERVAL_MS = 250
-RISK_UTILISATION = 0.9          # the page's RISK_UTILISATION
-RISK_RANK = {"out": 0, "refusing": 1, "high": 2, "ok": 3}
+RISK_FREE_SHARE = 0.1           # the page's RISK_FREE_SHARE
+RISK_RANK = {"refusing": 0, "out": 1, "high": 2, "ok": 3}
 HEALTH_TIMEOUT_S = 30
 CHROMIUM_TIMEOUT_S = 120
 # The only absolute URL the page may hold: SVG's namespace name, never fetched.
@@ -168,12 +183,16 @@ def utilisation(c):
     return c["picked"] / usable if usable > 0 else 1.0
 
 
+def few_free(c):
+    return c["available"] <= max(1, math.floor(RISK_FREE_SHARE * (c["available"] + c["picked"])))
+
+
 def risk_of(c, refused=0.0):
-    if c["available"] == 0:
-        return "out"
     if refused > 0:
         return "refusing"
-    return "high" if utilisation(c) >= RISK_UTILISATION else "ok"
+    if c["available"] == 0:
+        return "out"
+    return "high" if few_free(c) else "ok"
 
 
 def pools_of(capacity):
@@ -231,12 +250,15 @@ def http_get(url, timeout=5):
 class Api:
     """A keep-alive JSON client of one thread."""
 
-    def __init__(self, port):
+    def __init__(self, port, key=None):
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.headers = {"Content-Type": "application/json"}
+        if key:
+            self.headers["Authorization"] = f"Bearer {key}"
 
     def call(self, method, path, body=None):
         data = None if body is None else json.dumps(body).encode()
-        self.conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+        self.conn.request(method, path, body=data, headers=self.headers)
         r = self.conn.getresponse()
         raw = r.read()
         return r.status, (json.loads(raw) if raw else None)
@@ -385,11 +407,22 @@ def scene_fleet(checks, args, chromium, tmp, base, port):
                  f"{page.totals.get('drained')}, {page.totals.get('self-draining')}")
     want_risk = {f"{r}/{p}": risk_of(c) for r, p, c in pools}
     got_risk = {row["key"]: row["risk"] for row in page.rows}
-    checks.check(got_risk == want_risk, "each pool's state (full, almost full, ok) is its own",
+    checks.check(got_risk == want_risk, "each pool's state (full, few free, ok) is its own",
                  str([(k, got_risk.get(k), v) for k, v in want_risk.items() if got_risk.get(k) != v][:4]))
+    # Pools under 10 usable containers one claim from full are at risk, though
+    # under 90% utilised (one free of 8 is 88%): the fleet must have some.
+    small = [f"{r}/{p}" for r, p, c in pools
+             if c["available"] == 1 and utilisation(c) < 0.9 and c["available"] + c["picked"] < 10]
+    checks.check(small and all(got_risk.get(k) == "high" for k in small),
+                 f"the {len(small)} small pools with one container free are at risk (few free)",
+                 str([(k, got_risk.get(k)) for k in small][:4]))
     at_risk = sum(1 for v in want_risk.values() if v != "ok")
     checks.check(page.ids.get("risk-count") == str(at_risk) and at_risk > 0,
                  f"the at-risk tile counts {at_risk} pools", page.ids.get("risk-count"))
+    high = sum(1 for v in want_risk.values() if v == "high")
+    checks.check(page.ids.get("risk-high") == str(high) and page.ids.get("risk-refusing") == "0",
+                 f"the tile counts {high} pools with few free and none refusing",
+                 f"{page.ids.get('risk-high')} {page.ids.get('risk-refusing')}")
     order = expected_order(capacity, "risk")
     check_view(checks, page, capacity, "default view (at risk first)", order, order)
     checks.check(page.rows and page.rows[0]["risk"] == "out", "the first row is a full pool",
@@ -464,14 +497,17 @@ def screenshot(checks, args, chromium, tmp, url):
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=CHROMIUM_TIMEOUT_S)
     png = open(shot, "rb").read() if os.path.exists(shot) else b""
     checks.check(r.returncode == 0 and png.startswith(b"\x89PNG") and len(png) > 10_000,
-                 f"screenshot of the 300-pool fleet under load at {args.window} in {shot}",
+                 f"screenshot of the demo fleet at {args.window} in {shot}",
                  f"rc {r.returncode}, {len(png)} bytes")
 
 
 def scene_load(checks, args, chromium, tmp, base, port, capacity):
     pools = pools_of(capacity)
     churn = max(pools, key=lambda it: (it[2]["available"], it[0], it[1]))
-    full = next(it for it in sorted(pools) if it[2]["available"] == 0)
+    # The last full pool by name: behind every other full pool, unless the
+    # page puts the pools refusing claims first.
+    fulls = sorted(it for it in pools if it[2]["available"] == 0)
+    full = fulls[-1]
     churn_key, full_key = f"{churn[0]}/{churn[1]}", f"{full[0]}/{full[1]}"
     stopping = threading.Event()
     errors = []
@@ -503,7 +539,6 @@ def scene_load(checks, args, chromium, tmp, base, port, capacity):
     try:
         time.sleep(0.5)
         rc, dom, err = dump_dom(chromium, tmp, base + "/dashboard", budget_ms=6000)
-        screenshot(checks, args, chromium, tmp, base + "/dashboard")
     finally:
         stopping.set()
         for t in threads:
@@ -523,9 +558,16 @@ def scene_load(checks, args, chromium, tmp, base, port, capacity):
     checks.check((rate(row.get("claims")) or 0) > 0, f"under load: {churn_key} shows its claims a second",
                  str(row.get("claims")))
     row = page.row(full_key) or {}
-    checks.check((rate(row.get("refused")) or 0) > 0 and row.get("risk") == "out",
-                 f"under load: the full pool {full_key} shows its refused claims a second",
+    checks.check((rate(row.get("refused")) or 0) > 0 and row.get("risk") == "refusing",
+                 f"under load: the full pool {full_key} shows its refused claims a second, 'refusing'",
                  f"{row.get('refused')} {row.get('risk')}")
+    first = page.rows[0]["key"] if page.rows else None
+    checks.check(len(fulls) >= 2 and first == full_key,
+                 f"under load: the refusing pool is the first row, before the {len(fulls) - 1} other full pools",
+                 f"first row {first}")
+    checks.check(page.ids.get("risk-refusing") == "1" and page.ids.get("risk-out") == str(len(fulls)),
+                 f"under load: the tile counts 1 pool refusing and {len(fulls)} full",
+                 f"{page.ids.get('risk-refusing')} refusing, {page.ids.get('risk-out')} full")
     checks.check((rate(page.ids.get("rate-now")) or 0) > 0, "under load: the fleet's claim rate is above 0",
                  str(page.ids.get("rate-now")))
     checks.check((rate(page.ids.get("refused-now")) or 0) > 0,
@@ -535,15 +577,266 @@ def scene_load(checks, args, chromium, tmp, base, port, capacity):
     checks.check(not quiet, "under load: the pools without claims show none", str(quiet[:3]))
 
 
+# ---- Chromium driven over DevTools, for what --dump-dom cannot do: clicks ----
+
+class Browser:
+    """Headless Chromium on --remote-debugging-pipe: DevTools messages as JSON
+    ending in NUL, written to its fd 3 and read from its fd 4."""
+
+    def __init__(self, chromium, profile):
+        to_r, to_w = os.pipe()
+        from_r, from_w = os.pipe()
+        # Above 4, so that placing them on 3 and 4 in the child moves nothing else.
+        child_in, child_out = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (to_r, from_w))
+        for fd in (to_r, from_w):
+            os.close(fd)
+
+        def place():
+            os.dup2(child_in, 3)
+            os.dup2(child_out, 4)
+
+        self.proc = subprocess.Popen(
+            chromium_base(chromium, profile) + ["--remote-debugging-pipe", "--window-size=1280,1000",
+                                                "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(3, 4), preexec_fn=place)
+        os.close(child_in)
+        os.close(child_out)
+        self.w, self.r, self.buf, self.next_id = to_w, from_r, b"", 0
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+
+    def send(self, method, params=None, session=None, timeout_s=30):
+        self.next_id += 1
+        msg = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self.w, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout_s
+        while True:
+            while b"\0" in self.buf:
+                raw, self.buf = self.buf.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == self.next_id:
+                    if "error" in reply:
+                        raise RuntimeError(f"{method}: {reply['error']}")
+                    return reply.get("result", {})
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.r], [], [], left)[0]:
+                raise RuntimeError(f"{method}: no answer from chromium")
+            chunk = os.read(self.r, 1 << 16)
+            if not chunk:
+                raise RuntimeError(f"{method}: chromium closed the pipe")
+            self.buf += chunk
+
+    def navigate(self, url):
+        self.send("Page.navigate", {"url": url}, self.session)
+
+    def eval(self, expr):
+        """The value of a JavaScript expression in the page (awaited), or None
+        while the page is not there (a navigation under way) or it threw."""
+        try:
+            r = self.send("Runtime.evaluate", {"expression": expr, "returnByValue": True,
+                                               "awaitPromise": True}, self.session)
+        except RuntimeError:
+            return None
+        return None if "exceptionDetails" in r else r.get("result", {}).get("value")
+
+    def wait(self, expr, timeout_s=20):
+        """The expression's first truthy value within the time, else None."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            v = self.eval(expr)
+            if v:
+                return v
+            time.sleep(0.1)
+        return None
+
+    def close(self):
+        try:
+            self.send("Browser.close", timeout_s=5)
+        except (RuntimeError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.w)
+        os.close(self.r)
+
+
+# ---- scene 4: a pool opened, drained and undrained, with keys ----
+
+ADMIN_KEY, METRICS_KEY = "dash-admin-key", "dash-metrics-key"
+
+
+def start_server(bin_path, tmp, name, extra):
+    """A server of its own in tmp/name, and its base URL, once /healthz answers."""
+    port = free_port()
+    folder = os.path.join(tmp, name)
+    os.makedirs(folder, exist_ok=True)
+    log = open(os.path.join(folder, "server.log"), "wb")
+    proc = subprocess.Popen([os.path.abspath(bin_path), "serve", "--db", os.path.join(folder, "pool.db"),
+                             "--listen", f"127.0.0.1:{port}", *extra],
+                            stdout=log, stderr=subprocess.STDOUT, cwd=folder)
+    log.close()
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + HEALTH_TIMEOUT_S
+    while time.monotonic() < deadline and proc.poll() is None:
+        if http_get(base + "/healthz", timeout=1)[0] == 200:
+            break
+        time.sleep(0.1)
+    return proc, base, port
+
+
+def type_key(browser, key):
+    """Waits for the page to ask for a key, then types and submits `key`."""
+    asked = browser.wait('!document.getElementById("auth").hidden')
+    browser.eval(f'document.getElementById("key-input").value = {json.dumps(key)};'
+                 'document.getElementById("auth-form").requestSubmit(); true')
+    return bool(asked)
+
+
+def drill_state(browser):
+    return browser.eval("""(() => {
+      const d = document.getElementById("drill");
+      return {hidden: d.hidden, open: d.dataset.open || null, state: d.dataset.state || null,
+              hash: location.hash, message: document.getElementById("drill-message").textContent,
+              buttons: document.querySelectorAll("#drill [data-action]").length,
+              containers: [...document.querySelectorAll("#drill tr[data-container]")].map((tr) => ({
+                id: tr.dataset.container, drained: tr.dataset.drainRequested,
+                status: tr.querySelector("[data-col=status]").textContent,
+                action: (tr.querySelector("button[data-action]") || {dataset: {}}).dataset.action || null})),
+              sessions: [...document.querySelectorAll("#drill tr[data-session]")].map((tr) => tr.dataset.session)};
+    })()""") or {}
+
+
+def scene_drill(checks, args, chromium, tmp):
+    keys = os.path.join(tmp, "keys")
+    with open(keys, "w") as f:
+        f.write(f"{ADMIN_KEY} admin\n{METRICS_KEY} metrics\n")
+    os.chmod(keys, 0o600)
+    proc, base, port = start_server(args.bin, tmp, "drill", ["--keys", keys, "--mirror-refresh-ms", "100"])
+    browser = None
+    try:
+        if not checks.check(http_get(base + "/healthz", timeout=1)[0] == 200, "drill: a server with keys starts"):
+            return
+        api = Api(port, ADMIN_KEY)
+        status, _ = api.call("POST", "/v1/containers", {"containers": [
+            {"id": f"r1.{p}.{i}", "region": "r1", "pool": p, "latency_ms": i}
+            for p, n in (("p", 3), ("q", 2)) for i in range(n)]})
+        status2, s = api.call("POST", "/v1/sessions", {"region": "r1", "pool": "p", "lease_ms": 600000,
+                                                       "labels": {"job": "drill"}})
+        if not checks.check(status == 200 and status2 == 201, "drill: 5 containers registered, 1 claimed",
+                            f"{status} {status2}"):
+            return
+        held = s["container_id"]
+        free = next(f"r1.p.{i}" for i in range(3) if f"r1.p.{i}" != held)
+        browser = Browser(chromium, os.path.join(tmp, "drill-profile"))
+
+        # A metrics key reads capacity but not the pool's lists: no buttons.
+        browser.navigate(base + "/dashboard#region=r1&pool=p")
+        type_key(browser, METRICS_KEY)
+        browser.wait('document.getElementById("drill").dataset.state === "forbidden"')
+        d = drill_state(browser)
+        checks.check(d.get("state") == "forbidden" and d.get("buttons") == 0 and not d.get("containers"),
+                     "drill: with a metrics key the open pool asks for an admin key, no buttons", str(d)[:300])
+
+        # An admin key: the pool's containers and its session, in id order.
+        browser.eval('document.getElementById("forget-key").click(); true')
+        type_key(browser, ADMIN_KEY)
+        browser.wait('document.querySelectorAll("#drill tr[data-container]").length === 3')
+        d = drill_state(browser)
+        checks.check([c["id"] for c in d.get("containers", [])] == ["r1.p.0", "r1.p.1", "r1.p.2"]
+                     and d.get("sessions") == [s["session_id"]] and d.get("open") == "r1/p",
+                     "drill: #region=r1&pool=p opens the pool's 3 containers and its 1 session, no other pool's",
+                     str(d)[:300])
+        checks.check(all(c["action"] == "drain" for c in d.get("containers", [])),
+                     "drill: each container has a Drain button", str(d.get("containers"))[:300])
+
+        # Drain a free container from the page, then undrain it (each look at
+        # the server on a new connection: an idle one may have been closed).
+        sel = f'#drill tr[data-container="{free}"] button[data-action="%s"]'
+        browser.eval(f'document.querySelector({json.dumps(sel % "drain")}).click(); true')
+        shown = browser.wait(f'document.querySelector({json.dumps(sel % "undrain")}) !== null')
+        _, c = Api(port, ADMIN_KEY).call("GET", f"/v1/containers/{free}")
+        checks.check(shown and c and c["drain_requested"] and c["status"] == "draining",
+                     f"drill: Drain drains {free} (the server says so) and turns into Undrain",
+                     f"{shown} {c}")
+        browser.eval(f'document.querySelector({json.dumps(sel % "undrain")}).click(); true')
+        shown = browser.wait(f'document.querySelector({json.dumps(sel % "drain")}) !== null')
+        _, c = Api(port, ADMIN_KEY).call("GET", f"/v1/containers/{free}")
+        checks.check(shown and c and not c["drain_requested"] and c["status"] == "available",
+                     f"drill: Undrain gives {free} back (available) and turns into Drain", f"{shown} {c}")
+
+        # A row of the table opens its pool and names it in the address.
+        browser.eval('document.getElementById("drill-close").click(); true')
+        browser.wait('document.querySelector(\'tr[data-key="r1/q"] td.name button\') !== null')
+        browser.eval('document.querySelector(\'tr[data-key="r1/q"] td.name button\').click(); true')
+        browser.wait('document.querySelectorAll("#drill tr[data-container]").length === 2')
+        d = drill_state(browser)
+        checks.check(d.get("open") == "r1/q" and "region=r1" in d.get("hash", "") and "pool=q" in d.get("hash", "")
+                     and [c["id"] for c in d.get("containers", [])] == ["r1.q.0", "r1.q.1"]
+                     and d.get("sessions") == [],
+                     "drill: clicking a pool's row opens it (and the address names it)", str(d)[:300])
+    except (RuntimeError, OSError, KeyError, TypeError) as e:
+        checks.check(False, "drill: the scene ran", repr(e))
+    finally:
+        if browser:
+            browser.close()
+        stop(proc)
+
+
+# ---- scene 5: the screenshot, README's demo fleet at default settings ----
+
+def scene_demo(checks, args, chromium, tmp):
+    """`serve --demo` as README starts it (defaults but for the address and
+    the database): weur/chrome claimed full and asked of, so that it refuses,
+    and opened; then docs/dashboard.png's screenshot."""
+    proc, base, port = start_server(args.bin, tmp, "demo", ["--demo"])
+    stopping = threading.Event()
+    try:
+        if not checks.check(http_get(base + "/healthz", timeout=1)[0] == 200, "demo: serve --demo starts"):
+            return
+        api = Api(port)
+        claimed = 0
+        while api.call("POST", "/v1/sessions", {"region": "weur", "pool": "chrome", "lease_ms": 600000,
+                                                 "labels": {"job": f"render-{claimed}"}})[0] == 201:
+            claimed += 1
+        # eeur/firefox one free of 8: few free, though 88% utilised.
+        for pool, n in (("firefox", 7), ("chrome", 2)):
+            for _ in range(n):
+                api.call("POST", "/v1/sessions", {"region": "eeur" if pool == "firefox" else "wnam",
+                                                  "pool": pool, "lease_ms": 600000})
+
+        def refused_claims():
+            client = Api(port)
+            while not stopping.is_set():
+                client.call("POST", "/v1/sessions", {"region": "weur", "pool": "chrome"})
+                time.sleep(0.01)
+
+        t = threading.Thread(target=refused_claims, daemon=True)
+        t.start()
+        # The mirror refreshes every second by default: two refreshes.
+        time.sleep(2.5)
+        screenshot(checks, args, chromium, tmp, base + "/dashboard#region=weur&pool=chrome")
+        checks.check(claimed > 0, f"demo: weur/chrome is full after {claimed} claims")
+    finally:
+        stopping.set()
+        stop(proc)
+
+
 # ---- scene 3: a scripted server ----
 
 WEIRD_POOL = 'we"ird\\pool'
+IDLE_FULL_POOLS = 25
 
 
 def scripted_server(page_html):
     """A server of the page and of scripted data: each /metrics answer has the
     counters one step further (claims ok +3 and no_capacity +2 in r1/a, +4 in
-    the weird pool, ok +3 in r1/b, a step)."""
+    the weird pool, ok +3 in r1/b, a step). Region r0 has 25 full pools
+    nobody asks of; r1 has small, big and mid pools of few free containers."""
     state = {"metrics": 0, "paths": []}
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -567,7 +860,9 @@ def scripted_server(page_html):
                 self.reply("text/html; charset=utf-8", page_html)
             elif path == "/v1/capacity":
                 self.reply("application/json", json.dumps({"as_of_ms": now, "age_ms": 5, "regions": {
-                    "r1": {"pools": {"a": counts(3, 1), "b": counts(5, 0), WEIRD_POOL: counts(0, 2, 1)}}}}))
+                    "r0": {"pools": {f"full-{i:02d}": counts(0, 2) for i in range(IDLE_FULL_POOLS)}},
+                    "r1": {"pools": {"a": counts(3, 1), "b": counts(5, 0), WEIRD_POOL: counts(0, 2, 1),
+                                     "small": counts(1, 4), "big": counts(2, 18), "mid": counts(2, 10)}}}}))
             elif path == "/metrics":
                 k = state["metrics"] = state["metrics"] + 1
                 esc = WEIRD_POOL.replace("\\", "\\\\").replace('"', '\\"')
@@ -627,7 +922,7 @@ def scene_scripted(checks, chromium, tmp, page_html):
     checks.check(b.get("risk") == "ok" and near(b.get("claims"), 3 / 1.5) and near(b.get("refused"), 0),
                  "scripted: a pool claimed 3 a poll shows 2.0 claims/s and no refusals",
                  f"{b.get('risk')} {b.get('claims')} {b.get('refused')}")
-    checks.check(weird.get("risk") == "out" and near(weird.get("refused"), 4 / 1.5),
+    checks.check(weird.get("risk") == "refusing" and near(weird.get("refused"), 4 / 1.5),
                  "scripted: a pool named with a quote and a backslash gets its escaped metric's rate",
                  f"{weird.get('key')} {weird.get('risk')} {weird.get('refused')}")
     checks.check(near(page.ids.get("rate-now"), 3 / 1.5) and near(page.ids.get("refused-now"), 6 / 1.5),
@@ -636,8 +931,22 @@ def scene_scripted(checks, chromium, tmp, page_html):
     checks.check(a.get("history") == 2 and b.get("history") == 3 and weird.get("history") == 0,
                  "scripted: lines leave out the samples a pool was not in",
                  f"{a.get('history')} {b.get('history')} {weird.get('history')}")
-    checks.check([r["key"] for r in page.rows] == ["r1/" + WEIRD_POOL, "r1/a", "r1/b"],
-                 "scripted: full, then refusing, then ok", str([r["key"] for r in page.rows]))
+    # Refusing (the highest rate first, full or not), then full, then few
+    # free, then the rest, each by utilisation: 1 free of 5 (80%) is at risk,
+    # 2 free of 20 (90%) too, 2 free of 12 (83%) is not.
+    idle_full = [f"r0/full-{i:02d}" for i in range(IDLE_FULL_POOLS)]
+    want = ["r1/" + WEIRD_POOL, "r1/a", *idle_full, "r1/big", "r1/small", "r1/mid", "r1/b"]
+    got = [r["key"] for r in page.rows]
+    checks.check(got == want, "scripted: refusing by rate, then full, then few free, then the rest",
+                 f"first {got[:4]}, last {got[-4:]}")
+    risks = {r["key"]: r["risk"] for r in page.rows}
+    checks.check([risks.get(k) for k in ("r1/small", "r1/big", "r1/mid")] == ["high", "high", "ok"],
+                 "scripted: 1 free of 5 and 2 of 20 are few free, 2 of 12 is not",
+                 str([risks.get(k) for k in ("r1/small", "r1/big", "r1/mid")]))
+    tiles = [page.ids.get(k) for k in ("risk-refusing", "risk-out", "risk-high", "risk-count")]
+    checks.check(tiles == ["2", str(IDLE_FULL_POOLS + 1), "2", str(IDLE_FULL_POOLS + 4)],
+                 "scripted: the tile counts 2 refusing, 26 full (one refusing too), 2 few free, 29 at risk",
+                 str(tiles))
     checks.check(page.deaths == [{"key": "r1/a", "silent": "3", "reported": "1"},
                                  {"key": "r1/" + WEIRD_POOL, "silent": "1", "reported": "0"}]
                  and page.ids.get("deaths-total") == "5",
@@ -691,6 +1000,8 @@ def main():
         if capacity is not None:
             scene_load(checks, args, chromium, tmp, base, port, capacity)
         scene_scripted(checks, chromium, tmp, page_html.decode("utf-8"))
+        scene_drill(checks, args, chromium, tmp)
+        scene_demo(checks, args, chromium, tmp)
         checks.check(server.poll() is None, "server still running after the checks",
                      f"exit code {server.poll()}")
     finally:
