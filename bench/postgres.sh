@@ -7,10 +7,10 @@
 #   bench/postgres.sh --quick     build-*/bench/http_load, BIN and LOAD as
 #                                 bench/run sets them; --quick: about 30 s)
 #
-# Starts PostgreSQL 15 (initdb into the run's temp dir, a free port,
-# fsync = on, synchronous_commit = on: every commit flushed to disk before it
-# is answered, as SQLite's synchronous FULL; as the `postgres` user when run
-# as root), then, each on a fresh database of that server:
+# Starts PostgreSQL 15 (bench/pg_lib.sh: initdb into the run's temp dir, a
+# free port, fsync = on, synchronous_commit = on: every commit flushed to disk
+# before it is answered, as SQLite's synchronous FULL; as the `postgres` user
+# when run as root), then, each on a fresh database of that server:
 #
 # 1. pg_http_cycles_per_s_1node: claim+release cycles a second over HTTP,
 #    `edgealloc serve --db postgresql://...`, 64 keep-alive connections,
@@ -56,44 +56,8 @@ CONNS=64
 PGBENCH_CLIENTS=16
 HB_CONTAINERS=10000
 
-# PostgreSQL 15's programs (pgbench and psql too): PG_BIN, else Debian's
-# folder, else where the PATH's initdb is.
-PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
-[[ -x $PG_BIN/initdb ]] || PG_BIN=$(dirname "$(command -v initdb || echo /nonexistent/initdb)")
-for p in initdb pg_ctl postgres pgbench psql; do
-  [[ -x $PG_BIN/$p ]] ||
-    { echo "bench/postgres.sh: no $p in $PG_BIN (scripts/setup.sh installs PostgreSQL)" >&2; exit 1; }
-done
-PSQL=$PG_BIN/psql
-PGBENCH=$PG_BIN/pgbench
+source "$(dirname "${BASH_SOURCE[0]}")/pg_lib.sh"
 
-# As root, initdb and postgres run as the postgres user (they refuse root).
-PgAs() {
-  if ((EUID == 0)); then
-    setpriv --reuid=postgres --regid=postgres --init-groups "$@"
-  else
-    "$@"
-  fi
-}
-
-PGDIR="$WORK/pg"
-PGDATA="$PGDIR/data"
-PG_STARTED=0
-mkdir -p "$PGDIR"
-if ((EUID == 0)); then
-  chmod o+x "$WORK"
-  chown postgres:postgres "$PGDIR"
-fi
-
-StopPg() {
-  ((PG_STARTED)) || return 0
-  PG_STARTED=0
-  PgAs "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w -t 30 stop >/dev/null 2>&1 && return 0
-  # Not stopped in 30 s: the postmaster this script started, by its pid.
-  local pid
-  pid=$(head -1 "$PGDATA/postmaster.pid" 2>/dev/null || true)
-  [[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null || true
-}
 # Our edgealloc servers first (they hold connections), then PostgreSQL, then
 # lib.sh's cleanup (which removes the temp dir).
 PgCleanup() {
@@ -113,30 +77,7 @@ echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -n); PostgreSQL $PG_VERSION ($PG_
 echo "# cores $(nproc), shared by PostgreSQL, edgealloc, the load generator and pgbench"
 echo "# load average $(cut -d' ' -f1-3 /proc/loadavg) before the run"
 
-PgAs "$PG_BIN/initdb" -D "$PGDATA" -A trust -U edgealloc -E UTF8 --locale=C --no-sync \
-  >"$PGDIR/initdb.log" 2>&1 || { cat "$PGDIR/initdb.log" >&2; exit 1; }
-PG_PORT=$(FreePort)
-# Durable as SQLite's FULL: every commit's WAL flushed (fdatasync) before it
-# is answered. The rest is PostgreSQL 15's defaults (shared_buffers 128MB,
-# wal_sync_method fdatasync, full_page_writes on, commit_delay 0).
-PgAs tee -a "$PGDATA/postgresql.conf" >/dev/null <<EOF
-
-# bench/postgres.sh
-port = $PG_PORT
-listen_addresses = '127.0.0.1'
-unix_socket_directories = '$PGDIR'
-max_connections = 100
-fsync = on
-synchronous_commit = on
-# Times the WAL fsyncs in pg_stat_wal, to tell the disk's share (no effect
-# on what is written or when).
-track_wal_io_timing = on
-EOF
-PG_STARTED=1
-PgAs "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$PGDIR/server.log" -w -t 30 start >/dev/null 2>&1 ||
-  { echo "PostgreSQL did not start:" >&2; tail -20 "$PGDIR/server.log" >&2; exit 1; }
-PG_URI_BASE="postgresql://edgealloc@127.0.0.1:$PG_PORT"
-Sql() { "$PSQL" -X -q -At -v ON_ERROR_STOP=1 "$PG_URI_BASE/${2:-postgres}" -c "$1"; }
+StartPg
 echo "# settings: $(Sql "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings
   WHERE name IN ('fsync', 'synchronous_commit', 'wal_sync_method', 'full_page_writes',
                  'shared_buffers', 'commit_delay', 'max_connections')")"
@@ -150,19 +91,6 @@ NewDb() {
   echo "$PG_URI_BASE/$1"
 }
 
-# CPU seconds (user + system) of the PostgreSQL server: its live processes,
-# and the backends that have exited (the postmaster reaped them, so they are
-# in its children's times: pgbench's backends end with pgbench).
-PgCpu() {
-  local ppid
-  ppid=$(head -1 "$PGDATA/postmaster.pid")
-  {
-    awk '{ print $14 + $15 + $16 + $17 }' "/proc/$ppid/stat"
-    for pid in $(pgrep -P "$ppid" || true); do
-      awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || true
-    done
-  } | awk -v hz="$(getconf CLK_TCK)" '{ s += $1 } END { printf "%.2f", s / hz }'
-}
 # WAL fsyncs so far and their total ms (pg_stat_wal, the whole server).
 WalSyncs() { Sql "SELECT wal_sync || ' ' || wal_sync_time FROM pg_stat_wal"; }
 # WalFigures PREFIX "SYNCS0 MS0" "SYNCS1 MS1" SECONDS: fsyncs a second, ms each.
