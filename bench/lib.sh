@@ -1,4 +1,4 @@
-# Shared by bench/heartbeats.sh and bench/mirror.sh; sourced, not run.
+# Shared by bench/run and the bench scripts; sourced, not run.
 #
 # Every server is started through StartServer, which records its pid, so the
 # EXIT trap stops exactly the servers this script started (never by name: the
@@ -66,6 +66,13 @@ StartServer() {
 # to the end: an early exit would SIGPIPE curl, which pipefail makes fatal.
 Metric() {
   curl -fs "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n && !v { v = $2 } END { print v }'
+}
+
+# MetricSum PORT NAME [SCALE]: a /metrics counter of one server, summed over
+# its labels, times SCALE (1 by default), as an integer.
+MetricSum() {
+  curl -fs "http://127.0.0.1:$1/metrics" |
+    awk -v n="$2" -v k="${3:-1}" '$1 == n || index($1, n "{") == 1 { s += $2 } END { printf "%d\n", s * k }'
 }
 
 Now() { date +%s.%N; }

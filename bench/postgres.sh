@@ -101,13 +101,6 @@ WalFigures() {
     printf "%swal_fsync_ms %.2f ms\n", p, (n > 0) ? (y[2] - x[2]) / n : 0
   }'
 }
-# MetricSum PORT NAME [SCALE]: a /metrics counter of one server, summed over
-# its labels, times SCALE (1 by default), as an integer.
-MetricSum() {
-  curl -fs "http://127.0.0.1:$1/metrics" |
-    awk -v n="$2" -v k="${3:-1}" '$1 == n || index($1, n "{") == 1 { s += $2 } END { printf "%d\n", s * k }'
-}
-
 Fleet "$WORK/fleet.json" "bench:default:1000:c-"
 
 # CommitTotals PORT...: the commit microseconds, transactions and jobs of the
