@@ -39,10 +39,13 @@ export function spawnWorker(file, args) {
   };
 }
 
-// In a worker process: says it is ready, then answers each "count".
+// In a worker process: says it is ready, then answers each "count"; ends
+// with its parent (whose exit, even a crash, closes the channel), so that no
+// worker is left polling.
 export function serveCount(getCount) {
   process.send("ready");
   process.on("message", () => process.send(getCount()));
+  process.on("disconnect", () => process.exit(0));
 }
 
 // Jobs finished a second, summed over the workers, between warmup and
