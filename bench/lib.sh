@@ -77,8 +77,13 @@ MetricSum() {
 
 Now() { date +%s.%N; }
 
-# Ratio A B: A / B with 3 decimals (awk: bash has no floats).
-Ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.3f\n", a / b }'; }
+# Ratio A B: A / B with 3 decimals (awk: bash has no floats); nan unless
+# both are numbers and B is not 0 (a figure that was skipped or is nan).
+Ratio() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    num = "^-?[0-9]+([.][0-9]*)?$"
+    if (a !~ num || b !~ num || b == 0) print "nan"; else printf "%.3f\n", a / b }'
+}
 
 # Get FILE NAME: the value of `NAME value unit` in a file of http_load output.
 Get() { awk -v n="$2" '$1 == n { print $2; exit }' "$1"; }
