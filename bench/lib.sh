@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by bench/run and the bench scripts; sourced, not run.
 #
 # Every server is started through StartServer, which records its pid, so the
@@ -32,10 +33,10 @@ FreePort() {
 # few hundred rows/s with --batch-max 1) would take many minutes. What the
 # kill drops was accepted but not yet written; no figure depends on it.
 StopServer() {
-  local pid=$1 i
+  local pid=$1
   kill -0 "$pid" 2>/dev/null || return 0
   kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 1 50); do
+  for _ in $(seq 1 50); do
     kill -0 "$pid" 2>/dev/null || return 0
     sleep 0.1
   done
@@ -46,13 +47,13 @@ StopServer() {
 
 # StartServer DB LOGNAME ARGS...: sets PORT and PID, waits for /readyz.
 StartServer() {
-  local db=$1 log=$2 i
+  local db=$1 log=$2
   shift 2
   PORT=$(FreePort)
   "$BIN" serve --db "$db" --listen "127.0.0.1:$PORT" "$@" >"$WORK/$log.log" 2>&1 &
   PID=$!
   SERVER_PIDS+=("$PID")
-  for i in $(seq 1 100); do
+  for _ in $(seq 1 100); do
     if curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then return 0; fi
     kill -0 "$PID" 2>/dev/null || break
     sleep 0.1
