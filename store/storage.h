@@ -76,8 +76,11 @@ class Storage {
   virtual void Claim(ClaimRequest req, SessionCallback done) = 0;
   // Ends the session if `token` is its current one and its lease runs: the
   // container becomes available (draining if a drain was asked, dead if it
-  // reported itself dead). kOk (the session id only), kStaleToken,
-  // kNotFound (also for a lease that is over), kForbidden (another
+  // reported itself dead), and the session's end is kept in the history
+  // (end reason released, released_by_admin or, for caller.abandoning,
+  // abandoned). kOk (the session id only; also a release again with the
+  // token of a session a release ended), kStaleToken, kSessionEnded (the
+  // history's, or an expired lease), kNotFound, kForbidden (another
   // tenant's, unless the caller is admin), kOverloaded or kError.
   virtual void Release(const Caller& caller, std::string session_id, int64_t token,
                        SessionCallback done) = 0;
@@ -85,8 +88,9 @@ class Storage {
   // session, or as Release. REQUIRES: lease_ms > 0.
   virtual void Renew(const Caller& caller, std::string session_id, int64_t token,
                      int64_t lease_ms, SessionCallback done) = 0;
-  // The session as committed now: kOk, kNotFound (also when its lease is
-  // over), kForbidden, kOverloaded or kError.
+  // The session as committed now: kOk, kSessionEnded (its lease is over, or
+  // it ended and the history keeps it), kNotFound, kForbidden, kOverloaded
+  // or kError.
   virtual SessionResult GetSession(const Caller& caller, std::string_view session_id) = 0;
   // The tenant's sessions as committed now, as its quota counts them (every
   // partition). A read: never waits for a writer.
@@ -164,6 +168,16 @@ class Storage {
   // write time. Never from a writer thread.
   virtual Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
                                        int max_rows, SilenceSweep* sweep) = 0;
+
+  // Deletes at most max_rows of the session history the partition keeps
+  // (GetSession's, Release's and Renew's kSessionEnded), oldest first: the
+  // sessions that ended more than history_ms ago, then those past the
+  // newest max_history_rows (the engine's whole history; SQLite's shards
+  // each keep their share). Sets *pruned. A cheap read first, and an index
+  // walk, never a scan; in a transaction of its own. Never from a writer
+  // thread.
+  virtual Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
+                                     int max_rows, int64_t* pruned) = 0;
 
   // ---- Capacity and observability ----
 

@@ -15,10 +15,20 @@ namespace {
 
 using store::Outcome;
 
+// A failed session call's response: an ended session's says how it ended.
+Response SessionErrorResponse(const store::SessionResult& r, std::string_view request_id) {
+  if (r.outcome == Outcome::kSessionEnded) {
+    return ErrorResponse(ApiError::kSessionEnded, r.message,
+                         ",\"end_reason\":" + JsonQuote(r.end.reason) +
+                             ",\"ended_at_ms\":" + std::to_string(r.end.ended_at_ms));
+  }
+  return OutcomeResponse(r.outcome, r.message, request_id);
+}
+
 Response SessionResponse(const store::SessionResult& r, int ok_status,
                          std::string_view request_id) {
   if (r.outcome != Outcome::kOk && r.outcome != Outcome::kReplayed) {
-    return OutcomeResponse(r.outcome, r.message, request_id);
+    return SessionErrorResponse(r, request_id);
   }
   Response res = JsonResponse(ok_status, SessionJson(r.session));
   if (r.outcome == Outcome::kReplayed) res.set("Idempotent-Replayed", "true");
@@ -231,9 +241,7 @@ void SessionRoutes::Release(RouteRequest req, Reply reply) {
   allocator_->Release(CallerOf(req.who), req.params[0], token,
                       [io = io_, reply, id = req.RequestId()](store::SessionResult r) {
                         ReplyOnIo(io, reply, [r = std::move(r), id] {
-                          if (r.outcome != Outcome::kOk) {
-                            return OutcomeResponse(r.outcome, r.message, id);
-                          }
+                          if (r.outcome != Outcome::kOk) return SessionErrorResponse(r, id);
                           return Response{http::status::no_content, 11};
                         });
                       });

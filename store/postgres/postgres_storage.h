@@ -75,6 +75,8 @@ class PostgresStorage : public Storage {
   Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) override;
   Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
                                int max_rows, SilenceSweep* sweep) override;
+  Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
+                             int max_rows, int64_t* pruned) override;
 
   std::unique_ptr<CapacityReader> NewCapacityReader(int partition, int busy_timeout_ms) override;
   const WriterStats& writer_stats(int partition) const override {

@@ -3,6 +3,8 @@
 
 // The PostgreSQL schema and its migration's statements (store/postgres/schema.cc).
 
+#include "store/postgres/lifecycle_sql.h"
+
 namespace store::pgsql {
 
 // The schema, version 2. Made by MigrateSchema (store/postgres/schema.cc) under an
@@ -17,8 +19,16 @@ namespace store::pgsql {
 // count by tenant uses it as it used (tenant)); and the lists' byte order
 // (COLLATE "C") has an index of its own on session_id and on id, so that a
 // database whose default collation is not C walks an index too instead of
-// sorting every row. A node of an older version refuses a newer schema.
-inline constexpr int kSchemaVersion = 4;
+// sorting every row. Version 5 keeps ended sessions (docs/api.md, "Ended
+// sessions"): every statement that ends a session sets end_reason
+// (lifecycle_sql.h, EDGEALLOC_PG_END_SESSION), and the trigger
+// containers_session_ended, which fires only on an UPDATE that sets it (a
+// claim, a renew or a heartbeat never does), keeps the session as it was in
+// session_history, in the same transaction; its columns are named as the
+// containers' (store/row_columns.h), seq orders it by insertion (the bound
+// on its rows), ended_at_ms (an expired lease's: the lease's end) the
+// window. A node of an older version refuses a newer schema.
+inline constexpr int kSchemaVersion = 5;
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
@@ -58,6 +68,43 @@ CREATE INDEX IF NOT EXISTS containers_lease ON containers (lease_expires_at_ms)
   WHERE session_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS containers_dead_reported ON containers (id)
   WHERE dead_reported AND status <> 'dead';
+ALTER TABLE containers ADD COLUMN IF NOT EXISTS end_reason text;
+CREATE TABLE IF NOT EXISTS session_history (
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  session_id text NOT NULL UNIQUE,
+  id text NOT NULL,
+  region text NOT NULL,
+  pool text NOT NULL,
+  generation bigint NOT NULL,
+  lease_expires_at_ms bigint,
+  data text,
+  labels text,
+  tenant text,
+  end_reason text NOT NULL,
+  ended_at_ms bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS session_history_ended ON session_history (ended_at_ms);
+CREATE OR REPLACE FUNCTION edgealloc_keep_ended_session() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  INSERT INTO session_history (session_id, id, region, pool, generation, lease_expires_at_ms,
+                               data, labels, tenant, end_reason, ended_at_ms)
+  VALUES (OLD.session_id, OLD.id, OLD.region, OLD.pool, OLD.generation, OLD.lease_expires_at_ms,
+          OLD.data, OLD.labels, OLD.tenant,
+          CASE WHEN TG_OP = 'DELETE' THEN 'container_deleted' ELSE NEW.end_reason END,
+          CASE WHEN TG_OP = 'UPDATE' AND NEW.end_reason = 'expired' THEN OLD.lease_expires_at_ms
+               ELSE )sql" EDGEALLOC_PG_NOW_MS R"sql( END)
+  ON CONFLICT (session_id) DO NOTHING;
+  RETURN NULL;
+END
+$fn$;
+DROP TRIGGER IF EXISTS containers_session_ended ON containers;
+CREATE TRIGGER containers_session_ended AFTER UPDATE OF end_reason ON containers FOR EACH ROW
+  WHEN (OLD.session_id IS NOT NULL AND NEW.session_id IS NULL)
+  EXECUTE FUNCTION edgealloc_keep_ended_session();
+DROP TRIGGER IF EXISTS containers_session_deleted ON containers;
+CREATE TRIGGER containers_session_deleted AFTER DELETE ON containers FOR EACH ROW
+  WHEN (OLD.session_id IS NOT NULL)
+  EXECUTE FUNCTION edgealloc_keep_ended_session();
 )sql";
 
 // Version 1 to 2: the ids whose lane_hash is still to be set, and setting

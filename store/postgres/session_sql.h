@@ -76,10 +76,14 @@ WHERE tenant = $1 AND idempotency_key = $2
   AND lease_expires_at_ms <= )sql" EDGEALLOC_PG_NOW_MS R"sql(
 )sql";
 
-//   $1 session_id $2 token $3 tenant (NULL for an admin)
+// The end reason as store/sqlite's kRelease says.
+//   $1 session_id $2 token $3 tenant (NULL for an admin) $4 abandoning
+//   $5 the caller's tenant
 inline constexpr char kRelease[] = R"sql(
 UPDATE containers
-SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION R"sql(
+SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION(
+    "CASE WHEN $4::boolean THEN 'abandoned' WHEN $3::text IS NULL AND tenant IS DISTINCT FROM "
+    "$5::text THEN 'released_by_admin' ELSE 'released' END") R"sql(
 WHERE session_id = $1 AND generation = $2::bigint AND ($3::text IS NULL OR tenant = $3)
   AND lease_expires_at_ms > )sql" EDGEALLOC_PG_NOW_MS R"sql(
 )sql";
@@ -96,6 +100,11 @@ RETURNING )sql", kSessionColumnList, "\n");
 // found.
 inline constexpr auto kGetSession = Sql("SELECT ", kSessionColumnList, ", " EDGEALLOC_PG_NOW_MS
                                         " FROM containers WHERE session_id = $1");
+
+// An ended session, by its id (schema_sql.h's session_history).
+inline constexpr auto kGetEndedSession =
+    Sql("SELECT ", kSessionColumnList, ", end_reason, ended_at_ms FROM session_history ",
+        "WHERE session_id = $1");
 
 // A page of live sessions after $1 in session id order (store/sqlite's
 // kListSessions), examining at most $7 sessions (ListExamineBound): the

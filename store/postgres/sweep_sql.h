@@ -10,7 +10,7 @@ namespace store::pgsql {
 //   $1 limit
 inline constexpr char kReapExpired[] = R"sql(
 UPDATE containers
-SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION R"sql(
+SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION("'expired'") R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE session_id IS NOT NULL
                AND lease_expires_at_ms <= )sql" EDGEALLOC_PG_NOW_MS R"sql(
@@ -23,7 +23,7 @@ WHERE id IN (SELECT id FROM containers
 //   $1 silence_ms $2 limit $3 partitions $4 partition
 inline constexpr char kReapPicked[] = R"sql(
 UPDATE containers
-SET status = 'dead', )sql" EDGEALLOC_PG_END_SESSION R"sql(
+SET status = 'dead', )sql" EDGEALLOC_PG_END_SESSION("'container_dead'") R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE status = 'picked' AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint OR dead_reported)
                AND lane_hash % $3::integer = $4::integer
@@ -40,6 +40,28 @@ WHERE id IN (SELECT id FROM containers
                AND lane_hash % $3::integer = $4::integer
              LIMIT $2::bigint
              FOR UPDATE SKIP LOCKED)
+)sql";
+
+// The session history's prune (Storage::PruneSessionHistory): at most $3
+// rows that ended more than $1 ms before the database's now, oldest first
+// (session_history_ended), then at most $3 less those past the newest $2 by
+// insertion order (the primary key, seq). Returns how many went.
+//   $1 history_ms $2 rows kept at most $3 limit
+inline constexpr char kPruneHistory[] = R"sql(
+WITH old AS (
+  DELETE FROM session_history
+  WHERE seq IN (SELECT seq FROM session_history
+                WHERE ended_at_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint
+                ORDER BY ended_at_ms LIMIT $3::bigint)
+  RETURNING seq),
+over AS (
+  DELETE FROM session_history
+  WHERE seq IN (SELECT seq FROM session_history
+                WHERE seq <= (SELECT max(seq) FROM session_history) - $2::bigint
+                  AND seq NOT IN (SELECT seq FROM old)
+                ORDER BY seq LIMIT greatest($3::bigint - (SELECT count(*) FROM old), 0))
+  RETURNING seq)
+SELECT (SELECT count(*) FROM old) + (SELECT count(*) FROM over)
 )sql";
 
 }  // namespace store::pgsql

@@ -21,8 +21,13 @@
 #define EDGEALLOC_SQL_STATUS_AFTER_SESSION \
   "status = CASE WHEN dead_reported THEN 'dead' WHEN drain_requested THEN 'draining' " \
   "ELSE 'available' END"
-// Forgets the session and the requests that waited for its end.
-#define EDGEALLOC_SQL_END_SESSION                                                        \
+// Forgets the session and the requests that waited for its end, saying why
+// it ended (`reason`, an SQL expression): setting end_reason is what makes
+// the trigger of store/sqlite/schema.cc (version 7) keep the session in
+// session_history, so no statement can end a session without a reason. A
+// claim or renew never sets end_reason, so the trigger costs them nothing.
+#define EDGEALLOC_SQL_END_SESSION(reason)                                                \
+  "end_reason = " reason ", "                                                           \
   "drain_requested = 0, dead_reported = 0, session_id = NULL, tenant = NULL, "          \
   "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL"
 
@@ -94,11 +99,17 @@ WHERE tenant = ?1 AND idempotency_key = ?2 AND lease_expires_at_ms <= ?3
 // changed row. The row is found by rowid through a subquery run once, not by
 // `WHERE session_id = ?1`: an UPDATE that finds its row through an index it
 // changes must first copy the keys to a temporary table, and SQLite builds
-// one per execution; so would RETURNING (EXPLAIN showed both).
+// one per execution; so would RETURNING (EXPLAIN showed both). The end
+// reason: abandoned (?5, the allocator's release for a client that went
+// away), released_by_admin (an admin key of another tenant than the
+// session's, ?6), else released.
 //   ?1 session_id ?2 token ?3 tenant (NULL for an admin) ?4 now_ms
+//   ?5 abandoning (0 or 1) ?6 the caller's tenant
 inline constexpr char kRelease[] = R"sql(
 UPDATE containers
-SET )sql" EDGEALLOC_SQL_STATUS_AFTER_SESSION ", " EDGEALLOC_SQL_END_SESSION R"sql(
+SET )sql" EDGEALLOC_SQL_STATUS_AFTER_SESSION ", " EDGEALLOC_SQL_END_SESSION(
+    "CASE WHEN ?5 THEN 'abandoned' WHEN ?3 IS NULL AND tenant IS NOT ?6 "
+    "THEN 'released_by_admin' ELSE 'released' END") R"sql(
 WHERE rowid = (SELECT rowid FROM containers WHERE session_id = ?1)
   AND generation = ?2 AND (?3 IS NULL OR tenant = ?3) AND lease_expires_at_ms > ?4
 )sql";
@@ -154,7 +165,7 @@ WHERE session_id IS NOT NULL AND lease_expires_at_ms <= ?1 LIMIT 1
 // transaction of its own (never inside a claim).
 inline constexpr char kReapExpired[] = R"sql(
 UPDATE containers
-SET )sql" EDGEALLOC_SQL_STATUS_AFTER_SESSION ", " EDGEALLOC_SQL_END_SESSION R"sql(
+SET )sql" EDGEALLOC_SQL_STATUS_AFTER_SESSION ", " EDGEALLOC_SQL_END_SESSION("'expired'") R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE session_id IS NOT NULL AND lease_expires_at_ms <= ?1
              ORDER BY lease_expires_at_ms LIMIT ?2)
@@ -316,13 +327,13 @@ SELECT 1 FROM containers WHERE dead_reported = 1 AND +status <> 'dead' LIMIT 1
 
 // The reaper, picked rows first: at most ?2 picked containers that are silent
 // or reported dead become dead, and their session ends (the holder's next
-// session call answers 404). Counted as sessions ended. Two index walks, as
+// session call answers 410 container_dead). Counted as sessions ended. Two index walks, as
 // in kReapUnpicked below, never a walk of every held row (containers_session):
 // a sweep runs in the writer whenever any container anywhere is silent.
 //   ?1 cutoff_ms ?2 limit
 inline constexpr char kReapPicked[] = R"sql(
 UPDATE containers
-SET status = 'dead', )sql" EDGEALLOC_SQL_END_SESSION R"sql(
+SET status = 'dead', )sql" EDGEALLOC_SQL_END_SESSION("'container_dead'") R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE status <> 'dead' AND last_heartbeat_ms < ?1 AND status = 'picked'
              UNION ALL

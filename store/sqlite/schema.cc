@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -146,6 +147,56 @@ CREATE INDEX containers_tenant_session ON containers (tenant, session_id)
 DROP INDEX containers_tenant;
 )sql";
 
+// Version 7: ended sessions say why (docs/api.md, "Ended sessions"). Every
+// statement that ends a session sets end_reason (store/sqlite/lifecycle_sql.h,
+// EDGEALLOC_SQL_END_SESSION), and the trigger keeps the session as it was in
+// session_history, in the same statement. Written as `UPDATE OF end_reason`,
+// so a statement that does not set end_reason (a claim, a renew, a
+// heartbeat) has no trigger compiled into it and pays nothing. session_history's
+// columns are named as the containers' (store/row_columns.h kSessionColumns,
+// id the container's), so its rows read as sessions; seq orders it by
+// insertion, for the bound on its rows, and ended_at_ms (an expired lease's:
+// the lease's end) for the window and the list, newest first. A deleted row
+// that held a session (nothing in edgealloc deletes one) is kept too.
+constexpr char kSchemaV7[] = R"sql(
+ALTER TABLE containers ADD COLUMN end_reason TEXT;
+CREATE TABLE session_history (
+  seq                 INTEGER PRIMARY KEY,
+  session_id          TEXT NOT NULL UNIQUE,
+  id                  TEXT NOT NULL,
+  region              TEXT NOT NULL,
+  pool                TEXT NOT NULL,
+  generation          INTEGER NOT NULL,
+  lease_expires_at_ms INTEGER,
+  data                TEXT,
+  labels              TEXT,
+  tenant              TEXT,
+  end_reason          TEXT NOT NULL,
+  ended_at_ms         INTEGER NOT NULL
+);
+CREATE INDEX session_history_ended ON session_history (ended_at_ms, session_id);
+CREATE INDEX session_history_tenant ON session_history (tenant, ended_at_ms, session_id);
+CREATE TRIGGER containers_session_ended AFTER UPDATE OF end_reason ON containers
+WHEN OLD.session_id IS NOT NULL AND NEW.session_id IS NULL
+BEGIN
+  INSERT OR REPLACE INTO session_history (session_id, id, region, pool, generation,
+      lease_expires_at_ms, data, labels, tenant, end_reason, ended_at_ms)
+  VALUES (OLD.session_id, OLD.id, OLD.region, OLD.pool, OLD.generation,
+      OLD.lease_expires_at_ms, OLD.data, OLD.labels, OLD.tenant, NEW.end_reason,
+      CASE WHEN NEW.end_reason = 'expired' THEN OLD.lease_expires_at_ms
+           ELSE CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) END);
+END;
+CREATE TRIGGER containers_session_deleted AFTER DELETE ON containers
+WHEN OLD.session_id IS NOT NULL
+BEGIN
+  INSERT OR REPLACE INTO session_history (session_id, id, region, pool, generation,
+      lease_expires_at_ms, data, labels, tenant, end_reason, ended_at_ms)
+  VALUES (OLD.session_id, OLD.id, OLD.region, OLD.pool, OLD.generation,
+      OLD.lease_expires_at_ms, OLD.data, OLD.labels, OLD.tenant, 'container_deleted',
+      CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER));
+END;
+)sql";
+
 Status RunStep(Db* db, int to_version) {
   switch (to_version) {
     case 1: return db->Exec(kSchemaV1);
@@ -154,10 +205,20 @@ Status RunStep(Db* db, int to_version) {
     case 4: return db->Exec(kSchemaV4);
     case 5: return db->Exec(kSchemaV5);
     case 6: return db->Exec(kSchemaV6);
+    case 7: return db->Exec(kSchemaV7);
   }
   return Status::InvalidArgument("no migration step to version " + std::to_string(to_version));
 }
-static_assert(kSchemaVersion == 6, "add the new version's case to RunStep");
+static_assert(kSchemaVersion == 7, "add the new version's case to RunStep");
+
+// The oldest binary that can use a file of `version` (schema.h's
+// kCompatibleVersion says why for each): a step that only adds an index
+// keeps the one before's.
+int CompatibleVersionAt(int version) {
+  constexpr int kAt[] = {0, 1, 2, 3, 4, 5, 5, 7};
+  static_assert(std::size(kAt) == kSchemaVersion + 1 && kAt[kSchemaVersion] == kCompatibleVersion);
+  return kAt[version];
+}
 
 Status ReadCompatibleVersion(Db* db, int* version) {
   *version = 0;
@@ -211,7 +272,7 @@ Status MigrateTo(Db* db, int target) {
     RETURN_IF_ERROR(RunStep(db, version + 1));
     RETURN_IF_ERROR(db->Exec("PRAGMA user_version = " + std::to_string(version + 1)));
     RETURN_IF_ERROR(db->Exec("INSERT INTO meta (key, value) VALUES ('compatible_version', '" +
-                 std::to_string(version + 1 < kCompatibleVersion ? version + 1 : kCompatibleVersion) +
+                 std::to_string(CompatibleVersionAt(version + 1)) +
                  "') ON CONFLICT (key) DO UPDATE SET value = excluded.value"));
     RETURN_IF_ERROR(txn.Commit());
   }

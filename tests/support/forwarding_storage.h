@@ -74,6 +74,10 @@ class ForwardingStorage : public store::Storage {
   store::Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) override {
     return real_->SweepExpiredLeases(partition, max_rows, ended);
   }
+  store::Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
+                                    int max_rows, int64_t* pruned) override {
+    return real_->PruneSessionHistory(partition, history_ms, max_history_rows, max_rows, pruned);
+  }
   store::Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
                                       int max_rows, store::SilenceSweep* sweep) override {
     return real_->SweepSilentContainers(partition, cutoff_ms, max_rows, sweep);

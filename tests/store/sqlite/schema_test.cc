@@ -182,7 +182,7 @@ TEST_CASE("schema: version 6 adds the (tenant, session_id) index a tenant's list
       "'containers_tenant_session'";
   CHECK(QueryInt(db.get(), "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = "
                            "'containers_tenant_session'") == 0);
-  REQUIRE(store::Migrate(db.get()).ok());
+  REQUIRE(store::MigrateTo(db.get(), 6).ok());
   CHECK(Version(db.get()) == 6);
   const std::string sql = QueryText(db.get(), kIndexSql);
   CHECK(sql.find("(tenant, session_id)") != std::string::npos);
@@ -195,6 +195,29 @@ TEST_CASE("schema: version 6 adds the (tenant, session_id) index a tenant's list
                             "NULL") == "s_1");
   // Only an index changed: a version 5 binary may still open the file.
   CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "5");
+}
+
+TEST_CASE("schema: version 7 keeps every session ended from then on, with its reason, in "
+          "session_history, a live session of version 6 included") {
+  testing::TempDir dir;
+  auto db = FileAtVersion(dir, 6);
+  REQUIRE(db->Exec(kHeldContainer).ok());
+  REQUIRE(store::MigrateTo(db.get(), 7).ok());
+  CHECK(Version(db.get()) == 7);
+  CHECK(Columns(db.get(), "containers").count("end_reason") == 1);
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM session_history") == 0);
+  // A statement that does not set end_reason keeps nothing (a claim, a renew).
+  REQUIRE(db->Exec("UPDATE containers SET lease_expires_at_ms = 100 WHERE id = 'c-1'").ok());
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM session_history") == 0);
+  // Ending the session of before, as the lease reaper does, keeps it.
+  REQUIRE(db->Exec("UPDATE containers SET end_reason = 'expired', status = 'available', "
+                   "session_id = NULL, tenant = NULL, lease_expires_at_ms = NULL WHERE id = 'c-1'")
+              .ok());
+  CHECK(QueryText(db.get(), "SELECT session_id || ' ' || id || ' ' || tenant || ' ' || "
+                            "generation || ' ' || end_reason || ' ' || ended_at_ms "
+                            "FROM session_history") == "s_1 c-1 t1 7 expired 100");
+  // A binary before version 7 would end sessions without a reason.
+  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "7");
 }
 
 TEST_CASE("schema: migrating a current file again changes nothing") {
