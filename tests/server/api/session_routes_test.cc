@@ -17,6 +17,7 @@
 #include <vector>
 #include <thread>
 
+#include "base/clock.h"
 #include "server/service.h"
 #include "tests/server/service_fixture.h"
 #include "tests/server/storage_double.h"
@@ -108,9 +109,43 @@ TEST_CASE("routes: a container is registered, claimed, renewed and released") {
   r = c.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token));
   CHECK(r.status == 204);
   CHECK(r.body.empty());
+  // A release repeated with the same token is 204 again (idempotent).
   r = c.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token));
-  CHECK(r.status == 404);
-  CHECK(r.ErrorCode() == "not_found");
+  CHECK(r.status == 204);
+  CHECK(r.body.empty());
+}
+
+TEST_CASE("routes: an ended session's GET, renew and release answer 410 session_ended with its "
+          "end_reason and ended_at_ms") {
+  TestService t("adm admin\nacme-key tenant acme\nbolt-key tenant bolt\n");
+  HttpClient admin = t.Client("adm");
+  HttpClient acme = t.Client("acme-key");
+  REQUIRE(admin.Post("/v1/containers", kFleet).status == 200);
+  HttpReply r = acme.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+  REQUIRE(r.status == 201);
+  const std::string id = Json(r)["session_id"];
+  const int64_t token = Json(r)["token"];
+  const int64_t before = base::NowMs();
+  REQUIRE(admin.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token)).status == 204);
+  for (HttpReply ended : {acme.Get("/v1/sessions/" + id),
+                          acme.Post("/v1/sessions/" + id + "/renew", json{{"token", token}}.dump()),
+                          acme.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token - 1))}) {
+    CHECK(ended.status == 410);
+    CHECK(ended.ErrorCode() == "session_ended");
+    const json error = Json(ended)["error"];
+    CHECK(error["end_reason"] == "released_by_admin");
+    CHECK(error["ended_at_ms"].get<int64_t>() >= before);
+    CHECK(error["message"].get<std::string>().find(id) != std::string::npos);
+  }
+  // Another tenant learns nothing of it.
+  CHECK(t.Client("bolt-key").Get("/v1/sessions/" + id).status == 403);
+  // An expired lease is told apart from a release.
+  r = acme.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","lease_ms":1})");
+  REQUIRE(r.status == 201);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  r = acme.Get("/v1/sessions/" + std::string(Json(r)["session_id"]));
+  CHECK(r.status == 410);
+  CHECK(Json(r)["error"]["end_reason"] == "expired");
 }
 
 TEST_CASE("routes: an idempotent retry replays the session with Idempotent-Replayed") {
@@ -253,7 +288,7 @@ TEST_CASE("routes: another tenant asking about an expired session gets 403, not 
   r = bolt.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token));
   CHECK(r.status == 403);
   // Its own tenant still learns that it expired.
-  CHECK(acme.Get("/v1/sessions/" + id).status == 404);
+  CHECK(acme.Get("/v1/sessions/" + id).status == 410);
 }
 
 TEST_CASE("routes: a registration naming one id twice is 400 invalid_field naming the index") {
