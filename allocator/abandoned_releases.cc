@@ -85,7 +85,8 @@ void WaitingRoom::OnAbandonedReleased(PendingRelease p, Outcome outcome) {
   --releases_in_flight_;
   // The store down or busy: tried again later, until its lease would have
   // ended anyway (TakeDueReleasesLocked). Any other answer is final: ok,
-  // or not_found / stale_token (it ended meanwhile: its lease ran out).
+  // or session_ended / not_found / stale_token (it ended meanwhile: its
+  // lease ran out).
   if (outcome == Outcome::kError || outcome == Outcome::kOverloaded) {
     ++p.attempts;
     if (stopped_) {
