@@ -156,7 +156,9 @@ DROP INDEX containers_tenant;
 // columns are named as the containers' (store/row_columns.h kSessionColumns,
 // id the container's), so its rows read as sessions; seq orders it by
 // insertion, for the bound on its rows, and ended_at_ms (an expired lease's:
-// the lease's end) for the window and the list, newest first. A deleted row
+// the lease's end) for the window: no index but session_id's and
+// ended_at_ms's, as few as the reads and the prune need, since every
+// release writes them. A deleted row
 // that held a session (nothing in edgealloc deletes one) is kept too.
 constexpr char kSchemaV7[] = R"sql(
 ALTER TABLE containers ADD COLUMN end_reason TEXT;
@@ -174,8 +176,7 @@ CREATE TABLE session_history (
   end_reason          TEXT NOT NULL,
   ended_at_ms         INTEGER NOT NULL
 );
-CREATE INDEX session_history_ended ON session_history (ended_at_ms, session_id);
-CREATE INDEX session_history_tenant ON session_history (tenant, ended_at_ms, session_id);
+CREATE INDEX session_history_ended ON session_history (ended_at_ms);
 CREATE TRIGGER containers_session_ended AFTER UPDATE OF end_reason ON containers
 WHEN OLD.session_id IS NOT NULL AND NEW.session_id IS NULL
 BEGIN
