@@ -318,6 +318,15 @@ int64_t Batcher::SilenceCutoff(Lane* lane) const {
   return watermark - options_.dead_after_ms;
 }
 
+void Batcher::NoteDeaths(const std::vector<store::DeadContainer>& dead) {
+  uint64_t reported = 0;
+  for (const auto& d : dead) reported += d.reported ? 1 : 0;
+  stats_.dead_reported.fetch_add(reported, std::memory_order_relaxed);
+  stats_.dead_silent.fetch_add(dead.size() - reported, std::memory_order_relaxed);
+  recent_deaths_.Add(base::NowMs(), dead);
+  if (options_.on_deaths) options_.on_deaths(DescribeDeaths(dead));
+}
+
 void Batcher::ReapPartition(Lane* lane) {
   // Bounded sweeps, one after another, until one finds less than a full one.
   for (;;) {
@@ -329,6 +338,7 @@ void Batcher::ReapPartition(Lane* lane) {
     stats_.sessions_ended.fetch_add(static_cast<uint64_t>(sweep.sessions_ended),
                                     std::memory_order_relaxed);
     stats_.dead_marked.fetch_add(static_cast<uint64_t>(dead), std::memory_order_relaxed);
+    if (!sweep.dead.empty()) NoteDeaths(sweep.dead);
     if (dead < kReapBatchRows) return;
     base::MutexLock lock(&reaper_mu_);
     if (reaper_stop_) return;

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -10,6 +11,7 @@
 
 #include "base/mutex.h"
 #include "batcher/coalesce.h"
+#include "batcher/deaths.h"
 #include "batcher/heartbeat.h"
 #include "batcher/stats.h"
 #include "store/storage.h"
@@ -46,6 +48,9 @@ struct BatcherOptions {
   int64_t dead_after_ms = store::kDefaultDeadAfterMs;
   // How often the reaper looks; <= 0 derives min(1000, max(1, dead_after_ms / 4)).
   int reaper_interval_ms = 0;
+  // Called on the reaper's thread with DescribeDeaths' line for each sweep
+  // that marked any container dead (the server logs it); none if empty.
+  std::function<void(const std::string&)> on_deaths;
 };
 
 // What Submit did with a request. Expected outcomes, not errors: the server
@@ -114,6 +119,8 @@ class Batcher {
   int partitions() const { return static_cast<int>(lanes_.size()); }
   const BatcherOptions& options() const { return options_; }
   const BatcherStats& stats() const { return stats_; }
+  // The reaper's deaths of the last minutes, by pool (the dashboard's).
+  const RecentDeaths& recent_deaths() const { return recent_deaths_; }
 
  private:
   struct Lane;
@@ -133,11 +140,15 @@ class Batcher {
   void MarkQueued(Lane* lane, Heartbeat* items, size_t n);
   void MarkWritten(Lane* lane, const Heartbeat* items, size_t n);
   void ReapPartition(Lane* lane);
+  // Counts a sweep's deaths by reason, keeps them for recent_deaths() and
+  // hands their line to options_.on_deaths.
+  void NoteDeaths(const std::vector<store::DeadContainer>& dead);
 
   store::Storage* const storage_;
   BatcherOptions options_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   BatcherStats stats_;
+  RecentDeaths recent_deaths_;
 
   std::atomic<bool> accepting_{true};
   std::atomic<int> submitting_{0};

@@ -51,6 +51,10 @@ struct BatcherStats {
   // Containers the reaper marked dead, and of them those whose session it ended.
   std::atomic<uint64_t> dead_marked{0};
   std::atomic<uint64_t> sessions_ended{0};
+  // Of dead_marked, by reason: silent past dead_after_ms, or a held container
+  // that had reported itself dead (edgealloc_containers_marked_dead_total{reason}).
+  std::atomic<uint64_t> dead_silent{0};
+  std::atomic<uint64_t> dead_reported{0};
 
   // Rows a batch (after coalescing).
   Histogram batch_size{kBatchSizeBuckets};

@@ -524,7 +524,7 @@ def report(runs):
     print()
     for r in runs:
         print("- %s (`%s`, %s): tenant limits %s; setup (fleet and A's %d sessions) %.1f s; B %d cycles a phase at %g/s on %d connections." % (
-            r["label"], r["binary"], r["version"],
+            r["label"], shown_path(r["binary"]), r["version"],
             "on its keys file lines: A `%s`, B `%s`" % (r["limits"]["a"], r["limits"]["b"]) if r["limits"]
             else "none (this binary refuses them on a keys file line, or --no-limits)",
             ARGS.a_sessions, r["setup_s"], r["quiet"]["n"], ARGS.b_rate, ARGS.b_conns))
@@ -533,6 +533,16 @@ def report(runs):
 
 
 ARGS = None
+
+
+def shown_path(binary):
+    """A binary as RESULTS.md names it: a path in the repo, never a scratch
+    path of the machine that ran it."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.path.abspath(binary)
+    if path.startswith(root + os.sep):
+        return os.path.relpath(path, root)
+    return "an older build, outside the repo"
 
 
 def main():

@@ -384,7 +384,10 @@ HeartbeatWriters pghb pg_heartbeat
 if ((!QUICK)); then
   STANDBY="$PGDIR/standby"
   STANDBY_PORT=$(FreePort)
+  # --checkpoint=fast: the default spread checkpoint made the base backup wait
+  # minutes, past the step's time.
   if PgAs "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$PG_PORT" -U edgealloc -D "$STANDBY" -R -X stream \
+      --checkpoint=fast \
       >"$PGDIR/basebackup.log" 2>&1; then
     PgAs "$PG_BIN/pg_ctl" -D "$STANDBY" -l "$PGDIR/standby.log" -w -t 30 \
       -o "-p $STANDBY_PORT -k $PGDIR" start >/dev/null 2>&1 &&

@@ -155,22 +155,29 @@ store::Status Mirror::ReadPart(ShardState* shard, std::shared_ptr<const Snapshot
   } count_cpu{cpu_start, cpu_micros};
   // Taken before the read begins: no count it returns is older than this.
   const int64_t as_of_ms = base::NowMs();
-  RETURN_IF_ERROR(shard->reader->Read(&shard->counts, unchanged));
+  RETURN_IF_ERROR(shard->reader->Read(&shard->read, unchanged));
   if (*unchanged && shard->last_read != nullptr) {
     // Nothing committed since the last read began: its counts are still the
     // partition's as of now.
-    *part = std::make_shared<const Snapshot>(as_of_ms, shard->last_read->regions());
+    *part = std::make_shared<const Snapshot>(as_of_ms, shard->last_read->regions(),
+                                             shard->last_read->drained_ids());
     return store::Status::Ok();
   }
   // Otherwise build from the counts (which still hold the reader's last read
   // if it said unchanged while no part of ours was kept).
   *unchanged = false;
   Snapshot::Regions regions;
-  for (const store::CapacityCount& c : shard->counts) {
+  for (const store::CapacityCount& c : shard->read.counts) {
     // An unknown status (none exists under the schema's CHECK) is skipped.
-    (void)regions[c.region][c.pool].Add(c.status, c.count);
+    StatusCounts& counts = regions[c.region][c.pool];
+    (void)counts.Add(c.status, c.count);
+    // Drained counts as such only once it drains (a picked one finishes
+    // its session first).
+    if (c.status == "draining") counts.drained += c.drained;
   }
-  *part = std::make_shared<const Snapshot>(as_of_ms, std::move(regions));
+  auto drained = std::make_shared<DrainedIds>(shard->read.drained_ids.begin(),
+                                              shard->read.drained_ids.end());
+  *part = std::make_shared<const Snapshot>(as_of_ms, std::move(regions), std::move(drained));
   shard->last_read = *part;
   return store::Status::Ok();
 }

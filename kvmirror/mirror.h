@@ -153,7 +153,7 @@ class Mirror {
     base::Mutex refresh_mu;
     const std::unique_ptr<store::CapacityReader> reader PT_GUARDED_BY(refresh_mu);
     // The reader's output, reused from one read to the next.
-    std::vector<store::CapacityCount> counts GUARDED_BY(refresh_mu);
+    store::CapacityRead read GUARDED_BY(refresh_mu);
     // The part built from the last successful read; null after an error.
     std::shared_ptr<const Snapshot> last_read GUARDED_BY(refresh_mu);
     // Set by every refresh of this shard, read by its thread between them.

@@ -13,7 +13,14 @@ void AppendCounts(const StatusCounts& c, std::string* out) {
   out->append(",\"picked\":").append(std::to_string(c.picked));
   out->append(",\"draining\":").append(std::to_string(c.draining));
   out->append(",\"dead\":").append(std::to_string(c.dead));
+  out->append(",\"drained\":").append(std::to_string(c.drained));
   out->push_back('}');
+}
+
+// The one empty set every snapshot without drained ids shares.
+const std::shared_ptr<const DrainedIds>& NoDrainedIds() {
+  static const auto* none = new std::shared_ptr<const DrainedIds>(std::make_shared<DrainedIds>());
+  return *none;
 }
 
 }  // namespace
@@ -23,6 +30,7 @@ void StatusCounts::Add(const StatusCounts& other) {
   picked += other.picked;
   draining += other.draining;
   dead += other.dead;
+  drained += other.drained;
 }
 
 bool StatusCounts::Add(std::string_view status, int64_t n) {
@@ -40,10 +48,12 @@ bool StatusCounts::Add(std::string_view status, int64_t n) {
   return true;
 }
 
-Snapshot::Snapshot() : regions_json_("{}") {}
+Snapshot::Snapshot() : drained_(NoDrainedIds()), regions_json_("{}") {}
 
-Snapshot::Snapshot(int64_t as_of_ms, Regions regions)
-    : as_of_ms_(as_of_ms), regions_(std::move(regions)) {
+Snapshot::Snapshot(int64_t as_of_ms, Regions regions, std::shared_ptr<const DrainedIds> drained)
+    : as_of_ms_(as_of_ms),
+      regions_(std::move(regions)),
+      drained_(drained != nullptr ? std::move(drained) : NoDrainedIds()) {
   AppendRegionsJson(regions_, &regions_json_, [this](const StatusCounts& counts, std::string* out) {
     AppendCounts(counts, out);
     totals_.Add(counts);
@@ -55,6 +65,9 @@ std::shared_ptr<const Snapshot> Snapshot::Merge(
   if (parts.size() == 1 && parts[0] != nullptr) return parts[0];  // nothing to add
   int64_t as_of_ms = parts.empty() ? 0 : INT64_MAX;
   Regions regions;
+  // Shared, not copied, while only one part has drained ids (the usual case).
+  std::shared_ptr<const DrainedIds> drained;
+  std::shared_ptr<DrainedIds> joined;
   for (const auto& part : parts) {
     if (part == nullptr) {
       as_of_ms = 0;
@@ -65,8 +78,18 @@ std::shared_ptr<const Snapshot> Snapshot::Merge(
       Pools& into = regions[region];
       for (const auto& [pool, counts] : pools) into[pool].Add(counts);
     }
+    if (part->drained_ids()->empty()) continue;
+    if (drained == nullptr) {
+      drained = part->drained_ids();
+      continue;
+    }
+    if (joined == nullptr) {
+      joined = std::make_shared<DrainedIds>(*drained);
+      drained = joined;
+    }
+    joined->insert(part->drained_ids()->begin(), part->drained_ids()->end());
   }
-  return std::make_shared<const Snapshot>(as_of_ms, std::move(regions));
+  return std::make_shared<const Snapshot>(as_of_ms, std::move(regions), std::move(drained));
 }
 
 int64_t Snapshot::AgeMs(int64_t now_ms) const {

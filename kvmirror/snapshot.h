@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace kvmirror {
@@ -18,6 +19,9 @@ struct StatusCounts {
   int64_t picked = 0;
   int64_t draining = 0;
   int64_t dead = 0;
+  // Of the draining ones, those an operator drained (the others drain by
+  // their own report). Not a state of its own: not in total().
+  int64_t drained = 0;
 
   int64_t total() const { return available + picked + draining + dead; }
   void Add(const StatusCounts& other);
@@ -29,9 +33,17 @@ struct StatusCounts {
   bool operator==(const StatusCounts&) const = default;
 };
 
+// The ids of the containers under an operator's drain, looked up by
+// string_view (a heartbeat's ids) without a copy.
+struct IdHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
+};
+using DrainedIds = std::unordered_set<std::string, IdHash, std::equal_to<>>;
+
 // A Snapshot is the capacity of the pool as one read saw it: container counts
 // by region, pool and state, in sorted order so that every rendering of it is
-// stable. It is immutable once built, so any number of threads may read one
+// stable, and the ids an operator drained. It is immutable once built, so any number of threads may read one
 // shared Snapshot without locks; the Mirror publishes each as a
 // shared_ptr<const Snapshot> and never changes it afterwards.
 class Snapshot {
@@ -44,12 +56,14 @@ class Snapshot {
   Snapshot();
   // A snapshot of `regions` as read by a read that began at `as_of_ms`
   // (milliseconds since the Unix epoch).
-  Snapshot(int64_t as_of_ms, Regions regions);
+  Snapshot(int64_t as_of_ms, Regions regions,
+           std::shared_ptr<const DrainedIds> drained = nullptr);
 
   // Sums parts that each cover some regions (one part a shard). The result's
   // as_of_ms is the oldest of the parts', since that is the oldest data it
   // holds; it is 0 if any part is null (a shard not read yet) or none is
-  // given. Counts of a region and pool found in several parts are added.
+  // given. Counts of a region and pool found in several parts are added;
+  // the drained ids are the parts' together.
   static std::shared_ptr<const Snapshot> Merge(
       const std::vector<std::shared_ptr<const Snapshot>>& parts);
 
@@ -67,11 +81,14 @@ class Snapshot {
   StatusCounts RegionTotals(std::string_view region) const;
   // The counts of one region and pool, or null if the snapshot has none.
   const StatusCounts* Find(std::string_view region, std::string_view pool) const;
+  // Whether an operator drained container `id`, as of this snapshot.
+  bool Drained(std::string_view id) const { return drained_->contains(id); }
+  const std::shared_ptr<const DrainedIds>& drained_ids() const { return drained_; }
 
   // The body of GET /v1/capacity (docs/api.md), on one line, regions and pools in
   // name order:
   //   {"as_of_ms":1700000000000,"age_ms":12,"regions":{"weur":{"pools":
-  //   {"chrome":{"available":3,"picked":5,"draining":0,"dead":1}}}}}
+  //   {"chrome":{"available":3,"picked":5,"draining":2,"dead":1,"drained":1}}}}}
   // age_ms is AgeMs(now_ms), or null for the empty snapshot (nothing has been
   // read, so no age can be told). Names are escaped for JSON: quote and
   // backslash, control characters as \u00XX, and bytes that are not valid
@@ -82,6 +99,7 @@ class Snapshot {
   int64_t as_of_ms_ = 0;
   Regions regions_;
   StatusCounts totals_;
+  std::shared_ptr<const DrainedIds> drained_;  // never null
   // The "regions" object, rendered once at construction: it never changes,
   // and /v1/capacity may be asked for far more often than it is refreshed.
   std::string regions_json_;

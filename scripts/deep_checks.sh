@@ -33,7 +33,7 @@ tsan_tests='^(writer:|batcher|stats:|mirror:|snapshot:|server/)'
 # Left out of the ASan tree's ctest: PostgreSQL alone, covered by the plain
 # run (the PostgreSQL writer's own tests, pg_writer:, stay in).
 asan_exclude='^(pg_server:|postgres_storage:|multi-node:|fault/nemesis$)'
-tsan_exclude='^server/(api_model|promtool_check_metrics|fd_exhaustion|logging|dashboard_check)$|_NOT_BUILT'
+tsan_exclude='^server/(api_model|promtool_check_metrics|fd_exhaustion|logging|dashboard_check|client_commands|deaths_logged)$|_NOT_BUILT'
 
 passed=0
 failed=0

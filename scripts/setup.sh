@@ -34,12 +34,16 @@ packages+=(postgresql libpq-dev)
 # sd_notify for systemd's Type=notify, and systemd-analyze to verify the unit
 # (packaging/edgealloc.service, ctest packaging/systemd_unit).
 packages+=(libsystemd-dev systemd)
-# The log (server/http/log.cc) is spdlog's.
-packages+=(libspdlog-dev)
+# The log (server/http/log.cc) is spdlog's; the --config file is read by toml++.
+packages+=(libspdlog-dev libtomlplusplus-dev)
 # The OpenAPI document's response check (tests/server/openapi_validator.py).
 packages+=(python3-jsonschema)
 # The nemesis test (tests/fault/nemesis_test.py) restarts nodes with a skewed clock.
 packages+=(faketime)
+# The Python client's test (tests/clients/python_client_test.py) installs
+# clients/python into a venv with pip, offline: the venv module, pip, and the
+# setuptools and wheel that build it, from Debian.
+packages+=(python3-venv python3-pip python3-setuptools python3-wheel)
 packages+=("${extra[@]}")
 
 missing=()
@@ -47,7 +51,8 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}" >&2
+  echo "setup: installing ${#missing[@]} Debian packages: ${missing[*]}" >&2
+  echo "setup: (5 to 10 minutes on a fresh machine, most of it chromium, postgresql and clang)" >&2
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
@@ -58,18 +63,21 @@ fi
 # tools/openapi/package-lock.json, from the npm registry. It needs Node.js 20.19
 # or later (the machines this runs on have it; Debian 12's own nodejs is 18).
 if ! command -v npm >/dev/null; then
-  echo "setup: installing nodejs npm" >&2
+  echo "setup: installing nodejs npm (for the OpenAPI linter; a minute or two)" >&2
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
 lint=tools/openapi/node_modules/.bin/redocly
 if [ ! -x "$lint" ] || [ tools/openapi/package-lock.json -nt "$lint" ]; then
+  echo "setup: installing the pinned OpenAPI linter into tools/openapi/node_modules (npm ci)" >&2
   (cd tools/openapi && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 
 if ((deps_only)); then exit 0; fi
 
 build_type=${BUILD_TYPE:-RelWithDebInfo}
+[ -f build/CMakeCache.txt ] ||
+  echo "setup: building into build/ ($build_type; about 10 minutes on 2 cores the first time)" >&2
 cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" >/dev/null
 cmake --build build -j"$(nproc)"

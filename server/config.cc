@@ -4,15 +4,22 @@
 
 #include <arpa/inet.h>
 
-#include <cctype>
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <fstream>
 #include <ostream>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "base/build_info.h"
+#include "server/agent_command.h"
+#include "server/cli_flags.h"
+#include "server/client_command.h"
 #include "server/api/reader_pool.h"
+#include "server/config_file.h"
 #include "store/storage.h"
 
 namespace server {
@@ -23,54 +30,7 @@ constexpr int kMaxPgWriters = 64;
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxReaderThreads = 256;
 
-// A validator for an integer flag in [lo, hi]; the message says what the flag
-// is for, so that a newcomer sees why the value was refused.
-CLI::Validator InRange(int64_t lo, int64_t hi, const std::string& what) {
-  return CLI::Validator(
-      [lo, hi, what](std::string& s) -> std::string {
-        int64_t v = 0;
-        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (ec != std::errc() || end != s.data() + s.size()) {
-          return "'" + s + "' is not a whole number (" + what + ")";
-        }
-        if (v < lo || v > hi) {
-          return "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
-                 s + " (" + what + ")";
-        }
-        return "";
-      },
-      "", "InRange");
-}
-
-constexpr int64_t kBig = int64_t{1} << 50;
-
-// The environment variable of a flag: EDGEALLOC_ and its long name in
-// capitals, '-' as '_' (--max-lease-ms: EDGEALLOC_MAX_LEASE_MS).
-std::string EnvNameOf(const std::string& flag) {
-  std::string name = "EDGEALLOC_";
-  for (char c : flag.substr(2)) name += c == '-' ? '_' : static_cast<char>(std::toupper(c));
-  return name;
-}
-
-// A flag, its variable and its environment variable.
-template <typename T>
-CLI::Option* AddFlag(CLI::App* app, const std::string& flag, T* value, const std::string& help) {
-  return app->add_option(flag, *value, help)->envname(EnvNameOf(flag));
-}
-
-// A whole-number flag in [lo, hi] (`what` says what it is for, in a refusal),
-// its default shown in --help.
-template <typename T>
-CLI::Option* AddNumber(CLI::App* app, const std::string& flag, T* value, const std::string& help,
-                       int64_t lo, int64_t hi, const std::string& what) {
-  return AddFlag(app, flag, value, help)->check(InRange(lo, hi, what))->capture_default_str();
-}
-
-// A flag of a few words, one of `words`, its default shown in --help.
-CLI::Option* AddWord(CLI::App* app, const std::string& flag, std::string* value,
-                     const std::string& help, std::vector<std::string> words) {
-  return AddFlag(app, flag, value, help)->check(CLI::IsMember(words))->capture_default_str();
-}
+constexpr int64_t kBig = kBigFlagValue;
 
 // The serve flags read as words, turned into ServeConfig's values after
 // parsing (FinishServe).
@@ -92,7 +52,8 @@ void AddServingFlags(CLI::App* serve, ServeConfig* s) {
       ->check(CLI::ExistingFile);
   AddNumber(serve, "--threads", &s->threads,
             "HTTP io threads (default: the number of cores less one, at least 1)", 1, kMaxThreads,
-            "HTTP io threads");
+            "HTTP io threads")
+      ->default_str("");  // the machine's cores decide it: the help says how
   AddNumber(serve, "--reader-threads", &s->reader_threads,
             "threads for the database reads of the API (a session, a list, limits, a container), "
             "kept off the HTTP io threads; each may have " +
@@ -196,35 +157,29 @@ void AddLogAndDemoFlags(CLI::App* serve, ServeConfig* s, WordFlags* words) {
       ->envname("EDGEALLOC_DEMO");
 }
 
-// --config FILE: every serve flag as a TOML key named like the long flag
-// (`db = "pool.db"`, `listen = "0.0.0.0:8080"`, `demo = true`), at the top
-// of the file or under [serve]. CLI11's order: a flag on the command line
-// wins over the file, and the file over the EDGEALLOC_* environment; an
-// unknown key is an error. Read by the top app (CLI11 reads config files
-// there), so `serve` lets the flag fall through to it.
-// EDGEALLOC_CONFIG names the file when --config does not (CLI11 2.1 reads no
-// variable for its config option): the file is then required, so a wrong
-// path is an error rather than a silent run on defaults.
-void AddConfigFile(CLI::App* app, CLI::App* serve) {
-  const char* config_from_env = std::getenv("EDGEALLOC_CONFIG");
-  const bool env_config = config_from_env != nullptr && *config_from_env != '\0';
-  app->set_config("--config", env_config ? config_from_env : "",
-                  "TOML file of serve settings, keys named as the long flags (see "
-                  "packaging/edgealloc.toml); command-line flags win over it, it wins over "
-                  "EDGEALLOC_* variables. Env: EDGEALLOC_CONFIG",
-                  env_config);
-  app->allow_config_extras(CLI::config_extras_mode::error);
-  serve->fallthrough();
+// --config FILE names a TOML file of serve settings (config_file.h reads it;
+// ArgsWithConfigFile applies it). The option is declared on the top app and
+// on serve, so that both `edgealloc --config F serve` and `edgealloc serve
+// --config F` parse and serve --help shows it; EDGEALLOC_CONFIG names the
+// file when no flag does.
+void AddConfigFlag(CLI::App* app, CLI::App* serve, std::string* path) {
+  const std::string help =
+      "TOML file of serve settings, keys named as the long flags, under [serve] (see "
+      "packaging/edgealloc.toml); a flag wins over EDGEALLOC_* variables, which win over "
+      "the file";
+  app->add_option("--config", *path, help)->type_name("FILE");
+  serve->add_option("--config", *path, help)->type_name("FILE")->envname("EDGEALLOC_CONFIG");
 }
 
-CLI::App* AddServeCommand(CLI::App* app, ServeConfig* s, WordFlags* words) {
+CLI::App* AddServeCommand(CLI::App* app, ServeConfig* s, WordFlags* words,
+                          std::string* config_path) {
   CLI::App* serve = app->add_subcommand(
       "serve",
       "Serve the HTTP API (docs/api.md; OpenAPI 3.1 in docs/openapi.json, also served at GET "
-      "/openapi.json). Every option may also come from edgealloc "
-      "--config FILE (TOML, under [serve]: packaging/edgealloc.toml) or from its EDGEALLOC_* "
-      "variable; a flag wins over the file, the file over the variable.");
-  AddConfigFile(app, serve);
+      "/openapi.json). Every option may also come from its EDGEALLOC_* variable or from "
+      "--config FILE (TOML, under [serve]: packaging/edgealloc.toml); a flag wins over the "
+      "variable, the variable over the file, the file over the default.");
+  AddConfigFlag(app, serve, config_path);
   AddServingFlags(serve, s);
   AddStorageFlags(serve, s, words);
   AddSessionFlags(serve, s);
@@ -250,20 +205,17 @@ CLI::App* AddRegisterCommand(CLI::App* app, RegisterConfig* r) {
 
 // Parses; false with cmd->exit_code set if the command ends here (help,
 // version, a usage error said on `err`).
-bool ParseOrExit(CLI::App* app, int argc, const char* const* argv, std::ostream& out,
+bool ParseOrExit(CLI::App* app, std::vector<std::string> args, std::ostream& out,
                  std::ostream& err, Command* cmd) {
   try {
-    app->parse(argc, argv);
+    std::reverse(args.begin(), args.end());  // CLI11 takes a vector last argument first
+    app->parse(args);
     return true;
   } catch (const CLI::Success& e) {  // --help, --help-all, --version
     cmd->exit_code = app->exit(e, out, err);
-  } catch (const CLI::ConfigError& e) {
-    err << "edgealloc: --config: " << e.what()
-        << " (settings go under [serve], named as the long flags of `edgealloc serve --help`; "
-           "packaging/edgealloc.toml has them all)\n";
-    cmd->exit_code = 2;
-  } catch (const CLI::FileError& e) {
-    err << "edgealloc: --config: " << e.what() << "\n";
+  } catch (const CLI::ExtrasError& e) {
+    app->exit(e, out, err);
+    err << Suggestions(app, e);
     cmd->exit_code = 2;
   } catch (const CLI::ParseError& e) {
     app->exit(e, out, err);
@@ -358,21 +310,41 @@ Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, s
                            ", SQLite " + store::SqliteLibraryVersion() + ", libpq " +
                            store::LibpqLibraryVersion() + ")");
   WordFlags words;
-  AddServeCommand(&app, &cmd.serve, &words);
+  std::string config_path;  // read by ArgsWithConfigFile before parsing
+  CLI::App* serve = AddServeCommand(&app, &cmd.serve, &words, &config_path);
   CLI::App* reg = AddRegisterCommand(&app, &cmd.reg);
-  if (!ParseOrExit(&app, argc, argv, out, err, &cmd)) return cmd;
+  AgentWords agent_words;
+  CLI::App* agent = AddAgentCommand(&app, &cmd.agent, &agent_words);
+  AddClientCommands(&app, &cmd.client);
+  std::vector<std::string> args;
+  if (!ArgsWithConfigFile(serve, argc, argv, err, &args)) {
+    cmd.exit_code = 2;
+    return cmd;
+  }
+  if (!ParseOrExit(&app, std::move(args), out, err, &cmd)) return cmd;
 
   if (*reg) {
     cmd.kind = Command::Kind::kRegister;
     return cmd;
   }
-  const std::string usage = FinishServe(words, &cmd.serve);
+  if (cmd.client.make) {  // a client subcommand ran its callback
+    const std::string usage = cmd.client.make(&cmd.client.request);
+    if (!usage.empty()) {
+      err << "edgealloc: " << usage << "\n";
+      cmd.exit_code = 2;
+      return cmd;
+    }
+    cmd.kind = Command::Kind::kClient;
+    return cmd;
+  }
+  const std::string usage =
+      *agent ? FinishAgent(agent_words, &cmd.agent) : FinishServe(words, &cmd.serve);
   if (!usage.empty()) {
     err << "edgealloc: " << usage << "\n";
     cmd.exit_code = 2;
     return cmd;
   }
-  cmd.kind = Command::Kind::kServe;
+  cmd.kind = *agent ? Command::Kind::kAgent : Command::Kind::kServe;
   return cmd;
 }
 

@@ -5,6 +5,8 @@
 #include <iosfwd>
 #include <string>
 
+#include "server/agent/agent_config.h"
+#include "server/client_command.h"
 #include "server/http/log.h"
 #include "store/types.h"
 
@@ -52,15 +54,18 @@ struct RegisterConfig {
 };
 
 struct Command {
-  enum class Kind { kServe, kRegister, kExit };
+  enum class Kind { kServe, kRegister, kAgent, kClient, kExit };
   Kind kind = Kind::kExit;
   int exit_code = 0;  // for kExit: 0 (--help), 2 (usage error)
   ServeConfig serve;
   RegisterConfig reg;
+  AgentConfig agent;
+  ClientCommand client;
 };
 
-// Parses `edgealloc serve|register [options]`, flags first, then EDGEALLOC_*
-// environment variables, then defaults. Help goes to `out`; a usage error
+// Parses `edgealloc serve|register|agent|sessions|containers [options]`, flags first, then
+// EDGEALLOC_* environment variables, then the --config file (config_file.h,
+// serve only), then defaults. Help goes to `out`; a usage error
 // goes to `err` in words a newcomer understands and gives kExit with code 2.
 // Also refuses, as a usage error, to serve without --keys on an address that
 // is not loopback.

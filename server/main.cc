@@ -1,14 +1,18 @@
 // edgealloc: hands out exclusive containers from a fleet, with SQLite or PostgreSQL behind it (docs/design.md).
 // `edgealloc serve` runs the HTTP API; `edgealloc register` adds containers
-// from the command line, also while a server runs.
+// from the command line, also while a server runs; `edgealloc agent` is a
+// container's sidecar that keeps it reported (docs/agent.md).
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
 #include <csignal>
 #include <iostream>
+#include <string>
+#include <string_view>
 
 #include "server/admin.h"
+#include "server/agent/agent.h"
 #include "server/config.h"
 #include "server/http/log.h"
 #include "server/service.h"
@@ -16,6 +20,25 @@
 #include "store/storage.h"
 
 namespace {
+
+// What a newcomer needs from the first line: where it serves and where the
+// dashboard is, the database and the settings of its engine that matter
+// (SQLite: shards and sync; PostgreSQL: the writer connections), threads
+// and auth.
+std::string StartLine(const server::ServeConfig& cfg, uint16_t port) {
+  const std::string host = cfg.host.find(':') != std::string::npos ? "[" + cfg.host + "]" : cfg.host;
+  const std::string where = host + ":" + std::to_string(port);
+  const bool postgres = std::string_view(store::EngineName(cfg.db)) == "postgresql";
+  const std::string engine =
+      postgres ? std::to_string(cfg.pg_writers) + " writer connection(s)"
+               : std::to_string(cfg.shards) + " shard(s), sync " +
+                     (cfg.sync == store::Sync::kFull ? "full" : "normal");
+  return "edgealloc: serving on " + where + ", dashboard http://" + where + "/dashboard, db " +
+         store::DbForDisplay(cfg.db) + " (" + store::EngineName(cfg.db) + ", " + engine + "), " +
+         std::to_string(cfg.threads) + " io threads, auth " +
+         (cfg.keys_file.empty() ? "open (loopback only)" : "keys file") +
+         (cfg.demo ? ", demo fleet" : "");
+}
 
 int Serve(const server::ServeConfig& cfg) {
   server::ConfigureLogging(cfg.log);
@@ -34,13 +57,7 @@ int Serve(const server::ServeConfig& cfg) {
     server::LogError("edgealloc: cannot start: " + s.ToString());
     return s.IsInvalidArgument() ? 2 : 1;
   }
-  server::LogLine("edgealloc: serving on " + cfg.host + ":" + std::to_string(service.port()) +
-                  ", db " + store::DbForDisplay(cfg.db) + " (" + store::EngineName(cfg.db) +
-                  ", " + std::to_string(cfg.shards) + " shard(s), sync " +
-                  (cfg.sync == store::Sync::kFull ? "full" : "normal") + "), " +
-                  std::to_string(cfg.threads) + " io threads, auth " +
-                  (cfg.keys_file.empty() ? "open (loopback only)" : "keys file") +
-                  (cfg.demo ? ", demo fleet" : ""));
+  server::LogLine(StartLine(cfg, service.port()));
   server::NotifyReady("serving on " + cfg.host + ":" + std::to_string(service.port()));
   signals_io.run();
   server::NotifyStopping();
@@ -60,6 +77,11 @@ int main(int argc, char** argv) {
       return cmd.exit_code;
     case server::Command::Kind::kRegister:
       return server::RunRegister(cmd.reg, std::cin, std::cout, std::cerr);
+    case server::Command::Kind::kAgent:
+      return server::RunAgent(cmd.agent);
+    case server::Command::Kind::kClient:
+      return server::RunClientRequest(cmd.client.options, cmd.client.request, std::cout,
+                                      std::cerr);
     case server::Command::Kind::kServe:
       return Serve(cmd.serve);
   }

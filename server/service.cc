@@ -39,6 +39,8 @@ batcher::BatcherOptions BatcherOptionsOf(const ServeConfig& config) {
       static_cast<int>(std::min<int64_t>(config.batch_wait_ms, std::numeric_limits<int>::max()));
   options.queue_capacity = config.queue_capacity;
   options.dead_after_ms = config.dead_after_ms;
+  // A container's death is news an operator must see (docs/heartbeats-capacity-metrics.md).
+  options.on_deaths = [](const std::string& line) { LogWarn("edgealloc: " + line); };
   return options;
 }
 
@@ -180,6 +182,7 @@ void Service::AddApiRoutes() {
   HeartbeatRoutesOptions heartbeat_options;
   heartbeat_options.max_clock_skew_ms = config_.max_clock_skew_ms;
   heartbeat_options.storage = storage_.get();
+  heartbeat_options.mirror = mirror_.get();
   if (sharded) {
     // The batcher then asks the storage each item's partition, which may
     // read the shard files: on a reader thread.

@@ -15,16 +15,6 @@ ContainerResult AnswerContainerRead(const std::string& id, const Status& read,
   return ContainerResult{Outcome::kOk, std::move(*found), 0, ""};
 }
 
-ContainerResult DrainAnswer(const std::string& id, std::optional<std::string_view> status) {
-  if (!status) return NoContainer(id);
-  ContainerResult out;
-  out.outcome = Outcome::kOk;
-  out.container.id = id;
-  out.container.status = std::string(*status);
-  out.container.drain_requested = out.container.status == "picked";
-  return out;
-}
-
 ContainerResult RemoveAnswer(const std::string& id, bool removed, bool exists) {
   if (removed) {
     ContainerResult out;

@@ -11,20 +11,16 @@
 namespace store {
 
 // The answers of the container operations (Storage::GetContainer, Drain,
-// Remove), shaped once for every engine from what its statements found.
+// Undrain, Remove), shaped once for every engine from what its statements found.
 
 // kNotFound for `id`.
 ContainerResult NoContainer(const std::string& id);
 
 // GetContainer's answer, from its read: the read's error (as its outcome),
-// no such container, or the container.
+// no such container, or the container. Drain's and Undrain's too, from the
+// row their statement returned.
 ContainerResult AnswerContainerRead(const std::string& id, const Status& read,
                                     std::optional<ContainerInfo> found);
-
-// Drain's answer: `status` is the container's status after the drain's
-// statement, nullopt when no container has that id. A picked container
-// drains when its session ends (drain_requested).
-ContainerResult DrainAnswer(const std::string& id, std::optional<std::string_view> status);
 
 // Remove's answer: `removed` if the delete of an unpicked container took a
 // row; else `exists` tells a picked container (kConflict) from none.

@@ -55,6 +55,7 @@ inline constexpr Column<ContainerInfo> kContainerColumns[] = {
     {.name = "last_heartbeat_ms", .number = &ContainerInfo::last_heartbeat_ms},
     {.name = "generation", .number = &ContainerInfo::generation},
     {.name = "drain_requested", .flag = &ContainerInfo::drain_requested},
+    {.name = "drain_reported", .flag = &ContainerInfo::drain_reported},
     {.name = "data", .text = &ContainerInfo::data},
     {.name = "session_id", .maybe = &ContainerInfo::session_id},
 };
@@ -65,6 +66,7 @@ inline constexpr Column<CapacityCount> kCapacityColumns[] = {
     {.name = "pool", .text = &CapacityCount::pool},
     {.name = "status", .text = &CapacityCount::status},
     {.name = "count(*)", .number = &CapacityCount::count},
+    {.name = "count(CASE WHEN drain_requested THEN 1 END)", .number = &CapacityCount::drained},
 };
 
 // How many columns a row has: a statement's own columns after the row start

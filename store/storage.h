@@ -20,13 +20,14 @@ namespace store {
 class CapacityReader {
  public:
   virtual ~CapacityReader() = default;
-  // Fills *counts (cleared first) with the partition's containers by region,
-  // pool and status, as committed when the read began, and sets *unchanged
-  // false; or, when the engine can tell that nothing was committed since this
-  // reader's previous successful Read, sets *unchanged and leaves *counts
-  // alone (the previous counts are still current). After an error the next
-  // Read starts afresh (a new connection: no stale state survives).
-  virtual Status Read(std::vector<CapacityCount>* counts, bool* unchanged) = 0;
+  // Fills *read (cleared first) with the partition's containers by region,
+  // pool and status (and of them how many an operator drained), and the ids
+  // under an operator's drain, as committed when the read began, and sets
+  // *unchanged false; or, when the engine can tell that nothing was committed
+  // since this reader's previous successful Read, sets *unchanged and leaves
+  // *read alone (the previous read is still current). After an error the
+  // next Read starts afresh (a new connection: no stale state survives).
+  virtual Status Read(CapacityRead* read, bool* unchanged) = 0;
   // Where it reads, for error messages: a file path, a database name.
   virtual std::string name() const = 0;
 };
@@ -75,12 +76,13 @@ class Storage {
   // REQUIRES: req.lease_ms > 0; fields validated.
   virtual void Claim(ClaimRequest req, SessionCallback done) = 0;
   // Ends the session if `token` is its current one and its lease runs: the
-  // container becomes available (draining if a drain was asked, dead if it
-  // reported itself dead), and the session's end is kept in the history
-  // (end reason released, released_by_admin or, for caller.abandoning,
-  // abandoned). kOk (the session id only; also a release again with the
-  // token of a session a release ended), kStaleToken, kSessionEnded (the
-  // history's, or an expired lease), kNotFound, kForbidden (another
+  // container becomes available (draining if it is drained, by an operator
+  // or its own report; dead if it reported itself dead), and the session's
+  // end is kept in the history (end reason released, released_by_admin or,
+  // for caller.abandoning, abandoned). kOk (the session id only; also a
+  // release again with the token of a session a release ended),
+  // kStaleToken, kSessionEnded (the history's, or an expired lease),
+  // kNotFound, kForbidden (another
   // tenant's, unless the caller is admin), kOverloaded or kError.
   virtual void Release(const Caller& caller, std::string session_id, int64_t token,
                        SessionCallback done) = 0;
@@ -108,6 +110,17 @@ class Storage {
   // or released meanwhile. Every partition; a read.
   virtual Status ListSessions(const SessionFilter& filter, const std::string& after, int limit,
                               std::vector<Session>* page, std::string* next_after) = 0;
+  // A page of the ended sessions the history keeps (GET, renew and release
+  // answer session_ended for them) that `filter` matches, newest first: in
+  // session id order from the last (ids begin with the time they were made,
+  // store/session_id.h), before `after` (empty: from the newest). Pages as
+  // ListSessions, each partition examining at most ListExamineBound(limit)
+  // ended sessions; the tenant is one more filter there (no index leads
+  // with it: every release writes the history), so a tenant's page costs the
+  // bound, never the history. Every partition; a read.
+  virtual Status ListEndedSessions(const SessionFilter& filter, const std::string& after,
+                                   int limit, std::vector<EndedSession>* page,
+                                   std::string* next_after) = 0;
 
   // Sets `registered` and `claimable` of each of *pools (region and pool
   // given), judged now: a few index lookups per pool, a read. Waiting claims
@@ -133,9 +146,15 @@ class Storage {
   virtual Status ListContainers(const ContainerFilter& filter, const std::string& after,
                                 int limit, std::vector<ContainerInfo>* page,
                                 std::string* next_after) = 0;
-  // An available container becomes draining; a picked one when its session
-  // ends. kOk, kNotFound, kOverloaded or kError.
+  // An operator's drain (drain_requested), held until Undrain or Remove
+  // whatever the container reports, through registration and death: an
+  // available container becomes draining; a picked one when its session
+  // ends; a dead one when it comes back. kOk with the container as it is
+  // now, kNotFound, kOverloaded or kError.
   virtual void Drain(std::string id, ContainerCallback done) = 0;
+  // Ends an operator's drain: a draining container becomes available, unless
+  // it reported itself draining (drain_reported). As Drain.
+  virtual void Undrain(std::string id, ContainerCallback done) = 0;
   // Removes a container that is not picked. kOk, kConflict (picked),
   // kNotFound, kOverloaded or kError.
   virtual void Remove(std::string id, ContainerCallback done) = 0;

@@ -151,7 +151,11 @@ struct ContainerInfo {
   int64_t latency_ms = 0;
   int64_t last_heartbeat_ms = 0;
   int64_t generation = 0;
+  // An operator's drain (POST /v1/containers/{id}/drain): held until undrain
+  // or delete, whatever the container reports.
   bool drain_requested = false;
+  // The container's own `draining` report, until it reports `ready`.
+  bool drain_reported = false;
   std::string data;
   std::optional<std::string> session_id;
 };
@@ -189,10 +193,20 @@ struct HeartbeatWriteResult {
   std::vector<size_t> unknown;  // indexes of rows whose container is not there
 };
 
+// A container a sweep marked dead, and why: what the reaper logs and counts.
+struct DeadContainer {
+  std::string id, region, pool;
+  int64_t silent_ms = 0;  // since its last stored heartbeat, at the sweep
+  bool reported = false;  // it reported itself dead; else it fell silent
+};
+
 // What one sweep of silent or dead-reported containers did.
 struct SilenceSweep {
   int64_t sessions_ended = 0;  // held containers that became dead, their session ended
   int64_t marked_dead = 0;     // free (available or draining) containers that became dead
+  // Every container of the two counts, held ones first (at most the sweep's
+  // max_rows: read back from the sweep's own statements, never a scan).
+  std::vector<DeadContainer> dead;
 };
 
 // A pool as a waiting claim sees it (Storage::ProbePools).
@@ -208,6 +222,14 @@ struct CapacityCount {
   std::string pool;
   std::string status;  // available | picked | draining | dead
   int64_t count = 0;
+  int64_t drained = 0;  // of them, under an operator's drain (drain_requested)
+};
+
+// What a CapacityReader reads of a partition: its counts, and the ids of its
+// containers under an operator's drain (the heartbeat reply names them).
+struct CapacityRead {
+  std::vector<CapacityCount> counts;
+  std::vector<std::string> drained_ids;
 };
 
 // How durable a commit is. kFull: on disk when acknowledged. kNormal: the

@@ -8,9 +8,13 @@
 #   server/                    anything but an engine's folder: it opens
 #                              storage through store/storage.h (OpenStorage);
 #                              inside it, http/ knows nothing of the API, the
-#                              ops pages or the composition on top (service,
-#                              config, demo, admin, main), and api/ and ops/
-#                              know neither each other nor the top
+#                              ops pages, the agent or the composition on top
+#                              (service, config, demo, admin, main), api/ and
+#                              ops/ know neither each other nor the top, and
+#                              agent/ (a client of the server) sees http/
+#                              (the log) and client/ but neither api/, ops/
+#                              nor the top; client/ (the HTTP client and the
+#                              client commands' requests) sees none of them
 # and nothing but server/ includes Boost or nlohmann/json.
 set(bad "")
 set(parts allocator batcher kvmirror server)
@@ -69,14 +73,18 @@ endforeach()
 
 forbid_in(base "(store|allocator|batcher|kvmirror|server)/" "base/ depends on nothing of ours")
 
-set(server_top "server/(service|config|demo|admin|main)\\.h")
-foreach(room http api ops)
+set(server_top "server/(service|config|demo|admin|main|agent_command|client_command|cli_flags)\\.h")
+foreach(room http api ops agent client)
   if(room STREQUAL "http")
-    set(forbidden "server/(api|ops)/|${server_top}")
+    set(forbidden "server/(api|ops|agent|client)/|${server_top}")
   elseif(room STREQUAL "api")
-    set(forbidden "server/ops/|${server_top}")
-  else()
-    set(forbidden "server/api/|${server_top}")
+    set(forbidden "server/(ops|agent|client)/|${server_top}")
+  elseif(room STREQUAL "ops")
+    set(forbidden "server/(api|agent|client)/|${server_top}")
+  elseif(room STREQUAL "agent")
+    set(forbidden "server/(api|ops)/|${server_top}")
+  else()  # client: the wire and nothing of the server
+    set(forbidden "server/(http|api|ops|agent)/|${server_top}")
   endif()
   sources_of(server/${room} files)
   file(GLOB_RECURSE templates ${SOURCE_DIR}/server/${room}/*.in)

@@ -1,6 +1,5 @@
 #include "server/api/container_routes.h"
 
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +39,8 @@ void ContainerRoutes::AddRoutes(Router* router) {
               bind(&ContainerRoutes::Remove));
   router->Add(verb::post, "/v1/containers/{id}/drain", Access::kAdmin,
               bind(&ContainerRoutes::Drain));
+  router->Add(verb::post, "/v1/containers/{id}/undrain", Access::kAdmin,
+              bind(&ContainerRoutes::Undrain));
 }
 
 void ContainerRoutes::Register(RouteRequest req, Reply reply) {
@@ -98,37 +99,25 @@ void ContainerRoutes::GetContainer(RouteRequest req, Reply reply) {
 }
 
 void ContainerRoutes::Drain(RouteRequest req, Reply reply) {
-  std::string id = req.params[0];
-  auto* storage = storage_;
-  auto* readers = readers_;
-  store::ContainerCallback done = [io = io_, reply, id, storage, readers,
-                                   request_id = req.RequestId()](store::ContainerResult r) {
-    if (r.outcome != Outcome::kOk) {
-      return ReplyOnIo(io, reply, [r = std::move(r), request_id] {
-        return OutcomeResponse(r.outcome, r.message, request_id);
-      });
-    }
-    // 200 with the container as it is now (status draining, or still
-    // picked with drain_requested until its session ends), read on a reader
-    // thread (this is a writer's); the drain is done whatever that read
-    // does, so without it (a full reader queue, an error) the reply is the
-    // bare status.
-    auto answer = [io, reply](std::optional<store::ContainerResult> now) {
-      ReplyOnIo(io, reply, [now = std::move(now)] {
-        if (!now || now->outcome != Outcome::kOk) {
-          return JsonResponse(200, "{\"status\":\"draining\"}");
-        }
-        return JsonResponse(200, ContainerJson(now->container));
-      });
-    };
-    ReaderPool::Posted posted = readers->TryPost([storage, id, answer](bool run) {
-      if (!run) return answer(std::nullopt);
-      answer(storage->GetContainer(id));
+  ChangeDrain(std::move(req), std::move(reply), &store::Storage::Drain);
+}
+
+void ContainerRoutes::Undrain(RouteRequest req, Reply reply) {
+  ChangeDrain(std::move(req), std::move(reply), &store::Storage::Undrain);
+}
+
+void ContainerRoutes::ChangeDrain(RouteRequest req, Reply reply, DrainCall call) {
+  // 200 with the container as the drain's statement left it (the body of
+  // GET /v1/containers/{id}), made on the io thread.
+  store::ContainerCallback done = [io = io_, reply, request_id = req.RequestId()](
+                                      store::ContainerResult r) {
+    ReplyOnIo(io, reply, [r = std::move(r), request_id] {
+      if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message, request_id);
+      return JsonResponse(200, ContainerJson(r.container));
     });
-    if (posted != ReaderPool::Posted::kQueued) answer(std::nullopt);
   };
-  Submit(reply, [storage, id, done = std::move(done)]() mutable {
-    storage->Drain(id, std::move(done));
+  Submit(reply, [storage = storage_, call, id = req.params[0], done = std::move(done)]() mutable {
+    (storage->*call)(std::move(id), std::move(done));
   });
 }
 

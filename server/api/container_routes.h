@@ -14,16 +14,16 @@ namespace server {
 //   POST   /v1/containers             register a list
 //   GET    /v1/containers             list (filters: region, pool, status)
 //   GET    /v1/containers/{id}        read
-//   POST   /v1/containers/{id}/drain  drain
+//   POST   /v1/containers/{id}/drain  drain (an operator's, held until undrain)
+//   POST   /v1/containers/{id}/undrain  end an operator's drain
 //   DELETE /v1/containers/{id}        remove
 // Safe from every io thread. Results that come back on a store writer thread
-// are posted to `io` before any JSON is made. The reads (a container, a list,
-// and the container a drain returns) run on `readers`, never on an io
-// thread, replying through `io`; 503 overloaded at once when its queue is
-// full. The storage and `readers` must outlive it.
+// are posted to `io` before any JSON is made. The reads (a container, a
+// list) run on `readers`, never on an io thread, replying through `io`; 503
+// overloaded at once when its queue is full. The storage and `readers` must outlive it.
 class ContainerRoutes {
  public:
-  // `writes_off_io`: registrations, drains and removals are submitted from
+  // `writes_off_io`: registrations, drains, undrains and removals are submitted from
   // a reader thread too (CallOffIo), for a storage that reads before it
   // submits them (SQLite with --shards > 1 looks the id up in every shard
   // file, and a registration waits for the cross-process registration lock).
@@ -38,6 +38,11 @@ class ContainerRoutes {
   void GetContainer(RouteRequest req, Reply reply);
   void ListContainers(RouteRequest req, Reply reply);
   void Drain(RouteRequest req, Reply reply);
+  void Undrain(RouteRequest req, Reply reply);
+  // Drain and Undrain: `call` on the id of the path, answered with the
+  // container it returns.
+  using DrainCall = void (store::Storage::*)(std::string, store::ContainerCallback);
+  void ChangeDrain(RouteRequest req, Reply reply, DrainCall call);
   void Remove(RouteRequest req, Reply reply);
   // Calls `call` (which submits a write) here, or from a reader thread when
   // writes_off_io.

@@ -1,11 +1,14 @@
 #include "server/api/heartbeat_routes.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/json_string.h"
 #include "server/api/errors.h"
 #include "server/api/request_bodies.h"
 
@@ -20,9 +23,32 @@ bool AnyWriterFailing(const store::Storage& storage) {
   return false;
 }
 
-Response SubmitResponse(const batcher::SubmitResult& r) {
+// The reply's `drain` member: the ids of `items` an operator drained, as of
+// the snapshot, in request order, each once. A hash lookup an item; the
+// ones named are few, so a repeat is found among them.
+std::string DrainJson(const std::vector<batcher::Heartbeat>& items,
+                      const kvmirror::Snapshot* snapshot) {
+  std::string out = "[";
+  std::vector<std::string_view> named;
+  if (snapshot != nullptr && !snapshot->drained_ids()->empty()) {
+    for (const batcher::Heartbeat& item : items) {
+      const std::string_view id = item.container_id;
+      if (!snapshot->Drained(id) || std::find(named.begin(), named.end(), id) != named.end()) {
+        continue;
+      }
+      if (!named.empty()) out.push_back(',');
+      named.push_back(id);
+      base::AppendJsonString(id, &out);
+    }
+  }
+  out.push_back(']');
+  return out;
+}
+
+Response SubmitResponse(const batcher::SubmitResult& r, const std::string& drain_json) {
   if (r.code == batcher::SubmitResult::Code::kAccepted) {
-    return JsonResponse(202, "{\"accepted\":" + std::to_string(r.items) + "}");
+    return JsonResponse(
+        202, "{\"accepted\":" + std::to_string(r.items) + ",\"drain\":" + drain_json + "}");
   }
   return RefusalResponse(SubmitRefusal(r.code));
 }
@@ -69,6 +95,10 @@ void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
                                         "nothing of this request was taken"));
     }
   }
+  // Told from the mirror before the items go to the batcher: the reply comes
+  // before the write, so it cannot come from it.
+  std::string drain_json = DrainJson(
+      items, options_.mirror != nullptr ? options_.mirror->Current().get() : nullptr);
   if (options_.readers != nullptr) {
     // Submit may read the database (each item's partition): off the io
     // thread, as every other storage read of the routes.
@@ -77,9 +107,11 @@ void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
     return ReadOffIo(
         options_.readers, options_.io, reply,
         [batcher, shared] { return batcher->Submit(std::move(*shared)); },
-        [](const batcher::SubmitResult& r) { return SubmitResponse(r); });
+        [drain_json = std::move(drain_json)](const batcher::SubmitResult& r) {
+          return SubmitResponse(r, drain_json);
+        });
   }
-  reply(SubmitResponse(batcher_->Submit(std::move(items))));
+  reply(SubmitResponse(batcher_->Submit(std::move(items)), drain_json));
 }
 
 }  // namespace server

@@ -7,6 +7,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "batcher/batcher.h"
+#include "kvmirror/mirror.h"
 #include "server/api/reader_pool.h"
 #include "server/api/request_bodies.h"
 #include "store/storage.h"
@@ -25,11 +26,17 @@ struct HeartbeatRoutesOptions {
   // (Storage::PartitionOf), which may read the database.
   ReaderPool* readers = nullptr;
   boost::asio::any_io_executor io;
+  // Where the reply's `drain` list comes from: the ids under an operator's
+  // drain as of the mirror's snapshot (a lookup in memory; nothing is read
+  // from the database on a heartbeat). Null: the list is always empty.
+  const kvmirror::Mirror* mirror = nullptr;
 };
 
 // HeartbeatRoutes is the HTTP face of the batcher: POST /v1/heartbeats (roles
 // admin and container). It validates, hands the request to the Batcher and
-// answers 202 {"accepted": N} before anything is written; 400 for a body
+// answers 202 {"accepted": N, "drain": [ids]} before anything is written
+// (`drain`: the reported ids an operator drained, as of the capacity
+// mirror's snapshot, in request order, each once); 400 for a body
 // ParseHeartbeats refuses; 403 forbidden, nothing taken, if a container key
 // scoped to some ids (auth.h) names any other id; 503 overloaded
 // (Retry-After) if a queue is full, 503 unavailable while the server is not

@@ -26,7 +26,6 @@ inline constexpr Refusal kHeartbeatsUnreadable{
 inline constexpr Refusal kReadersBusy{
     ApiError::kOverloaded,
     "too many reads are waiting for the database on this node; retry after a second"};
-inline constexpr Refusal kInternalError{ApiError::kInternal, "internal error; it has been logged"};
 inline constexpr Refusal kOwnLimitsOnly{ApiError::kForbidden,
                                         "a tenant key reads its own limits only"};
 inline constexpr Refusal kOwnSessionsOnly{ApiError::kForbidden,
@@ -35,6 +34,8 @@ inline constexpr Refusal kOneLabelOnly{ApiError::kInvalidField,
                                        "label: give at most one label=KEY:VALUE"};
 inline constexpr Refusal kUnknownContainerStatus{
     ApiError::kInvalidField, "status: must be available, picked, draining or dead"};
+inline constexpr Refusal kUnknownSessionState{ApiError::kInvalidField,
+                                              "state: must be live or ended"};
 inline constexpr Refusal kTokenRequired{
     ApiError::kInvalidField, "token: is required, as ?token=N (the session's fencing token)"};
 inline constexpr Refusal kTokenNotInteger{ApiError::kInvalidField, "token: must be an integer"};

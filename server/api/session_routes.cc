@@ -112,6 +112,11 @@ void SessionRoutes::Limits(RouteRequest req, Reply reply) {
 }
 
 void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
+  std::string state;
+  const bool ended = req.QueryParam("state", &state) && state == "ended";
+  if (!state.empty() && state != "live" && state != "ended") {
+    return reply(RefusalResponse(kUnknownSessionState));
+  }
   store::SessionFilter filter;
   std::string asked_tenant;
   const bool named = req.QueryParam("tenant", &asked_tenant);
@@ -139,14 +144,22 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
   }
   // The label's presence is part of the query: "k:" (an empty value) is not
   // "no label".
-  const uint64_t fingerprint =
-      ListFingerprint({"sessions", filter.tenant, filter.region, filter.pool,
-                       filter.label_key.empty() ? "" : "label", filter.label_key,
-                       filter.label_value});
+  const uint64_t fingerprint = ListFingerprint(
+      {ended ? "ended sessions" : "sessions", filter.tenant, filter.region, filter.pool,
+       filter.label_key.empty() ? "" : "label", filter.label_key, filter.label_value});
   int limit = 0;
   std::string after;
   if (auto refused = ReadPageParams(req, fingerprint, &limit, &after)) {
     return reply(std::move(*refused));
+  }
+  if (ended) {
+    return ReadListPage<store::EndedSession>(
+        options_.readers, io_, reply, fingerprint, req.RequestId(),
+        [allocator = allocator_, filter = std::move(filter), after = std::move(after), limit](
+            std::vector<store::EndedSession>* page, std::string* next_after) {
+          return allocator->ListEndedSessions(filter, after, limit, page, next_after);
+        },
+        EndedSessionListJson);
   }
   ReadListPage<store::Session>(
       options_.readers, io_, reply, fingerprint, req.RequestId(),

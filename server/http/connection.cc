@@ -202,11 +202,11 @@ void Connection::Dispatch() {
     host_->handler(std::move(req), reply, std::move(watch));
   } catch (const std::exception& e) {
     LogError("edgealloc: internal error in a handler (request_id " + request_id_ + "): " + e.what());
-    reply(ErrorResponse(ApiError::kInternal, "internal error; it has been logged"));
+    reply(ErrorResponse(kInternalError.error, kInternalError.message));
   } catch (...) {
     LogError("edgealloc: internal error in a handler (request_id " + request_id_ +
              "): unknown exception");
-    reply(ErrorResponse(ApiError::kInternal, "internal error; it has been logged"));
+    reply(ErrorResponse(kInternalError.error, kInternalError.message));
   }
 }
 

@@ -81,6 +81,10 @@ struct Refusal {
   const char* message;
 };
 
+// The answer to a handler that threw: the server/http connection and the
+// API's reader and writer hand-offs word it alike.
+inline constexpr Refusal kInternalError{ApiError::kInternal, "internal error; it has been logged"};
+
 }  // namespace server
 
 #endif  // EDGEALLOC_SERVER_HTTP_ERROR_TABLE_H_

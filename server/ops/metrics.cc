@@ -163,8 +163,10 @@ void BatcherFamilies(const batcher::Batcher& b, Exposition* out) {
       "Accepted heartbeats given up on at shutdown because the store kept failing.", Load(s.lost));
   One(out, "edgealloc_heartbeat_batches_total", "counter", "Heartbeat transactions committed.",
       Load(s.batches));
-  One(out, "edgealloc_containers_marked_dead_total", "counter",
-      "Containers the reaper marked dead (silent too long or reported dead).", Load(s.dead_marked));
+  ByLabel(out, "edgealloc_containers_marked_dead_total",
+          "Containers the reaper marked dead, by reason: silent (no heartbeat for "
+          "--dead-after-ms) or reported (a held container that reported itself dead).",
+          "reason", {{"silent", Load(s.dead_silent)}, {"reported", Load(s.dead_reported)}});
 
   const batcher::Histogram& size = s.batch_size;
   out->Family("edgealloc_heartbeat_batch_size", "histogram",

@@ -3,12 +3,31 @@
 #include <string>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "base/clock.h"
 #include "server/ops/dashboard.h"
 #include "server/ops/openapi.h"
 #include "server/ops/exposition.h"
 
 namespace server {
+namespace {
+
+// GET /v1/capacity/deaths: the reaper's deaths of the last ten minutes by
+// pool (batcher::RecentDeaths), the most first.
+std::string DeathsJson(const batcher::Batcher* batcher, int64_t now_ms) {
+  nlohmann::json pools = nlohmann::json::array();
+  if (batcher != nullptr) {
+    for (const batcher::PoolDeaths& d : batcher->recent_deaths().Snapshot(now_ms)) {
+      pools.push_back({{"region", d.region}, {"pool", d.pool}, {"silent", d.silent},
+                       {"reported", d.reported}, {"last_ms", d.last_ms}});
+    }
+  }
+  return nlohmann::json{{"window_ms", batcher::kRecentDeathsMs}, {"pools", std::move(pools)}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
 
 OpsRoutes::OpsRoutes(const kvmirror::Mirror* mirror, MetricsSources metrics)
     : mirror_(mirror), metrics_(std::move(metrics)) {}
@@ -42,6 +61,12 @@ void OpsRoutes::AddRoutes(Router* router) {
                 res.set(http::field::cache_control, history_max_age);
                 reply(std::move(res));
               });
+  router->Add(verb::get, "/v1/capacity/deaths", Access::kCapacity,
+              [this, max_age](RouteRequest, Reply reply) {
+                Response res = JsonResponse(200, DeathsJson(metrics_.batcher, base::NowMs()));
+                res.set(http::field::cache_control, max_age);
+                reply(std::move(res));
+              });
   router->Add(verb::get, "/metrics", Access::kMetrics, [this](RouteRequest, Reply reply) {
     Response res{http::status::ok, 11};
     res.set(http::field::content_type, kMetricsContentType);
@@ -66,6 +91,14 @@ void OpsRoutes::AddRoutes(Router* router) {
     res.set("Referrer-Policy", "no-referrer");
     res.set("X-Content-Type-Options", "nosniff");
     res.body() = DashboardPage(nonce);
+    reply(std::move(res));
+  });
+  // A browser pointed at the server lands on the dashboard.
+  router->Add(verb::get, "/", Access::kPublic, [](RouteRequest, Reply reply) {
+    Response res{http::status::found, 11};
+    res.set(http::field::location, "/dashboard");
+    res.set(http::field::content_type, "text/plain; charset=utf-8");
+    res.body() = "see /dashboard\n";
     reply(std::move(res));
   });
   router->Add(verb::get, "/openapi.json", Access::kPublic, [](RouteRequest, Reply reply) {

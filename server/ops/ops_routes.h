@@ -12,6 +12,8 @@ namespace server {
 // The read-only operational routes (docs/api.md "Capacity and operations"):
 //   GET /v1/capacity          (tenant, admin or metrics) the mirror's snapshot, never SQLite;
 //   GET /v1/capacity/history  (tenant, admin or metrics) the mirror's utilisation history;
+//   GET /v1/capacity/deaths   (tenant, admin or metrics) the reaper's deaths of the
+//                             last ten minutes by pool (batcher::RecentDeaths);
 //   GET /metrics              (no key, or a metrics or admin key once the keys
 //                             file has a metrics key) Prometheus text format 0.0.4;
 //   GET /dashboard            (no key) the embedded page;

@@ -10,14 +10,15 @@
 
 namespace store {
 
-// The capacity counts of the database, read on a connection of its own by
-// partition 0's reader (one GROUP BY a refresh a node); the other
-// partitions' readers count nothing, so the mirror's sum is the database's.
+// The capacity counts of the database, and its drained ids, read on a
+// connection of its own by partition 0's reader (one GROUP BY and one walk
+// of the drained rows' index a refresh a node, in one snapshot); the other
+// partitions' readers read nothing, so the mirror's sum is the database's.
 class PgCapacityReader : public CapacityReader {
  public:
   PgCapacityReader(std::string uri, int busy_timeout_ms, bool counts_all)
       : uri_(std::move(uri)), busy_timeout_ms_(busy_timeout_ms), counts_all_(counts_all) {}
-  Status Read(std::vector<CapacityCount>* counts, bool* unchanged) override;
+  Status Read(CapacityRead* read, bool* unchanged) override;
   std::string name() const override { return "PostgreSQL"; }
 
  private:

@@ -41,7 +41,9 @@ ON CONFLICT (id) DO UPDATE SET
   reported_ts_ms = 0,
   region = CASE WHEN containers.status = 'picked' THEN containers.region ELSE excluded.region END,
   pool = CASE WHEN containers.status = 'picked' THEN containers.pool ELSE excluded.pool END,
-  status = CASE WHEN containers.status = 'dead' THEN 'available' ELSE containers.status END
+  status = CASE WHEN containers.status <> 'dead' THEN containers.status
+                WHEN containers.drain_requested OR containers.drain_reported THEN 'draining'
+                ELSE 'available' END
 )sql";
 
 inline constexpr auto kGetContainer =
@@ -49,13 +51,20 @@ inline constexpr auto kGetContainer =
 
 inline constexpr char kContainerExists[] = "SELECT 1 FROM containers WHERE id = $1";
 
-inline constexpr char kDrain[] = R"sql(
+// An operator's drain and its end (kDrain, kUndrain of the SQLite engine).
+inline constexpr auto kDrain = Sql(R"sql(
 UPDATE containers
 SET status = CASE WHEN status = 'available' THEN 'draining' ELSE status END,
-    drain_requested = CASE WHEN status = 'picked' THEN true ELSE drain_requested END
+    drain_requested = true
 WHERE id = $1
-RETURNING status
-)sql";
+RETURNING )sql", kContainerColumnList, "\n");
+inline constexpr auto kUndrain = Sql(R"sql(
+UPDATE containers
+SET status = CASE WHEN status = 'draining' AND NOT drain_reported THEN 'available'
+                  ELSE status END,
+    drain_requested = false
+WHERE id = $1
+RETURNING )sql", kContainerColumnList, "\n");
 
 inline constexpr char kRemoveUnpicked[] =
     "DELETE FROM containers WHERE id = $1 AND status <> 'picked'";
@@ -72,10 +81,13 @@ FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(region, pool, n)
 ORDER BY p.n
 )sql";
 
-// The mirror's read: the containers by region, pool and status.
+// The mirror's read: the containers by region, pool and status (and how
+// many of them an operator drained), then the drained ids, from the partial
+// index containers_drain_requested (the drained rows, never the fleet).
 inline constexpr auto kCapacityCounts =
     Sql("SELECT ", kCapacityColumnList,
         " FROM containers GROUP BY region, pool, status ORDER BY region, pool, status");
+inline constexpr char kDrainedIds[] = "SELECT id FROM containers WHERE drain_requested";
 
 }  // namespace store::pgsql
 

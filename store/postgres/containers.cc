@@ -62,12 +62,21 @@ Status PostgresStorage::ListContainers(const ContainerFilter& filter, const std:
 }
 
 void PostgresStorage::Drain(std::string id, ContainerCallback done) {
+  ChangeDrain(std::move(id), pgsql::kDrain, std::move(done));
+}
+
+void PostgresStorage::Undrain(std::string id, ContainerCallback done) {
+  ChangeDrain(std::move(id), pgsql::kUndrain, std::move(done));
+}
+
+void PostgresStorage::ChangeDrain(std::string id, const char* statement, ContainerCallback done) {
   Submit<ContainerResult>(
-      [id](PgConn* conn, ContainerResult* out) {
+      [id, statement](PgConn* conn, ContainerResult* out) {
         PgResult r;
-        RETURN_IF_ERROR(conn->Run(pgsql::kDrain, {P(id)}, &r));
-        *out = DrainAnswer(
-            id, r.rows() == 0 ? std::nullopt : std::optional<std::string_view>(r.Text(0, 0)));
+        RETURN_IF_ERROR(conn->Run(statement, {P(id)}, &r));
+        std::optional<ContainerInfo> now;
+        if (r.rows() > 0) ReadContainerRow(r, 0, &now.emplace());
+        *out = AnswerContainerRead(id, Status::Ok(), std::move(now));
         return Status::Ok();
       },
       std::move(done), "", std::nullopt, PgRowLocks{{id}, {}});

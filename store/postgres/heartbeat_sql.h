@@ -18,8 +18,10 @@ UPDATE containers SET
   load = COALESCE($3::double precision, load)
 WHERE id = $1 AND ($2::bigint IS NULL OR $2::bigint >= reported_ts_ms) AND (
   $4::text IS NULL
-  OR ($4 = 'ready' AND (status = 'available' OR status = 'picked') AND NOT dead_reported)
-  OR ($4 = 'draining' AND (status = 'draining' OR (status = 'picked' AND drain_requested)))
+  OR ($4 = 'ready' AND NOT dead_reported AND NOT drain_reported
+      AND (status = 'available' OR status = 'picked'
+           OR (status = 'draining' AND drain_requested)))
+  OR ($4 = 'draining' AND drain_reported AND status <> 'available')
   OR ($4 = 'dead' AND (status = 'dead' OR (status = 'picked' AND dead_reported))))
 )sql";
 
@@ -29,12 +31,14 @@ UPDATE containers SET
   reported_ts_ms = COALESCE($2::bigint, reported_ts_ms),
   load = COALESCE($3::double precision, load),
   status = CASE
-    WHEN $4 = 'ready' AND status IN ('dead', 'draining') THEN 'available'
+    WHEN $4 = 'ready' AND status IN ('dead', 'draining')
+      THEN CASE WHEN drain_requested THEN 'draining' ELSE 'available' END
     WHEN $4 = 'draining' AND status = 'available' THEN 'draining'
     WHEN $4 = 'dead' AND status <> 'picked' THEN 'dead'
     ELSE status END,
-  drain_requested = CASE WHEN $4 = 'draining' AND status = 'picked' THEN true
-                         ELSE drain_requested END,
+  drain_reported = CASE WHEN $4 = 'draining' THEN true
+                        WHEN $4 = 'ready' THEN false
+                        ELSE drain_reported END,
   dead_reported = CASE WHEN $4 = 'dead' AND status = 'picked' THEN true
                        WHEN $4 = 'ready' THEN false
                        ELSE dead_reported END
@@ -62,10 +66,10 @@ FROM unnest($1::text[], $2::bigint[], $3::double precision[], $4::text[])
 WHERE c.id = u.id AND (
   u.state IS NULL
   OR (u.ts_ms IS NOT NULL AND u.ts_ms < c.reported_ts_ms)
-  OR (u.state = 'ready' AND (c.status = 'available' OR c.status = 'picked')
-      AND NOT c.dead_reported)
-  OR (u.state = 'draining' AND (c.status = 'draining'
-                                OR (c.status = 'picked' AND c.drain_requested)))
+  OR (u.state = 'ready' AND NOT c.dead_reported AND NOT c.drain_reported
+      AND (c.status = 'available' OR c.status = 'picked'
+           OR (c.status = 'draining' AND c.drain_requested)))
+  OR (u.state = 'draining' AND c.drain_reported AND c.status <> 'available')
   OR (u.state = 'dead' AND (c.status = 'dead' OR (c.status = 'picked' AND c.dead_reported))))
 RETURNING c.id, u.ts_ms IS NOT NULL AND c.reported_ts_ms > u.ts_ms
 )sql";

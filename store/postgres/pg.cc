@@ -193,14 +193,32 @@ Status PgConn::TimedOut(std::string_view what) {
                          "); the connection was closed");
 }
 
+// A statement as an error message names it: its start, on one line. A whole
+// schema's text in a message buried the one line that said what was wrong.
+namespace {
+std::string StatementForMessage(std::string_view sql) {
+  constexpr size_t kShown = 60;
+  std::string out;
+  for (char c : sql) {
+    if (out.size() >= kShown) return out + "...";
+    const bool space = c == '\n' || c == '\t' || c == ' ';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out += space ? ' ' : c;
+  }
+  return out;
+}
+}  // namespace
+
 Status PgConn::Exec(std::string_view sql) {
   if (!ok()) return Status::IOError("unavailable: the connection to PostgreSQL is lost");
   const std::string text(sql);
   bool timed_out = false;
   pg_result* r = PQsendQuery(conn_, text.c_str()) == 1 ? LastResult(&timed_out) : nullptr;
-  if (timed_out) return TimedOut(text);
+  if (timed_out) return TimedOut(StatementForMessage(text));
   const ExecStatusType st = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-  Status s = (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) ? Status::Ok() : ErrorOf(r, text);
+  Status s = (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+                 ? Status::Ok()
+                 : ErrorOf(r, StatementForMessage(text));
   if (r != nullptr) PQclear(r);
   return s;
 }

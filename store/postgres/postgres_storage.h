@@ -56,6 +56,8 @@ class PostgresStorage : public Storage {
   SessionResult GetSession(const Caller& caller, std::string_view session_id) override;
   Status ListSessions(const SessionFilter& filter, const std::string& after, int limit,
                       std::vector<Session>* page, std::string* next_after) override;
+  Status ListEndedSessions(const SessionFilter& filter, const std::string& after, int limit,
+                           std::vector<EndedSession>* page, std::string* next_after) override;
   Status CountTenantSessions(const std::string& tenant, int64_t* sessions) override;
 
   void Register(std::vector<ContainerSpec> specs, ContainerCallback done) override;
@@ -64,6 +66,7 @@ class PostgresStorage : public Storage {
   Status ListContainers(const ContainerFilter& filter, const std::string& after, int limit,
                         std::vector<ContainerInfo>* page, std::string* next_after) override;
   void Drain(std::string id, ContainerCallback done) override;
+  void Undrain(std::string id, ContainerCallback done) override;
   void Remove(std::string id, ContainerCallback done) override;
 
   int partitions() const override { return static_cast<int>(writers_.size()); }
@@ -100,6 +103,9 @@ class PostgresStorage : public Storage {
   void Submit(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done,
               std::string lock_key = "", std::optional<PgStatement> first = std::nullopt,
               PgRowLocks rows = {});
+  // Drain and Undrain: `statement` (pgsql::kDrain, kUndrain) on `id`,
+  // answered with the container as it left it.
+  void ChangeDrain(std::string id, const char* statement, ContainerCallback done);
 
   const std::string uri_;
   const std::string program_;

@@ -45,6 +45,48 @@ Status SchemaVersion(PgConn* conn, int64_t* version) {
   return Status::Ok();
 }
 
+// What a role needs to make or migrate edgealloc's schema, asked before
+// trying: CREATE on the schema the tables go in (PostgreSQL 15 gives CREATE
+// on public to the database's owner only) and, once the tables exist,
+// owning them (only an owner may ALTER). Without this check the first
+// statement of the schema failed with "permission denied for schema public"
+// behind the schema's whole text.
+constexpr char kMayMigrate[] = R"sql(
+SELECT current_user, current_database(), COALESCE(current_schema(), ''),
+       current_schema() IS NOT NULL AND has_schema_privilege(current_schema(), 'CREATE'),
+       COALESCE((SELECT tableowner FROM pg_tables
+                 WHERE schemaname = current_schema() AND tablename = 'containers'), ''),
+       COALESCE((SELECT pg_has_role(current_user, tableowner, 'USAGE') FROM pg_tables
+                 WHERE schemaname = current_schema() AND tablename = 'containers'), true)
+)sql";
+
+// Ok, or one line that says what the role lacks and what to run.
+Status CheckMayMigrate(PgConn* conn) {
+  PgResult r;
+  RETURN_IF_ERROR(conn->Run(kMayMigrate, {}, &r));
+  if (r.rows() != 1) return Status::IOError("the privilege check returned no row");
+  const std::string role(r.Text(0, 0)), db(r.Text(0, 1)), schema(r.Text(0, 2));
+  const std::string owner(r.Text(0, 4));
+  if (schema.empty()) {
+    return Status::InvalidArgument("the role " + role + " has no schema to create tables in (its "
+                                   "search_path names none that exists) in database " + db);
+  }
+  if (r.Text(0, 3) != "t") {
+    return Status::InvalidArgument(
+        "the role " + role + " may not create tables in schema " + schema + " of database " + db +
+        ", which edgealloc needs to make or migrate its schema; as a superuser run: ALTER "
+        "DATABASE " + db + " OWNER TO " + role + "; (or: GRANT CREATE ON SCHEMA " + schema +
+        " TO " + role + ";)");
+  }
+  if (r.Text(0, 5) != "t") {
+    return Status::InvalidArgument(
+        "the role " + role + " does not own edgealloc's tables in database " + db + " (" + owner +
+        " does), so it cannot migrate them; start this version once as " + owner +
+        ", or as a superuser run: REASSIGN OWNED BY " + owner + " TO " + role + ";");
+  }
+  return Status::Ok();
+}
+
 Status TooNew(int64_t version) {
   return Status::InvalidArgument("the database's schema is version " + std::to_string(version) +
                                  ", newer than this edgealloc knows (" +
@@ -66,6 +108,9 @@ Status MigrateOnce(PgConn* conn) {
   if (s.ok() && version < pgsql::kSchemaVersion) {
     s = conn->Exec(pgsql::kSchema);
     if (s.ok() && version == 1) s = HashLanes(conn);
+    if (s.ok() && version >= 1 && version < pgsql::kDrainReportedVersion) {
+      s = conn->Exec(pgsql::kOldDrainsAreReported);
+    }
     if (s.ok()) s = conn->Run(pgsql::kSetSchemaVersion, {P(int64_t{pgsql::kSchemaVersion})});
   }
   if (!s.ok()) {
@@ -79,9 +124,13 @@ Status MigrateOnce(PgConn* conn) {
 
 Status MigrateSchema(PgConn* conn) {
   int64_t version = 0;
-  RETURN_IF_ERROR(SchemaVersion(conn, &version));
-  if (version == pgsql::kSchemaVersion) return Status::Ok();
-  if (version > pgsql::kSchemaVersion) return TooNew(version);
+  const Status read = SchemaVersion(conn, &version);
+  if (read.ok() && version == pgsql::kSchemaVersion) return Status::Ok();
+  if (read.ok() && version > pgsql::kSchemaVersion) return TooNew(version);
+  // A migration is due, or the version could not even be read (a role that
+  // may not read edgealloc's tables): first what the role lacks, if anything.
+  RETURN_IF_ERROR(CheckMayMigrate(conn));
+  RETURN_IF_ERROR(read);
   Status s;
   for (int attempt = 1; attempt <= kMigrationAttempts; ++attempt) {
     s = MigrateOnce(conn);

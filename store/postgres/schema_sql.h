@@ -19,7 +19,11 @@ namespace store::pgsql {
 // count by tenant uses it as it used (tenant)); and the lists' byte order
 // (COLLATE "C") has an index of its own on session_id and on id, so that a
 // database whose default collation is not C walks an index too instead of
-// sorting every row. Version 5 keeps ended sessions (docs/api.md, "Ended
+// sorting every row. Version 5 made an operator's drain hold (docs/api.md,
+// Containers): drain_requested is the operator's alone, drain_reported the
+// container's own `draining` report (kOldDrainsAreReported migrates the
+// older drains), and containers_drain_requested holds the drained ids for
+// the mirror. Version 6 keeps ended sessions (docs/api.md, "Ended
 // sessions"): every statement that ends a session sets end_reason
 // (lifecycle_sql.h, EDGEALLOC_PG_END_SESSION), and the trigger
 // containers_session_ended, which fires only on an UPDATE that sets it (a
@@ -28,7 +32,7 @@ namespace store::pgsql {
 // containers' (store/row_columns.h), seq orders it by insertion (the bound
 // on its rows), ended_at_ms (an expired lease's: the lease's end) the
 // window. A node of an older version refuses a newer schema.
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
@@ -52,6 +56,7 @@ CREATE TABLE IF NOT EXISTS containers (
   claimed_at_ms bigint);
 ALTER TABLE containers ADD COLUMN IF NOT EXISTS lane_hash integer NOT NULL DEFAULT 0;
 ALTER TABLE containers ADD COLUMN IF NOT EXISTS labels text;
+ALTER TABLE containers ADD COLUMN IF NOT EXISTS drain_reported boolean NOT NULL DEFAULT false;
 -- Liveness (last_heartbeat_ms, reported_ts_ms, load) is in no index, so a
 -- plain heartbeat is a HOT update.
 CREATE INDEX IF NOT EXISTS containers_claimable ON containers (region, pool, latency_ms)
@@ -68,10 +73,11 @@ CREATE INDEX IF NOT EXISTS containers_lease ON containers (lease_expires_at_ms)
   WHERE session_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS containers_dead_reported ON containers (id)
   WHERE dead_reported AND status <> 'dead';
+CREATE INDEX IF NOT EXISTS containers_drain_requested ON containers (id) WHERE drain_requested;
 ALTER TABLE containers ADD COLUMN IF NOT EXISTS end_reason text;
 CREATE TABLE IF NOT EXISTS session_history (
   seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  session_id text NOT NULL UNIQUE,
+  session_id text COLLATE "C" NOT NULL UNIQUE,
   id text NOT NULL,
   region text NOT NULL,
   pool text NOT NULL,
@@ -105,6 +111,16 @@ DROP TRIGGER IF EXISTS containers_session_deleted ON containers;
 CREATE TRIGGER containers_session_deleted AFTER DELETE ON containers FOR EACH ROW
   WHEN (OLD.session_id IS NOT NULL)
   EXECUTE FUNCTION edgealloc_keep_ended_session();
+)sql";
+
+// Migrating from before kDrainReportedVersion: a drain an older node took
+// cannot be told operator from self (both set the same status, and
+// drain_requested on a picked row), so it becomes the container's own, and
+// behaves as before: a `ready` report ends it.
+inline constexpr int kDrainReportedVersion = 5;
+inline constexpr char kOldDrainsAreReported[] = R"sql(
+UPDATE containers SET drain_reported = true, drain_requested = false
+WHERE status = 'draining' OR drain_requested
 )sql";
 
 // Version 1 to 2: the ids whose lane_hash is still to be set, and setting

@@ -106,6 +106,29 @@ inline constexpr auto kGetEndedSession =
     Sql("SELECT ", kSessionColumnList, ", end_reason, ended_at_ms FROM session_history ",
         "WHERE session_id = $1");
 
+// A page of ended sessions before $1 in session id order from the last
+// (Storage::ListEndedSessions; store/sqlite's kListEndedSessions), shaped as
+// kListSessions below: the first $8 before $1 in the UNIQUE index's order
+// (session_history.session_id is COLLATE "C", so its index is the cursor's
+// byte order in any database collation) are `examined`; the rows are the
+// first $7 (limit + 1) the filters (NULL for any; the tenant too, as no index
+// leads with it) match, then, when all $8 were there, one row carrying the
+// last id examined.
+//   $1 before $2 tenant $3 region $4 pool $5 label key $6 label value
+//   $7 limit + 1 $8 examined at most
+inline constexpr auto kListEndedSessions = Sql("WITH examined AS MATERIALIZED (SELECT ",
+                                               kSessionColumnList, R"sql(, end_reason, ended_at_ms
+  FROM session_history WHERE session_id < $1 ORDER BY session_id DESC LIMIT $8::bigint)
+(SELECT )sql", kSessionColumnList, R"sql(, end_reason, ended_at_ms, true, NULL FROM examined
+ WHERE ($2::text IS NULL OR tenant = $2) AND ($3::text IS NULL OR region = $3)
+   AND ($4::text IS NULL OR pool = $4)
+   AND ($5::text IS NULL OR (labels IS NOT NULL AND labels::jsonb ->> $5 = $6::text))
+ ORDER BY session_id DESC LIMIT $7::bigint)
+UNION ALL
+SELECT )sql", kSessionNullList, R"sql(, NULL, NULL, false, min(session_id)
+FROM examined HAVING count(*) = $8::bigint
+)sql");
+
 // A page of live sessions after $1 in session id order (store/sqlite's
 // kListSessions), examining at most $7 sessions (ListExamineBound): the
 // first $7 after $1, in an index's order, are `examined`; the rows are the

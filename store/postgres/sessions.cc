@@ -96,6 +96,15 @@ struct ClaimStatements {
   }
 };
 
+// A history row (kGetEndedSession, kListEndedSessions): the session, its
+// end reason and end time.
+EndedSession ReadEndedSession(const PgResult& r, int row) {
+  EndedSession e;
+  ReadSessionRow(r, row, &e.session);
+  e.end = {std::string(r.Text(row, kSessionColumnCount)), r.Int64(row, kSessionColumnCount + 1)};
+  return e;
+}
+
 // The session as stored (*found, and the database's now that judges its
 // lease) or, when it is not live, its history (*ended), if any.
 Status ReadSessionOrEnd(PgConn* conn, const std::string& id, std::optional<Session>* found,
@@ -108,11 +117,7 @@ Status ReadSessionOrEnd(PgConn* conn, const std::string& id, std::optional<Sessi
     return Status::Ok();
   }
   RETURN_IF_ERROR(conn->Run(pgsql::kGetEndedSession, {P(id)}, &r));
-  if (r.rows() > 0) {
-    EndedSession& e = ended->emplace();
-    ReadSessionRow(r, 0, &e.session);
-    e.end = {std::string(r.Text(0, kSessionColumnCount)), r.Int64(0, kSessionColumnCount + 1)};
-  }
+  if (r.rows() > 0) *ended = ReadEndedSession(r, 0);
   return Status::Ok();
 }
 
@@ -241,6 +246,34 @@ Status PostgresStorage::ListSessions(const SessionFilter& filter, const std::str
         one_tenant ? pgsql::kListTenantSessions.c_str() : pgsql::kListSessions.c_str(), params,
         &r));
     MergePartitionPages(ListedPage(r, kSessionColumns), limit, page, next_after);
+    return Status::Ok();
+  });
+}
+
+Status PostgresStorage::ListEndedSessions(const SessionFilter& filter, const std::string& after,
+                                         int limit, std::vector<EndedSession>* page,
+                                         std::string* next_after) {
+  page->clear();
+  next_after->clear();
+  return WithReader([&](PgConn* conn) {
+    PgResult r;
+    RETURN_IF_ERROR(conn->Run(pgsql::kListEndedSessions.c_str(),
+                              {P(after.empty() ? std::string("~") : after), OrNull(filter.tenant),
+                               OrNull(filter.region), OrNull(filter.pool),
+                               OrNull(filter.label_key), P(filter.label_value),
+                               P(static_cast<int64_t>(limit) + 1), P(ListExamineBound(limit))},
+                              &r));
+    // The one partition's share (as rows.h's ListedPage, with the end).
+    constexpr int kKept = kSessionColumnCount + 2;
+    std::vector<PartitionPage<EndedSession>> parts(1);
+    for (int i = 0; i < r.rows(); ++i) {
+      if (r.Text(i, kKept) != "t") {
+        parts[0].stopped_at = r.String(i, kKept + 1);
+      } else {
+        parts[0].hits.push_back(ReadEndedSession(r, i));
+      }
+    }
+    MergePartitionPages(std::move(parts), limit, page, next_after, KeyOrder::kDescending);
     return Status::Ok();
   });
 }

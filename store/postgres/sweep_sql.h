@@ -18,6 +18,14 @@ WHERE id IN (SELECT id FROM containers
              FOR UPDATE SKIP LOCKED)
 )sql";
 
+// What both reaper statements return of each container they mark dead
+// (store::DeadContainer): who, where, how long it was silent by the
+// database's clock, and whether it was silent (else it had reported itself
+// dead). Bounded by the sweep's LIMIT: no read of their own.
+#define EDGEALLOC_PG_DEATH_COLUMNS                                                  \
+  "id, region, pool, " EDGEALLOC_PG_NOW_MS " - last_heartbeat_ms, "                 \
+  "last_heartbeat_ms < " EDGEALLOC_PG_NOW_MS " - $1::bigint"
+
 // The dead-container sweep of one heartbeat partition: lane_hash % $3 = $4.
 // Silent: a stored heartbeat more than $1 ms older than the database's now.
 //   $1 silence_ms $2 limit $3 partitions $4 partition
@@ -29,18 +37,18 @@ WHERE id IN (SELECT id FROM containers
                AND lane_hash % $3::integer = $4::integer
              LIMIT $2::bigint
              FOR UPDATE SKIP LOCKED)
-)sql";
+RETURNING )sql" EDGEALLOC_PG_DEATH_COLUMNS;
 
 inline constexpr char kReapUnpicked[] = R"sql(
 UPDATE containers
-SET status = 'dead', drain_requested = false, dead_reported = false
+SET status = 'dead', dead_reported = false
 WHERE id IN (SELECT id FROM containers
              WHERE status IN ('available', 'draining')
                AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint OR dead_reported)
                AND lane_hash % $3::integer = $4::integer
              LIMIT $2::bigint
              FOR UPDATE SKIP LOCKED)
-)sql";
+RETURNING )sql" EDGEALLOC_PG_DEATH_COLUMNS;
 
 // The session history's prune (Storage::PruneSessionHistory): at most $3
 // rows that ended more than $1 ms before the database's now, oldest first

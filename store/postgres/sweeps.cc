@@ -25,6 +25,18 @@ Status PostgresStorage::SweepExpiredLeases(int partition, int max_rows, int64_t*
   return s;
 }
 
+namespace {
+
+// The containers a reaper statement marked dead, from its RETURNING rows.
+void AppendDead(const PgResult& r, std::vector<DeadContainer>* dead) {
+  for (int i = 0; i < r.rows(); ++i) {
+    dead->push_back({r.String(i, 0), r.String(i, 1), r.String(i, 2), r.Int64(i, 3),
+                     r.Text(i, 4) != "t"});
+  }
+}
+
+}  // namespace
+
 Status PostgresStorage::SweepSilentContainers(int partition,
                                               const std::function<int64_t()>& cutoff_ms,
                                               int max_rows, SilenceSweep* sweep) {
@@ -44,13 +56,15 @@ Status PostgresStorage::SweepSilentContainers(int partition,
         RETURN_IF_ERROR(conn->Run(
             pgsql::kReapPicked,
             {P(silence), P(int64_t{max_rows}), P(partitions), P(int64_t{partition})}, &r));
-        found.sessions_ended = r.changed();
+        AppendDead(r, &found.dead);
+        found.sessions_ended = r.rows();
         if (found.sessions_ended >= max_rows) return Status::Ok();
         RETURN_IF_ERROR(conn->Run(pgsql::kReapUnpicked,
                                   {P(silence), P(int64_t{max_rows} - found.sessions_ended),
                                    P(partitions), P(int64_t{partition})},
                                   &r));
-        found.marked_dead = r.changed();
+        AppendDead(r, &found.dead);
+        found.marked_dead = r.rows();
         return Status::Ok();
       },
       /*solo=*/true);

@@ -10,8 +10,8 @@ namespace store {
 SqliteCapacityReader::SqliteCapacityReader(std::string path, int busy_timeout_ms)
     : path_(std::move(path)), busy_timeout_ms_(busy_timeout_ms) {}
 
-Status SqliteCapacityReader::Read(std::vector<CapacityCount>* counts, bool* unchanged) {
-  Status s = ReadOpen(counts, unchanged);
+Status SqliteCapacityReader::Read(CapacityRead* read, bool* unchanged) {
+  Status s = ReadOpen(read, unchanged);
   if (!s.ok()) {
     // After an I/O error or a replaced file, a fresh connection is the
     // cheapest way back (and its data_version starts over).
@@ -21,7 +21,7 @@ Status SqliteCapacityReader::Read(std::vector<CapacityCount>* counts, bool* unch
   return s;
 }
 
-Status SqliteCapacityReader::ReadOpen(std::vector<CapacityCount>* counts, bool* unchanged) {
+Status SqliteCapacityReader::ReadOpen(CapacityRead* read, bool* unchanged) {
   *unchanged = false;
   if (db_ == nullptr) {
     DbOptions options;
@@ -45,19 +45,38 @@ Status SqliteCapacityReader::ReadOpen(std::vector<CapacityCount>* counts, bool* 
     *unchanged = true;
     return Status::Ok();
   }
-  counts->clear();
+  read->counts.clear();
+  read->drained_ids.clear();
+  // One read transaction for both statements, so that the drained ids are
+  // those of the counts.
+  RETURN_IF_ERROR(db_->Exec("BEGIN"));
+  Status s = ReadRows(read);
+  Status end = db_->Exec(s.ok() ? "COMMIT" : "ROLLBACK");
+  RETURN_IF_ERROR(s);
+  RETURN_IF_ERROR(end);
+  data_version_ = version;
+  return Status::Ok();
+}
+
+Status SqliteCapacityReader::ReadRows(CapacityRead* read) {
   {
     StatementRef q;
     RETURN_IF_ERROR(db_->Cached(sql::kCapacityCounts, &q));
     for (;;) {
       bool row = false;
-      RETURN_IF_ERROR(q->Step(&row));  // the StatementRef resets, ending the read
+      RETURN_IF_ERROR(q->Step(&row));  // the StatementRef resets, ending the statement
       if (!row) break;
-      ReadRow(kCapacityColumns, SqliteCells(*q), &counts->emplace_back());
+      ReadRow(kCapacityColumns, SqliteCells(*q), &read->counts.emplace_back());
     }
   }
-  data_version_ = version;
-  return Status::Ok();
+  StatementRef q;
+  RETURN_IF_ERROR(db_->Cached(sql::kDrainedIds, &q));
+  for (;;) {
+    bool row = false;
+    RETURN_IF_ERROR(q->Step(&row));
+    if (!row) return Status::Ok();
+    read->drained_ids.push_back(q->ColumnString(0));
+  }
 }
 
 }  // namespace store

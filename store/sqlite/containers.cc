@@ -241,14 +241,20 @@ void SqliteStorage::WriteContainer(const std::string& id, ContainerCallback done
 }
 
 void SqliteStorage::Drain(std::string id, ContainerCallback done) {
-  WriteContainer(id, std::move(done), [id](Db* db, ContainerResult* out) {
-    StatementRef q;
-    RETURN_IF_ERROR(db->Cached(sql::kDrain, &q));
-    q->Bind(1, id);
-    bool row = false;
-    RETURN_IF_ERROR(q->Step(&row));
-    *out = DrainAnswer(id, row ? std::optional<std::string_view>(q->ColumnText(0)) : std::nullopt);
-    return row ? q->Run() : Status::Ok();
+  ChangeDrain(std::move(id), sql::kDrain, std::move(done));
+}
+
+void SqliteStorage::Undrain(std::string id, ContainerCallback done) {
+  ChangeDrain(std::move(id), sql::kUndrain, std::move(done));
+}
+
+void SqliteStorage::ChangeDrain(std::string id, const char* statement, ContainerCallback done) {
+  WriteContainer(id, std::move(done), [id, statement](Db* db, ContainerResult* out) {
+    // The statement's changes are made at its first step (RETURNING).
+    std::optional<ContainerInfo> now;
+    RETURN_IF_ERROR(ReadOneRow(db, statement, id, kContainerColumns, &now));
+    *out = AnswerContainerRead(id, Status::Ok(), std::move(now));
+    return Status::Ok();
   });
 }
 

@@ -4,7 +4,7 @@
 #include "store/row_columns.h"
 #include "store/sql_text.h"
 
-// The statements of the session history (store/sqlite/schema.cc, version 7:
+// The statements of the session history (store/sqlite/schema.cc, version 8:
 // the table, and the trigger that fills it when a statement of
 // store/sqlite/lifecycle_sql.h ends a session). A history row reads as a
 // session (kSessionColumnList), then its end reason and end time.
@@ -16,20 +16,38 @@ inline constexpr auto kGetEndedSession =
     Sql("SELECT ", kSessionColumnList, ", end_reason, ended_at_ms FROM session_history ",
         "WHERE session_id = ?1");
 
-// Is there anything to prune? A cheap read (two index lookups) before a
-// prune is queued: a row ended before ?1, or more rows than ?2 (seq grows
-// with every row inserted, so max - min bounds the count from above).
+// A partition's walk for a page of ended sessions (Storage::
+// ListEndedSessions): every ended session before ?1 in session id order from
+// the last (the UNIQUE index's), each with the filters' verdict after its end
+// reason and end time. NULL filters match any; the tenant (?2) is a filter
+// too, as no index leads with it.
+//   ?1 before ?2 tenant ?3 region ?4 pool ?5 label key ?6 label value
+inline constexpr auto kListEndedSessions = Sql("SELECT ", kSessionColumnList, R"sql(,
+       end_reason, ended_at_ms,
+       (?2 IS NULL OR tenant = ?2) AND (?3 IS NULL OR region = ?3) AND (?4 IS NULL OR pool = ?4)
+       AND (?5 IS NULL OR EXISTS (SELECT 1 FROM json_each(labels)
+                                  WHERE key = ?5 AND value = ?6))
+FROM session_history WHERE session_id < ?1
+ORDER BY session_id DESC
+)sql");
+
+// Is there anything to prune? A cheap read (the first and last rows of the
+// primary key) before a prune is queued: the oldest row ended before ?1, or
+// more rows than ?2 (seq grows with every row inserted, so max - min bounds
+// the count from above).
 inline constexpr char kAnyHistoryToPrune[] = R"sql(
-SELECT 1 WHERE EXISTS (SELECT 1 FROM session_history WHERE ended_at_ms < ?1)
+SELECT 1 WHERE (SELECT ended_at_ms FROM session_history ORDER BY seq LIMIT 1) < ?1
             OR (SELECT max(seq) - min(seq) + 1 FROM session_history) > ?2
 )sql";
 
-// At most ?3 rows ended before ?1, oldest first (the index
-// session_history_ended: never a scan).
+// Of the ?3 oldest rows by insertion (a range of the primary key: never a
+// scan of the table), those ended before ?1. Rows are inserted in the order
+// they end, so this is the oldest first; a row out of that order (the clock
+// stepped back) goes when its own time comes, and may keep the rows behind
+// it that long.
 inline constexpr char kPruneHistoryOld[] = R"sql(
 DELETE FROM session_history
-WHERE seq IN (SELECT seq FROM session_history WHERE ended_at_ms < ?1
-              ORDER BY ended_at_ms LIMIT ?3)
+WHERE seq < (SELECT min(seq) FROM session_history) + ?3 AND ended_at_ms < ?1
 )sql";
 
 // At most ?3 rows past the newest ?2, by insertion order (the primary key).

@@ -16,19 +16,19 @@
 // ends one (release, lease expiry, death), spliced in by string-literal
 // concatenation so each is written once.
 // The status a container returns to when its session ends normally: dead if
-// it reported itself dead meanwhile, draining if a drain was asked, else
-// available.
-#define EDGEALLOC_SQL_STATUS_AFTER_SESSION \
-  "status = CASE WHEN dead_reported THEN 'dead' WHEN drain_requested THEN 'draining' " \
-  "ELSE 'available' END"
+// it reported itself dead meanwhile, draining if an operator drained it or it
+// reported itself draining, else available. Both drains outlive the session.
+#define EDGEALLOC_SQL_STATUS_AFTER_SESSION                                             \
+  "status = CASE WHEN dead_reported THEN 'dead' "                                      \
+  "WHEN drain_requested OR drain_reported THEN 'draining' ELSE 'available' END"
 // Forgets the session and the requests that waited for its end, saying why
 // it ended (`reason`, an SQL expression): setting end_reason is what makes
-// the trigger of store/sqlite/schema.cc (version 7) keep the session in
+// the trigger of store/sqlite/schema.cc (version 8) keep the session in
 // session_history, so no statement can end a session without a reason. A
 // claim or renew never sets end_reason, so the trigger costs them nothing.
 #define EDGEALLOC_SQL_END_SESSION(reason)                                                \
   "end_reason = " reason ", "                                                           \
-  "drain_requested = 0, dead_reported = 0, session_id = NULL, tenant = NULL, "          \
+  "dead_reported = 0, session_id = NULL, tenant = NULL, "                               \
   "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL"
 
 namespace store::sql {
@@ -94,8 +94,8 @@ WHERE tenant = ?1 AND idempotency_key = ?2 AND lease_expires_at_ms <= ?3
 
 // Release: compare-and-swap on (session_id, token), while the lease runs (an
 // expired session is already over, as GET says; the reaper frees it). The
-// container goes back to available; to draining if a drain was asked while it
-// was picked; to dead if it reported itself dead meanwhile. Success is one
+// container goes back to available; to draining if it is drained (by an
+// operator, or by its own report); to dead if it reported itself dead meanwhile. Success is one
 // changed row. The row is found by rowid through a subquery run once, not by
 // `WHERE session_id = ?1`: an UPDATE that finds its row through an index it
 // changes must first copy the keys to a temporary table, and SQLite builds
@@ -175,7 +175,8 @@ WHERE id IN (SELECT id FROM containers
 
 // Registration: insert, or update what may change. The holder never changes;
 // region and pool only when not picked; a dead container that is not picked
-// comes back (registration counts as a heartbeat). A new row starts at the
+// comes back (registration counts as a heartbeat), draining if it is drained
+// (an operator's drain outlives death and registration). A new row starts at the
 // token floor (store/sqlite/schema.cc, version 4): the highest generation of any row
 // deleted from this file, or from another shard's (?7), so an id deleted and
 // registered again never hands out a token it had before. A registration
@@ -194,7 +195,8 @@ ON CONFLICT (id) DO UPDATE SET
   reported_ts_ms = 0,
   region = CASE WHEN status = 'picked' THEN region ELSE excluded.region END,
   pool = CASE WHEN status = 'picked' THEN pool ELSE excluded.pool END,
-  status = CASE WHEN status = 'dead' THEN 'available' ELSE status END
+  status = CASE WHEN status <> 'dead' THEN status
+                WHEN drain_requested OR drain_reported THEN 'draining' ELSE 'available' END
 )sql";
 
 inline constexpr auto kGetContainer =
@@ -223,15 +225,25 @@ inline constexpr char kTokenFloor[] = R"sql(
 SELECT generation FROM token_floor WHERE only_row = 1
 )sql";
 
-// Drain: available becomes draining now; picked is marked, and becomes
-// draining when its session ends.
-inline constexpr char kDrain[] = R"sql(
+// An operator's drain: drain_requested, held until kUndrain or delete
+// (no heartbeat clears it). Available becomes draining now; picked when its
+// session ends; dead when it comes back. Returns the container as it is now.
+inline constexpr auto kDrain = Sql(R"sql(
 UPDATE containers
 SET status = CASE WHEN status = 'available' THEN 'draining' ELSE status END,
-    drain_requested = CASE WHEN status = 'picked' THEN 1 ELSE drain_requested END
+    drain_requested = 1
 WHERE id = ?1
-RETURNING status
-)sql";
+RETURNING )sql", kContainerColumnList, "\n");
+
+// Undrain ends an operator's drain: draining becomes available, unless the
+// container itself reported draining (its own ready ends that).
+inline constexpr auto kUndrain = Sql(R"sql(
+UPDATE containers
+SET status = CASE WHEN status = 'draining' AND drain_reported = 0 THEN 'available'
+                  ELSE status END,
+    drain_requested = 0
+WHERE id = ?1
+RETURNING )sql", kContainerColumnList, "\n");
 
 inline constexpr char kRemoveUnpicked[] = R"sql(
 DELETE FROM containers WHERE id = ?1 AND status <> 'picked'
@@ -255,7 +267,8 @@ DELETE FROM containers WHERE id = ?1 AND status <> 'picked'
 // statement journal each run (docs/performance.md, "The heartbeat
 // statements"). kHeartbeatPlain takes every heartbeat without a state and
 // every report of the state the row already has (its WHERE says, per state,
-// when that is: the outcome of kHeartbeatReport's CASEs below).
+// when that is: the outcome of kHeartbeatReport's CASEs below), so the
+// `ready` reports of a container an operator drained stay on it too.
 //   ?1 id ?2 accepted_ms ?3 ts_ms (or NULL) ?4 load (or NULL)
 //   ?5 state: 'ready', 'draining', 'dead' or NULL
 inline constexpr char kHeartbeatPlain[] = R"sql(
@@ -265,17 +278,22 @@ UPDATE containers SET
   load = COALESCE(?4, load)
 WHERE id = ?1 AND (?3 IS NULL OR ?3 >= reported_ts_ms) AND (
   ?5 IS NULL
-  OR (?5 = 'ready' AND (status = 'available' OR status = 'picked') AND dead_reported = 0)
-  OR (?5 = 'draining' AND (status = 'draining' OR (status = 'picked' AND drain_requested = 1)))
+  OR (?5 = 'ready' AND dead_reported = 0 AND drain_reported = 0
+      AND (status = 'available' OR status = 'picked'
+           OR (status = 'draining' AND drain_requested = 1)))
+  OR (?5 = 'draining' AND drain_reported = 1 AND status <> 'available')
   OR (?5 = 'dead' AND (status = 'dead' OR (status = 'picked' AND dead_reported = 1))))
 )sql";
 
 // As kHeartbeatPlain, and the reported state, never into or out of 'picked'.
 // In an SQLite UPDATE every SET expression sees the row as it was before the
 // statement, which these CASEs rely on.
-//   ready:    dead / draining -> available; on a picked row it withdraws an
-//             earlier dead report (dead_reported = 0).
-//   draining: available -> draining; picked stays picked, drain_requested = 1.
+//   ready:    dead / draining -> available, or draining while an operator's
+//             drain holds (drain_requested, which no report changes); it
+//             withdraws the container's own drain (drain_reported = 0) and,
+//             on a picked row, an earlier dead report (dead_reported = 0).
+//   draining: available -> draining; picked stays picked; drain_reported = 1
+//             (the status it returns to when its session ends).
 //   dead:     not picked -> dead; picked stays picked, dead_reported = 1, and
 //             the reaper ends its session in its own transaction.
 // A dead container stays dead until it reports ready (or is registered again).
@@ -286,13 +304,15 @@ UPDATE containers SET
   reported_ts_ms = COALESCE(?3, reported_ts_ms),
   load = COALESCE(?4, load),
   status = CASE
-    WHEN ?5 = 'ready' AND status IN ('dead', 'draining') THEN 'available'
+    WHEN ?5 = 'ready' AND status IN ('dead', 'draining')
+      THEN CASE WHEN drain_requested THEN 'draining' ELSE 'available' END
     WHEN ?5 = 'draining' AND status = 'available' THEN 'draining'
     WHEN ?5 = 'dead' AND status <> 'picked' THEN 'dead'
     ELSE status END,
-  drain_requested = CASE
-    WHEN ?5 = 'draining' AND status = 'picked' THEN 1
-    ELSE drain_requested END,
+  drain_reported = CASE
+    WHEN ?5 = 'draining' THEN 1
+    WHEN ?5 = 'ready' THEN 0
+    ELSE drain_reported END,
   dead_reported = CASE
     WHEN ?5 = 'dead' AND status = 'picked' THEN 1
     WHEN ?5 = 'ready' THEN 0
@@ -325,6 +345,12 @@ inline constexpr char kAnyDeadReported[] = R"sql(
 SELECT 1 FROM containers WHERE dead_reported = 1 AND +status <> 'dead' LIMIT 1
 )sql";
 
+// What both reaper statements return of each container they mark dead
+// (store::DeadContainer): who, where, its last heartbeat (the node's clock)
+// and whether it was silent (else it had reported itself dead). Bounded by
+// the sweep's LIMIT, so the log and the counts cost no read of their own.
+#define EDGEALLOC_SQL_DEATH_COLUMNS "id, region, pool, last_heartbeat_ms, last_heartbeat_ms < ?1"
+
 // The reaper, picked rows first: at most ?2 picked containers that are silent
 // or reported dead become dead, and their session ends (the holder's next
 // session call answers 410 container_dead). Counted as sessions ended. Two index walks, as
@@ -340,10 +366,11 @@ WHERE id IN (SELECT id FROM containers
              SELECT id FROM containers
              WHERE dead_reported = 1 AND +status = 'picked' AND last_heartbeat_ms >= ?1
              LIMIT ?2)
-)sql";
+RETURNING )sql" EDGEALLOC_SQL_DEATH_COLUMNS;
 
 // Then at most ?2 available or draining containers that are silent or carry a
-// dead report become dead. Two index walks, not one scan (an OR of the two
+// dead report become dead (an operator's drain stays: a container that comes
+// back comes back draining). Two index walks, not one scan (an OR of the two
 // would defeat both indexes, and a sweep runs in the writer, between claims):
 // the silent ones oldest first through containers_heartbeat, then the
 // reported ones that are not silent through containers_dead_reported (the +
@@ -351,7 +378,7 @@ WHERE id IN (SELECT id FROM containers
 //   ?1 cutoff_ms ?2 limit
 inline constexpr char kReapUnpicked[] = R"sql(
 UPDATE containers
-SET status = 'dead', drain_requested = 0, dead_reported = 0
+SET status = 'dead', dead_reported = 0
 WHERE id IN (SELECT id FROM containers
              WHERE status <> 'dead' AND last_heartbeat_ms < ?1
                AND status IN ('available', 'draining')
@@ -360,14 +387,20 @@ WHERE id IN (SELECT id FROM containers
              WHERE dead_reported = 1 AND +status IN ('available', 'draining')
                AND last_heartbeat_ms >= ?1
              LIMIT ?2)
-)sql";
+RETURNING )sql" EDGEALLOC_SQL_DEATH_COLUMNS;
 
 // ---- Capacity ----
 
 // The mirror's read of a shard: the containers by region, pool and status,
-// answered from the covering index containers_counts without the table.
+// and how many of them an operator drained, answered from the covering index
+// containers_counts (region, pool, status, drain_requested) without the table.
 inline constexpr auto kCapacityCounts =
     Sql("SELECT ", kCapacityColumnList, " FROM containers GROUP BY region, pool, status");
+
+// Then the ids under an operator's drain, for the heartbeat reply: a walk of
+// the partial index containers_drain_requested, which holds only them, so
+// the read costs the drained containers, never the fleet.
+inline constexpr char kDrainedIds[] = "SELECT id FROM containers WHERE drain_requested = 1";
 
 }  // namespace store::sql
 

@@ -2,7 +2,6 @@
 
 #include <cassert>
 #include <cstdint>
-#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -147,20 +146,42 @@ CREATE INDEX containers_tenant_session ON containers (tenant, session_id)
 DROP INDEX containers_tenant;
 )sql";
 
-// Version 7: ended sessions say why (docs/api.md, "Ended sessions"). Every
+// Version 7: an operator's drain holds (docs/api.md, Containers).
+// drain_requested becomes the operator's drain alone, kept until undrain or
+// delete (no report, registration, session end or death clears it), and
+// drain_reported is the container's own `draining` report, until its
+// `ready`. A drain taken by an older binary cannot be told operator from
+// self (both set the same status, and drain_requested on a picked row), so
+// it is migrated as the container's own: it behaves as before, a `ready`
+// report ends it. containers_counts gains drain_requested, so that the
+// mirror counts drained containers from the index alone (kCapacityCounts),
+// and containers_drain_requested holds the drained ids, so that the
+// mirror's read of them costs the drained rows, never the fleet.
+constexpr char kSchemaV7[] = R"sql(
+ALTER TABLE containers ADD COLUMN drain_reported INTEGER NOT NULL DEFAULT 0;
+UPDATE containers SET drain_reported = 1, drain_requested = 0
+  WHERE status = 'draining' OR drain_requested = 1;
+DROP INDEX containers_counts;
+CREATE INDEX containers_counts ON containers (region, pool, status, drain_requested);
+CREATE INDEX containers_drain_requested ON containers (id) WHERE drain_requested = 1;
+)sql";
+
+// Version 8: ended sessions say why (docs/api.md, "Ended sessions"). Every
 // statement that ends a session sets end_reason (store/sqlite/lifecycle_sql.h,
 // EDGEALLOC_SQL_END_SESSION), and the trigger keeps the session as it was in
 // session_history, in the same statement. Written as `UPDATE OF end_reason`,
 // so a statement that does not set end_reason (a claim, a renew, a
 // heartbeat) has no trigger compiled into it and pays nothing. session_history's
 // columns are named as the containers' (store/row_columns.h kSessionColumns,
-// id the container's), so its rows read as sessions; seq orders it by
-// insertion, for the bound on its rows, and ended_at_ms (an expired lease's:
-// the lease's end) for the window: no index but session_id's and
-// ended_at_ms's, as few as the reads and the prune need, since every
-// release writes them. A deleted row
-// that held a session (nothing in edgealloc deletes one) is kept too.
-constexpr char kSchemaV7[] = R"sql(
+// id the container's), so its rows read as sessions. Every release writes
+// this table, so it has one index only, session_id's (whose ids begin with
+// their time, store/session_id.h, so it appends too); seq orders it by
+// insertion, which is the order of ended_at_ms (an expired lease's end comes
+// before its reaping), so the prune walks seq for both the window and the
+// bound on rows (store/sqlite/history_sql.h), and no index on ended_at_ms
+// adds a third tree to every release's writes. A deleted row that held a session (nothing
+// in edgealloc deletes one) is kept too.
+constexpr char kSchemaV8[] = R"sql(
 ALTER TABLE containers ADD COLUMN end_reason TEXT;
 CREATE TABLE session_history (
   seq                 INTEGER PRIMARY KEY,
@@ -176,7 +197,6 @@ CREATE TABLE session_history (
   end_reason          TEXT NOT NULL,
   ended_at_ms         INTEGER NOT NULL
 );
-CREATE INDEX session_history_ended ON session_history (ended_at_ms);
 CREATE TRIGGER containers_session_ended AFTER UPDATE OF end_reason ON containers
 WHEN OLD.session_id IS NOT NULL AND NEW.session_id IS NULL
 BEGIN
@@ -207,19 +227,12 @@ Status RunStep(Db* db, int to_version) {
     case 5: return db->Exec(kSchemaV5);
     case 6: return db->Exec(kSchemaV6);
     case 7: return db->Exec(kSchemaV7);
+    case 8: return db->Exec(kSchemaV8);
   }
   return Status::InvalidArgument("no migration step to version " + std::to_string(to_version));
 }
-static_assert(kSchemaVersion == 7, "add the new version's case to RunStep");
+static_assert(kSchemaVersion == 8, "add the new version's case to RunStep");
 
-// The oldest binary that can use a file of `version` (schema.h's
-// kCompatibleVersion says why for each): a step that only adds an index
-// keeps the one before's.
-int CompatibleVersionAt(int version) {
-  constexpr int kAt[] = {0, 1, 2, 3, 4, 5, 5, 7};
-  static_assert(std::size(kAt) == kSchemaVersion + 1 && kAt[kSchemaVersion] == kCompatibleVersion);
-  return kAt[version];
-}
 
 Status ReadCompatibleVersion(Db* db, int* version) {
   *version = 0;
@@ -273,7 +286,7 @@ Status MigrateTo(Db* db, int target) {
     RETURN_IF_ERROR(RunStep(db, version + 1));
     RETURN_IF_ERROR(db->Exec("PRAGMA user_version = " + std::to_string(version + 1)));
     RETURN_IF_ERROR(db->Exec("INSERT INTO meta (key, value) VALUES ('compatible_version', '" +
-                 std::to_string(CompatibleVersionAt(version + 1)) +
+                 std::to_string(version + 1 < kCompatibleVersion ? version + 1 : kCompatibleVersion) +
                  "') ON CONFLICT (key) DO UPDATE SET value = excluded.value"));
     RETURN_IF_ERROR(txn.Commit());
   }

@@ -19,6 +19,15 @@
 namespace store {
 namespace {
 
+// A history row (store/sqlite/history_sql.h): the session, its end reason
+// and end time.
+EndedSession ReadEndedSession(const Statement& q) {
+  EndedSession e;
+  ReadSessionRow(q, &e.session);
+  e.end = {q.ColumnString(kSessionColumnCount), q.ColumnInt64(kSessionColumnCount + 1)};
+  return e;
+}
+
 // The session as stored (*found) or, when it is not live, its history
 // (*ended), if any.
 Status ReadSessionOrEnd(Db* db, const std::string& session_id, std::optional<Session>* found,
@@ -30,11 +39,7 @@ Status ReadSessionOrEnd(Db* db, const std::string& session_id, std::optional<Ses
   q->Bind(1, session_id);
   bool row = false;
   RETURN_IF_ERROR(q->Step(&row));
-  if (row) {
-    EndedSession& e = ended->emplace();
-    ReadSessionRow(*q, &e.session);
-    e.end = {q->ColumnString(kSessionColumnCount), q->ColumnInt64(kSessionColumnCount + 1)};
-  }
+  if (row) *ended = ReadEndedSession(*q);
   return Status::Ok();
 }
 
@@ -352,6 +357,31 @@ Status SqliteStorage::ListSessions(const SessionFilter& filter, const std::strin
         return Status::Ok();
       },
       page, next_after);
+}
+
+Status SqliteStorage::ListEndedSessions(const SessionFilter& filter, const std::string& after,
+                                       int limit, std::vector<EndedSession>* page,
+                                       std::string* next_after) {
+  // As ListSessions, newest first: "~" sorts after every id ("s_...").
+  const std::string before = after.empty() ? "~" : after;
+  const int64_t bound = ListExamineBound(limit);
+  std::vector<PartitionPage<EndedSession>> parts(shards_.size());
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    RETURN_IF_ERROR(shards_[i]->reads->With([&](Db* db) {
+      StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kListEndedSessions, &q));
+      q->Bind(1, before);
+      BindOrNull(&*q, 2, filter.tenant);
+      BindOrNull(&*q, 3, filter.region);
+      BindOrNull(&*q, 4, filter.pool);
+      BindOrNull(&*q, 5, filter.label_key);
+      q->Bind(6, filter.label_value);
+      return CollectPartitionPage(*q, bound, limit, /*kept=*/kSessionColumnCount + 2,
+                                  kSessionKeyColumn, ReadEndedSession, &parts[i]);
+    }));
+  }
+  MergePartitionPages(std::move(parts), limit, page, next_after, KeyOrder::kDescending);
+  return Status::Ok();
 }
 
 }  // namespace store

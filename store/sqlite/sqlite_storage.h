@@ -44,6 +44,8 @@ class SqliteStorage : public Storage {
   SessionResult GetSession(const Caller& caller, std::string_view session_id) override;
   Status ListSessions(const SessionFilter& filter, const std::string& after, int limit,
                       std::vector<Session>* page, std::string* next_after) override;
+  Status ListEndedSessions(const SessionFilter& filter, const std::string& after, int limit,
+                           std::vector<EndedSession>* page, std::string* next_after) override;
   Status CountTenantSessions(const std::string& tenant, int64_t* sessions) override {
     return SessionsElsewhere(tenant, /*shard=*/-1, sessions);  // -1: no shard left out
   }
@@ -54,6 +56,7 @@ class SqliteStorage : public Storage {
   Status ListContainers(const ContainerFilter& filter, const std::string& after, int limit,
                         std::vector<ContainerInfo>* page, std::string* next_after) override;
   void Drain(std::string id, ContainerCallback done) override;
+  void Undrain(std::string id, ContainerCallback done) override;
   void Remove(std::string id, ContainerCallback done) override;
 
   int partitions() const override { return map_.shards(); }
@@ -115,6 +118,9 @@ class SqliteStorage : public Storage {
   // answers `done` at once.
   void WriteContainer(const std::string& id, ContainerCallback done,
                       std::function<Status(Db*, ContainerResult*)> work);
+  // Drain and Undrain: `statement` (kDrain, kUndrain) on `id`, answered
+  // with the container as it left it.
+  void ChangeDrain(std::string id, const char* statement, ContainerCallback done);
   // Several shards only: makes this registration the only one running, in
   // this process and across processes (an exclusive flock on
   // `<db>.register.lock`), from its checks until its last shard's commit,

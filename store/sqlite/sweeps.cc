@@ -12,6 +12,27 @@
 #include "store/sqlite/sqlite_storage.h"
 
 namespace store {
+namespace {
+
+// One reaper statement (?1 cutoff, ?2 limit): the containers it marked dead
+// appended to *dead, from its RETURNING rows.
+Status Reap(Db* db, const char* statement, int64_t cutoff, int64_t limit,
+            std::vector<DeadContainer>* dead) {
+  StatementRef q;
+  RETURN_IF_ERROR(db->Cached(statement, &q));
+  q->Bind(1, cutoff);
+  q->Bind(2, limit);
+  const int64_t now = base::NowMs();
+  for (;;) {
+    bool row = false;
+    RETURN_IF_ERROR(q->Step(&row));
+    if (!row) return Status::Ok();
+    dead->push_back({q->ColumnString(0), q->ColumnString(1), q->ColumnString(2),
+                     now - q->ColumnInt64(3), q->ColumnInt64(4) == 0});
+  }
+}
+
+}  // namespace
 
 Status SqliteStorage::SweepExpiredLeases(int partition, int max_rows, int64_t* ended) {
   *ended = 0;
@@ -53,21 +74,12 @@ Status SqliteStorage::SweepSilentContainers(int partition,
       [&](Db* db) {
         *sweep = SilenceSweep{};
         const int64_t cutoff = cutoff_ms();
-        {
-          StatementRef q;
-          RETURN_IF_ERROR(db->Cached(sql::kReapPicked, &q));
-          q->Bind(1, cutoff);
-          q->Bind(2, static_cast<int64_t>(max_rows));
-          RETURN_IF_ERROR(q->Run());
-          sweep->sessions_ended = db->Changes();
-        }
+        RETURN_IF_ERROR(Reap(db, sql::kReapPicked, cutoff, max_rows, &sweep->dead));
+        sweep->sessions_ended = static_cast<int64_t>(sweep->dead.size());
         if (sweep->sessions_ended >= max_rows) return Status::Ok();
-        StatementRef q;
-        RETURN_IF_ERROR(db->Cached(sql::kReapUnpicked, &q));
-        q->Bind(1, cutoff);
-        q->Bind(2, max_rows - sweep->sessions_ended);
-        RETURN_IF_ERROR(q->Run());
-        sweep->marked_dead = db->Changes();
+        RETURN_IF_ERROR(Reap(db, sql::kReapUnpicked, cutoff, max_rows - sweep->sessions_ended,
+                             &sweep->dead));
+        sweep->marked_dead = static_cast<int64_t>(sweep->dead.size()) - sweep->sessions_ended;
         return Status::Ok();
       },
       /*solo=*/true);

@@ -29,9 +29,9 @@ TEST_CASE("snapshot: capacity JSON has docs/api.md's shape, names in sorted orde
   Snapshot s(1'700'000'000'000, regions);
   CHECK(s.ToCapacityJson(1'700'000'000'012) ==
         R"({"as_of_ms":1700000000000,"age_ms":12,"regions":{)"
-        R"("apac":{"pools":{"chrome":{"available":7,"picked":0,"draining":0,"dead":0}}},)"
-        R"("weur":{"pools":{"android":{"available":1,"picked":0,"draining":2,"dead":0},)"
-        R"("chrome":{"available":3,"picked":5,"draining":0,"dead":1}}}}})");
+        R"("apac":{"pools":{"chrome":{"available":7,"picked":0,"draining":0,"dead":0,"drained":0}}},)"
+        R"("weur":{"pools":{"android":{"available":1,"picked":0,"draining":2,"dead":0,"drained":0},)"
+        R"("chrome":{"available":3,"picked":5,"draining":0,"dead":1,"drained":0}}}}})");
 }
 
 TEST_CASE("snapshot: a region without pools renders as an empty pools object") {
@@ -111,7 +111,31 @@ TEST_CASE("snapshot: names are escaped in the capacity JSON") {
   Snapshot s(10, regions);
   CHECK(s.ToCapacityJson(10) ==
         R"({"as_of_ms":10,"age_ms":0,"regions":{"we\"ur":{"pools":{"a\\b\u000a":)"
-        R"({"available":1,"picked":0,"draining":0,"dead":0}}}}})");
+        R"({"available":1,"picked":0,"draining":0,"dead":0,"drained":0}}}}})");
+}
+
+TEST_CASE("snapshot: the drained ids of the parts are merged, and drained is counted apart") {
+  Snapshot::Regions a, b;
+  a["weur"]["chrome"] = Counts(1, 0, 2, 0);
+  a["weur"]["chrome"].drained = 1;
+  b["weur"]["chrome"] = Counts(0, 0, 1, 0);
+  b["weur"]["chrome"].drained = 1;
+  auto ids = [](std::vector<std::string> v) {
+    return std::make_shared<const DrainedIds>(v.begin(), v.end());
+  };
+  auto one = std::make_shared<const Snapshot>(1000, a, ids({"w-1"}));
+  auto two = std::make_shared<const Snapshot>(1000, b, ids({"w-2", "w-3"}));
+  auto none = std::make_shared<const Snapshot>(1000, Snapshot::Regions{});
+  auto merged = Snapshot::Merge({one, none, two});
+  CHECK(merged->Drained("w-1"));
+  CHECK(merged->Drained("w-3"));
+  CHECK_FALSE(merged->Drained("w-4"));
+  CHECK(merged->drained_ids()->size() == 3);
+  CHECK(merged->Find("weur", "chrome")->drained == 2);
+  CHECK(merged->totals().total() == 4);  // drained is no state of its own
+  // One part with drained ids: its set is shared, not copied.
+  CHECK(Snapshot::Merge({none, one})->drained_ids() == one->drained_ids());
+  CHECK_FALSE(Snapshot().Drained("w-1"));
 }
 
 }  // namespace

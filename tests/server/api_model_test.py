@@ -3,7 +3,8 @@
 
 A Hypothesis stateful test whose model is the state machine of docs/design.md "Container states": register,
 claim (idempotency keys, tenant quota, fallback regions, concurrent claims),
-renew, release, lease expiry, heartbeats ready/draining/dead, drain, delete,
+renew, release, lease expiry, heartbeats ready/draining/dead (and the
+operator drains the heartbeat reply names), drain, undrain, delete,
 re-register, and restarts of the real server (SIGTERM, and kill -9: with
 --sync full everything acknowledged must survive). After every step the
 server is compared with the model, exactly; Hypothesis shrinks a failure to
@@ -72,7 +73,7 @@ SERVE_FLAGS = [
     "--max-lease-ms", str(MAX_LEASE_MS),
     "--dead-after-ms", "600000",  # nobody dies of silence within a run
     "--batch-wait-ms", "2",
-    "--mirror-refresh-ms", "1000",
+    "--mirror-refresh-ms", "50",  # the heartbeat reply's drain list lags one refresh
     "--sync", "full",
     "--candidates", str(CANDIDATES),
 ]
@@ -246,7 +247,8 @@ class Container:
     def __init__(self, cid, region, latency, data):
         self.id, self.region, self.latency, self.data = cid, region, latency, data
         self.status = "available"   # available | picked | draining | dead
-        self.drain_requested = False
+        self.drain_requested = False  # an operator's drain: until undrain or delete
+        self.drain_reported = False   # its own `draining` report: until its `ready`
         self.dead_reported = False  # only while picked, until the reaper ends the session
         self.session = None
         self.reported_ts = 0
@@ -281,6 +283,7 @@ class ApiModel(RuleBasedStateMachine):
         self.max_token = {}      # id -> highest token ever seen: never forgotten
         self.last_hb = {}        # id -> last_heartbeat_ms seen: never goes back
         self.nonce = 0
+        self.drains_changed_ms = 0  # when a drain, undrain or delete last answered
         self.t0 = now_ms()
 
     def teardown(self):
@@ -344,9 +347,13 @@ class ApiModel(RuleBasedStateMachine):
         s.end_reason = reason
         c = self.containers[s.cid]
         c.session = None
-        c.status = "dead" if c.dead_reported else ("draining" if c.drain_requested else "available")
-        c.drain_requested = c.dead_reported = False
+        c.status = "dead" if c.dead_reported else ("draining" if self.drained(c) else "available")
+        c.dead_reported = False  # both drains outlive the session
         self.ended.append(s)
+
+    @staticmethod
+    def drained(c):
+        return c.drain_requested or c.drain_reported
 
     def session_body_ok(self, where, body, s):
         c = self.containers[s.cid]
@@ -424,8 +431,8 @@ class ApiModel(RuleBasedStateMachine):
             c.reported_ts = 0                # a registration resets the report order (#12)
             if c.status != "picked":
                 c.region = s["region"]       # the holder's region never changes
-            if c.status == "dead":
-                c.status = "available"       # registration counts as a heartbeat
+            if c.status == "dead":           # registration counts as a heartbeat
+                c.status = "draining" if self.drained(c) else "available"
 
     @rule(data=st.data())
     def register(self, data):
@@ -445,6 +452,7 @@ class ApiModel(RuleBasedStateMachine):
             return False
         self.call("DELETE", f"/v1/containers/{cid}", ADMIN, want=204)
         del self.containers[cid]
+        self.drains_changed_ms = now_ms()  # its drain ends with it
         self.last_hb.pop(cid, None)  # a new row may start lower
         return True
 
@@ -463,21 +471,29 @@ class ApiModel(RuleBasedStateMachine):
         if self.do_delete(cid):
             self.do_register([spec])
 
-    @rule(data=st.data())
-    def drain(self, data):
+    @rule(data=st.data(), verb=st.sampled_from(["drain", "undrain"]))
+    def drain(self, data, verb):
+        """An operator's drain (held until undrain or delete), or its end."""
         cid = data.draw(st.sampled_from(IDS + [GHOST]), label="id")
-        self.step(f"drain {cid}")
+        self.step(f"{verb} {cid}")
         c = self.containers.get(cid)
         if c is None:
-            self.call("POST", f"/v1/containers/{cid}/drain", ADMIN, want=404, code="not_found")
+            self.call("POST", f"/v1/containers/{cid}/{verb}", ADMIN, want=404, code="not_found")
             return
-        _, _, body = self.call("POST", f"/v1/containers/{cid}/drain", ADMIN, want=200)
-        if c.status == "available":
+        _, _, body = self.call("POST", f"/v1/containers/{cid}/{verb}", ADMIN, want=200)
+        self.drains_changed_ms = now_ms()
+        c.drain_requested = verb == "drain"  # a picked one drains when its session ends
+        if c.drain_requested and c.status == "available":
             c.status = "draining"
-        elif c.status == "picked":
-            c.drain_requested = True
-        assert body.get("status") == c.status and body.get("drain_requested") == c.drain_requested, \
-            f"drain {cid}: {body}, model status {c.status} drain_requested {c.drain_requested}"
+        elif not c.drain_requested and c.status == "draining" and not c.drain_reported:
+            c.status = "available"  # unless its own draining report holds it
+        self.drain_body_ok(f"{verb} {cid}", body, c)
+
+    def drain_body_ok(self, where, body, c):
+        want = {"id": c.id, "status": c.status, "drain_requested": c.drain_requested,
+                "drain_reported": c.drain_reported}
+        got = {k: body.get(k) for k in want}
+        assert got == want, f"{where}: {got}, model {want}"
 
     # --- claims -------------------------------------------------------------------
 
@@ -740,7 +756,16 @@ class ApiModel(RuleBasedStateMachine):
                 f"heartbeat: the message does not name item {i}: {body}"
             self.send_heartbeats([])  # had anything been queued, it is written now
             return
-        self.send_heartbeats(hbs)
+        drain = self.send_heartbeats(hbs)
+        # The reply names the reported containers an operator drained, as of
+        # the mirror (which has read every drain and undrain so far), in
+        # request order, each once.
+        want = []
+        for h in hbs:
+            c = self.containers.get(h["container_id"])
+            if c is not None and c.drain_requested and c.id not in want:
+                want.append(c.id)
+        assert drain == want, f"heartbeat reply's drain: {drain}, model {want}"
         # The model: one item after another, as docs/api.md and the batcher's
         # coalescing ("as if they were written one after another") say.
         for h in hbs:
@@ -753,15 +778,15 @@ class ApiModel(RuleBasedStateMachine):
             if ts is not None:
                 c.reported_ts = ts
             state = h.get("state")
-            if state == "ready":
+            if state == "ready":  # ends its own drain, never an operator's
+                c.drain_reported = False
                 if c.status in ("dead", "draining"):
-                    c.status = "available"
+                    c.status = "draining" if c.drain_requested else "available"
                 c.dead_reported = False
-            elif state == "draining":
+            elif state == "draining":  # a picked one drains when its session ends
+                c.drain_reported = True
                 if c.status == "available":
                     c.status = "draining"
-                elif c.status == "picked":
-                    c.drain_requested = True
             elif state == "dead":
                 if c.status == "picked":
                     c.dead_reported = True
@@ -782,10 +807,17 @@ class ApiModel(RuleBasedStateMachine):
         while now_ms() <= before:
             time.sleep(0.001)
         hbs = hbs + [{"container_id": SENTINEL}]
+        # The mirror must have read the latest drain, undrain or delete for
+        # the reply's drain list to be the model's (it lags one refresh).
+        self.wait_until("the mirror to read the drains",
+                        lambda: self.call("GET", "/v1/capacity", KEY_A, want=200)[2]["as_of_ms"]
+                        > self.drains_changed_ms)
         _, _, body = self.call("POST", "/v1/heartbeats", KEY_C, {"heartbeats": hbs}, want=202)
-        assert body == {"accepted": len(hbs)}, f"heartbeat: {body}"
+        assert set(body) == {"accepted", "drain"} and body["accepted"] == len(hbs), \
+            f"heartbeat: {body}"
         self.wait_until("the heartbeat batch to be written",
                         lambda: self.container_status(SENTINEL)["last_heartbeat_ms"] > before)
+        return body["drain"]
 
     # --- restarts -----------------------------------------------------------------------
 
@@ -871,7 +903,8 @@ class ApiModel(RuleBasedStateMachine):
             body = self.container_status(cid)
             want = {"id": cid, "region": c.region, "pool": POOL, "status": c.status,
                     "latency_ms": c.latency, "data": c.data,
-                    "drain_requested": c.drain_requested, "session_id": holders.get(cid)}
+                    "drain_requested": c.drain_requested, "drain_reported": c.drain_reported,
+                    "session_id": holders.get(cid)}
             got = {k: body.get(k) for k in want}
             assert got == want, f"container {cid}: server {got}, model {want}"
             lhb = body["last_heartbeat_ms"]

@@ -100,6 +100,8 @@ def run(c):
     c("GET", "/v1/containers/nope", ADMIN, want=404)
     c("GET", "/v1/containers/w-1", ACME, want=403)
     c("POST", "/v1/containers/nope/drain", ADMIN, want=404)
+    c("POST", "/v1/containers/nope/undrain", ADMIN, want=404)
+    c("POST", "/v1/containers/w-1/undrain", ACME, want=403)
     # Sessions (tenant).
     claim = {"region": "weur", "pool": "chrome", "lease_ms": 60000}
     _, _, raw = c("POST", "/v1/sessions", ACME, dict(claim, idempotency_key="k-1"), want=201)
@@ -159,6 +161,9 @@ def run(c):
     c("GET", "/v1/containers", ACME, want=403)
     c("POST", "/v1/sessions", BOLT, dict(claim, labels={"k": 1}), want=400)
     c("POST", "/v1/containers/%s/drain" % s2["container_id"], ADMIN, want=200)
+    # An operator's drain holds: ended here, so that the heartbeat reply
+    # below names only w-9 whichever container s2 picked.
+    c("POST", "/v1/containers/%s/undrain" % s2["container_id"], ADMIN, want=200)
     c("DELETE", "/v1/containers/%s" % s2["container_id"], ADMIN, want=409)  # picked
     c("DELETE", sid + "?token=%d" % (s1["token"] + 100), ACME, want=409)
     c("DELETE", sid, ACME, want=400)  # no token
@@ -174,8 +179,19 @@ def run(c):
     c("DELETE", "/v1/sessions/%s?token=%d" % (s3["session_id"], s3["token"]), ADMIN, want=204)
     c("DELETE", "/v1/containers/%s" % s1["container_id"], ADMIN, want=204)
     c("DELETE", "/v1/containers/%s" % s1["container_id"], ADMIN, want=404)
-    # Heartbeats (container).
+    # Heartbeats (container); the reply names the drained ones once the
+    # mirror (refreshed every 50 ms) has read the drain.
     c("POST", "/v1/heartbeats", BOX, {"heartbeats": [{"container_id": "w-2", "state": "ready", "load": 0.5, "ts_ms": 1}]}, want=202)
+    c("POST", "/v1/containers", ADMIN, {"containers": [{"id": "w-9", "region": "weur", "pool": "chrome"}]}, want=200)
+    c("POST", "/v1/containers/w-9/drain", ADMIN, want=200)
+    time.sleep(0.3)
+    _, _, raw = c("POST", "/v1/heartbeats", BOX, {"heartbeats": [{"container_id": "w-9", "state": "ready"},
+                                                                 {"container_id": "w-2"}]}, want=202)
+    if json.loads(raw) != {"accepted": 2, "drain": ["w-9"]}:
+        raise AssertionError("heartbeat reply: %r" % raw)
+    time.sleep(0.2)
+    c("GET", "/v1/capacity", ACME, want=200)  # drained: 1
+    c("POST", "/v1/containers/w-9/undrain", ADMIN, want=200)
     c("POST", "/v1/heartbeats", BOX, {"heartbeats": [{"container_id": "other-1"}]}, want=403)
     c("POST", "/v1/heartbeats", BOX, {"heartbeats": []}, want=400)
     c("POST", "/v1/heartbeats", BOX, {"heartbeats": [{"container_id": "w-2", "state": "sleepy"}]}, want=400)
@@ -187,6 +203,8 @@ def run(c):
     c("GET", "/v1/capacity", BOX, want=403)
     c("GET", "/v1/capacity/history", ACME, want=200)
     c("GET", "/v1/capacity/history", BOX, want=403)
+    c("GET", "/v1/capacity/deaths", ACME, want=200)
+    c("GET", "/v1/capacity/deaths", BOX, want=403)
     # Unknown paths and methods, malformed targets.
     c("GET", "/v1/nowhere", ACME, want=404)
     c("PUT", "/v1/sessions", ACME, want=405)

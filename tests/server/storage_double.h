@@ -18,11 +18,11 @@ namespace fixture {
 // A store::Storage around a real one, for Service(config, wrap): every call
 // is the real one's, except that
 //   - while Block() holds (until Unblock()), the synchronous reads the
-//     routes make (GetSession, CountTenantSessions, ListSessions,
+//     routes make (GetSession, CountTenantSessions, ListSessions, ListEndedSessions,
 //     GetContainer, ListContainers) wait, as on a database that stopped
 //     answering; blocked() counts the reads waiting so;
 //   - while BlockSubmits() holds (until Unblock()), Claim, Register, Drain,
-//     Remove and PartitionOf wait before they submit or answer, as SQLite with shards does while
+//     Undrain, Remove and PartitionOf wait before they submit or answer, as SQLite with shards does while
 //     it reads the other shard files first; counted in blocked() too;
 //   - after FailReads(text), those reads fail with `text` (IOError, or
 //     Outcome::kError), as libpq's would with the database's host and port;
@@ -85,6 +85,12 @@ class StorageDouble : public testing::ForwardingStorage {
     if (std::string e = Wait(); !e.empty()) return store::Status::IOError(e);
     return real_->ListSessions(filter, after, limit, page, next_after);
   }
+  store::Status ListEndedSessions(const store::SessionFilter& filter, const std::string& after,
+                                  int limit, std::vector<store::EndedSession>* page,
+                                  std::string* next_after) override {
+    if (std::string e = Wait(); !e.empty()) return store::Status::IOError(e);
+    return real_->ListEndedSessions(filter, after, limit, page, next_after);
+  }
   void Register(std::vector<store::ContainerSpec> specs, store::ContainerCallback done) override {
     WaitSubmit();
     real_->Register(std::move(specs), std::move(done));
@@ -102,6 +108,10 @@ class StorageDouble : public testing::ForwardingStorage {
   void Drain(std::string id, store::ContainerCallback done) override {
     WaitSubmit();
     real_->Drain(std::move(id), std::move(done));
+  }
+  void Undrain(std::string id, store::ContainerCallback done) override {
+    WaitSubmit();
+    real_->Undrain(std::move(id), std::move(done));
   }
   void Remove(std::string id, store::ContainerCallback done) override {
     WaitSubmit();

@@ -51,7 +51,9 @@ TEST_CASE("row columns: the statements' column lists are the descriptions' names
   CHECK(std::string(store::kSessionColumns[store::kSessionKeyColumn].name) == "session_id");
   CHECK(std::string(store::kContainerColumns[store::kContainerKeyColumn].name) == "id");
   constexpr auto statement = store::Sql("SELECT ", store::kCapacityColumnList, " FROM t");
-  CHECK(std::string(statement) == "SELECT region, pool, status, count(*) FROM t");
+  CHECK(std::string(statement) ==
+        "SELECT region, pool, status, count(*), count(CASE WHEN drain_requested THEN 1 END) "
+        "FROM t");
   CHECK(std::string(statement.c_str()).size() == statement.size());
 }
 
@@ -82,7 +84,8 @@ TEST_CASE("row columns: ReadRow fills each field from its column, NULLs as descr
                                    {"latency_ms", "12"},
                                    {"last_heartbeat_ms", "99"},
                                    {"generation", "3"},
-                                   {"drain_requested", "1"}});  // session_id NULL
+                                   {"drain_requested", "1"},
+                                   {"drain_reported", "0"}});  // session_id NULL
   store::ContainerInfo c;
   c.session_id = "stale";
   store::ReadRow(store::kContainerColumns, container_cells, &c);
@@ -92,5 +95,6 @@ TEST_CASE("row columns: ReadRow fills each field from its column, NULLs as descr
   CHECK(c.last_heartbeat_ms == 99);
   CHECK(c.generation == 3);
   CHECK(c.drain_requested);
+  CHECK_FALSE(c.drain_reported);
   CHECK_FALSE(c.session_id.has_value());
 }

@@ -168,7 +168,10 @@ TEST_CASE("storage: a tenant's own max_sessions overrides the server's quota, ei
 
 TEST_CASE("storage: drain, remove, and tokens that only grow across delete and register") {
   Engine e(EDGEALLOC_ENGINES);
-  const auto [c, held, free] = ClaimOneOfTwo(e.storage.get(), "c1", "c2");
+  // Named, not bound: clang 14 lets no lambda capture a structured binding.
+  const OneOfTwo one = ClaimOneOfTwo(e.storage.get(), "c1", "c2");
+  const store::SessionResult& c = one.claim;
+  const std::string &held = one.held, &free = one.free;
   auto conflict = Await<store::ContainerResult>([&](auto cb) { e->Remove(held, cb); });
   CHECK(Name(conflict.outcome) == "conflict");
   auto drained = Await<store::ContainerResult>([&](auto cb) { e->Drain(free, cb); });
@@ -190,6 +193,177 @@ TEST_CASE("storage: drain, remove, and tokens that only grow across delete and r
   CHECK(back.session.token > c.session.token);
 }
 
+namespace {
+
+// One heartbeat row reporting `state` for `id`, written and durable.
+void Report(store::Storage* s, const std::string& id, store::ReportedState state) {
+  int partition = -1;
+  REQUIRE(s->PartitionOf(id, &partition).ok());
+  store::HeartbeatWriteResult result;
+  const std::vector<store::HeartbeatRow> rows = {
+      {id, base::NowMs(), std::nullopt, std::nullopt, state}};
+  REQUIRE(s->WriteHeartbeats(partition, rows, &result).ok());
+  REQUIRE(result.written == 1);
+}
+
+store::ContainerResult Drain(store::Storage* s, const std::string& id) {
+  return Await<store::ContainerResult>([&](auto cb) { s->Drain(id, cb); });
+}
+store::ContainerResult Undrain(store::Storage* s, const std::string& id) {
+  return Await<store::ContainerResult>([&](auto cb) { s->Undrain(id, cb); });
+}
+
+// "status" with " drain_requested" and " drain_reported" when set.
+std::string StateOf(store::Storage* s, const std::string& id) {
+  const store::ContainerResult r = s->GetContainer(id);
+  REQUIRE(r.outcome == Outcome::kOk);
+  return r.container.status + (r.container.drain_requested ? " drain_requested" : "") +
+         (r.container.drain_reported ? " drain_reported" : "");
+}
+
+// Every partition's dead-container sweep, with everything silent.
+void SweepAllSilent(store::Storage* s) {
+  const int64_t future = base::NowMs() + 60000;
+  for (int p = 0; p < s->partitions(); ++p) {
+    store::SilenceSweep sweep;
+    REQUIRE(s->SweepSilentContainers(p, [future] { return future; }, 100, &sweep).ok());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("storage: an operator's drain holds through ready reports, registration, death and revival") {
+  Engine e(EDGEALLOC_ENGINES);
+  store::Storage* s = e.storage.get();
+  Register(s, {"d1"});
+  const store::ContainerResult drained = Drain(s, "d1");
+  REQUIRE(drained.outcome == Outcome::kOk);
+  CHECK(drained.container.id == "d1");  // the container as the drain left it
+  CHECK(drained.container.status == "draining");
+  CHECK(drained.container.drain_requested);
+  Report(s, "d1", store::ReportedState::kReady);
+  CHECK(StateOf(s, "d1") == "draining drain_requested");
+  Register(s, {"d1"});
+  CHECK(StateOf(s, "d1") == "draining drain_requested");
+  CHECK(Name(Claim(s, "weur").outcome) == "no_capacity");
+  SweepAllSilent(s);
+  CHECK(StateOf(s, "d1") == "dead drain_requested");
+  Report(s, "d1", store::ReportedState::kReady);  // back, and still drained
+  CHECK(StateOf(s, "d1") == "draining drain_requested");
+  SweepAllSilent(s);
+  Register(s, {"d1"});  // a registration brings it back drained too
+  CHECK(StateOf(s, "d1") == "draining drain_requested");
+
+  const store::ContainerResult undrained = Undrain(s, "d1");
+  REQUIRE(undrained.outcome == Outcome::kOk);
+  CHECK(undrained.container.status == "available");
+  CHECK_FALSE(undrained.container.drain_requested);
+  CHECK(Claim(s, "weur").outcome == Outcome::kOk);
+  CHECK(Name(Undrain(s, "nope").outcome) == "not_found");
+  CHECK(Name(Drain(s, "nope").outcome) == "not_found");
+}
+
+TEST_CASE("storage: a container's own drain ends at its own ready, an undrain leaves it") {
+  Engine e(EDGEALLOC_ENGINES);
+  store::Storage* s = e.storage.get();
+  Register(s, {"c1"});
+  Report(s, "c1", store::ReportedState::kDraining);
+  CHECK(StateOf(s, "c1") == "draining drain_reported");
+  Report(s, "c1", store::ReportedState::kDraining);  // again: nothing changes
+  CHECK(StateOf(s, "c1") == "draining drain_reported");
+  CHECK(Undrain(s, "c1").container.status == "draining");  // not the operator's to end
+  Report(s, "c1", store::ReportedState::kReady);
+  CHECK(StateOf(s, "c1") == "available");
+
+  // Both: its ready ends its own drain only; the undrain then frees it.
+  Report(s, "c1", store::ReportedState::kDraining);
+  REQUIRE(Drain(s, "c1").outcome == Outcome::kOk);
+  CHECK(StateOf(s, "c1") == "draining drain_requested drain_reported");
+  Report(s, "c1", store::ReportedState::kReady);
+  CHECK(StateOf(s, "c1") == "draining drain_requested");
+  CHECK(Undrain(s, "c1").container.status == "available");
+  // And the other way round: undrain first, then its ready.
+  Report(s, "c1", store::ReportedState::kDraining);
+  REQUIRE(Drain(s, "c1").outcome == Outcome::kOk);
+  CHECK(Undrain(s, "c1").container.status == "draining");
+  Report(s, "c1", store::ReportedState::kReady);
+  CHECK(StateOf(s, "c1") == "available");
+}
+
+TEST_CASE("storage: a picked container finishes its session, then drains, and a delete ends a drain") {
+  Engine e(EDGEALLOC_ENGINES);
+  store::Storage* s = e.storage.get();
+  const OneOfTwo one = ClaimOneOfTwo(s, "p1", "p2");
+  const store::SessionResult& c = one.claim;
+  const std::string &held = one.held, &free = one.free;
+  const store::ContainerResult drained = Drain(s, held);
+  CHECK(drained.container.status == "picked");
+  CHECK(drained.container.drain_requested);
+  Report(s, held, store::ReportedState::kReady);
+  CHECK(StateOf(s, held) == "picked drain_requested");
+  REQUIRE(Await<store::SessionResult>([&](auto cb) {
+            s->Release(Tenant("t1"), c.session.session_id, c.session.token, cb);
+          }).outcome == Outcome::kOk);
+  CHECK(StateOf(s, held) == "draining drain_requested");
+  Report(s, held, store::ReportedState::kReady);
+  CHECK(StateOf(s, held) == "draining drain_requested");
+
+  // Its own draining report while picked: draining after the lease's end,
+  // until its ready.
+  auto next = Claim(s, "weur", "t1", "", /*lease_ms=*/1);
+  REQUIRE(next.outcome == Outcome::kOk);
+  CHECK(next.session.container_id == free);
+  Report(s, free, store::ReportedState::kDraining);
+  CHECK(StateOf(s, free) == "picked drain_reported");
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  int64_t ended = 0;
+  REQUIRE(s->SweepExpiredLeases(0, 100, &ended).ok());
+  CHECK(ended == 1);
+  CHECK(StateOf(s, free) == "draining drain_reported");
+  Report(s, free, store::ReportedState::kReady);
+  CHECK(StateOf(s, free) == "available");
+
+  // Delete ends the drain: registered again, it is available.
+  REQUIRE(Await<store::ContainerResult>([&](auto cb) { s->Remove(held, cb); }).outcome ==
+          Outcome::kOk);
+  Register(s, {held});
+  CHECK(StateOf(s, held) == "available");
+}
+
+TEST_CASE("storage: the capacity readers count drained containers and read their ids") {
+  Engine e(EDGEALLOC_ENGINES_AND_SHARDS);
+  store::Storage* s = e.storage.get();
+  Register(s, {"w1", "w2", "w3"});
+  Register(s, {"n1"}, "wnam");
+  const auto held = Claim(s, "weur");
+  REQUIRE(held.outcome == Outcome::kOk);
+  const std::string picked = held.session.container_id;
+  REQUIRE(Drain(s, picked).outcome == Outcome::kOk);  // held: drained, not yet draining
+  REQUIRE(Drain(s, "n1").outcome == Outcome::kOk);
+  const std::string self = picked == "w1" ? "w2" : "w1";
+  Report(s, self, store::ReportedState::kDraining);  // draining, not drained
+  std::map<std::string, std::pair<int64_t, int64_t>> draining;  // region: count, drained
+  std::set<std::string> ids;
+  for (int p = 0; p < s->partitions(); ++p) {
+    auto reader = s->NewCapacityReader(p, 250);
+    store::CapacityRead read;
+    bool unchanged = true;
+    REQUIRE(reader->Read(&read, &unchanged).ok());
+    for (const auto& count : read.counts) {
+      if (count.status == "draining") {
+        draining[count.region].first += count.count;
+        draining[count.region].second += count.drained;
+      } else {
+        CHECK(count.drained == (count.status == "picked" ? 1 : 0));
+      }
+    }
+    ids.insert(read.drained_ids.begin(), read.drained_ids.end());
+  }
+  CHECK(draining == std::map<std::string, std::pair<int64_t, int64_t>>{
+                        {"weur", {1, 0}}, {"wnam", {1, 1}}});
+  CHECK(ids == std::set<std::string>{picked, "n1"});
+}
+
 TEST_CASE("storage: heartbeats keep order, never touch a claim, and find unknown ids") {
   Engine e(EDGEALLOC_ENGINES);
   const auto [c, held, free] = ClaimOneOfTwo(e.storage.get(), "a", "b");
@@ -209,7 +383,8 @@ TEST_CASE("storage: heartbeats keep order, never touch a claim, and find unknown
   CHECK(e->GetContainer(free).container.status == "draining");
   auto h = e->GetContainer(held);
   CHECK(h.container.status == "picked");  // a heartbeat never frees a claim
-  CHECK(h.container.drain_requested);
+  CHECK(h.container.drain_reported);       // its own drain, not an operator's
+  CHECK_FALSE(h.container.drain_requested);
   CHECK(e->GetSession(Tenant("t1"), c.session.session_id).outcome == Outcome::kOk);
 }
 
@@ -244,13 +419,70 @@ TEST_CASE("storage: sweeps end expired leases and silent containers, and capacit
   std::map<std::string, int64_t> by_status;
   for (int p = 0; p < e->partitions(); ++p) {
     auto reader = e->NewCapacityReader(p, 250);
-    std::vector<store::CapacityCount> counts;
+    store::CapacityRead read;
     bool unchanged = true;
-    REQUIRE(reader->Read(&counts, &unchanged).ok());
+    REQUIRE(reader->Read(&read, &unchanged).ok());
     CHECK_FALSE(unchanged);
-    for (const auto& count : counts) by_status[count.status] += count.count;
+    for (const auto& count : read.counts) by_status[count.status] += count.count;
   }
   CHECK(by_status == std::map<std::string, int64_t>{{"dead", 3}});
+}
+
+// What the reaper logs and counts comes back from the sweep itself: every
+// container it marked dead, held ones first, with its region and pool, how
+// long it was silent and whether it had reported itself dead.
+TEST_CASE("storage: a silence sweep returns whom it marked dead, where, and why") {
+  Engine e(EDGEALLOC_ENGINES);
+  Register(e.storage.get(), {"quiet-1"}, "weur");
+  Register(e.storage.get(), {"quiet-2"}, "eeur");
+  Register(e.storage.get(), {"held"}, "neur");
+  // A free container that reports itself dead is dead at once, by its
+  // heartbeat; a held one waits for the sweep, which ends its session.
+  Register(e.storage.get(), {"said-dead"}, "seur");
+  REQUIRE(Claim(e.storage.get(), "neur").outcome == Outcome::kOk);
+  REQUIRE(Claim(e.storage.get(), "seur").outcome == Outcome::kOk);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  int partition = -1;
+  REQUIRE(e->PartitionOf("said-dead", &partition).ok());
+  store::HeartbeatWriteResult written;
+  REQUIRE(e->WriteHeartbeats(partition,
+                             {{"said-dead", base::NowMs(), std::nullopt, std::nullopt,
+                               store::ReportedState::kDead}},
+                             &written)
+              .ok());
+  const int64_t cutoff = base::NowMs() - 200;  // the three others are silent, said-dead is not
+  std::map<std::string, store::DeadContainer> dead;
+  int64_t sessions_ended = 0;
+  for (int p = 0; p < e->partitions(); ++p) {
+    store::SilenceSweep sweep;
+    REQUIRE(e->SweepSilentContainers(p, [cutoff] { return cutoff; }, 100, &sweep).ok());
+    CHECK(static_cast<int64_t>(sweep.dead.size()) == sweep.sessions_ended + sweep.marked_dead);
+    for (int64_t i = 0; i < sweep.sessions_ended; ++i) {
+      CHECK((sweep.dead[i].id == "held" || sweep.dead[i].id == "said-dead"));
+    }
+    sessions_ended += sweep.sessions_ended;
+    for (const auto& d : sweep.dead) dead[d.id] = d;
+  }
+  CHECK(sessions_ended == 2);
+  REQUIRE(dead.size() == 4);
+  CHECK(dead["quiet-1"].region == "weur");
+  CHECK(dead["quiet-2"].region == "eeur");
+  CHECK(dead["held"].region == "neur");
+  CHECK(dead["quiet-2"].pool == "p");
+  for (const char* id : {"quiet-1", "quiet-2", "held"}) {
+    INFO(id);
+    CHECK_FALSE(dead[id].reported);
+    CHECK(dead[id].silent_ms >= 300);
+    CHECK(dead[id].silent_ms < 60000);
+  }
+  CHECK(dead["said-dead"].reported);
+  CHECK(dead["said-dead"].silent_ms < 200);
+  // Swept again: nothing more, nothing returned.
+  for (int p = 0; p < e->partitions(); ++p) {
+    store::SilenceSweep sweep;
+    REQUIRE(e->SweepSilentContainers(p, [cutoff] { return cutoff; }, 100, &sweep).ok());
+    CHECK(sweep.dead.empty());
+  }
 }
 
 // A partition's dead-container sweep covers exactly the containers whose
@@ -1076,4 +1308,100 @@ TEST_CASE("storage: the history keeps at most its bound of rows, the oldest prun
     CHECK(Name(s->GetSession(Tenant("t1"), ended[i].session_id).outcome) ==
           (i < 2 ? "not_found" : "session_ended"));
   }
+}
+
+namespace {
+
+// Every ended session `filter` matches, page after page of `limit`: their
+// ids in the order listed, and how many pages it took.
+std::vector<std::string> ListEnded(store::Storage* s, const store::SessionFilter& filter,
+                                   int limit, int* pages = nullptr) {
+  std::vector<std::string> ids;
+  std::string after;
+  for (int page = 1;; ++page) {
+    std::vector<store::EndedSession> items;
+    std::string next;
+    REQUIRE(s->ListEndedSessions(filter, after, limit, &items, &next).ok());
+    REQUIRE(items.size() <= static_cast<size_t>(limit));
+    for (const auto& item : items) ids.push_back(item.session.session_id);
+    if (pages != nullptr) *pages = page;
+    if (next.empty()) return ids;
+    REQUIRE(page < 1000);
+    after = next;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("storage: ended sessions list newest first, filtered, each once over pages") {
+  Engine e(EDGEALLOC_ENGINES);
+  store::Storage* s = e.storage.get();
+  Register(s, {"w1", "w2"}, "weur");
+  Register(s, {"e1"}, "eeur");
+  // Claimed and released one after another, in two regions (two shards of
+  // the sharded engine) and by two tenants; one still held.
+  std::vector<store::Session> ended;
+  for (int i = 0; i < 9; ++i) {
+    auto c = Claim(s, i % 3 == 0 ? "eeur" : "weur", i % 2 == 0 ? "t1" : "t2");
+    REQUIRE(c.outcome == Outcome::kOk);
+    REQUIRE(Release(s, Tenant(c.session.tenant), c.session, c.session.token).outcome ==
+            Outcome::kOk);
+    ended.push_back(c.session);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // ids made in later ms
+  }
+  auto live = Claim(s, "weur", "t1");
+  REQUIRE(live.outcome == Outcome::kOk);
+  std::vector<std::string> newest_first;
+  for (auto it = ended.rbegin(); it != ended.rend(); ++it) newest_first.push_back(it->session_id);
+
+  for (int limit : {1, 2, 4, 100}) {
+    INFO("limit " << limit);
+    CHECK(ListEnded(s, {}, limit) == newest_first);
+  }
+  std::vector<store::EndedSession> page;
+  std::string next;
+  REQUIRE(s->ListEndedSessions({}, "", 1, &page, &next).ok());
+  REQUIRE(page.size() == 1);
+  CHECK(page[0].end.reason == "released");
+  CHECK(page[0].session.container_id == ended.back().container_id);
+  CHECK(page[0].session.token == ended.back().token);
+  CHECK(page[0].end.ended_at_ms > 0);
+
+  // Filters: a tenant's, a region's.
+  store::SessionFilter t2;
+  t2.tenant = "t2";
+  std::vector<std::string> want;
+  for (const auto& id : newest_first) {
+    for (const auto& sess : ended) {
+      if (sess.session_id == id && sess.tenant == "t2") want.push_back(id);
+    }
+  }
+  CHECK(ListEnded(s, t2, 2) == want);
+  store::SessionFilter eeur;
+  eeur.region = "eeur";
+  CHECK(ListEnded(s, eeur, 100).size() == 3);
+}
+
+TEST_CASE("storage: a page of ended sessions examines a bounded number: a filter that matches "
+          "none of many answers at once with a cursor") {
+  Engine e(EDGEALLOC_ENGINES);
+  store::Storage* s = e.storage.get();
+  Register(s, {"c1"});
+  const int64_t n = store::ListExamineBound(1) + 5;
+  for (int64_t i = 0; i < n; ++i) {
+    auto c = Claim(s, "weur", "t1");
+    REQUIRE(c.outcome == Outcome::kOk);
+    REQUIRE(Release(s, Tenant("t1"), c.session, c.session.token).outcome == Outcome::kOk);
+  }
+  store::SessionFilter nobody;
+  nobody.tenant = "t-none";
+  std::vector<store::EndedSession> page;
+  std::string next;
+  REQUIRE(s->ListEndedSessions(nobody, "", 1, &page, &next).ok());
+  CHECK(page.empty());
+  CHECK_FALSE(next.empty());  // stopped at the bound, not at the end
+  int pages = 0;
+  CHECK(ListEnded(s, nobody, 1, &pages).empty());
+  CHECK(pages == 2);
+  CHECK(static_cast<int64_t>(ListEnded(s, {}, 1000).size()) == n);
 }

@@ -46,6 +46,11 @@ class ForwardingStorage : public store::Storage {
                              std::string* next_after) override {
     return real_->ListSessions(filter, after, limit, page, next_after);
   }
+  store::Status ListEndedSessions(const store::SessionFilter& filter, const std::string& after,
+                                  int limit, std::vector<store::EndedSession>* page,
+                                  std::string* next_after) override {
+    return real_->ListEndedSessions(filter, after, limit, page, next_after);
+  }
   void Register(std::vector<store::ContainerSpec> specs, store::ContainerCallback done) override {
     real_->Register(std::move(specs), std::move(done));
   }
@@ -59,6 +64,9 @@ class ForwardingStorage : public store::Storage {
   }
   void Drain(std::string id, store::ContainerCallback done) override {
     real_->Drain(std::move(id), std::move(done));
+  }
+  void Undrain(std::string id, store::ContainerCallback done) override {
+    real_->Undrain(std::move(id), std::move(done));
   }
   void Remove(std::string id, store::ContainerCallback done) override {
     real_->Remove(std::move(id), std::move(done));

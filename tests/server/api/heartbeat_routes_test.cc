@@ -34,7 +34,7 @@ TEST_CASE("heartbeats: a POST is answered 202 and written within the batch windo
   HttpReply r = c.Post("/v1/heartbeats", json{{"heartbeats", items}}.dump());
   REQUIRE(r.status == 202);
   CHECK(r.Header("content-type") == "application/json");
-  CHECK(json::parse(r.body) == json{{"accepted", 5}});
+  CHECK(json::parse(r.body) == json{{"accepted", 5}, {"drain", json::array()}});
 
   // Well within a second on any machine; the window itself is 20 ms.
   CHECK(Eventually([&] {
@@ -47,6 +47,39 @@ TEST_CASE("heartbeats: a POST is answered 202 and written within the batch windo
     CHECK(got["last_heartbeat_ms"].get<int64_t>() >= before);
   }
   CHECK(t.service->batcher()->stats().accepted.load() == 5);
+}
+
+// The reply names the reported containers an operator drained, as of the
+// capacity mirror's latest refresh: in request order, each once.
+TEST_CASE("heartbeats: the reply names the reported containers an operator drained") {
+  const int shards = GENERATE(1, 2);  // 2: the reply is made on a reader thread
+  LiveService t([shards](ServeConfig* c) {
+    c->mirror_refresh_ms = 3600000;  // refreshed by the test alone
+    c->shards = shards;
+  });
+  HttpClient c = t.Client();
+  RegisterFleet(c, "hb", 3);
+  const std::string body =
+      R"({"heartbeats":[{"container_id":"hb-2"},{"container_id":"hb-1","state":"ready"},)"
+      R"({"container_id":"hb-0"},{"container_id":"hb-1"},{"container_id":"hb-2"}]})";
+  REQUIRE(c.Post("/v1/containers/hb-1/drain", "").status == 200);
+  REQUIRE(c.Post("/v1/containers/hb-2/drain", "").status == 200);
+  // Not yet: the mirror has not read the drains (the lag is one refresh).
+  HttpReply r = c.Post("/v1/heartbeats", body);
+  REQUIRE(r.status == 202);
+  CHECK(json::parse(r.body) == json{{"accepted", 5}, {"drain", json::array()}});
+  REQUIRE(t.service->mirror()->RefreshNow().ok());
+  r = c.Post("/v1/heartbeats", body);
+  REQUIRE(r.status == 202);
+  CHECK(json::parse(r.body) == json{{"accepted", 5}, {"drain", {"hb-2", "hb-1"}}});
+  // Only the reported ones are named.
+  r = c.Post("/v1/heartbeats", R"({"heartbeats":[{"container_id":"hb-0"}]})");
+  CHECK(json::parse(r.body) == json{{"accepted", 1}, {"drain", json::array()}});
+  // Undrained: named no more after the next refresh.
+  REQUIRE(c.Post("/v1/containers/hb-2/undrain", "").status == 200);
+  REQUIRE(t.service->mirror()->RefreshNow().ok());
+  r = c.Post("/v1/heartbeats", body);
+  CHECK(json::parse(r.body) == json{{"accepted", 5}, {"drain", {"hb-1"}}});
 }
 
 TEST_CASE("heartbeats: an invalid item is a 400 naming its index and nothing is taken") {

@@ -145,6 +145,11 @@ class Page:
             self.rows.append({"key": tr.attrs["data-key"], "risk": tr.attrs.get("data-risk"),
                               "hidden": "hidden" in tr.attrs,
                               "history": int(tr.attrs.get("data-history-points", "0")), **cols})
+        self.deaths = []
+        for tr in root.find(lambda n: n.tag == "tr" and "data-death" in n.attrs):
+            cols = {c.attrs["data-col"]: c.text().strip()
+                    for c in tr.find(lambda n: "data-col" in n.attrs)}
+            self.deaths.append({"key": tr.attrs["data-death"], **cols})
         self.cells = [{"key": td.attrs["data-cell"], "class": td.attrs.get("class", "").split(),
                        "util": td.attrs.get("data-util"), "text": td.text().strip()}
                       for td in root.find(lambda n: n.tag == "td" and "data-cell" in n.attrs)]
@@ -371,6 +376,13 @@ def scene_fleet(checks, args, chromium, tmp, base, port):
     for s in STATUSES:
         want = sum(v for (_, _, st), v in caps.items() if st == s)
         checks.check(page.totals.get(s) == str(want), f"fleet total '{s}' is {want}", page.totals.get(s))
+    # Draining split: the operator's drains apart from the containers' own.
+    drained = sum(c.get("drained", 0) for _, _, c in pools)
+    draining = sum(c["draining"] for _, _, c in pools)
+    checks.check(page.totals.get("drained") == str(drained) and
+                 page.totals.get("self-draining") == str(draining - drained),
+                 f"fleet totals 'drained' {drained} and 'self-draining' {draining - drained}",
+                 f"{page.totals.get('drained')}, {page.totals.get('self-draining')}")
     want_risk = {f"{r}/{p}": risk_of(c) for r, p, c in pools}
     got_risk = {row["key"]: row["risk"] for row in page.rows}
     checks.check(got_risk == want_risk, "each pool's state (full, almost full, ok) is its own",
@@ -401,8 +413,9 @@ def scene_fleet(checks, args, chromium, tmp, base, port):
     foreign = [u for u in urls if not u.startswith(base + "/")]
     checks.check(urls and not foreign, "every request the page made went to its own server",
                  f"foreign: {foreign[:3]}")
-    checks.check({"/v1/capacity", "/metrics", "/v1/capacity/history"} <= set(paths),
-                 "it read /v1/capacity, /metrics and /v1/capacity/history", str(paths))
+    checks.check({"/v1/capacity", "/metrics", "/v1/capacity/history", "/v1/capacity/deaths"} <= set(paths),
+                 "it read /v1/capacity, /metrics, /v1/capacity/history and /v1/capacity/deaths",
+                 str(paths))
     _, _, html_bytes = http_get(url)
     named = set(re.findall(r"https?://[^\s\"'<>)]+", html_bytes.decode("utf-8", "replace")))
     checks.check(named <= ALLOWED_URLS, "the page names no other server (self-contained)",
@@ -576,6 +589,10 @@ def scripted_server(page_html):
                     "regions": {"r1": {"pools": {
                         "a": {"available": [4, None, 3], "picked": [0, None, 1]},
                         "b": {"available": [5, 5, 5], "picked": [0, 0, 0]}}}}}))
+            elif path == "/v1/capacity/deaths":
+                self.reply("application/json", json.dumps({"window_ms": 600000, "pools": [
+                    {"region": "r1", "pool": "a", "silent": 3, "reported": 1, "last_ms": now},
+                    {"region": "r1", "pool": WEIRD_POOL, "silent": 1, "reported": 0, "last_ms": now}]}))
             else:
                 self.send_error(404)
 
@@ -621,8 +638,14 @@ def scene_scripted(checks, chromium, tmp, page_html):
                  f"{a.get('history')} {b.get('history')} {weird.get('history')}")
     checks.check([r["key"] for r in page.rows] == ["r1/" + WEIRD_POOL, "r1/a", "r1/b"],
                  "scripted: full, then refusing, then ok", str([r["key"] for r in page.rows]))
+    checks.check(page.deaths == [{"key": "r1/a", "silent": "3", "reported": "1"},
+                                 {"key": "r1/" + WEIRD_POOL, "silent": "1", "reported": "0"}]
+                 and page.ids.get("deaths-total") == "5",
+                 "scripted: the recent deaths by pool, the most first, and their sum",
+                 f"{page.deaths} {page.ids.get('deaths-total')}")
     asked = set(state["paths"]) - {"/favicon.ico"}
-    checks.check(asked == {"/dashboard", "/v1/capacity", "/metrics", "/v1/capacity/history"},
+    checks.check(asked == {"/dashboard", "/v1/capacity", "/metrics", "/v1/capacity/history",
+                           "/v1/capacity/deaths"},
                  "scripted: the page asks for nothing else", str(sorted(asked)))
 
 

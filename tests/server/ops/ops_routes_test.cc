@@ -53,7 +53,7 @@ TEST_CASE("capacity: the body has as_of_ms and age_ms and counts by region pool 
   CHECK(body["age_ms"].get<int64_t>() >= 0);
   CHECK(body["age_ms"].get<int64_t>() < 60000);
   CHECK(PoolOf(body, "weur", "chrome") ==
-        json{{"available", 3}, {"picked", 0}, {"draining", 0}, {"dead", 0}});
+        json{{"available", 3}, {"picked", 0}, {"draining", 0}, {"dead", 0}, {"drained", 0}});
 }
 
 TEST_CASE("capacity: it answers from the mirror so a claim shows only after a refresh") {
@@ -73,6 +73,20 @@ TEST_CASE("capacity: it answers from the mirror so a claim shows only after a re
   CHECK(PoolOf(body, "weur", "chrome")["available"] == 1);
 }
 
+// drained: the draining containers an operator drained; the others drain by
+// their own report (draining - drained).
+TEST_CASE("capacity: drained counts the operator's drains apart from the containers' own") {
+  LiveService t([](ServeConfig* c) { c->batch_wait_ms = 5; });
+  HttpClient c = t.Client();
+  RegisterFleet(c, "dr", 4);
+  REQUIRE(c.Post("/v1/containers/dr-0/drain", "").status == 200);
+  REQUIRE(c.Post("/v1/heartbeats",
+                 R"({"heartbeats":[{"container_id":"dr-1","state":"draining"}]})")
+              .status == 202);
+  const json want{{"available", 2}, {"picked", 0}, {"draining", 2}, {"dead", 0}, {"drained", 1}};
+  CHECK(Eventually([&] { return PoolOf(json::parse(c.Get("/v1/capacity").body), "weur", "chrome") == want; }));
+}
+
 TEST_CASE("capacity: it converges after a claim within a few refresh periods") {
   LiveService t([](ServeConfig* c) { c->mirror_refresh_ms = 50; });
   HttpClient c = t.Client();
@@ -84,7 +98,7 @@ TEST_CASE("capacity: it converges after a claim within a few refresh periods") {
     last = json::parse(r.body);
     return r.Header("cache-control") == "max-age=1" &&
            PoolOf(last, "weur", "chrome") ==
-               json{{"available", 3}, {"picked", 1}, {"draining", 0}, {"dead", 0}};
+               json{{"available", 3}, {"picked", 1}, {"draining", 0}, {"dead", 0}, {"drained", 0}};
   }));
   INFO(last.dump());
   CHECK(last["age_ms"].get<int64_t>() < 5000);
@@ -169,6 +183,13 @@ TEST_CASE("dashboard: the embedded page is served as text/html without a key") {
   CHECK(t.Client().Get("/dashboard").Header("content-security-policy") != csp);
   CHECK(r.body.find("data-status") != std::string::npos);
   CHECK(t.Client().Get("/metrics").status == 200);
+}
+
+TEST_CASE("dashboard: GET / sends a browser to the dashboard, without a key") {
+  LiveService t({}, fixture::kKeys);
+  HttpReply r = t.Client().Get("/");
+  CHECK(r.status == 302);
+  CHECK(r.Header("location") == "/dashboard");
 }
 
 }  // namespace

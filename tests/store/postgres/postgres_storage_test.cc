@@ -150,16 +150,51 @@ TEST_CASE("postgres_storage: version 4 adds the lists' indexes to a version 3 da
   CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM containers") == "1");
 }
 
-// Version 5: the session history, filled by a trigger on end_reason.
-TEST_CASE("postgres_storage: version 5 adds the session history to a version 4 database, and a "
+// Version 5: an operator's drain holds. A version 4 node's drains (an
+// available container drained, a picked one asked to drain) cannot be told
+// operator from self, so they become the container's own: a ready ends them.
+TEST_CASE("postgres_storage: version 5 makes a version 4 database's drains the containers' own") {
+  testing::PgServer server;
+  const std::string uri = DatabaseWith(server, {"v4-1", "v4-2", "v4-3"}, 1);
+  // As a version 4 node left it: no drain_reported, v4-1 draining, v4-2
+  // picked and asked to drain.
+  testing::PgServer::Query(uri, "DROP INDEX containers_drain_requested");
+  testing::PgServer::Query(uri, "ALTER TABLE containers DROP COLUMN drain_reported");
+  testing::PgServer::Query(uri, "UPDATE containers SET status = 'draining' WHERE id = 'v4-1'");
+  testing::PgServer::Query(uri, "UPDATE containers SET status = 'picked', session_id = 's_1', "
+                                "tenant = 't1', lease_expires_at_ms = 1, drain_requested = true "
+                                "WHERE id = 'v4-2'");
+  SetSchemaVersion(uri, 4);
+  auto storage = Open(uri, 1);
+  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+  CHECK(testing::PgServer::Query(
+            uri, "SELECT string_agg(id || ':' || status || ':' || drain_requested || ':' || "
+                 "drain_reported, ' ' ORDER BY id) FROM containers") ==
+        "v4-1:draining:false:true v4-2:picked:false:true v4-3:available:false:false");
+  CHECK(testing::PgServer::Query(
+            uri, "SELECT count(*) FROM pg_indexes WHERE indexname = "
+                 "'containers_drain_requested'") == "1");
+  // As before: its ready ends v4-1's drain.
+  int partition = -1;
+  REQUIRE(storage->PartitionOf("v4-1", &partition).ok());
+  store::HeartbeatWriteResult result;
+  REQUIRE(storage->WriteHeartbeats(partition,
+                                   {{"v4-1", 0, std::nullopt, std::nullopt,
+                                     store::ReportedState::kReady}},
+                                   &result).ok());
+  CHECK(storage->GetContainer("v4-1").container.status == "available");
+}
+
+// Version 6: the session history, filled by a trigger on end_reason.
+TEST_CASE("postgres_storage: version 6 adds the session history to a version 5 database, and a "
           "session ended from then on is kept with its reason") {
   testing::PgServer server;
-  const std::string uri = DatabaseWith(server, {"v4-1"}, 1);
-  // As a version 4 node left it.
+  const std::string uri = DatabaseWith(server, {"v5-1"}, 1);
+  // As a version 5 node left it.
   testing::PgServer::Query(uri, "DROP TABLE session_history");
   testing::PgServer::Query(uri, "DROP FUNCTION edgealloc_keep_ended_session CASCADE");
   testing::PgServer::Query(uri, "ALTER TABLE containers DROP COLUMN end_reason");
-  SetSchemaVersion(uri, 4);
+  SetSchemaVersion(uri, 5);
   auto storage = Open(uri, 1);
   CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
   CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM containers") == "1");
@@ -173,7 +208,7 @@ TEST_CASE("postgres_storage: version 5 adds the session history to a version 4 d
   });
   REQUIRE(r.outcome == store::Outcome::kOk);
   CHECK(testing::PgServer::Query(uri, "SELECT id || ' ' || end_reason FROM session_history") ==
-        "v4-1 released");
+        "v5-1 released");
 }
 
 namespace {
@@ -269,6 +304,41 @@ store::SessionResult ClaimOne(store::Storage* storage) {
 // wait: the schema is current, so no DDL runs (an ALTER TABLE ... IF NOT
 // EXISTS would queue for ACCESS EXCLUSIVE behind the reader, and every
 // statement of every node behind it).
+TEST_CASE("postgres_storage: a role that may not make the schema is told in one line what to run") {
+  testing::PgServer server;
+  const std::string uri = server.NewDatabaseUri();  // owned by the superuser
+  const std::string db = uri.substr(uri.rfind('/') + 1);
+  testing::PgServer::Query(uri, "CREATE ROLE lowly LOGIN");
+  std::string lowly = uri;
+  lowly.replace(lowly.find("://") + 3, lowly.find('@') - lowly.find("://") - 3, "lowly");
+  store::StorageOptions options;
+  options.db = lowly;
+  options.pg_writers = 1;
+  options.program = "postgres_storage_test";
+  std::unique_ptr<store::PostgresStorage> storage;
+  store::Status s = store::PostgresStorage::Open(options, &storage);
+  INFO(s.ToString());
+  CHECK(s.IsInvalidArgument());
+  CHECK_THAT(s.message(), Catch::Contains("lowly may not create tables in schema public") &&
+                              Catch::Contains("ALTER DATABASE " + db + " OWNER TO lowly") &&
+                              !Catch::Contains("\n") && !Catch::Contains("CREATE TABLE"));
+  // Given the privilege, it makes the schema.
+  testing::PgServer::Query(uri, "GRANT CREATE ON SCHEMA public TO lowly");
+  s = store::PostgresStorage::Open(options, &storage);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  storage.reset();
+  // Tables another role owns cannot be migrated by this one: it is told whose they are.
+  testing::PgServer::Query(uri, "CREATE ROLE other LOGIN");
+  testing::PgServer::Query(uri, "REASSIGN OWNED BY lowly TO other");
+  SetSchemaVersion(uri, 3);
+  s = store::PostgresStorage::Open(options, &storage);
+  INFO(s.ToString());
+  CHECK(s.IsInvalidArgument());
+  CHECK_THAT(s.message(), Catch::Contains("does not own edgealloc's tables") &&
+                              Catch::Contains("REASSIGN OWNED BY other TO lowly"));
+}
+
 TEST_CASE("postgres_storage: a node starts behind a long transaction and holds up nobody") {
   testing::PgServer server;
   const std::string uri = server.NewDatabaseUri();

@@ -193,17 +193,47 @@ TEST_CASE("schema: version 6 adds the (tenant, session_id) index a tenant's list
   CHECK(QueryText(db.get(), "SELECT session_id FROM containers INDEXED BY "
                             "containers_tenant_session WHERE tenant = 't1' AND session_id IS NOT "
                             "NULL") == "s_1");
-  // Only an index changed: a version 5 binary may still open the file.
-  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "5");
+  // Only an index changed: a version 5 binary could still open the file, but
+  // a step of a migration to a later version records at most its own
+  // version (MigrateTo), and version 7 needs a version 7 binary.
+  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "6");
 }
 
-TEST_CASE("schema: version 7 keeps every session ended from then on, with its reason, in "
-          "session_history, a live session of version 6 included") {
+// Version 7: drain_requested is an operator's drain alone, drain_reported
+// the container's own. An older binary's drains (an available container
+// drained, a picked one asked to drain) cannot be told apart, so they
+// become the container's own, which a ready report ends, as before.
+TEST_CASE("schema: version 7 adds drain_reported to a version 6 file and makes its drains "
+          "the containers' own") {
   testing::TempDir dir;
   auto db = FileAtVersion(dir, 6);
-  REQUIRE(db->Exec(kHeldContainer).ok());
+  // c-1 held and asked to drain, c-2 drained, c-3 neither.
+  AddAvailable(db.get(), "c-2", 3);
+  AddAvailable(db.get(), "c-3", 4);
+  REQUIRE(db->Exec(std::string(kHeldContainer) +
+                   "; UPDATE containers SET drain_requested = 1 WHERE id = 'c-1'"
+                   "; UPDATE containers SET status = 'draining' WHERE id = 'c-2'")
+              .ok());
   REQUIRE(store::MigrateTo(db.get(), 7).ok());
   CHECK(Version(db.get()) == 7);
+  CHECK(QueryText(db.get(), "SELECT group_concat(id || ':' || status || ':' || drain_requested "
+                            "|| drain_reported, ' ') FROM (SELECT * FROM containers ORDER BY "
+                            "id)") == "c-1:picked:01 c-2:draining:01 c-3:available:00");
+  CHECK(QueryText(db.get(), "SELECT sql FROM sqlite_schema WHERE name = 'containers_counts'")
+            .find("(region, pool, status, drain_requested)") != std::string::npos);
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM containers INDEXED BY "
+                           "containers_drain_requested WHERE drain_requested = 1") == 0);
+  // An older binary would end an operator's drain: it may not open the file.
+  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "7");
+}
+
+TEST_CASE("schema: version 8 keeps every session ended from then on, with its reason, in "
+          "session_history, a live session of version 7 included") {
+  testing::TempDir dir;
+  auto db = FileAtVersion(dir, 7);
+  REQUIRE(db->Exec(kHeldContainer).ok());
+  REQUIRE(store::MigrateTo(db.get(), 8).ok());
+  CHECK(Version(db.get()) == 8);
   CHECK(Columns(db.get(), "containers").count("end_reason") == 1);
   CHECK(QueryInt(db.get(), "SELECT count(*) FROM session_history") == 0);
   // A statement that does not set end_reason keeps nothing (a claim, a renew).
@@ -216,8 +246,8 @@ TEST_CASE("schema: version 7 keeps every session ended from then on, with its re
   CHECK(QueryText(db.get(), "SELECT session_id || ' ' || id || ' ' || tenant || ' ' || "
                             "generation || ' ' || end_reason || ' ' || ended_at_ms "
                             "FROM session_history") == "s_1 c-1 t1 7 expired 100");
-  // A binary before version 7 would end sessions without a reason.
-  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "7");
+  // A binary before version 8 would end sessions without a reason.
+  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "8");
 }
 
 TEST_CASE("schema: migrating a current file again changes nothing") {

@@ -1,0 +1,158 @@
+"""The API's operations as methods (docs/api.md): sessions on Client itself,
+containers under Client.containers. Each returns the decoded reply (a Reply:
+a dict with .status and .headers) or raises an error of errors.py."""
+
+import os
+import urllib.parse
+import uuid
+
+from . import errors
+from .retry import Backoff
+from .session import Session
+from .transport import Transport
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+
+
+def _quoted(value):
+    return urllib.parse.quote(str(value), safe="")
+
+
+def _pages(transport, path, field, query, request_id):
+    """Every item of a cursor-paginated list. A page may be short or empty yet
+    carry a cursor, so only a null next_cursor ends the listing."""
+    query = dict(query)
+    while True:
+        page = transport.request("GET", path, query=query, request_id=request_id)
+        for item in page.get(field) or []:
+            yield item
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return
+        query["cursor"] = cursor
+
+
+class Client:
+    """A client of one edgealloc server.
+
+    key: the bearer key; EDGEALLOC_KEY when not given; none (an open server)
+    when neither is set. timeout: seconds for each request (a claim's wait_ms
+    is added to it)."""
+
+    def __init__(self, server=DEFAULT_SERVER, key=None, timeout=10.0):
+        if key is None:
+            key = os.environ.get("EDGEALLOC_KEY") or None
+        self.transport = Transport(server, key=key, timeout=timeout)
+        self.containers = Containers(self.transport)
+
+    # ---- sessions ----
+
+    def claim(self, region, pool=None, lease_ms=None, wait_ms=None, fallback_regions=None, labels=None,
+              idempotency_key=None, retries=0, retry_no_capacity=False, max_retry_s=30.0, request_id=None):
+        """Claims a container: the session (session_id, token, container_id,
+        data, lease_expires_at_ms, ...). With retries > 0, tries again after
+        overloaded, unavailable, rate_limited and connection failures (and
+        no_capacity when retry_no_capacity), honouring Retry-After, for at most
+        max_retry_s; every attempt carries one idempotency key (a new uuid4
+        when none is given), so a claim whose answer was lost comes back as
+        the same session (reply.replayed) instead of a second one."""
+        if retries > 0 and idempotency_key is None:
+            idempotency_key = "py-" + uuid.uuid4().hex
+        body = {"region": region}
+        for name, value in (("pool", pool), ("lease_ms", lease_ms), ("wait_ms", wait_ms),
+                            ("fallback_regions", fallback_regions), ("labels", labels),
+                            ("idempotency_key", idempotency_key)):
+            if value is not None:
+                body[name] = list(value) if name == "fallback_regions" else value
+        extra = (wait_ms or 0) / 1000.0
+        backoff = Backoff(retries, max_total_s=max_retry_s, no_capacity=retry_no_capacity)
+        while True:
+            try:
+                return self.transport.request("POST", "/v1/sessions", body=body, request_id=request_id,
+                                              extra_timeout=extra)
+            except errors.EdgeallocError as e:
+                if not backoff.wait_after(e):
+                    raise
+
+    def get(self, session_id, request_id=None):
+        """The session, as the claim answered it (with its current lease)."""
+        return self.transport.request("GET", "/v1/sessions/" + _quoted(session_id), request_id=request_id)
+
+    def renew(self, session_id, token, lease_ms=None, request_id=None, timeout=None):
+        """Extends the lease (to lease_ms from now, else the server's default);
+        the session with its new lease_expires_at_ms. timeout: seconds for
+        this request, when the client's is longer than what is left of the
+        lease."""
+        body = {"token": token}
+        if lease_ms is not None:
+            body["lease_ms"] = lease_ms
+        return self.transport.request("POST", "/v1/sessions/%s/renew" % _quoted(session_id), body=body,
+                                      request_id=request_id, timeout=timeout)
+
+    def release(self, session_id, token, request_id=None):
+        """Ends the session; its container is available again."""
+        self.transport.request("DELETE", "/v1/sessions/" + _quoted(session_id), query={"token": token},
+                               request_id=request_id)
+
+    def list_sessions(self, region=None, pool=None, label=None, tenant=None, page_size=None, request_id=None):
+        """Iterates over the live sessions, fetching page after page as it
+        goes. label is "KEY:VALUE"; tenant is for an admin key; page_size
+        is each page's ?limit= (the server's default when None)."""
+        query = {"region": region, "pool": pool, "label": label, "tenant": tenant, "limit": page_size}
+        return _pages(self.transport, "/v1/sessions", "sessions", query, request_id)
+
+    def limits(self, tenant=None, request_id=None):
+        """The tenant's limits and their use now."""
+        return self.transport.request("GET", "/v1/limits", query={"tenant": tenant}, request_id=request_id)
+
+    def session(self, region, pool=None, lease_ms=None, retries=3, renew_fraction=1 / 3, on_lost=None,
+                **claim_args):
+        """A context manager: claims at entry (with claim's retries), renews in
+        a background thread every renew_fraction of the lease, releases at
+        exit. See session.py."""
+        return Session(self, region, pool=pool, lease_ms=lease_ms, retries=retries,
+                       renew_fraction=renew_fraction, on_lost=on_lost, claim_args=claim_args)
+
+    # ---- containers' side ----
+
+    def heartbeats(self, items, request_id=None):
+        """Reports liveness: items are {"container_id", "state", "load",
+        "ts_ms"} dicts. The reply's "accepted" counts them."""
+        return self.transport.request("POST", "/v1/heartbeats", body={"heartbeats": list(items)},
+                                      request_id=request_id)
+
+
+class Containers:
+    """The containers of the fleet (an admin key)."""
+
+    def __init__(self, transport):
+        self.transport = transport
+
+    def list(self, region=None, pool=None, status=None, page_size=None, request_id=None):
+        """Iterates over the containers, in id order, page after page."""
+        query = {"region": region, "pool": pool, "status": status, "limit": page_size}
+        return _pages(self.transport, "/v1/containers", "containers", query, request_id)
+
+    def get(self, container_id, request_id=None):
+        return self.transport.request("GET", "/v1/containers/" + _quoted(container_id), request_id=request_id)
+
+    def register(self, containers, request_id=None):
+        """Registers or updates containers: dicts of id, region, pool,
+        latency_ms, data. The reply's "registered" counts them."""
+        return self.transport.request("POST", "/v1/containers", body={"containers": list(containers)},
+                                      request_id=request_id)
+
+    def drain(self, container_id, request_id=None):
+        """No new claims for it (at once if available, when released if
+        picked); the container after the request."""
+        return self.transport.request("POST", "/v1/containers/%s/drain" % _quoted(container_id),
+                                      request_id=request_id)
+
+    def undrain(self, container_id, request_id=None):
+        """Takes back a drain; NotFound from a server that has no undrain."""
+        return self.transport.request("POST", "/v1/containers/%s/undrain" % _quoted(container_id),
+                                      request_id=request_id)
+
+    def delete(self, container_id, request_id=None):
+        """Removes a container that is not picked (Conflict if it is)."""
+        self.transport.request("DELETE", "/v1/containers/" + _quoted(container_id), request_id=request_id)

@@ -1,0 +1,174 @@
+#include "server/client_command.h"
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <vector>
+
+#include "server/cli_flags.h"
+#include "server/client/http_client.h"
+
+namespace server {
+namespace {
+
+using nlohmann::json;
+
+// The flags of every client subcommand: where and as whom.
+void AddServerFlags(CLI::App* cmd, ClientOptions* o) {
+  cmd->add_option("--server", o->server, "the edgealloc server, http://HOST:PORT")
+      ->envname("EDGEALLOC_SERVER")
+      ->capture_default_str();
+  // Never echoed: it is a secret.
+  cmd->add_option("--key", o->key, "bearer key (tenant, admin or container)")
+      ->envname("EDGEALLOC_KEY");
+}
+
+// "?a=1&b=x" from the pairs whose value is not empty, values encoded.
+std::string Query(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  std::string q;
+  for (const auto& [name, value] : pairs) {
+    if (value.empty()) continue;
+    q += (q.empty() ? "?" : "&") + name + "=" + PathSegment(value);
+  }
+  return q;
+}
+
+// A subcommand of `parent` whose request `make` builds from flags that the
+// caller adds to the returned App.
+CLI::App* Verb(CLI::App* parent, ClientCommand* c, const std::string& name,
+               const std::string& help, std::function<std::string(ClientRequest*)> make) {
+  CLI::App* cmd = parent->add_subcommand(name, help);
+  AddServerFlags(cmd, &c->options);
+  cmd->callback([c, make = std::move(make)] { c->make = make; });
+  return cmd;
+}
+
+struct ClaimFlags {
+  std::string region, pool, idempotency_key;
+  int64_t lease_ms = 0, wait_ms = 0;
+  std::vector<std::string> labels, fallback_regions;
+};
+
+std::string ClaimBody(const ClaimFlags& f, std::string* body) {
+  json j = {{"region", f.region}};
+  if (!f.pool.empty()) j["pool"] = f.pool;
+  if (f.lease_ms > 0) j["lease_ms"] = f.lease_ms;
+  if (f.wait_ms > 0) j["wait_ms"] = f.wait_ms;
+  if (!f.idempotency_key.empty()) j["idempotency_key"] = f.idempotency_key;
+  if (!f.fallback_regions.empty()) j["fallback_regions"] = f.fallback_regions;
+  if (!f.labels.empty()) {
+    json labels = json::object();
+    for (const std::string& kv : f.labels) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos) return "--label: '" + kv + "' is not KEY=VALUE";
+      labels[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    j["labels"] = labels;
+  }
+  *body = j.dump();
+  return "";
+}
+
+void AddSessionCommands(CLI::App* app, ClientCommand* c) {
+  CLI::App* sessions = app->add_subcommand(
+      "sessions", "Claim, read, renew, release and list sessions on a running server.");
+  sessions->require_subcommand(1);
+
+  auto claim = std::make_shared<ClaimFlags>();
+  CLI::App* cmd = Verb(sessions, c, "claim", "claim a container (POST /v1/sessions)",
+                       [claim](ClientRequest* r) {
+                         *r = {"POST", "/v1/sessions", ""};
+                         return ClaimBody(*claim, &r->body);
+                       });
+  cmd->add_option("--region", claim->region, "region")->required();
+  cmd->add_option("--pool", claim->pool, "pool (the server's default: default)");
+  cmd->add_option("--lease-ms", claim->lease_ms, "lease (the server's default: --lease-ms)");
+  cmd->add_option("--wait-ms", claim->wait_ms, "wait this long for a container to free up");
+  cmd->add_option("--idempotency-key", claim->idempotency_key,
+                  "the same key returns the same session when a claim is retried");
+  cmd->add_option("--label", claim->labels, "KEY=VALUE, stored with the session (repeat)");
+  cmd->add_option("--fallback-region", claim->fallback_regions, "tried in order (repeat)");
+
+  auto id = std::make_shared<std::string>();
+  auto token = std::make_shared<int64_t>(0);
+  auto lease = std::make_shared<int64_t>(0);
+  cmd = Verb(sessions, c, "get", "a session (GET /v1/sessions/ID)", [id](ClientRequest* r) {
+    *r = {"GET", "/v1/sessions/" + PathSegment(*id), ""};
+    return std::string();
+  });
+  cmd->add_option("id", *id, "session id")->required();
+  cmd = Verb(sessions, c, "renew", "extend a lease (POST /v1/sessions/ID/renew)",
+             [id, token, lease](ClientRequest* r) {
+               json body = {{"token", *token}};
+               if (*lease > 0) body["lease_ms"] = *lease;
+               *r = {"POST", "/v1/sessions/" + PathSegment(*id) + "/renew", body.dump()};
+               return std::string();
+             });
+  cmd->add_option("id", *id, "session id")->required();
+  cmd->add_option("--token", *token, "the session's fencing token")->required();
+  cmd->add_option("--lease-ms", *lease, "the new lease (the server's default: --lease-ms)");
+  cmd = Verb(sessions, c, "release", "end a session (DELETE /v1/sessions/ID?token=N)",
+             [id, token](ClientRequest* r) {
+               *r = {"DELETE",
+                     "/v1/sessions/" + PathSegment(*id) + "?token=" + std::to_string(*token), ""};
+               return std::string();
+             });
+  cmd->add_option("id", *id, "session id")->required();
+  cmd->add_option("--token", *token, "the session's fencing token")->required();
+
+  auto filters = std::make_shared<std::vector<std::pair<std::string, std::string>>>(
+      std::vector<std::pair<std::string, std::string>>{
+          {"region", ""}, {"pool", ""}, {"label", ""}, {"tenant", ""}, {"state", ""},
+          {"limit", ""}, {"cursor", ""}});
+  cmd = Verb(sessions, c, "list", "one page of sessions (GET /v1/sessions)",
+             [filters](ClientRequest* r) {
+               *r = {"GET", "/v1/sessions" + Query(*filters), ""};
+               return std::string();
+             });
+  for (auto& [name, value] : *filters) {
+    cmd->add_option("--" + name, value, name == "label" ? "KEY:VALUE" : name);
+  }
+}
+
+void AddContainerCommands(CLI::App* app, ClientCommand* c) {
+  CLI::App* containers = app->add_subcommand(
+      "containers", "List, read, drain and undrain containers on a running server (admin key).");
+  containers->require_subcommand(1);
+  auto filters = std::make_shared<std::vector<std::pair<std::string, std::string>>>(
+      std::vector<std::pair<std::string, std::string>>{
+          {"region", ""}, {"pool", ""}, {"status", ""}, {"limit", ""}, {"cursor", ""}});
+  CLI::App* cmd = Verb(containers, c, "list", "one page of containers (GET /v1/containers)",
+                       [filters](ClientRequest* r) {
+                         *r = {"GET", "/v1/containers" + Query(*filters), ""};
+                         return std::string();
+                       });
+  for (auto& [name, value] : *filters) cmd->add_option("--" + name, value, name);
+
+  auto id = std::make_shared<std::string>();
+  struct ContainerVerb {
+    const char* name;
+    const char* method;
+    const char* suffix;  // after /v1/containers/ID
+    const char* help;
+  };
+  for (const ContainerVerb& verb : {
+           ContainerVerb{"get", "GET", "", "a container (GET /v1/containers/ID)"},
+           ContainerVerb{"drain", "POST", "/drain",
+                         "an operator's drain: never claimed again until undrained"},
+           ContainerVerb{"undrain", "POST", "/undrain", "end an operator's drain"}}) {
+    cmd = Verb(containers, c, verb.name, verb.help, [id, verb](ClientRequest* r) {
+      *r = {verb.method, "/v1/containers/" + PathSegment(*id) + verb.suffix, ""};
+      return std::string();
+    });
+    cmd->add_option("id", *id, "container id")->required();
+  }
+}
+
+}  // namespace
+
+void AddClientCommands(CLI::App* app, ClientCommand* c) {
+  AddSessionCommands(app, c);
+  AddContainerCommands(app, c);
+}
+
+}  // namespace server

@@ -1,0 +1,190 @@
+#include "server/config_file.h"
+
+#include <CLI/CLI.hpp>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+namespace server {
+namespace {
+
+std::string Where(const std::string& path, const toml::source_region& at) {
+  return path + ":" + std::to_string(at.begin.line);
+}
+
+// The command-line spelling of a TOML value; false for a value no flag takes.
+bool ValueText(const toml::node& node, ConfigSetting* setting) {
+  if (const auto* s = node.as_string()) {
+    setting->value = s->get();
+  } else if (const auto* i = node.as_integer()) {
+    setting->value = std::to_string(i->get());
+  } else if (const auto* f = node.as_floating_point()) {
+    std::ostringstream text;
+    text << f->get();
+    setting->value = text.str();
+  } else if (const auto* b = node.as_boolean()) {
+    setting->value = b->get() ? "true" : "false";
+    setting->is_switch = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The long flags of `app`, for suggesting one for a typo.
+std::vector<std::string> LongFlagsOf(const CLI::App* app) {
+  std::vector<std::string> flags;
+  for (const CLI::Option* opt : app->get_options()) {
+    for (const std::string& name : opt->get_lnames()) flags.push_back("--" + name);
+  }
+  return flags;
+}
+
+}  // namespace
+
+bool ReadConfigFile(const std::string& path, std::vector<ConfigSetting>* settings,
+                    std::string* error) {
+  toml::table file;
+  try {
+    file = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& at = e.source().begin;
+    *error = path + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) +
+             ": not TOML: " + std::string(e.description()) +
+             " (a text value is quoted: listen = \"127.0.0.1:8080\")";
+    return false;
+  }
+  const toml::table* serve = file["serve"].as_table();
+  const toml::table& keys = serve != nullptr ? *serve : file;
+  for (const auto& [key, node] : keys) {
+    ConfigSetting setting;
+    setting.key = std::string(key.str());
+    setting.line = static_cast<int>(node.source().begin.line);
+    if (&keys == &file && node.is_table()) {
+      *error = Where(path, node.source()) + ": [" + setting.key +
+               "] is not a section edgealloc reads (settings go under [serve])";
+      return false;
+    }
+    if (!ValueText(node, &setting)) {
+      *error = Where(path, node.source()) + ": " + setting.key +
+               ": takes a text, a number or true/false";
+      return false;
+    }
+    settings->push_back(std::move(setting));
+  }
+  return true;
+}
+
+std::string ConfigFileOf(int argc, const char* const* argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--config" && i + 1 < argc) return argv[i + 1];
+    if (arg.rfind("--config=", 0) == 0) return std::string(arg.substr(9));
+  }
+  const char* from_env = std::getenv("EDGEALLOC_CONFIG");
+  return from_env != nullptr ? from_env : "";
+}
+
+bool GivenOnCommandLine(int argc, const char* const* argv, std::string_view flag) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == flag) return true;
+    if (arg.size() > flag.size() && arg.rfind(flag, 0) == 0 && arg[flag.size()] == '=') {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string NearestWord(std::string_view word, const std::vector<std::string>& known) {
+  std::string best;
+  size_t best_distance = word.size() / 3 + 1;  // past this, not a typo
+  for (const std::string& candidate : known) {
+    // Levenshtein distance, one row at a time.
+    std::vector<size_t> row(candidate.size() + 1);
+    for (size_t j = 0; j <= candidate.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= word.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= candidate.size(); ++j) {
+        const size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                           diagonal + (word[i - 1] == candidate[j - 1] ? 0 : 1)});
+        diagonal = above;
+      }
+    }
+    if (row[candidate.size()] < best_distance) {
+      best_distance = row[candidate.size()];
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+std::string Suggestions(const CLI::App* app, const CLI::ExtrasError& e) {
+  const CLI::App* called = app;
+  for (const CLI::App* sub : app->get_subcommands()) called = sub;  // the one parsed
+  const std::vector<std::string> known = LongFlagsOf(called);
+  std::string out;
+  std::string_view what = e.what();
+  size_t at = 0;
+  while ((at = what.find("--", at)) != std::string_view::npos) {
+    size_t end = what.find_first_of(" ,]", at);
+    const std::string word(what.substr(at, end == std::string_view::npos ? end : end - at));
+    const std::string near = NearestWord(word.substr(0, word.find('=')), known);
+    if (!near.empty()) out += "edgealloc: did you mean " + near + " (not " + word + ")?\n";
+    at = end == std::string_view::npos ? what.size() : end;
+  }
+  return out;
+}
+
+bool ArgsWithConfigFile(const CLI::App* serve, int argc, const char* const* argv,
+                        std::ostream& err, std::vector<std::string>* args) {
+  args->assign(argv + 1, argv + argc);
+  const auto at = std::find(args->begin(), args->end(), "serve");
+  const std::string path = ConfigFileOf(argc, argv);
+  if (path.empty() || at == args->end() || GivenOnCommandLine(argc, argv, "--help") ||
+      GivenOnCommandLine(argc, argv, "-h")) {
+    return true;
+  }
+  std::vector<ConfigSetting> settings;
+  std::string error;
+  if (!std::ifstream(path).good()) {
+    error = path + " was not readable (missing?)";
+  } else {
+    ReadConfigFile(path, &settings, &error);
+  }
+  std::vector<std::string> from_file;
+  for (const ConfigSetting& setting : settings) {
+    const std::string flag = "--" + setting.key;
+    const CLI::Option* opt = setting.key == "config" ? nullptr : serve->get_option_no_throw(flag);
+    if (opt == nullptr) {
+      const std::string near = NearestWord(flag, LongFlagsOf(serve));
+      error = path + ":" + std::to_string(setting.line) + ": " + setting.key +
+              " is not a setting of edgealloc serve" +
+              (near.empty() ? "" : " (did you mean " + near.substr(2) + "?)");
+      break;
+    }
+    const char* env = opt->get_envname().empty() ? nullptr : std::getenv(opt->get_envname().c_str());
+    if (GivenOnCommandLine(argc, argv, flag) || (env != nullptr && *env != '\0')) continue;
+    if (setting.is_switch) {
+      if (setting.value == "true") from_file.push_back(flag);
+    } else {
+      from_file.push_back(flag + "=" + setting.value);
+    }
+  }
+  if (!error.empty()) {
+    err << "edgealloc: --config " << error
+        << " (settings go under [serve], named as the long flags of `edgealloc serve --help`; "
+           "packaging/edgealloc.toml has them all)\n";
+    return false;
+  }
+  args->insert(at + 1, from_file.begin(), from_file.end());
+  return true;
+}
+
+}  // namespace server
