@@ -678,6 +678,56 @@ TEST_CASE("routes: GET /v1/sessions lists a tenant's own sessions with their lab
   CHECK(AllPages(bolt, "/v1/sessions", "sessions", &pages).empty());
 }
 
+TEST_CASE("routes: GET /v1/sessions?state=ended lists a tenant's ended sessions newest first, "
+          "with their end reasons, page by page") {
+  TestService t("adm admin\nacme-key tenant acme\nbolt-key tenant bolt\n");
+  HttpClient admin = t.Client("adm");
+  HttpClient acme = t.Client("acme-key");
+  HttpClient bolt = t.Client("bolt-key");
+  REQUIRE(admin.Post("/v1/containers", kFleet).status == 200);
+  std::vector<std::string> acme_ended;  // in the order they ended
+  for (int i = 0; i < 3; ++i) {
+    HttpReply r = acme.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+    REQUIRE(r.status == 201);
+    const std::string id = Json(r)["session_id"];
+    const int64_t token = Json(r)["token"];
+    HttpClient& by = i == 1 ? admin : acme;
+    REQUIRE(by.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token)).status == 204);
+    acme_ended.push_back(id);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  HttpReply held = bolt.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+  REQUIRE(held.status == 201);
+
+  int pages = 0;
+  std::vector<std::string> listed;
+  std::vector<std::string> reasons;
+  for (const auto& s : AllPages(acme, "/v1/sessions?state=ended&limit=2", "sessions", &pages)) {
+    listed.push_back(s["session_id"]);
+    reasons.push_back(s["end_reason"]);
+    CHECK(s["tenant"] == "acme");
+    CHECK(s["ended_at_ms"].get<int64_t>() > 0);
+  }
+  CHECK(listed == std::vector<std::string>(acme_ended.rbegin(), acme_ended.rend()));
+  CHECK(reasons == std::vector<std::string>{"released", "released_by_admin", "released"});
+  CHECK(pages == 2);
+  // Another tenant's history is not theirs; a live session is not ended.
+  CHECK(AllPages(bolt, "/v1/sessions?state=ended", "sessions", &pages).empty());
+  CHECK(AllPages(admin, "/v1/sessions?state=ended&tenant=acme", "sessions", &pages).size() == 3);
+  CHECK(AllPages(acme, "/v1/sessions?state=live", "sessions", &pages).empty());
+  CHECK(acme.Get("/v1/sessions?state=ended&tenant=bolt").status == 403);
+  // A cursor of the live list is not one of the ended list.
+  HttpReply live_page = admin.Get("/v1/sessions?limit=1");
+  REQUIRE(live_page.status == 200);
+  HttpReply ended_page = admin.Get("/v1/sessions?state=ended&limit=1");
+  REQUIRE(ended_page.status == 200);
+  const std::string cursor = Json(ended_page)["next_cursor"];
+  CHECK(admin.Get("/v1/sessions?limit=1&cursor=" + cursor).status == 400);
+  HttpReply bad = acme.Get("/v1/sessions?state=gone");
+  CHECK(bad.status == 400);
+  CHECK(bad.ErrorCode() == "invalid_field");
+}
+
 TEST_CASE("routes: a list page examines a bounded number of sessions: it may be empty yet carry "
           "next_cursor, and following it lists every match once") {
   TestService t("adm admin\nacme-key tenant acme\nbolt-key tenant bolt\n");
