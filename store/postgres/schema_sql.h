@@ -29,9 +29,11 @@ namespace store::pgsql {
 // containers_session_ended, which fires only on an UPDATE that sets it (a
 // claim, a renew or a heartbeat never does), keeps the session as it was in
 // session_history, in the same transaction; its columns are named as the
-// containers' (store/row_columns.h), seq orders it by insertion (the bound
-// on its rows), ended_at_ms (an expired lease's: the lease's end) the
-// window. A node of an older version refuses a newer schema.
+// containers' (store/row_columns.h); seq orders it by insertion, which is
+// the order of ended_at_ms (an expired lease's: the lease's end), so the
+// prune walks seq for both the window and the bound on rows, and a release
+// writes one index besides seq's, session_id's. A node of an older version
+// refuses a newer schema.
 inline constexpr int kSchemaVersion = 6;
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
@@ -88,7 +90,6 @@ CREATE TABLE IF NOT EXISTS session_history (
   tenant text,
   end_reason text NOT NULL,
   ended_at_ms bigint NOT NULL);
-CREATE INDEX IF NOT EXISTS session_history_ended ON session_history (ended_at_ms);
 CREATE OR REPLACE FUNCTION edgealloc_keep_ended_session() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN

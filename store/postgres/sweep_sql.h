@@ -50,17 +50,17 @@ WHERE id IN (SELECT id FROM containers
              FOR UPDATE SKIP LOCKED)
 RETURNING )sql" EDGEALLOC_PG_DEATH_COLUMNS;
 
-// The session history's prune (Storage::PruneSessionHistory): at most $3
-// rows that ended more than $1 ms before the database's now, oldest first
-// (session_history_ended), then at most $3 less those past the newest $2 by
-// insertion order (the primary key, seq). Returns how many went.
+// The session history's prune (Storage::PruneSessionHistory): of the $3
+// oldest rows by insertion (a range of the primary key, seq: rows go in as
+// they end, so this is the oldest first), those that ended more than $1 ms
+// before the database's now; then at most $3 less those past the newest $2
+// by insertion order. Returns how many went.
 //   $1 history_ms $2 rows kept at most $3 limit
 inline constexpr char kPruneHistory[] = R"sql(
 WITH old AS (
   DELETE FROM session_history
-  WHERE seq IN (SELECT seq FROM session_history
-                WHERE ended_at_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint
-                ORDER BY ended_at_ms LIMIT $3::bigint)
+  WHERE seq < (SELECT min(seq) FROM session_history) + $3::bigint
+    AND ended_at_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint
   RETURNING seq),
 over AS (
   DELETE FROM session_history

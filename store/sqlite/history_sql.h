@@ -16,21 +16,6 @@ inline constexpr auto kGetEndedSession =
     Sql("SELECT ", kSessionColumnList, ", end_reason, ended_at_ms FROM session_history ",
         "WHERE session_id = ?1");
 
-// A partition's walk for a page of ended sessions (Storage::
-// ListEndedSessions): every ended session before ?1 in session id order from
-// the last (the UNIQUE index's), each with the filters' verdict after its end
-// reason and end time. NULL filters match any; the tenant (?2) is a filter
-// too, as no index leads with it.
-//   ?1 before ?2 tenant ?3 region ?4 pool ?5 label key ?6 label value
-inline constexpr auto kListEndedSessions = Sql("SELECT ", kSessionColumnList, R"sql(,
-       end_reason, ended_at_ms,
-       (?2 IS NULL OR tenant = ?2) AND (?3 IS NULL OR region = ?3) AND (?4 IS NULL OR pool = ?4)
-       AND (?5 IS NULL OR EXISTS (SELECT 1 FROM json_each(labels)
-                                  WHERE key = ?5 AND value = ?6))
-FROM session_history WHERE session_id < ?1
-ORDER BY session_id DESC
-)sql");
-
 // Is there anything to prune? A cheap read (the first and last rows of the
 // primary key) before a prune is queued: the oldest row ended before ?1, or
 // more rows than ?2 (seq grows with every row inserted, so max - min bounds

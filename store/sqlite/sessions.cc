@@ -11,6 +11,7 @@
 #include "store/sqlite/callback_job.h"
 #include "store/sqlite/history_sql.h"
 #include "store/sqlite/lifecycle_sql.h"
+#include "store/sqlite/list_sql.h"
 #include "store/session_id.h"
 #include "store/session_rules.h"
 #include "store/sqlite/rows.h"
