@@ -69,6 +69,7 @@ void WaitingRoom::TakeDueReleasesLocked(int64_t now, std::vector<PendingRelease>
 void WaitingRoom::SubmitReleases(std::vector<PendingRelease> releases) {
   store::Caller admin;
   admin.admin = true;
+  admin.abandoning = true;  // its end reason: abandoned
   for (auto& p : releases) {
     std::string id = p.session.session_id;
     const int64_t token = p.session.token;
@@ -84,7 +85,8 @@ void WaitingRoom::OnAbandonedReleased(PendingRelease p, Outcome outcome) {
   --releases_in_flight_;
   // The store down or busy: tried again later, until its lease would have
   // ended anyway (TakeDueReleasesLocked). Any other answer is final: ok,
-  // or not_found / stale_token (it ended meanwhile: its lease ran out).
+  // or session_ended / not_found / stale_token (it ended meanwhile: its
+  // lease ran out).
   if (outcome == Outcome::kError || outcome == Outcome::kOverloaded) {
     ++p.attempts;
     if (stopped_) {
@@ -96,6 +98,7 @@ void WaitingRoom::OnAbandonedReleased(PendingRelease p, Outcome outcome) {
   }
   // Woken here, under the lock: once Stop sees this release back it may
   // return and the Allocator go, so nothing after the lock may touch it.
+  if (outcome == Outcome::kOk) stats_->sessions_abandoned.fetch_add(1, std::memory_order_relaxed);
   if (outcome == Outcome::kOk && any_waiters_.load()) {
     wake_ = true;
     wait_cv_.Signal();

@@ -46,4 +46,11 @@ store::Status Allocator::ListSessions(const store::SessionFilter& filter,
   return storage_->ListSessions(filter, after, limit, page, next_after);
 }
 
+store::Status Allocator::ListEndedSessions(const store::SessionFilter& filter,
+                                          const std::string& after, int limit,
+                                          std::vector<store::EndedSession>* page,
+                                          std::string* next_after) {
+  return storage_->ListEndedSessions(filter, after, limit, page, next_after);
+}
+
 }  // namespace allocator

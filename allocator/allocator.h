@@ -92,6 +92,11 @@ class Allocator {
   store::Status ListSessions(const store::SessionFilter& filter, const std::string& after,
                              int limit, std::vector<store::Session>* page,
                              std::string* next_after);
+  // A page of ended sessions (Storage::ListEndedSessions), on the calling
+  // thread.
+  store::Status ListEndedSessions(const store::SessionFilter& filter, const std::string& after,
+                                  int limit, std::vector<store::EndedSession>* page,
+                                  std::string* next_after);
 
   // Ends the sessions of every partition whose lease is over, in bounded
   // sweeps; returns how many. The reaper thread calls this; tests may too.

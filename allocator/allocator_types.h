@@ -22,6 +22,13 @@ struct AllocatorOptions {
   int reaper_interval_ms = 100;      // how often expired leases are swept
   int reaper_batch_rows = 256;       // sessions one sweep transaction ends at most
   int max_sweeps_per_reap = 8;       // sweeps of one partition a reap runs at most
+  // How long the end of a session is kept (GET, renew and release answer
+  // session_ended), at most how many ended sessions are kept, how often the
+  // older ones are pruned, and how many one prune transaction deletes.
+  int64_t session_history_ms = 86400000;
+  int64_t session_history_max_rows = 1000000;
+  int history_prune_interval_ms = 1000;
+  int history_prune_rows = 1000;
   // Claims that may wait (wait_ms) for one pool at once; past it a waiting
   // claim is refused as kOverloaded.
   int max_waiters_per_pool = 1000;
@@ -64,6 +71,14 @@ struct AllocatorStats {
   std::atomic<uint64_t> claims_ok{0}, claims_replayed{0}, claims_no_capacity{0},
       claims_quota{0}, claims_error{0}, releases{0}, renewals{0}, stale_tokens{0},
       lease_expiries{0};
+  // Sessions this node ended, by end reason (store/types.h kEndReasons), as
+  // far as it knows them: its API releases (released and released_by_admin
+  // together, as released; a repeated release not again), its lease
+  // expiries (lease_expiries) and the sessions it released for waiting
+  // clients that went away (abandoned). The dead reaper's are the batcher's.
+  std::atomic<uint64_t> sessions_released{0}, sessions_abandoned{0};
+  // Ended sessions pruned from the history, and prunes that failed.
+  std::atomic<uint64_t> history_pruned{0}, history_prunes_failed{0};
   // Claims that waited (wait_ms): served after waiting, out of time, refused
   // for a full queue, and given up by their client (a session claimed for
   // one of those is released at once, unless kept for an idempotency key).

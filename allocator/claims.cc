@@ -34,6 +34,10 @@ void Allocator::Release(const store::Caller& caller, std::string session_id, int
   storage_->Release(caller, std::move(session_id), token,
                     Counted(&stats_.releases, [this, done = std::move(done)](
                                                   store::SessionResult r) {
+                      // A repeated release (SessionResult::end set) ended nothing.
+                      if (r.outcome == Outcome::kOk && r.end.reason.empty()) {
+                        stats_.sessions_released.fetch_add(1, std::memory_order_relaxed);
+                      }
                       if (r.outcome == Outcome::kOk) waiting_room_.Wake();
                       done(std::move(r));
                     }));
@@ -50,7 +54,8 @@ void Allocator::Renew(const store::Caller& caller, std::string session_id, int64
 store::SessionCallback Allocator::Counted(std::atomic<uint64_t>* ok,
                                           store::SessionCallback done) {
   return [this, ok, done = std::move(done)](store::SessionResult r) {
-    if (r.outcome == Outcome::kOk) {
+    // A kOk that carries an end is a release repeated: it did nothing.
+    if (r.outcome == Outcome::kOk && r.end.reason.empty()) {
       ok->fetch_add(1, std::memory_order_relaxed);
     } else if (r.outcome == Outcome::kStaleToken) {
       stats_.stale_tokens.fetch_add(1, std::memory_order_relaxed);

@@ -38,11 +38,33 @@ int64_t LeaseReaper::ReapExpiredLeases() {
   return ended_total;
 }
 
+int64_t LeaseReaper::PruneSessionHistory() {
+  int64_t pruned_total = 0;
+  for (int p = 0; p < storage_->partitions(); ++p) {
+    for (int sweep = 0; sweep < options_->max_sweeps_per_reap; ++sweep) {
+      int64_t pruned = 0;
+      if (!storage_->PruneSessionHistory(p, options_->session_history_ms,
+                                         options_->session_history_max_rows,
+                                         options_->history_prune_rows, &pruned)
+               .ok()) {
+        stats_->history_prunes_failed.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
+      pruned_total += pruned;
+      stats_->history_pruned.fetch_add(static_cast<uint64_t>(pruned), std::memory_order_relaxed);
+      if (pruned < options_->history_prune_rows) break;
+    }
+  }
+  return pruned_total;
+}
+
 void LeaseReaper::Loop(std::stop_token stop) {
   // The mutex only serves the wait, which a stop request ends at once.
   std::mutex mu;
   std::condition_variable_any cv;
   const auto interval = std::chrono::milliseconds(options_->reaper_interval_ms);
+  const auto prune_interval = std::chrono::milliseconds(options_->history_prune_interval_ms);
+  auto next_prune = std::chrono::steady_clock::now() + prune_interval;
   for (;;) {
     {
       std::unique_lock lock(mu);
@@ -50,6 +72,10 @@ void LeaseReaper::Loop(std::stop_token stop) {
     }
     if (stop.stop_requested()) return;
     ReapExpiredLeases();
+    if (std::chrono::steady_clock::now() >= next_prune) {
+      PruneSessionHistory();
+      next_prune = std::chrono::steady_clock::now() + prune_interval;
+    }
   }
 }
 

@@ -12,7 +12,8 @@
 namespace allocator {
 
 // The lease reaper: a thread that ends, every reaper_interval_ms, the
-// sessions whose lease is over, in bounded sweeps of each partition. The
+// sessions whose lease is over, in bounded sweeps of each partition, and
+// prunes the history of ended sessions, off the claim path. The
 // storage, options and stats must outlive it; Stop it before they go.
 class LeaseReaper {
  public:
@@ -31,6 +32,11 @@ class LeaseReaper {
   // Ends the sessions of every partition whose lease is over, in bounded
   // sweeps; returns how many. The thread calls this; tests may too.
   int64_t ReapExpiredLeases();
+  // Prunes the history of ended sessions of every partition (older than
+  // session_history_ms, or past session_history_max_rows), in transactions
+  // of history_prune_rows at most; returns how many went. The thread calls
+  // this every history_prune_interval_ms; tests may too.
+  int64_t PruneSessionHistory();
 
  private:
   void Loop(std::stop_token stop);

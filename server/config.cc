@@ -93,6 +93,13 @@ void AddSessionFlags(CLI::App* serve, ServeConfig* s) {
             "claims that may wait (wait_ms) at once on this node, every tenant and pool; more are "
             "503 overloaded",
             0, 10000000, "claims waiting in all");
+  AddNumber(serve, "--session-history-ms", &s->session_history_ms,
+            "how long after a session ends its GET, renew and release answer 410 session_ended "
+            "with its end_reason (then 404)",
+            0, kBig, "session history in ms");
+  AddNumber(serve, "--session-history-max-rows", &s->session_history_max_rows,
+            "ended sessions kept at most (the oldest are pruned first)", 0, kBig,
+            "ended sessions kept");
 }
 
 // Silence, and the batches heartbeats are written in.

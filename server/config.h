@@ -31,6 +31,8 @@ struct ServeConfig {
   int max_claim_waiters = 1000;    // claims waiting (wait_ms) for one pool at once
   int64_t max_claim_waiters_per_tenant = 1000;  // one tenant's, unless its keys line says
   int64_t max_claim_waiters_total = 10000;      // every tenant's together
+  int64_t session_history_ms = 86400000;         // an ended session says why this long
+  int64_t session_history_max_rows = 1000000;    // ended sessions kept at most
   int64_t dead_after_ms = store::kDefaultDeadAfterMs;
   int batch_max = 100;             // heartbeat rows a transaction (batcher)
   int64_t batch_wait_ms = 10;      // longest a heartbeat waits for a batch

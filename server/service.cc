@@ -51,6 +51,8 @@ allocator::AllocatorOptions AllocatorOptionsOf(const ServeConfig& config) {
   options.max_waiters_per_pool = config.max_claim_waiters;
   options.max_waiters_per_tenant = config.max_claim_waiters_per_tenant;
   options.max_waiters_total = config.max_claim_waiters_total;
+  options.session_history_ms = config.session_history_ms;
+  options.session_history_max_rows = config.session_history_max_rows;
   return options;
 }
 

@@ -31,28 +31,35 @@ struct PartitionPage {
   std::optional<std::string> stopped_at;
 };
 
-// Merges the partitions' pages into *page (at most `limit` rows in key order)
-// and *next_after (where the next page starts; empty: nothing can follow).
-// `key` gives a row's key (std::string, compared as bytes).
+// The order a list pages in, by its key: the first page starts at the
+// smallest key, or at the largest (the newest, for ended sessions).
+enum class KeyOrder { kAscending, kDescending };
+
+// Merges the partitions' pages into *page (at most `limit` rows in `order`
+// of their keys) and *next_after (where the next page starts; empty: nothing
+// can follow). `key` gives a row's key (std::string, compared as bytes).
 template <typename Row, typename KeyOf>
 void MergePartitionPages(std::vector<PartitionPage<Row>> parts, int limit, KeyOf key,
-                         std::vector<Row>* page, std::string* next_after) {
+                         KeyOrder order, std::vector<Row>* page, std::string* next_after) {
   page->clear();
   next_after->clear();
-  std::optional<std::string> stop;  // the smallest stopping point
+  const auto before = [order](const std::string& a, const std::string& b) {
+    return order == KeyOrder::kAscending ? a < b : b < a;
+  };
+  std::optional<std::string> stop;  // the first stopping point in `order`
   for (const auto& part : parts) {
-    if (part.stopped_at && (!stop || *part.stopped_at < *stop)) stop = part.stopped_at;
+    if (part.stopped_at && (!stop || before(*part.stopped_at, *stop))) stop = part.stopped_at;
   }
   for (auto& part : parts) {
     for (auto& row : part.hits) {
       // A hit past `stop` is left for a later page: another partition may
       // have rows before it that were not examined yet.
-      if (stop && key(row) > *stop) continue;
+      if (stop && before(*stop, key(row))) continue;
       page->push_back(std::move(row));
     }
   }
   std::sort(page->begin(), page->end(),
-            [&key](const Row& a, const Row& b) { return key(a) < key(b); });
+            [&](const Row& a, const Row& b) { return before(key(a), key(b)); });
   if (page->size() > static_cast<size_t>(limit)) {
     page->resize(static_cast<size_t>(limit));
     *next_after = key(page->back());
@@ -64,14 +71,15 @@ void MergePartitionPages(std::vector<PartitionPage<Row>> parts, int limit, KeyOf
 // The keys the lists page by: a session's id, a container's id.
 inline const std::string& ListKey(const Session& s) { return s.session_id; }
 inline const std::string& ListKey(const ContainerInfo& c) { return c.id; }
+inline const std::string& ListKey(const EndedSession& e) { return e.session.session_id; }
 
 // MergePartitionPages by ListKey.
 template <typename Row>
 void MergePartitionPages(std::vector<PartitionPage<Row>> parts, int limit, std::vector<Row>* page,
-                         std::string* next_after) {
+                         std::string* next_after, KeyOrder order = KeyOrder::kAscending) {
   MergePartitionPages(
       std::move(parts), limit, [](const Row& row) -> const std::string& { return ListKey(row); },
-      page, next_after);
+      order, page, next_after);
 }
 
 }  // namespace store

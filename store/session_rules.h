@@ -26,21 +26,37 @@ inline StoredSession StoredOf(const Session& s) {
 
 // Whether `caller` may read session `id` as stored, at now_ms: nullopt if
 // so; else kForbidden (another tenant's: checked first, so another tenant
-// does not learn that it existed and when it ended) or kNotFound (its lease
-// is over).
+// does not learn that it existed and when it ended) or kSessionEnded with
+// end reason "expired" (its lease is over, the reaper has not freed it yet).
 std::optional<SessionResult> RefuseSessionRead(const Caller& caller, const std::string& id,
                                                const StoredSession& stored, int64_t now_ms);
 
-// GetSession's answer, from its read: the read's error (as its outcome), no
-// such session, RefuseSessionRead's refusal at now_ms, or the session.
+// The answer about session `id`, which is not live but whose end the history
+// keeps: kForbidden (another tenant's, unless the caller is admin) or
+// kSessionEnded with how it ended.
+SessionResult AnswerEnded(const Caller& caller, const std::string& id, const EndedSession& ended);
+
+// GetSession's answer, from its reads: the read's error (as its outcome),
+// the ended session's answer (AnswerEnded) when it is not live but `ended`
+// is, no such session, RefuseSessionRead's refusal at now_ms, or the session.
 SessionResult AnswerSessionRead(const Caller& caller, const std::string& id, const Status& read,
-                                std::optional<Session> found, int64_t now_ms);
+                                std::optional<Session> found, std::optional<EndedSession> ended,
+                                int64_t now_ms);
+
+// Whether a release of (`id`, `token`) repeats the release that ended the
+// session: the same token, and the session ended by a release. Such a
+// release succeeds again (idempotent); any other call on an ended session is
+// answered AnswerEnded.
+bool RepeatsRelease(const EndedSession& ended, int64_t token);
 
 // After a compare-and-swap on (id, token) changed nothing: why not, from the
-// session as stored now (`stored` null: no such session). kNotFound,
-// kForbidden, kStaleToken into *out; an IOError if none of them explains it.
-Status ExplainFailedCas(const Caller& caller, const std::string& id, int64_t token,
-                        const StoredSession* stored, int64_t now_ms, SessionResult* out);
+// session as stored now (`stored` null: no live session) and its history
+// (`ended`, null: none). kOk (a release that RepeatsRelease), kNotFound,
+// kForbidden, kSessionEnded, kStaleToken into *out; an IOError if none of
+// them explains it.
+Status ExplainFailedCas(const Caller& caller, const std::string& id, int64_t token, bool release,
+                        const StoredSession* stored, const EndedSession* ended, int64_t now_ms,
+                        SessionResult* out);
 
 // The most live sessions `caller`'s tenant may hold: its own max_sessions
 // (TenantLimits, from the keys file) when set, else the policy's

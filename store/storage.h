@@ -77,8 +77,12 @@ class Storage {
   virtual void Claim(ClaimRequest req, SessionCallback done) = 0;
   // Ends the session if `token` is its current one and its lease runs: the
   // container becomes available (draining if it is drained, by an operator
-  // or its own report; dead if it reported itself dead). kOk (the session id only), kStaleToken,
-  // kNotFound (also for a lease that is over), kForbidden (another
+  // or its own report; dead if it reported itself dead), and the session's
+  // end is kept in the history (end reason released, released_by_admin or,
+  // for caller.abandoning, abandoned). kOk (the session id only; also a
+  // release again with the token of a session a release ended),
+  // kStaleToken, kSessionEnded (the history's, or an expired lease),
+  // kNotFound, kForbidden (another
   // tenant's, unless the caller is admin), kOverloaded or kError.
   virtual void Release(const Caller& caller, std::string session_id, int64_t token,
                        SessionCallback done) = 0;
@@ -86,8 +90,9 @@ class Storage {
   // session, or as Release. REQUIRES: lease_ms > 0.
   virtual void Renew(const Caller& caller, std::string session_id, int64_t token,
                      int64_t lease_ms, SessionCallback done) = 0;
-  // The session as committed now: kOk, kNotFound (also when its lease is
-  // over), kForbidden, kOverloaded or kError.
+  // The session as committed now: kOk, kSessionEnded (its lease is over, or
+  // it ended and the history keeps it), kNotFound, kForbidden, kOverloaded
+  // or kError.
   virtual SessionResult GetSession(const Caller& caller, std::string_view session_id) = 0;
   // The tenant's sessions as committed now, as its quota counts them (every
   // partition). A read: never waits for a writer.
@@ -105,6 +110,17 @@ class Storage {
   // or released meanwhile. Every partition; a read.
   virtual Status ListSessions(const SessionFilter& filter, const std::string& after, int limit,
                               std::vector<Session>* page, std::string* next_after) = 0;
+  // A page of the ended sessions the history keeps (GET, renew and release
+  // answer session_ended for them) that `filter` matches, newest first: in
+  // session id order from the last (ids begin with the time they were made,
+  // store/session_id.h), before `after` (empty: from the newest). Pages as
+  // ListSessions, each partition examining at most ListExamineBound(limit)
+  // ended sessions; the tenant is one more filter there (no index leads
+  // with it: every release writes the history), so a tenant's page costs the
+  // bound, never the history. Every partition; a read.
+  virtual Status ListEndedSessions(const SessionFilter& filter, const std::string& after,
+                                   int limit, std::vector<EndedSession>* page,
+                                   std::string* next_after) = 0;
 
   // Sets `registered` and `claimable` of each of *pools (region and pool
   // given), judged now: a few index lookups per pool, a read. Waiting claims
@@ -171,6 +187,16 @@ class Storage {
   // write time. Never from a writer thread.
   virtual Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
                                        int max_rows, SilenceSweep* sweep) = 0;
+
+  // Deletes at most max_rows of the session history the partition keeps
+  // (GetSession's, Release's and Renew's kSessionEnded), oldest first: the
+  // sessions that ended more than history_ms ago, then those past the
+  // newest max_history_rows (the engine's whole history; SQLite's shards
+  // each keep their share). Sets *pruned. A cheap read first, and an index
+  // walk, never a scan; in a transaction of its own. Never from a writer
+  // thread.
+  virtual Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
+                                     int max_rows, int64_t* pruned) = 0;
 
   // ---- Capacity and observability ----
 

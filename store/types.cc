@@ -11,6 +11,7 @@ const char* OutcomeName(Outcome outcome) {
     case Outcome::kStaleToken: return "stale_token";
     case Outcome::kNotFound: return "not_found";
     case Outcome::kForbidden: return "forbidden";
+    case Outcome::kSessionEnded: return "session_ended";
     case Outcome::kConflict: return "conflict";
     case Outcome::kOverloaded: return "overloaded";
     case Outcome::kError: return "error";

@@ -31,6 +31,7 @@ enum class Outcome {
   kStaleToken,     // the session exists, the fencing token is not its current one
   kNotFound,       // no such session or container (or the session's lease is over)
   kForbidden,      // the session belongs to another tenant
+  kSessionEnded,   // the session ended within the history window: SessionResult::end says how
   kConflict,       // contradicts the current state (e.g. removing a picked container)
   kOverloaded,     // the shard's write queue is full; nothing was done
   kError,          // storage failed; message says how
@@ -57,6 +58,10 @@ struct Caller {
   std::string tenant = "default";
   bool admin = false;
   TenantLimits limits;
+  // Set by the allocator alone, when it releases the session it claimed for
+  // a waiting client that went away: the session's end reason is
+  // "abandoned", not "released".
+  bool abandoning = false;
 };
 
 // A live session, as the claim reply and GET show it. `data` is the
@@ -73,10 +78,34 @@ struct Session {
   std::string tenant;         // whose session it is (its claimer's tenant)
 };
 
+// How a session ended, as its history row keeps it for the history window
+// (--session-history-ms). `reason` is one of kEndReasons.
+struct SessionEnd {
+  std::string reason;
+  int64_t ended_at_ms = 0;
+};
+
+// Every end_reason, as the API and the statements spell them: released
+// (by its tenant), released_by_admin (by an admin key of another tenant),
+// expired (its lease ran out; ended_at_ms is the lease's end), container_dead
+// (its container went silent or reported itself dead), container_deleted
+// (its container's row was deleted), abandoned (claimed for a waiting
+// client that went away, and released by the allocator).
+inline constexpr const char* kEndReasons[] = {"released",       "released_by_admin",
+                                              "expired",        "container_dead",
+                                              "container_deleted", "abandoned"};
+
 struct SessionResult {
   Outcome outcome = Outcome::kError;
-  Session session;      // set for kOk and kReplayed
+  Session session;      // set for kOk and kReplayed; for kSessionEnded, as it was
   std::string message;  // for people: why, when not kOk
+  SessionEnd end;       // set for kSessionEnded
+};
+
+// An ended session as the history keeps it (Storage::ListEndedSessions).
+struct EndedSession {
+  Session session;
+  SessionEnd end;
 };
 
 struct ClaimRequest {

@@ -15,6 +15,7 @@ ApiError ErrorOf(store::Outcome outcome) {
     case Outcome::kStaleToken: return ApiError::kStaleToken;
     case Outcome::kNotFound: return ApiError::kNotFound;
     case Outcome::kForbidden: return ApiError::kForbidden;
+    case Outcome::kSessionEnded: return ApiError::kSessionEnded;
     case Outcome::kConflict: return ApiError::kConflict;
     case Outcome::kOverloaded: return ApiError::kOverloaded;
     case Outcome::kError: return ApiError::kUnavailable;

@@ -34,6 +34,8 @@ inline constexpr Refusal kOneLabelOnly{ApiError::kInvalidField,
                                        "label: give at most one label=KEY:VALUE"};
 inline constexpr Refusal kUnknownContainerStatus{
     ApiError::kInvalidField, "status: must be available, picked, draining or dead"};
+inline constexpr Refusal kUnknownSessionState{ApiError::kInvalidField,
+                                              "state: must be live or ended"};
 inline constexpr Refusal kTokenRequired{
     ApiError::kInvalidField, "token: is required, as ?token=N (the session's fencing token)"};
 inline constexpr Refusal kTokenNotInteger{ApiError::kInvalidField, "token: must be an integer"};

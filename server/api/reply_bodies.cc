@@ -73,6 +73,19 @@ std::string SessionListJson(const std::vector<store::Session>& page,
   return ListJson("sessions", page, next_cursor, SessionJson);
 }
 
+std::string EndedSessionJson(const store::EndedSession& e) {
+  std::string out = SessionJson(e.session);
+  out.pop_back();  // the session's closing brace
+  out += ",\"end_reason\":" + JsonQuote(e.end.reason);
+  out += ",\"ended_at_ms\":" + std::to_string(e.end.ended_at_ms) + "}";
+  return out;
+}
+
+std::string EndedSessionListJson(const std::vector<store::EndedSession>& page,
+                                 const std::optional<std::string>& next_cursor) {
+  return ListJson("sessions", page, next_cursor, EndedSessionJson);
+}
+
 std::string ContainerListJson(const std::vector<store::ContainerInfo>& page,
                               const std::optional<std::string>& next_cursor) {
   return ListJson("containers", page, next_cursor, ContainerJson);

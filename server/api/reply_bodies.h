@@ -20,6 +20,11 @@ std::string SessionListJson(const std::vector<store::Session>& page,
                             const std::optional<std::string>& next_cursor);
 std::string ContainerListJson(const std::vector<store::ContainerInfo>& page,
                               const std::optional<std::string>& next_cursor);
+// An ended session: the session as it ended, with end_reason and
+// ended_at_ms; GET /v1/sessions?state=ended, a page of them.
+std::string EndedSessionJson(const store::EndedSession& ended);
+std::string EndedSessionListJson(const std::vector<store::EndedSession>& page,
+                                 const std::optional<std::string>& next_cursor);
 // GET /v1/limits: max_sessions is null when store::kUnlimited.
 // GET /v1/limits: each limit of `tenant` and its use now. `max_sessions`
 // store::kUnlimited and a missing `claims_per_s` are null.

@@ -15,10 +15,20 @@ namespace {
 
 using store::Outcome;
 
+// A failed session call's response: an ended session's says how it ended.
+Response SessionErrorResponse(const store::SessionResult& r, std::string_view request_id) {
+  if (r.outcome == Outcome::kSessionEnded) {
+    return ErrorResponse(ApiError::kSessionEnded, r.message,
+                         ",\"end_reason\":" + JsonQuote(r.end.reason) +
+                             ",\"ended_at_ms\":" + std::to_string(r.end.ended_at_ms));
+  }
+  return OutcomeResponse(r.outcome, r.message, request_id);
+}
+
 Response SessionResponse(const store::SessionResult& r, int ok_status,
                          std::string_view request_id) {
   if (r.outcome != Outcome::kOk && r.outcome != Outcome::kReplayed) {
-    return OutcomeResponse(r.outcome, r.message, request_id);
+    return SessionErrorResponse(r, request_id);
   }
   Response res = JsonResponse(ok_status, SessionJson(r.session));
   if (r.outcome == Outcome::kReplayed) res.set("Idempotent-Replayed", "true");
@@ -102,6 +112,11 @@ void SessionRoutes::Limits(RouteRequest req, Reply reply) {
 }
 
 void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
+  std::string state;
+  const bool ended = req.QueryParam("state", &state) && state == "ended";
+  if (!state.empty() && state != "live" && state != "ended") {
+    return reply(RefusalResponse(kUnknownSessionState));
+  }
   store::SessionFilter filter;
   std::string asked_tenant;
   const bool named = req.QueryParam("tenant", &asked_tenant);
@@ -129,14 +144,22 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
   }
   // The label's presence is part of the query: "k:" (an empty value) is not
   // "no label".
-  const uint64_t fingerprint =
-      ListFingerprint({"sessions", filter.tenant, filter.region, filter.pool,
-                       filter.label_key.empty() ? "" : "label", filter.label_key,
-                       filter.label_value});
+  const uint64_t fingerprint = ListFingerprint(
+      {ended ? "ended sessions" : "sessions", filter.tenant, filter.region, filter.pool,
+       filter.label_key.empty() ? "" : "label", filter.label_key, filter.label_value});
   int limit = 0;
   std::string after;
   if (auto refused = ReadPageParams(req, fingerprint, &limit, &after)) {
     return reply(std::move(*refused));
+  }
+  if (ended) {
+    return ReadListPage<store::EndedSession>(
+        options_.readers, io_, reply, fingerprint, req.RequestId(),
+        [allocator = allocator_, filter = std::move(filter), after = std::move(after), limit](
+            std::vector<store::EndedSession>* page, std::string* next_after) {
+          return allocator->ListEndedSessions(filter, after, limit, page, next_after);
+        },
+        EndedSessionListJson);
   }
   ReadListPage<store::Session>(
       options_.readers, io_, reply, fingerprint, req.RequestId(),
@@ -231,9 +254,7 @@ void SessionRoutes::Release(RouteRequest req, Reply reply) {
   allocator_->Release(CallerOf(req.who), req.params[0], token,
                       [io = io_, reply, id = req.RequestId()](store::SessionResult r) {
                         ReplyOnIo(io, reply, [r = std::move(r), id] {
-                          if (r.outcome != Outcome::kOk) {
-                            return OutcomeResponse(r.outcome, r.message, id);
-                          }
+                          if (r.outcome != Outcome::kOk) return SessionErrorResponse(r, id);
                           return Response{http::status::no_content, 11};
                         });
                       });

@@ -13,9 +13,9 @@ Response JsonResponse(int status, std::string body) {
   return res;
 }
 
-Response ErrorResponse(ApiError error, std::string_view message) {
+Response ErrorResponse(ApiError error, std::string_view message, std::string_view more_fields) {
   std::string body = "{\"error\":{\"code\":" + JsonQuote(CodeOf(error)) + ",\"message\":" +
-                     JsonQuote(message) + "}}";
+                     JsonQuote(message) + std::string(more_fields) + "}}";
   const int status = StatusOf(error);
   Response res = JsonResponse(status, std::move(body));
   if (status == 503) res.set(http::field::retry_after, "1");

@@ -52,8 +52,10 @@ Response JsonResponse(int status, std::string body);
 
 // The response of `error` (its row of the error table: status and code)
 // with `message`: {"error":{"code":...,"message":...}}, application/json;
-// 503s carry Retry-After: 1.
-Response ErrorResponse(ApiError error, std::string_view message);
+// 503s carry Retry-After: 1. `more_fields` (JSON members, each led by a
+// comma) follow the message: what an error says beyond its code.
+Response ErrorResponse(ApiError error, std::string_view message,
+                       std::string_view more_fields = {});
 
 // A JSON string literal for `s`, quotes included; invalid UTF-8 is replaced.
 std::string JsonQuote(std::string_view s);

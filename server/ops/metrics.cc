@@ -106,11 +106,31 @@ void SessionFamilies(const allocator::AllocatorStats& a, Exposition* out) {
       "Sessions released by the server because their lease expired.", Load(a.lease_expiries));
 }
 
+// The sessions this node ended, by end reason (docs/api.md's end reasons):
+// what its allocator and its dead reaper counted.
+void SessionEndFamily(const MetricsSources& src, Exposition* out) {
+  const allocator::AllocatorStats& a = *src.allocator;
+  const uint64_t dead = src.batcher ? Load(src.batcher->stats().sessions_ended) : 0;
+  ByLabel(out, "edgealloc_sessions_ended_total",
+          "Sessions this node ended, by end reason (released counts releases by admin keys "
+          "too).",
+          "reason",
+          {{"released", Load(a.sessions_released)},
+           {"expired", Load(a.lease_expiries)},
+           {"container_dead", dead},
+           {"abandoned", Load(a.sessions_abandoned)}});
+  One(out, "edgealloc_session_history_pruned_total", "counter",
+      "Ended sessions pruned from the history (older than --session-history-ms or past "
+      "--session-history-max-rows).",
+      Load(a.history_pruned));
+}
+
 void AllocatorFamilies(const MetricsSources& src, Exposition* out) {
   if (src.allocator) {
     ClaimFamilies(*src.allocator, src.pool_claims, out);
     WaitFamilies(*src.allocator, out);
     SessionFamilies(*src.allocator, out);
+    SessionEndFamily(src, out);
   }
   if (src.claim_latency) {
     const base::LatencyHistogram& h = *src.claim_latency;

@@ -31,7 +31,11 @@
 #define EDGEALLOC_PG_STATUS_AFTER_SESSION                                          \
   "status = CASE WHEN dead_reported THEN 'dead' "                                   \
   "WHEN drain_requested OR drain_reported THEN 'draining' ELSE 'available' END"
-#define EDGEALLOC_PG_END_SESSION                                                 \
+// Ends the session, saying why (`reason`, an SQL expression): setting
+// end_reason fires the trigger that keeps it in session_history
+// (schema_sql.h, version 6), as store/sqlite/lifecycle_sql.h's.
+#define EDGEALLOC_PG_END_SESSION(reason)                                         \
+  "end_reason = " reason ", "                                                   \
   "dead_reported = false, session_id = NULL, tenant = NULL, "                   \
   "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL"
 

@@ -56,6 +56,8 @@ class PostgresStorage : public Storage {
   SessionResult GetSession(const Caller& caller, std::string_view session_id) override;
   Status ListSessions(const SessionFilter& filter, const std::string& after, int limit,
                       std::vector<Session>* page, std::string* next_after) override;
+  Status ListEndedSessions(const SessionFilter& filter, const std::string& after, int limit,
+                           std::vector<EndedSession>* page, std::string* next_after) override;
   Status CountTenantSessions(const std::string& tenant, int64_t* sessions) override;
 
   void Register(std::vector<ContainerSpec> specs, ContainerCallback done) override;
@@ -76,6 +78,8 @@ class PostgresStorage : public Storage {
   Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) override;
   Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
                                int max_rows, SilenceSweep* sweep) override;
+  Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
+                             int max_rows, int64_t* pruned) override;
 
   std::unique_ptr<CapacityReader> NewCapacityReader(int partition, int busy_timeout_ms) override;
   const WriterStats& writer_stats(int partition) const override {

@@ -3,6 +3,8 @@
 
 // The PostgreSQL schema and its migration's statements (store/postgres/schema.cc).
 
+#include "store/postgres/lifecycle_sql.h"
+
 namespace store::pgsql {
 
 // The schema, version 2. Made by MigrateSchema (store/postgres/schema.cc) under an
@@ -21,8 +23,18 @@ namespace store::pgsql {
 // Containers): drain_requested is the operator's alone, drain_reported the
 // container's own `draining` report (kOldDrainsAreReported migrates the
 // older drains), and containers_drain_requested holds the drained ids for
-// the mirror. A node of an older version refuses a newer schema.
-inline constexpr int kSchemaVersion = 5;
+// the mirror. Version 6 keeps ended sessions (docs/api.md, "Ended
+// sessions"): every statement that ends a session sets end_reason
+// (lifecycle_sql.h, EDGEALLOC_PG_END_SESSION), and the trigger
+// containers_session_ended, which fires only on an UPDATE that sets it (a
+// claim, a renew or a heartbeat never does), keeps the session as it was in
+// session_history, in the same transaction; its columns are named as the
+// containers' (store/row_columns.h); seq orders it by insertion, which is
+// the order of ended_at_ms (an expired lease's: the lease's end), so the
+// prune walks seq for both the window and the bound on rows, and a release
+// writes one index besides seq's, session_id's. A node of an older version
+// refuses a newer schema.
+inline constexpr int kSchemaVersion = 6;
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
@@ -64,6 +76,42 @@ CREATE INDEX IF NOT EXISTS containers_lease ON containers (lease_expires_at_ms)
 CREATE INDEX IF NOT EXISTS containers_dead_reported ON containers (id)
   WHERE dead_reported AND status <> 'dead';
 CREATE INDEX IF NOT EXISTS containers_drain_requested ON containers (id) WHERE drain_requested;
+ALTER TABLE containers ADD COLUMN IF NOT EXISTS end_reason text;
+CREATE TABLE IF NOT EXISTS session_history (
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  session_id text COLLATE "C" NOT NULL UNIQUE,
+  id text NOT NULL,
+  region text NOT NULL,
+  pool text NOT NULL,
+  generation bigint NOT NULL,
+  lease_expires_at_ms bigint,
+  data text,
+  labels text,
+  tenant text,
+  end_reason text NOT NULL,
+  ended_at_ms bigint NOT NULL);
+CREATE OR REPLACE FUNCTION edgealloc_keep_ended_session() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  INSERT INTO session_history (session_id, id, region, pool, generation, lease_expires_at_ms,
+                               data, labels, tenant, end_reason, ended_at_ms)
+  VALUES (OLD.session_id, OLD.id, OLD.region, OLD.pool, OLD.generation, OLD.lease_expires_at_ms,
+          OLD.data, OLD.labels, OLD.tenant,
+          CASE WHEN TG_OP = 'DELETE' THEN 'container_deleted' ELSE NEW.end_reason END,
+          CASE WHEN TG_OP = 'UPDATE' AND NEW.end_reason = 'expired' THEN OLD.lease_expires_at_ms
+               ELSE )sql" EDGEALLOC_PG_NOW_MS R"sql( END)
+  ON CONFLICT (session_id) DO NOTHING;
+  RETURN NULL;
+END
+$fn$;
+DROP TRIGGER IF EXISTS containers_session_ended ON containers;
+CREATE TRIGGER containers_session_ended AFTER UPDATE OF end_reason ON containers FOR EACH ROW
+  WHEN (OLD.session_id IS NOT NULL AND NEW.session_id IS NULL)
+  EXECUTE FUNCTION edgealloc_keep_ended_session();
+DROP TRIGGER IF EXISTS containers_session_deleted ON containers;
+CREATE TRIGGER containers_session_deleted AFTER DELETE ON containers FOR EACH ROW
+  WHEN (OLD.session_id IS NOT NULL)
+  EXECUTE FUNCTION edgealloc_keep_ended_session();
 )sql";
 
 // Migrating from before kDrainReportedVersion: a drain an older node took

@@ -76,10 +76,14 @@ WHERE tenant = $1 AND idempotency_key = $2
   AND lease_expires_at_ms <= )sql" EDGEALLOC_PG_NOW_MS R"sql(
 )sql";
 
-//   $1 session_id $2 token $3 tenant (NULL for an admin)
+// The end reason as store/sqlite's kRelease says.
+//   $1 session_id $2 token $3 tenant (NULL for an admin) $4 abandoning
+//   $5 the caller's tenant
 inline constexpr char kRelease[] = R"sql(
 UPDATE containers
-SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION R"sql(
+SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION(
+    "CASE WHEN $4::boolean THEN 'abandoned' WHEN $3::text IS NULL AND tenant IS DISTINCT FROM "
+    "$5::text THEN 'released_by_admin' ELSE 'released' END") R"sql(
 WHERE session_id = $1 AND generation = $2::bigint AND ($3::text IS NULL OR tenant = $3)
   AND lease_expires_at_ms > )sql" EDGEALLOC_PG_NOW_MS R"sql(
 )sql";
@@ -96,6 +100,34 @@ RETURNING )sql", kSessionColumnList, "\n");
 // found.
 inline constexpr auto kGetSession = Sql("SELECT ", kSessionColumnList, ", " EDGEALLOC_PG_NOW_MS
                                         " FROM containers WHERE session_id = $1");
+
+// An ended session, by its id (schema_sql.h's session_history).
+inline constexpr auto kGetEndedSession =
+    Sql("SELECT ", kSessionColumnList, ", end_reason, ended_at_ms FROM session_history ",
+        "WHERE session_id = $1");
+
+// A page of ended sessions before $1 in session id order from the last
+// (Storage::ListEndedSessions; store/sqlite's kListEndedSessions), shaped as
+// kListSessions below: the first $8 before $1 in the UNIQUE index's order
+// (session_history.session_id is COLLATE "C", so its index is the cursor's
+// byte order in any database collation) are `examined`; the rows are the
+// first $7 (limit + 1) the filters (NULL for any; the tenant too, as no index
+// leads with it) match, then, when all $8 were there, one row carrying the
+// last id examined.
+//   $1 before $2 tenant $3 region $4 pool $5 label key $6 label value
+//   $7 limit + 1 $8 examined at most
+inline constexpr auto kListEndedSessions = Sql("WITH examined AS MATERIALIZED (SELECT ",
+                                               kSessionColumnList, R"sql(, end_reason, ended_at_ms
+  FROM session_history WHERE session_id < $1 ORDER BY session_id DESC LIMIT $8::bigint)
+(SELECT )sql", kSessionColumnList, R"sql(, end_reason, ended_at_ms, true, NULL FROM examined
+ WHERE ($2::text IS NULL OR tenant = $2) AND ($3::text IS NULL OR region = $3)
+   AND ($4::text IS NULL OR pool = $4)
+   AND ($5::text IS NULL OR (labels IS NOT NULL AND labels::jsonb ->> $5 = $6::text))
+ ORDER BY session_id DESC LIMIT $7::bigint)
+UNION ALL
+SELECT )sql", kSessionNullList, R"sql(, NULL, NULL, false, min(session_id)
+FROM examined HAVING count(*) = $8::bigint
+)sql");
 
 // A page of live sessions after $1 in session id order (store/sqlite's
 // kListSessions), examining at most $7 sessions (ListExamineBound): the

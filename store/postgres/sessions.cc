@@ -96,20 +96,42 @@ struct ClaimStatements {
   }
 };
 
+// A history row (kGetEndedSession, kListEndedSessions): the session, its
+// end reason and end time.
+EndedSession ReadEndedSession(const PgResult& r, int row) {
+  EndedSession e;
+  ReadSessionRow(r, row, &e.session);
+  e.end = {std::string(r.Text(row, kSessionColumnCount)), r.Int64(row, kSessionColumnCount + 1)};
+  return e;
+}
+
+// The session as stored (*found, and the database's now that judges its
+// lease) or, when it is not live, its history (*ended), if any.
+Status ReadSessionOrEnd(PgConn* conn, const std::string& id, std::optional<Session>* found,
+                        int64_t* now, std::optional<EndedSession>* ended) {
+  PgResult r;
+  RETURN_IF_ERROR(conn->Run(pgsql::kGetSession, {P(id)}, &r));
+  if (r.rows() > 0) {
+    ReadSessionRow(r, 0, &found->emplace());
+    *now = r.Int64(0, kSessionColumnCount);
+    return Status::Ok();
+  }
+  RETURN_IF_ERROR(conn->Run(pgsql::kGetEndedSession, {P(id)}, &r));
+  if (r.rows() > 0) *ended = ReadEndedSession(r, 0);
+  return Status::Ok();
+}
+
 // After a compare-and-swap on (session_id, token) changed nothing: why not,
 // judged on the database's clock.
 Status ExplainFailedCas(PgConn* conn, const Caller& caller, const std::string& id, int64_t token,
-                        SessionResult* out) {
-  PgResult r;
-  RETURN_IF_ERROR(conn->Run(pgsql::kGetSession, {P(id)}, &r));
-  Session session;
+                        bool release, SessionResult* out) {
+  std::optional<Session> found;
+  std::optional<EndedSession> ended;
   int64_t now = 0;  // no row: the lease need not be judged
-  if (r.rows() > 0) {
-    ReadSessionRow(r, 0, &session);
-    now = r.Int64(0, kSessionColumnCount);
-  }
-  const StoredSession stored = StoredOf(session);
-  return store::ExplainFailedCas(caller, id, token, r.rows() > 0 ? &stored : nullptr, now, out);
+  RETURN_IF_ERROR(ReadSessionOrEnd(conn, id, &found, &now, &ended));
+  const StoredSession stored = found ? StoredOf(*found) : StoredSession{};
+  return store::ExplainFailedCas(caller, id, token, release, found ? &stored : nullptr,
+                                 ended ? &*ended : nullptr, now, out);
 }
 
 }  // namespace
@@ -145,7 +167,8 @@ void PostgresStorage::Claim(ClaimRequest req, SessionCallback done) {
 void PostgresStorage::Release(const Caller& caller, std::string session_id, int64_t token,
                               SessionCallback done) {
   PgStatement release{pgsql::kRelease,
-                      {P(session_id), P(token), caller.admin ? Null() : P(caller.tenant)}};
+                      {P(session_id), P(token), caller.admin ? Null() : P(caller.tenant),
+                       P(caller.abandoning ? "true" : "false"), P(caller.tenant)}};
   Submit<SessionResult>(
       [caller, session_id, token, release](PgConn* conn, SessionResult* out) {
         PgResult r;
@@ -155,7 +178,7 @@ void PostgresStorage::Release(const Caller& caller, std::string session_id, int6
           out->session.session_id = session_id;
           return Status::Ok();
         }
-        return ExplainFailedCas(conn, caller, session_id, token, out);
+        return ExplainFailedCas(conn, caller, session_id, token, /*release=*/true, out);
       },
       std::move(done), "", release, PgRowLocks{{}, {session_id}});
 }
@@ -175,7 +198,7 @@ void PostgresStorage::Renew(const Caller& caller, std::string session_id, int64_
           out->outcome = Outcome::kOk;
           return Status::Ok();
         }
-        return ExplainFailedCas(conn, caller, session_id, token, out);
+        return ExplainFailedCas(conn, caller, session_id, token, /*release=*/false, out);
       },
       std::move(done), "", renew, PgRowLocks{{}, {session_id}});
 }
@@ -183,18 +206,14 @@ void PostgresStorage::Renew(const Caller& caller, std::string session_id, int64_
 SessionResult PostgresStorage::GetSession(const Caller& caller, std::string_view session_id) {
   const std::string id(session_id);
   std::optional<Session> found;
+  std::optional<EndedSession> ended;
   int64_t now = 0;
-  if (ShardOfSessionId(id, 1) < 0) return AnswerSessionRead(caller, id, Status::Ok(), found, now);
-  Status s = WithReader([&](PgConn* conn) {
-    PgResult r;
-    RETURN_IF_ERROR(conn->Run(pgsql::kGetSession, {P(id)}, &r));
-    if (r.rows() == 0) return Status::Ok();
-    ReadSessionRow(r, 0, &found.emplace());
-    // The lease is judged on the database's clock (the column after the row).
-    now = r.Int64(0, kSessionColumnCount);
-    return Status::Ok();
-  });
-  return AnswerSessionRead(caller, id, s, std::move(found), now);
+  if (ShardOfSessionId(id, 1) < 0) {
+    return AnswerSessionRead(caller, id, Status::Ok(), found, ended, now);
+  }
+  // The lease is judged on the database's clock.
+  Status s = WithReader([&](PgConn* conn) { return ReadSessionOrEnd(conn, id, &found, &now, &ended); });
+  return AnswerSessionRead(caller, id, s, std::move(found), std::move(ended), now);
 }
 
 Status PostgresStorage::CountTenantSessions(const std::string& tenant, int64_t* sessions) {
@@ -227,6 +246,34 @@ Status PostgresStorage::ListSessions(const SessionFilter& filter, const std::str
         one_tenant ? pgsql::kListTenantSessions.c_str() : pgsql::kListSessions.c_str(), params,
         &r));
     MergePartitionPages(ListedPage(r, kSessionColumns), limit, page, next_after);
+    return Status::Ok();
+  });
+}
+
+Status PostgresStorage::ListEndedSessions(const SessionFilter& filter, const std::string& after,
+                                         int limit, std::vector<EndedSession>* page,
+                                         std::string* next_after) {
+  page->clear();
+  next_after->clear();
+  return WithReader([&](PgConn* conn) {
+    PgResult r;
+    RETURN_IF_ERROR(conn->Run(pgsql::kListEndedSessions.c_str(),
+                              {P(after.empty() ? std::string("~") : after), OrNull(filter.tenant),
+                               OrNull(filter.region), OrNull(filter.pool),
+                               OrNull(filter.label_key), P(filter.label_value),
+                               P(static_cast<int64_t>(limit) + 1), P(ListExamineBound(limit))},
+                              &r));
+    // The one partition's share (as rows.h's ListedPage, with the end).
+    constexpr int kKept = kSessionColumnCount + 2;
+    std::vector<PartitionPage<EndedSession>> parts(1);
+    for (int i = 0; i < r.rows(); ++i) {
+      if (r.Text(i, kKept) != "t") {
+        parts[0].stopped_at = r.String(i, kKept + 1);
+      } else {
+        parts[0].hits.push_back(ReadEndedSession(r, i));
+      }
+    }
+    MergePartitionPages(std::move(parts), limit, page, next_after, KeyOrder::kDescending);
     return Status::Ok();
   });
 }

@@ -10,7 +10,7 @@ namespace store::pgsql {
 //   $1 limit
 inline constexpr char kReapExpired[] = R"sql(
 UPDATE containers
-SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION R"sql(
+SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION("'expired'") R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE session_id IS NOT NULL
                AND lease_expires_at_ms <= )sql" EDGEALLOC_PG_NOW_MS R"sql(
@@ -18,9 +18,6 @@ WHERE id IN (SELECT id FROM containers
              FOR UPDATE SKIP LOCKED)
 )sql";
 
-// The dead-container sweep of one heartbeat partition: lane_hash % $3 = $4.
-// Silent: a stored heartbeat more than $1 ms older than the database's now.
-//   $1 silence_ms $2 limit $3 partitions $4 partition
 // What both reaper statements return of each container they mark dead
 // (store::DeadContainer): who, where, how long it was silent by the
 // database's clock, and whether it was silent (else it had reported itself
@@ -29,9 +26,12 @@ WHERE id IN (SELECT id FROM containers
   "id, region, pool, " EDGEALLOC_PG_NOW_MS " - last_heartbeat_ms, "                 \
   "last_heartbeat_ms < " EDGEALLOC_PG_NOW_MS " - $1::bigint"
 
+// The dead-container sweep of one heartbeat partition: lane_hash % $3 = $4.
+// Silent: a stored heartbeat more than $1 ms older than the database's now.
+//   $1 silence_ms $2 limit $3 partitions $4 partition
 inline constexpr char kReapPicked[] = R"sql(
 UPDATE containers
-SET status = 'dead', )sql" EDGEALLOC_PG_END_SESSION R"sql(
+SET status = 'dead', )sql" EDGEALLOC_PG_END_SESSION("'container_dead'") R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE status = 'picked' AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint OR dead_reported)
                AND lane_hash % $3::integer = $4::integer
@@ -49,6 +49,28 @@ WHERE id IN (SELECT id FROM containers
              LIMIT $2::bigint
              FOR UPDATE SKIP LOCKED)
 RETURNING )sql" EDGEALLOC_PG_DEATH_COLUMNS;
+
+// The session history's prune (Storage::PruneSessionHistory): of the $3
+// oldest rows by insertion (a range of the primary key, seq: rows go in as
+// they end, so this is the oldest first), those that ended more than $1 ms
+// before the database's now; then at most $3 less those past the newest $2
+// by insertion order. Returns how many went.
+//   $1 history_ms $2 rows kept at most $3 limit
+inline constexpr char kPruneHistory[] = R"sql(
+WITH old AS (
+  DELETE FROM session_history
+  WHERE seq < (SELECT min(seq) FROM session_history) + $3::bigint
+    AND ended_at_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint
+  RETURNING seq),
+over AS (
+  DELETE FROM session_history
+  WHERE seq IN (SELECT seq FROM session_history
+                WHERE seq <= (SELECT max(seq) FROM session_history) - $2::bigint
+                  AND seq NOT IN (SELECT seq FROM old)
+                ORDER BY seq LIMIT greatest($3::bigint - (SELECT count(*) FROM old), 0))
+  RETURNING seq)
+SELECT (SELECT count(*) FROM old) + (SELECT count(*) FROM over)
+)sql";
 
 }  // namespace store::pgsql
 

@@ -12,6 +12,7 @@
 #include "store/list_page.h"
 #include "store/sqlite/callback_job.h"
 #include "store/sqlite/lifecycle_sql.h"
+#include "store/sqlite/list_sql.h"
 #include "store/sqlite/rows.h"
 #include "store/sqlite/sqlite_storage.h"
 

@@ -21,8 +21,13 @@
 #define EDGEALLOC_SQL_STATUS_AFTER_SESSION                                             \
   "status = CASE WHEN dead_reported THEN 'dead' "                                      \
   "WHEN drain_requested OR drain_reported THEN 'draining' ELSE 'available' END"
-// Forgets the session and the requests that waited for its end.
-#define EDGEALLOC_SQL_END_SESSION                                                        \
+// Forgets the session and the requests that waited for its end, saying why
+// it ended (`reason`, an SQL expression): setting end_reason is what makes
+// the trigger of store/sqlite/schema.cc (version 8) keep the session in
+// session_history, so no statement can end a session without a reason. A
+// claim or renew never sets end_reason, so the trigger costs them nothing.
+#define EDGEALLOC_SQL_END_SESSION(reason)                                                \
+  "end_reason = " reason ", "                                                           \
   "dead_reported = 0, session_id = NULL, tenant = NULL, "                               \
   "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL"
 
@@ -94,11 +99,17 @@ WHERE tenant = ?1 AND idempotency_key = ?2 AND lease_expires_at_ms <= ?3
 // changed row. The row is found by rowid through a subquery run once, not by
 // `WHERE session_id = ?1`: an UPDATE that finds its row through an index it
 // changes must first copy the keys to a temporary table, and SQLite builds
-// one per execution; so would RETURNING (EXPLAIN showed both).
+// one per execution; so would RETURNING (EXPLAIN showed both). The end
+// reason: abandoned (?5, the allocator's release for a client that went
+// away), released_by_admin (an admin key of another tenant than the
+// session's, ?6), else released.
 //   ?1 session_id ?2 token ?3 tenant (NULL for an admin) ?4 now_ms
+//   ?5 abandoning (0 or 1) ?6 the caller's tenant
 inline constexpr char kRelease[] = R"sql(
 UPDATE containers
-SET )sql" EDGEALLOC_SQL_STATUS_AFTER_SESSION ", " EDGEALLOC_SQL_END_SESSION R"sql(
+SET )sql" EDGEALLOC_SQL_STATUS_AFTER_SESSION ", " EDGEALLOC_SQL_END_SESSION(
+    "CASE WHEN ?5 THEN 'abandoned' WHEN ?3 IS NULL AND tenant IS NOT ?6 "
+    "THEN 'released_by_admin' ELSE 'released' END") R"sql(
 WHERE rowid = (SELECT rowid FROM containers WHERE session_id = ?1)
   AND generation = ?2 AND (?3 IS NULL OR tenant = ?3) AND lease_expires_at_ms > ?4
 )sql";
@@ -117,33 +128,6 @@ RETURNING )sql", kSessionColumnList, "\n");
 inline constexpr auto kGetSession =
     Sql("SELECT ", kSessionColumnList, " FROM containers WHERE session_id = ?1");
 
-// A page of live sessions in session id order, after ?1 (keyset pagination:
-// a page never repeats or skips a session that lives through the listing,
-// whatever is claimed or released meanwhile). Every session after ?1 is a
-// row, and its last column says whether the filters match it: the caller
-// steps and stops after ListExamineBound rows (store/list_page.h), so
-// filters that reject most rows cost a bounded walk, never the fleet (a
-// filter in the WHERE clause would make SQLite walk on, unseen, to the end).
-// Two shapes, each walking an index in session id order: every tenant's (the
-// admin's list, containers_session) and one tenant's
-// (containers_tenant_session, whose leading tenant keeps other tenants' rows
-// unread). Filters are NULL for any; a label is one key (?5) and its value (?6).
-// The filters' verdict is the column after the session's (kSessionColumnCount).
-//   ?1 after ?2 now_ms ?3 region ?4 pool ?5 label key ?6 label value [?7 tenant]
-inline constexpr auto kListSessionsSelect = Sql("SELECT ", kSessionColumnList, R"sql(,
-       lease_expires_at_ms > ?2 AND (?3 IS NULL OR region = ?3) AND (?4 IS NULL OR pool = ?4)
-       AND (?5 IS NULL OR EXISTS (SELECT 1 FROM json_each(labels)
-                                  WHERE key = ?5 AND value = ?6))
-FROM containers )sql");
-inline constexpr auto kListSessions = Sql(kListSessionsSelect, R"sql(
-WHERE session_id IS NOT NULL AND session_id > ?1
-ORDER BY session_id
-)sql");
-inline constexpr auto kListTenantSessions = Sql(kListSessionsSelect, R"sql(
-WHERE session_id IS NOT NULL AND tenant = ?7 AND session_id > ?1
-ORDER BY session_id
-)sql");
-
 // Is there any expired lease? A cheap read before a sweep is queued.
 inline constexpr char kAnyExpired[] = R"sql(
 SELECT 1 FROM containers
@@ -154,7 +138,7 @@ WHERE session_id IS NOT NULL AND lease_expires_at_ms <= ?1 LIMIT 1
 // transaction of its own (never inside a claim).
 inline constexpr char kReapExpired[] = R"sql(
 UPDATE containers
-SET )sql" EDGEALLOC_SQL_STATUS_AFTER_SESSION ", " EDGEALLOC_SQL_END_SESSION R"sql(
+SET )sql" EDGEALLOC_SQL_STATUS_AFTER_SESSION ", " EDGEALLOC_SQL_END_SESSION("'expired'") R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE session_id IS NOT NULL AND lease_expires_at_ms <= ?1
              ORDER BY lease_expires_at_ms LIMIT ?2)
@@ -190,18 +174,6 @@ ON CONFLICT (id) DO UPDATE SET
 
 inline constexpr auto kGetContainer =
     Sql("SELECT ", kContainerColumnList, " FROM containers WHERE id = ?1");
-
-// A page of containers in id order, after ?1 (keyset pagination, as
-// kListSessions): every container after ?1 in id order (its primary key's
-// index), the last column whether the filters (NULL for any) match it; the
-// caller stops after ListExamineBound rows.
-//   ?1 after ?2 region ?3 pool ?4 status
-inline constexpr auto kListContainers = Sql("SELECT ", kContainerColumnList, R"sql(,
-       (?2 IS NULL OR region = ?2) AND (?3 IS NULL OR pool = ?3) AND (?4 IS NULL OR status = ?4)
-FROM containers
-WHERE id > ?1
-ORDER BY id
-)sql");
 
 // Does this shard hold the container? (A heartbeat carries no region, and a
 // registration must not put an id into a second shard.)
@@ -342,13 +314,13 @@ SELECT 1 FROM containers WHERE dead_reported = 1 AND +status <> 'dead' LIMIT 1
 
 // The reaper, picked rows first: at most ?2 picked containers that are silent
 // or reported dead become dead, and their session ends (the holder's next
-// session call answers 404). Counted as sessions ended. Two index walks, as
+// session call answers 410 container_dead). Counted as sessions ended. Two index walks, as
 // in kReapUnpicked below, never a walk of every held row (containers_session):
 // a sweep runs in the writer whenever any container anywhere is silent.
 //   ?1 cutoff_ms ?2 limit
 inline constexpr char kReapPicked[] = R"sql(
 UPDATE containers
-SET status = 'dead', )sql" EDGEALLOC_SQL_END_SESSION R"sql(
+SET status = 'dead', )sql" EDGEALLOC_SQL_END_SESSION("'container_dead'") R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE status <> 'dead' AND last_heartbeat_ms < ?1 AND status = 'picked'
              UNION ALL

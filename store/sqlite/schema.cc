@@ -166,6 +166,58 @@ CREATE INDEX containers_counts ON containers (region, pool, status, drain_reques
 CREATE INDEX containers_drain_requested ON containers (id) WHERE drain_requested = 1;
 )sql";
 
+// Version 8: ended sessions say why (docs/api.md, "Ended sessions"). Every
+// statement that ends a session sets end_reason (store/sqlite/lifecycle_sql.h,
+// EDGEALLOC_SQL_END_SESSION), and the trigger keeps the session as it was in
+// session_history, in the same statement. Written as `UPDATE OF end_reason`,
+// so a statement that does not set end_reason (a claim, a renew, a
+// heartbeat) has no trigger compiled into it and pays nothing. session_history's
+// columns are named as the containers' (store/row_columns.h kSessionColumns,
+// id the container's), so its rows read as sessions. Every release writes
+// this table, so it has one index only, session_id's (whose ids begin with
+// their time, store/session_id.h, so it appends too); seq orders it by
+// insertion, which is the order of ended_at_ms (an expired lease's end comes
+// before its reaping), so the prune walks seq for both the window and the
+// bound on rows (store/sqlite/history_sql.h), and no index on ended_at_ms
+// adds a third tree to every release's writes. A deleted row that held a session (nothing
+// in edgealloc deletes one) is kept too.
+constexpr char kSchemaV8[] = R"sql(
+ALTER TABLE containers ADD COLUMN end_reason TEXT;
+CREATE TABLE session_history (
+  seq                 INTEGER PRIMARY KEY,
+  session_id          TEXT NOT NULL UNIQUE,
+  id                  TEXT NOT NULL,
+  region              TEXT NOT NULL,
+  pool                TEXT NOT NULL,
+  generation          INTEGER NOT NULL,
+  lease_expires_at_ms INTEGER,
+  data                TEXT,
+  labels              TEXT,
+  tenant              TEXT,
+  end_reason          TEXT NOT NULL,
+  ended_at_ms         INTEGER NOT NULL
+);
+CREATE TRIGGER containers_session_ended AFTER UPDATE OF end_reason ON containers
+WHEN OLD.session_id IS NOT NULL AND NEW.session_id IS NULL
+BEGIN
+  INSERT OR REPLACE INTO session_history (session_id, id, region, pool, generation,
+      lease_expires_at_ms, data, labels, tenant, end_reason, ended_at_ms)
+  VALUES (OLD.session_id, OLD.id, OLD.region, OLD.pool, OLD.generation,
+      OLD.lease_expires_at_ms, OLD.data, OLD.labels, OLD.tenant, NEW.end_reason,
+      CASE WHEN NEW.end_reason = 'expired' THEN OLD.lease_expires_at_ms
+           ELSE CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) END);
+END;
+CREATE TRIGGER containers_session_deleted AFTER DELETE ON containers
+WHEN OLD.session_id IS NOT NULL
+BEGIN
+  INSERT OR REPLACE INTO session_history (session_id, id, region, pool, generation,
+      lease_expires_at_ms, data, labels, tenant, end_reason, ended_at_ms)
+  VALUES (OLD.session_id, OLD.id, OLD.region, OLD.pool, OLD.generation,
+      OLD.lease_expires_at_ms, OLD.data, OLD.labels, OLD.tenant, 'container_deleted',
+      CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER));
+END;
+)sql";
+
 Status RunStep(Db* db, int to_version) {
   switch (to_version) {
     case 1: return db->Exec(kSchemaV1);
@@ -175,10 +227,12 @@ Status RunStep(Db* db, int to_version) {
     case 5: return db->Exec(kSchemaV5);
     case 6: return db->Exec(kSchemaV6);
     case 7: return db->Exec(kSchemaV7);
+    case 8: return db->Exec(kSchemaV8);
   }
   return Status::InvalidArgument("no migration step to version " + std::to_string(to_version));
 }
-static_assert(kSchemaVersion == 7, "add the new version's case to RunStep");
+static_assert(kSchemaVersion == 8, "add the new version's case to RunStep");
+
 
 Status ReadCompatibleVersion(Db* db, int* version) {
   *version = 0;

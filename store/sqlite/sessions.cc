@@ -9,7 +9,9 @@
 #include "store/claim_regions.h"
 #include "store/list_page.h"
 #include "store/sqlite/callback_job.h"
+#include "store/sqlite/history_sql.h"
 #include "store/sqlite/lifecycle_sql.h"
+#include "store/sqlite/list_sql.h"
 #include "store/session_id.h"
 #include "store/session_rules.h"
 #include "store/sqlite/rows.h"
@@ -18,14 +20,39 @@
 namespace store {
 namespace {
 
+// A history row (store/sqlite/history_sql.h): the session, its end reason
+// and end time.
+EndedSession ReadEndedSession(const Statement& q) {
+  EndedSession e;
+  ReadSessionRow(q, &e.session);
+  e.end = {q.ColumnString(kSessionColumnCount), q.ColumnInt64(kSessionColumnCount + 1)};
+  return e;
+}
+
+// The session as stored (*found) or, when it is not live, its history
+// (*ended), if any.
+Status ReadSessionOrEnd(Db* db, const std::string& session_id, std::optional<Session>* found,
+                        std::optional<EndedSession>* ended) {
+  RETURN_IF_ERROR(ReadOneRow(db, sql::kGetSession, session_id, kSessionColumns, found));
+  if (*found) return Status::Ok();
+  StatementRef q;
+  RETURN_IF_ERROR(db->Cached(sql::kGetEndedSession, &q));
+  q->Bind(1, session_id);
+  bool row = false;
+  RETURN_IF_ERROR(q->Step(&row));
+  if (row) *ended = ReadEndedSession(*q);
+  return Status::Ok();
+}
+
 // After a compare-and-swap on (session_id, token) changed nothing: why not.
 Status ExplainFailedCas(Db* db, const Caller& caller, const std::string& session_id,
-                        int64_t token, int64_t now_ms, SessionResult* out) {
+                        int64_t token, bool release, int64_t now_ms, SessionResult* out) {
   std::optional<Session> found;
-  RETURN_IF_ERROR(ReadOneRow(db, sql::kGetSession, session_id, kSessionColumns, &found));
+  std::optional<EndedSession> ended;
+  RETURN_IF_ERROR(ReadSessionOrEnd(db, session_id, &found, &ended));
   const StoredSession stored = found ? StoredOf(*found) : StoredSession{};
-  return store::ExplainFailedCas(caller, session_id, token, found ? &stored : nullptr, now_ms,
-                                 out);
+  return store::ExplainFailedCas(caller, session_id, token, release, found ? &stored : nullptr,
+                                 ended ? &*ended : nullptr, now_ms, out);
 }
 
 // The live session of the tenant's idempotency key, if any, into *found.
@@ -271,6 +298,8 @@ void SqliteStorage::RunSessionCas(CasKind kind, const Caller& caller, std::strin
         cas->Bind(4, now);
         bool changed = false;
         if (kind == CasKind::kRelease) {
+          cas->Bind(5, int64_t{caller.abandoning});
+          cas->Bind(6, caller.tenant);
           // Without RETURNING (lifecycle_sql.h says why): one changed row.
           RETURN_IF_ERROR(cas->Run());
           changed = db->Changes() == 1;
@@ -288,7 +317,8 @@ void SqliteStorage::RunSessionCas(CasKind kind, const Caller& caller, std::strin
           return Status::Ok();
         }
         cas->Reset();
-        return ExplainFailedCas(db, caller, session_id, token, now, out);
+        return ExplainFailedCas(db, caller, session_id, token, kind == CasKind::kRelease, now,
+                                out);
       },
       std::move(done), /*needs_savepoint=*/false);
 }
@@ -297,12 +327,13 @@ SessionResult SqliteStorage::GetSession(const Caller& caller, std::string_view s
   const std::string id(session_id);
   const int shard = ShardOfSessionId(id, map_.shards());
   std::optional<Session> found;
+  std::optional<EndedSession> ended;
   Status s;
   if (shard >= 0) {
     s = shards_[shard]->reads->With(
-        [&](Db* db) { return ReadOneRow(db, sql::kGetSession, id, kSessionColumns, &found); });
+        [&](Db* db) { return ReadSessionOrEnd(db, id, &found, &ended); });
   }
-  return AnswerSessionRead(caller, id, s, std::move(found), base::NowMs());
+  return AnswerSessionRead(caller, id, s, std::move(found), std::move(ended), base::NowMs());
 }
 
 Status SqliteStorage::ListSessions(const SessionFilter& filter, const std::string& after,
@@ -327,6 +358,31 @@ Status SqliteStorage::ListSessions(const SessionFilter& filter, const std::strin
         return Status::Ok();
       },
       page, next_after);
+}
+
+Status SqliteStorage::ListEndedSessions(const SessionFilter& filter, const std::string& after,
+                                       int limit, std::vector<EndedSession>* page,
+                                       std::string* next_after) {
+  // As ListSessions, newest first: "~" sorts after every id ("s_...").
+  const std::string before = after.empty() ? "~" : after;
+  const int64_t bound = ListExamineBound(limit);
+  std::vector<PartitionPage<EndedSession>> parts(shards_.size());
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    RETURN_IF_ERROR(shards_[i]->reads->With([&](Db* db) {
+      StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kListEndedSessions, &q));
+      q->Bind(1, before);
+      BindOrNull(&*q, 2, filter.tenant);
+      BindOrNull(&*q, 3, filter.region);
+      BindOrNull(&*q, 4, filter.pool);
+      BindOrNull(&*q, 5, filter.label_key);
+      q->Bind(6, filter.label_value);
+      return CollectPartitionPage(*q, bound, limit, /*kept=*/kSessionColumnCount + 2,
+                                  kSessionKeyColumn, ReadEndedSession, &parts[i]);
+    }));
+  }
+  MergePartitionPages(std::move(parts), limit, page, next_after, KeyOrder::kDescending);
+  return Status::Ok();
 }
 
 }  // namespace store

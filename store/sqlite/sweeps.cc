@@ -2,9 +2,11 @@
 // Each looks with a cheap read on a read-only connection first, so an idle
 // pool costs the writer nothing, and then writes one bounded sweep in a
 // transaction of its own (a solo job: never inside a claim's group).
+#include <algorithm>
 #include <string>
 
 #include "base/clock.h"
+#include "store/sqlite/history_sql.h"
 #include "store/sqlite/lifecycle_sql.h"
 #include "store/sqlite/rows.h"
 #include "store/sqlite/sqlite_storage.h"
@@ -67,7 +69,7 @@ Status SqliteStorage::SweepSilentContainers(int partition,
   }));
   if (!any) return Status::Ok();
   // Held containers first: their sessions end (the holder's next session
-  // call answers 404). The cutoff is taken again at write time.
+  // call answers 410 container_dead). The cutoff is taken again at write time.
   Status s = shard->writer->RunSync(
       [&](Db* db) {
         *sweep = SilenceSweep{};
@@ -82,6 +84,37 @@ Status SqliteStorage::SweepSilentContainers(int partition,
       },
       /*solo=*/true);
   if (!s.ok()) *sweep = SilenceSweep{};  // rolled back
+  return s;
+}
+
+Status SqliteStorage::PruneSessionHistory(int partition, int64_t history_ms,
+                                          int64_t max_history_rows, int max_rows,
+                                          int64_t* pruned) {
+  *pruned = 0;
+  Shard* shard = shards_[static_cast<size_t>(partition)];
+  const int64_t before = base::NowMs() - history_ms;
+  const int64_t keep = std::max<int64_t>(1, max_history_rows / static_cast<int64_t>(shards_.size()));
+  bool any = false;
+  RETURN_IF_ERROR(shard->reads->With(
+      [&](Db* db) { return AnyRow(db, sql::kAnyHistoryToPrune, &any, before, keep); }));
+  if (!any) return Status::Ok();
+  Status s = shard->writer->RunSync(
+      [&](Db* db) {
+        *pruned = 0;
+        for (const char* prune : {sql::kPruneHistoryOld, sql::kPruneHistoryOver}) {
+          if (*pruned >= max_rows) break;
+          StatementRef q;
+          RETURN_IF_ERROR(db->Cached(prune, &q));
+          q->Bind(1, before);
+          q->Bind(2, keep);
+          q->Bind(3, max_rows - *pruned);
+          RETURN_IF_ERROR(q->Run());
+          *pruned += db->Changes();
+        }
+        return Status::Ok();
+      },
+      /*solo=*/true);
+  if (!s.ok()) *pruned = 0;  // rolled back
   return s;
 }
 

@@ -173,14 +173,17 @@ TEST_CASE("claim: a stale token cannot release or renew the new holder's contain
   CHECK_FALSE(release.message.empty());
   CHECK(pool.Get("c1").status == "picked");
   CHECK(pool.alloc().stats().stale_tokens.load() == 2);
-  // The old session itself is gone.
-  CHECK(Name(pool.Release(Tenant("t1"), first.session.session_id, old_token).outcome) ==
-        "not_found");
+  // The old session itself has ended: its release, repeated, is ok again and
+  // ends nothing more; a renew of it is session_ended.
+  CHECK(Name(pool.Release(Tenant("t1"), first.session.session_id, old_token).outcome) == "ok");
+  CHECK(Name(pool.Renew(Tenant("t1"), first.session.session_id, old_token).outcome) ==
+        "session_ended");
+  CHECK(pool.Get("c1").status == "picked");
   // The current token still works.
   CHECK(Name(pool.Release(Tenant("t1"), id, second.session.token).outcome) == "ok");
 }
 
-TEST_CASE("release: the right token frees the container, a second release is not_found") {
+TEST_CASE("release: the right token frees the container, a second release is ok and ends nothing") {
   Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("c1", "weur")});
   SessionResult r = pool.Claim(Req("weur"));
@@ -191,10 +194,10 @@ TEST_CASE("release: the right token frees the container, a second release is not
   auto info = pool.Get("c1");
   CHECK(info.status == "available");
   CHECK_FALSE(info.session_id.has_value());
-  CHECK(Name(pool.Release(Tenant("t1"), r.session.session_id, r.session.token).outcome) ==
-        "not_found");
+  CHECK(Name(pool.Release(Tenant("t1"), r.session.session_id, r.session.token).outcome) == "ok");
   CHECK(Name(pool.alloc().GetSession(Tenant("t1"), r.session.session_id).outcome) ==
-        "not_found");
+        "session_ended");
+  CHECK(pool.alloc().stats().sessions_released.load() == 1);  // the repeat ended nothing
   // Ids the allocator never made are not_found too, never an error.
   CHECK(Name(pool.Release(Tenant("t1"), "s_nonsense", 1).outcome) == "not_found");
   CHECK(Name(pool.Release(Tenant("t1"), "", 1).outcome) == "not_found");
@@ -463,7 +466,7 @@ TEST_CASE("idempotency: a session whose lease is over is not replayed, even befo
   REQUIRE(first.outcome == Outcome::kOk);
   SleepPast(first.session.lease_expires_at_ms);
   REQUIRE(Name(pool.alloc().GetSession(Tenant("alice"), first.session.session_id).outcome) ==
-          "not_found");
+          "session_ended");
   SessionResult retry = pool.Claim(req);
   INFO(retry.message);
   CHECK(Name(retry.outcome) == "ok");
@@ -471,7 +474,7 @@ TEST_CASE("idempotency: a session whose lease is over is not replayed, even befo
   CHECK(retry.session.lease_expires_at_ms > base::NowMs());
 }
 
-TEST_CASE("lease: an expired session is freed by ReapExpiredLeases and is not_found after") {
+TEST_CASE("lease: an expired session is freed by ReapExpiredLeases and is session_ended after") {
   Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("c1", "weur")});
   auto req = Req("weur");
@@ -484,17 +487,18 @@ TEST_CASE("lease: an expired session is freed by ReapExpiredLeases and is not_fo
 
   SleepPast(r.session.lease_expires_at_ms);
   CHECK(Name(pool.alloc().GetSession(Tenant("t1"), r.session.session_id).outcome) ==
-        "not_found");
+        "session_ended");
   CHECK(Name(pool.Renew(Tenant("t1"), r.session.session_id, r.session.token).outcome) ==
-        "not_found");
+        "session_ended");
   const uint64_t expiries = pool.alloc().stats().lease_expiries.load();
   CHECK(pool.alloc().ReapExpiredLeases() == 1);
   CHECK(pool.alloc().stats().lease_expiries.load() == expiries + 1);
   auto info = pool.Get("c1");
   CHECK(info.status == "available");
   CHECK_FALSE(info.session_id.has_value());
-  CHECK(Name(pool.Release(Tenant("t1"), r.session.session_id, r.session.token).outcome) ==
-        "not_found");
+  const SessionResult release = pool.Release(Tenant("t1"), r.session.session_id, r.session.token);
+  CHECK(Name(release.outcome) == "session_ended");
+  CHECK(release.end.reason == "expired");
   CHECK(pool.alloc().ReapExpiredLeases() == 0);
   CHECK(Name(pool.Claim(Req("weur")).outcome) == "ok");
 }
@@ -786,12 +790,12 @@ std::pair<uint64_t, uint64_t> PredictMt64(const std::vector<uint64_t>& out) {
 
 // The two 64-bit words of a session id's 128 random bits.
 std::pair<uint64_t, uint64_t> Words(const std::string& id) {
-  return {std::stoull(id.substr(4, 16), nullptr, 16), std::stoull(id.substr(20, 16), nullptr, 16)};
+  return {std::stoull(id.substr(16, 16), nullptr, 16), std::stoull(id.substr(32, 16), nullptr, 16)};
 }
 
 bool WellFormedSessionId(const std::string& id, const char* shard) {
-  if (id.size() != 36 || id.compare(0, 2, "s_") != 0 || id.compare(2, 2, shard) != 0) return false;
-  for (char c : id.substr(4)) {
+  if (id.size() != 48 || id.compare(0, 2, "s_") != 0 || id.compare(14, 2, shard) != 0) return false;
+  for (char c : id.substr(2)) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   }
   return true;
@@ -808,7 +812,8 @@ TEST_CASE("claim: the mt19937_64 predictor of the session id test predicts an mt
   CHECK(b == rng());
 }
 
-TEST_CASE("claim: session ids are s_, shard, 128 random bits, unique and not predictable") {
+TEST_CASE("claim: session ids are s_, time, shard, 128 random bits, unique, in the order made "
+          "and not predictable") {
   constexpr int kIds = 157;  // 156 ids = 312 words, then the one to predict
   Pool pool(EDGEALLOC_ENGINES);
   std::vector<store::ContainerSpec> specs;
@@ -825,6 +830,8 @@ TEST_CASE("claim: session ids are s_, shard, 128 random bits, unique and not pre
     unique.insert(r.session.session_id);
   }
   CHECK(unique.size() == ids.size());
+  // Made one after another: their times (digits 2 to 13) never go back.
+  for (size_t i = 1; i < ids.size(); ++i) CHECK(ids[i - 1].substr(2, 12) <= ids[i].substr(2, 12));
   // The two words of an id were drawn in an unspecified order (function
   // arguments), so both orders are tried.
   for (bool swap : {false, true}) {
@@ -1224,7 +1231,9 @@ TEST_CASE("wait: a first attempt whose client left meanwhile releases its sessio
     auto c = pool.Get("only");
     return c.status == "available" && c.generation == released.token;
   }));
-  CHECK(LiveSession(alloc, "t1", released.session_id) == "not_found");
+  CHECK(LiveSession(alloc, "t1", released.session_id) == "session_ended");
+  CHECK(alloc.GetSession(Tenant("t1"), released.session_id).end.reason == "abandoned");
+  CHECK(alloc.stats().sessions_abandoned.load() == 1);
 
   // A key: a retry of it replays the session, so it lives on.
   probe.ResetClaimed();

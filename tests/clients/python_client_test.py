@@ -243,8 +243,10 @@ class AgainstTheServer(unittest.TestCase):
         renewed = c.renew(s["session_id"], s["token"], lease_ms=60000)
         self.assertGreater(renewed["lease_expires_at_ms"], s["lease_expires_at_ms"])
         self.assertIsNone(c.release(s["session_id"], s["token"]))
-        with self.assertRaises(ec.NotFound):
+        self.assertIsNone(c.release(s["session_id"], s["token"]))  # a retry: still no error
+        with self.assertRaises(ec.SessionEnded) as ended:
             c.get(s["session_id"])
+        self.assertEqual(ended.exception.end_reason, "released")
         self.assertEqual(client().containers.get(ids[0])["status"], "available")
         self.assertEqual(c.limits()["tenant"], "acme")
 
@@ -263,7 +265,7 @@ class AgainstTheServer(unittest.TestCase):
             with self.assertRaises(ec.NoCapacity):  # held: the pool's only container
                 c.claim(region, "p")
         self.assertEqual(client().containers.get(ids[0])["status"], "available")
-        with self.assertRaises(ec.NotFound):
+        with self.assertRaises(ec.SessionEnded):
             c.get(session_id)
 
     def test_session_released_when_the_block_raises(self):
@@ -285,11 +287,11 @@ class AgainstTheServer(unittest.TestCase):
                 while not s.lost and time.monotonic() < deadline:
                     time.sleep(0.05)
                 self.assertTrue(s.lost)
-                self.assertIsInstance(s.lost_error, ec.NotFound)
+                self.assertIsInstance(s.lost_error, ec.SessionEnded)
                 self.assertEqual(seen, [s.lost_error])
                 with self.assertRaises(ec.SessionLost):
                     s.check()
-        self.assertIsInstance(raised.exception.cause, ec.NotFound)  # at exit, the release was no error
+        self.assertIsInstance(raised.exception.cause, ec.SessionEnded)  # at exit, the release was no error
 
     def test_session_lost_when_no_renew_gets_through(self):
         region, ids = fleet(1)
@@ -401,6 +403,10 @@ class AgainstTheServer(unittest.TestCase):
         self.assertEqual([x["id"] for x in client().containers.list(region=region, page_size=2)], sorted(ids))
         for s in claimed:
             c.release(s["session_id"], s["token"])
+        ended = list(c.list_sessions(label="run:" + run, page_size=2, state="ended"))
+        # Newest first: by id from the last (ids made in one ms sort by their random part).
+        self.assertEqual([x["session_id"] for x in ended], sorted((x["session_id"] for x in claimed), reverse=True))
+        self.assertEqual({x["end_reason"] for x in ended}, {"released"})
 
     def test_claim_retried_through_no_capacity(self):
         region, ids = fleet(1)

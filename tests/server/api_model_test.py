@@ -81,7 +81,7 @@ SERVE_FLAGS = [
 ERROR_CODES = {
     400: {"invalid_json", "invalid_field", "bad_request"},
     401: {"unauthorized"}, 403: {"forbidden"}, 404: {"not_found"},
-    405: {"method_not_allowed"}, 409: {"stale_token", "conflict"},
+    405: {"method_not_allowed"}, 409: {"stale_token", "conflict"}, 410: {"session_ended"},
     413: {"body_too_large"}, 429: {"quota_exceeded"},
     503: {"no_capacity", "overloaded", "unavailable", "not_ready"},
 }
@@ -258,6 +258,7 @@ class Session:
     def __init__(self, sid, tenant, cid, token, expires, key):
         self.sid, self.tenant, self.cid, self.token = sid, tenant, cid, token
         self.expires, self.key = expires, key
+        self.end_reason = None  # once it ended: why (docs/api.md "Ended sessions")
 
     def __repr__(self):  # session ids are random: name it by what it holds
         return f"<session of {self.tenant} on {self.cid}, token {self.token}>"
@@ -341,8 +342,9 @@ class ApiModel(RuleBasedStateMachine):
         return sorted(c.id for c in self.containers.values()
                       if c.region == region and c.status == "available")
 
-    def end_session(self, sid):
+    def end_session(self, sid, reason):
         s = self.sessions.pop(sid)
+        s.end_reason = reason
         c = self.containers[s.cid]
         c.session = None
         c.status = "dead" if c.dead_reported else ("draining" if self.drained(c) else "available")
@@ -383,6 +385,17 @@ class ApiModel(RuleBasedStateMachine):
     def container_status(self, cid):
         _, _, body = self.call("GET", f"/v1/containers/{cid}", ADMIN, want=200)
         return body
+
+    def call_ended(self, method, path, key, s, body=None):
+        """A call on an ended session: 410 session_ended with its end_reason
+        and an ended_at_ms no later than now (the model's run is shorter than
+        --session-history-ms)."""
+        _, _, reply = self.call(method, path, key, body, want=410, code="session_ended")
+        err = reply["error"]
+        assert err.get("end_reason") == s.end_reason, \
+            f"{method} {path}: end_reason {err.get('end_reason')}, model {s.end_reason}"
+        assert isinstance(err.get("ended_at_ms"), int) and err["ended_at_ms"] <= now_ms(), \
+            f"{method} {path}: ended_at_ms {err.get('ended_at_ms')}"
 
     def wait_freed(self, cid):
         """The reaper frees an ended session's container within its period."""
@@ -577,11 +590,12 @@ class ApiModel(RuleBasedStateMachine):
         while now_ms() <= s.expires + 1:
             time.sleep(max(0.001, (s.expires + 2 - now_ms()) / 1000))
         key = TENANT_KEY[s.tenant]
-        self.call("GET", f"/v1/sessions/{s.sid}", key, want=404, code="not_found")
-        self.call("POST", f"/v1/sessions/{s.sid}/renew", key, {"token": s.token}, want=404,
-                  code="not_found")
+        # Over before the reaper frees it: it has ended, expired.
+        s.end_reason = "expired"
+        self.call_ended("GET", f"/v1/sessions/{s.sid}", key, s)
+        self.call_ended("POST", f"/v1/sessions/{s.sid}/renew", key, s, {"token": s.token})
         self.wait_freed(s.cid)
-        self.end_session(s.sid)
+        self.end_session(s.sid, "expired")
 
     @rule(data=st.data(), n=st.integers(2, 4))
     def claim_concurrently(self, data, n):
@@ -699,7 +713,8 @@ class ApiModel(RuleBasedStateMachine):
             self.call("DELETE", path, key, want=409, code="stale_token")
         else:
             self.call("DELETE", path, key, want=204)
-            self.end_session(s.sid)
+            # The admin key's tenant is not the session's.
+            self.end_session(s.sid, "released_by_admin" if caller == "admin" else "released")
 
     @precondition(lambda self: self.sessions)
     @rule(data=st.data())
@@ -782,7 +797,7 @@ class ApiModel(RuleBasedStateMachine):
             if c.status == "picked" and c.dead_reported:
                 self.wait_until(f"the reaper to end the session on dead {c.id}",
                                 lambda: self.container_status(c.id)["status"] != "picked")
-                self.end_session(c.session)
+                self.end_session(c.session, "container_dead")
 
     def send_heartbeats(self, hbs):
         """Sends hbs and the sentinel's heartbeat last, and waits until that
@@ -829,20 +844,26 @@ class ApiModel(RuleBasedStateMachine):
                           code="forbidden")
             return
         if kind == "ended session" and self.ended:
-            # A session that is over is unknown to everyone, even with its token.
+            # A session that is over says why to its tenant (410); another
+            # tenant learns nothing (403); a release repeated with its token
+            # after a release is 204 again.
             s = data.draw(st.sampled_from(self.ended), label="ended")
             caller = data.draw(st.sampled_from(["owner", "other"]), label="caller")
-            op = data.draw(st.sampled_from(["get", "renew", "release"]), label="op")
+            op = data.draw(st.sampled_from(["get", "renew", "release", "release older"]),
+                           label="op")
             self.step(f"probe: {op} ended {s!r} by {caller}")
             key = self.key_of(s, caller)
-            if op == "get":
-                self.call("GET", f"/v1/sessions/{s.sid}", key, want=404, code="not_found")
-            elif op == "renew":
-                self.call("POST", f"/v1/sessions/{s.sid}/renew", key, {"token": s.token},
-                          want=404, code="not_found")
+            token = s.token - 1 if op == "release older" else s.token
+            method, path, body = {
+                "get": ("GET", f"/v1/sessions/{s.sid}", None),
+                "renew": ("POST", f"/v1/sessions/{s.sid}/renew", {"token": s.token}),
+            }.get(op, ("DELETE", f"/v1/sessions/{s.sid}?token={token}", None))
+            if caller == "other":
+                self.call(method, path, key, body, want=403, code="forbidden")
+            elif op == "release" and s.end_reason in ("released", "released_by_admin"):
+                self.call(method, path, key, body, want=204)
             else:
-                self.call("DELETE", f"/v1/sessions/{s.sid}?token={s.token}", key, want=404,
-                          code="not_found")
+                self.call_ended(method, path, key, s, body)
             return
         self.step(f"probe: {kind}")
         if kind == "no key":
@@ -894,7 +915,7 @@ class ApiModel(RuleBasedStateMachine):
             _, _, body = self.call("GET", f"/v1/sessions/{s.sid}", TENANT_KEY[s.tenant], want=200)
             self.session_body_ok(f"GET session {s.sid}", body, s)
         for s in self.ended[-3:]:
-            self.call("GET", f"/v1/sessions/{s.sid}", ADMIN, want=404, code="not_found")
+            self.call_ended("GET", f"/v1/sessions/{s.sid}", ADMIN, s)
 
 
 def bound_shrinking(seconds):

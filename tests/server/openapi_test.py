@@ -169,7 +169,16 @@ def run(c):
     c("DELETE", sid, ACME, want=400)  # no token
     c("DELETE", sid + "?token=abc", ACME, want=400)
     c("DELETE", sid + "?token=%d" % s1["token"], ACME, want=204)
-    c("DELETE", sid + "?token=%d" % s1["token"], ACME, want=404)
+    c("DELETE", sid + "?token=%d" % s1["token"], ACME, want=204)  # a repeat: idempotent
+    # An ended session: 410 session_ended with its end_reason and ended_at_ms.
+    c("DELETE", sid + "?token=%d" % (s1["token"] + 100), ACME, want=410)
+    c("GET", sid, ACME, want=410)
+    c("POST", sid + "/renew", ACME, {"token": s1["token"]}, want=410)
+    _, _, raw = c("GET", "/v1/sessions?state=ended", ACME, want=200)
+    assert json.loads(raw)["sessions"][0]["end_reason"] == "released", raw
+    c("GET", "/v1/sessions?state=ended&limit=1&tenant=acme", ADMIN, want=200)
+    c("GET", "/v1/sessions?state=gone", ACME, want=400)
+    c("DELETE", "/v1/sessions/s_01a0c4506c0000bd2e0d1f739d2954e162d92e5b91399f?token=1", ACME, want=404)
     c("DELETE", "/v1/sessions/%s?token=%d" % (s2["session_id"], s2["token"]), ACME, want=204)
     c("DELETE", "/v1/sessions/%s?token=%d" % (s3["session_id"], s3["token"]), ADMIN, want=204)
     c("DELETE", "/v1/containers/%s" % s1["container_id"], ADMIN, want=204)

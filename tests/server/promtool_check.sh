@@ -88,12 +88,18 @@ if [ "$rc" -ne 0 ] || [ -s "$tmp/promtool.out" ]; then
   exit 1
 fi
 for family in edgealloc_claims_total edgealloc_claim_duration_seconds edgealloc_heartbeat_batch_size \
-              edgealloc_containers edgealloc_http_requests_total edgealloc_store_transactions_total; do
+              edgealloc_containers edgealloc_http_requests_total edgealloc_store_transactions_total \
+              edgealloc_sessions_ended_total edgealloc_session_history_pruned_total; do
   if ! grep -q "^# TYPE $family " "$tmp/metrics.txt"; then
     echo "FAIL /metrics lacks $family" >&2
     exit 1
   fi
 done
+# The release above is counted by its end reason.
+if ! grep -qE '^edgealloc_sessions_ended_total\{reason="released"\} [1-9]' "$tmp/metrics.txt"; then
+  echo "FAIL /metrics does not count the release in edgealloc_sessions_ended_total" >&2
+  exit 1
+fi
 echo "ok promtool check metrics: $lines lines, no errors, no lint warnings"
 if [ -n "$root" ]; then
   used=$(grep -oh 'edgealloc_[a-z_]*' "$root/packaging/prometheus/alerts.yml" \

@@ -18,7 +18,7 @@ namespace fixture {
 // A store::Storage around a real one, for Service(config, wrap): every call
 // is the real one's, except that
 //   - while Block() holds (until Unblock()), the synchronous reads the
-//     routes make (GetSession, CountTenantSessions, ListSessions,
+//     routes make (GetSession, CountTenantSessions, ListSessions, ListEndedSessions,
 //     GetContainer, ListContainers) wait, as on a database that stopped
 //     answering; blocked() counts the reads waiting so;
 //   - while BlockSubmits() holds (until Unblock()), Claim, Register, Drain,
@@ -84,6 +84,12 @@ class StorageDouble : public testing::ForwardingStorage {
                              std::string* next_after) override {
     if (std::string e = Wait(); !e.empty()) return store::Status::IOError(e);
     return real_->ListSessions(filter, after, limit, page, next_after);
+  }
+  store::Status ListEndedSessions(const store::SessionFilter& filter, const std::string& after,
+                                  int limit, std::vector<store::EndedSession>* page,
+                                  std::string* next_after) override {
+    if (std::string e = Wait(); !e.empty()) return store::Status::IOError(e);
+    return real_->ListEndedSessions(filter, after, limit, page, next_after);
   }
   void Register(std::vector<store::ContainerSpec> specs, store::ContainerCallback done) override {
     WaitSubmit();

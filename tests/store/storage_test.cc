@@ -95,7 +95,7 @@ TEST_CASE("storage: claim, read, renew and release are compare-and-swaps on the 
     e->Release(Tenant("t1"), c.session.session_id, c.session.token, cb);
   });
   CHECK(released.outcome == Outcome::kOk);
-  CHECK(Name(e->GetSession(Tenant("t1"), c.session.session_id).outcome) == "not_found");
+  CHECK(Name(e->GetSession(Tenant("t1"), c.session.session_id).outcome) == "session_ended");
   CHECK(e->GetContainer("c1").container.status == "available");
   auto again = Claim(e.storage.get(), "weur");
   REQUIRE(again.outcome == Outcome::kOk);
@@ -413,7 +413,7 @@ TEST_CASE("storage: sweeps end expired leases and silent containers, and capacit
   }
   CHECK(total.sessions_ended == 1);
   CHECK(total.marked_dead == 2);
-  CHECK(Name(e->GetSession(Tenant("t1"), held.session.session_id).outcome) == "not_found");
+  CHECK(Name(e->GetSession(Tenant("t1"), held.session.session_id).outcome) == "session_ended");
 
   // The partitions' readers together count each container once.
   std::map<std::string, int64_t> by_status;
@@ -1162,4 +1162,246 @@ TEST_CASE("storage: ProbePools tells registered pools from made-up ones and clai
   CHECK(probe().back() == "neur/p registered");
   std::vector<store::PoolProbe> none;
   CHECK(e->ProbePools(&none).ok());
+}
+
+namespace {
+
+store::SessionResult Release(store::Storage* s, const store::Caller& caller,
+                             const store::Session& session, int64_t token) {
+  return Await<store::SessionResult>(
+      [&](auto cb) { s->Release(caller, session.session_id, token, cb); });
+}
+
+// How GetSession, Renew and Release (with `token`) answer an ended session:
+// the outcome's name and the end reason of each.
+std::vector<std::string> AnswersTo(store::Storage* s, const store::Caller& caller,
+                                   const store::Session& session, int64_t token) {
+  std::vector<std::string> out;
+  for (const store::SessionResult& r :
+       {s->GetSession(caller, session.session_id),
+        Await<store::SessionResult>(
+            [&](auto cb) { s->Renew(caller, session.session_id, token, 60000, cb); }),
+        Release(s, caller, session, token)}) {
+    out.push_back(Name(r.outcome) + ":" + r.end.reason);
+  }
+  return out;
+}
+
+std::vector<std::string> Ended(const std::string& reason) {
+  const std::string a = "session_ended:" + reason;
+  return {a, a, a};
+}
+
+// Prunes every partition's history older than history_ms, keeping at most
+// max_rows; returns how many went.
+int64_t Prune(store::Storage* s, int64_t history_ms, int64_t max_rows) {
+  int64_t total = 0;
+  for (int p = 0; p < s->partitions(); ++p) {
+    int64_t pruned = 0;
+    REQUIRE(s->PruneSessionHistory(p, history_ms, max_rows, 1000, &pruned).ok());
+    total += pruned;
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("storage: an ended session says why, to its tenant and an admin, until it is pruned") {
+  Engine e(EDGEALLOC_ENGINES);
+  store::Storage* s = e.storage.get();
+  Register(s, {"c1", "c2", "c3", "c4", "c5"});
+  const int64_t before = base::NowMs();
+  auto released = Claim(s, "weur", "t1");
+  auto by_admin = Claim(s, "weur", "t1");
+  auto abandoned = Claim(s, "weur", "t1");
+  auto expired = Claim(s, "weur", "t1", "", /*lease_ms=*/1);
+  auto dead = Claim(s, "weur", "t1");
+  for (const auto* c : {&released, &by_admin, &abandoned, &expired, &dead}) {
+    REQUIRE(c->outcome == Outcome::kOk);
+  }
+  store::Caller admin = Tenant("ops");
+  admin.admin = true;
+  store::Caller allocator = admin;
+  allocator.abandoning = true;
+  REQUIRE(Release(s, Tenant("t1"), released.session, released.session.token).outcome ==
+          Outcome::kOk);
+  REQUIRE(Release(s, admin, by_admin.session, by_admin.session.token).outcome == Outcome::kOk);
+  REQUIRE(Release(s, allocator, abandoned.session, abandoned.session.token).outcome ==
+          Outcome::kOk);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // An expired lease the reaper has not freed yet has ended too.
+  CHECK(AnswersTo(s, Tenant("t1"), expired.session, expired.session.token) == Ended("expired"));
+  int64_t ended = 0;
+  REQUIRE(e->SweepExpiredLeases(0, 100, &ended).ok());
+  REQUIRE(ended == 1);
+  for (int p = 0; p < e->partitions(); ++p) {
+    store::SilenceSweep sweep;
+    REQUIRE(e->SweepSilentContainers(p, [] { return base::NowMs() + 60000; }, 100, &sweep).ok());
+  }
+
+  CHECK(AnswersTo(s, Tenant("t1"), by_admin.session, by_admin.session.token + 1) ==
+        Ended("released_by_admin"));
+  CHECK(AnswersTo(s, Tenant("t1"), abandoned.session, abandoned.session.token) ==
+        Ended("abandoned"));
+  CHECK(AnswersTo(s, Tenant("t1"), expired.session, expired.session.token) == Ended("expired"));
+  CHECK(AnswersTo(s, Tenant("t1"), dead.session, dead.session.token) == Ended("container_dead"));
+  // Another tenant learns nothing; an admin reads every tenant's.
+  CHECK(Name(e->GetSession(Tenant("t2"), dead.session.session_id).outcome) == "forbidden");
+  const store::SessionResult read = e->GetSession(admin, released.session.session_id);
+  CHECK(Name(read.outcome) == "session_ended");
+  CHECK(read.end.reason == "released");
+  CHECK(read.end.ended_at_ms >= before);
+  CHECK(read.end.ended_at_ms <= base::NowMs());
+  CHECK(read.session.container_id == released.session.container_id);
+  CHECK(read.session.token == released.session.token);
+  // An expired session ended when its lease did, not when it was swept.
+  CHECK(e->GetSession(admin, expired.session.session_id).end.ended_at_ms ==
+        expired.session.lease_expires_at_ms);
+
+  // Within the window nothing is pruned; past it, every ended session is
+  // not_found again.
+  CHECK(Prune(s, 3600000, 1000000) == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(Prune(s, 0, 1000000) == 5);
+  CHECK(Name(e->GetSession(admin, released.session.session_id).outcome) == "not_found");
+  CHECK(Name(e->GetSession(admin, dead.session.session_id).outcome) == "not_found");
+  CHECK(Name(Release(s, Tenant("t1"), released.session, released.session.token).outcome) ==
+        "not_found");
+}
+
+TEST_CASE("storage: a release repeated with the session's token succeeds again, another token is "
+          "session_ended") {
+  Engine e(EDGEALLOC_ENGINES);
+  store::Storage* s = e.storage.get();
+  Register(s, {"c1"});
+  auto c = Claim(s, "weur", "t1");
+  REQUIRE(c.outcome == Outcome::kOk);
+  REQUIRE(Release(s, Tenant("t1"), c.session, c.session.token).outcome == Outcome::kOk);
+  const store::SessionResult again = Release(s, Tenant("t1"), c.session, c.session.token);
+  CHECK(again.outcome == Outcome::kOk);
+  CHECK(again.end.reason == "released");  // a repeat, told apart from the first
+  const store::SessionResult other = Release(s, Tenant("t1"), c.session, c.session.token - 1);
+  CHECK(Name(other.outcome) == "session_ended");
+  CHECK(other.end.reason == "released");
+  CHECK(Name(Release(s, Tenant("t2"), c.session, c.session.token).outcome) == "forbidden");
+  // The container is free, once: the repeat ended nothing more.
+  auto next = Claim(s, "weur", "t1");
+  REQUIRE(next.outcome == Outcome::kOk);
+  CHECK(Release(s, Tenant("t1"), c.session, c.session.token).outcome == Outcome::kOk);
+  CHECK(e->GetSession(Tenant("t1"), next.session.session_id).outcome == Outcome::kOk);
+}
+
+TEST_CASE("storage: the history keeps at most its bound of rows, the oldest pruned first") {
+  Engine e(EDGEALLOC_ENGINES);
+  store::Storage* s = e.storage.get();
+  Register(s, {"c1"});
+  std::vector<store::Session> ended;
+  for (int i = 0; i < 5; ++i) {
+    auto c = Claim(s, "weur", "t1");
+    REQUIRE(c.outcome == Outcome::kOk);
+    REQUIRE(Release(s, Tenant("t1"), c.session, c.session.token).outcome == Outcome::kOk);
+    ended.push_back(c.session);
+  }
+  CHECK(Prune(s, 3600000, 3) == 2);
+  CHECK(Prune(s, 3600000, 3) == 0);
+  for (int i = 0; i < 5; ++i) {
+    CHECK(Name(s->GetSession(Tenant("t1"), ended[i].session_id).outcome) ==
+          (i < 2 ? "not_found" : "session_ended"));
+  }
+}
+
+namespace {
+
+// Every ended session `filter` matches, page after page of `limit`: their
+// ids in the order listed, and how many pages it took.
+std::vector<std::string> ListEnded(store::Storage* s, const store::SessionFilter& filter,
+                                   int limit, int* pages = nullptr) {
+  std::vector<std::string> ids;
+  std::string after;
+  for (int page = 1;; ++page) {
+    std::vector<store::EndedSession> items;
+    std::string next;
+    REQUIRE(s->ListEndedSessions(filter, after, limit, &items, &next).ok());
+    REQUIRE(items.size() <= static_cast<size_t>(limit));
+    for (const auto& item : items) ids.push_back(item.session.session_id);
+    if (pages != nullptr) *pages = page;
+    if (next.empty()) return ids;
+    REQUIRE(page < 1000);
+    after = next;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("storage: ended sessions list newest first, filtered, each once over pages") {
+  Engine e(EDGEALLOC_ENGINES);
+  store::Storage* s = e.storage.get();
+  Register(s, {"w1", "w2"}, "weur");
+  Register(s, {"e1"}, "eeur");
+  // Claimed and released one after another, in two regions (two shards of
+  // the sharded engine) and by two tenants; one still held.
+  std::vector<store::Session> ended;
+  for (int i = 0; i < 9; ++i) {
+    auto c = Claim(s, i % 3 == 0 ? "eeur" : "weur", i % 2 == 0 ? "t1" : "t2");
+    REQUIRE(c.outcome == Outcome::kOk);
+    REQUIRE(Release(s, Tenant(c.session.tenant), c.session, c.session.token).outcome ==
+            Outcome::kOk);
+    ended.push_back(c.session);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // ids made in later ms
+  }
+  auto live = Claim(s, "weur", "t1");
+  REQUIRE(live.outcome == Outcome::kOk);
+  std::vector<std::string> newest_first;
+  for (auto it = ended.rbegin(); it != ended.rend(); ++it) newest_first.push_back(it->session_id);
+
+  for (int limit : {1, 2, 4, 100}) {
+    INFO("limit " << limit);
+    CHECK(ListEnded(s, {}, limit) == newest_first);
+  }
+  std::vector<store::EndedSession> page;
+  std::string next;
+  REQUIRE(s->ListEndedSessions({}, "", 1, &page, &next).ok());
+  REQUIRE(page.size() == 1);
+  CHECK(page[0].end.reason == "released");
+  CHECK(page[0].session.container_id == ended.back().container_id);
+  CHECK(page[0].session.token == ended.back().token);
+  CHECK(page[0].end.ended_at_ms > 0);
+
+  // Filters: a tenant's, a region's.
+  store::SessionFilter t2;
+  t2.tenant = "t2";
+  std::vector<std::string> want;
+  for (const auto& id : newest_first) {
+    for (const auto& sess : ended) {
+      if (sess.session_id == id && sess.tenant == "t2") want.push_back(id);
+    }
+  }
+  CHECK(ListEnded(s, t2, 2) == want);
+  store::SessionFilter eeur;
+  eeur.region = "eeur";
+  CHECK(ListEnded(s, eeur, 100).size() == 3);
+}
+
+TEST_CASE("storage: a page of ended sessions examines a bounded number: a filter that matches "
+          "none of many answers at once with a cursor") {
+  Engine e(EDGEALLOC_ENGINES);
+  store::Storage* s = e.storage.get();
+  Register(s, {"c1"});
+  const int64_t n = store::ListExamineBound(1) + 5;
+  for (int64_t i = 0; i < n; ++i) {
+    auto c = Claim(s, "weur", "t1");
+    REQUIRE(c.outcome == Outcome::kOk);
+    REQUIRE(Release(s, Tenant("t1"), c.session, c.session.token).outcome == Outcome::kOk);
+  }
+  store::SessionFilter nobody;
+  nobody.tenant = "t-none";
+  std::vector<store::EndedSession> page;
+  std::string next;
+  REQUIRE(s->ListEndedSessions(nobody, "", 1, &page, &next).ok());
+  CHECK(page.empty());
+  CHECK_FALSE(next.empty());  // stopped at the bound, not at the end
+  int pages = 0;
+  CHECK(ListEnded(s, nobody, 1, &pages).empty());
+  CHECK(pages == 2);
+  CHECK(static_cast<int64_t>(ListEnded(s, {}, 1000).size()) == n);
 }

@@ -46,6 +46,11 @@ class ForwardingStorage : public store::Storage {
                              std::string* next_after) override {
     return real_->ListSessions(filter, after, limit, page, next_after);
   }
+  store::Status ListEndedSessions(const store::SessionFilter& filter, const std::string& after,
+                                  int limit, std::vector<store::EndedSession>* page,
+                                  std::string* next_after) override {
+    return real_->ListEndedSessions(filter, after, limit, page, next_after);
+  }
   void Register(std::vector<store::ContainerSpec> specs, store::ContainerCallback done) override {
     real_->Register(std::move(specs), std::move(done));
   }
@@ -76,6 +81,10 @@ class ForwardingStorage : public store::Storage {
   }
   store::Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) override {
     return real_->SweepExpiredLeases(partition, max_rows, ended);
+  }
+  store::Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
+                                    int max_rows, int64_t* pruned) override {
+    return real_->PruneSessionHistory(partition, history_ms, max_history_rows, max_rows, pruned);
   }
   store::Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
                                       int max_rows, store::SilenceSweep* sweep) override {

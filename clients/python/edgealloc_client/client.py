@@ -94,11 +94,15 @@ class Client:
         self.transport.request("DELETE", "/v1/sessions/" + _quoted(session_id), query={"token": token},
                                request_id=request_id)
 
-    def list_sessions(self, region=None, pool=None, label=None, tenant=None, page_size=None, request_id=None):
+    def list_sessions(self, region=None, pool=None, label=None, tenant=None, page_size=None, request_id=None,
+                      state=None):
         """Iterates over the live sessions, fetching page after page as it
         goes. label is "KEY:VALUE"; tenant is for an admin key; page_size
-        is each page's ?limit= (the server's default when None)."""
-        query = {"region": region, "pool": pool, "label": label, "tenant": tenant, "limit": page_size}
+        is each page's ?limit= (the server's default when None); state
+        "ended" lists the ended sessions the server keeps instead, newest
+        first, each with its end_reason and ended_at_ms."""
+        query = {"region": region, "pool": pool, "label": label, "tenant": tenant, "limit": page_size,
+                 "state": state}
         return _pages(self.transport, "/v1/sessions", "sessions", query, request_id)
 
     def limits(self, tenant=None, request_id=None):

@@ -17,6 +17,7 @@
 #include <vector>
 #include <thread>
 
+#include "base/clock.h"
 #include "server/service.h"
 #include "tests/server/service_fixture.h"
 #include "tests/server/storage_double.h"
@@ -108,9 +109,43 @@ TEST_CASE("routes: a container is registered, claimed, renewed and released") {
   r = c.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token));
   CHECK(r.status == 204);
   CHECK(r.body.empty());
+  // A release repeated with the same token is 204 again (idempotent).
   r = c.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token));
-  CHECK(r.status == 404);
-  CHECK(r.ErrorCode() == "not_found");
+  CHECK(r.status == 204);
+  CHECK(r.body.empty());
+}
+
+TEST_CASE("routes: an ended session's GET, renew and release answer 410 session_ended with its "
+          "end_reason and ended_at_ms") {
+  TestService t("adm admin\nacme-key tenant acme\nbolt-key tenant bolt\n");
+  HttpClient admin = t.Client("adm");
+  HttpClient acme = t.Client("acme-key");
+  REQUIRE(admin.Post("/v1/containers", kFleet).status == 200);
+  HttpReply r = acme.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+  REQUIRE(r.status == 201);
+  const std::string id = Json(r)["session_id"];
+  const int64_t token = Json(r)["token"];
+  const int64_t before = base::NowMs();
+  REQUIRE(admin.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token)).status == 204);
+  for (HttpReply ended : {acme.Get("/v1/sessions/" + id),
+                          acme.Post("/v1/sessions/" + id + "/renew", json{{"token", token}}.dump()),
+                          acme.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token - 1))}) {
+    CHECK(ended.status == 410);
+    CHECK(ended.ErrorCode() == "session_ended");
+    const json error = Json(ended)["error"];
+    CHECK(error["end_reason"] == "released_by_admin");
+    CHECK(error["ended_at_ms"].get<int64_t>() >= before);
+    CHECK(error["message"].get<std::string>().find(id) != std::string::npos);
+  }
+  // Another tenant learns nothing of it.
+  CHECK(t.Client("bolt-key").Get("/v1/sessions/" + id).status == 403);
+  // An expired lease is told apart from a release.
+  r = acme.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","lease_ms":1})");
+  REQUIRE(r.status == 201);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  r = acme.Get("/v1/sessions/" + std::string(Json(r)["session_id"]));
+  CHECK(r.status == 410);
+  CHECK(Json(r)["error"]["end_reason"] == "expired");
 }
 
 TEST_CASE("routes: an idempotent retry replays the session with Idempotent-Replayed") {
@@ -253,7 +288,7 @@ TEST_CASE("routes: another tenant asking about an expired session gets 403, not 
   r = bolt.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token));
   CHECK(r.status == 403);
   // Its own tenant still learns that it expired.
-  CHECK(acme.Get("/v1/sessions/" + id).status == 404);
+  CHECK(acme.Get("/v1/sessions/" + id).status == 410);
 }
 
 TEST_CASE("routes: a registration naming one id twice is 400 invalid_field naming the index") {
@@ -641,6 +676,56 @@ TEST_CASE("routes: GET /v1/sessions lists a tenant's own sessions with their lab
                       "?token=" + std::to_string(one["token"].get<int64_t>()))
               .status == 204);
   CHECK(AllPages(bolt, "/v1/sessions", "sessions", &pages).empty());
+}
+
+TEST_CASE("routes: GET /v1/sessions?state=ended lists a tenant's ended sessions newest first, "
+          "with their end reasons, page by page") {
+  TestService t("adm admin\nacme-key tenant acme\nbolt-key tenant bolt\n");
+  HttpClient admin = t.Client("adm");
+  HttpClient acme = t.Client("acme-key");
+  HttpClient bolt = t.Client("bolt-key");
+  REQUIRE(admin.Post("/v1/containers", kFleet).status == 200);
+  std::vector<std::string> acme_ended;  // in the order they ended
+  for (int i = 0; i < 3; ++i) {
+    HttpReply r = acme.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+    REQUIRE(r.status == 201);
+    const std::string id = Json(r)["session_id"];
+    const int64_t token = Json(r)["token"];
+    HttpClient& by = i == 1 ? admin : acme;
+    REQUIRE(by.Delete("/v1/sessions/" + id + "?token=" + std::to_string(token)).status == 204);
+    acme_ended.push_back(id);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  HttpReply held = bolt.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
+  REQUIRE(held.status == 201);
+
+  int pages = 0;
+  std::vector<std::string> listed;
+  std::vector<std::string> reasons;
+  for (const auto& s : AllPages(acme, "/v1/sessions?state=ended&limit=2", "sessions", &pages)) {
+    listed.push_back(s["session_id"]);
+    reasons.push_back(s["end_reason"]);
+    CHECK(s["tenant"] == "acme");
+    CHECK(s["ended_at_ms"].get<int64_t>() > 0);
+  }
+  CHECK(listed == std::vector<std::string>(acme_ended.rbegin(), acme_ended.rend()));
+  CHECK(reasons == std::vector<std::string>{"released", "released_by_admin", "released"});
+  CHECK(pages == 2);
+  // Another tenant's history is not theirs; a live session is not ended.
+  CHECK(AllPages(bolt, "/v1/sessions?state=ended", "sessions", &pages).empty());
+  CHECK(AllPages(admin, "/v1/sessions?state=ended&tenant=acme", "sessions", &pages).size() == 3);
+  CHECK(AllPages(acme, "/v1/sessions?state=live", "sessions", &pages).empty());
+  CHECK(acme.Get("/v1/sessions?state=ended&tenant=bolt").status == 403);
+  // A cursor of the live list is not one of the ended list.
+  HttpReply live_page = admin.Get("/v1/sessions?limit=1");
+  REQUIRE(live_page.status == 200);
+  HttpReply ended_page = admin.Get("/v1/sessions?state=ended&limit=1");
+  REQUIRE(ended_page.status == 200);
+  const std::string cursor = Json(ended_page)["next_cursor"];
+  CHECK(admin.Get("/v1/sessions?limit=1&cursor=" + cursor).status == 400);
+  HttpReply bad = acme.Get("/v1/sessions?state=gone");
+  CHECK(bad.status == 400);
+  CHECK(bad.ErrorCode() == "invalid_field");
 }
 
 TEST_CASE("routes: a list page examines a bounded number of sessions: it may be empty yet carry "

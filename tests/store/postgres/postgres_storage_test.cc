@@ -12,7 +12,9 @@
 #include "store/postgres/container_sql.h"
 #include "store/postgres/schema_sql.h"
 #include "store/postgres/session_sql.h"
+#include "tests/support/await.h"
 #include "tests/support/pg_server.h"
+#include "tests/support/requests.h"
 
 namespace {
 
@@ -181,6 +183,32 @@ TEST_CASE("postgres_storage: version 5 makes a version 4 database's drains the c
                                      store::ReportedState::kReady}},
                                    &result).ok());
   CHECK(storage->GetContainer("v4-1").container.status == "available");
+}
+
+// Version 6: the session history, filled by a trigger on end_reason.
+TEST_CASE("postgres_storage: version 6 adds the session history to a version 5 database, and a "
+          "session ended from then on is kept with its reason") {
+  testing::PgServer server;
+  const std::string uri = DatabaseWith(server, {"v5-1"}, 1);
+  // As a version 5 node left it.
+  testing::PgServer::Query(uri, "DROP TABLE session_history");
+  testing::PgServer::Query(uri, "DROP FUNCTION edgealloc_keep_ended_session CASCADE");
+  testing::PgServer::Query(uri, "ALTER TABLE containers DROP COLUMN end_reason");
+  SetSchemaVersion(uri, 5);
+  auto storage = Open(uri, 1);
+  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+  CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM containers") == "1");
+  store::ClaimRequest req = testing::Req("weur", "t1", "chrome");
+  req.lease_ms = 60000;
+  auto c = testing::Await<store::SessionResult>([&](auto cb) { storage->Claim(req, cb); });
+  REQUIRE(c.outcome == store::Outcome::kOk);
+  CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM session_history") == "0");
+  auto r = testing::Await<store::SessionResult>([&](auto cb) {
+    storage->Release(testing::Tenant("t1"), c.session.session_id, c.session.token, cb);
+  });
+  REQUIRE(r.outcome == store::Outcome::kOk);
+  CHECK(testing::PgServer::Query(uri, "SELECT id || ' ' || end_reason FROM session_history") ==
+        "v5-1 released");
 }
 
 namespace {

@@ -214,7 +214,7 @@ TEST_CASE("schema: version 7 adds drain_reported to a version 6 file and makes i
                    "; UPDATE containers SET drain_requested = 1 WHERE id = 'c-1'"
                    "; UPDATE containers SET status = 'draining' WHERE id = 'c-2'")
               .ok());
-  REQUIRE(store::Migrate(db.get()).ok());
+  REQUIRE(store::MigrateTo(db.get(), 7).ok());
   CHECK(Version(db.get()) == 7);
   CHECK(QueryText(db.get(), "SELECT group_concat(id || ':' || status || ':' || drain_requested "
                             "|| drain_reported, ' ') FROM (SELECT * FROM containers ORDER BY "
@@ -225,6 +225,29 @@ TEST_CASE("schema: version 7 adds drain_reported to a version 6 file and makes i
                            "containers_drain_requested WHERE drain_requested = 1") == 0);
   // An older binary would end an operator's drain: it may not open the file.
   CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "7");
+}
+
+TEST_CASE("schema: version 8 keeps every session ended from then on, with its reason, in "
+          "session_history, a live session of version 7 included") {
+  testing::TempDir dir;
+  auto db = FileAtVersion(dir, 7);
+  REQUIRE(db->Exec(kHeldContainer).ok());
+  REQUIRE(store::MigrateTo(db.get(), 8).ok());
+  CHECK(Version(db.get()) == 8);
+  CHECK(Columns(db.get(), "containers").count("end_reason") == 1);
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM session_history") == 0);
+  // A statement that does not set end_reason keeps nothing (a claim, a renew).
+  REQUIRE(db->Exec("UPDATE containers SET lease_expires_at_ms = 100 WHERE id = 'c-1'").ok());
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM session_history") == 0);
+  // Ending the session of before, as the lease reaper does, keeps it.
+  REQUIRE(db->Exec("UPDATE containers SET end_reason = 'expired', status = 'available', "
+                   "session_id = NULL, tenant = NULL, lease_expires_at_ms = NULL WHERE id = 'c-1'")
+              .ok());
+  CHECK(QueryText(db.get(), "SELECT session_id || ' ' || id || ' ' || tenant || ' ' || "
+                            "generation || ' ' || end_reason || ' ' || ended_at_ms "
+                            "FROM session_history") == "s_1 c-1 t1 7 expired 100");
+  // A binary before version 8 would end sessions without a reason.
+  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "8");
 }
 
 TEST_CASE("schema: migrating a current file again changes nothing") {

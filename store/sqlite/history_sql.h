@@ -1,0 +1,48 @@
+#ifndef EDGEALLOC_STORE_SQLITE_HISTORY_SQL_H_
+#define EDGEALLOC_STORE_SQLITE_HISTORY_SQL_H_
+
+#include "store/row_columns.h"
+#include "store/sql_text.h"
+
+// The statements of the session history (store/sqlite/schema.cc, version 8:
+// the table, and the trigger that fills it when a statement of
+// store/sqlite/lifecycle_sql.h ends a session). A history row reads as a
+// session (kSessionColumnList), then its end reason and end time.
+
+namespace store::sql {
+
+// An ended session, by its id.
+inline constexpr auto kGetEndedSession =
+    Sql("SELECT ", kSessionColumnList, ", end_reason, ended_at_ms FROM session_history ",
+        "WHERE session_id = ?1");
+
+// Is there anything to prune? A cheap read (the first and last rows of the
+// primary key) before a prune is queued: the oldest row ended before ?1, or
+// more rows than ?2 (seq grows with every row inserted, so max - min bounds
+// the count from above).
+inline constexpr char kAnyHistoryToPrune[] = R"sql(
+SELECT 1 WHERE (SELECT ended_at_ms FROM session_history ORDER BY seq LIMIT 1) < ?1
+            OR (SELECT max(seq) - min(seq) + 1 FROM session_history) > ?2
+)sql";
+
+// Of the ?3 oldest rows by insertion (a range of the primary key: never a
+// scan of the table), those ended before ?1. Rows are inserted in the order
+// they end, so this is the oldest first; a row out of that order (the clock
+// stepped back) goes when its own time comes, and may keep the rows behind
+// it that long.
+inline constexpr char kPruneHistoryOld[] = R"sql(
+DELETE FROM session_history
+WHERE seq < (SELECT min(seq) FROM session_history) + ?3 AND ended_at_ms < ?1
+)sql";
+
+// At most ?3 rows past the newest ?2, by insertion order (the primary key).
+inline constexpr char kPruneHistoryOver[] = R"sql(
+DELETE FROM session_history
+WHERE seq IN (SELECT seq FROM session_history
+              WHERE seq <= (SELECT max(seq) FROM session_history) - ?2
+              ORDER BY seq LIMIT ?3)
+)sql";
+
+}  // namespace store::sql
+
+#endif  // EDGEALLOC_STORE_SQLITE_HISTORY_SQL_H_
