@@ -38,7 +38,7 @@ SessionResult AnswerSessionRead(const Caller& caller, const std::string& id, con
   if (!found && ended) return AnswerEnded(caller, id, *ended);
   if (!found) return Failed<SessionResult>(Outcome::kNotFound, "no session " + id);
   if (auto refused = RefuseSessionRead(caller, id, StoredOf(*found), now_ms)) return *refused;
-  return SessionResult{Outcome::kOk, std::move(*found), ""};
+  return SessionResult{Outcome::kOk, std::move(*found), "", {}};
 }
 
 Status ExplainFailedCas(const Caller& caller, const std::string& id, int64_t token, bool release,

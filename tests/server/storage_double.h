@@ -72,7 +72,7 @@ class StorageDouble : public testing::ForwardingStorage {
   }
   store::SessionResult GetSession(const store::Caller& caller,
                                   std::string_view session_id) override {
-    if (std::string e = Wait(); !e.empty()) return {store::Outcome::kError, {}, e};
+    if (std::string e = Wait(); !e.empty()) return {store::Outcome::kError, {}, e, {}};
     return real_->GetSession(caller, session_id);
   }
   store::Status CountTenantSessions(const std::string& tenant, int64_t* sessions) override {
