@@ -21,8 +21,9 @@ namespace store::pgsql {
 // Containers): drain_requested is the operator's alone, drain_reported the
 // container's own `draining` report (kOldDrainsAreReported migrates the
 // older drains), and containers_drain_requested holds the drained ids for
-// the mirror. A node of an older version refuses a newer schema.
-inline constexpr int kSchemaVersion = 5;
+// the mirror. Version 6 added node_claim_counts (kNodeClaimCounts). A node
+// of an older version refuses a newer schema.
+inline constexpr int kSchemaVersion = 6;
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
@@ -64,6 +65,21 @@ CREATE INDEX IF NOT EXISTS containers_lease ON containers (lease_expires_at_ms)
 CREATE INDEX IF NOT EXISTS containers_dead_reported ON containers (id)
   WHERE dead_reported AND status <> 'dead';
 CREATE INDEX IF NOT EXISTS containers_drain_requested ON containers (id) WHERE drain_requested;
+)sql";
+
+// The claim counts each node publishes (Storage::PublishClaimCounts), so that
+// a dashboard shows the fleet's claim rates and not one node's: one row a
+// node and pool, all of a node's stamped by each publish (with the
+// database's clock); silent nodes' rows are pruned by the publishes.
+inline constexpr char kNodeClaimCounts[] = R"sql(
+CREATE TABLE IF NOT EXISTS node_claim_counts (
+  node_id text NOT NULL,
+  region text NOT NULL,
+  pool text NOT NULL,
+  ok bigint NOT NULL,
+  no_capacity bigint NOT NULL,
+  updated_ms bigint NOT NULL,
+  PRIMARY KEY (node_id, region, pool))
 )sql";
 
 // Migrating from before kDrainReportedVersion: a drain an older node took

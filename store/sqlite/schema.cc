@@ -166,6 +166,22 @@ CREATE INDEX containers_counts ON containers (region, pool, status, drain_reques
 CREATE INDEX containers_drain_requested ON containers (id) WHERE drain_requested = 1;
 )sql";
 
+// Version 8: the claim counts each node publishes (Storage::PublishClaimCounts),
+// so that a dashboard shows the fleet's claim rates and not one node's. One
+// row a node and pool, all of a node's stamped by each publish; silent
+// nodes' rows are pruned by the publishes. A version 7 binary never reads it.
+constexpr char kSchemaV8[] = R"sql(
+CREATE TABLE node_claim_counts (
+  node_id     TEXT NOT NULL,
+  region      TEXT NOT NULL,
+  pool        TEXT NOT NULL,
+  ok          INTEGER NOT NULL,
+  no_capacity INTEGER NOT NULL,
+  updated_ms  INTEGER NOT NULL,
+  PRIMARY KEY (node_id, region, pool)
+);
+)sql";
+
 Status RunStep(Db* db, int to_version) {
   switch (to_version) {
     case 1: return db->Exec(kSchemaV1);
@@ -175,10 +191,11 @@ Status RunStep(Db* db, int to_version) {
     case 5: return db->Exec(kSchemaV5);
     case 6: return db->Exec(kSchemaV6);
     case 7: return db->Exec(kSchemaV7);
+    case 8: return db->Exec(kSchemaV8);
   }
   return Status::InvalidArgument("no migration step to version " + std::to_string(to_version));
 }
-static_assert(kSchemaVersion == 7, "add the new version's case to RunStep");
+static_assert(kSchemaVersion == 8, "add the new version's case to RunStep");
 
 Status ReadCompatibleVersion(Db* db, int* version) {
   *version = 0;

@@ -9,7 +9,7 @@ namespace store {
 // The schema version this binary writes (PRAGMA user_version), and the oldest
 // version of the binary that can still use a file written by this one (kept in
 // the `meta` table as compatible_version, as in Chromium's MetaTable).
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 // 4: a binary before version 4 would insert rows below the token floor, so a
 // re-registered id could repeat a fencing token. 5: a binary before version 5
 // would claim without setting labels and end sessions without clearing them,
@@ -17,6 +17,7 @@ inline constexpr int kSchemaVersion = 7;
 // (6 only adds and drops an index: a version 5 binary still reads and writes it.)
 // 7: a binary before version 7 would end an operator's drain at a session's
 // end or a `ready` report, and take drain_requested for the container's own.
+// (8 only adds a table, node_claim_counts, that older binaries never read.)
 inline constexpr int kCompatibleVersion = 7;
 
 // Brings the database up to kSchemaVersion, one version a step, each step in

@@ -227,6 +227,25 @@ TEST_CASE("schema: version 7 adds drain_reported to a version 6 file and makes i
   CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "7");
 }
 
+// Version 8: the nodes' published claim counts, in a table of their own;
+// nothing else changes, so a version 7 binary may still open the file.
+TEST_CASE("schema: version 8 adds node_claim_counts to a version 7 file, rows kept") {
+  testing::TempDir dir;
+  auto db = FileAtVersion(dir, 7);
+  AddAvailable(db.get(), "c-1", 3);
+  REQUIRE(store::Migrate(db.get()).ok());
+  CHECK(Version(db.get()) == 8);
+  CHECK(Columns(db.get(), "node_claim_counts") ==
+        std::set<std::string>{"node_id", "region", "pool", "ok", "no_capacity", "updated_ms"});
+  REQUIRE(db->Exec("INSERT INTO node_claim_counts VALUES ('n1', 'weur', 'chrome', 3, 1, 1000)")
+              .ok());
+  // One row a node and pool: a second publish replaces it.
+  CHECK_FALSE(db->Exec("INSERT INTO node_claim_counts VALUES ('n1', 'weur', 'chrome', 4, 1, 2000)")
+                  .ok());
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM containers") == 1);
+  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "7");
+}
+
 TEST_CASE("schema: migrating a current file again changes nothing") {
   testing::TempDir dir;
   auto db = OpenOrDie(dir.File("a.db"));
