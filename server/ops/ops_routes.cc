@@ -1,5 +1,7 @@
 #include "server/ops/ops_routes.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -24,6 +26,28 @@ std::string DeathsJson(const batcher::Batcher* batcher, int64_t now_ms) {
     }
   }
   return nlohmann::json{{"window_ms", batcher::kRecentDeathsMs}, {"pools", std::move(pools)}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// GET /v1/capacity/claims: the claim counts of every node on the database
+// (allocator::FleetClaims), as last read.
+std::string FleetClaimsJson(const allocator::FleetClaimsSnapshot& fleet, int64_t now_ms) {
+  nlohmann::json claims = {{"ok", 0}, {"no_capacity", 0}};
+  nlohmann::json pools = nlohmann::json::array();
+  for (const store::PoolClaimTally& p : fleet.counts.pools) {
+    if (p.region.empty() && p.pool.empty()) {  // the nodes' totals
+      claims = {{"ok", p.ok}, {"no_capacity", p.no_capacity}};
+      continue;
+    }
+    pools.push_back(
+        {{"region", p.region}, {"pool", p.pool}, {"ok", p.ok}, {"no_capacity", p.no_capacity}});
+  }
+  return nlohmann::json{{"window_ms", allocator::kFleetClaimWindowMs},
+                        {"as_of_ms", fleet.as_of_ms},
+                        {"age_ms", std::max<int64_t>(0, now_ms - fleet.as_of_ms)},
+                        {"nodes", fleet.counts.nodes},
+                        {"claims", std::move(claims)},
+                        {"pools", std::move(pools)}}
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -65,6 +89,22 @@ void OpsRoutes::AddRoutes(Router* router) {
               [this, max_age](RouteRequest, Reply reply) {
                 Response res = JsonResponse(200, DeathsJson(metrics_.batcher, base::NowMs()));
                 res.set(http::field::cache_control, max_age);
+                reply(std::move(res));
+              });
+  const std::string claims_max_age =
+      "max-age=" + std::to_string(CapacityMaxAgeSeconds(allocator::kDefaultClaimsPublishMs));
+  router->Add(verb::get, "/v1/capacity/claims", Access::kCapacity,
+              [this, claims_max_age](RouteRequest, Reply reply) {
+                auto fleet = metrics_.pool_claims == nullptr
+                                 ? nullptr
+                                 : metrics_.pool_claims->FleetClaimCounts();
+                if (fleet == nullptr || fleet->as_of_ms == 0) {
+                  reply(ErrorResponse(ApiError::kUnavailable,
+                                      "the fleet's claim counts are not read yet; retry"));
+                  return;
+                }
+                Response res = JsonResponse(200, FleetClaimsJson(*fleet, base::NowMs()));
+                res.set(http::field::cache_control, claims_max_age);
                 reply(std::move(res));
               });
   router->Add(verb::get, "/metrics", Access::kMetrics, [this](RouteRequest, Reply reply) {
