@@ -48,9 +48,6 @@ struct AllocatorOptions {
 // (FleetClaims): a stopped node's counts leave the sums after it. Rows of
 // nodes silent for longer are deleted, at most kMaxPrunedClaimRows a publish.
 inline constexpr int64_t kFleetClaimWindowMs = 30000;
-// How often a server publishes (AllocatorOptions::claims_publish_ms): the
-// fleet's rates on a dashboard are this late at most.
-inline constexpr int64_t kDefaultClaimsPublishMs = 3000;
 inline constexpr int kMaxPrunedClaimRows = 10000;
 
 // The longest a claim may wait for a container (API 1.1: 0 to 30000 ms).

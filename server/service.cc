@@ -66,7 +66,7 @@ std::string NewNodeId() {
 allocator::AllocatorOptions AllocatorOptionsOf(const ServeConfig& config) {
   allocator::AllocatorOptions options;
   options.node_id = NewNodeId();
-  options.claims_publish_ms = allocator::kDefaultClaimsPublishMs;
+  options.claims_publish_ms = config.claims_publish_ms;
   options.default_lease_ms = config.default_lease_ms;
   options.max_lease_ms = config.max_lease_ms;
   options.max_waiters_per_pool = config.max_claim_waiters;

@@ -92,7 +92,8 @@ void OpsRoutes::AddRoutes(Router* router) {
                 reply(std::move(res));
               });
   const std::string claims_max_age =
-      "max-age=" + std::to_string(CapacityMaxAgeSeconds(allocator::kDefaultClaimsPublishMs));
+      "max-age=" + std::to_string(CapacityMaxAgeSeconds(
+                       metrics_.pool_claims ? metrics_.pool_claims->options().claims_publish_ms : 0));
   router->Add(verb::get, "/v1/capacity/claims", Access::kCapacity,
               [this, claims_max_age](RouteRequest, Reply reply) {
                 auto fleet = metrics_.pool_claims == nullptr
