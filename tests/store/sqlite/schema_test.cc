@@ -214,7 +214,7 @@ TEST_CASE("schema: version 7 adds drain_reported to a version 6 file and makes i
                    "; UPDATE containers SET drain_requested = 1 WHERE id = 'c-1'"
                    "; UPDATE containers SET status = 'draining' WHERE id = 'c-2'")
               .ok());
-  REQUIRE(store::Migrate(db.get()).ok());
+  REQUIRE(store::MigrateTo(db.get(), 7).ok());
   CHECK(Version(db.get()) == 7);
   CHECK(QueryText(db.get(), "SELECT group_concat(id || ':' || status || ':' || drain_requested "
                             "|| drain_reported, ' ') FROM (SELECT * FROM containers ORDER BY "
@@ -233,7 +233,7 @@ TEST_CASE("schema: version 8 adds node_claim_counts to a version 7 file, rows ke
   testing::TempDir dir;
   auto db = FileAtVersion(dir, 7);
   AddAvailable(db.get(), "c-1", 3);
-  REQUIRE(store::Migrate(db.get()).ok());
+  REQUIRE(store::MigrateTo(db.get(), 8).ok());
   CHECK(Version(db.get()) == 8);
   CHECK(Columns(db.get(), "node_claim_counts") ==
         std::set<std::string>{"node_id", "region", "pool", "ok", "no_capacity", "updated_ms"});
