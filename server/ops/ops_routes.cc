@@ -65,7 +65,7 @@ int64_t OpsRoutes::CapacityMaxAgeSeconds(int64_t refresh_ms) {
   return (refresh_ms + 999) / 1000;
 }
 
-void OpsRoutes::AddRoutes(Router* router) {
+void OpsRoutes::AddCapacityRoutes(Router* router) {
   using http::verb;
   const std::string max_age = "max-age=" + std::to_string(CapacityMaxAgeSeconds(mirror_->refresh_ms()));
   router->Add(verb::get, "/v1/capacity", Access::kCapacity,
@@ -108,6 +108,11 @@ void OpsRoutes::AddRoutes(Router* router) {
                 res.set(http::field::cache_control, claims_max_age);
                 reply(std::move(res));
               });
+}
+
+void OpsRoutes::AddRoutes(Router* router) {
+  using http::verb;
+  AddCapacityRoutes(router);
   router->Add(verb::get, "/metrics", Access::kMetrics, [this](RouteRequest, Reply reply) {
     Response res{http::status::ok, 11};
     res.set(http::field::content_type, kMetricsContentType);

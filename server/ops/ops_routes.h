@@ -38,6 +38,9 @@ class OpsRoutes {
   static int64_t CapacityMaxAgeSeconds(int64_t refresh_ms);
 
  private:
+  // The /v1/capacity routes (capacity, history, deaths, claims).
+  void AddCapacityRoutes(Router* router);
+
   const kvmirror::Mirror* mirror_;
   MetricsSources metrics_;
 };

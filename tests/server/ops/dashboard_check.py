@@ -926,36 +926,45 @@ def scripted_server(page_html, fleet=False):
     return server, state
 
 
-def scene_scripted(checks, chromium, tmp, page_html):
-    server, state = scripted_server(page_html)
+def render_scripted(checks, chromium, tmp, page_html, label, fleet=False):
+    """The page over scripted_server(fleet), rendered: (Page or None, the server's state)."""
+    server, state = scripted_server(page_html, fleet)
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         rc, dom, err = dump_dom(chromium, tmp, base + "/dashboard", budget_ms=6000)
     finally:
         server.shutdown()
-    if not checks.check(rc == 0, "scripted: chromium renders the page", err.strip()[-200:]):
+    if not checks.check(rc == 0, f"{label}: chromium renders the page", err.strip()[-200:]):
+        return None, state
+    return Page(dom), state
+
+
+def near(text, want, share):
+    """Whether a rate shown as `text` is `want` within `share` of it."""
+    try:
+        return abs(float(text) - want) <= share * want if want else float(text) == 0
+    except (TypeError, ValueError):
+        return False
+
+
+def scene_scripted(checks, chromium, tmp, page_html):
+    page, state = render_scripted(checks, chromium, tmp, page_html, "scripted")
+    if page is None:
         return
-    page = Page(dom)
-
-    def near(text, want):
-        # Virtual time counts the fetches too: a poll period is 1.5 s and a little more.
-        try:
-            return abs(float(text) - want) <= 0.05 * want if want else float(text) == 0
-        except (TypeError, ValueError):
-            return False
-
+    # Virtual time counts the fetches too: a poll period is 1.5 s and a little more.
+    near5 = lambda text, want: near(text, want, 0.05)  # noqa: E731
     a, b, weird = page.row("r1/a") or {}, page.row("r1/b") or {}, page.row("r1/" + WEIRD_POOL) or {}
     # A poll every 1.5 s of virtual time: +2 a poll is 1.3/s, +3 is 2.0/s, +4 is 2.7/s.
-    checks.check(a.get("risk") == "refusing" and near(a.get("refused"), 2 / 1.5),
+    checks.check(a.get("risk") == "refusing" and near5(a.get("refused"), 2 / 1.5),
                  "scripted: a pool with containers available whose claims are refused is 'refusing', 1.3/s",
                  f"{a.get('risk')} {a.get('refused')}")
-    checks.check(b.get("risk") == "ok" and near(b.get("claims"), 3 / 1.5) and near(b.get("refused"), 0),
+    checks.check(b.get("risk") == "ok" and near5(b.get("claims"), 3 / 1.5) and near5(b.get("refused"), 0),
                  "scripted: a pool claimed 3 a poll shows 2.0 claims/s and no refusals",
                  f"{b.get('risk')} {b.get('claims')} {b.get('refused')}")
-    checks.check(weird.get("risk") == "refusing" and near(weird.get("refused"), 4 / 1.5),
+    checks.check(weird.get("risk") == "refusing" and near5(weird.get("refused"), 4 / 1.5),
                  "scripted: a pool named with a quote and a backslash gets its escaped metric's rate",
                  f"{weird.get('key')} {weird.get('risk')} {weird.get('refused')}")
-    checks.check(near(page.ids.get("rate-now"), 3 / 1.5) and near(page.ids.get("refused-now"), 6 / 1.5),
+    checks.check(near5(page.ids.get("rate-now"), 3 / 1.5) and near5(page.ids.get("refused-now"), 6 / 1.5),
                  "scripted: the fleet's rates count ok and no_capacity only (not quota)",
                  f"{page.ids.get('rate-now')} {page.ids.get('refused-now')}")
     checks.check(a.get("history") == 2 and b.get("history") == 3 and weird.get("history") == 0,
@@ -995,28 +1004,16 @@ def scene_scripted(checks, chromium, tmp, page_html):
 def scene_scripted_fleet(checks, chromium, tmp, page_html):
     """The same scripted server with the fleet's claim counts: the page takes
     its rates from them, timed by their as_of_ms, and never reads /metrics."""
-    server, state = scripted_server(page_html, fleet=True)
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        rc, dom, err = dump_dom(chromium, tmp, base + "/dashboard", budget_ms=6000)
-    finally:
-        server.shutdown()
-    if not checks.check(rc == 0, "fleet: chromium renders the page", err.strip()[-200:]):
+    page, state = render_scripted(checks, chromium, tmp, page_html, "fleet", fleet=True)
+    if page is None:
         return
-    page = Page(dom)
-
-    def near(text, want):
-        try:
-            return abs(float(text) - want) <= 0.01 * want if want else float(text) == 0
-        except (TypeError, ValueError):
-            return False
-
+    near1 = lambda text, want: near(text, want, 0.01)  # noqa: E731
     a, b, weird = page.row("r1/a") or {}, page.row("r1/b") or {}, page.row("r1/" + WEIRD_POOL) or {}
-    checks.check(near(a.get("refused"), 2.0) and near(b.get("claims"), 3.0)
-                 and near(weird.get("refused"), 1.0),
+    checks.check(near1(a.get("refused"), 2.0) and near1(b.get("claims"), 3.0)
+                 and near1(weird.get("refused"), 1.0),
                  "fleet: each pool's rates are the rises of the fleet's sums over their as_of_ms",
                  f"{a.get('refused')} {b.get('claims')} {weird.get('refused')}")
-    checks.check(near(page.ids.get("rate-now"), 3.0) and near(page.ids.get("refused-now"), 4.0),
+    checks.check(near1(page.ids.get("rate-now"), 3.0) and near1(page.ids.get("refused-now"), 4.0),
                  "fleet: the claim and refused tiles are the fleet's totals' rates (3.0/s, 4.0/s)",
                  f"{page.ids.get('rate-now')} {page.ids.get('refused-now')}")
     source, text = page.id_attrs.get("rate-source", {}), page.ids.get("rate-source", "")
