@@ -103,10 +103,13 @@ class Allocator {
   const AllocatorStats& stats() const { return stats_; }
   // The per-pool claim counts so far (at most kMaxCountedPools pools).
   std::map<PoolKey, PoolClaimCounts> PoolClaims() const;
-  // The fleet's claim counts (FleetClaims): the latest read, from any
-  // thread, and a publish and read now (tests).
+  // The fleet's claim counts (FleetClaims): the latest read and an earlier
+  // one, from any thread, and a publish and read now (tests).
   std::shared_ptr<const FleetClaimsSnapshot> FleetClaimCounts() const {
     return fleet_claims_.Current();
+  }
+  std::shared_ptr<const FleetClaimsSnapshot> EarlierFleetClaimCounts() const {
+    return fleet_claims_.Earlier();
   }
   store::Status RefreshFleetClaims() { return fleet_claims_.Refresh(); }
   const AllocatorOptions& options() const { return options_; }

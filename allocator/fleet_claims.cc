@@ -16,7 +16,7 @@ FleetClaims::FleetClaims(store::Storage* storage, const AllocatorOptions* option
       options_(options),
       stats_(stats),
       claims_(claims),
-      current_(std::make_shared<const FleetClaimsSnapshot>()) {}
+      reads_{std::make_shared<const FleetClaimsSnapshot>()} {}
 
 void FleetClaims::Start() {
   if (options_->claims_publish_ms <= 0 || options_->node_id.empty()) return;
@@ -46,13 +46,24 @@ store::Status FleetClaims::Refresh() {
   RETURN_IF_ERROR(storage_->ReadFleetClaimCounts(kFleetClaimWindowMs, &next->counts));
   next->as_of_ms = base::NowMs();
   base::MutexLock lock(&mu_);
-  current_ = std::move(next);
+  if (reads_.back()->as_of_ms == 0) reads_.clear();  // the empty one before the first read
+  reads_.push_back(std::move(next));
+  while (reads_.size() > kMaxEarlierReads ||
+         (reads_.size() > 1 &&
+          reads_.front()->as_of_ms < reads_.back()->as_of_ms - kFleetClaimsEarlierMs)) {
+    reads_.pop_front();
+  }
   return store::Status::Ok();
 }
 
 std::shared_ptr<const FleetClaimsSnapshot> FleetClaims::Current() const {
   base::MutexLock lock(&mu_);
-  return current_;
+  return reads_.back();
+}
+
+std::shared_ptr<const FleetClaimsSnapshot> FleetClaims::Earlier() const {
+  base::MutexLock lock(&mu_);
+  return reads_.size() > 1 ? reads_.front() : nullptr;
 }
 
 void FleetClaims::Loop(std::stop_token stop) {

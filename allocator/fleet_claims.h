@@ -1,7 +1,9 @@
 #ifndef EDGEALLOC_ALLOCATOR_FLEET_CLAIMS_H_
 #define EDGEALLOC_ALLOCATOR_FLEET_CLAIMS_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <stop_token>
 #include <thread>
@@ -46,6 +48,13 @@ class FleetClaims {
   // A failure leaves Current as it was (its as_of_ms tells how old).
   store::Status Refresh();
   std::shared_ptr<const FleetClaimsSnapshot> Current() const;
+  // The oldest read of the last kFleetClaimsEarlierMs (at most
+  // kMaxEarlierReads reads back), or null when there is none before Current:
+  // with it a dashboard has a rate from its first look.
+  std::shared_ptr<const FleetClaimsSnapshot> Earlier() const;
+
+  static constexpr int64_t kFleetClaimsEarlierMs = 15000;
+  static constexpr size_t kMaxEarlierReads = 16;
 
  private:
   void Loop(std::stop_token stop);
@@ -55,7 +64,9 @@ class FleetClaims {
   const AllocatorStats* const stats_;
   const ClaimCounts* const claims_;
   mutable base::Mutex mu_;
-  std::shared_ptr<const FleetClaimsSnapshot> current_ GUARDED_BY(mu_);
+  // The reads of the last kFleetClaimsEarlierMs, oldest first; the last is
+  // Current's. Never empty.
+  std::deque<std::shared_ptr<const FleetClaimsSnapshot>> reads_ GUARDED_BY(mu_);
   std::jthread thread_;  // its stop request wakes it from its sleep
 };
 

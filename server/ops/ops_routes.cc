@@ -29,9 +29,8 @@ std::string DeathsJson(const batcher::Batcher* batcher, int64_t now_ms) {
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// GET /v1/capacity/claims: the claim counts of every node on the database
-// (allocator::FleetClaims), as last read.
-std::string FleetClaimsJson(const allocator::FleetClaimsSnapshot& fleet, int64_t now_ms) {
+// The sums of one read of the fleet's claim counts: in total and by pool.
+nlohmann::json FleetSumsJson(const allocator::FleetClaimsSnapshot& fleet) {
   nlohmann::json claims = {{"ok", 0}, {"no_capacity", 0}};
   nlohmann::json pools = nlohmann::json::array();
   for (const store::PoolClaimTally& p : fleet.counts.pools) {
@@ -42,13 +41,19 @@ std::string FleetClaimsJson(const allocator::FleetClaimsSnapshot& fleet, int64_t
     pools.push_back(
         {{"region", p.region}, {"pool", p.pool}, {"ok", p.ok}, {"no_capacity", p.no_capacity}});
   }
-  return nlohmann::json{{"window_ms", allocator::kFleetClaimWindowMs},
-                        {"as_of_ms", fleet.as_of_ms},
-                        {"age_ms", std::max<int64_t>(0, now_ms - fleet.as_of_ms)},
-                        {"nodes", fleet.counts.nodes},
-                        {"claims", std::move(claims)},
-                        {"pools", std::move(pools)}}
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return {{"as_of_ms", fleet.as_of_ms}, {"claims", std::move(claims)}, {"pools", std::move(pools)}};
+}
+
+// GET /v1/capacity/claims: the claim counts of every node on the database
+// (allocator::FleetClaims), as last read, and as read a little earlier.
+std::string FleetClaimsJson(const allocator::FleetClaimsSnapshot& fleet,
+                            const allocator::FleetClaimsSnapshot* earlier, int64_t now_ms) {
+  nlohmann::json body = FleetSumsJson(fleet);
+  body["window_ms"] = allocator::kFleetClaimWindowMs;
+  body["age_ms"] = std::max<int64_t>(0, now_ms - fleet.as_of_ms);
+  body["nodes"] = fleet.counts.nodes;
+  body["earlier"] = earlier == nullptr ? nlohmann::json() : FleetSumsJson(*earlier);
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -104,7 +109,9 @@ void OpsRoutes::AddCapacityRoutes(Router* router) {
                                       "the fleet's claim counts are not read yet; retry"));
                   return;
                 }
-                Response res = JsonResponse(200, FleetClaimsJson(*fleet, base::NowMs()));
+                auto earlier = metrics_.pool_claims->EarlierFleetClaimCounts();
+                Response res =
+                    JsonResponse(200, FleetClaimsJson(*fleet, earlier.get(), base::NowMs()));
                 res.set(http::field::cache_control, claims_max_age);
                 reply(std::move(res));
               });

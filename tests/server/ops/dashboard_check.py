@@ -27,7 +27,8 @@ Five scenes, each a page rendered by Debian's `chromium`:
    and the tiles count each kind; without /v1/capacity/claims (a 404) the
    rates are this node's /metrics, and the page says so. With it (three
    nodes' sums, 3 s of the server's clock apart a read), the rates are the
-   fleet's, exactly, "fleet (3 nodes)", and /metrics is not read.
+   fleet's, exactly, "fleet (3 nodes)", and /metrics is not read; one
+   read gives them (its `earlier` sums).
 4. A server with keys, the page driven over Chromium's DevTools pipe: with a
    metrics key the open pool asks for an admin key; with an admin key it
    lists the pool's containers and sessions, and its Drain and Undrain
@@ -845,16 +846,21 @@ IDLE_FULL_POOLS = 25
 FLEET_STEP_MS = 3000
 
 
-def fleet_claims(k, now):
-    """The k-th answer of a scripted GET /v1/capacity/claims: 3 nodes whose
-    sums rise by 9 ok and 12 no_capacity a read, 3 s of the server's clock
-    apart (3.0/s and 4.0/s): r1/a refused +6 (2.0/s), r1/b ok +9 (3.0/s),
-    the weird pool refused +3 (1.0/s)."""
-    return {"window_ms": 30000, "as_of_ms": now + FLEET_STEP_MS * k, "age_ms": 100, "nodes": 3,
-            "claims": {"ok": 9 * k, "no_capacity": 12 * k},
+def fleet_sums(k, now):
+    """The fleet's sums of the k-th read, 3 s of the server's clock apart a
+    read, rising by 9 ok and 12 no_capacity a read (3.0/s and 4.0/s): r1/a
+    refused +6 (2.0/s), r1/b ok +9 (3.0/s), the weird pool refused +3 (1.0/s)."""
+    return {"as_of_ms": now + FLEET_STEP_MS * k, "claims": {"ok": 9 * k, "no_capacity": 12 * k},
             "pools": [{"region": "r1", "pool": "a", "ok": 0, "no_capacity": 6 * k},
                       {"region": "r1", "pool": "b", "ok": 9 * k, "no_capacity": 0},
                       {"region": "r1", "pool": WEIRD_POOL, "ok": 0, "no_capacity": 3 * k}]}
+
+
+def fleet_claims(k, now):
+    """The k-th answer of a scripted GET /v1/capacity/claims: 3 nodes' sums,
+    and the read before as `earlier`."""
+    return {"window_ms": 30000, "age_ms": 100, "nodes": 3, **fleet_sums(k, now),
+            "earlier": fleet_sums(k - 1, now)}
 
 
 def scripted_server(page_html, fleet=False):
@@ -926,12 +932,12 @@ def scripted_server(page_html, fleet=False):
     return server, state
 
 
-def render_scripted(checks, chromium, tmp, page_html, label, fleet=False):
+def render_scripted(checks, chromium, tmp, page_html, label, fleet=False, budget_ms=6000):
     """The page over scripted_server(fleet), rendered: (Page or None, the server's state)."""
     server, state = scripted_server(page_html, fleet)
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        rc, dom, err = dump_dom(chromium, tmp, base + "/dashboard", budget_ms=6000)
+        rc, dom, err = dump_dom(chromium, tmp, base + "/dashboard", budget_ms=budget_ms)
     finally:
         server.shutdown()
     if not checks.check(rc == 0, f"{label}: chromium renders the page", err.strip()[-200:]):
@@ -1023,6 +1029,14 @@ def scene_scripted_fleet(checks, chromium, tmp, page_html):
     checks.check(state["claims"] >= 2 and state["metrics"] == 0,
                  "fleet: the page read the fleet's counts and not this node's /metrics",
                  f"{state['claims']} claims reads, {state['metrics']} /metrics reads")
+    # One look (the first poll only): the server's earlier read gives the rate.
+    page, state = render_scripted(checks, chromium, tmp, page_html, "fleet, one look", fleet=True,
+                                  budget_ms=1000)
+    if page is not None:
+        checks.check(state["claims"] == 1 and near1(page.ids.get("rate-now"), 3.0)
+                     and near1((page.row("r1/a") or {}).get("refused"), 2.0),
+                     "fleet: one read of the fleet's counts shows the rates, from its earlier read",
+                     f"{state['claims']} reads, {page.ids.get('rate-now')}")
 
 
 def main():

@@ -157,6 +157,7 @@ TEST_CASE("capacity claims: the sums of every node's published claim counts, and
                                     allocator::kFleetClaimWindowMs, 100)
               .ok());
   REQUIRE(t.service->allocator()->RefreshFleetClaims().ok());
+  REQUIRE(t.service->allocator()->RefreshFleetClaims().ok());
   HttpReply r = c.Get("/v1/capacity/claims");
   REQUIRE(r.status == 200);
   CHECK(r.Header("content-type") == "application/json");
@@ -169,6 +170,11 @@ TEST_CASE("capacity claims: the sums of every node's published claim counts, and
         json::array({{{"region", "weur"}, {"pool", "chrome"}, {"ok", 11}, {"no_capacity", 4}}}));
   CHECK(body["as_of_ms"].get<int64_t>() <= base::NowMs());
   CHECK(body["age_ms"].get<int64_t>() >= 0);
+  // An earlier read of the sums, so that a rate can be had from one look.
+  REQUIRE(body["earlier"].is_object());
+  CHECK(body["earlier"]["as_of_ms"].get<int64_t>() <= body["as_of_ms"].get<int64_t>());
+  CHECK(body["earlier"]["claims"]["ok"].get<int64_t>() <= 11);
+  CHECK(body["earlier"]["pools"].is_array());
   other->StopWriters();
 }
 
