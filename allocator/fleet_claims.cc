@@ -10,6 +10,9 @@
 
 namespace allocator {
 
+// A publish is bounded: every pool counted one by one, and the totals.
+static_assert(kMaxCountedPools + 1 <= store::kMaxPublishedTallies);
+
 FleetClaims::FleetClaims(store::Storage* storage, const AllocatorOptions* options,
                          const AllocatorStats* stats, const ClaimCounts* claims)
     : storage_(storage),
