@@ -11,11 +11,13 @@ Allocator::~Allocator() { Stop(); }
 
 void Allocator::Start() {
   reaper_.Start();
+  fleet_claims_.Start();
   waiting_room_.Start();
 }
 
 void Allocator::Stop() {
   reaper_.Stop();
+  fleet_claims_.Stop();
   waiting_room_.Stop();
 }
 

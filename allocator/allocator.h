@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,6 +13,7 @@
 
 #include "allocator/allocator_types.h"
 #include "allocator/claim_counts.h"
+#include "allocator/fleet_claims.h"
 #include "allocator/lease_reaper.h"
 #include "allocator/waiting_room.h"
 #include "store/storage.h"
@@ -40,7 +42,8 @@ class Allocator {
   Allocator& operator=(const Allocator&) = delete;
   ~Allocator();
 
-  // Starts and stops the lease reaper thread and the thread that serves
+  // Starts and stops the lease reaper thread, the fleet claim counts' thread
+  // (FleetClaims, when options.claims_publish_ms is set) and the thread that serves
   // waiting claims (Stop answers every waiter no_capacity). Stop also waits
   // (at most kStopReleaseMs) for the waiting claims still with the storage
   // and releases the sessions claimed for clients that went away: the
@@ -105,6 +108,15 @@ class Allocator {
   const AllocatorStats& stats() const { return stats_; }
   // The per-pool claim counts so far (at most kMaxCountedPools pools).
   std::map<PoolKey, PoolClaimCounts> PoolClaims() const;
+  // The fleet's claim counts (FleetClaims): the latest read and an earlier
+  // one, from any thread, and a publish and read now (tests).
+  std::shared_ptr<const FleetClaimsSnapshot> FleetClaimCounts() const {
+    return fleet_claims_.Current();
+  }
+  std::shared_ptr<const FleetClaimsSnapshot> EarlierFleetClaimCounts() const {
+    return fleet_claims_.Earlier();
+  }
+  store::Status RefreshFleetClaims() { return fleet_claims_.Refresh(); }
   const AllocatorOptions& options() const { return options_; }
   // Whether a region's pool exists (the capacity mirror's view), so that
   // per-pool counts keep only real pools however many names clients make
@@ -127,6 +139,7 @@ class Allocator {
   ClaimCounts claims_{&stats_};
   WaitingRoom waiting_room_{storage_, &options_, &stats_, &claims_};
   LeaseReaper reaper_{storage_, &options_, &stats_, [this] { waiting_room_.Wake(); }};
+  FleetClaims fleet_claims_{storage_, &options_, &stats_, &claims_};
 };
 
 }  // namespace allocator

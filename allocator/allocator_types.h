@@ -44,7 +44,18 @@ struct AllocatorOptions {
   // release) is found this late. A pool's first waiter claims (the write
   // path) only when the probe finds a container it could take.
   int wait_retry_ms = 100;
+  // This node's name among the nodes on its database, and how often it
+  // publishes its claim counts and reads the fleet's (FleetClaims); 0 or an
+  // empty id: never.
+  std::string node_id;
+  int64_t claims_publish_ms = 0;
 };
+
+// The fleet's claim counts sum the nodes that published within this long
+// (FleetClaims): a stopped node's counts leave the sums after it. Rows of
+// nodes silent for longer are deleted, at most kMaxPrunedClaimRows a publish.
+inline constexpr int64_t kFleetClaimWindowMs = 30000;
+inline constexpr int kMaxPrunedClaimRows = 10000;
 
 // The longest a claim may wait for a container (API 1.1: 0 to 30000 ms).
 inline constexpr int64_t kMaxClaimWaitMs = 30000;

@@ -123,6 +123,12 @@ void AddMirrorFlags(CLI::App* serve, ServeConfig* s) {
             "capacity history (GET /v1/capacity/history, the dashboard's utilisation lines): one "
             "sample of every pool this often, the last 60 kept",
             100, 3600 * 1000, "capacity history sampling interval in ms");
+  // At most a third of the window the fleet's sums count nodes in
+  // (allocator::kFleetClaimWindowMs), so a live node never drops out of them.
+  AddNumber(serve, "--claims-publish-ms", &s->claims_publish_ms,
+            "this node's claim counts go to the database, and the fleet's are read back "
+            "(GET /v1/capacity/claims, the dashboard's rates), this often",
+            100, 10000, "claim counts publish period in ms");
 }
 
 // Bounds on what a tenant or a request may ask.

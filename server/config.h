@@ -39,6 +39,7 @@ struct ServeConfig {
   int64_t queue_capacity = 100000; // heartbeats queued a shard before 503
   int64_t mirror_refresh_ms = 1000;  // capacity mirror refresh period
   int64_t history_interval_ms = 10000;  // a capacity history sample this often
+  int64_t claims_publish_ms = 3000;     // the fleet's claim counts, published and read this often
   int64_t max_sessions_per_tenant = store::kUnlimited;  // the flag's 0 is kUnlimited too
   int64_t max_body_bytes = 1 << 20;
   int candidates = 5;

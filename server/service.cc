@@ -1,7 +1,11 @@
 #include "server/service.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <limits>
+#include <string>
 
 #include "base/build_info.h"
 #include "base/random.h"
@@ -44,8 +48,25 @@ batcher::BatcherOptions BatcherOptionsOf(const ServeConfig& config) {
   return options;
 }
 
+// This process's name among the nodes on its database (the fleet's claim
+// counts, allocator/fleet_claims.h): the host, for people, and random bits,
+// so that two nodes never share one, nor a restarted node its old one (whose
+// counts then leave the fleet's sums after kFleetClaimWindowMs).
+std::string NewNodeId() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') std::snprintf(host, sizeof(host), "node");
+  unsigned char bits[4] = {};
+  std::string error;
+  (void)base::KernelRandomBytes(bits, sizeof(bits), &error);  // checked at start
+  char suffix[16];
+  std::snprintf(suffix, sizeof(suffix), "/%02x%02x%02x%02x", bits[0], bits[1], bits[2], bits[3]);
+  return host + std::string(suffix);
+}
+
 allocator::AllocatorOptions AllocatorOptionsOf(const ServeConfig& config) {
   allocator::AllocatorOptions options;
+  options.node_id = NewNodeId();
+  options.claims_publish_ms = config.claims_publish_ms;
   options.default_lease_ms = config.default_lease_ms;
   options.max_lease_ms = config.max_lease_ms;
   options.max_waiters_per_pool = config.max_claim_waiters;

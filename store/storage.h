@@ -1,6 +1,7 @@
 #ifndef EDGEALLOC_STORE_STORAGE_H_
 #define EDGEALLOC_STORE_STORAGE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -44,6 +45,10 @@ inline int64_t ListExamineBound(int limit) {
   const int64_t wanted = static_cast<int64_t>(limit) * kListExaminePerItem;
   return wanted > kListExamineFloor ? wanted : kListExamineFloor;
 }
+
+// The most rows one PublishClaimCounts writes: a node counts at most 4096
+// pools one by one (allocator::kMaxCountedPools), and its totals.
+inline constexpr size_t kMaxPublishedTallies = 4097;
 
 // The storage seam: everything the rest of the program needs from storage,
 // and nothing of how an engine does it. The session lifecycle (claim, renew,
@@ -199,6 +204,20 @@ class Storage {
                                      int max_rows, int64_t* pruned) = 0;
 
   // ---- Capacity and observability ----
+
+  // Stores `counts` (cumulative since the node started) as node_id's,
+  // replacing what node_id published before for the same pools, stamped with
+  // the engine's now; and deletes at most max_pruned rows of any node that
+  // published nothing for longer than prune_after_ms. One transaction of its
+  // own (a solo job: never in a claim's group), off the claim path. Never
+  // from a writer thread. REQUIRES: counts.size() <= kMaxPublishedTallies.
+  virtual Status PublishClaimCounts(const std::string& node_id,
+                                    const std::vector<PoolClaimTally>& counts,
+                                    int64_t prune_after_ms, int max_pruned) = 0;
+  // Into *fleet (cleared first): the counts of every node that published
+  // within the last window_ms, summed by region and pool, and how many nodes
+  // those are. A read: never waits for a writer.
+  virtual Status ReadFleetClaimCounts(int64_t window_ms, FleetClaimCounts* fleet) = 0;
 
   // A reader of the partition's capacity counts; opens nothing until its
   // first Read. `busy_timeout_ms` bounds its wait for the engine's locks.

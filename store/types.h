@@ -216,6 +216,23 @@ struct PoolProbe {
   bool claimable = false;   // one is available and healthy: a claim may find it
 };
 
+// Claims of one region's pool that ended ok (a session) or no_capacity: a
+// node's since it started (Storage::PublishClaimCounts), or the sum of the
+// nodes' (Storage::ReadFleetClaimCounts). A publisher may use an empty
+// region and pool for its totals over every pool.
+struct PoolClaimTally {
+  std::string region, pool;
+  int64_t ok = 0;
+  int64_t no_capacity = 0;
+};
+
+// The fleet's claim counts: the sums over the nodes that published within
+// the window, by region and pool, and how many nodes that is.
+struct FleetClaimCounts {
+  std::vector<PoolClaimTally> pools;  // in region, pool order
+  int64_t nodes = 0;
+};
+
 // One line of the capacity counts: containers of a region and pool in a status.
 struct CapacityCount {
   std::string region;

@@ -21,7 +21,8 @@ namespace server {
 // leaves its families out (the tests render parts alone).
 struct MetricsSources {
   const allocator::AllocatorStats* allocator = nullptr;
-  // Per-pool claim counts (edgealloc_pool_claims_total); a short lock of its own.
+  // Per-pool claim counts (edgealloc_pool_claims_total); a short lock of its
+  // own. Also the fleet's claim counts (GET /v1/capacity/claims).
   const allocator::Allocator* pool_claims = nullptr;
   const base::LatencyHistogram* claim_latency = nullptr;
   const batcher::Batcher* batcher = nullptr;

@@ -1,5 +1,7 @@
 #include "server/ops/ops_routes.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -27,6 +29,33 @@ std::string DeathsJson(const batcher::Batcher* batcher, int64_t now_ms) {
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// The sums of one read of the fleet's claim counts: in total and by pool.
+nlohmann::json FleetSumsJson(const allocator::FleetClaimsSnapshot& fleet) {
+  nlohmann::json claims = {{"ok", 0}, {"no_capacity", 0}};
+  nlohmann::json pools = nlohmann::json::array();
+  for (const store::PoolClaimTally& p : fleet.counts.pools) {
+    if (p.region.empty() && p.pool.empty()) {  // the nodes' totals
+      claims = {{"ok", p.ok}, {"no_capacity", p.no_capacity}};
+      continue;
+    }
+    pools.push_back(
+        {{"region", p.region}, {"pool", p.pool}, {"ok", p.ok}, {"no_capacity", p.no_capacity}});
+  }
+  return {{"as_of_ms", fleet.as_of_ms}, {"claims", std::move(claims)}, {"pools", std::move(pools)}};
+}
+
+// GET /v1/capacity/claims: the claim counts of every node on the database
+// (allocator::FleetClaims), as last read, and as read a little earlier.
+std::string FleetClaimsJson(const allocator::FleetClaimsSnapshot& fleet,
+                            const allocator::FleetClaimsSnapshot* earlier, int64_t now_ms) {
+  nlohmann::json body = FleetSumsJson(fleet);
+  body["window_ms"] = allocator::kFleetClaimWindowMs;
+  body["age_ms"] = std::max<int64_t>(0, now_ms - fleet.as_of_ms);
+  body["nodes"] = fleet.counts.nodes;
+  body["earlier"] = earlier == nullptr ? nlohmann::json() : FleetSumsJson(*earlier);
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 OpsRoutes::OpsRoutes(const kvmirror::Mirror* mirror, MetricsSources metrics)
@@ -41,7 +70,7 @@ int64_t OpsRoutes::CapacityMaxAgeSeconds(int64_t refresh_ms) {
   return (refresh_ms + 999) / 1000;
 }
 
-void OpsRoutes::AddRoutes(Router* router) {
+void OpsRoutes::AddCapacityRoutes(Router* router) {
   using http::verb;
   const std::string max_age = "max-age=" + std::to_string(CapacityMaxAgeSeconds(mirror_->refresh_ms()));
   router->Add(verb::get, "/v1/capacity", Access::kCapacity,
@@ -67,6 +96,30 @@ void OpsRoutes::AddRoutes(Router* router) {
                 res.set(http::field::cache_control, max_age);
                 reply(std::move(res));
               });
+  const std::string claims_max_age =
+      "max-age=" + std::to_string(CapacityMaxAgeSeconds(
+                       metrics_.pool_claims ? metrics_.pool_claims->options().claims_publish_ms : 0));
+  router->Add(verb::get, "/v1/capacity/claims", Access::kCapacity,
+              [this, claims_max_age](RouteRequest, Reply reply) {
+                auto fleet = metrics_.pool_claims == nullptr
+                                 ? nullptr
+                                 : metrics_.pool_claims->FleetClaimCounts();
+                if (fleet == nullptr || fleet->as_of_ms == 0) {
+                  reply(ErrorResponse(ApiError::kUnavailable,
+                                      "the fleet's claim counts are not read yet; retry"));
+                  return;
+                }
+                auto earlier = metrics_.pool_claims->EarlierFleetClaimCounts();
+                Response res =
+                    JsonResponse(200, FleetClaimsJson(*fleet, earlier.get(), base::NowMs()));
+                res.set(http::field::cache_control, claims_max_age);
+                reply(std::move(res));
+              });
+}
+
+void OpsRoutes::AddRoutes(Router* router) {
+  using http::verb;
+  AddCapacityRoutes(router);
   router->Add(verb::get, "/metrics", Access::kMetrics, [this](RouteRequest, Reply reply) {
     Response res{http::status::ok, 11};
     res.set(http::field::content_type, kMetricsContentType);

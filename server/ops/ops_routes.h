@@ -14,12 +14,16 @@ namespace server {
 //   GET /v1/capacity/history  (tenant, admin or metrics) the mirror's utilisation history;
 //   GET /v1/capacity/deaths   (tenant, admin or metrics) the reaper's deaths of the
 //                             last ten minutes by pool (batcher::RecentDeaths);
+//   GET /v1/capacity/claims   (tenant, admin or metrics) every node's claim counts
+//                             summed, as the allocator last read them
+//                             (allocator::FleetClaims);
 //   GET /metrics              (no key, or a metrics or admin key once the keys
 //                             file has a metrics key) Prometheus text format 0.0.4;
 //   GET /dashboard            (no key) the embedded page;
 //   GET /openapi.json         (no key) the embedded API document.
-// None of them touches SQLite or waits for a writer: capacity and the
-// container gauges load the mirror's current snapshot, the rest are atomics.
+// None of them touches the database or waits for a writer: capacity and the
+// container gauges load the mirror's current snapshot, the fleet's claims
+// the allocator's latest read, the rest are atomics.
 // Safe from every io thread. The mirror and everything `metrics` points to
 // must outlive it.
 class OpsRoutes {
@@ -34,6 +38,9 @@ class OpsRoutes {
   static int64_t CapacityMaxAgeSeconds(int64_t refresh_ms);
 
  private:
+  // The /v1/capacity routes (capacity, history, deaths, claims).
+  void AddCapacityRoutes(Router* router);
+
   const kvmirror::Mirror* mirror_;
   MetricsSources metrics_;
 };

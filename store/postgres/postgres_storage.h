@@ -33,7 +33,8 @@ bool IsPostgresUri(std::string_view db);
 // (store/postgres/lane.h), so that several batches commit at once; every
 // session and container write goes through writer 0, whose groups then
 // share a commit. The methods are defined by topic (sessions.cc,
-// containers.cc, heartbeats.cc, sweeps.cc, pools.cc, readers.cc), their
+// containers.cc, heartbeats.cc, sweeps.cc, pools.cc, readers.cc,
+// claim_counts.cc), their
 // statements by the job that runs them (lifecycle_sql.h says which file
 // has which). Any number of nodes may run on one database: claims lock
 // their candidates FOR UPDATE SKIP LOCKED, a tenant's quota is counted
@@ -80,6 +81,11 @@ class PostgresStorage : public Storage {
                                int max_rows, SilenceSweep* sweep) override;
   Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
                              int max_rows, int64_t* pruned) override;
+
+  // claim_counts.cc
+  Status PublishClaimCounts(const std::string& node_id, const std::vector<PoolClaimTally>& counts,
+                            int64_t prune_after_ms, int max_pruned) override;
+  Status ReadFleetClaimCounts(int64_t window_ms, FleetClaimCounts* fleet) override;
 
   std::unique_ptr<CapacityReader> NewCapacityReader(int partition, int busy_timeout_ms) override;
   const WriterStats& writer_stats(int partition) const override {

@@ -32,9 +32,10 @@ namespace store::pgsql {
 // containers' (store/row_columns.h); seq orders it by insertion, which is
 // the order of ended_at_ms (an expired lease's: the lease's end), so the
 // prune walks seq for both the window and the bound on rows, and a release
-// writes one index besides seq's, session_id's. A node of an older version
-// refuses a newer schema.
-inline constexpr int kSchemaVersion = 6;
+// writes one index besides seq's, session_id's. Version 7 added
+// node_claim_counts (kNodeClaimCounts). A node of an older version refuses a
+// newer schema.
+inline constexpr int kSchemaVersion = 7;
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
@@ -112,6 +113,21 @@ DROP TRIGGER IF EXISTS containers_session_deleted ON containers;
 CREATE TRIGGER containers_session_deleted AFTER DELETE ON containers FOR EACH ROW
   WHEN (OLD.session_id IS NOT NULL)
   EXECUTE FUNCTION edgealloc_keep_ended_session();
+)sql";
+
+// The claim counts each node publishes (Storage::PublishClaimCounts), so that
+// a dashboard shows the fleet's claim rates and not one node's: one row a
+// node and pool, all of a node's stamped by each publish (with the
+// database's clock); silent nodes' rows are pruned by the publishes.
+inline constexpr char kNodeClaimCounts[] = R"sql(
+CREATE TABLE IF NOT EXISTS node_claim_counts (
+  node_id text NOT NULL,
+  region text NOT NULL,
+  pool text NOT NULL,
+  ok bigint NOT NULL,
+  no_capacity bigint NOT NULL,
+  updated_ms bigint NOT NULL,
+  PRIMARY KEY (node_id, region, pool))
 )sql";
 
 // Migrating from before kDrainReportedVersion: a drain an older node took

@@ -218,6 +218,22 @@ BEGIN
 END;
 )sql";
 
+// Version 9: the claim counts each node publishes (Storage::PublishClaimCounts),
+// so that a dashboard shows the fleet's claim rates and not one node's. One
+// row a node and pool, all of a node's stamped by each publish; silent
+// nodes' rows are pruned by the publishes. A version 7 binary never reads it.
+constexpr char kSchemaV9[] = R"sql(
+CREATE TABLE node_claim_counts (
+  node_id     TEXT NOT NULL,
+  region      TEXT NOT NULL,
+  pool        TEXT NOT NULL,
+  ok          INTEGER NOT NULL,
+  no_capacity INTEGER NOT NULL,
+  updated_ms  INTEGER NOT NULL,
+  PRIMARY KEY (node_id, region, pool)
+);
+)sql";
+
 Status RunStep(Db* db, int to_version) {
   switch (to_version) {
     case 1: return db->Exec(kSchemaV1);
@@ -228,10 +244,11 @@ Status RunStep(Db* db, int to_version) {
     case 6: return db->Exec(kSchemaV6);
     case 7: return db->Exec(kSchemaV7);
     case 8: return db->Exec(kSchemaV8);
+    case 9: return db->Exec(kSchemaV9);
   }
   return Status::InvalidArgument("no migration step to version " + std::to_string(to_version));
 }
-static_assert(kSchemaVersion == 8, "add the new version's case to RunStep");
+static_assert(kSchemaVersion == 9, "add the new version's case to RunStep");
 
 
 Status ReadCompatibleVersion(Db* db, int* version) {

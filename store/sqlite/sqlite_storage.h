@@ -22,7 +22,7 @@ namespace store {
 // its pool of read-only connections; --shards N splits the pool over N files
 // by region (ShardMap). Every statement it runs is in sqlite/lifecycle_sql.h.
 // The methods are defined by topic: sessions.cc, containers.cc,
-// heartbeats.cc, sweeps.cc; the rest in sqlite_storage.cc.
+// heartbeats.cc, sweeps.cc, claim_counts.cc; the rest in sqlite_storage.cc.
 class SqliteStorage : public Storage {
  public:
   // Opens (creating, migrating) every shard of `options` and starts their
@@ -69,6 +69,11 @@ class SqliteStorage : public Storage {
                                int max_rows, SilenceSweep* sweep) override;
   Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
                              int max_rows, int64_t* pruned) override;
+
+  // claim_counts.cc
+  Status PublishClaimCounts(const std::string& node_id, const std::vector<PoolClaimTally>& counts,
+                            int64_t prune_after_ms, int max_pruned) override;
+  Status ReadFleetClaimCounts(int64_t window_ms, FleetClaimCounts* fleet) override;
 
   std::unique_ptr<CapacityReader> NewCapacityReader(int partition, int busy_timeout_ms) override;
   const WriterStats& writer_stats(int partition) const override;

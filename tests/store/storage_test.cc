@@ -1204,6 +1204,21 @@ int64_t Prune(store::Storage* s, int64_t history_ms, int64_t max_rows) {
   return total;
 }
 
+// The fleet's sums as "region/pool ok no_capacity" lines, and its nodes.
+std::vector<std::string> FleetLines(store::Storage* s, int64_t window_ms, int64_t* nodes) {
+  store::FleetClaimCounts fleet;
+  const store::Status st = s->ReadFleetClaimCounts(window_ms, &fleet);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  *nodes = fleet.nodes;
+  std::vector<std::string> lines;
+  for (const auto& p : fleet.pools) {
+    lines.push_back(p.region + "/" + p.pool + " " + std::to_string(p.ok) + " " +
+                    std::to_string(p.no_capacity));
+  }
+  return lines;
+}
+
 }  // namespace
 
 TEST_CASE("storage: an ended session says why, to its tenant and an admin, until it is pruned") {
@@ -1404,4 +1419,59 @@ TEST_CASE("storage: a page of ended sessions examines a bounded number: a filter
   CHECK(ListEnded(s, nobody, 1, &pages).empty());
   CHECK(pages == 2);
   CHECK(static_cast<int64_t>(ListEnded(s, {}, 1000).size()) == n);
+}
+
+// Each node publishes its own cumulative counts; a dashboard reads the
+// fleet's: the sums over the nodes that published within the window, read
+// through any node. A node's later publish replaces its earlier one.
+TEST_CASE("storage: the fleet's claim counts sum the nodes that published in the window") {
+  Engine e(EDGEALLOC_ENGINES_AND_SHARDS);
+  std::unique_ptr<store::Storage> second = e.Open();
+  const int64_t kWindow = 60000;
+  REQUIRE(e->PublishClaimCounts("a", {{"", "", 5, 2}, {"weur", "chrome", 5, 2}}, kWindow, 100)
+              .ok());
+  REQUIRE(second->PublishClaimCounts("b", {{"", "", 7, 0}, {"weur", "chrome", 3, 0},
+                                           {"eeur", "chrome", 4, 0}},
+                                     kWindow, 100)
+              .ok());
+  int64_t nodes = 0;
+  CHECK(FleetLines(second.get(), kWindow, &nodes) ==
+        std::vector<std::string>{"/ 12 2", "eeur/chrome 4 0", "weur/chrome 8 2"});
+  CHECK(nodes == 2);
+  // a counted more: its row is replaced, not added to.
+  REQUIRE(e->PublishClaimCounts("a", {{"", "", 6, 3}, {"weur", "chrome", 6, 3}}, kWindow, 100)
+              .ok());
+  CHECK(FleetLines(e.storage.get(), kWindow, &nodes) ==
+        std::vector<std::string>{"/ 13 3", "eeur/chrome 4 0", "weur/chrome 9 3"});
+  CHECK(nodes == 2);
+  // Nobody published yet: nothing, no nodes.
+  Engine empty(e.engine);
+  CHECK(FleetLines(empty.storage.get(), kWindow, &nodes).empty());
+  CHECK(nodes == 0);
+}
+
+// A node that stopped publishing (stopped, or restarted under a new id)
+// leaves the sums once its last publish is older than the window, and its
+// rows are deleted by a later publish of any node, at most max_pruned a time.
+TEST_CASE("storage: a silent node leaves the fleet's sums after the window, and is pruned") {
+  Engine e(EDGEALLOC_ENGINES);
+  REQUIRE(e->PublishClaimCounts("old", {{"", "", 9, 9}, {"weur", "p", 9, 9}}, 60000, 100).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Pruning nothing yet (silent for less than 60 s) but outside a 1 s window.
+  REQUIRE(e->PublishClaimCounts("new", {{"", "", 1, 0}, {"weur", "p", 1, 0}}, 60000, 100).ok());
+  int64_t nodes = 0;
+  CHECK(FleetLines(e.storage.get(), 1000, &nodes) ==
+        std::vector<std::string>{"/ 1 0", "weur/p 1 0"});
+  CHECK(nodes == 1);
+  CHECK(FleetLines(e.storage.get(), 60000, &nodes) ==
+        std::vector<std::string>{"/ 10 9", "weur/p 10 9"});
+  CHECK(nodes == 2);
+  // Silent for longer than 1 s: pruned, one row a publish.
+  REQUIRE(e->PublishClaimCounts("new", {{"", "", 1, 0}}, 1000, 1).ok());
+  FleetLines(e.storage.get(), 60000, &nodes);
+  CHECK(nodes == 2);  // one of old's rows left
+  REQUIRE(e->PublishClaimCounts("new", {{"", "", 1, 0}}, 1000, 1).ok());
+  CHECK(FleetLines(e.storage.get(), 60000, &nodes) ==
+        std::vector<std::string>{"/ 1 0", "weur/p 1 0"});
+  CHECK(nodes == 1);
 }

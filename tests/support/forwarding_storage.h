@@ -90,6 +90,14 @@ class ForwardingStorage : public store::Storage {
                                       int max_rows, store::SilenceSweep* sweep) override {
     return real_->SweepSilentContainers(partition, cutoff_ms, max_rows, sweep);
   }
+  store::Status PublishClaimCounts(const std::string& node_id,
+                                  const std::vector<store::PoolClaimTally>& counts,
+                                  int64_t prune_after_ms, int max_pruned) override {
+    return real_->PublishClaimCounts(node_id, counts, prune_after_ms, max_pruned);
+  }
+  store::Status ReadFleetClaimCounts(int64_t window_ms, store::FleetClaimCounts* fleet) override {
+    return real_->ReadFleetClaimCounts(window_ms, fleet);
+  }
   std::unique_ptr<store::CapacityReader> NewCapacityReader(int partition,
                                                            int busy_timeout_ms) override {
     return real_->NewCapacityReader(partition, busy_timeout_ms);

@@ -16,14 +16,19 @@ Five scenes, each a page rendered by Debian's `chromium`:
    (Chromium's net log), and the page names no other.
 2. The same fleet under load (claims and releases on one pool, claims
    refused on the last full one by name): those pools' claim and no_capacity
-   rates, and the fleet's, are above zero; the refusing pool is the first
+   rates, and the fleet's, are above zero, from the fleet's claim counts
+   (GET /v1/capacity/claims, one node); the refusing pool is the first
    row, ahead of the other full pools, and the tile counts it.
 3. The page against a scripted server of the test's own: counters that grow
    by set amounts a poll give exactly those rates (Chromium's virtual time
    makes the poll period exact); a pool with containers available whose
    claims are refused is 'refusing'; escaped label values are read right;
    refusing pools by rate come before 25 idle full pools, then few free,
-   and the tiles count each kind.
+   and the tiles count each kind; without /v1/capacity/claims (a 404) the
+   rates are this node's /metrics, and the page says so. With it (three
+   nodes' sums, 3 s of the server's clock apart a read), the rates are the
+   fleet's, exactly, "fleet (3 nodes)", and /metrics is not read; one
+   read gives them (its `earlier` sums).
 4. A server with keys, the page driven over Chromium's DevTools pipe: with a
    metrics key the open pool asks for an admin key; with an admin key it
    lists the pool's containers and sessions, and its Drain and Undrain
@@ -153,6 +158,7 @@ class Page:
         self.totals = {n.attrs["data-total"]: n.text().strip()
                        for n in root.find(lambda n: "data-total" in n.attrs)}
         self.ids = {n.attrs["id"]: n.text().strip() for n in root.find(lambda n: "id" in n.attrs)}
+        self.id_attrs = {n.attrs["id"]: n.attrs for n in root.find(lambda n: "id" in n.attrs)}
         self.rows = []
         for tr in root.find(lambda n: n.tag == "tr" and "data-key" in n.attrs):
             cols = {c.attrs["data-col"]: c.text().strip()
@@ -446,8 +452,9 @@ def scene_fleet(checks, args, chromium, tmp, base, port):
     foreign = [u for u in urls if not u.startswith(base + "/")]
     checks.check(urls and not foreign, "every request the page made went to its own server",
                  f"foreign: {foreign[:3]}")
-    checks.check({"/v1/capacity", "/metrics", "/v1/capacity/history", "/v1/capacity/deaths"} <= set(paths),
-                 "it read /v1/capacity, /metrics, /v1/capacity/history and /v1/capacity/deaths",
+    checks.check({"/v1/capacity", "/v1/capacity/claims", "/v1/capacity/history",
+                  "/v1/capacity/deaths"} <= set(paths),
+                 "it read /v1/capacity, /v1/capacity/claims, /v1/capacity/history and /v1/capacity/deaths",
                  str(paths))
     _, _, html_bytes = http_get(url)
     named = set(re.findall(r"https?://[^\s\"'<>)]+", html_bytes.decode("utf-8", "replace")))
@@ -572,6 +579,10 @@ def scene_load(checks, args, chromium, tmp, base, port, capacity):
                  str(page.ids.get("rate-now")))
     checks.check((rate(page.ids.get("refused-now")) or 0) > 0,
                  "under load: the fleet's refused rate is above 0", str(page.ids.get("refused-now")))
+    source = page.id_attrs.get("rate-source", {})
+    checks.check(source.get("data-source") == "fleet" and source.get("data-nodes") == "1",
+                 "under load: the rates are the fleet's claim counts, of this one node",
+                 f"{source} {page.ids.get('rate-source')}")
     quiet = [r["key"] for r in page.rows if r["key"] not in (churn_key, full_key)
              and rate(r.get("claims")) not in (0.0, None)]
     checks.check(not quiet, "under load: the pools without claims show none", str(quiet[:3]))
@@ -832,12 +843,34 @@ WEIRD_POOL = 'we"ird\\pool'
 IDLE_FULL_POOLS = 25
 
 
-def scripted_server(page_html):
+FLEET_STEP_MS = 3000
+
+
+def fleet_sums(k, now):
+    """The fleet's sums of the k-th read, 3 s of the server's clock apart a
+    read, rising by 9 ok and 12 no_capacity a read (3.0/s and 4.0/s): r1/a
+    refused +6 (2.0/s), r1/b ok +9 (3.0/s), the weird pool refused +3 (1.0/s)."""
+    return {"as_of_ms": now + FLEET_STEP_MS * k, "claims": {"ok": 9 * k, "no_capacity": 12 * k},
+            "pools": [{"region": "r1", "pool": "a", "ok": 0, "no_capacity": 6 * k},
+                      {"region": "r1", "pool": "b", "ok": 9 * k, "no_capacity": 0},
+                      {"region": "r1", "pool": WEIRD_POOL, "ok": 0, "no_capacity": 3 * k}]}
+
+
+def fleet_claims(k, now):
+    """The k-th answer of a scripted GET /v1/capacity/claims: 3 nodes' sums,
+    and the read before as `earlier`."""
+    return {"window_ms": 30000, "age_ms": 100, "nodes": 3, **fleet_sums(k, now),
+            "earlier": fleet_sums(k - 1, now)}
+
+
+def scripted_server(page_html, fleet=False):
     """A server of the page and of scripted data: each /metrics answer has the
     counters one step further (claims ok +3 and no_capacity +2 in r1/a, +4 in
     the weird pool, ok +3 in r1/b, a step). Region r0 has 25 full pools
-    nobody asks of; r1 has small, big and mid pools of few free containers."""
-    state = {"metrics": 0, "paths": []}
+    nobody asks of; r1 has small, big and mid pools of few free containers.
+    With `fleet`, GET /v1/capacity/claims answers too (fleet_claims);
+    without, it is a 404, as on a server that has none."""
+    state = {"metrics": 0, "claims": 0, "paths": [], "t0": int(time.time() * 1000)}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def log_message(self, *a):
@@ -863,6 +896,9 @@ def scripted_server(page_html):
                     "r0": {"pools": {f"full-{i:02d}": counts(0, 2) for i in range(IDLE_FULL_POOLS)}},
                     "r1": {"pools": {"a": counts(3, 1), "b": counts(5, 0), WEIRD_POOL: counts(0, 2, 1),
                                      "small": counts(1, 4), "big": counts(2, 18), "mid": counts(2, 10)}}}}))
+            elif path == "/v1/capacity/claims" and fleet:
+                k = state["claims"] = state["claims"] + 1
+                self.reply("application/json", json.dumps(fleet_claims(k, state["t0"])))
             elif path == "/metrics":
                 k = state["metrics"] = state["metrics"] + 1
                 esc = WEIRD_POOL.replace("\\", "\\\\").replace('"', '\\"')
@@ -896,36 +932,45 @@ def scripted_server(page_html):
     return server, state
 
 
-def scene_scripted(checks, chromium, tmp, page_html):
-    server, state = scripted_server(page_html)
+def render_scripted(checks, chromium, tmp, page_html, label, fleet=False, budget_ms=6000):
+    """The page over scripted_server(fleet), rendered: (Page or None, the server's state)."""
+    server, state = scripted_server(page_html, fleet)
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        rc, dom, err = dump_dom(chromium, tmp, base + "/dashboard", budget_ms=6000)
+        rc, dom, err = dump_dom(chromium, tmp, base + "/dashboard", budget_ms=budget_ms)
     finally:
         server.shutdown()
-    if not checks.check(rc == 0, "scripted: chromium renders the page", err.strip()[-200:]):
+    if not checks.check(rc == 0, f"{label}: chromium renders the page", err.strip()[-200:]):
+        return None, state
+    return Page(dom), state
+
+
+def near(text, want, share):
+    """Whether a rate shown as `text` is `want` within `share` of it."""
+    try:
+        return abs(float(text) - want) <= share * want if want else float(text) == 0
+    except (TypeError, ValueError):
+        return False
+
+
+def scene_scripted(checks, chromium, tmp, page_html):
+    page, state = render_scripted(checks, chromium, tmp, page_html, "scripted")
+    if page is None:
         return
-    page = Page(dom)
-
-    def near(text, want):
-        # Virtual time counts the fetches too: a poll period is 1.5 s and a little more.
-        try:
-            return abs(float(text) - want) <= 0.05 * want if want else float(text) == 0
-        except (TypeError, ValueError):
-            return False
-
+    # Virtual time counts the fetches too: a poll period is 1.5 s and a little more.
+    near5 = lambda text, want: near(text, want, 0.05)  # noqa: E731
     a, b, weird = page.row("r1/a") or {}, page.row("r1/b") or {}, page.row("r1/" + WEIRD_POOL) or {}
     # A poll every 1.5 s of virtual time: +2 a poll is 1.3/s, +3 is 2.0/s, +4 is 2.7/s.
-    checks.check(a.get("risk") == "refusing" and near(a.get("refused"), 2 / 1.5),
+    checks.check(a.get("risk") == "refusing" and near5(a.get("refused"), 2 / 1.5),
                  "scripted: a pool with containers available whose claims are refused is 'refusing', 1.3/s",
                  f"{a.get('risk')} {a.get('refused')}")
-    checks.check(b.get("risk") == "ok" and near(b.get("claims"), 3 / 1.5) and near(b.get("refused"), 0),
+    checks.check(b.get("risk") == "ok" and near5(b.get("claims"), 3 / 1.5) and near5(b.get("refused"), 0),
                  "scripted: a pool claimed 3 a poll shows 2.0 claims/s and no refusals",
                  f"{b.get('risk')} {b.get('claims')} {b.get('refused')}")
-    checks.check(weird.get("risk") == "refusing" and near(weird.get("refused"), 4 / 1.5),
+    checks.check(weird.get("risk") == "refusing" and near5(weird.get("refused"), 4 / 1.5),
                  "scripted: a pool named with a quote and a backslash gets its escaped metric's rate",
                  f"{weird.get('key')} {weird.get('risk')} {weird.get('refused')}")
-    checks.check(near(page.ids.get("rate-now"), 3 / 1.5) and near(page.ids.get("refused-now"), 6 / 1.5),
+    checks.check(near5(page.ids.get("rate-now"), 3 / 1.5) and near5(page.ids.get("refused-now"), 6 / 1.5),
                  "scripted: the fleet's rates count ok and no_capacity only (not quota)",
                  f"{page.ids.get('rate-now')} {page.ids.get('refused-now')}")
     checks.check(a.get("history") == 2 and b.get("history") == 3 and weird.get("history") == 0,
@@ -952,10 +997,46 @@ def scene_scripted(checks, chromium, tmp, page_html):
                  and page.ids.get("deaths-total") == "5",
                  "scripted: the recent deaths by pool, the most first, and their sum",
                  f"{page.deaths} {page.ids.get('deaths-total')}")
+    source, text = page.id_attrs.get("rate-source", {}), page.ids.get("rate-source", "")
+    checks.check(source.get("data-source") == "metrics" and "this node" in text,
+                 "scripted: without the fleet's claim counts (404) the rates are this node's /metrics",
+                 f"{source} {text}")
     asked = set(state["paths"]) - {"/favicon.ico"}
-    checks.check(asked == {"/dashboard", "/v1/capacity", "/metrics", "/v1/capacity/history",
-                           "/v1/capacity/deaths"},
+    checks.check(asked == {"/dashboard", "/v1/capacity", "/v1/capacity/claims", "/metrics",
+                           "/v1/capacity/history", "/v1/capacity/deaths"},
                  "scripted: the page asks for nothing else", str(sorted(asked)))
+
+
+def scene_scripted_fleet(checks, chromium, tmp, page_html):
+    """The same scripted server with the fleet's claim counts: the page takes
+    its rates from them, timed by their as_of_ms, and never reads /metrics."""
+    page, state = render_scripted(checks, chromium, tmp, page_html, "fleet", fleet=True)
+    if page is None:
+        return
+    near1 = lambda text, want: near(text, want, 0.01)  # noqa: E731
+    a, b, weird = page.row("r1/a") or {}, page.row("r1/b") or {}, page.row("r1/" + WEIRD_POOL) or {}
+    checks.check(near1(a.get("refused"), 2.0) and near1(b.get("claims"), 3.0)
+                 and near1(weird.get("refused"), 1.0),
+                 "fleet: each pool's rates are the rises of the fleet's sums over their as_of_ms",
+                 f"{a.get('refused')} {b.get('claims')} {weird.get('refused')}")
+    checks.check(near1(page.ids.get("rate-now"), 3.0) and near1(page.ids.get("refused-now"), 4.0),
+                 "fleet: the claim and refused tiles are the fleet's totals' rates (3.0/s, 4.0/s)",
+                 f"{page.ids.get('rate-now')} {page.ids.get('refused-now')}")
+    source, text = page.id_attrs.get("rate-source", {}), page.ids.get("rate-source", "")
+    checks.check(source.get("data-source") == "fleet" and source.get("data-nodes") == "3"
+                 and "fleet (3 nodes)" in text,
+                 "fleet: the page says its rates are the fleet's, of 3 nodes", f"{source} {text}")
+    checks.check(state["claims"] >= 2 and state["metrics"] == 0,
+                 "fleet: the page read the fleet's counts and not this node's /metrics",
+                 f"{state['claims']} claims reads, {state['metrics']} /metrics reads")
+    # One look (the first poll only): the server's earlier read gives the rate.
+    page, state = render_scripted(checks, chromium, tmp, page_html, "fleet, one look", fleet=True,
+                                  budget_ms=1000)
+    if page is not None:
+        checks.check(state["claims"] == 1 and near1(page.ids.get("rate-now"), 3.0)
+                     and near1((page.row("r1/a") or {}).get("refused"), 2.0),
+                     "fleet: one read of the fleet's counts shows the rates, from its earlier read",
+                     f"{state['claims']} reads, {page.ids.get('rate-now')}")
 
 
 def main():
@@ -982,6 +1063,7 @@ def main():
     server = subprocess.Popen(
         [os.path.abspath(args.bin), "serve", "--mirror-refresh-ms", "100",
          "--history-interval-ms", str(HISTORY_INTERVAL_MS), "--dead-after-ms", "3600000",
+         "--claims-publish-ms", "100",
          "--db", os.path.join(tmp, "pool.db"), "--listen", f"127.0.0.1:{port}"],
         stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
     try:
@@ -1000,6 +1082,7 @@ def main():
         if capacity is not None:
             scene_load(checks, args, chromium, tmp, base, port, capacity)
         scene_scripted(checks, chromium, tmp, page_html.decode("utf-8"))
+        scene_scripted_fleet(checks, chromium, tmp, page_html.decode("utf-8"))
         scene_drill(checks, args, chromium, tmp)
         scene_demo(checks, args, chromium, tmp)
         checks.check(server.poll() is None, "server still running after the checks",

@@ -4,11 +4,14 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 
+#include "allocator/allocator_types.h"
 #include "base/clock.h"
 #include "server/ops/dashboard.h"
+#include "store/storage.h"
 #include "tests/server/service_fixture.h"
 
 namespace server {
@@ -135,6 +138,54 @@ TEST_CASE("capacity history: samples of every pool a history interval apart, old
   CHECK(chrome["picked"][n - 2] == 0);
   CHECK(chrome["available"][n - 1] == 2);
   CHECK(chrome["picked"][n - 1] == 1);
+}
+
+// Every node publishes its claim counts to the database; any node's
+// /v1/capacity/claims sums them: here this node and another one on the same
+// file (one that claimed 10 and was refused 4 times in weur/chrome).
+TEST_CASE("capacity claims: the sums of every node's published claim counts, and how many nodes") {
+  LiveService t;
+  HttpClient c = t.Client();
+  RegisterFleet(c, "fl", 2);
+  REQUIRE(t.service->mirror()->RefreshNow().ok());  // weur/chrome is a pool it counts
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
+  store::StorageOptions other_options;
+  other_options.db = t.config.db;
+  std::unique_ptr<store::Storage> other;
+  REQUIRE(store::OpenStorage(other_options, &other).ok());
+  REQUIRE(other->PublishClaimCounts("other", {{"", "", 10, 5}, {"weur", "chrome", 10, 4}},
+                                    allocator::kFleetClaimWindowMs, 100)
+              .ok());
+  REQUIRE(t.service->allocator()->RefreshFleetClaims().ok());
+  REQUIRE(t.service->allocator()->RefreshFleetClaims().ok());
+  HttpReply r = c.Get("/v1/capacity/claims");
+  REQUIRE(r.status == 200);
+  CHECK(r.Header("content-type") == "application/json");
+  CHECK(r.Header("cache-control") == "max-age=3");
+  json body = json::parse(r.body);
+  CHECK(body["nodes"] == 2);
+  CHECK(body["window_ms"] == allocator::kFleetClaimWindowMs);
+  CHECK(body["claims"] == json{{"ok", 11}, {"no_capacity", 5}});
+  CHECK(body["pools"] ==
+        json::array({{{"region", "weur"}, {"pool", "chrome"}, {"ok", 11}, {"no_capacity", 4}}}));
+  CHECK(body["as_of_ms"].get<int64_t>() <= base::NowMs());
+  CHECK(body["age_ms"].get<int64_t>() >= 0);
+  // An earlier read of the sums, so that a rate can be had from one look.
+  REQUIRE(body["earlier"].is_object());
+  CHECK(body["earlier"]["as_of_ms"].get<int64_t>() <= body["as_of_ms"].get<int64_t>());
+  CHECK(body["earlier"]["claims"]["ok"].get<int64_t>() <= 11);
+  CHECK(body["earlier"]["pools"].is_array());
+  other->StopWriters();
+}
+
+TEST_CASE("capacity claims: tenant, admin and metrics keys may read them, container keys are 403") {
+  LiveService t({}, std::string(fixture::kKeys) + "metrics-key metrics\n");
+  REQUIRE(t.service->allocator()->RefreshFleetClaims().ok());
+  CHECK(t.Client("tenant-key").Get("/v1/capacity/claims").status == 200);
+  CHECK(t.Client("admin-key").Get("/v1/capacity/claims").status == 200);
+  CHECK(t.Client("metrics-key").Get("/v1/capacity/claims").status == 200);
+  CHECK(t.Client("container-key").Get("/v1/capacity/claims").status == 403);
+  CHECK(t.Client().Get("/v1/capacity/claims").status == 401);
 }
 
 TEST_CASE("capacity history: tenant and admin keys may read it and container keys are 403") {

@@ -211,6 +211,20 @@ TEST_CASE("postgres_storage: version 6 adds the session history to a version 5 d
         "v5-1 released");
 }
 
+// Version 7: the nodes' published claim counts, in a table of their own.
+TEST_CASE("postgres_storage: version 7 adds node_claim_counts to a version 6 database, rows kept") {
+  testing::PgServer server;
+  const std::string uri = DatabaseWith(server, {"v6-1"}, 1);
+  testing::PgServer::Query(uri, "DROP TABLE node_claim_counts");
+  SetSchemaVersion(uri, 6);
+  auto storage = Open(uri, 1);
+  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+  REQUIRE(storage->PublishClaimCounts("n1", {{"weur", "chrome", 3, 1}}, 60000, 100).ok());
+  CHECK(testing::PgServer::Query(uri, "SELECT node_id || ':' || ok || ':' || no_capacity FROM "
+                                      "node_claim_counts") == "n1:3:1");
+  CHECK(storage->GetContainer("v6-1").outcome == store::Outcome::kOk);
+}
+
 namespace {
 
 // The plan PostgreSQL makes for `sql` with its $N replaced by `params` (SQL

@@ -250,6 +250,25 @@ TEST_CASE("schema: version 8 keeps every session ended from then on, with its re
   CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "8");
 }
 
+// Version 9: the nodes' published claim counts, in a table of their own;
+// nothing else changes, so a version 8 binary may still open the file.
+TEST_CASE("schema: version 9 adds node_claim_counts to a version 8 file, rows kept") {
+  testing::TempDir dir;
+  auto db = FileAtVersion(dir, 8);
+  AddAvailable(db.get(), "c-1", 3);
+  REQUIRE(store::MigrateTo(db.get(), 9).ok());
+  CHECK(Version(db.get()) == 9);
+  CHECK(Columns(db.get(), "node_claim_counts") ==
+        std::set<std::string>{"node_id", "region", "pool", "ok", "no_capacity", "updated_ms"});
+  REQUIRE(db->Exec("INSERT INTO node_claim_counts VALUES ('n1', 'weur', 'chrome', 3, 1, 1000)")
+              .ok());
+  // One row a node and pool: a second publish replaces it.
+  CHECK_FALSE(db->Exec("INSERT INTO node_claim_counts VALUES ('n1', 'weur', 'chrome', 4, 1, 2000)")
+                  .ok());
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM containers") == 1);
+  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "8");
+}
+
 TEST_CASE("schema: migrating a current file again changes nothing") {
   testing::TempDir dir;
   auto db = OpenOrDie(dir.File("a.db"));
