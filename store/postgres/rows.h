@@ -33,24 +33,33 @@ void ReadSessionRow(const PgResult& r, int row, Session* s);
 // Reads the container row (kContainerColumnList) that starts row `row`.
 void ReadContainerRow(const PgResult& r, int row, ContainerInfo* c);
 
-// A list statement's rows (kListSessions, kListContainers) as the one
-// partition's share of a page: a row whose column after `columns` is true
-// is a hit; the one whose is false carries the last key examined in the
-// column after that.
-template <typename Row, size_t N>
-std::vector<PartitionPage<Row>> ListedPage(const PgResult& r, const Column<Row> (&columns)[N]) {
-  constexpr int kKept = static_cast<int>(N);
+// A list statement's rows (kListSessions, kListEndedSessions,
+// kListContainers) as the one partition's share of a page: a row whose
+// column `kept` is true is a hit, which `read(r, i)` makes; the one whose is
+// false carries the last key examined in the column after that.
+template <typename Row, typename Read>
+std::vector<PartitionPage<Row>> ListedPage(const PgResult& r, int kept, Read read) {
   PartitionPage<Row> part;
   for (int i = 0; i < r.rows(); ++i) {
-    if (r.Text(i, kKept) != "t") {
-      part.stopped_at = r.String(i, kKept + 1);
+    if (r.Text(i, kept) != "t") {
+      part.stopped_at = r.String(i, kept + 1);
       continue;
     }
-    ReadRow(columns, PgCells(r, i), &part.hits.emplace_back());
+    part.hits.push_back(read(r, i));
   }
   std::vector<PartitionPage<Row>> parts;
   parts.push_back(std::move(part));
   return parts;
+}
+
+// The same for rows that are a row of `columns` then the verdict.
+template <typename Row, size_t N>
+std::vector<PartitionPage<Row>> ListedPage(const PgResult& r, const Column<Row> (&columns)[N]) {
+  return ListedPage<Row>(r, static_cast<int>(N), [&columns](const PgResult& res, int i) {
+    Row row;
+    ReadRow(columns, PgCells(res, i), &row);
+    return row;
+  });
 }
 
 }  // namespace store

@@ -263,17 +263,8 @@ Status PostgresStorage::ListEndedSessions(const SessionFilter& filter, const std
                                OrNull(filter.label_key), P(filter.label_value),
                                P(static_cast<int64_t>(limit) + 1), P(ListExamineBound(limit))},
                               &r));
-    // The one partition's share (as rows.h's ListedPage, with the end).
-    constexpr int kKept = kSessionColumnCount + 2;
-    std::vector<PartitionPage<EndedSession>> parts(1);
-    for (int i = 0; i < r.rows(); ++i) {
-      if (r.Text(i, kKept) != "t") {
-        parts[0].stopped_at = r.String(i, kKept + 1);
-      } else {
-        parts[0].hits.push_back(ReadEndedSession(r, i));
-      }
-    }
-    MergePartitionPages(std::move(parts), limit, page, next_after, KeyOrder::kDescending);
+    MergePartitionPages(ListedPage<EndedSession>(r, kSessionColumnCount + 2, ReadEndedSession),
+                        limit, page, next_after, KeyOrder::kDescending);
     return Status::Ok();
   });
 }

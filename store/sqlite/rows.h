@@ -84,31 +84,41 @@ Status CollectPartitionPage(Statement& q, int64_t bound, int limit, int kept, in
   }
 }
 
-// A page of a list (ListSessions, ListContainers) over every shard: on each
-// shard's reader, `query(db, &q)` readies the list statement, whose rows are
-// a row of `columns` then the filters' verdict; each shard's walk is
-// CollectPartitionPage's, and MergePartitionPages makes the page.
-template <typename Row, size_t N, typename Query>
-Status ListOverShards(const std::vector<Shard*>& shards, const Column<Row> (&columns)[N], int key,
-                      int limit, Query query, std::vector<Row>* page, std::string* next_after) {
+// A page of a list (ListSessions, ListEndedSessions, ListContainers) over
+// every shard, in `order`: on each shard's reader, `query(db, &q)` readies
+// the list statement, whose rows carry the filters' verdict in column
+// `kept`; each shard's walk is CollectPartitionPage's, `read(q)` makes a
+// kept row, and MergePartitionPages makes the page.
+template <typename Row, typename Query, typename Read>
+Status ListOverShards(const std::vector<Shard*>& shards, int kept, int key, int limit,
+                      KeyOrder order, Query query, Read read, std::vector<Row>* page,
+                      std::string* next_after) {
   const int64_t bound = ListExamineBound(limit);
   std::vector<PartitionPage<Row>> parts(shards.size());
   for (size_t i = 0; i < shards.size(); ++i) {
     RETURN_IF_ERROR(shards[i]->reads->With([&](Db* db) {
       StatementRef q;
       RETURN_IF_ERROR(query(db, &q));
-      return CollectPartitionPage(
-          *q, bound, limit, /*kept=*/static_cast<int>(N), key,
-          [&columns](const Statement& row) {
-            Row read;
-            ReadRow(columns, SqliteCells(row), &read);
-            return read;
-          },
-          &parts[i]);
+      return CollectPartitionPage(*q, bound, limit, kept, key, read, &parts[i]);
     }));
   }
-  MergePartitionPages(std::move(parts), limit, page, next_after);
+  MergePartitionPages(std::move(parts), limit, page, next_after, order);
   return Status::Ok();
+}
+
+// The same, in key order, for rows that are a row of `columns` then the
+// filters' verdict.
+template <typename Row, size_t N, typename Query>
+Status ListOverShards(const std::vector<Shard*>& shards, const Column<Row> (&columns)[N], int key,
+                      int limit, Query query, std::vector<Row>* page, std::string* next_after) {
+  return ListOverShards(
+      shards, /*kept=*/static_cast<int>(N), key, limit, KeyOrder::kAscending, query,
+      [&columns](const Statement& row) {
+        Row read;
+        ReadRow(columns, SqliteCells(row), &read);
+        return read;
+      },
+      page, next_after);
 }
 
 }  // namespace store

@@ -365,24 +365,19 @@ Status SqliteStorage::ListEndedSessions(const SessionFilter& filter, const std::
                                        std::string* next_after) {
   // As ListSessions, newest first: "~" sorts after every id ("s_...").
   const std::string before = after.empty() ? "~" : after;
-  const int64_t bound = ListExamineBound(limit);
-  std::vector<PartitionPage<EndedSession>> parts(shards_.size());
-  for (size_t i = 0; i < shards_.size(); ++i) {
-    RETURN_IF_ERROR(shards_[i]->reads->With([&](Db* db) {
-      StatementRef q;
-      RETURN_IF_ERROR(db->Cached(sql::kListEndedSessions, &q));
-      q->Bind(1, before);
-      BindOrNull(&*q, 2, filter.tenant);
-      BindOrNull(&*q, 3, filter.region);
-      BindOrNull(&*q, 4, filter.pool);
-      BindOrNull(&*q, 5, filter.label_key);
-      q->Bind(6, filter.label_value);
-      return CollectPartitionPage(*q, bound, limit, /*kept=*/kSessionColumnCount + 2,
-                                  kSessionKeyColumn, ReadEndedSession, &parts[i]);
-    }));
-  }
-  MergePartitionPages(std::move(parts), limit, page, next_after, KeyOrder::kDescending);
-  return Status::Ok();
+  return ListOverShards(
+      shards_, /*kept=*/kSessionColumnCount + 2, kSessionKeyColumn, limit, KeyOrder::kDescending,
+      [&](Db* db, StatementRef* q) {
+        RETURN_IF_ERROR(db->Cached(sql::kListEndedSessions, q));
+        (*q)->Bind(1, before);
+        BindOrNull(&**q, 2, filter.tenant);
+        BindOrNull(&**q, 3, filter.region);
+        BindOrNull(&**q, 4, filter.pool);
+        BindOrNull(&**q, 5, filter.label_key);
+        (*q)->Bind(6, filter.label_value);
+        return Status::Ok();
+      },
+      ReadEndedSession, page, next_after);
 }
 
 }  // namespace store
