@@ -20,7 +20,7 @@ RULES = [
     ("writer: commit (WAL write + fdatasync)",
      ["Transaction::Commit", "sqlite3WalFrames", "fdatasync", "unixSync"]),
     ("writer: claim statement", ["ClaimJob::Apply"]),
-    ("writer: release statement", ["SessionCasJob::Apply"]),
+    ("writer: release statement", ["SessionCasJob::Apply", "RunSessionCas"]),
     ("writer: queue, Done, post to io", ["store::Writer::"]),
     ("io: write response (serialize + sendmsg)",
      ["sendmsg", "write_op", "async_write", "WriteResponse", "Serialize"]),
