@@ -26,6 +26,12 @@ SessionResult AnswerEnded(const Caller& caller, const std::string& id, const End
   return r;
 }
 
+const char* ReleaseEndReason(const Caller& caller, std::string_view session_tenant) {
+  if (caller.abandoning) return "abandoned";
+  if (caller.admin && session_tenant != caller.tenant) return "released_by_admin";
+  return "released";
+}
+
 bool RepeatsRelease(const EndedSession& ended, int64_t token) {
   return ended.session.token == token &&
          (ended.end.reason == "released" || ended.end.reason == "released_by_admin");

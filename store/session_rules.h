@@ -49,6 +49,13 @@ SessionResult AnswerSessionRead(const Caller& caller, const std::string& id, con
 // answered AnswerEnded.
 bool RepeatsRelease(const EndedSession& ended, int64_t token);
 
+// Why a release by `caller` of a session of `session_tenant` ended it, as
+// kEndReasons spells it: abandoned (the allocator's release for a waiting
+// client that went away), released_by_admin (an admin key of another
+// tenant), else released. The PostgreSQL engine's statement says the same in
+// SQL (store/postgres/session_sql.h).
+const char* ReleaseEndReason(const Caller& caller, std::string_view session_tenant);
+
 // After a compare-and-swap on (id, token) changed nothing: why not, from the
 // session as stored now (`stored` null: no live session) and its history
 // (`ended`, null: none). kOk (a release that RepeatsRelease), kNotFound,

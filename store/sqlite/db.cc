@@ -61,6 +61,9 @@ void Statement::Bind(int index, std::string_view value) {
   sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
 }
 void Statement::BindNull(int index) { sqlite3_bind_null(stmt_, index); }
+void Statement::BindColumnOf(int index, const Statement& from, int col) {
+  sqlite3_bind_value(stmt_, index, sqlite3_column_value(from.stmt_, col));
+}
 
 Status Statement::Error(int rc) const {
   const char* sql = sqlite3_sql(stmt_);

@@ -57,6 +57,9 @@ class Statement {
   void Bind(int index, const std::string& value) { Bind(index, std::string_view(value)); }
   void Bind(int index, bool value) = delete;
   void BindNull(int index);
+  // Binds column `col` of `from`'s current row as it is (type and NULL
+  // included); SQLite copies it, so `from` may be reset afterwards.
+  void BindColumnOf(int index, const Statement& from, int col);
 
   // Advances one row. Sets *has_row and returns Ok on SQLITE_ROW (true) or
   // SQLITE_DONE (false); any other result is an error with SQLite's message.

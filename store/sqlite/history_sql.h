@@ -6,10 +6,20 @@
 
 // The statements of the session history (store/sqlite/schema.cc, version 8:
 // the table, and the trigger that fills it when a statement of
-// store/sqlite/lifecycle_sql.h ends a session). A history row reads as a
+// store/sqlite/lifecycle_sql.h ends a session, but for a release, which
+// keeps its own row). A history row reads as a
 // session (kSessionColumnList), then its end reason and end time.
 
 namespace store::sql {
+
+// A released session kept as it was (store/sqlite/release.cc: a release
+// ends its session without the trigger): ?1 .. ?9 the session's columns as
+// kGetSession read them, ?10 the end reason, ?11 the end time. OR REPLACE as
+// the trigger's.
+inline constexpr auto kKeepEndedSession =
+    Sql("INSERT OR REPLACE INTO session_history (", kSessionColumnList,
+        ", end_reason, ended_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+static_assert(kSessionColumnCount == 9, "kKeepEndedSession binds each session column");
 
 // An ended session, by its id.
 inline constexpr auto kGetEndedSession =

@@ -21,15 +21,16 @@
 #define EDGEALLOC_SQL_STATUS_AFTER_SESSION                                             \
   "status = CASE WHEN dead_reported THEN 'dead' "                                      \
   "WHEN drain_requested OR drain_reported THEN 'draining' ELSE 'available' END"
-// Forgets the session and the requests that waited for its end, saying why
-// it ended (`reason`, an SQL expression): setting end_reason is what makes
-// the trigger of store/sqlite/schema.cc (version 8) keep the session in
-// session_history, so no statement can end a session without a reason. A
-// claim or renew never sets end_reason, so the trigger costs them nothing.
-#define EDGEALLOC_SQL_END_SESSION(reason)                                                \
-  "end_reason = " reason ", "                                                           \
+// Forgets the session and the requests that waited for its end.
+#define EDGEALLOC_SQL_FORGET_SESSION                                                     \
   "dead_reported = 0, session_id = NULL, tenant = NULL, "                               \
   "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL"
+// Ends the session saying why (`reason`, an SQL expression): setting
+// end_reason is what makes the trigger of store/sqlite/schema.cc (version 8)
+// keep the session in session_history, so no sweep can end a session without
+// a reason. A claim or renew never sets end_reason, so the trigger costs them
+// nothing; nor does a release, which keeps its history row itself (kRelease).
+#define EDGEALLOC_SQL_END_SESSION(reason) "end_reason = " reason ", " EDGEALLOC_SQL_FORGET_SESSION
 
 namespace store::sql {
 
@@ -99,17 +100,15 @@ WHERE tenant = ?1 AND idempotency_key = ?2 AND lease_expires_at_ms <= ?3
 // changed row. The row is found by rowid through a subquery run once, not by
 // `WHERE session_id = ?1`: an UPDATE that finds its row through an index it
 // changes must first copy the keys to a temporary table, and SQLite builds
-// one per execution; so would RETURNING (EXPLAIN showed both). The end
-// reason: abandoned (?5, the allocator's release for a client that went
-// away), released_by_admin (an admin key of another tenant than the
-// session's, ?6), else released.
+// one per execution; so would RETURNING (EXPLAIN showed both). It does not
+// set end_reason, so the history trigger does not fire: a trigger made a
+// release cost twice the instructions (its sub-program, a statement journal
+// and a temporary table each time), and store/sqlite/release.cc writes the
+// history row with kKeepEndedSession instead, in the same transaction.
 //   ?1 session_id ?2 token ?3 tenant (NULL for an admin) ?4 now_ms
-//   ?5 abandoning (0 or 1) ?6 the caller's tenant
 inline constexpr char kRelease[] = R"sql(
 UPDATE containers
-SET )sql" EDGEALLOC_SQL_STATUS_AFTER_SESSION ", " EDGEALLOC_SQL_END_SESSION(
-    "CASE WHEN ?5 THEN 'abandoned' WHEN ?3 IS NULL AND tenant IS NOT ?6 "
-    "THEN 'released_by_admin' ELSE 'released' END") R"sql(
+SET )sql" EDGEALLOC_SQL_STATUS_AFTER_SESSION ", " EDGEALLOC_SQL_FORGET_SESSION R"sql(
 WHERE rowid = (SELECT rowid FROM containers WHERE session_id = ?1)
   AND generation = ?2 AND (?3 IS NULL OR tenant = ?3) AND lease_expires_at_ms > ?4
 )sql";
@@ -367,5 +366,6 @@ inline constexpr char kDrainedIds[] = "SELECT id FROM containers WHERE drain_req
 
 #undef EDGEALLOC_SQL_STATUS_AFTER_SESSION
 #undef EDGEALLOC_SQL_END_SESSION
+#undef EDGEALLOC_SQL_FORGET_SESSION
 
 #endif  // EDGEALLOC_STORE_SQLITE_LIFECYCLE_SQL_H_

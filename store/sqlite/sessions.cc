@@ -12,6 +12,7 @@
 #include "store/sqlite/history_sql.h"
 #include "store/sqlite/lifecycle_sql.h"
 #include "store/sqlite/list_sql.h"
+#include "store/sqlite/release.h"
 #include "store/session_id.h"
 #include "store/session_rules.h"
 #include "store/sqlite/rows.h"
@@ -281,29 +282,26 @@ void SqliteStorage::RunSessionCas(CasKind kind, const Caller& caller, std::strin
                                   int64_t token, int64_t lease_ms, SessionCallback done) {
   const int shard = ShardOfSessionId(session_id, map_.shards());
   if (shard < 0) return done(Failed<SessionResult>(Outcome::kNotFound, "no session " + session_id));
-  // One UPDATE (ExplainFailedCas only reads): no savepoint needed.
+  // One UPDATE (a release's history row: release.h), ExplainFailedCas only
+  // reads: no savepoint needed.
   SubmitCallbackJob<SessionResult>(
       shards_[shard],
       [kind, caller, session_id, token, lease_ms](Db* db, SessionResult* out) {
         const int64_t now = base::NowMs();
-        StatementRef cas;
-        RETURN_IF_ERROR(db->Cached(kind == CasKind::kRelease ? sql::kRelease : sql::kRenew.c_str(), &cas));
-        cas->Bind(1, session_id);
-        cas->Bind(2, token);
-        if (caller.admin) {
-          cas->BindNull(3);
-        } else {
-          cas->Bind(3, caller.tenant);
-        }
-        cas->Bind(4, now);
         bool changed = false;
         if (kind == CasKind::kRelease) {
-          cas->Bind(5, int64_t{caller.abandoning});
-          cas->Bind(6, caller.tenant);
-          // Without RETURNING (lifecycle_sql.h says why): one changed row.
-          RETURN_IF_ERROR(cas->Run());
-          changed = db->Changes() == 1;
+          RETURN_IF_ERROR(ReleaseInTransaction(db, caller, session_id, token, now, &changed));
         } else {
+          StatementRef cas;
+          RETURN_IF_ERROR(db->Cached(sql::kRenew, &cas));
+          cas->Bind(1, session_id);
+          cas->Bind(2, token);
+          if (caller.admin) {
+            cas->BindNull(3);
+          } else {
+            cas->Bind(3, caller.tenant);
+          }
+          cas->Bind(4, now);
           cas->Bind(5, now + lease_ms);
           RETURN_IF_ERROR(cas->Step(&changed));
           if (changed) {
@@ -316,7 +314,6 @@ void SqliteStorage::RunSessionCas(CasKind kind, const Caller& caller, std::strin
           out->session.session_id = session_id;
           return Status::Ok();
         }
-        cas->Reset();
         return ExplainFailedCas(db, caller, session_id, token, kind == CasKind::kRelease, now,
                                 out);
       },

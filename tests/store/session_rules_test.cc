@@ -68,3 +68,17 @@ TEST_CASE("session rules: an ended session answers how it ended, and a release r
   CHECK(store::AnswerEnded(Tenant("ops", true), "s", expired).outcome ==
         store::Outcome::kSessionEnded);
 }
+
+TEST_CASE("session rules: a release's end reason: abandoned, released_by_admin for another tenant's, else released") {
+  store::Caller owner;
+  owner.tenant = "t1";
+  CHECK(std::string(store::ReleaseEndReason(owner, "t1")) == "released");
+  store::Caller admin;
+  admin.tenant = "ops";
+  admin.admin = true;
+  CHECK(std::string(store::ReleaseEndReason(admin, "t1")) == "released_by_admin");
+  CHECK(std::string(store::ReleaseEndReason(admin, "ops")) == "released");
+  store::Caller allocator = owner;
+  allocator.abandoning = true;
+  CHECK(std::string(store::ReleaseEndReason(allocator, "t1")) == "abandoned");
+}

@@ -1,0 +1,28 @@
+#ifndef EDGEALLOC_STORE_SQLITE_RELEASE_H_
+#define EDGEALLOC_STORE_SQLITE_RELEASE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "store/sqlite/db.h"
+#include "store/status.h"
+#include "store/types.h"
+
+namespace store {
+
+// A release, run by the writer inside its group's transaction: the
+// compare-and-swap on (session_id, token) of sql::kRelease, and the
+// session's history row (sql::kKeepEndedSession), written with it instead
+// of by the history trigger, which made a release cost twice as much.
+// *released: whether the compare-and-swap ended the session (it is then in
+// session_history too); if not, nothing was written and the caller explains
+// why. The two writes are one job without a savepoint: if the history row
+// cannot be written after the release was, this throws, and a job that
+// throws fails its whole group (store/group_writer.h), so that neither write
+// is committed without the other.
+Status ReleaseInTransaction(Db* db, const Caller& caller, const std::string& session_id,
+                            int64_t token, int64_t now_ms, bool* released);
+
+}  // namespace store
+
+#endif  // EDGEALLOC_STORE_SQLITE_RELEASE_H_
