@@ -31,16 +31,13 @@
 #define EDGEALLOC_PG_STATUS_AFTER_SESSION                                          \
   "status = CASE WHEN dead_reported THEN 'dead' "                                   \
   "WHEN drain_requested OR drain_reported THEN 'draining' ELSE 'available' END"
-// Clears the session from its container. Alone, it keeps no history: a
-// statement that sets only this writes its session_history row itself
-// (session_sql.h's kRelease).
-#define EDGEALLOC_PG_CLEAR_SESSION                                               \
-  "dead_reported = false, session_id = NULL, tenant = NULL, "                   \
-  "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL"
 // Ends the session, saying why (`reason`, an SQL expression): setting
 // end_reason fires the trigger that keeps it in session_history
 // (schema_sql.h, version 6), as store/sqlite/lifecycle_sql.h's.
-#define EDGEALLOC_PG_END_SESSION(reason) "end_reason = " reason ", " EDGEALLOC_PG_CLEAR_SESSION
+#define EDGEALLOC_PG_END_SESSION(reason)                                         \
+  "end_reason = " reason ", "                                                   \
+  "dead_reported = false, session_id = NULL, tenant = NULL, "                   \
+  "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL"
 
 namespace store::pgsql {
 

@@ -28,10 +28,7 @@ namespace store::pgsql {
 // (lifecycle_sql.h, EDGEALLOC_PG_END_SESSION), and the trigger
 // containers_session_ended, which fires only on an UPDATE that sets it (a
 // claim, a renew or a heartbeat never does), keeps the session as it was in
-// session_history, in the same transaction; all but the release, the
-// hottest, which writes its row itself and sets no end_reason, so the
-// trigger does not fire for it (session_sql.h's kRelease; nothing reads
-// containers.end_reason, only its write matters); its columns are named as the
+// session_history, in the same transaction; its columns are named as the
 // containers' (store/row_columns.h); seq orders it by insertion, which is
 // the order of ended_at_ms (an expired lease's: the lease's end), so the
 // prune walks seq for both the window and the bound on rows, and a release

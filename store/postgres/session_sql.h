@@ -76,42 +76,16 @@ WHERE tenant = $1 AND idempotency_key = $2
   AND lease_expires_at_ms <= )sql" EDGEALLOC_PG_NOW_MS R"sql(
 )sql";
 
-// The release: a compare-and-swap on (session_id, token) that answers one
-// row when it ended the session, none when not (sessions.cc then explains
-// why). It writes the session's session_history row itself, in the same
-// statement, and does not set end_reason, so the per-row plpgsql trigger of
-// schema_sql.h, which the other ends of a session fire, does not run on the
-// hottest statement (docs/performance.md has what that bought). PostgreSQL
-// 15's RETURNING has only the new row, so `o` reads the session as it was,
-// locked: under READ COMMITTED it waits for a concurrent end or renew of the
-// row and reads the version that left, and the UPDATE re-checks the swap's
-// conditions on that version, so the history gets what the trigger's OLD
-// would have. The end reason as store/sqlite's kRelease says; ended_at_ms the
-// statement's time, as the trigger's.
+// The end reason as store/sqlite's kRelease says.
 //   $1 session_id $2 token $3 tenant (NULL for an admin) $4 abandoning
 //   $5 the caller's tenant
 inline constexpr char kRelease[] = R"sql(
-WITH o AS (
-  SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant
-  FROM containers WHERE session_id = $1 FOR UPDATE),
-ended AS (
-  UPDATE containers c
-  SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_CLEAR_SESSION R"sql(
-  FROM o
-  WHERE c.id = o.id AND c.session_id = $1 AND c.generation = $2::bigint
-    AND ($3::text IS NULL OR c.tenant = $3) AND c.lease_expires_at_ms > )sql" EDGEALLOC_PG_NOW_MS R"sql(
-  RETURNING o.*),
-kept AS (
-  INSERT INTO session_history (session_id, id, region, pool, generation, lease_expires_at_ms,
-                               data, labels, tenant, end_reason, ended_at_ms)
-  SELECT $1::text, id, region, pool, generation, lease_expires_at_ms, data, labels, tenant,
-         CASE WHEN $4::boolean THEN 'abandoned'
-              WHEN $3::text IS NULL AND tenant IS DISTINCT FROM $5::text THEN 'released_by_admin'
-              ELSE 'released' END,
-         )sql" EDGEALLOC_PG_NOW_MS R"sql(
-  FROM ended
-  ON CONFLICT (session_id) DO NOTHING)
-SELECT 1 FROM ended
+UPDATE containers
+SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION(
+    "CASE WHEN $4::boolean THEN 'abandoned' WHEN $3::text IS NULL AND tenant IS DISTINCT FROM "
+    "$5::text THEN 'released_by_admin' ELSE 'released' END") R"sql(
+WHERE session_id = $1 AND generation = $2::bigint AND ($3::text IS NULL OR tenant = $3)
+  AND lease_expires_at_ms > )sql" EDGEALLOC_PG_NOW_MS R"sql(
 )sql";
 
 //   $1 .. $3 as kRelease, $4 lease_ms (the new lease runs from now)

@@ -173,7 +173,7 @@ void PostgresStorage::Release(const Caller& caller, std::string session_id, int6
       [caller, session_id, token, release](PgConn* conn, SessionResult* out) {
         PgResult r;
         RETURN_IF_ERROR(conn->Run(release.sql, release.params, &r));
-        if (r.rows() == 1) {  // kRelease answers a row only when it ended the session
+        if (r.changed() == 1) {
           out->outcome = Outcome::kOk;
           out->session.session_id = session_id;
           return Status::Ok();
