@@ -175,9 +175,10 @@ StopServer "$PID_B"
 # release, an admin (loopback without a keys file); the heartbeat cutoff 0, as
 # --dead-after-ms 3600000 lets every registered container pass it). The
 # release is the server's statement: the compare-and-swap on (session_id,
-# token) that writes the session's session_history row. Each claim takes a
-# random session id, as the server's are fresh: session_history.session_id
-# is unique, and an id used again would skip the history's insert.
+# token) that sets end_reason, so the trigger of store/postgres/schema_sql.h
+# keeps the session in session_history. Each claim takes a random session
+# id, as the server's are fresh: session_history.session_id is unique, and an
+# id used again would skip the history's insert.
 uri=$(NewDb pgb "$WORK/fleet.json")
 cat >"$WORK/claim.sql" <<'EOF'
 \set k 5
@@ -202,31 +203,17 @@ WHERE c.id = pick.id
                               WHERE session_id IS NOT NULL AND tenant = 'default') < :quota::bigint)
 RETURNING c.id, c.region, c.pool, c.generation AS token, c.lease_expires_at_ms, c.data
 \gset
-WITH o AS (
-  SELECT id, region, pool, generation, lease_expires_at_ms, data, labels, tenant
-  FROM containers WHERE session_id = 'pgb-' || :sid::text FOR UPDATE),
-ended AS (
-  UPDATE containers c
-  SET status = CASE WHEN dead_reported THEN 'dead' WHEN drain_requested OR drain_reported THEN 'draining'
-                    ELSE 'available' END,
-      dead_reported = false, session_id = NULL, tenant = NULL, idempotency_key = NULL,
-      lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL
-  FROM o
-  WHERE c.id = o.id AND c.session_id = 'pgb-' || :sid::text AND c.generation = :token::bigint
-    AND (NULL::text IS NULL OR c.tenant = NULL)
-    AND c.lease_expires_at_ms > (floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)
-  RETURNING o.*),
-kept AS (
-  INSERT INTO session_history (session_id, id, region, pool, generation, lease_expires_at_ms,
-                               data, labels, tenant, end_reason, ended_at_ms)
-  SELECT 'pgb-' || :sid::text, id, region, pool, generation, lease_expires_at_ms, data, labels, tenant,
-         CASE WHEN false THEN 'abandoned'
-              WHEN NULL::text IS NULL AND tenant IS DISTINCT FROM 'default'::text THEN 'released_by_admin'
-              ELSE 'released' END,
-         (floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)
-  FROM ended
-  ON CONFLICT (session_id) DO NOTHING)
-SELECT 1 FROM ended;
+UPDATE containers
+SET status = CASE WHEN dead_reported THEN 'dead' WHEN drain_requested OR drain_reported THEN 'draining'
+                  ELSE 'available' END,
+    end_reason = CASE WHEN false THEN 'abandoned'
+                      WHEN NULL::text IS NULL AND tenant IS DISTINCT FROM 'default'::text
+                      THEN 'released_by_admin' ELSE 'released' END,
+    dead_reported = false, session_id = NULL, tenant = NULL, idempotency_key = NULL,
+    lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL
+WHERE session_id = 'pgb-' || :sid::text AND generation = :token::bigint
+  AND (NULL::text IS NULL OR tenant = NULL)
+  AND lease_expires_at_ms > (floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint);
 EOF
 # The same, as one transaction.
 {
