@@ -169,16 +169,20 @@ StopServer "$PID_A"
 StopServer "$PID_B"
 
 # 3. pgbench: the claim statement alone. --------------------------------------
-# kClaim and kRelease of store/postgres/lifecycle_sql.h with what the server
+# kClaim and kRelease of store/postgres/session_sql.h with what the server
 # binds for an HTTP claim of region bench, pool default (candidates 5, no
 # idempotency key, no quota: -1, a 60 s lease, tenant `default` and, for the
 # release, an admin (loopback without a keys file); the heartbeat cutoff 0, as
-# --dead-after-ms 3600000 lets every registered container pass it). A client
-# holds one session at a time, so 'pgb-<client>' is a unique session id; the
-# release is the compare-and-swap on (session_id, token) the server runs.
+# --dead-after-ms 3600000 lets every registered container pass it). The
+# release is the server's statement: the compare-and-swap on (session_id,
+# token) that sets end_reason, so the trigger of store/postgres/schema_sql.h
+# keeps the session in session_history. Each claim takes a random session
+# id, as the server's are fresh: session_history.session_id is unique, and an
+# id used again would skip the history's insert.
 uri=$(NewDb pgb "$WORK/fleet.json")
 cat >"$WORK/claim.sql" <<'EOF'
 \set k 5
+\set sid random(1, 9000000000000000000)
 \set quota -1
 \set lease_ms 60000
 WITH candidate_pool AS (
@@ -189,7 +193,7 @@ WITH candidate_pool AS (
   FOR UPDATE SKIP LOCKED),
 pick AS (SELECT id FROM candidate_pool ORDER BY random() LIMIT 1)
 UPDATE containers c
-SET status = 'picked', generation = nextval('edgealloc_tokens'), session_id = 'pgb-' || :client_id::text,
+SET status = 'picked', generation = nextval('edgealloc_tokens'), session_id = 'pgb-' || :sid::text,
     tenant = 'default', idempotency_key = NULL,
     lease_expires_at_ms = (extract(epoch from clock_timestamp()) * 1000)::bigint + :lease_ms::bigint,
     claimed_at_ms = (extract(epoch from clock_timestamp()) * 1000)::bigint
@@ -200,12 +204,16 @@ WHERE c.id = pick.id
 RETURNING c.id, c.region, c.pool, c.generation AS token, c.lease_expires_at_ms, c.data
 \gset
 UPDATE containers
-SET status = CASE WHEN dead_reported THEN 'dead' WHEN drain_requested THEN 'draining' ELSE 'available' END,
-    drain_requested = false, dead_reported = false, session_id = NULL, tenant = NULL,
-    idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL
-WHERE session_id = 'pgb-' || :client_id::text AND generation = :token::bigint
+SET status = CASE WHEN dead_reported THEN 'dead' WHEN drain_requested OR drain_reported THEN 'draining'
+                  ELSE 'available' END,
+    end_reason = CASE WHEN false THEN 'abandoned'
+                      WHEN NULL::text IS NULL AND tenant IS DISTINCT FROM 'default'::text
+                      THEN 'released_by_admin' ELSE 'released' END,
+    dead_reported = false, session_id = NULL, tenant = NULL, idempotency_key = NULL,
+    lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL
+WHERE session_id = 'pgb-' || :sid::text AND generation = :token::bigint
   AND (NULL::text IS NULL OR tenant = NULL)
-  AND lease_expires_at_ms > (extract(epoch from clock_timestamp()) * 1000)::bigint;
+  AND lease_expires_at_ms > (floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint);
 EOF
 # The same, as one transaction.
 {

@@ -1306,6 +1306,40 @@ TEST_CASE("storage: a release repeated with the session's token succeeds again, 
   CHECK(e->GetSession(Tenant("t1"), next.session.session_id).outcome == Outcome::kOk);
 }
 
+TEST_CASE("storage: a released session's history is the session as it was, and an admin releasing "
+          "its own tenant's session released it") {
+  Engine e(EDGEALLOC_ENGINES);
+  store::Storage* s = e.storage.get();
+  Register(s, {"c1", "c2"});
+  const std::string labels = R"({"owner":"ci-7"})";
+  auto labelled = ClaimLabelled(s, "weur", "t1", labels);
+  auto own = Claim(s, "weur", "ops");
+  REQUIRE(labelled.outcome == Outcome::kOk);
+  REQUIRE(own.outcome == Outcome::kOk);
+  auto renewed = Await<store::SessionResult>([&](auto cb) {
+    s->Renew(Tenant("t1"), labelled.session.session_id, labelled.session.token, 120000, cb);
+  });
+  REQUIRE(renewed.outcome == Outcome::kOk);
+  store::Caller admin = Tenant("ops");
+  admin.admin = true;
+  REQUIRE(Release(s, Tenant("t1"), labelled.session, labelled.session.token).outcome ==
+          Outcome::kOk);
+  REQUIRE(Release(s, admin, own.session, own.session.token).outcome == Outcome::kOk);
+  const store::SessionResult read = s->GetSession(Tenant("t1"), labelled.session.session_id);
+  CHECK(Name(read.outcome) == "session_ended");
+  CHECK(read.end.reason == "released");
+  CHECK(read.session.tenant == "t1");
+  CHECK(read.session.labels == labels);
+  CHECK(read.session.region == "weur");
+  CHECK(read.session.container_id == labelled.session.container_id);
+  CHECK(read.session.lease_expires_at_ms == renewed.session.lease_expires_at_ms);
+  CHECK(read.end.ended_at_ms < read.session.lease_expires_at_ms);
+  CHECK(s->GetSession(admin, own.session.session_id).end.reason == "released");
+  // Both containers are free again.
+  CHECK(Claim(s, "weur").outcome == Outcome::kOk);
+  CHECK(Claim(s, "weur").outcome == Outcome::kOk);
+}
+
 TEST_CASE("storage: the history keeps at most its bound of rows, the oldest pruned first") {
   Engine e(EDGEALLOC_ENGINES);
   store::Storage* s = e.storage.get();
