@@ -21,7 +21,7 @@ elif (($#)); then
 fi
 
 packages=(g++ cmake make python3 libsqlite3-dev libboost1.81-dev libboost-url1.81-dev nlohmann-json3-dev
-          libconcurrentqueue-dev catch2 libcli11-dev libjemalloc-dev)
+          libconcurrentqueue-dev catch2 libcli11-dev libmimalloc-dev)
 # The dashboard's browser test and promtool's check of /metrics need these.
 packages+=(chromium prometheus)
 # The model-checked HTTP test (tests/server/api_model_test.py) needs Hypothesis.
