@@ -34,6 +34,9 @@ OTHER = "other (threads outside the request path, unknown frames)"
 MALLOC = re.compile(r"^(_int_malloc|_int_free|malloc|free|cfree|__GI___libc_malloc|"
                     r"__GI___libc_free|operator new|operator delete|malloc_consolidate|"
                     r"_int_realloc|realloc)\b")
+# mimalloc, the server's malloc (CMakeLists.txt), is stripped: its frames are
+# "[unknown] (.../libmimalloc.so...)".
+MALLOC_LIBRARY = "libmimalloc"
 
 
 def Samples(lines):
@@ -66,7 +69,7 @@ def Main():
     parts = collections.Counter()
     for stack in Samples(sys.stdin):
         total += 1
-        if any(MALLOC.match(frame) for frame in stack[:3]):
+        if any(MALLOC.match(frame) or MALLOC_LIBRARY in frame for frame in stack[:3]):
             in_malloc += 1
         joined = "\n".join(stack)
         for name, keys in RULES:
