@@ -15,6 +15,18 @@ static_assert(kTenantColumn >= 0);
 
 }  // namespace
 
+void BindSessionCas(Statement* cas, const std::string& session_id, int64_t token,
+                    const Caller& caller, int64_t now_ms) {
+  cas->Bind(1, session_id);
+  cas->Bind(2, token);
+  if (caller.admin) {
+    cas->BindNull(3);
+  } else {
+    cas->Bind(3, caller.tenant);
+  }
+  cas->Bind(4, now_ms);
+}
+
 Status ReleaseInTransaction(Db* db, const Caller& caller, const std::string& session_id,
                             int64_t token, int64_t now_ms, bool* released) {
   *released = false;
@@ -37,14 +49,7 @@ Status ReleaseInTransaction(Db* db, const Caller& caller, const std::string& ses
 
   StatementRef cas;
   RETURN_IF_ERROR(db->Cached(sql::kRelease, &cas));
-  cas->Bind(1, session_id);
-  cas->Bind(2, token);
-  if (caller.admin) {
-    cas->BindNull(3);
-  } else {
-    cas->Bind(3, caller.tenant);
-  }
-  cas->Bind(4, now_ms);
+  BindSessionCas(&*cas, session_id, token, caller, now_ms);
   RETURN_IF_ERROR(cas->Run());
   if (db->Changes() != 1) return Status::Ok();
   if (Status kept = keep->Run(); !kept.ok()) {

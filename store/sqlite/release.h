@@ -23,6 +23,12 @@ namespace store {
 Status ReleaseInTransaction(Db* db, const Caller& caller, const std::string& session_id,
                             int64_t token, int64_t now_ms, bool* released);
 
+// Binds ?1 .. ?4 of a session's compare-and-swap (sql::kRelease, sql::kRenew):
+// the session, the token, the caller's tenant (NULL for an admin, who may
+// touch any tenant's) and now.
+void BindSessionCas(Statement* cas, const std::string& session_id, int64_t token,
+                    const Caller& caller, int64_t now_ms);
+
 }  // namespace store
 
 #endif  // EDGEALLOC_STORE_SQLITE_RELEASE_H_

@@ -294,14 +294,7 @@ void SqliteStorage::RunSessionCas(CasKind kind, const Caller& caller, std::strin
         } else {
           StatementRef cas;
           RETURN_IF_ERROR(db->Cached(sql::kRenew, &cas));
-          cas->Bind(1, session_id);
-          cas->Bind(2, token);
-          if (caller.admin) {
-            cas->BindNull(3);
-          } else {
-            cas->Bind(3, caller.tenant);
-          }
-          cas->Bind(4, now);
+          BindSessionCas(&*cas, session_id, token, caller, now);
           cas->Bind(5, now + lease_ms);
           RETURN_IF_ERROR(cas->Step(&changed));
           if (changed) {
