@@ -203,8 +203,9 @@ Status GroupWriter::RunJobs(std::span<GroupJob*> group, bool savepoints, bool* a
       }
       // A job without a savepoint writes with one statement, which undid
       // itself if it failed; but one that threw may have thrown after its
-      // statement, which cannot be undone alone: the whole group fails.
-      if (threw) return s;
+      // statement, and one HalfWritten says it failed after a write: neither
+      // can be undone alone, so the whole group fails.
+      if (threw || IsHalfWritten(s)) return s;
     }
     outcomes_[i] = std::move(s);
   }

@@ -52,6 +52,19 @@ inline bool IsCommitOutcomeUnknown(const Status& s) {
   return s.IsIOError() && s.message().rfind(kCommitOutcomeUnknown, 0) == 0;
 }
 
+// The message prefix of the error of a job that failed after part of it was
+// written, which no statement undid and only the end of the transaction can:
+// its group fails whole (store/group_writer.cc RunJobs), so that the part is
+// never committed. A job that writes twice without a savepoint returns it
+// when the second write fails (store/sqlite/release.cc).
+inline constexpr char kHalfWritten[] = "half written, its group fails whole: ";
+inline Status HalfWritten(const Status& s) {
+  return Status::IOError(std::string(kHalfWritten) + s.ToString());
+}
+inline bool IsHalfWritten(const Status& s) {
+  return s.IsIOError() && s.message().rfind(kHalfWritten, 0) == 0;
+}
+
 }  // namespace store
 
 // Returns the Status of `expr` from the enclosing function unless it is Ok.

@@ -1,7 +1,5 @@
 #include "store/sqlite/release.h"
 
-#include <stdexcept>
-
 #include "store/row_columns.h"
 #include "store/session_rules.h"
 #include "store/sqlite/history_sql.h"
@@ -53,8 +51,9 @@ Status ReleaseInTransaction(Db* db, const Caller& caller, const std::string& ses
   RETURN_IF_ERROR(cas->Run());
   if (db->Changes() != 1) return Status::Ok();
   if (Status kept = keep->Run(); !kept.ok()) {
-    throw std::runtime_error("session " + session_id + " released but its history row not written (" +
-                             kept.ToString() + "): its group fails whole");
+    return HalfWritten(Status::IOError("session " + session_id +
+                                       " released but its history row not written: " +
+                                       kept.ToString()));
   }
   *released = true;
   return Status::Ok();

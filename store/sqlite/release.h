@@ -17,9 +17,9 @@ namespace store {
 // *released: whether the compare-and-swap ended the session (it is then in
 // session_history too); if not, nothing was written and the caller explains
 // why. The two writes are one job without a savepoint: if the history row
-// cannot be written after the release was, this throws, and a job that
-// throws fails its whole group (store/group_writer.h), so that neither write
-// is committed without the other.
+// cannot be written after the release was, this returns HalfWritten
+// (store/status.h), which fails the whole group, so that neither write is
+// committed without the other.
 Status ReleaseInTransaction(Db* db, const Caller& caller, const std::string& session_id,
                             int64_t token, int64_t now_ms, bool* released);
 

@@ -27,7 +27,8 @@ class WriteJob : public GroupJob {
   // transaction's (Busy, IOError) with nothing of the job written, except
   // when IsCommitOutcomeUnknown: the COMMIT itself failed (at its fsync), and
   // the whole group may or may not be there after a restart, never a part.
-  // An Apply that throws without a savepoint fails its whole group.
+  // An Apply that throws or returns HalfWritten (store/status.h) without a
+  // savepoint fails its whole group.
   virtual Status Apply(Db* db) = 0;
   // False for a job that writes with at most one statement: a failing
   // statement undoes itself, so a SAVEPOINT (two more statements and a
