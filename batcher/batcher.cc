@@ -45,6 +45,10 @@ struct Batcher::Lane {
   // nor a batch still filling is taken for death.
   base::Mutex queued_mu;
   std::map<int64_t, int64_t> queued_by_accepted_ms GUARDED_BY(queued_mu);
+  // Steady ms since the batch being written first failed (0 while writes
+  // succeed), and of the last failed attempt: the lane's hold on the hearing.
+  std::atomic<int64_t> failing_since_ms{0};
+  std::atomic<int64_t> last_failed_ms{0};
   // The batching thread's reused buffers.
   Scratch scratch;
   store::HeartbeatWriteResult result;
@@ -61,7 +65,47 @@ Batcher::Batcher(store::Storage* storage, BatcherOptions options)
     options_.reaper_interval_ms =
         static_cast<int>(std::clamp<int64_t>(options_.dead_after_ms / 4, 1, 1000));
   }
+  if (options_.deaf_gap_ms <= 0) {
+    options_.deaf_gap_ms = std::clamp<int64_t>(options_.dead_after_ms / 3, 10, 1000);
+  }
   for (int p = 0; p < storage_->partitions(); ++p) lanes_.push_back(std::make_unique<Lane>(p));
+  hearing_ = std::make_unique<Hearing>(options_.deaf_gap_ms, options_.on_deaf);
+  options_.mass_silence_grace_ms =
+      std::max(options_.mass_silence_grace_ms, options_.dead_after_ms);
+  mass_silence_ = std::make_unique<MassSilence>(
+      options_.mass_silence_fraction, options_.mass_silence_grace_ms, options_.on_mass_silence);
+  AddHearingHolds();
+}
+
+void Batcher::AddHearingHolds() {
+  for (auto& lane : lanes_) {
+    Lane* l = lane.get();
+    hearing_->AddHold(Hearing::Cause::kWriteFailing,
+                      "heartbeat writes of partition " + std::to_string(l->partition), [l] {
+                        return l->failing_since_ms.load() != 0 ? Hearing::SteadyNowMs()
+                                                               : l->last_failed_ms.load();
+                      });
+  }
+  // A writer that cannot reach its database (PostgreSQL) also makes the
+  // heartbeat route refuse: remembered here, since the flag itself clears.
+  hearing_->AddHold(Hearing::Cause::kWriteFailing, "the store's writers", [this] {
+    for (int p = 0; p < storage_->partitions(); ++p) {
+      if (storage_->writer_stats(p).failing.load(std::memory_order_relaxed) != 0) {
+        store_failing_seen_ms_.store(Hearing::SteadyNowMs());
+        break;
+      }
+    }
+    return store_failing_seen_ms_.load();
+  });
+  hearing_->AddHold(Hearing::Cause::kRefused, "heartbeats refused (queue full or store unreadable)",
+                    [this] { return last_refused_ms_.load(); });
+}
+
+bool Batcher::AnyLaneFailing() const {
+  for (const auto& lane : lanes_) {
+    if (lane->failing_since_ms.load(std::memory_order_relaxed) != 0) return true;
+  }
+  return false;
 }
 
 Batcher::~Batcher() { Stop(); }
@@ -73,6 +117,7 @@ void Batcher::Start() {
     Lane* l = lane.get();
     l->thread = std::thread([this, l] { LaneLoop(l); });
   }
+  hearing_->Start();
   reaper_ = std::thread([this] { ReaperLoop(); });
 }
 
@@ -90,6 +135,7 @@ void Batcher::Stop() {
   }
   reaper_cv_.SignalAll();
   if (reaper_.joinable()) reaper_.join();
+  hearing_->Stop();
   give_up_at_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
                        (Clock::now() + std::chrono::milliseconds(kStopGiveUpMs)).time_since_epoch())
                        .count();
@@ -126,6 +172,7 @@ SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
         // that no heartbeat answered 202 is dropped.
         result.code = SubmitResult::Code::kUnavailable;
         result.unknown = 0;
+        last_refused_ms_.store(Hearing::SteadyNowMs());
         stats_.refused.fetch_add(static_cast<uint64_t>(result.items), std::memory_order_relaxed);
         return result;
       }
@@ -146,6 +193,7 @@ SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
     }
     result.code = SubmitResult::Code::kOverloaded;
     result.unknown = 0;
+    last_refused_ms_.store(Hearing::SteadyNowMs());
     stats_.refused.fetch_add(static_cast<uint64_t>(result.items), std::memory_order_relaxed);
     return result;
   }
@@ -278,8 +326,16 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
       stats_.stale.fetch_add(result.stale, std::memory_order_relaxed);
       stats_.coalesced.fetch_add(coalesced, std::memory_order_relaxed);
       stats_.unknown.fetch_add(result.unknown.size(), std::memory_order_relaxed);
+      if (lane->failing_since_ms.load() != 0) {
+        // Heard again from now: the failing time was the server's deafness.
+        lane->last_failed_ms.store(Hearing::SteadyNowMs());
+        lane->failing_since_ms.store(0);
+      }
       break;
     }
+    const int64_t failed_at = Hearing::SteadyNowMs();
+    lane->last_failed_ms.store(failed_at);
+    if (lane->failing_since_ms.load() == 0) lane->failing_since_ms.store(failed_at);
     stats_.write_retries.fetch_add(1, std::memory_order_relaxed);
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
     backoff_ms = std::min(backoff_ms * 2, kRetryMaxMs);
@@ -304,11 +360,15 @@ void Batcher::ReaperLoop() {
       }
       if (reaper_stop_) return;
     }
-    for (auto& lane : lanes_) ReapPartition(lane.get());
+    const store::HeldPools held = HeldPoolsNow();
+    for (auto& lane : lanes_) ReapPartition(lane.get(), held);
   }
 }
 
 int64_t Batcher::SilenceCutoff(Lane* lane) const {
+  // Asked at write time too (Storage::SweepSilentContainers), so a pause that
+  // ends between the reaper's look and its write still holds the sweep.
+  if (hearing_->HearingForMs() < options_.dead_after_ms) return store::kNothingSilent;
   base::MutexLock lock(&lane->queued_mu);
   int64_t watermark = base::NowMs();
   if (!lane->queued_by_accepted_ms.empty()) {
@@ -327,12 +387,32 @@ void Batcher::NoteDeaths(const std::vector<store::DeadContainer>& dead) {
   if (options_.on_deaths) options_.on_deaths(DescribeDeaths(dead));
 }
 
-void Batcher::ReapPartition(Lane* lane) {
+store::HeldPools Batcher::HeldPoolsNow() {
+  store::HeldPools held;
+  if (!options_.live_by_pool) return held;
+  // The least cutoff of the lanes: a lane still writing its backlog counts
+  // fewer silent, never more.
+  int64_t cutoff = base::NowMs();
+  for (auto& lane : lanes_) cutoff = std::min(cutoff, SilenceCutoff(lane.get()));
+  if (cutoff != store::kNothingSilent) {
+    std::vector<store::PoolSilence> silent;
+    // A failed count keeps the pools held as they were.
+    if (storage_->CountSilent(cutoff, &silent).ok()) {
+      held_pools_ = mass_silence_->Update(silent, options_.live_by_pool());
+    }
+  }
+  held.pools = held_pools_;
+  held.cutoff_ms = base::NowMs() - options_.mass_silence_grace_ms;
+  return held;
+}
+
+void Batcher::ReapPartition(Lane* lane, const store::HeldPools& held) {
   // Bounded sweeps, one after another, until one finds less than a full one.
   for (;;) {
     store::SilenceSweep sweep;
     store::Status s = storage_->SweepSilentContainers(
-        lane->partition, [this, lane] { return SilenceCutoff(lane); }, kReapBatchRows, &sweep);
+        lane->partition, [this, lane] { return SilenceCutoff(lane); }, held, kReapBatchRows,
+        &sweep);
     if (!s.ok()) return;  // Busy or an error: nothing written; the next tick retries
     const int64_t dead = sweep.sessions_ended + sweep.marked_dead;
     stats_.sessions_ended.fetch_add(static_cast<uint64_t>(sweep.sessions_ended),

@@ -12,7 +12,9 @@
 #include "base/mutex.h"
 #include "batcher/coalesce.h"
 #include "batcher/deaths.h"
+#include "batcher/hearing.h"
 #include "batcher/heartbeat.h"
+#include "batcher/mass_silence.h"
 #include "batcher/stats.h"
 #include "store/storage.h"
 
@@ -48,6 +50,24 @@ struct BatcherOptions {
   int64_t dead_after_ms = store::kDefaultDeadAfterMs;
   // How often the reaper looks; <= 0 derives min(1000, max(1, dead_after_ms / 4)).
   int reaper_interval_ms = 0;
+  // A beat of the hearing's watch (or an io loop's) later than this is a
+  // span of deafness (--deaf-gap-ms); <= 0 derives min(1000, max(10,
+  // dead_after_ms / 3)). See Hearing.
+  int64_t deaf_gap_ms = 0;
+  // Called with each span of deafness the hearing noticed (the server logs
+  // it), on the thread that noticed it.
+  std::function<void(const Hearing::Span&)> on_deaf;
+  // Mass silence (MassSilence): more than this fraction of a pool's live
+  // containers, or of the fleet's, silent at once (--mass-silence-fraction)
+  // holds their sessions for mass_silence_grace_ms of silence
+  // (--mass-silence-grace-ms) instead of dead_after_ms.
+  double mass_silence_fraction = 0.5;
+  int64_t mass_silence_grace_ms = 300000;
+  // The live (not dead) containers by pool, as the server's capacity mirror
+  // last saw them. Unset: no mass silence is looked for.
+  std::function<LiveByPool()> live_by_pool;
+  // Called with MassSilence's lines (the server logs them).
+  std::function<void(const std::string&)> on_mass_silence;
   // Called on the reaper's thread with DescribeDeaths' line for each sweep
   // that marked any container dead (the server logs it); none if empty.
   std::function<void(const std::string&)> on_deaths;
@@ -121,6 +141,15 @@ class Batcher {
   const BatcherStats& stats() const { return stats_; }
   // The reaper's deaths of the last minutes, by pool (the dashboard's).
   const RecentDeaths& recent_deaths() const { return recent_deaths_; }
+  // Whether, and since when, this server has heard its containers without a
+  // break: the reaper judges no container silent before dead_after_ms of it.
+  // The server adds its io loops as sources.
+  Hearing& hearing() { return *hearing_; }
+  const Hearing& hearing() const { return *hearing_; }
+  const MassSilence& mass_silence() const { return *mass_silence_; }
+  // True while some lane's heartbeat writes fail (its batch is being
+  // retried): the node takes heartbeats it cannot write (/readyz says so).
+  bool AnyLaneFailing() const;
 
  private:
   struct Lane;
@@ -133,13 +162,21 @@ class Batcher {
   // The reaper's cutoff for a lane: a container whose stored heartbeat is
   // older is silent. Every heartbeat accepted up to the lane's watermark is
   // stored, so the cutoff is min(now, watermark) - dead_after_ms: a heartbeat
-  // still queued is liveness from the moment it was accepted.
+  // still queued is liveness from the moment it was accepted. And deafness is
+  // not death: until the server has heard for dead_after_ms without a break,
+  // nothing is silent (kNothingSilent).
   int64_t SilenceCutoff(Lane* lane) const;
+  // The hearing's holds: each lane's failing writes, the store's writers
+  // that cannot reach their database, requests refused for want of room.
+  void AddHearingHolds();
   // Stamps items[0..n) accepted now, into lane's queued set (before they
   // are enqueued), and takes them out once written (durable or lost).
   void MarkQueued(Lane* lane, Heartbeat* items, size_t n);
   void MarkWritten(Lane* lane, const Heartbeat* items, size_t n);
-  void ReapPartition(Lane* lane);
+  void ReapPartition(Lane* lane, const store::HeldPools& held);
+  // The pools in a mass silence now, and their longer grace's cutoff; none
+  // without options_.live_by_pool, or while nothing can be silent.
+  store::HeldPools HeldPoolsNow();
   // Counts a sweep's deaths by reason, keeps them for recent_deaths() and
   // hands their line to options_.on_deaths.
   void NoteDeaths(const std::vector<store::DeadContainer>& dead);
@@ -149,6 +186,14 @@ class Batcher {
   std::vector<std::unique_ptr<Lane>> lanes_;
   BatcherStats stats_;
   RecentDeaths recent_deaths_;
+  std::unique_ptr<Hearing> hearing_;
+  std::unique_ptr<MassSilence> mass_silence_;
+  std::vector<PoolKey> held_pools_;  // the reaper's thread only
+  // Steady ms of the last heartbeat request refused for want of room or of
+  // the store (kOverloaded, kUnavailable), and of the last moment a store
+  // writer was seen failing: holds of the hearing.
+  std::atomic<int64_t> last_refused_ms_{0};
+  std::atomic<int64_t> store_failing_seen_ms_{0};
 
   std::atomic<bool> accepting_{true};
   std::atomic<int> submitting_{0};

@@ -107,6 +107,20 @@ void AddHeartbeatFlags(CLI::App* serve, ServeConfig* s) {
   AddNumber(serve, "--dead-after-ms", &s->dead_after_ms,
             "a container without a heartbeat this long is dead", 1, kBig,
             "heartbeat timeout in ms");
+  AddNumber(serve, "--deaf-gap-ms", &s->deaf_gap_ms,
+            "this node could not hear (a pause, a stalled io loop) when a beat of its watch is "
+            "this late; no container is judged silent before --dead-after-ms of hearing again "
+            "(0: min(1000, dead-after-ms / 3))",
+            0, kBig, "deafness gap in ms");
+  AddNumber(serve, "--mass-silence-percent", &s->mass_silence_percent,
+            "more than this percentage of a pool's live containers (at least 3), or of the "
+            "fleet's, silent at once is a mass silence: not handed out, but their sessions end "
+            "only after --mass-silence-grace-ms",
+            1, 100, "mass silence percentage");
+  AddNumber(serve, "--mass-silence-grace-ms", &s->mass_silence_grace_ms,
+            "in a mass silence, a held container's session ends after this much silence "
+            "(at least --dead-after-ms)",
+            1, kBig, "mass silence grace in ms");
   AddNumber(serve, "--batch-max", &s->batch_max, "heartbeats written in one transaction at most", 1,
             100000, "heartbeat batch size");
   AddNumber(serve, "--batch-wait-ms", &s->batch_wait_ms, "longest wait to fill a heartbeat batch",

@@ -34,6 +34,9 @@ struct ServeConfig {
   int64_t session_history_ms = 86400000;         // an ended session says why this long
   int64_t session_history_max_rows = 1000000;    // ended sessions kept at most
   int64_t dead_after_ms = store::kDefaultDeadAfterMs;
+  int64_t deaf_gap_ms = 0;         // a beat this late is deafness; 0: min(1000, dead_after / 3)
+  int64_t mass_silence_percent = 50;        // more of a pool silent at once: a mass silence
+  int64_t mass_silence_grace_ms = 300000;   // a mass silence's sessions end after this silence
   int batch_max = 100;             // heartbeat rows a transaction (batcher)
   int64_t batch_wait_ms = 10;      // longest a heartbeat waits for a batch
   int64_t queue_capacity = 100000; // heartbeats queued a shard before 503

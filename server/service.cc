@@ -36,6 +36,26 @@ store::StorageOptions StorageOptionsOf(const ServeConfig& config) {
   return options;
 }
 
+// One line a span of deafness, e.g. "edgealloc: hearing: could not hear for
+// 5.2 s (pause: the watch beat 5.2 s late); no container is judged silent
+// before 3.0 s of hearing again".
+std::string DescribeDeafness(const batcher::Hearing::Span& span, int64_t dead_after_ms) {
+  char line[512];
+  const char* why = "";
+  switch (span.cause) {
+    case batcher::Hearing::Cause::kPause: why = "the process did not run: "; break;
+    case batcher::Hearing::Cause::kIoStall: why = "the io loop was late: "; break;
+    case batcher::Hearing::Cause::kWriteFailing: why = "heartbeats could not be written: "; break;
+    case batcher::Hearing::Cause::kRefused: why = "heartbeats were refused: "; break;
+  }
+  std::snprintf(line, sizeof line,
+                "edgealloc: hearing: could not hear for %.1f s (%s, %s%s); no container is "
+                "judged silent before %.1f s of hearing again",
+                static_cast<double>(span.deaf_ms) / 1e3, batcher::Hearing::CauseName(span.cause),
+                why, span.source.c_str(), static_cast<double>(dead_after_ms) / 1e3);
+  return line;
+}
+
 batcher::BatcherOptions BatcherOptionsOf(const ServeConfig& config) {
   batcher::BatcherOptions options;
   options.batch_max = config.batch_max;
@@ -43,6 +63,14 @@ batcher::BatcherOptions BatcherOptionsOf(const ServeConfig& config) {
       static_cast<int>(std::min<int64_t>(config.batch_wait_ms, std::numeric_limits<int>::max()));
   options.queue_capacity = config.queue_capacity;
   options.dead_after_ms = config.dead_after_ms;
+  options.deaf_gap_ms = config.deaf_gap_ms;
+  options.mass_silence_fraction = static_cast<double>(config.mass_silence_percent) / 100.0;
+  options.mass_silence_grace_ms = config.mass_silence_grace_ms;
+  options.on_mass_silence = [](const std::string& line) { LogWarn("edgealloc: " + line); };
+  // Deafness is news an operator must see too: the reaper held its sweeps.
+  options.on_deaf = [dead_after_ms = config.dead_after_ms](const batcher::Hearing::Span& span) {
+    LogWarn(DescribeDeafness(span, dead_after_ms));
+  };
   // A container's death is news an operator must see (docs/heartbeats-capacity-metrics.md).
   options.on_deaths = [](const std::string& line) { LogWarn("edgealloc: " + line); };
   return options;
@@ -95,12 +123,25 @@ store::Status Service::Start() {
   RETURN_IF_ERROR(RequireKernelRandom());
   RETURN_IF_ERROR(store::OpenStorage(StorageOptionsOf(config_), &storage_));
   if (wrap_) storage_ = wrap_(std::move(storage_));
-  batcher_ = std::make_unique<batcher::Batcher>(storage_.get(), BatcherOptionsOf(config_));
+  batcher::BatcherOptions batcher_options = BatcherOptionsOf(config_);
+  // The mirror starts after the batcher: until it has, no mass silence.
+  batcher_options.live_by_pool = [this] {
+    batcher::LiveByPool live;
+    kvmirror::Mirror* mirror = mirror_for_reaper_.load();
+    if (mirror == nullptr) return live;
+    for (const auto& [region, pools] : mirror->Current()->regions()) {
+      for (const auto& [pool, c] : pools) live[{region, pool}] = c.available + c.picked + c.draining;
+    }
+    return live;
+  };
+  batcher_ = std::make_unique<batcher::Batcher>(storage_.get(), std::move(batcher_options));
   batcher_->Start();
   store::Status s = StartMirror();
+  if (s.ok()) mirror_for_reaper_.store(mirror_.get());
   if (s.ok()) {
     StartAllocator();
     MakeHttpServer();
+    io_watch_ = std::make_unique<IoWatch>(http_->executor(), &batcher_->hearing());
     // Added in this order, which is also the order of the routes' series in
     // edgealloc_http_requests_total.
     AddApiRoutes();
@@ -109,6 +150,7 @@ store::Status Service::Start() {
     s = StartDemo();
   }
   if (s.ok()) s = http_->Start();
+  if (s.ok()) io_watch_->Start();
   if (!s.ok()) {
     Stop();
     return s;
@@ -179,7 +221,7 @@ void Service::MakeHttpServer() {
 }
 
 void Service::AddApiRoutes() {
-  health_routes_ = std::make_unique<HealthRoutes>(&ready_, storage_.get());
+  health_routes_ = std::make_unique<HealthRoutes>(&ready_, storage_.get(), batcher_.get());
   health_routes_->AddRoutes(router_.get());
   SessionRoutesOptions session_options;
   session_options.max_lease_ms = config_.max_lease_ms;
@@ -253,6 +295,8 @@ void Service::Stop(std::chrono::milliseconds grace) {
   // Not ready first: /readyz answers 503 and new heartbeats are refused with
   // 503, so a load balancer and the containers move on while we drain.
   ready_.store(false);
+  // The io loop is no longer watched: a loop that stops is not deaf.
+  if (io_watch_) io_watch_->Stop();
   // Waiting claims are answered at once (503), not held to the grace's end.
   if (allocator_) allocator_->EndWaits();
   if (http_) {
@@ -271,6 +315,7 @@ void Service::Stop(std::chrono::milliseconds grace) {
   // The batcher drains through the writers, so it stops while they still
   // run: every heartbeat answered 202 is in the database once this returns.
   if (batcher_) batcher_->Stop();
+  mirror_for_reaper_.store(nullptr);
   if (allocator_) allocator_->Stop();
   if (mirror_) mirror_->Stop();
   // The writers run every job they accepted, so every callback has run, and
@@ -303,6 +348,7 @@ void Service::Stop(std::chrono::milliseconds grace) {
   }
   if (http_) http_->Stop();
   demo_.reset();
+  io_watch_.reset();
   ops_routes_.reset();
   heartbeat_routes_.reset();
   container_routes_.reset();

@@ -23,6 +23,7 @@
 #include "server/http/request_metrics.h"
 #include "server/http/router.h"
 #include "server/http/server.h"
+#include "server/io_watch.h"
 #include "server/ops/health_routes.h"
 #include "server/ops/ops_routes.h"
 #include "store/status.h"
@@ -137,6 +138,10 @@ class Service {
   std::unique_ptr<HeartbeatRoutes> heartbeat_routes_;
   std::unique_ptr<OpsRoutes> ops_routes_;
   std::unique_ptr<Demo> demo_;
+  std::unique_ptr<IoWatch> io_watch_;
+  // mirror_ for the batcher's reaper thread (its live containers by pool),
+  // set once the mirror has started.
+  std::atomic<kvmirror::Mirror*> mirror_for_reaper_{nullptr};
   bool started_ = false;
   bool stopped_ = false;
 };

@@ -190,8 +190,16 @@ class Storage {
   // (stored heartbeat older than cutoff_ms()) or reported themselves dead,
   // held ones first, ending their sessions. cutoff_ms is asked again at
   // write time. Never from a writer thread.
+  // The held containers of `held`'s pools are silent only past held.cutoff_ms.
   virtual Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
-                                       int max_rows, SilenceSweep* sweep) = 0;
+                                       const HeldPools& held, int max_rows,
+                                       SilenceSweep* sweep) = 0;
+  // Into *silent (cleared first): by region and pool, the containers of every
+  // partition that are not dead and whose stored heartbeat is older than
+  // cutoff_ms, for the reaper's test of a mass silence. A read: SQLite walks
+  // the silent rows' index only; PostgreSQL scans the containers once.
+  // Never from a writer thread.
+  virtual Status CountSilent(int64_t cutoff_ms, std::vector<PoolSilence>* silent) = 0;
 
   // Deletes at most max_rows of the session history the partition keeps
   // (GetSession's, Release's and Renew's kSessionEnded), oldest first: the

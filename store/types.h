@@ -209,6 +209,26 @@ struct SilenceSweep {
   std::vector<DeadContainer> dead;
 };
 
+// A silence cutoff (SweepSilentContainers) before every stored heartbeat:
+// no container is silent (the server has not heard long enough to judge).
+inline constexpr int64_t kNothingSilent = 0;
+
+// Containers of one pool silent at a cutoff (Storage::CountSilent).
+struct PoolSilence {
+  std::string region, pool;
+  int64_t silent = 0;
+};
+
+// Pools under a mass silence (batcher/): most of them went silent at once,
+// more likely the server's or the network's fault than the containers'. A
+// held container of these pools is dead, and its session ended, only once
+// its stored heartbeat is older than cutoff_ms (a longer grace); their free
+// containers are dead as any other (a claim would not take them anyway).
+struct HeldPools {
+  std::vector<std::pair<std::string, std::string>> pools;  // (region, pool)
+  int64_t cutoff_ms = kNothingSilent;
+};
+
 // A pool as a waiting claim sees it (Storage::ProbePools).
 struct PoolProbe {
   std::string region, pool;

@@ -21,6 +21,11 @@ void HealthRoutes::AddRoutes(Router* router) {
                                  "the store cannot be written (this node cannot reach its "
                                  "database); see the log"));
     }
+    if (batcher_ != nullptr && batcher_->AnyLaneFailing()) {
+      return reply(ErrorResponse(ApiError::kNotReady,
+                                 "heartbeats cannot be written (a heartbeat lane's writes fail); "
+                                 "see the log"));
+    }
     reply(JsonResponse(200, "{\"status\":\"ready\"}"));
   });
 }

@@ -3,6 +3,7 @@
 
 #include <atomic>
 
+#include "batcher/batcher.h"
 #include "server/http/router.h"
 #include "store/storage.h"
 
@@ -14,14 +15,16 @@ namespace server {
 //                 of `storage` is failing (WriterStats::failing), else 503
 //                 not_ready: starting or stopping, or the store cannot be
 //                 written (a node cut off from its database takes itself
-//                 out of the load balancer).
+//                 out of the load balancer), or a heartbeat lane of
+//                 `batcher` fails its writes (Batcher::AnyLaneFailing).
 // Safe from every io thread: it only reads the flag and the writers' atomic
-// counters (never the database), both of which must outlive it. `storage`
-// may be null (no writer check).
+// counters (never the database), all of which must outlive it. `storage`
+// and `batcher` may be null (no such check).
 class HealthRoutes {
  public:
-  explicit HealthRoutes(const std::atomic<bool>* ready, const store::Storage* storage = nullptr)
-      : ready_(ready), storage_(storage) {}
+  explicit HealthRoutes(const std::atomic<bool>* ready, const store::Storage* storage = nullptr,
+                        const batcher::Batcher* batcher = nullptr)
+      : ready_(ready), storage_(storage), batcher_(batcher) {}
 
   // Adds the two routes to `router`.
   void AddRoutes(Router* router);
@@ -29,6 +32,7 @@ class HealthRoutes {
  private:
   const std::atomic<bool>* ready_;
   const store::Storage* storage_;
+  const batcher::Batcher* batcher_;
 };
 
 // True while any partition's writer of `storage` cannot write

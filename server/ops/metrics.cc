@@ -144,6 +144,29 @@ void AllocatorFamilies(const MetricsSources& src, Exposition* out) {
   }
 }
 
+// Deafness is not death (batcher/hearing.h): the spans this node could not
+// hear, by cause, and how long it has heard since the last.
+void HearingFamilies(const batcher::Hearing& h, Exposition* out) {
+  using Cause = batcher::Hearing::Cause;
+  const Cause causes[] = {Cause::kPause, Cause::kIoStall, Cause::kWriteFailing, Cause::kRefused};
+  out->Family("edgealloc_deaf_spans_total", "counter",
+              "Spans of time this node could not hear its containers, by cause: pause, io_stall, "
+              "write_failing, refused (docs/heartbeats-capacity-metrics.md).");
+  for (Cause c : causes) {
+    out->Sample("edgealloc_deaf_spans_total", {{"cause", batcher::Hearing::CauseName(c)}}, h.spans(c));
+  }
+  out->Family("edgealloc_deaf_seconds_total", "counter",
+              "Seconds this node could not hear its containers, by cause.");
+  for (Cause c : causes) {
+    out->Sample("edgealloc_deaf_seconds_total", {{"cause", batcher::Hearing::CauseName(c)}},
+                static_cast<double>(h.deaf_ms(c)) / 1e3);
+  }
+  One(out, "edgealloc_hearing_seconds", "gauge",
+      "How long this node has heard its containers without a break; no container is judged "
+      "silent while this is under --dead-after-ms.",
+      static_cast<double>(h.HearingForMs()) / 1e3);
+}
+
 void BatcherFamilies(const batcher::Batcher& b, Exposition* out) {
   const batcher::BatcherStats& s = b.stats();
   One(out, "edgealloc_heartbeats_accepted_total", "counter",
@@ -167,6 +190,14 @@ void BatcherFamilies(const batcher::Batcher& b, Exposition* out) {
           "Containers the reaper marked dead, by reason: silent (no heartbeat for "
           "--dead-after-ms) or reported (a held container that reported itself dead).",
           "reason", {{"silent", Load(s.dead_silent)}, {"reported", Load(s.dead_reported)}});
+
+  HearingFamilies(b.hearing(), out);
+  One(out, "edgealloc_mass_silence_pools", "gauge",
+      "Pools held in a mass silence now: most of them silent at once; their sessions end only "
+      "after --mass-silence-grace-ms.",
+      static_cast<uint64_t>(b.mass_silence().held_pools()));
+  One(out, "edgealloc_mass_silences_total", "counter", "Pools that entered a mass silence.",
+      b.mass_silence().episodes());
 
   const batcher::Histogram& size = s.batch_size;
   out->Family("edgealloc_heartbeat_batch_size", "histogram",

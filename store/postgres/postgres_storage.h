@@ -78,7 +78,8 @@ class PostgresStorage : public Storage {
 
   Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) override;
   Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
-                               int max_rows, SilenceSweep* sweep) override;
+                               const HeldPools& held, int max_rows, SilenceSweep* sweep) override;
+  Status CountSilent(int64_t cutoff_ms, std::vector<PoolSilence>* silent) override;
   Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
                              int max_rows, int64_t* pruned) override;
 

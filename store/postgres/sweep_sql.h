@@ -28,16 +28,31 @@ WHERE id IN (SELECT id FROM containers
 
 // The dead-container sweep of one heartbeat partition: lane_hash % $3 = $4.
 // Silent: a stored heartbeat more than $1 ms older than the database's now.
-//   $1 silence_ms $2 limit $3 partitions $4 partition
+// The pools of a mass silence ($6 regions, $7 pools) end the sessions of
+// their silent containers only past the longer grace ($5 ms).
+//   $1 silence_ms $2 limit $3 partitions $4 partition $5 held_silence_ms
+//   $6 held regions $7 held pools
 inline constexpr char kReapPicked[] = R"sql(
 UPDATE containers
 SET status = 'dead', )sql" EDGEALLOC_PG_END_SESSION("'container_dead'") R"sql(
 WHERE id IN (SELECT id FROM containers
-             WHERE status = 'picked' AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint OR dead_reported)
+             WHERE status = 'picked'
+               AND ((last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint
+                     AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $5::bigint
+                          OR (region, pool) NOT IN (SELECT * FROM unnest($6::text[], $7::text[]))))
+                    OR dead_reported)
                AND lane_hash % $3::integer = $4::integer
              LIMIT $2::bigint
              FOR UPDATE SKIP LOCKED)
 RETURNING )sql" EDGEALLOC_PG_DEATH_COLUMNS;
+
+// Silent containers by pool, every partition (Storage::CountSilent).
+//   $1 silence_ms
+inline constexpr char kCountSilent[] = R"sql(
+SELECT region, pool, count(*) FROM containers
+WHERE status <> 'dead' AND last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint
+GROUP BY region, pool
+)sql";
 
 inline constexpr char kReapUnpicked[] = R"sql(
 UPDATE containers

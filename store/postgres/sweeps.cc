@@ -1,6 +1,8 @@
 // PostgresStorage: the reapers' sweeps (expired leases; silent or dead
 // containers), each a solo job of a writer: a transaction of its own.
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "base/clock.h"
 #include "store/postgres/postgres_storage.h"
@@ -39,10 +41,16 @@ void AppendDead(const PgResult& r, std::vector<DeadContainer>* dead) {
 
 Status PostgresStorage::SweepSilentContainers(int partition,
                                               const std::function<int64_t()>& cutoff_ms,
-                                              int max_rows, SilenceSweep* sweep) {
+                                              const HeldPools& held, int max_rows,
+                                              SilenceSweep* sweep) {
   *sweep = SilenceSweep{};
   SilenceSweep found;
   const int64_t partitions = this->partitions();
+  std::vector<std::string> held_regions, held_pools;
+  for (const auto& [region, pool] : held.pools) {
+    held_regions.push_back(region);
+    held_pools.push_back(pool);
+  }
   Status s = writers_[static_cast<size_t>(partition)]->RunSync(
       [&](PgConn* conn) {
         found = SilenceSweep{};
@@ -51,11 +59,14 @@ Status PostgresStorage::SweepSilentContainers(int partition,
         // this node accepted are still queued: batcher::SilenceCutoff), and
         // the statement counts back from the database's now, so the node's
         // offset from the database cancels out.
-        const int64_t silence = base::NowMs() - cutoff_ms();
+        const int64_t now = base::NowMs();
+        const int64_t silence = now - cutoff_ms();
         PgResult r;
-        RETURN_IF_ERROR(conn->Run(
-            pgsql::kReapPicked,
-            {P(silence), P(int64_t{max_rows}), P(partitions), P(int64_t{partition})}, &r));
+        RETURN_IF_ERROR(conn->Run(pgsql::kReapPicked,
+                                  {P(silence), P(int64_t{max_rows}), P(partitions),
+                                   P(int64_t{partition}), P(now - held.cutoff_ms),
+                                   TextArrayParam(held_regions), TextArrayParam(held_pools)},
+                                  &r));
         AppendDead(r, &found.dead);
         found.sessions_ended = r.rows();
         if (found.sessions_ended >= max_rows) return Status::Ok();
@@ -70,6 +81,18 @@ Status PostgresStorage::SweepSilentContainers(int partition,
       /*solo=*/true);
   if (s.ok()) *sweep = found;
   return s;
+}
+
+Status PostgresStorage::CountSilent(int64_t cutoff_ms, std::vector<PoolSilence>* silent) {
+  silent->clear();
+  return WithReader([&](PgConn* conn) {
+    PgResult r;
+    RETURN_IF_ERROR(conn->Run(pgsql::kCountSilent, {P(base::NowMs() - cutoff_ms)}, &r));
+    for (int i = 0; i < r.rows(); ++i) {
+      silent->push_back({r.String(i, 0), r.String(i, 1), r.Int64(i, 2)});
+    }
+    return Status::Ok();
+  });
 }
 
 Status PostgresStorage::PruneSessionHistory(int partition, int64_t history_ms,

@@ -316,12 +316,17 @@ SELECT 1 FROM containers WHERE dead_reported = 1 AND +status <> 'dead' LIMIT 1
 // session call answers 410 container_dead). Counted as sessions ended. Two index walks, as
 // in kReapUnpicked below, never a walk of every held row (containers_session):
 // a sweep runs in the writer whenever any container anywhere is silent.
-//   ?1 cutoff_ms ?2 limit
+// The pools of a mass silence (?4, a JSON array of [region, pool]) end the
+// sessions of their silent containers only past the longer grace (?3).
+//   ?1 cutoff_ms ?2 limit ?3 held_cutoff_ms ?4 held pools
 inline constexpr char kReapPicked[] = R"sql(
 UPDATE containers
 SET status = 'dead', )sql" EDGEALLOC_SQL_END_SESSION("'container_dead'") R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE status <> 'dead' AND last_heartbeat_ms < ?1 AND status = 'picked'
+               AND (last_heartbeat_ms < ?3 OR (region, pool) NOT IN
+                    (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')
+                     FROM json_each(?4)))
              UNION ALL
              SELECT id FROM containers
              WHERE dead_reported = 1 AND +status = 'picked' AND last_heartbeat_ms >= ?1
@@ -336,6 +341,14 @@ RETURNING )sql" EDGEALLOC_SQL_DEATH_COLUMNS;
 // reported ones that are not silent through containers_dead_reported (the +
 // as in kAnyDeadReported). UNION ALL stops at the LIMIT.
 //   ?1 cutoff_ms ?2 limit
+// Silent containers by pool, through containers_heartbeat: the silent rows
+// only (Storage::CountSilent).
+//   ?1 cutoff_ms
+inline constexpr char kCountSilent[] = R"sql(
+SELECT region, pool, count(*) FROM containers
+WHERE status <> 'dead' AND last_heartbeat_ms < ?1 GROUP BY region, pool
+)sql";
+
 inline constexpr char kReapUnpicked[] = R"sql(
 UPDATE containers
 SET status = 'dead', dead_reported = 0

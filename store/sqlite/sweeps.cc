@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/clock.h"
+#include "base/json_string.h"
 #include "store/sqlite/history_sql.h"
 #include "store/sqlite/lifecycle_sql.h"
 #include "store/sqlite/rows.h"
@@ -14,14 +15,29 @@
 namespace store {
 namespace {
 
-// One reaper statement (?1 cutoff, ?2 limit): the containers it marked dead
-// appended to *dead, from its RETURNING rows.
-Status Reap(Db* db, const char* statement, int64_t cutoff, int64_t limit,
+// One reaper statement (?1 cutoff, ?2 limit; kReapPicked also ?3 and ?4,
+// the held pools): the containers it marked dead appended to *dead, from its
+// RETURNING rows.
+Status Reap(Db* db, const char* statement, int64_t cutoff, int64_t limit, const HeldPools* held,
             std::vector<DeadContainer>* dead) {
   StatementRef q;
   RETURN_IF_ERROR(db->Cached(statement, &q));
   q->Bind(1, cutoff);
   q->Bind(2, limit);
+  if (held != nullptr) {
+    std::string pools = "[";
+    for (const auto& [region, pool] : held->pools) {
+      if (pools.size() > 1) pools += ',';
+      pools += '[';
+      base::AppendJsonString(region, &pools);
+      pools += ',';
+      base::AppendJsonString(pool, &pools);
+      pools += ']';
+    }
+    pools += ']';
+    q->Bind(3, held->cutoff_ms);
+    q->Bind(4, pools);
+  }
   const int64_t now = base::NowMs();
   for (;;) {
     bool row = false;
@@ -59,7 +75,8 @@ Status SqliteStorage::SweepExpiredLeases(int partition, int max_rows, int64_t* e
 
 Status SqliteStorage::SweepSilentContainers(int partition,
                                             const std::function<int64_t()>& cutoff_ms,
-                                            int max_rows, SilenceSweep* sweep) {
+                                            const HeldPools& held, int max_rows,
+                                            SilenceSweep* sweep) {
   *sweep = SilenceSweep{};
   Shard* shard = shards_[static_cast<size_t>(partition)];
   bool any = false;
@@ -74,17 +91,35 @@ Status SqliteStorage::SweepSilentContainers(int partition,
       [&](Db* db) {
         *sweep = SilenceSweep{};
         const int64_t cutoff = cutoff_ms();
-        RETURN_IF_ERROR(Reap(db, sql::kReapPicked, cutoff, max_rows, &sweep->dead));
+        RETURN_IF_ERROR(Reap(db, sql::kReapPicked, cutoff, max_rows, &held, &sweep->dead));
         sweep->sessions_ended = static_cast<int64_t>(sweep->dead.size());
         if (sweep->sessions_ended >= max_rows) return Status::Ok();
         RETURN_IF_ERROR(Reap(db, sql::kReapUnpicked, cutoff, max_rows - sweep->sessions_ended,
-                             &sweep->dead));
+                             nullptr, &sweep->dead));
         sweep->marked_dead = static_cast<int64_t>(sweep->dead.size()) - sweep->sessions_ended;
         return Status::Ok();
       },
       /*solo=*/true);
   if (!s.ok()) *sweep = SilenceSweep{};  // rolled back
   return s;
+}
+
+Status SqliteStorage::CountSilent(int64_t cutoff_ms, std::vector<PoolSilence>* silent) {
+  silent->clear();
+  for (Shard* shard : shards_) {
+    RETURN_IF_ERROR(shard->reads->With([&](Db* db) {
+      StatementRef q;
+      RETURN_IF_ERROR(db->Cached(sql::kCountSilent, &q));
+      q->Bind(1, cutoff_ms);
+      for (;;) {
+        bool row = false;
+        RETURN_IF_ERROR(q->Step(&row));
+        if (!row) return Status::Ok();
+        silent->push_back({q->ColumnString(0), q->ColumnString(1), q->ColumnInt64(2)});
+      }
+    }));
+  }
+  return Status::Ok();
 }
 
 Status SqliteStorage::PruneSessionHistory(int partition, int64_t history_ms,

@@ -226,7 +226,7 @@ void SweepAllSilent(store::Storage* s) {
   const int64_t future = base::NowMs() + 60000;
   for (int p = 0; p < s->partitions(); ++p) {
     store::SilenceSweep sweep;
-    REQUIRE(s->SweepSilentContainers(p, [future] { return future; }, 100, &sweep).ok());
+    REQUIRE(s->SweepSilentContainers(p, [future] { return future; }, store::HeldPools{}, 100, &sweep).ok());
   }
 }
 
@@ -407,7 +407,7 @@ TEST_CASE("storage: sweeps end expired leases and silent containers, and capacit
   const int64_t future = base::NowMs() + 60000;
   for (int p = 0; p < e->partitions(); ++p) {
     store::SilenceSweep sweep;
-    REQUIRE(e->SweepSilentContainers(p, [future] { return future; }, 100, &sweep).ok());
+    REQUIRE(e->SweepSilentContainers(p, [future] { return future; }, store::HeldPools{}, 100, &sweep).ok());
     total.sessions_ended += sweep.sessions_ended;
     total.marked_dead += sweep.marked_dead;
   }
@@ -455,7 +455,7 @@ TEST_CASE("storage: a silence sweep returns whom it marked dead, where, and why"
   int64_t sessions_ended = 0;
   for (int p = 0; p < e->partitions(); ++p) {
     store::SilenceSweep sweep;
-    REQUIRE(e->SweepSilentContainers(p, [cutoff] { return cutoff; }, 100, &sweep).ok());
+    REQUIRE(e->SweepSilentContainers(p, [cutoff] { return cutoff; }, store::HeldPools{}, 100, &sweep).ok());
     CHECK(static_cast<int64_t>(sweep.dead.size()) == sweep.sessions_ended + sweep.marked_dead);
     for (int64_t i = 0; i < sweep.sessions_ended; ++i) {
       CHECK((sweep.dead[i].id == "held" || sweep.dead[i].id == "said-dead"));
@@ -480,7 +480,7 @@ TEST_CASE("storage: a silence sweep returns whom it marked dead, where, and why"
   // Swept again: nothing more, nothing returned.
   for (int p = 0; p < e->partitions(); ++p) {
     store::SilenceSweep sweep;
-    REQUIRE(e->SweepSilentContainers(p, [cutoff] { return cutoff; }, 100, &sweep).ok());
+    REQUIRE(e->SweepSilentContainers(p, [cutoff] { return cutoff; }, store::HeldPools{}, 100, &sweep).ok());
     CHECK(sweep.dead.empty());
   }
 }
@@ -506,7 +506,7 @@ TEST_CASE("storage: a partition's sweep marks dead only the containers of its pa
   const int64_t future = base::NowMs() + 60000;
   for (const auto& [partition, members] : by_partition) {
     store::SilenceSweep sweep;
-    REQUIRE(e->SweepSilentContainers(partition, [future] { return future; }, 100, &sweep).ok());
+    REQUIRE(e->SweepSilentContainers(partition, [future] { return future; }, store::HeldPools{}, 100, &sweep).ok());
     CHECK(sweep.marked_dead == static_cast<int64_t>(members.size()));
     for (const std::string& id : ids) {
       int p = -1;
@@ -1251,7 +1251,7 @@ TEST_CASE("storage: an ended session says why, to its tenant and an admin, until
   REQUIRE(ended == 1);
   for (int p = 0; p < e->partitions(); ++p) {
     store::SilenceSweep sweep;
-    REQUIRE(e->SweepSilentContainers(p, [] { return base::NowMs() + 60000; }, 100, &sweep).ok());
+    REQUIRE(e->SweepSilentContainers(p, [] { return base::NowMs() + 60000; }, store::HeldPools{}, 100, &sweep).ok());
   }
 
   CHECK(AnswersTo(s, Tenant("t1"), by_admin.session, by_admin.session.token + 1) ==

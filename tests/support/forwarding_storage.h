@@ -86,9 +86,13 @@ class ForwardingStorage : public store::Storage {
                                     int max_rows, int64_t* pruned) override {
     return real_->PruneSessionHistory(partition, history_ms, max_history_rows, max_rows, pruned);
   }
+  store::Status CountSilent(int64_t cutoff_ms, std::vector<store::PoolSilence>* silent) override {
+    return real_->CountSilent(cutoff_ms, silent);
+  }
   store::Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
+                                      const store::HeldPools& held,
                                       int max_rows, store::SilenceSweep* sweep) override {
-    return real_->SweepSilentContainers(partition, cutoff_ms, max_rows, sweep);
+    return real_->SweepSilentContainers(partition, cutoff_ms, held, max_rows, sweep);
   }
   store::Status PublishClaimCounts(const std::string& node_id,
                                   const std::vector<store::PoolClaimTally>& counts,

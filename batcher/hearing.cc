@@ -1,0 +1,164 @@
+#include "batcher/hearing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+namespace batcher {
+namespace {
+
+// The watch beats this often: a quarter of the gap, so that a pause of gap_ms
+// is seen whatever the phase, and never busier than every 5 ms.
+int64_t WatchPeriodMs(int64_t gap_ms) { return std::clamp<int64_t>(gap_ms / 4, 5, 250); }
+
+}  // namespace
+
+const char* Hearing::CauseName(Cause cause) {
+  switch (cause) {
+    case Cause::kPause: return "pause";
+    case Cause::kIoStall: return "io_stall";
+    case Cause::kWriteFailing: return "write_failing";
+    case Cause::kRefused: return "refused";
+  }
+  return "unknown";
+}
+
+int64_t Hearing::SteadyNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Hearing::Hearing(int64_t gap_ms, std::function<void(const Span&)> on_span)
+    : gap_ms_(std::max<int64_t>(gap_ms, 10)),
+      on_span_(std::move(on_span)),
+      hearing_since_ms_(SteadyNowMs()) {}
+
+Hearing::~Hearing() { Stop(); }
+
+void Hearing::Start() {
+  base::MutexLock lock(&watch_mu_);
+  if (watch_.joinable() || watch_stop_) return;
+  // A source from now on: until the watch runs it is not late.
+  watch_source_ = AddSource("watch");
+  watch_ = std::thread([this] { WatchLoop(); });
+}
+
+void Hearing::Stop() {
+  {
+    base::MutexLock lock(&watch_mu_);
+    watch_stop_ = true;
+  }
+  watch_cv_.SignalAll();
+  if (watch_.joinable()) watch_.join();
+}
+
+void Hearing::WatchLoop() {
+  const auto period = std::chrono::milliseconds(WatchPeriodMs(gap_ms_));
+  for (;;) {
+    {
+      base::MutexLock lock(&watch_mu_);
+      const auto until = std::chrono::steady_clock::now() + period;
+      while (!watch_stop_ && std::chrono::steady_clock::now() < until) {
+        watch_cv_.WaitFor(&watch_mu_, until - std::chrono::steady_clock::now());
+      }
+      if (watch_stop_) return;
+    }
+    Beat(watch_source_);
+    PollHolds(period.count());
+  }
+}
+
+void Hearing::AddHold(Cause cause, std::string name, std::function<int64_t()> last_deaf_ms) {
+  base::MutexLock lock(&mu_);
+  holds_.push_back(Hold{cause, std::move(name), std::move(last_deaf_ms)});
+}
+
+void Hearing::PollHolds(int64_t period_ms) {
+  const int64_t now = SteadyNowMs();
+  std::vector<Span> ended;
+  {
+    base::MutexLock lock(&mu_);
+    for (Hold& h : holds_) {
+      const int64_t last = h.last_deaf_ms();
+      if (last > h.seen_ms) {
+        if (h.span_start_ms == 0) h.span_start_ms = last;
+        h.seen_ms = last;
+      } else if (h.span_start_ms != 0 && now - h.seen_ms > period_ms) {
+        // Heard again for a whole period: the span is over (a hold deaf for
+        // a moment only is a span of 0 ms, still counted).
+        ended.push_back(Span{h.cause, h.name, h.seen_ms - h.span_start_ms});
+        h.span_start_ms = 0;
+      }
+    }
+  }
+  for (const Span& span : ended) Record(span, now, /*restart=*/false);
+}
+
+int Hearing::AddSource(std::string name) {
+  base::MutexLock lock(&mu_);
+  const Source fresh{std::move(name), true, SteadyNowMs()};
+  for (size_t i = 0; i < sources_.size(); ++i) {
+    if (!sources_[i].live) {
+      sources_[i] = fresh;
+      return static_cast<int>(i);
+    }
+  }
+  sources_.push_back(fresh);
+  return static_cast<int>(sources_.size() - 1);
+}
+
+void Hearing::RemoveSource(int source) {
+  base::MutexLock lock(&mu_);
+  sources_[static_cast<size_t>(source)].live = false;
+}
+
+void Hearing::Beat(int source) {
+  const int64_t now = SteadyNowMs();
+  Span span{};
+  {
+    base::MutexLock lock(&mu_);
+    Source& s = sources_[static_cast<size_t>(source)];
+    const int64_t late = now - s.last_beat_ms;
+    s.last_beat_ms = now;
+    if (!s.live || late <= gap_ms_) return;
+    span = Span{source == watch_source_ ? Cause::kPause : Cause::kIoStall, s.name, late};
+  }
+  Record(span, now, /*restart=*/true);
+}
+
+void Hearing::NoteDeaf(Cause cause, const std::string& source, int64_t deaf_ms) {
+  Record(Span{cause, source, std::max<int64_t>(deaf_ms, 0)}, SteadyNowMs(), /*restart=*/true);
+}
+
+void Hearing::Record(const Span& span, int64_t now_ms, bool restart) {
+  if (restart) {
+    base::MutexLock lock(&mu_);
+    hearing_since_ms_ = std::max(hearing_since_ms_, now_ms);
+  }
+  const auto i = static_cast<size_t>(span.cause);
+  spans_[i].fetch_add(1, std::memory_order_relaxed);
+  deaf_ms_[i].fetch_add(static_cast<uint64_t>(span.deaf_ms), std::memory_order_relaxed);
+  if (on_span_) on_span_(span);
+}
+
+int64_t Hearing::HearingForMs() const {
+  const int64_t now = SteadyNowMs();
+  base::MutexLock lock(&mu_);
+  for (const Source& s : sources_) {
+    if (s.live && now - s.last_beat_ms > gap_ms_) return 0;  // deaf right now
+  }
+  int64_t since = hearing_since_ms_;
+  for (const Hold& h : holds_) since = std::max(since, h.last_deaf_ms());
+  return std::max<int64_t>(now - since, 0);
+}
+
+uint64_t Hearing::spans(Cause cause) const {
+  return spans_[static_cast<size_t>(cause)].load(std::memory_order_relaxed);
+}
+
+uint64_t Hearing::deaf_ms(Cause cause) const {
+  return deaf_ms_[static_cast<size_t>(cause)].load(std::memory_order_relaxed);
+}
+
+}  // namespace batcher

@@ -1,0 +1,142 @@
+#include "batcher/hearing.h"
+
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "batcher/batcher.h"
+#include "tests/support/engines.h"
+#include "tests/support/forwarding_storage.h"
+
+namespace {
+
+using batcher::Batcher;
+using batcher::BatcherOptions;
+using batcher::Hearing;
+using std::chrono::milliseconds;
+
+void SleepMs(int64_t ms) { std::this_thread::sleep_for(milliseconds(ms)); }
+
+// Polls `done` until it holds or `limit` passes: no test here assumes how
+// fast a loaded machine runs.
+bool WaitFor(const std::function<bool()>& done, milliseconds limit = milliseconds(5000)) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    SleepMs(2);
+  }
+  return done();
+}
+
+TEST_CASE("hearing: a source that beats late is a span of deafness, and hearing starts again") {
+  Hearing h(50);
+  const int io = h.AddSource("io");
+  h.Beat(io);
+  SleepMs(20);
+  h.Beat(io);  // on time: nothing
+  CHECK(h.spans(Hearing::Cause::kIoStall) == 0);
+  SleepMs(150);
+  // Late right now, before its beat: deaf now.
+  CHECK(h.HearingForMs() == 0);
+  h.Beat(io);
+  CHECK(h.spans(Hearing::Cause::kIoStall) == 1);
+  CHECK(h.deaf_ms(Hearing::Cause::kIoStall) >= 150);
+  CHECK(h.HearingForMs() < 50);
+  // A removed source is never late.
+  h.RemoveSource(io);
+  SleepMs(120);
+  CHECK(h.HearingForMs() >= 100);
+}
+
+TEST_CASE("hearing: a hold deaf now is no hearing; once clear, hearing counts from its last "
+          "deaf moment and the watch counts the span") {
+  Hearing h(40);
+  std::atomic<bool> failing{false};
+  std::atomic<int64_t> last{0};
+  h.AddHold(Hearing::Cause::kWriteFailing, "writes", [&] {
+    if (failing.load()) last.store(Hearing::SteadyNowMs());
+    return last.load();
+  });
+  h.Start();
+  failing = true;
+  SleepMs(100);
+  CHECK(h.HearingForMs() == 0);
+  failing = false;
+  const int64_t cleared = Hearing::SteadyNowMs();
+  REQUIRE(WaitFor([&] { return h.spans(Hearing::Cause::kWriteFailing) == 1; }));
+  CHECK(h.deaf_ms(Hearing::Cause::kWriteFailing) >= 50);
+  CHECK(h.HearingForMs() <= Hearing::SteadyNowMs() - cleared + 20);
+  h.Stop();
+}
+
+// A store whose heartbeat writes fail while `failing` is set, as a full
+// disk or a database out of reach would.
+class FailingWrites : public testing::ForwardingStorage {
+ public:
+  using ForwardingStorage::ForwardingStorage;
+  std::atomic<bool> failing{false};
+  store::Status WriteHeartbeats(int partition, const std::vector<store::HeartbeatRow>& rows,
+                                store::HeartbeatWriteResult* result) override {
+    if (failing.load()) return store::Status::IOError("injected: heartbeat write fails");
+    return ForwardingStorage::WriteHeartbeats(partition, rows, result);
+  }
+};
+
+std::string StatusOf(store::Storage* s, const std::string& id) {
+  return s->GetContainer(id).container.status;
+}
+
+std::vector<batcher::Heartbeat> Beat(const std::string& id) {
+  batcher::Heartbeat h;
+  h.container_id = id;
+  h.state = batcher::Heartbeat::State::kReady;
+  std::vector<batcher::Heartbeat> v;
+  v.push_back(std::move(h));
+  return v;
+}
+
+// The database outage of a node: its heartbeat writes fail for longer than
+// dead_after_ms. When they succeed again, the fleet's containers report
+// within dead_after_ms, and none may have been judged silent for the time
+// the node could not write. A container that then really stops is dead.
+TEST_CASE("hearing: heartbeat writes failing longer than dead-after kill nobody once they recover") {
+  testing::Engine engine(EDGEALLOC_ENGINES);
+  FailingWrites store(engine.storage.get());
+  std::promise<store::ContainerResult> registered;
+  engine->Register({{"c-1", "weur", "chrome", 0, "{}"}, {"c-2", "weur", "chrome", 0, "{}"}},
+                   [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
+  REQUIRE(registered.get_future().get().outcome == store::Outcome::kOk);
+
+  BatcherOptions options;
+  options.dead_after_ms = 1000;
+  options.reaper_interval_ms = 5;
+  Batcher b(&store, options);
+  b.Start();
+  store.failing = true;
+  REQUIRE(b.Submit(Beat("c-2")).accepted());  // retried while the writes fail
+  SleepMs(1500);
+  store.failing = false;
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == 1; }));
+  // The fleet reports again at once; c-1 last reported before the outage.
+  REQUIRE(b.Submit(Beat("c-1")).accepted());
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == 2; }));
+  CHECK(b.stats().dead_marked.load() == 0);
+  CHECK(StatusOf(engine.storage.get(), "c-1") == "available");
+  CHECK(StatusOf(engine.storage.get(), "c-2") == "available");
+  // The watch counts the span once it has heard for a whole period.
+  CHECK(WaitFor([&] { return b.hearing().spans(Hearing::Cause::kWriteFailing) >= 1; }));
+
+  // The other side: silent while the node hears, dead in time.
+  REQUIRE(WaitFor(
+      [&] { return StatusOf(engine.storage.get(), "c-1") == "dead"; }, milliseconds(10000)));
+  CHECK(StatusOf(engine.storage.get(), "c-2") == "dead");
+  b.Stop();
+  engine->StopWriters();
+}
+
+}  // namespace
