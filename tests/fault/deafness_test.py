@@ -129,15 +129,18 @@ def one_run(args, tmp, run):
     logpath = os.path.join(tmp, "server%d.log" % run)
     if args.fault == "outage":
         pg = PgServer(tmp, "pg%d" % run, fsync=False)
-        pg.init_primary()
-        psql(pg.port, "CREATE DATABASE " + DBNAME, db="postgres")
+        pg.init_primary(sync_standby=False)
+        psql(pg.port, "CREATE DATABASE " + DBNAME, db="postgres", timeout=120)
         db = "postgresql://%s@127.0.0.1:%d/%s" % (PG_USER, pg.port, DBNAME)
     else:
         db = os.path.join(tmp, "run%d.db" % run)
     port = free_port()
     logf = open(logpath, "wb")
     proc = edgealloc_server.serve(args.bin, db, port,
-                                  ["--dead-after-ms", str(DEAD_AFTER_MS), "--batch-wait-ms", "5"],
+                                  # Deafness alone: no mass silence could hold the
+                                  # sessions (more than 100% is never silent).
+                                  ["--dead-after-ms", str(DEAD_AFTER_MS), "--batch-wait-ms", "5",
+                                   "--mass-silence-percent", "100"],
                                   stdout=logf, stderr=logf, stdin=subprocess.DEVNULL,
                                   preexec_fn=die_with_parent)
     reporter = None

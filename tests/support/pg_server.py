@@ -82,14 +82,14 @@ class PgServer:
             pw = pwd.getpwnam("postgres")
             os.chown(path, pw.pw_uid, pw.pw_gid)
 
-    def init_primary(self):
+    def init_primary(self, sync_standby=True):
         self.run([PG_BIN + "initdb", "-D", self.data, "-A", "trust", "-U", PG_USER, "--no-sync",
                   "-E", "UTF8", "--locale=C"])
         with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
             f.write("\ninclude 'test.conf'\n")
         # Commits wait for the standby named 'standby': an acknowledged write
         # is on both.
-        self.write_conf("synchronous_standby_names = 'standby'")
+        self.write_conf("synchronous_standby_names = 'standby'" if sync_standby else "")
         self.start()
 
     def init_standby(self, primary):
