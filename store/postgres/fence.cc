@@ -18,13 +18,19 @@ namespace {
 // soon as a promotion ends, not after the next checkpoint. Any role may ask.
 #define EDGEALLOC_PG_TIMELINE \
   "('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint"
+// Whether the fence row can be read: a role that may not read edgealloc's
+// tables is told what it lacks by MigrateSchema, not by the fence.
+#define EDGEALLOC_PG_META_READABLE                                      \
+  "CASE WHEN to_regclass('edgealloc_meta') IS NULL THEN false "         \
+  "ELSE has_table_privilege(to_regclass('edgealloc_meta'), 'SELECT') END"
 constexpr char kFenceTimeline[] =
-    "SELECT " EDGEALLOC_PG_TIMELINE ", to_regclass('edgealloc_meta') IS NOT NULL";
+    "SELECT " EDGEALLOC_PG_TIMELINE ", " EDGEALLOC_PG_META_READABLE;
 // Learn's: a standby too (its timeline is not asked, only its replicated row).
 constexpr char kFenceLearn[] =
     "SELECT pg_is_in_recovery(), CASE WHEN pg_is_in_recovery() THEN 0 ELSE " EDGEALLOC_PG_TIMELINE
-    " END, to_regclass('edgealloc_meta') IS NOT NULL";
+    " END, " EDGEALLOC_PG_META_READABLE;
 #undef EDGEALLOC_PG_TIMELINE
+#undef EDGEALLOC_PG_META_READABLE
 constexpr char kFenceRow[] = "SELECT value FROM edgealloc_meta WHERE key = 'fence'";
 // The value is "EPOCH TIMELINE"; a bump is a compare-and-swap on it, so of
 // nodes connecting together one bumps and the others read its bump.
@@ -130,7 +136,8 @@ Status CheckFence(PgConn* conn, PgFence* fence, const std::string& where) {
   RETURN_IF_ERROR(conn->Run(kFenceTimeline, {}, &now));
   if (now.rows() != 1) return Status::IOError("the timeline query returned no row");
   const int64_t timeline = now.Int64(0, 0);
-  // No schema yet: a new database, which the migration gives a row.
+  // No schema yet (a new database, which the migration gives a row), or
+  // none this role may read.
   if (now.Text(0, 1) != "t") return fence->Admit({0, timeline}, where);
   constexpr int kAttempts = 3;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
