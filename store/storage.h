@@ -232,6 +232,15 @@ class Storage {
   virtual std::unique_ptr<CapacityReader> NewCapacityReader(int partition,
                                                             int busy_timeout_ms) = 0;
   virtual const WriterStats& writer_stats(int partition) const = 0;
+  // PostgreSQL: the node's fence against an old primary back after a
+  // failover (store/postgres/fence.h): the highest fence epoch it has seen,
+  // and the connects it refused below it. SQLite has none (fenced false).
+  struct FenceStats {
+    bool fenced = false;
+    int64_t epoch = 0;
+    uint64_t refusals = 0;
+  };
+  virtual FenceStats fence_stats() const { return {}; }
   // The policy claims are made under (StorageOptions::policy).
   virtual const ClaimPolicy& policy() const = 0;
 

@@ -299,6 +299,17 @@ void WriterHealthFamilies(const store::Storage& storage, Exposition* out) {
                 return Gauge(s.clock_offset_ms, 1e3);
               });
   }
+  // PostgreSQL only: the fence against an old primary back after a failover.
+  if (const store::Storage::FenceStats fence = storage.fence_stats(); fence.fenced) {
+    out->Family("edgealloc_db_fence_epoch", "gauge",
+                "The highest fence epoch this node has seen (PostgreSQL: one more each "
+                "promotion); it connects to no primary below it.");
+    out->Sample("edgealloc_db_fence_epoch", static_cast<double>(fence.epoch));
+    out->Family("edgealloc_db_fenced_total", "counter",
+                "Connects this node refused because the primary was below its fence epoch (an "
+                "old primary back after a failover); nothing was written there.");
+    out->Sample("edgealloc_db_fenced_total", fence.refusals);
+  }
   PerWriter(storage, out, "edgealloc_store_groups_rerun_total", "counter",
             "Groups each writer ran again job by job because one job failed on the fast path.",
             [](const WriterStats& s) { return Count(s.groups_rerun); });

@@ -13,7 +13,7 @@ Status PgCapacityReader::Read(CapacityRead* read, bool* unchanged) {
   if (!counts_all_) return Status::Ok();
   if (conn_ == nullptr || !conn_->ok()) {
     conn_.reset();
-    RETURN_IF_ERROR(ConnectReader(uri_, "edgealloc-mirror", &conn_));
+    RETURN_IF_ERROR(ConnectReader(uri_, "edgealloc-mirror", &conn_, fence_));
     // A read that waits on a lock (a migration) gives up, as SQLite's does.
     RETURN_IF_ERROR(conn_->Exec("SET lock_timeout = " + std::to_string(busy_timeout_ms_)));
   }

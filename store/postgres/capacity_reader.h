@@ -16,8 +16,12 @@ namespace store {
 // partitions' readers read nothing, so the mirror's sum is the database's.
 class PgCapacityReader : public CapacityReader {
  public:
-  PgCapacityReader(std::string uri, int busy_timeout_ms, bool counts_all)
-      : uri_(std::move(uri)), busy_timeout_ms_(busy_timeout_ms), counts_all_(counts_all) {}
+  PgCapacityReader(std::string uri, int busy_timeout_ms, bool counts_all,
+                   std::shared_ptr<PgFence> fence)
+      : uri_(std::move(uri)),
+        busy_timeout_ms_(busy_timeout_ms),
+        counts_all_(counts_all),
+        fence_(std::move(fence)) {}
   Status Read(CapacityRead* read, bool* unchanged) override;
   std::string name() const override { return "PostgreSQL"; }
 
@@ -25,6 +29,7 @@ class PgCapacityReader : public CapacityReader {
   const std::string uri_;
   const int busy_timeout_ms_;
   const bool counts_all_;
+  const std::shared_ptr<PgFence> fence_;
   std::unique_ptr<PgConn> conn_;
 };
 

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "store/postgres/fence.h"
+
 namespace store {
 
 PgParam P(double v) {
@@ -69,8 +71,17 @@ int64_t PgResult::Int64(int row, int col) const {
 }
 
 Status PgConn::Connect(const std::string& uri, const std::string& application_name,
-                       std::unique_ptr<PgConn>* out) {
-  std::unique_ptr<PgConn> conn(new PgConn(uri, application_name));
+                       std::unique_ptr<PgConn>* out, std::shared_ptr<PgFence> fence) {
+  std::unique_ptr<PgConn> conn(new PgConn(uri, application_name, std::move(fence)));
+  RETURN_IF_ERROR(conn->Open());
+  *out = std::move(conn);
+  return Status::Ok();
+}
+
+Status PgConn::ConnectAny(const std::string& uri, const std::string& application_name,
+                          std::unique_ptr<PgConn>* out) {
+  std::unique_ptr<PgConn> conn(new PgConn(uri, application_name, nullptr));
+  conn->primary_only_ = false;
   RETURN_IF_ERROR(conn->Open());
   *out = std::move(conn);
   return Status::Ok();
@@ -81,6 +92,26 @@ PgConn::~PgConn() {
 }
 
 Status PgConn::Open() {
+  Status s = OpenAt(uri_);
+  if (!IsFenced(s)) return s;
+  // libpq took the first listed host that is a primary, and it is an old
+  // one: the promoted primary may be listed after it.
+  const std::vector<std::string> hosts = SingleHostConninfos(uri_);
+  if (hosts.size() < 2) return s;
+  for (const std::string& host : hosts) {
+    if (OpenAt(host).ok()) return Status::Ok();
+  }
+  return s;
+}
+
+Status PgConn::Refuse(Status why) {
+  PQfinish(conn_);
+  conn_ = nullptr;
+  prepared_.clear();
+  return why;
+}
+
+Status PgConn::OpenAt(const std::string& conninfo) {
   if (conn_ != nullptr) PQfinish(conn_);
   prepared_.clear();
   // connect_timeout bounds a dead host; the keepalives notice a peer that
@@ -91,7 +122,7 @@ Status PgConn::Open() {
   const char* keys[] = {"application_name",    "connect_timeout",  "keepalives_idle",
                         "keepalives_interval", "keepalives_count", "tcp_user_timeout",
                         "dbname",              nullptr};
-  const char* values[] = {application_name_.c_str(), "5", "5", "2", "3", "5000", uri_.c_str(),
+  const char* values[] = {application_name_.c_str(), "5", "5", "2", "3", "5000", conninfo.c_str(),
                           nullptr};
   conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (conn_ == nullptr) return Status::IOError("unavailable: out of memory connecting");
@@ -106,6 +137,7 @@ Status PgConn::Open() {
     if (pg_result* quiet = LastResult(&timed_out); quiet != nullptr) PQclear(quiet);
   }
   if (timed_out) return TimedOut("connect");
+  if (!primary_only_) return Status::Ok();
   // A primary only: on a read-only standby every write would fail.
   pg_result* r = PQsendQuery(conn_, "SHOW transaction_read_only") == 1 ? LastResult(&timed_out)
                                                                        : nullptr;
@@ -114,13 +146,14 @@ Status PgConn::Open() {
                          PQntuples(r) == 1 && std::string_view(PQgetvalue(r, 0, 0)) == "on";
   if (r != nullptr) PQclear(r);
   if (read_only) {
-    PQfinish(conn_);
-    conn_ = nullptr;
-    return Status::IOError(
+    return Refuse(Status::IOError(
         "unavailable: the PostgreSQL server is read-only (a standby?); list the primary, or "
-        "several hosts with target_session_attrs=read-write");
+        "several hosts with target_session_attrs=read-write"));
   }
-  return Status::Ok();
+  if (fence_ == nullptr) return Status::Ok();
+  const std::string where = std::string(PQhost(conn_)) + ":" + PQport(conn_);
+  Status fenced = CheckFence(this, fence_.get(), where);
+  return fenced.ok() ? fenced : Refuse(std::move(fenced));
 }
 
 bool PgConn::ok() const { return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK; }

@@ -16,6 +16,8 @@ struct pg_result;
 
 namespace store {
 
+class PgFence;
+
 // One parameter of a statement, sent as text; nullopt is SQL NULL.
 using PgParam = std::optional<std::string>;
 
@@ -67,9 +69,15 @@ class PgConn {
  public:
   // Connects to `uri` (anything libpq accepts, several hosts included) and
   // makes sure the session is read-write. `application_name` shows in
-  // pg_stat_activity.
+  // pg_stat_activity. With a `fence`, every connect and reconnect also
+  // refuses an old primary (store/postgres/fence.h: IOError "unavailable:
+  // fenced: ..."), and then tries the other hosts `uri` lists, one by one.
   static Status Connect(const std::string& uri, const std::string& application_name,
-                        std::unique_ptr<PgConn>* out);
+                        std::unique_ptr<PgConn>* out, std::shared_ptr<PgFence> fence = nullptr);
+  // Connects to a server whatever its role, a standby too, without a fence:
+  // for reading, never writing (PgFence::Learn).
+  static Status ConnectAny(const std::string& uri, const std::string& application_name,
+                           std::unique_ptr<PgConn>* out);
   PgConn(const PgConn&) = delete;
   PgConn& operator=(const PgConn&) = delete;
   ~PgConn();
@@ -107,9 +115,18 @@ class PgConn {
   void set_io_timeout_ms(int64_t ms) { io_timeout_ms_ = ms; }
 
  private:
-  PgConn(std::string uri, std::string application_name)
-      : uri_(std::move(uri)), application_name_(std::move(application_name)) {}
+  PgConn(std::string uri, std::string application_name, std::shared_ptr<PgFence> fence)
+      : uri_(std::move(uri)),
+        application_name_(std::move(application_name)),
+        fence_(std::move(fence)) {}
+  // Connects to uri_; if the fence refused the primary libpq chose, tries
+  // each listed host alone.
   Status Open();
+  // One connect to `conninfo` and its checks: a primary (unless
+  // !primary_only_), admitted by the fence.
+  Status OpenAt(const std::string& conninfo);
+  // Closes a connection a check of OpenAt refused, and returns `why`.
+  Status Refuse(Status why);
   Status ErrorOf(pg_result* r, std::string_view what) const;
   Status Prepare(const char* sql, int n_params);
   // PQgetResult, waiting at most io_timeout_ms for it; on timeout breaks the
@@ -125,6 +142,8 @@ class PgConn {
 
   std::string uri_;
   std::string application_name_;
+  std::shared_ptr<PgFence> fence_;
+  bool primary_only_ = true;
   pg_conn* conn_ = nullptr;
   std::unordered_set<const char*> prepared_;
   std::optional<PgStatement> expected_;

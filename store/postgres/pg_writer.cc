@@ -42,7 +42,8 @@ Status PgWriter::EnsureConnected() {
   stats_.connected.store(0, std::memory_order_relaxed);
   if (backoff_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms_));
   const bool again = conn_ != nullptr;
-  Status s = again ? conn_->Reconnect() : PgConn::Connect(uri_, application_name_, &conn_);
+  Status s = again ? conn_->Reconnect()
+                   : PgConn::Connect(uri_, application_name_, &conn_, options_.fence);
   if (s.ok()) {
     // Every wait bounded: for a lock, for a statement (server side), for an
     // answer (PgConn's io timeout, client side: a link that stalls without

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "store/group_writer.h"
+#include "store/postgres/fence.h"
 #include "store/postgres/pg.h"
 #include "store/status.h"
 
@@ -86,6 +87,9 @@ struct PgWriterOptions : GroupWriterOptions {
   // half that (StorageOptions::warn).
   int64_t max_clock_offset_ms = 1000;
   std::function<void(const std::string&)> warn;
+  // The node's fence against an old primary (store/postgres/fence.h), shared
+  // by all its connections; none: unfenced.
+  std::shared_ptr<PgFence> fence;
 };
 
 // A PgWriter is the one writer of a PostgreSQL partition on this node: one

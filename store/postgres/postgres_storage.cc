@@ -15,7 +15,10 @@ bool IsPostgresUri(std::string_view db) {
 }
 
 PostgresStorage::PostgresStorage(const StorageOptions& options)
-    : uri_(options.db), program_(options.program), policy_(options.policy) {}
+    : uri_(options.db),
+      program_(options.program),
+      policy_(options.policy),
+      fence_(std::make_shared<PgFence>(options.warn)) {}
 
 PostgresStorage::~PostgresStorage() { StopWriters(); }
 
@@ -25,14 +28,17 @@ void PostgresStorage::StopWriters() {
 
 Status PostgresStorage::Open(const StorageOptions& options, std::unique_ptr<PostgresStorage>* out) {
   std::unique_ptr<PostgresStorage> storage(new PostgresStorage(options));
+  // A node that has seen nothing yet: what the listed hosts say, so that it
+  // too refuses an old primary listed first.
+  storage->fence_->Learn(options.db);
   {
     std::unique_ptr<PgConn> conn;
-    RETURN_IF_ERROR(PgConn::Connect(options.db, options.program, &conn));
+    RETURN_IF_ERROR(PgConn::Connect(options.db, options.program, &conn, storage->fence_));
     RETURN_IF_ERROR(MigrateSchema(conn.get()));
   }
   {
     std::unique_ptr<PgConn> conn;
-    RETURN_IF_ERROR(ConnectReader(options.db, options.program + " reader", &conn));
+    RETURN_IF_ERROR(ConnectReader(options.db, options.program + " reader", &conn, storage->fence_));
     // The first read connection of the pool.
     base::MutexLock lock(&storage->readers_mu_);
     storage->readers_.push_back(std::move(conn));
@@ -43,6 +49,7 @@ Status PostgresStorage::Open(const StorageOptions& options, std::unique_ptr<Post
   for (int p = 0; p < options.pg_writers; ++p) {
     PgWriterOptions writer_options;
     writer_options.warn = options.warn;
+    writer_options.fence = storage->fence_;
     storage->writers_.push_back(std::make_unique<PgWriter>(
         options.db, options.program + " writer " + std::to_string(p), writer_options));
     storage->writers_.back()->Start();
@@ -71,7 +78,7 @@ template void PostgresStorage::Submit<ContainerResult>(
 
 std::unique_ptr<CapacityReader> PostgresStorage::NewCapacityReader(int partition,
                                                                    int busy_timeout_ms) {
-  return std::make_unique<PgCapacityReader>(uri_, busy_timeout_ms, partition == 0);
+  return std::make_unique<PgCapacityReader>(uri_, busy_timeout_ms, partition == 0, fence_);
 }
 
 }  // namespace store

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "store/postgres/fence.h"
 #include "store/postgres/pg.h"
 #include "store/postgres/pg_writer.h"
 #include "store/storage.h"
@@ -93,6 +94,9 @@ class PostgresStorage : public Storage {
     return writers_[static_cast<size_t>(partition)]->stats();
   }
   const ClaimPolicy& policy() const override { return policy_; }
+  FenceStats fence_stats() const override {
+    return {true, fence_->seen().epoch, fence_->refusals()};
+  }
   void StopWriters() override;
 
  private:
@@ -117,6 +121,8 @@ class PostgresStorage : public Storage {
   const std::string uri_;
   const std::string program_;
   const ClaimPolicy policy_;
+  // Every connection's, writers and readers: no connect to an old primary.
+  const std::shared_ptr<PgFence> fence_;
   // [0] also writes sessions and containers; each is one partition.
   std::vector<std::unique_ptr<PgWriter>> writers_;
   base::Mutex readers_mu_;

@@ -15,10 +15,10 @@ constexpr int64_t kReaderIoTimeoutMs = 5000;
 
 }  // namespace
 
-Status ConnectReader(const std::string& uri, const std::string& name,
-                     std::unique_ptr<PgConn>* out) {
+Status ConnectReader(const std::string& uri, const std::string& name, std::unique_ptr<PgConn>* out,
+                     std::shared_ptr<PgFence> fence) {
   std::unique_ptr<PgConn> conn;
-  RETURN_IF_ERROR(PgConn::Connect(uri, name, &conn));
+  RETURN_IF_ERROR(PgConn::Connect(uri, name, &conn, std::move(fence)));
   conn->set_io_timeout_ms(kReaderIoTimeoutMs);
   RETURN_IF_ERROR(
       conn->Exec("SET lock_timeout = " + std::to_string(kReaderLockTimeoutMs) +
@@ -48,7 +48,7 @@ Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
   bool pooled = conn != nullptr && conn->ok();
   if (!pooled) {
     conn.reset();
-    RETURN_IF_ERROR(ConnectReader(uri_, program_ + " reader", &conn));
+    RETURN_IF_ERROR(ConnectReader(uri_, program_ + " reader", &conn, fence_));
   }
   Status s = fn(conn.get());
   if (!s.ok() && pooled && !conn->ok() && !IsNoAnswer(s)) {
@@ -59,7 +59,7 @@ Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
     // answer came at all (a stalled path): a connect would wait out its
     // timeout too, and the read answer after twice the bound.
     conn.reset();
-    RETURN_IF_ERROR(ConnectReader(uri_, program_ + " reader", &conn));
+    RETURN_IF_ERROR(ConnectReader(uri_, program_ + " reader", &conn, fence_));
     s = fn(conn.get());
   }
   if (conn->ok()) {

@@ -13,7 +13,9 @@ namespace store {
 // for a lock (a migration), runs at most a bound, and its answer is waited
 // for at most a bound client side (a stalled link). The pool of
 // PostgresStorage::WithReader and the capacity reader connect with it.
-Status ConnectReader(const std::string& uri, const std::string& name, std::unique_ptr<PgConn>* out);
+// `fence`: the node's (store/postgres/fence.h).
+Status ConnectReader(const std::string& uri, const std::string& name, std::unique_ptr<PgConn>* out,
+                     std::shared_ptr<PgFence> fence);
 
 }  // namespace store
 

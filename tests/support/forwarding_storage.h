@@ -109,6 +109,7 @@ class ForwardingStorage : public store::Storage {
   const store::WriterStats& writer_stats(int partition) const override {
     return real_->writer_stats(partition);
   }
+  FenceStats fence_stats() const override { return real_->fence_stats(); }
   const store::ClaimPolicy& policy() const override { return real_->policy(); }
   void StopWriters() override { real_->StopWriters(); }
 
