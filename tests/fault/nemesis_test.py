@@ -818,6 +818,8 @@ class Nemesis:
                                                 if node.down[-1][1] else -1))
             else:
                 self.problems.append("longtxn: psql ended at once (exit %s)" % p.returncode)
+        elif kind in ("outage", "pause_db_restart"):
+            self.db_restart(kind, i, node, t0)
         elif kind == "failover":
             self.primary.stop_immediate()
             t_kill = now()
@@ -828,6 +830,35 @@ class Nemesis:
             # 503 and no answer) to tell how long the outage was.
             self.record(kind, None, t0, "primary killed (immediate), standby promoted %.1f s "
                         "later" % (now() - t_kill))
+
+    def db_restart(self, kind, i, node, t0):
+        """outage: the database primary stopped (immediate) for longer than
+        dead-after, then started, while every node goes on. pause_db_restart:
+        node i paused while the primary stops and starts again."""
+        pg = self.standby if self.failed_over else self.primary
+        if kind == "outage":
+            secs = self.rng.uniform(DEAD_AFTER_MS / 1000.0 + 1, DEAD_AFTER_MS / 1000.0 + 4)
+        else:
+            secs = self.rng.uniform(1, 3)
+            node.pause()
+        pg.stop_immediate()
+        time.sleep(secs)
+        try:
+            pg.start()
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            self.problems.append("%s: the database did not start again: %s %s"
+                                 % (kind, e, pg.log_tail(5)))
+            if kind != "outage":
+                node.resume()
+            return
+        if kind == "outage":
+            self.record(kind, None, t0, "database primary down %.1f s (immediate stop), "
+                        "started again" % secs)
+        else:
+            time.sleep(self.rng.uniform(0.5, 2))
+            node.resume()
+            self.record(kind, i, t0, "node %d paused %.1f s; the database down %.1f s in it"
+                        % (i, now() - t0, secs))
 
     def schedule(self, seconds):
         """Each kind at least once (failover last, late), then random kinds
