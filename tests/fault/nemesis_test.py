@@ -1155,8 +1155,8 @@ class Checker:
                            "answered" % (cid, row["generation"], top))
 
         # 7 and 8. Deaths and claims against who was heard.
-        got, maybe = self.heard()
-        self.check_deaths(got)
+        got, sent, maybe = self.heard()
+        self.check_deaths(got, sent)
         self.check_claims(maybe)
 
         # 6. Every request answered within its bound, by a node not down.
@@ -1184,10 +1184,12 @@ class Checker:
 
     def heard(self):
         """The clients' own record of who was heard: per container, the
-        heartbeat requests naming it that got 202 (certainly taken), and
-        every heartbeat or registration naming it not refused with a 4xx
-        (it may have been taken, answered or not)."""
+        heartbeat requests naming it that got 202 (certainly taken), those
+        sent and not refused with a 4xx (its agent was reporting, whether
+        the server could hear or not), and every heartbeat or registration
+        naming it not refused with a 4xx (it may have been taken)."""
         got = collections.defaultdict(list)
+        sent = collections.defaultdict(list)
         maybe = collections.defaultdict(list)
         for op in self.h.ops:
             body = op["req"] if isinstance(op["req"], dict) else {}
@@ -1201,15 +1203,19 @@ class Checker:
                 continue
             for cid in ids:
                 maybe[cid].append(op)
+                if op["kind"] == "heartbeat":
+                    sent[cid].append(op)
                 if op["kind"] == "heartbeat" and op["status"] == 202:
                     got[cid].append(op)
-        return got, maybe
+        return got, sent, maybe
 
-    def check_deaths(self, got):
-        """7. A container made dead while heartbeats naming it got 202 within
-        the last dead-after: sent after the death less dead-after, answered
-        before the death (converted from the database's clock, so with
-        slack both ways)."""
+    def check_deaths(self, got, sent):
+        """7. A container made dead while its agent was reporting within the
+        last dead-after: heartbeats naming it sent after the death less
+        dead-after and before the death (converted from the database's
+        clock, so with slack both ways), whether they got 202 (heard and
+        still judged silent) or 503 or no answer (the server deaf: a node
+        or the database down is no silence of the container's)."""
         tol = TOL_MS / 1000.0
         for a in self.h.audit:
             if a["new_status"] != "dead" or a["old_dead_reported"]:
@@ -1217,16 +1223,18 @@ class Checker:
             d = self.mono(a["at_ms"])
             since = d - self.dead_after_ms / 1000.0 + tol
             taken = [op for op in got.get(a["id"], []) if op["t0"] > since and op["t1"] < d - tol]
-            if taken:
-                last = max(taken, key=lambda o: o["t1"])
+            tried = [op for op in sent.get(a["id"], []) if since < op["t0"] < d - tol]
+            if tried:
+                last = max(tried, key=lambda o: o["t0"])
                 self.v("death of a reporting container",
                        "%s made dead at %.2f (session %s; its last heartbeat stamped %d ms "
-                       "before); %d heartbeats naming it got 202 in the %.1f s before, the last "
-                       "sent %.2f to node %d, answered %.2f" % (
+                       "before); in the %.1f s before, %d heartbeats naming it were sent "
+                       "(answers %s), %d of them got 202 and were answered before; the last "
+                       "sent %.2f to node %d" % (
                            a["id"], d - self.h.mono0, a["old_session"],
-                           a["at_ms"] - (a["old_hb"] or 0), len(taken),
-                           self.dead_after_ms / 1000.0, last["t0"] - self.h.mono0,
-                           last["node"], last["t1"] - self.h.mono0))
+                           a["at_ms"] - (a["old_hb"] or 0), self.dead_after_ms / 1000.0,
+                           len(tried), dict(collections.Counter(str(o["status"]) for o in tried)),
+                           len(taken), last["t0"] - self.h.mono0, last["node"]))
 
     def check_claims(self, maybe):
         """8. A claim (201, not a replay) of a container that could not have
@@ -1486,6 +1494,11 @@ def self_test():
     hb(h, 8.0, ["c1"])
     hb(h, 10.0, ["c1"])
     cases["reporting, session dead"] = (h, "death of a reporting container")
+
+    h = clean()  # s2's container reporting through an outage (503s): dead at 12
+    for t in (7.0, 9.0, 11.0):
+        hb(h, t, ["c1"], status=503)
+    cases["reporting, server deaf"] = (h, "death of a reporting container")
 
     h = clean()  # c2, with no session, reporting every second and made dead
     for t in range(18, 24):
