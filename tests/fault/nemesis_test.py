@@ -60,10 +60,12 @@ The checker (over the history, the samples and that audit) finds:
  6. a request not answered within the bound (15 s) by a node that was neither
     paused nor down meanwhile, or answered with a 5xx other than 503;
  7. a death of a reporting container: a container made dead (its session
-    ended container_dead, or only its status) while heartbeats naming it got
-    202, sent after the death's time less --dead-after-ms (plus the clock
-    conversion's slack) and answered before it: the clients' own record of
-    who was really silent;
+    ended container_dead, or only its status) while its agent sent
+    heartbeats naming it after the death's time less --dead-after-ms (plus
+    the clock conversion's slack), whether they got 202 (heard, yet judged
+    silent) or 503 or no answer (the server or the database deaf, which is
+    no silence of the container's): the clients' own record of who was
+    really silent;
  8. a claim of a silent container (no heartbeat or registration naming it
     could have been taken for --dead-after-ms before the claim was sent) or
     of a drained one (an operator's drain answered 200 before the claim was
