@@ -23,6 +23,10 @@ request, status, body). Meanwhile a nemesis, on a schedule:
   commitcut the proxy drops a connection exactly when a COMMIT's answer
             comes back (the commit happened, the node never hears of it)
   failover  kill the primary (immediate) and promote the standby (once, late)
+  outage    stop the database primary (immediate) for longer than
+            --dead-after-ms and start it again; nodes and clients go on
+  pause_db_restart
+            a node paused while the database primary stops and starts again
 
 Every action is recorded with its start and end; a kind that never fired is a
 failure (a sweep whose fault never fired proves nothing).
@@ -39,7 +43,11 @@ The checker (over the history, the samples and that audit) finds:
     release being sent, its lease end as acknowledged (database clock,
     converted), a 404/409 answer about it, and its end in the database when
     that end was legitimate (the lease was over, a release had been sent, or
-    the container had been silent for --dead-after-ms on the database's clock);
+    the container had been silent for --dead-after-ms on the database's clock:
+    the lease and silence comparisons the database made itself are strict,
+    with no slack). A 201 replayed after its session's hold ended is a hold
+    of its own, from its answer to its lease end, a release sent or a
+    404/409/410 after it;
  2. acknowledged writes lost: a released session live again; an acknowledged
     session neither released, expired nor legitimately dead that is not live
     with its token (in a sample, at the end, or ended early in the audit); an
@@ -50,7 +58,18 @@ The checker (over the history, the samples and that audit) finds:
  4. a tenant over its quota (live sessions counted by the database, sampled);
  5. one idempotency key yielding two sessions whose holds overlap;
  6. a request not answered within the bound (15 s) by a node that was neither
-    paused nor down meanwhile, or answered with a 5xx other than 503.
+    paused nor down meanwhile, or answered with a 5xx other than 503;
+ 7. a death of a reporting container: a container made dead (its session
+    ended container_dead, or only its status) while its agent sent
+    heartbeats naming it after the death's time less --dead-after-ms (plus
+    the clock conversion's slack), whether they got 202 (heard, yet judged
+    silent) or 503 or no answer (the server or the database deaf, which is
+    no silence of the container's): the clients' own record of who was
+    really silent;
+ 8. a claim of a silent container (no heartbeat or registration naming it
+    could have been taken for --dead-after-ms before the claim was sent) or
+    of a drained one (an operator's drain answered 200 before the claim was
+    sent, no undrain nor delete sent since).
 
 Run it (as root it runs PostgreSQL as the `postgres` user, like
 tests/support/pg_server.cc):
@@ -65,7 +84,8 @@ tests/support/pg_server.cc):
 --seed replays the nemesis's schedule (not the threads' timing); --keep
 keeps the folder (node and PostgreSQL logs, history.json, also kept on any
 violation); --recheck FOLDER/history.json runs the checker over it again.
-The short run takes about 110 s of wall clock on 2 cores.
+The short run takes about 130 s of wall clock on 2 cores (every kind
+of fault once takes longer than the 100 s asked).
 
 Prints operations by kind and outcome, nemesis actions by kind, the
 violations (at most 20, with details), `nemesis: N operations, F faults
@@ -107,9 +127,10 @@ QUOTA = 4                 # --max-sessions-per-tenant (one value for every tenan
 DEAD_AFTER_MS = 6000      # --dead-after-ms
 BOUND_S = 15.0            # every request answered within this (client timeout)
 HEARTBEAT_EVERY_S = 0.3
-TOL_MS = 500              # clock conversion and timer slack when comparing times
+TOL_MS = 500              # slack when converting between the database's clock and the test's
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
-KINDS = ["kill9", "pause", "skew", "stall", "drop", "longtxn", "commitcut", "failover"]
+KINDS = ["kill9", "pause", "skew", "stall", "drop", "longtxn", "commitcut", "outage",
+         "pause_db_restart", "failover"]
 
 MONO0 = time.monotonic()
 WALL0 = time.time()
@@ -526,13 +547,13 @@ class Workload:
                     "/v1/sessions/%s/renew" % h["sid"], key,
                     {"token": h["token"], "lease_ms": self.lease(rng)}, node=nd, sid=h["sid"],
                     tenant=tenant), rng, self.nodes)
-                if op["status"] in (404, 409):
+                if op["status"] in (404, 409, 410):
                     held.remove(h)
             elif held and dice < 70:
                 h = rng.choice(held)
                 op = request(self.hist, self.nodes, rng, name, "get", "GET",
                              "/v1/sessions/" + h["sid"], key, sid=h["sid"], tenant=tenant)
-                if op["status"] == 404:
+                if op["status"] in (404, 410):
                     held.remove(h)
             elif held and dice < 85:
                 h = rng.choice(held)
@@ -540,7 +561,7 @@ class Workload:
                     self.hist, self.nodes, rng, name, "release", "DELETE",
                     "/v1/sessions/%s?token=%d" % (h["sid"], h["token"]), key, node=nd,
                     sid=h["sid"], tenant=tenant), rng, self.nodes)
-                if op["status"] in (204, 404, 409) or op["status"] is None:
+                if op["status"] in (204, 404, 409, 410) or op["status"] is None:
                     held.remove(h)
             elif held and dice < 88:
                 held.pop(rng.randrange(len(held)))  # forgotten: its lease will end it
@@ -548,7 +569,9 @@ class Workload:
 
     def agent(self, t, ids, churn):
         """Heartbeats for a region's containers, every HEARTBEAT_EVERY_S; now
-        and then one container goes silent long enough to be swept dead."""
+        and then one container goes silent long enough to be swept dead.
+        Each request is recorded with the ids it names (`ids`), so that the
+        checker knows which containers were heard, and when."""
         rng = random.Random(self.seed * 7 + t)
         next_silence = now() + rng.uniform(3, 8)
         while not self.stop.is_set():
@@ -569,7 +592,8 @@ class Workload:
             # A node that cannot reach its database says so (503): another.
             with_retries(lambda nd: request(
                 self.hist, self.nodes, rng, "a%d" % t, "heartbeat", "POST", "/v1/heartbeats",
-                AGENT_KEY, {"heartbeats": items}, node=nd, timeout=3.0), rng, self.nodes)
+                AGENT_KEY, {"heartbeats": items}, node=nd, timeout=3.0,
+                ids=[i["container_id"] for i in items]), rng, self.nodes)
             time.sleep(HEARTBEAT_EVERY_S)
 
     def admin(self):
@@ -592,10 +616,15 @@ class Workload:
                     rng, self.nodes)
                 if op["status"] == 200:
                     present.add(cid)
-            elif dice < 65:
+            elif dice < 55:
                 with_retries(lambda nd: request(
                     self.hist, self.nodes, rng, "admin", "drain", "POST",
                     "/v1/containers/%s/drain" % cid, ADMIN_KEY, node=nd, ids=[cid]),
+                    rng, self.nodes)
+            elif dice < 70:
+                with_retries(lambda nd: request(
+                    self.hist, self.nodes, rng, "admin", "undrain", "POST",
+                    "/v1/containers/%s/undrain" % cid, ADMIN_KEY, node=nd, ids=[cid]),
                     rng, self.nodes)
             else:
                 op = with_retries(lambda nd: request(
@@ -641,7 +670,8 @@ def fleet_bodies():
 # ---------------------------------------------------------------- database view
 
 # Every change of a container's session, with the database's clock: when and
-# how each session began and ended (a row's old values say why it ended).
+# how each session began and ended (a row's old values say why it ended);
+# and every container made dead, with or without a session.
 AUDIT_SQL = r"""
 CREATE TABLE IF NOT EXISTS nemesis_audit (
   seq bigserial PRIMARY KEY, at_ms bigint, id text, old_session text, old_gen bigint,
@@ -658,7 +688,9 @@ BEGIN
 END $$;
 DROP TRIGGER IF EXISTS nemesis_audit ON containers;
 CREATE TRIGGER nemesis_audit AFTER UPDATE ON containers FOR EACH ROW
-  WHEN (OLD.session_id IS DISTINCT FROM NEW.session_id) EXECUTE FUNCTION nemesis_audit();
+  WHEN (OLD.session_id IS DISTINCT FROM NEW.session_id OR
+        (NEW.status = 'dead' AND OLD.status IS DISTINCT FROM 'dead'))
+  EXECUTE FUNCTION nemesis_audit();
 """
 
 SAMPLE_SQL = r"""
@@ -789,6 +821,8 @@ class Nemesis:
                                                 if node.down[-1][1] else -1))
             else:
                 self.problems.append("longtxn: psql ended at once (exit %s)" % p.returncode)
+        elif kind in ("outage", "pause_db_restart"):
+            self.db_restart(kind, i, node, t0)
         elif kind == "failover":
             self.primary.stop_immediate()
             t_kill = now()
@@ -799,6 +833,35 @@ class Nemesis:
             # 503 and no answer) to tell how long the outage was.
             self.record(kind, None, t0, "primary killed (immediate), standby promoted %.1f s "
                         "later" % (now() - t_kill))
+
+    def db_restart(self, kind, i, node, t0):
+        """outage: the database primary stopped (immediate) for longer than
+        dead-after, then started, while every node goes on. pause_db_restart:
+        node i paused while the primary stops and starts again."""
+        pg = self.standby if self.failed_over else self.primary
+        if kind == "outage":
+            secs = self.rng.uniform(DEAD_AFTER_MS / 1000.0 + 1, DEAD_AFTER_MS / 1000.0 + 4)
+        else:
+            secs = self.rng.uniform(1, 3)
+            node.pause()
+        pg.stop_immediate()
+        time.sleep(secs)
+        try:
+            pg.start()
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            self.problems.append("%s: the database did not start again: %s %s"
+                                 % (kind, e, pg.log_tail(5)))
+            if kind != "outage":
+                node.resume()
+            return
+        if kind == "outage":
+            self.record(kind, None, t0, "database primary down %.1f s (immediate stop), "
+                        "started again" % secs)
+        else:
+            time.sleep(self.rng.uniform(0.5, 2))
+            node.resume()
+            self.record(kind, i, t0, "node %d paused %.1f s; the database down %.1f s in it"
+                        % (i, now() - t0, secs))
 
     def schedule(self, seconds):
         """Each kind at least once (failover last, late), then random kinds
@@ -875,7 +938,8 @@ class Checker:
                     "sid": r["session_id"], "cid": r["container_id"], "token": r["token"],
                     "tenant": op.get("tenant"), "key": op["req"].get("idempotency_key"),
                     "start": op["t1"], "answers": [], "releases": [], "renews": [],
-                    "gone": None, "first": op})
+                    "gone": None, "gone_at": [], "first": op, "claims": []})
+                s["claims"].append(op)
                 s["start"] = min(s["start"], op["t1"])
                 if op["t1"] <= s["first"]["t1"]:
                     s["first"] = op
@@ -897,8 +961,9 @@ class Checker:
                     s["answers"].append((op["t1"], op["resp"]["lease_expires_at_ms"]))
             elif op["kind"] == "get" and op["status"] == 200 and isinstance(op["resp"], dict):
                 s["answers"].append((op["t1"], op["resp"]["lease_expires_at_ms"]))
-            if op["kind"] in ("release", "renew", "get") and op["status"] in (404, 409):
+            if op["kind"] in ("release", "renew", "get") and op["status"] in (404, 409, 410):
                 s["gone"] = op["t1"] if s["gone"] is None else min(s["gone"], op["t1"])
+                s["gone_at"].append(op["t1"])
         for s in ses.values():
             # The lease as last acknowledged; a renew answered after that
             # (or not at all: it may have committed) may have set it to as
@@ -908,6 +973,7 @@ class Checker:
             for op in s["renews"]:
                 if op["t1"] >= t_last and op["status"] in (200, 503, None):
                     end = min(end, op["t0"] + op["req"]["lease_ms"] / 1000.0)
+            s["lease_by_client"] = end < self.mono(lease)  # a renew in flight
             s["lease_end"] = end
             s["lease_db_ms"] = lease
             sent = [op["t0"] for op in s["releases"]]
@@ -930,13 +996,16 @@ class Checker:
     def end_ok(self, s, a):
         """Why the database's end `a` of session `s` was allowed, or None."""
         at = a["at_ms"]
+        # Silence and lease ends are the database's own comparisons of its
+        # own clock (the heartbeat stamp, the lease and the end all are
+        # its): no slack. A release is the client's: converted, with slack.
         if a["new_status"] == "dead":
             if a["old_dead_reported"]:
                 return "reported dead"
-            if at - (a["old_hb"] or 0) >= self.dead_after_ms - TOL_MS:
+            if at - (a["old_hb"] or 0) >= self.dead_after_ms:
                 return "silent %d ms" % (at - (a["old_hb"] or 0))
             return None
-        if a["old_lease"] is not None and at >= a["old_lease"] - TOL_MS:
+        if a["old_lease"] is not None and at >= a["old_lease"]:
             return "lease over"
         if s is not None and s["release_sent"] is not None and \
                 s["release_sent"] <= self.mono(at) + TOL_MS / 1000.0:
@@ -962,6 +1031,9 @@ class Checker:
             if a and s["db_end_ok"]:
                 ends.append(self.mono(a["at_ms"]))
             s["end"] = min(ends)
+        holds = list(ses.values())
+        for s in ses.values():
+            holds += [self.late_hold(s, op) for op in s["claims"] if op["t1"] > s["end"]]
 
         # 2. Acknowledged sessions in the database's history.
         if have_audit:
@@ -991,13 +1063,14 @@ class Checker:
 
         # 1. Overlapping holds, per container.
         by_cid = collections.defaultdict(list)
-        for s in ses.values():
-            by_cid[s["cid"]].append(s)
+        for s in holds:
+            if s["end"] > s["start"]:
+                by_cid[s["cid"]].append(s)
         for cid, lst in by_cid.items():
             lst.sort(key=lambda s: s["start"])
             for i, x in enumerate(lst):
                 for y in lst[i + 1:]:
-                    if y["start"] >= x["end"]:
+                    if y["start"] >= x["end"] or y["sid"] == x["sid"]:
                         continue
                     if y["start"] < x["end"] - 0.05:
                         self.v("overlapping holds",
@@ -1061,8 +1134,9 @@ class Checker:
                                smp["a"] - self.h.mono0))
                 if s["start"] >= smp["a"] or s["end"] <= smp["b"] + TOL_MS / 1000.0:
                     continue
-                if s["lease_end"] <= tdb + TOL_MS / 1000.0:
-                    continue
+                if s["lease_db_ms"] <= smp["db_ms"] or (
+                        s["lease_by_client"] and s["lease_end"] <= tdb + TOL_MS / 1000.0):
+                    continue  # over by the database's clock (or a renew's, in flight)
                 r = live.get(s["sid"])
                 if (r is None or r["generation"] != s["token"] or r["id"] != s["cid"]) and \
                         s["sid"] not in told:
@@ -1082,6 +1156,11 @@ class Checker:
                     self.v("token did not grow", "%s: generation %d at the end, a token %d was "
                            "answered" % (cid, row["generation"], top))
 
+        # 7 and 8. Deaths and claims against who was heard.
+        got, sent, maybe = self.heard()
+        self.check_deaths(got, sent)
+        self.check_claims(maybe)
+
         # 6. Every request answered within its bound, by a node not down.
         for op in self.h.ops:
             late = op["status"] is None or op["t1"] - op["t0"] > op["timeout"] + 0.5
@@ -1095,6 +1174,105 @@ class Checker:
                     op["method"], op["path"], op["node"], op["t0"] - self.h.mono0, op["status"],
                     json.dumps(op["resp"])[:200]))
         return self.violations
+
+    def late_hold(self, s, op):
+        """A 201 answered after its session's hold had ended (a replay that
+        came late): the client holds the container again, from that answer
+        to the lease it names, a release sent or a 404/409/410 after it."""
+        ends = [self.mono(op["resp"]["lease_expires_at_ms"])]
+        ends += [r["t0"] for r in s["releases"] if r["t0"] >= op["t1"]]
+        ends += [g for g in s["gone_at"] if g >= op["t1"]]
+        return dict(s, start=op["t1"], end=min(ends), first=op)
+
+    def heard(self):
+        """The clients' own record of who was heard: per container, the
+        heartbeat requests naming it that got 202 (certainly taken), those
+        sent and not refused with a 4xx (its agent was reporting, whether
+        the server could hear or not), and every heartbeat or registration
+        naming it not refused with a 4xx (it may have been taken)."""
+        got = collections.defaultdict(list)
+        sent = collections.defaultdict(list)
+        maybe = collections.defaultdict(list)
+        for op in self.h.ops:
+            body = op["req"] if isinstance(op["req"], dict) else {}
+            if op["kind"] == "heartbeat":
+                ids = op.get("ids") or [i["container_id"] for i in body.get("heartbeats", [])]
+            elif op["kind"] == "register":
+                ids = [c["id"] for c in body.get("containers", [])]
+            else:
+                continue
+            if op["status"] is not None and 400 <= op["status"] < 500:
+                continue
+            for cid in ids:
+                maybe[cid].append(op)
+                if op["kind"] == "heartbeat":
+                    sent[cid].append(op)
+                if op["kind"] == "heartbeat" and op["status"] == 202:
+                    got[cid].append(op)
+        return got, sent, maybe
+
+    def check_deaths(self, got, sent):
+        """7. A container made dead while its agent was reporting within the
+        last dead-after: heartbeats naming it sent after the death less
+        dead-after and before the death (converted from the database's
+        clock, so with slack both ways), whether they got 202 (heard and
+        still judged silent) or 503 or no answer (the server deaf: a node
+        or the database down is no silence of the container's)."""
+        tol = TOL_MS / 1000.0
+        for a in self.h.audit:
+            if a["new_status"] != "dead" or a["old_dead_reported"]:
+                continue
+            d = self.mono(a["at_ms"])
+            since = d - self.dead_after_ms / 1000.0 + tol
+            taken = [op for op in got.get(a["id"], []) if op["t0"] > since and op["t1"] < d - tol]
+            tried = [op for op in sent.get(a["id"], []) if since < op["t0"] < d - tol]
+            if tried:
+                last = max(tried, key=lambda o: o["t0"])
+                self.v("death of a reporting container",
+                       "%s made dead at %.2f (session %s; its last heartbeat stamped %d ms "
+                       "before); in the %.1f s before, %d heartbeats naming it were sent "
+                       "(answers %s), %d of them got 202 and were answered before; the last "
+                       "sent %.2f to node %d" % (
+                           a["id"], d - self.h.mono0, a["old_session"],
+                           a["at_ms"] - (a["old_hb"] or 0), self.dead_after_ms / 1000.0,
+                           len(tried), dict(collections.Counter(str(o["status"]) for o in tried)),
+                           len(taken), last["t0"] - self.h.mono0, last["node"]))
+
+    def check_claims(self, maybe):
+        """8. A claim (201, not a replay) of a container that could not have
+        been heard for dead-after before the claim was sent, or that an
+        operator drained (200 before the claim was sent) with no undrain nor
+        delete sent since."""
+        tol = TOL_MS / 1000.0
+        admin = collections.defaultdict(list)
+        for op in self.h.ops:
+            if op["kind"] in ("drain", "undrain", "delete"):
+                for cid in op.get("ids", []):
+                    admin[cid].append(op)
+        for op in self.h.ops:
+            if op["kind"] != "claim" or op["status"] != 201 or op["replayed"] or \
+                    not isinstance(op["resp"], dict):
+                continue
+            cid = op["resp"]["container_id"]
+            last = max((min(o["t1"], op["t1"]) for o in maybe.get(cid, []) if o["t0"] < op["t1"]),
+                       default=None)
+            if last is None or op["t0"] - last > self.dead_after_ms / 1000.0 + tol:
+                self.v("claim of a silent container",
+                       "%s claimed (%s, sent %.2f to node %d) though last heard %s" % (
+                           cid, op["resp"]["session_id"], op["t0"] - self.h.mono0, op["node"],
+                           "never" if last is None else "at %.2f at the latest"
+                           % (last - self.h.mono0)))
+            drains = [o for o in admin[cid] if o["kind"] == "drain" and o["status"] == 200
+                      and o["t1"] < op["t0"]]
+            if not drains:
+                continue
+            dr = max(drains, key=lambda o: o["t1"])
+            if not any(o["kind"] in ("undrain", "delete") and o["t1"] > dr["t0"] and
+                       o["t0"] < op["t1"] for o in admin[cid]):
+                self.v("claim of a drained container",
+                       "%s claimed (%s, sent %.2f to node %d), drained (200 at %.2f) and not "
+                       "undrained" % (cid, op["resp"]["session_id"], op["t0"] - self.h.mono0,
+                                      op["node"], dr["t1"] - self.h.mono0))
 
     def ends_by_cause(self):
         """How the database ended sessions (proof that expiry and the dead
@@ -1123,7 +1301,8 @@ class Checker:
         """Registrations, deletes, drains: the last one sent for an id, if
         acknowledged, is what the end state shows."""
         last = {}
-        for op in sorted((o for o in self.h.ops if o["kind"] in ("register", "drain", "delete")),
+        for op in sorted((o for o in self.h.ops
+                          if o["kind"] in ("register", "drain", "undrain", "delete")),
                          key=lambda o: o["t0"]):
             for cid in op.get("ids", []):
                 last[cid] = op
@@ -1143,6 +1322,10 @@ class Checker:
                     (r["status"] == "picked" and r["drain_requested"])):
                 self.v("acknowledged drain lost", "%s drained at %.2f, %s at end" % (
                     cid, op["t1"] - self.h.mono0, r["status"]))
+            if op["kind"] == "undrain" and op["status"] == 200 and r is not None and \
+                    r["drain_requested"]:
+                self.v("acknowledged undrain lost", "%s undrained at %.2f, still drained at end"
+                       % (cid, op["t1"] - self.h.mono0))
 
 
 # ---------------------------------------------------------------- self-test
@@ -1187,6 +1370,26 @@ def self_test():
                         "old_dead_reported": False, "new_session": None, "new_gen": token,
                         "new_status": status, "new_lease": None})
 
+    def audit_dead(h, at_s, cid, hb_s):
+        """A container without a session made dead."""
+        h.audit.append({"at_ms": base_ms + int(at_s * 1000), "id": cid, "old_session": None,
+                        "old_gen": 1, "old_lease": None, "old_hb": base_ms + int(hb_s * 1000),
+                        "old_dead_reported": False, "new_session": None, "new_gen": 1,
+                        "new_status": "dead", "new_lease": None})
+
+    def op(h, kind, t, status, method, path, ids, req=None, sid=None, node=0):
+        h.add_op({"kind": kind, "thread": "t", "node": node, "method": method, "path": path,
+                  "req": req, "status": status, "replayed": False, "err": None,
+                  "timeout": BOUND_S, "sid": sid, "ids": ids, "t0": t, "t1": t + 0.05,
+                  "resp": None})
+
+    def hb(h, t, cids, status=202):
+        op(h, "heartbeat", t, status, "POST", "/v1/heartbeats", cids,
+           {"heartbeats": [{"container_id": c, "state": "ready"} for c in cids]})
+
+    def admin(h, kind, t, cid, status=200):
+        op(h, kind, t, status, "POST", "/v1/containers/%s/%s" % (cid, kind), [cid])
+
     def sample(h, t, rows, quota=None):
         h.samples.append({"a": t, "b": t + 0.01, "db_ms": base_ms + int(t * 1000),
                           "rows": rows, "quota": quota or {}, "offset_ms": 0})
@@ -1201,6 +1404,10 @@ def self_test():
         """Two sessions on c1 one after the other (release, then a death after
         silence), a key replayed, a lease that expired, all sampled."""
         h = mk()
+        op(h, "register", 0.0, 200, "POST", "/v1/containers", ["c1"],
+           {"containers": [{"id": "c1"}]})
+        for t in (0.5, 2.5, 4.5, 12.5, 14.5, 16.5):  # c1 silent from 4.5 to 12.5
+            hb(h, t, ["c1"])
         claim(h, 1.0, 1.1, "s1", "c1", 10, 60, key="k1")
         audit_claim(h, 1.05, "s1", "c1", 10, 60)
         claim(h, 1.5, 1.6, "s1", "c1", 10, 60, key="k1", replayed=True)
@@ -1270,6 +1477,72 @@ def self_test():
               "req": None, "status": None, "replayed": False, "err": "timed out",
               "timeout": BOUND_S, "sid": "s4", "t0": 20.0, "t1": 20.0 + BOUND_S, "resp": None})
     cases["unanswered, node paused"] = (h, None)
+
+    def on_c2(h, lease_s=25.0):
+        hb(h, 18.5, ["c2"])
+        claim(h, 19.0, 19.1, "s5", "c2", 3, lease_s)
+        audit_claim(h, 19.05, "s5", "c2", 3, lease_s)
+        return h
+
+    h = on_c2(clean())  # its lease to 25.0 ended by the database at 24.6
+    audit_end(h, 24.6, "s5", "c2", 3, 25.0)
+    cases["reaper 0.4 s early"] = (h, "acknowledged session ended early")
+
+    h = on_c2(clean())  # swept dead after 5.6 s of silence on the database's clock
+    audit_end(h, 24.1, "s5", "c2", 3, 60, status="dead", hb_s=18.5)
+    cases["dead 0.4 s early"] = (h, "acknowledged session ended early")
+
+    h = clean()  # s2's container got 202s at 8 and 10, never written: dead at 12
+    hb(h, 8.0, ["c1"])
+    hb(h, 10.0, ["c1"])
+    cases["reporting, session dead"] = (h, "death of a reporting container")
+
+    h = clean()  # s2's container reporting through an outage (503s): dead at 12
+    for t in (7.0, 9.0, 11.0):
+        hb(h, t, ["c1"], status=503)
+    cases["reporting, server deaf"] = (h, "death of a reporting container")
+
+    h = clean()  # c2, with no session, reporting every second and made dead
+    for t in range(18, 24):
+        hb(h, float(t), ["c2"])
+    audit_dead(h, 24.0, "c2", hb_s=17.0)
+    cases["reporting, made dead"] = (h, "death of a reporting container")
+
+    h = clean()  # c2 last heard at 10, claimed at 20
+    hb(h, 10.0, ["c2"])
+    claim(h, 20.0, 20.1, "s7", "c2", 3, 60)
+    audit_claim(h, 20.05, "s7", "c2", 3, 60)
+    cases["claim of silent"] = (h, "claim of a silent container")
+
+    def drained(h):
+        hb(h, 19.5, ["c2"])
+        admin(h, "drain", 18.0, "c2")
+        return h
+
+    h = drained(clean())
+    claim(h, 20.0, 20.1, "s7", "c2", 3, 60)
+    audit_claim(h, 20.05, "s7", "c2", 3, 60)
+    cases["claim of drained"] = (h, "claim of a drained container")
+
+    h = drained(clean())
+    admin(h, "undrain", 19.0, "c2")
+    claim(h, 20.0, 20.1, "s7", "c2", 3, 60)
+    audit_claim(h, 20.05, "s7", "c2", 3, 60)
+    cases["drained, undrained"] = (h, None)
+
+    h = clean()  # s3 (expired at 15.2) replayed at 16.5 saying it lasts to 60
+    claim(h, 13.2, 16.5, "s3", "c1", 12, 60, replayed=True)
+    cases["replay after the end"] = (h, "overlapping holds")
+
+    h = clean()  # a renew of s4 answered 410: gone, c1 free for s5
+    h.add_op({"kind": "renew", "thread": "t", "node": 0, "method": "POST",
+              "path": "/v1/sessions/s4/renew", "req": {"token": 13, "lease_ms": 9000},
+              "status": 410, "replayed": False, "err": None, "timeout": BOUND_S, "sid": "s4",
+              "t0": 17.5, "t1": 17.6, "resp": {"error": {"code": "session_ended"}}})
+    claim(h, 18.0, 18.1, "s5", "c1", 14, 60, tenant="bravo")
+    audit_claim(h, 18.05, "s5", "c1", 14, 60)
+    sample(h, 19.0, [row("c1", "s5", 14, 60, tenant="bravo")], {"bravo": 1})
+    cases["410 is gone"] = (h, None)
     paused = {2: [(19.0, 30.0)]}
 
     passed = failed = 0
