@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -224,6 +225,10 @@ class Storage {
   virtual std::unique_ptr<CapacityReader> NewCapacityReader(int partition,
                                                             int busy_timeout_ms) = 0;
   virtual const WriterStats& writer_stats(int partition) const = 0;
+  // Steps of the clock this engine's time decisions use, found against this
+  // node's monotonic clock since it started (store/clock_steps.h); nullopt
+  // for an engine that does not watch its clock (PostgreSQL, so far).
+  virtual std::optional<uint64_t> clock_steps() const { return std::nullopt; }
   // The policy claims are made under (StorageOptions::policy).
   virtual const ClaimPolicy& policy() const = 0;
 

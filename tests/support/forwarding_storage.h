@@ -106,6 +106,7 @@ class ForwardingStorage : public store::Storage {
     return real_->writer_stats(partition);
   }
   const store::ClaimPolicy& policy() const override { return real_->policy(); }
+  std::optional<uint64_t> clock_steps() const override { return real_->clock_steps(); }
   void StopWriters() override { real_->StopWriters(); }
 
  protected:
