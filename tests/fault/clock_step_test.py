@@ -15,6 +15,7 @@ test's own monotonic clock, each answer timed when it arrived:
 - the container that stopped is `dead` no sooner than --dead-after-ms after
   its last accepted heartbeat was sent, and no later than that plus the
   reaper's interval and a margin for load;
+- the reaper marked one container silent in all (quits), by /metrics;
 - /metrics counts both steps (edgealloc_clock_steps_total 2) and the log
   says twice that the clock stepped.
 
@@ -208,6 +209,13 @@ def scenario(port, clock):
     if not m or int(m.group(1)) != 2:
         violations.append("edgealloc_clock_steps_total is %s, not 2" %
                           (m.group(1).decode() if m else "missing"))
+    # The reaper's own count: a reporting container killed and revived
+    # between two polls is still counted here.
+    dead = re.findall(rb'^edgealloc_containers_marked_dead_total\{reason="silent"\} (\d+)$',
+                      metrics, re.M)
+    if [int(n) for n in dead] != [1]:
+        violations.append("the reaper marked %s containers silent, not 1 (quits)" %
+                          b",".join(dead).decode())
     return violations
 
 
