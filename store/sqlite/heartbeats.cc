@@ -1,11 +1,11 @@
 // SqliteStorage: writing heartbeat batches, and which shard a heartbeat goes to.
-#include <algorithm>
 #include <functional>
 #include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "store/clock_steps.h"
 #include "store/heartbeat_job.h"
 #include "store/sqlite/lifecycle_sql.h"
 #include "store/sqlite/sqlite_storage.h"
@@ -51,8 +51,9 @@ class SqliteHeartbeatJob : public HeartbeatJob<WriteJob> {
 
   Status Apply(Db* db) override {
     *result_ = HeartbeatWriteResult{};
-    // A row accepted before a backward step of the wall clock was stamped on
-    // the clock before it: its liveness is now at most, never in the future.
+    // A row stamped further ahead of the clock than a step's tolerance was
+    // accepted before a backward step: its liveness is now, not a future
+    // that would keep a silent container alive for as long as the step.
     const int64_t now = now_();
     StatementRef plain, report, stale;
     RETURN_IF_ERROR(db->Cached(sql::kHeartbeatPlain, &plain));
@@ -60,7 +61,8 @@ class SqliteHeartbeatJob : public HeartbeatJob<WriteJob> {
     RETURN_IF_ERROR(db->Cached(sql::kHeartbeatStale, &stale));
     for (size_t i = 0; i < rows_->size(); ++i) {
       const HeartbeatRow& row = (*rows_)[i];
-      const int64_t accepted_ms = std::min(row.accepted_ms, now);
+      const int64_t accepted_ms =
+          row.accepted_ms > now + kClockStepToleranceMs ? now : row.accepted_ms;
       RETURN_IF_ERROR(WriteRow(i, /*skip_plain=*/false, [&](HeartbeatStatement which,
                                                             bool* changed) {
         Statement* stmt = which == HeartbeatStatement::kPlain    ? &*plain
