@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -241,6 +242,10 @@ class Storage {
     uint64_t refusals = 0;
   };
   virtual FenceStats fence_stats() const { return {}; }
+  // Steps of the clock this engine's time decisions use, found against this
+  // node's monotonic clock since it started (store/clock_steps.h); nullopt
+  // for an engine that does not watch its clock (PostgreSQL, so far).
+  virtual std::optional<uint64_t> clock_steps() const { return std::nullopt; }
   // The policy claims are made under (StorageOptions::policy).
   virtual const ClaimPolicy& policy() const = 0;
 

@@ -339,6 +339,13 @@ void StoreFamilies(const store::Storage& storage, Exposition* out) {
             "Jobs queued or in flight at each shard's writer.",
             [](const WriterStats& s) { return Gauge(s.queued); });
   WriterHealthFamilies(storage, out);
+  if (const std::optional<uint64_t> steps = storage.clock_steps()) {
+    out->Family("edgealloc_clock_steps_total", "counter",
+                "Steps of the wall clock that leases and silences are judged on (SQLite: this "
+                "node's), found against the monotonic clock; each is applied to the stored "
+                "lease ends and heartbeats.");
+    out->Sample("edgealloc_clock_steps_total", *steps);
+  }
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include "base/clock.h"
 #include "store/container_results.h"
 #include "store/list_page.h"
 #include "store/sqlite/callback_job.h"
@@ -46,8 +45,8 @@ struct PendingRegistration {
 
 // Inserts or updates `specs` (all of one shard), starting new rows' tokens
 // above `floor` as well as above this file's own floor.
-Status Upsert(Db* db, const std::vector<ContainerSpec>& specs, int64_t floor) {
-  const int64_t now = base::NowMs();
+// `now`: the shard's (SqliteStorage::ShardNow).
+Status Upsert(Db* db, const std::vector<ContainerSpec>& specs, int64_t floor, int64_t now) {
   for (const ContainerSpec& c : specs) {
     StatementRef up;
     RETURN_IF_ERROR(db->Cached(sql::kUpsertContainer, &up));
@@ -165,10 +164,11 @@ void SqliteStorage::Register(std::vector<ContainerSpec> specs, ContainerCallback
   pending->done = std::move(done);
   for (auto& [shard, list] : by_shard) {
     auto batch = std::make_shared<std::vector<ContainerSpec>>(std::move(list));
+    const int index = shard;  // clang 14 cannot capture a structured binding
     SubmitCallbackJob<ContainerResult>(
         shards_[shard],
-        [batch, floor](Db* db, ContainerResult* out) {
-          RETURN_IF_ERROR(Upsert(db, *batch, floor));
+        [this, index, batch, floor](Db* db, ContainerResult* out) {
+          RETURN_IF_ERROR(Upsert(db, *batch, floor, ShardNow(index)));
           out->outcome = Outcome::kOk;
           out->count = static_cast<int64_t>(batch->size());
           return Status::Ok();

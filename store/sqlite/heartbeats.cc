@@ -1,9 +1,11 @@
 // SqliteStorage: writing heartbeat batches, and which shard a heartbeat goes to.
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "store/clock_steps.h"
 #include "store/heartbeat_job.h"
 #include "store/sqlite/lifecycle_sql.h"
 #include "store/sqlite/sqlite_storage.h"
@@ -11,10 +13,11 @@
 namespace store {
 namespace {
 
-// Binds a row to kHeartbeatPlain's or kHeartbeatReport's parameters.
-void BindRow(Statement* stmt, const HeartbeatRow& row, const char* state) {
+// Binds a row to kHeartbeatPlain's or kHeartbeatReport's parameters, its
+// liveness at `accepted_ms`.
+void BindRow(Statement* stmt, const HeartbeatRow& row, int64_t accepted_ms, const char* state) {
   stmt->Bind(1, row.container_id);
-  stmt->Bind(2, row.accepted_ms);
+  stmt->Bind(2, accepted_ms);
   if (row.ts_ms) {
     stmt->Bind(3, *row.ts_ms);
   } else {
@@ -43,14 +46,23 @@ class SqliteHeartbeatJob : public HeartbeatJob<WriteJob> {
  public:
   using HeartbeatJob::HeartbeatJob;
 
+  // The shard's clock (SqliteStorage::ShardNow), read at the write.
+  void set_clock(std::function<int64_t()> now) { now_ = std::move(now); }
+
   Status Apply(Db* db) override {
     *result_ = HeartbeatWriteResult{};
+    // A row stamped further ahead of the clock than a step's tolerance was
+    // accepted before a backward step: its liveness is now, not a future
+    // that would keep a silent container alive for as long as the step.
+    const int64_t now = now_();
     StatementRef plain, report, stale;
     RETURN_IF_ERROR(db->Cached(sql::kHeartbeatPlain, &plain));
     RETURN_IF_ERROR(db->Cached(sql::kHeartbeatReport, &report));
     RETURN_IF_ERROR(db->Cached(sql::kHeartbeatStale, &stale));
     for (size_t i = 0; i < rows_->size(); ++i) {
       const HeartbeatRow& row = (*rows_)[i];
+      const int64_t accepted_ms =
+          row.accepted_ms > now + kClockStepToleranceMs ? now : row.accepted_ms;
       RETURN_IF_ERROR(WriteRow(i, /*skip_plain=*/false, [&](HeartbeatStatement which,
                                                             bool* changed) {
         Statement* stmt = which == HeartbeatStatement::kPlain    ? &*plain
@@ -59,9 +71,9 @@ class SqliteHeartbeatJob : public HeartbeatJob<WriteJob> {
         stmt->Reset();
         if (which == HeartbeatStatement::kStale) {
           stmt->Bind(1, row.container_id);
-          stmt->Bind(2, row.accepted_ms);
+          stmt->Bind(2, accepted_ms);
         } else {
-          BindRow(stmt, row, ReportedStateName(row.state));
+          BindRow(stmt, row, accepted_ms, ReportedStateName(row.state));
         }
         RETURN_IF_ERROR(stmt->Run());
         *changed = db->Changes() > 0;
@@ -72,6 +84,9 @@ class SqliteHeartbeatJob : public HeartbeatJob<WriteJob> {
   }
 
   bool solo() const override { return rows_->size() > SqliteStorage::kMaxRidingRows; }
+
+ private:
+  std::function<int64_t()> now_;
 };
 
 }  // namespace
@@ -88,9 +103,13 @@ Status SqliteStorage::PartitionOf(const std::string& container_id, int* partitio
 Status SqliteStorage::WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
                                       HeartbeatWriteResult* result) {
   Shard* shard = shards_[static_cast<size_t>(partition)];
+  // The rows were stamped on this node's wall clock: a step found since is
+  // applied to the stored ones first.
+  RETURN_IF_ERROR(ApplyClockShift(partition));
   Status s = WriteHeartbeatBatch<SqliteHeartbeatJob>(
       rows, result,
-      [shard](std::unique_ptr<SqliteHeartbeatJob> job) {
+      [this, shard, partition](std::unique_ptr<SqliteHeartbeatJob> job) {
+        job->set_clock([this, partition] { return ShardNow(partition); });
         return shard->writer->Submit(std::move(job));
       },
       [shard] { return shard->writer->Refusal("the write queue of " + shard->path); });

@@ -143,6 +143,18 @@ WHERE id IN (SELECT id FROM containers
              ORDER BY lease_expires_at_ms LIMIT ?2)
 )sql";
 
+// A step of the wall clock (store/clock_steps.h): every stored instant a
+// sweep or a claim compares with now moves by the step (?1 ms), in one
+// transaction, so that leases keep their length and silences their measure.
+// The history and claim counts keep theirs (shown, and pruned by age).
+inline constexpr char kShiftLeases[] = R"sql(
+UPDATE containers SET lease_expires_at_ms = lease_expires_at_ms + ?1,
+                      claimed_at_ms = claimed_at_ms + ?1
+WHERE session_id IS NOT NULL
+)sql";
+inline constexpr char kShiftHeartbeats[] =
+    "UPDATE containers SET last_heartbeat_ms = last_heartbeat_ms + ?1";
+
 // ---- Containers: register, read, drain, delete ----
 
 // Registration: insert, or update what may change. The holder never changes;

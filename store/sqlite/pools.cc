@@ -3,7 +3,6 @@
 #include <string>
 #include <vector>
 
-#include "base/clock.h"
 #include "store/sqlite/lifecycle_sql.h"
 #include "store/sqlite/shard.h"
 #include "store/sqlite/sqlite_storage.h"
@@ -11,15 +10,13 @@
 namespace store {
 
 Status SqliteStorage::ProbePools(std::vector<PoolProbe>* pools) {
-  const int64_t healthy_since = base::NowMs() - policy_.dead_after_ms;
   for (PoolProbe& p : *pools) {
-    Shard* shard = shards_[static_cast<size_t>(map_.ShardOf(p.region))];
-    RETURN_IF_ERROR(shard->reads->With([&](Db* db) {
+    RETURN_IF_ERROR(ReadAtShardNow(map_.ShardOf(p.region), [&](Db* db, int64_t now) {
       StatementRef q;
       RETURN_IF_ERROR(db->Cached(sql::kProbePool, &q));
       q->Bind(1, p.region);
       q->Bind(2, p.pool);
-      q->Bind(3, healthy_since);
+      q->Bind(3, now - policy_.dead_after_ms);
       bool row = false;
       RETURN_IF_ERROR(q->Step(&row));
       p.registered = row && q->ColumnInt64(0) != 0;

@@ -124,7 +124,9 @@ class SqliteStorage::ClaimJob : public WriteJob {
         quota_(quota) {}
 
   Status Apply(Db* db) override {
-    Statements statements{this, db, base::NowMs()};
+    // Its regions share one shard: on the writer thread, ShardNow matches its rows.
+    const int shard = storage_->map_.ShardOf(attempt_->regions[first_]);
+    Statements statements{this, db, storage_->ShardNow(shard)};
     return ClaimInRegions(statements, attempt_->req, attempt_->regions, first_, last_, quota_,
                           &result_);
   }
@@ -223,8 +225,8 @@ void SqliteStorage::Claim(ClaimRequest req, SessionCallback done) {
 
 Status SqliteStorage::FindIdempotentSession(const ClaimRequest& req, SessionResult* found) {
   for (Shard* shard : shards_) {
-    RETURN_IF_ERROR(
-        shard->reads->With([&](Db* db) { return FindIdempotent(db, req, base::NowMs(), found); }));
+    RETURN_IF_ERROR(ReadAtShardNow(
+        shard->index, [&](Db* db, int64_t now) { return FindIdempotent(db, req, now, found); }));
     if (found->outcome == Outcome::kReplayed) break;
   }
   return Status::Ok();
@@ -286,8 +288,8 @@ void SqliteStorage::RunSessionCas(CasKind kind, const Caller& caller, std::strin
   // reads: no savepoint needed.
   SubmitCallbackJob<SessionResult>(
       shards_[shard],
-      [kind, caller, session_id, token, lease_ms](Db* db, SessionResult* out) {
-        const int64_t now = base::NowMs();
+      [this, shard, kind, caller, session_id, token, lease_ms](Db* db, SessionResult* out) {
+        const int64_t now = ShardNow(shard);
         bool changed = false;
         if (kind == CasKind::kRelease) {
           RETURN_IF_ERROR(ReleaseInTransaction(db, caller, session_id, token, now, &changed));
@@ -319,17 +321,31 @@ SessionResult SqliteStorage::GetSession(const Caller& caller, std::string_view s
   std::optional<Session> found;
   std::optional<EndedSession> ended;
   Status s;
+  int64_t now = base::NowMs();
   if (shard >= 0) {
-    s = shards_[shard]->reads->With(
-        [&](Db* db) { return ReadSessionOrEnd(db, id, &found, &ended); });
+    s = ReadAtShardNow(shard, [&](Db* db, int64_t shard_now) {
+      found.reset();
+      ended.reset();
+      now = shard_now;
+      return ReadSessionOrEnd(db, id, &found, &ended);
+    });
   }
-  return AnswerSessionRead(caller, id, s, std::move(found), std::move(ended), base::NowMs());
+  return AnswerSessionRead(caller, id, s, std::move(found), std::move(ended), now);
 }
 
 Status SqliteStorage::ListSessions(const SessionFilter& filter, const std::string& after,
                                   int limit, std::vector<Session>* page,
                                   std::string* next_after) {
-  const int64_t now = base::NowMs();
+  // Each shard's `now` is on its rows' timeline (a list that meets a shift
+  // of the clock committing may keep or drop a session at its edge).
+  std::vector<int64_t> now_of(shards_.size());
+  for (size_t i = 0; i < shards_.size(); ++i) now_of[i] = ShardNow(static_cast<int>(i));
+  const auto now_at = [&](const Db* db) {
+    for (size_t i = 0; i < shards_.size(); ++i) {
+      if (shards_[i]->path == db->path()) return now_of[i];
+    }
+    return now_of[0];
+  };
   // Each shard walks its sessions after `after` in id order and stops after
   // ListExamineBound(limit) of them, or at limit + 1 hits (one more than a
   // page says a next page exists); MergePartitionPages makes the page.
@@ -339,7 +355,7 @@ Status SqliteStorage::ListSessions(const SessionFilter& filter, const std::strin
         RETURN_IF_ERROR(
             db->Cached(filter.tenant.empty() ? sql::kListSessions : sql::kListTenantSessions, q));
         (*q)->Bind(1, after);
-        (*q)->Bind(2, now);
+        (*q)->Bind(2, now_at(db));
         BindOrNull(&**q, 3, filter.region);
         BindOrNull(&**q, 4, filter.pool);
         BindOrNull(&**q, 5, filter.label_key);

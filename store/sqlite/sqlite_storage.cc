@@ -3,6 +3,7 @@
 #include <cassert>
 #include <utility>
 
+#include "store/clock_steps.h"
 #include "store/sqlite/capacity_reader.h"
 
 namespace store {
@@ -19,6 +20,7 @@ Status SqliteStorage::Open(const StorageOptions& options, std::unique_ptr<Sqlite
   auto storage = std::make_unique<SqliteStorage>(std::move(shards), map, options.policy);
   storage->owned_ = std::move(owned);
   storage->program_ = options.program;
+  storage->warn_ = options.warn;
   *out = std::move(storage);
   return Status::Ok();
 }
@@ -26,6 +28,12 @@ Status SqliteStorage::Open(const StorageOptions& options, std::unique_ptr<Sqlite
 SqliteStorage::SqliteStorage(std::vector<Shard*> shards, ShardMap map, ClaimPolicy policy)
     : shards_(std::move(shards)), map_(std::move(map)), policy_(policy) {
   assert(static_cast<int>(shards_.size()) == map_.shards());
+  // Steps found before this storage opened were never on its rows' timeline.
+  const int64_t stepped = WallClockSteps::Process().Read().stepped_ms;
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    clocks_.push_back(std::make_unique<ShardClock>());
+    clocks_.back()->shifted_ms.store(stepped);
+  }
 }
 
 SqliteStorage::~SqliteStorage() {

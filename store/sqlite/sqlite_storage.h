@@ -1,9 +1,12 @@
 #ifndef EDGEALLOC_STORE_SQLITE_SQLITE_STORAGE_H_
 #define EDGEALLOC_STORE_SQLITE_SQLITE_STORAGE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -78,6 +81,7 @@ class SqliteStorage : public Storage {
 
   std::unique_ptr<CapacityReader> NewCapacityReader(int partition, int busy_timeout_ms) override;
   const WriterStats& writer_stats(int partition) const override;
+  std::optional<uint64_t> clock_steps() const override;
   const ClaimPolicy& policy() const override { return policy_; }
   void StopWriters() override;
 
@@ -112,6 +116,30 @@ class SqliteStorage : public Storage {
   void RunSessionCas(CasKind kind, const Caller& caller, std::string session_id, int64_t token,
                      int64_t lease_ms, SessionCallback done);
 
+  // clock_shift.cc: the wall clock's steps (store/clock_steps.h). Each
+  // shard's stored instants (lease ends, heartbeats) are shifted by every
+  // step found, in a transaction of the shard's writer (ApplyClockShift),
+  // at the start of each sweep and heartbeat write; until then ShardNow
+  // reads the clock as it was before the steps not yet applied, so a
+  // decision never compares a stepped clock with unshifted rows.
+  struct ShardClock {
+    std::atomic<int64_t> shifted_ms{0};  // the steps (Reading::stepped_ms) applied
+    std::atomic<uint64_t> shifting{0};   // odd while a shift commits (readers wait)
+  };
+  class ClockShiftJob;
+  // Now, on the shard's stored timeline. On the writer thread it matches the
+  // rows; a reader goes through ReadAtShardNow.
+  int64_t ShardNow(int shard) const;
+  // Runs read(db, now) on the shard's reader until no shift committed while
+  // it ran (the rows and `now` are then on one timeline).
+  Status ReadAtShardNow(int shard, const std::function<Status(Db*, int64_t)>& read);
+  // Shifts the shard's instants by the steps found and not applied yet, and
+  // says so. Never from a writer thread.
+  Status ApplyClockShift(int shard);
+  // The reaper's cutoff (read on this node's wall clock), on the shard's
+  // timeline; Busy if the clock stepped while it was read.
+  Status ShardCutoff(int shard, const std::function<int64_t()>& cutoff_ms, int64_t* cutoff);
+
   // containers.cc
   // Sets *shard to the shard holding `id`, or -1. Reads every shard unless
   // `cached` and the id is in the cache. A failed read is returned as it is.
@@ -142,6 +170,8 @@ class SqliteStorage : public Storage {
   const ShardMap map_;
   const ClaimPolicy policy_;
   std::string program_ = "edgealloc";
+  std::vector<std::unique_ptr<ShardClock>> clocks_;  // one a shard
+  std::function<void(const std::string&)> warn_;
 
   base::SharedMutex cache_mu_;
   std::unordered_map<std::string, int> shard_of_id_ GUARDED_BY(cache_mu_);

@@ -38,7 +38,7 @@ Status Reap(Db* db, const char* statement, int64_t cutoff, int64_t limit, const 
     q->Bind(3, held->cutoff_ms);
     q->Bind(4, pools);
   }
-  const int64_t now = base::NowMs();
+  const int64_t now = base::NowMs();  // for silent_ms, a figure logged
   for (;;) {
     bool row = false;
     RETURN_IF_ERROR(q->Step(&row));
@@ -53,16 +53,16 @@ Status Reap(Db* db, const char* statement, int64_t cutoff, int64_t limit, const 
 Status SqliteStorage::SweepExpiredLeases(int partition, int max_rows, int64_t* ended) {
   *ended = 0;
   Shard* shard = shards_[static_cast<size_t>(partition)];
-  const int64_t now = base::NowMs();
+  RETURN_IF_ERROR(ApplyClockShift(partition));
   bool any = false;
-  RETURN_IF_ERROR(
-      shard->reads->With([&](Db* db) { return AnyRow(db, sql::kAnyExpired, &any, now); }));
+  RETURN_IF_ERROR(ReadAtShardNow(
+      partition, [&](Db* db, int64_t now) { return AnyRow(db, sql::kAnyExpired, &any, now); }));
   if (!any) return Status::Ok();
   Status s = shard->writer->RunSync(
       [&](Db* db) {
         StatementRef q;
         RETURN_IF_ERROR(db->Cached(sql::kReapExpired, &q));
-        q->Bind(1, now);
+        q->Bind(1, ShardNow(partition));
         q->Bind(2, static_cast<int64_t>(max_rows));
         RETURN_IF_ERROR(q->Run());
         *ended = db->Changes();
@@ -79,9 +79,14 @@ Status SqliteStorage::SweepSilentContainers(int partition,
                                             SilenceSweep* sweep) {
   *sweep = SilenceSweep{};
   Shard* shard = shards_[static_cast<size_t>(partition)];
+  // The cutoff is read on this node's wall clock: a step not yet applied to
+  // the rows is taken off it (ShardCutoff), and applied first.
+  RETURN_IF_ERROR(ApplyClockShift(partition));
   bool any = false;
+  int64_t cutoff = 0;
+  RETURN_IF_ERROR(ShardCutoff(partition, cutoff_ms, &cutoff));
   RETURN_IF_ERROR(shard->reads->With([&](Db* db) {
-    RETURN_IF_ERROR(AnyRow(db, sql::kAnySilent, &any, cutoff_ms()));
+    RETURN_IF_ERROR(AnyRow(db, sql::kAnySilent, &any, cutoff));
     return any ? Status::Ok() : AnyRow(db, sql::kAnyDeadReported, &any);
   }));
   if (!any) return Status::Ok();
@@ -90,7 +95,7 @@ Status SqliteStorage::SweepSilentContainers(int partition,
   Status s = shard->writer->RunSync(
       [&](Db* db) {
         *sweep = SilenceSweep{};
-        const int64_t cutoff = cutoff_ms();
+        RETURN_IF_ERROR(ShardCutoff(partition, cutoff_ms, &cutoff));
         RETURN_IF_ERROR(Reap(db, sql::kReapPicked, cutoff, max_rows, &held, &sweep->dead));
         sweep->sessions_ended = static_cast<int64_t>(sweep->dead.size());
         if (sweep->sessions_ended >= max_rows) return Status::Ok();
@@ -127,6 +132,8 @@ Status SqliteStorage::PruneSessionHistory(int partition, int64_t history_ms,
                                           int64_t* pruned) {
   *pruned = 0;
   Shard* shard = shards_[static_cast<size_t>(partition)];
+  // The history keeps the wall clock's instants (not shifted by its steps):
+  // a step only moves the end of a retention of hours by as much.
   const int64_t before = base::NowMs() - history_ms;
   const int64_t keep = std::max<int64_t>(1, max_history_rows / static_cast<int64_t>(shards_.size()));
   bool any = false;

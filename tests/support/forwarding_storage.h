@@ -111,6 +111,7 @@ class ForwardingStorage : public store::Storage {
   }
   FenceStats fence_stats() const override { return real_->fence_stats(); }
   const store::ClaimPolicy& policy() const override { return real_->policy(); }
+  std::optional<uint64_t> clock_steps() const override { return real_->clock_steps(); }
   void StopWriters() override { real_->StopWriters(); }
 
  protected:
