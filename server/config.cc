@@ -139,6 +139,11 @@ void AddLimitFlags(CLI::App* serve, ServeConfig* s) {
       ->check(InRange(0, kBig, "sessions a tenant may hold, 0 for unlimited"));
   AddNumber(serve, "--max-body-bytes", &s->max_body_bytes, "request body limit in bytes", 1,
             int64_t{1} << 30, "request body limit in bytes");
+  AddNumber(serve, "--request-deadline-ms", &s->request_deadline_ms,
+            "a request still unanswered this long after it was read (a claim's wait_ms more) is "
+            "answered 503 unavailable with Retry-After: its answer from the database was lost or "
+            "is stuck; longer than the database's own timeouts",
+            100, 3600 * 1000, "request deadline in ms");
   AddNumber(serve, "--candidates", &s->candidates,
             "size of the candidate pool a claim picks from at random", 1, 1000,
             "claim candidate pool size");

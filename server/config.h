@@ -42,6 +42,9 @@ struct ServeConfig {
   int64_t claims_publish_ms = 3000;     // the fleet's claim counts, published and read this often
   int64_t max_sessions_per_tenant = store::kUnlimited;  // the flag's 0 is kUnlimited too
   int64_t max_body_bytes = 1 << 20;
+  // A request not answered this long after it was read (more by a claim's
+  // wait_ms) is answered 503 unavailable in its handler's place.
+  int64_t request_deadline_ms = 30000;
   int candidates = 5;
   int64_t max_clock_skew_ms = 60000;  // a heartbeat's ts_ms at most this far ahead
   bool demo = false;

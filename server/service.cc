@@ -167,11 +167,13 @@ void Service::MakeHttpServer() {
   http_options.port = config_.port;
   http_options.threads = config_.threads;
   http_options.max_body_bytes = config_.max_body_bytes;
+  http_options.request_deadline = std::chrono::milliseconds(config_.request_deadline_ms);
   Router* router = router_.get();
   http_options.precheck = [router](const Request& header) { return router->Precheck(header); };
   http_ = std::make_unique<HttpServer>(
-      http_options, [router](Request req, Reply reply, ClientGoneWatch watch) {
-        router->Handle(std::move(req), std::move(reply), std::move(watch));
+      http_options,
+      [router](Request req, Reply reply, ClientGoneWatch watch, ExtendDeadline extend) {
+        router->Handle(std::move(req), std::move(reply), std::move(watch), std::move(extend));
       });
   readers_ = std::make_unique<ReaderPool>(
       config_.reader_threads,
@@ -224,6 +226,7 @@ void Service::AddOpsRoutes() {
   metrics.mirror = mirror_.get();
   metrics.storage = storage_.get();
   metrics.requests = &request_metrics_;
+  metrics.http = http_.get();
   // Only the tenants the keys file names: a client cannot add a series.
   metrics.tenants = [keys = &keys_, limiter = rate_limiter_.get(), alloc = allocator_.get()] {
     std::vector<MetricsSources::TenantSample> out;
