@@ -100,6 +100,11 @@ void AddSessionFlags(CLI::App* serve, ServeConfig* s) {
   AddNumber(serve, "--session-history-max-rows", &s->session_history_max_rows,
             "ended sessions kept at most (the oldest are pruned first)", 0, kBig,
             "ended sessions kept");
+  AddNumber(serve, "--history-prune-rows-per-s", &s->history_prune_rows_per_s,
+            "ended sessions pruned a second at most (each SQLite shard; PostgreSQL's one "
+            "history), every 100 ms; keep it above the sustained claim rate, or the history "
+            "outgrows --session-history-max-rows",
+            1, 100000000, "ended sessions pruned a second");
 }
 
 // Silence, and the batches heartbeats are written in.

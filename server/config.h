@@ -33,6 +33,7 @@ struct ServeConfig {
   int64_t max_claim_waiters_total = 10000;      // every tenant's together
   int64_t session_history_ms = 86400000;         // an ended session says why this long
   int64_t session_history_max_rows = 1000000;    // ended sessions kept at most
+  int64_t history_prune_rows_per_s = 100000;     // ended sessions pruned a second at most
   int64_t dead_after_ms = store::kDefaultDeadAfterMs;
   int batch_max = 100;             // heartbeat rows a transaction (batcher)
   int64_t batch_wait_ms = 10;      // longest a heartbeat waits for a batch

@@ -74,6 +74,7 @@ allocator::AllocatorOptions AllocatorOptionsOf(const ServeConfig& config) {
   options.max_waiters_total = config.max_claim_waiters_total;
   options.session_history_ms = config.session_history_ms;
   options.session_history_max_rows = config.session_history_max_rows;
+  options.history_prune_rows_per_s = config.history_prune_rows_per_s;
   return options;
 }
 
