@@ -24,11 +24,16 @@ struct AllocatorOptions {
   int max_sweeps_per_reap = 8;       // sweeps of one partition a reap runs at most
   // How long the end of a session is kept (GET, renew and release answer
   // session_ended), at most how many ended sessions are kept, how often the
-  // older ones are pruned, and how many one prune transaction deletes.
+  // older ones are pruned, how many one prune transaction deletes, and how
+  // many a second at most (each partition: a SQLite shard, or PostgreSQL's
+  // one history). Every claim ends in one row, so the rate must be above
+  // the sustained claim rate, or the history outgrows its bound; the period
+  // is short, so that the rows made between two prunes stay few.
   int64_t session_history_ms = 86400000;
   int64_t session_history_max_rows = 1000000;
-  int history_prune_interval_ms = 1000;
+  int history_prune_interval_ms = 100;
   int history_prune_rows = 1000;
+  int64_t history_prune_rows_per_s = 100000;
   // Claims that may wait (wait_ms) for one pool at once; past it a waiting
   // claim is refused as kOverloaded.
   int max_waiters_per_pool = 1000;

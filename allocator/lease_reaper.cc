@@ -1,5 +1,6 @@
 #include "allocator/lease_reaper.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -38,21 +39,34 @@ int64_t LeaseReaper::ReapExpiredLeases() {
   return ended_total;
 }
 
+int64_t LeaseReaper::PruneRowsPerPass() const {
+  // Rounded up, and at least one row: a rate too low for one period still
+  // prunes.
+  const int64_t rate = std::max<int64_t>(1, options_->history_prune_rows_per_s);
+  const int64_t period_ms = std::max(1, options_->history_prune_interval_ms);
+  return std::max<int64_t>(1, (rate * period_ms + 999) / 1000);
+}
+
 int64_t LeaseReaper::PruneSessionHistory() {
+  const int64_t budget = PruneRowsPerPass();
+  const int batch = std::max(1, options_->history_prune_rows);
   int64_t pruned_total = 0;
   for (int p = 0; p < storage_->partitions(); ++p) {
-    for (int sweep = 0; sweep < options_->max_sweeps_per_reap; ++sweep) {
+    // A backlog goes in several short transactions, never more than the
+    // budget: the claims' writer keeps its turn between them.
+    for (int64_t left = budget; left > 0;) {
+      const int rows = static_cast<int>(std::min<int64_t>(batch, left));
       int64_t pruned = 0;
       if (!storage_->PruneSessionHistory(p, options_->session_history_ms,
-                                         options_->session_history_max_rows,
-                                         options_->history_prune_rows, &pruned)
+                                         options_->session_history_max_rows, rows, &pruned)
                .ok()) {
         stats_->history_prunes_failed.fetch_add(1, std::memory_order_relaxed);
         break;
       }
       pruned_total += pruned;
       stats_->history_pruned.fetch_add(static_cast<uint64_t>(pruned), std::memory_order_relaxed);
-      if (pruned < options_->history_prune_rows) break;
+      left -= pruned;
+      if (pruned < rows) break;
     }
   }
   return pruned_total;
@@ -71,10 +85,13 @@ void LeaseReaper::Loop(std::stop_token stop) {
       cv.wait_for(lock, stop, interval, [] { return false; });
     }
     if (stop.stop_requested()) return;
+    const auto woke = std::chrono::steady_clock::now();
     ReapExpiredLeases();
-    if (std::chrono::steady_clock::now() >= next_prune) {
+    // Counted from the wake, not the prune's end: with the default periods
+    // the history is pruned every time the reaper wakes.
+    if (woke >= next_prune) {
       PruneSessionHistory();
-      next_prune = std::chrono::steady_clock::now() + prune_interval;
+      next_prune = woke + prune_interval;
     }
   }
 }

@@ -34,12 +34,16 @@ class LeaseReaper {
   int64_t ReapExpiredLeases();
   // Prunes the history of ended sessions of every partition (older than
   // session_history_ms, or past session_history_max_rows), in transactions
-  // of history_prune_rows at most; returns how many went. The thread calls
-  // this every history_prune_interval_ms; tests may too.
+  // of history_prune_rows at most, a partition at most what
+  // history_prune_rows_per_s allows in one history_prune_interval_ms;
+  // returns how many went. The thread calls this every
+  // history_prune_interval_ms; tests may too.
   int64_t PruneSessionHistory();
 
  private:
   void Loop(std::stop_token stop);
+  // The rows one PruneSessionHistory deletes at most from each partition.
+  int64_t PruneRowsPerPass() const;
 
   store::Storage* const storage_;
   const AllocatorOptions* const options_;

@@ -100,6 +100,11 @@ void AddSessionFlags(CLI::App* serve, ServeConfig* s) {
   AddNumber(serve, "--session-history-max-rows", &s->session_history_max_rows,
             "ended sessions kept at most (the oldest are pruned first)", 0, kBig,
             "ended sessions kept");
+  AddNumber(serve, "--history-prune-rows-per-s", &s->history_prune_rows_per_s,
+            "ended sessions pruned a second at most (each SQLite shard; PostgreSQL's one "
+            "history), every 100 ms; keep it above the sustained claim rate, or the history "
+            "outgrows --session-history-max-rows",
+            1, 100000000, "ended sessions pruned a second");
 }
 
 // Silence, and the batches heartbeats are written in.
@@ -153,6 +158,11 @@ void AddLimitFlags(CLI::App* serve, ServeConfig* s) {
       ->check(InRange(0, kBig, "sessions a tenant may hold, 0 for unlimited"));
   AddNumber(serve, "--max-body-bytes", &s->max_body_bytes, "request body limit in bytes", 1,
             int64_t{1} << 30, "request body limit in bytes");
+  AddNumber(serve, "--request-deadline-ms", &s->request_deadline_ms,
+            "a request still unanswered this long after it was read (a claim's wait_ms more) is "
+            "answered 503 unavailable with Retry-After: its answer from the database was lost or "
+            "is stuck; longer than the database's own timeouts",
+            100, 3600 * 1000, "request deadline in ms");
   AddNumber(serve, "--candidates", &s->candidates,
             "size of the candidate pool a claim picks from at random", 1, 1000,
             "claim candidate pool size");

@@ -33,6 +33,7 @@ struct ServeConfig {
   int64_t max_claim_waiters_total = 10000;      // every tenant's together
   int64_t session_history_ms = 86400000;         // an ended session says why this long
   int64_t session_history_max_rows = 1000000;    // ended sessions kept at most
+  int64_t history_prune_rows_per_s = 100000;     // ended sessions pruned a second at most
   int64_t dead_after_ms = store::kDefaultDeadAfterMs;
   int64_t deaf_gap_ms = 0;         // a beat this late is deafness; 0: min(1000, dead_after / 3)
   int64_t mass_silence_percent = 50;        // more of a pool silent at once: a mass silence
@@ -45,6 +46,9 @@ struct ServeConfig {
   int64_t claims_publish_ms = 3000;     // the fleet's claim counts, published and read this often
   int64_t max_sessions_per_tenant = store::kUnlimited;  // the flag's 0 is kUnlimited too
   int64_t max_body_bytes = 1 << 20;
+  // A request not answered this long after it was read (more by a claim's
+  // wait_ms) is answered 503 unavailable in its handler's place.
+  int64_t request_deadline_ms = 30000;
   int candidates = 5;
   int64_t max_clock_skew_ms = 60000;  // a heartbeat's ts_ms at most this far ahead
   bool demo = false;

@@ -102,6 +102,7 @@ allocator::AllocatorOptions AllocatorOptionsOf(const ServeConfig& config) {
   options.max_waiters_total = config.max_claim_waiters_total;
   options.session_history_ms = config.session_history_ms;
   options.session_history_max_rows = config.session_history_max_rows;
+  options.history_prune_rows_per_s = config.history_prune_rows_per_s;
   return options;
 }
 
@@ -209,11 +210,13 @@ void Service::MakeHttpServer() {
   http_options.port = config_.port;
   http_options.threads = config_.threads;
   http_options.max_body_bytes = config_.max_body_bytes;
+  http_options.request_deadline = std::chrono::milliseconds(config_.request_deadline_ms);
   Router* router = router_.get();
   http_options.precheck = [router](const Request& header) { return router->Precheck(header); };
   http_ = std::make_unique<HttpServer>(
-      http_options, [router](Request req, Reply reply, ClientGoneWatch watch) {
-        router->Handle(std::move(req), std::move(reply), std::move(watch));
+      http_options,
+      [router](Request req, Reply reply, ClientGoneWatch watch, ExtendDeadline extend) {
+        router->Handle(std::move(req), std::move(reply), std::move(watch), std::move(extend));
       });
   readers_ = std::make_unique<ReaderPool>(
       config_.reader_threads,
@@ -266,6 +269,7 @@ void Service::AddOpsRoutes() {
   metrics.mirror = mirror_.get();
   metrics.storage = storage_.get();
   metrics.requests = &request_metrics_;
+  metrics.http = http_.get();
   // Only the tenants the keys file names: a client cannot add a series.
   metrics.tenants = [keys = &keys_, limiter = rate_limiter_.get(), alloc = allocator_.get()] {
     std::vector<MetricsSources::TenantSample> out;

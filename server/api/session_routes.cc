@@ -191,9 +191,13 @@ void SessionRoutes::Claim(RouteRequest req, Reply reply) {
                                        retry_after_s));
     }
   }
-  // A claim that may wait gives up when its client does.
+  // A claim that may wait gives up when its client does, and its deadline
+  // counts from the wait's end.
   std::function<bool()> abandoned;
-  if (claim.wait_ms > 0) abandoned = req.WatchClientGone();
+  if (claim.wait_ms > 0) {
+    abandoned = req.WatchClientGone();
+    req.AllowWait(std::chrono::milliseconds(claim.wait_ms));
+  }
   store::SessionCallback done = [io = io_, reply, started, latency = options_.claim_latency,
                                  id = req.RequestId(), limiter,
                                  tenant = claim.caller.tenant](store::SessionResult r) {

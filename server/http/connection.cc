@@ -23,7 +23,10 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 Connection::Connection(tcp::socket&& socket, ConnectionHost* host, bool counted)
-    : stream_(std::move(socket)), host_(host), counted_(counted) {}
+    : stream_(std::move(socket)),
+      host_(host),
+      counted_(counted),
+      deadline_timer_(stream_.get_executor()) {}
 
 Connection::~Connection() {
   if (idle_ticket_) host_->idle.Leave(*idle_ticket_);
@@ -197,9 +200,13 @@ void Connection::Dispatch() {
     std::shared_ptr<Connection> connection = weak.lock();
     return connection ? connection->WatchGone() : ClientGone();
   };
+  deadline_extra_ = std::chrono::milliseconds(0);
+  ExtendDeadline extend = [weak = weak_from_this()](std::chrono::milliseconds more) {
+    if (std::shared_ptr<Connection> connection = weak.lock()) connection->deadline_extra_ += more;
+  };
   // The one try at the HTTP edge: nothing a handler throws reaches Asio.
   try {
-    host_->handler(std::move(req), reply, std::move(watch));
+    host_->handler(std::move(req), reply, std::move(watch), std::move(extend));
   } catch (const std::exception& e) {
     LogError("edgealloc: internal error in a handler (request_id " + request_id_ + "): " + e.what());
     reply(ErrorResponse(kInternalError.error, kInternalError.message));
@@ -208,6 +215,47 @@ void Connection::Dispatch() {
              "): unknown exception");
     reply(ErrorResponse(kInternalError.error, kInternalError.message));
   }
+  ArmDeadline(replied);
+}
+
+void Connection::ArmDeadline(const ReplyFlag& replied) {
+  if (host_->request_deadline.count() <= 0 || replied->load()) return;
+  // A reply posts its DoWrite to this strand, which runs after this and
+  // cancels the timer; a wait already done finds the flag taken.
+  deadline_timer_.expires_after(host_->request_deadline + deadline_extra_);
+  deadline_timer_.async_wait([self = shared_from_this(), replied](beast::error_code ec) {
+    if (ec || replied->exchange(true)) return;
+    self->AnswerPastDeadline();
+  });
+}
+
+void Connection::AnswerPastDeadline() {
+  host_->deadlines_passed.fetch_add(1);
+  host_->deadlines_unlogged.fetch_add(1);
+  LogDeadlinesPassed();
+  const auto deadline = host_->request_deadline + deadline_extra_;
+  DoWrite(ErrorResponse(ApiError::kUnavailable,
+                        "no answer within the request deadline (" +
+                            std::to_string(deadline.count()) +
+                            " ms); its outcome is unknown: retry (a claim with the same "
+                            "idempotency_key) (request id " +
+                            request_id_ + ")"));
+}
+
+void Connection::LogDeadlinesPassed() {
+  static std::atomic<int64_t> last_ms{-1};
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now().time_since_epoch()).count();
+  int64_t last = last_ms.load();
+  const int64_t interval_ms =
+      std::chrono::milliseconds(ConnectionLimits::kWarningInterval).count();
+  if (last >= 0 && now_ms - last < interval_ms) return;
+  if (!last_ms.compare_exchange_strong(last, now_ms)) return;
+  LogWarn("edgealloc: " + std::to_string(host_->deadlines_unlogged.exchange(0)) +
+          " request(s) not answered within --request-deadline-ms (" +
+          std::to_string(host_->request_deadline.count()) +
+          " ms, more for a claim's wait_ms) were answered 503 unavailable (the last: request_id " +
+          request_id_ + "); their answers from the store were lost or are stuck");
 }
 
 }  // namespace server

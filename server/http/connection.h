@@ -4,6 +4,7 @@
 // Internal to server/http/: one client connection of an HttpServer.
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -67,6 +68,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Hands the request read to the handler, with the Reply that writes its
   // answer on this strand and the ClientGoneWatch of this connection.
   void Dispatch();
+  // Arms the deadline of the request just handed over (ConnectionHost::
+  // request_deadline plus what its handler added), unless it was answered:
+  // past it, AnswerPastDeadline answers in the handler's place. `replied`
+  // is the flag its Reply shares, so that only one of the two answers.
+  using ReplyFlag = std::shared_ptr<std::atomic<bool>>;
+  void ArmDeadline(const ReplyFlag& replied);
+  void AnswerPastDeadline();
+  // Once per kWarningInterval at most, with the count since.
+  void LogDeadlinesPassed();
   // Answers and closes; with `drain`, reads and drops what the client still
   // sends (bounded), so it sees this answer rather than a reset.
   void SendError(ApiError error, const std::string& message, bool drain);
@@ -120,6 +130,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t drained_ = 0;
   // The place in host_->idle while waiting for a request.
   std::optional<IdleConnections::Ticket> idle_ticket_;
+  // The deadline of the request being answered: what its handler added
+  // (ExtendDeadline, message.h), and the timer DoWrite cancels.
+  std::chrono::milliseconds deadline_extra_{0};
+  boost::asio::steady_timer deadline_timer_;
 };
 
 }  // namespace server

@@ -4,6 +4,7 @@
 // Internal to server/http/.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 #include "server/http/idle_connections.h"
@@ -21,6 +22,11 @@ struct ConnectionHost {
   int64_t max_body_bytes = 0;
   // The connection cap in force, set before the io threads start.
   int max_connections = 0;
+  // HttpServerOptions::request_deadline (zero: none).
+  std::chrono::milliseconds request_deadline{0};
+  // Requests answered 503 at their deadline, and those not yet logged.
+  std::atomic<uint64_t> deadlines_passed{0};
+  std::atomic<uint64_t> deadlines_unlogged{0};
   std::atomic<int> connections{0};  // open and within the cap
   std::atomic<int> in_flight{0};    // requests read and not yet answered
   std::atomic<bool> stopping{false};

@@ -26,6 +26,7 @@ void Connection::SendError(ApiError error, const std::string& message, bool drai
 
 void Connection::DoWrite(Response res) {
   watch_.reset();  // answered: nothing to watch for any more
+  deadline_timer_.cancel();
   res.version(version_ == 10 ? 10 : 11);
   res.set(http::field::server, "edgealloc");
   // Refused before its header was read whole: an id of its own.

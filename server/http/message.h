@@ -3,6 +3,7 @@
 
 #include <boost/beast/http.hpp>
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -39,9 +40,18 @@ using ClientGone = std::function<bool()>;
 // means nobody watches.
 using ClientGoneWatch = std::function<ClientGone()>;
 
+// Moves the deadline of a request (HttpServerOptions::request_deadline)
+// later by the time given, for a handler that means to wait before it
+// answers (a claim's wait_ms). Call it only while that handler runs, on its
+// io thread; later calls change nothing. An empty one (no connection)
+// means no deadline.
+using ExtendDeadline = std::function<void(std::chrono::milliseconds)>;
+
 // Answers one request. It may answer before returning or later, from any
-// thread, but must call `reply` exactly once.
-using Handler = std::function<void(Request, Reply, ClientGoneWatch)>;
+// thread, and must call `reply` once; one that has not by the request's
+// deadline is answered 503 unavailable for it, and its late call is
+// dropped.
+using Handler = std::function<void(Request, Reply, ClientGoneWatch, ExtendDeadline)>;
 
 // Looks at a request's header before its body is read; a Response refuses
 // the request. See HttpServerOptions::precheck (server.h).

@@ -115,7 +115,8 @@ std::optional<Response> Router::Resolve(const Request& req, const Route** found,
   return std::nullopt;
 }
 
-void Router::Handle(Request req, Reply reply, ClientGoneWatch watch) const {
+void Router::Handle(Request req, Reply reply, ClientGoneWatch watch,
+                    ExtendDeadline extend) const {
   const Route* found = nullptr;
   RouteRequest rr;
   int route = RequestMetrics::kUnmatched;
@@ -130,6 +131,7 @@ void Router::Handle(Request req, Reply reply, ClientGoneWatch watch) const {
   if (refusal) return reply(std::move(*refusal));
   rr.http = std::move(req);
   rr.watch_client_gone = std::move(watch);
+  rr.extend_deadline = std::move(extend);
   found->handler(std::move(rr), std::move(reply));
 }
 

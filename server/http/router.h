@@ -1,6 +1,7 @@
 #ifndef EDGEALLOC_SERVER_HTTP_ROUTER_H_
 #define EDGEALLOC_SERVER_HTTP_ROUTER_H_
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -24,6 +25,9 @@ struct RouteRequest {
   // The connection's watch for its client's going away; empty without a
   // connection (Service::Handle, router tests).
   ClientGoneWatch watch_client_gone;
+  // The connection's hook to move the request's deadline; empty without a
+  // connection.
+  ExtendDeadline extend_deadline;
 
   // The decoded value of query parameter `name` ('+' is a space); false if
   // absent or if the query is malformed.
@@ -38,6 +42,13 @@ struct RouteRequest {
   // while the handler runs, on its io thread.
   ClientGone WatchClientGone() const {
     return watch_client_gone ? watch_client_gone() : ClientGone();
+  }
+  // The handler means to wait up to `wait` before it answers (a claim's
+  // wait_ms): the request's deadline (--request-deadline-ms) moves by that
+  // much, so it is counted from the wait's end. Only while the handler
+  // runs, on its io thread.
+  void AllowWait(std::chrono::milliseconds wait) const {
+    if (extend_deadline) extend_deadline(wait);
   }
 };
 
@@ -74,8 +85,9 @@ class Router {
   // answered by the GET route of its path (the server drops the body).
   // Counted under the route's pattern (a 405 under the first pattern that
   // matched the path), or "unmatched" for a 400 or 404. The handler is given
-  // `watch` in its RouteRequest.
-  void Handle(Request req, Reply reply, ClientGoneWatch watch = {}) const;
+  // `watch` and `extend` in its RouteRequest.
+  void Handle(Request req, Reply reply, ClientGoneWatch watch = {},
+              ExtendDeadline extend = {}) const;
 
   // The refusal Handle would answer `header` with before running a handler
   // (400, 404, 405, 401, 403), counted as Handle counts it; nullopt if the

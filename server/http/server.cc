@@ -65,6 +65,7 @@ struct HttpServer::Impl {
     host.handler = std::move(h);
     host.precheck = options.precheck;
     host.max_body_bytes = options.max_body_bytes;
+    host.request_deadline = options.request_deadline;
   }
 
   void DoAccept();
@@ -227,5 +228,6 @@ int HttpServer::in_flight() const { return impl_->host.in_flight.load(); }
 int64_t HttpServer::shed_connections() const { return impl_->shed.load(); }
 int HttpServer::idle_connections() const { return impl_->host.idle.size(); }
 int HttpServer::max_connections() const { return impl_->host.max_connections; }
+uint64_t HttpServer::deadlines_passed() const { return impl_->host.deadlines_passed.load(); }
 
 }  // namespace server

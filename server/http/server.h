@@ -31,6 +31,12 @@ struct HttpServerOptions {
   // sent instead and the connection closed, so a client is refused before
   // it sends its body. Empty: every such request gets its 100.
   Precheck precheck;
+  // A request whose handler has not answered this long after it was read
+  // (plus what the handler added through its ExtendDeadline) is answered
+  // 503 unavailable with Retry-After: its answer was lost (a store callback
+  // that never ran, a wedged writer). The handler's late answer is dropped.
+  // Zero: no deadline.
+  std::chrono::milliseconds request_deadline{30000};
 };
 
 // An HttpServer is an async HTTP/1.1 server in the shape of Beast's
@@ -39,7 +45,9 @@ struct HttpServerOptions {
 // read under a timeout. `threads` io threads run one io_context; each
 // connection lives on its own strand. The handler is called on an io thread
 // and answers through its Reply from any thread, and may watch for its
-// client's going away through its ClientGoneWatch. Start, StopAccepting, WaitIdle and Stop are for
+// client's going away through its ClientGoneWatch. A handler that does not
+// answer by the request's deadline (HttpServerOptions::request_deadline) has
+// it answered 503 for it. Start, StopAccepting, WaitIdle and Stop are for
 // the owning thread.
 //
 // Framing (RFC 9112 §6): a Transfer-Encoding whose last coding is not
@@ -109,6 +117,9 @@ class HttpServer {
   int idle_connections() const;
   // Idle connections closed so far to make room for new ones.
   int64_t shed_connections() const;
+  // Requests answered 503 so far because their handler had not answered by
+  // their deadline. Any thread.
+  uint64_t deadlines_passed() const;
 
  private:
   struct Impl;

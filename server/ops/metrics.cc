@@ -393,6 +393,12 @@ std::string RenderMetrics(const MetricsSources& src, int64_t now_ms) {
                  {{"route", route}, {"status", std::to_string(status)}}, n);
     });
   }
+  if (src.http) {
+    out.Family("edgealloc_http_request_deadlines_total", "counter",
+               "Requests answered 503 unavailable because no answer came within "
+               "--request-deadline-ms (a lost or stuck answer from the store).");
+    out.Sample("edgealloc_http_request_deadlines_total", src.http->deadlines_passed());
+  }
   return out.Take();
 }
 

@@ -13,6 +13,7 @@
 #include "batcher/batcher.h"
 #include "kvmirror/mirror.h"
 #include "server/http/request_metrics.h"
+#include "server/http/server.h"
 #include "store/storage.h"
 
 namespace server {
@@ -29,6 +30,8 @@ struct MetricsSources {
   const kvmirror::Mirror* mirror = nullptr;
   const store::Storage* storage = nullptr;  // its writers' counters
   const RequestMetrics* requests = nullptr;
+  // Its requests answered at their deadline (edgealloc_http_request_deadlines_total).
+  const HttpServer* http = nullptr;
   // Per-tenant series (edgealloc_tenant_*), one a tenant the keys file
   // names, never a name a client sent; called at each scrape. Empty: none.
   struct TenantSample {

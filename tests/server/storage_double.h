@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "store/storage.h"
@@ -27,7 +28,11 @@ namespace fixture {
 //   - after FailReads(text), those reads fail with `text` (IOError, or
 //     Outcome::kError), as libpq's would with the database's host and port;
 //   - writer_stats are the double's own, so that a test may set `failing`
-//     (SetFailing) as a writer cut off from its database would.
+//     (SetFailing) as a writer cut off from its database would;
+//   - while HoldClaimAnswers() holds (until DeliverHeldClaims()), a claim
+//     is made by the real storage but its callback is kept instead of run,
+//     as one lost in a wedged writer; DeliverHeldClaims() runs the kept
+//     ones, late. held_claims() counts them.
 class StorageDouble : public testing::ForwardingStorage {
  public:
   explicit StorageDouble(std::unique_ptr<store::Storage> real)
@@ -61,6 +66,24 @@ class StorageDouble : public testing::ForwardingStorage {
     std::lock_guard<std::mutex> lock(mu_);
     fail_text_ = text;
   }
+  void HoldClaimAnswers() {
+    std::lock_guard<std::mutex> lock(mu_);
+    holding_answers_ = true;
+  }
+  // Stops holding, and runs the callbacks held so far with their answers.
+  void DeliverHeldClaims() {
+    std::vector<std::pair<store::SessionCallback, store::SessionResult>> late;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      holding_answers_ = false;
+      late.swap(held_);
+    }
+    for (auto& [done, result] : late) done(std::move(result));
+  }
+  int held_claims() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int>(held_.size());
+  }
   void SetFailing(int partition, bool failing) {
     stats_[static_cast<size_t>(partition)]->failing.store(failing ? 1 : 0);
   }
@@ -68,6 +91,16 @@ class StorageDouble : public testing::ForwardingStorage {
   // ---- store::Storage ----
   void Claim(store::ClaimRequest req, store::SessionCallback done) override {
     WaitSubmit();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (holding_answers_) {
+        // Runs on the writer thread; the double outlives the writers.
+        done = [this, done = std::move(done)](store::SessionResult r) mutable {
+          std::lock_guard<std::mutex> held(mu_);
+          held_.emplace_back(std::move(done), std::move(r));
+        };
+      }
+    }
     real_->Claim(std::move(req), std::move(done));
   }
   store::SessionResult GetSession(const store::Caller& caller,
@@ -150,6 +183,8 @@ class StorageDouble : public testing::ForwardingStorage {
   std::condition_variable cv_;
   bool blocking_ = false;
   bool blocking_submits_ = false;
+  bool holding_answers_ = false;
+  std::vector<std::pair<store::SessionCallback, store::SessionResult>> held_;
   std::string fail_text_;
   std::atomic<int> blocked_{0};
 };

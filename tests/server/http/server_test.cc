@@ -5,7 +5,9 @@
 
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
+#include <vector>
 #include <thread>
 
 #include "tests/support/http_client.h"
@@ -31,7 +33,8 @@ struct EchoServer {
     options.threads = 2;
     options.max_body_bytes = max_body;
     options.max_connections = max_connections;
-    server = std::make_unique<HttpServer>(options, [](Request req, Reply reply, ClientGoneWatch) {
+    server = std::make_unique<HttpServer>(options, [](Request req, Reply reply, ClientGoneWatch,
+                                                      ExtendDeadline) {
       if (req.target() == "/throw") throw std::runtime_error("boom");
       if (req.target() == "/slow") {
         std::thread([reply] {
@@ -249,6 +252,76 @@ TEST_CASE("http_server: after StopAccepting, new connections are refused") {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   testing::HttpClient client(port);
   CHECK_THROWS(client.Get("/echo"));
+}
+
+// A server with a request deadline of 300 ms whose handler answers /echo,
+// and keeps the Reply of anything else without answering (a callback lost
+// in the store); /wait first moves its deadline by a second, as a claim
+// with wait_ms does.
+struct ForgetfulServer {
+  ForgetfulServer() {
+    HttpServerOptions options;
+    options.port = 0;
+    options.threads = 2;
+    options.request_deadline = std::chrono::milliseconds(300);
+    server = std::make_unique<HttpServer>(
+        options, [this](Request req, Reply reply, ClientGoneWatch, ExtendDeadline extend) {
+          if (req.target() == "/echo") return reply(JsonResponse(200, "{\"echo\":true}"));
+          if (req.target() == "/wait") extend(std::chrono::seconds(1));
+          std::lock_guard<std::mutex> lock(mu);
+          kept.push_back(std::move(reply));
+        });
+    REQUIRE(server->Start().ok());
+  }
+  // A kept Reply holds its connection, which needs the server: they go first.
+  ~ForgetfulServer() {
+    server->Stop();
+    kept.clear();
+  }
+  // Answers every kept request now, late.
+  void AnswerLate() {
+    std::vector<Reply> late;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      late.swap(kept);
+    }
+    for (Reply& reply : late) reply(JsonResponse(200, "{\"late\":true}"));
+  }
+  std::unique_ptr<HttpServer> server;
+  std::mutex mu;
+  std::vector<Reply> kept;
+};
+
+TEST_CASE("http_server: a request its handler never answers is 503 unavailable at its deadline, "
+          "and the late answer is dropped") {
+  ForgetfulServer s;
+  testing::HttpClient client(s.server->port());
+  client.set_timeout(std::chrono::seconds(10));  // a hang fails, not waits for ctest
+  testing::HttpReply r = client.Get("/never");
+  CHECK(r.status == 503);
+  CHECK(r.ErrorCode() == "unavailable");
+  CHECK(r.Header("retry-after") == "1");
+  CHECK(r.body.find(r.Header("x-request-id")) != std::string::npos);
+  CHECK(s.server->deadlines_passed() == 1);
+  // The handler answers after all: nothing more goes on that connection,
+  // whose next request gets its own answer.
+  s.AnswerLate();
+  r = client.Get("/echo");
+  CHECK(r.status == 200);
+  CHECK(r.body == "{\"echo\":true}");
+  CHECK(s.server->deadlines_passed() == 1);
+  CHECK(WaitFor([&] { return s.server->in_flight() == 0; }));
+}
+
+TEST_CASE("http_server: a handler that means to wait moves its request's deadline") {
+  ForgetfulServer s;
+  testing::HttpClient client(s.server->port());
+  client.set_timeout(std::chrono::seconds(10));
+  const auto start = std::chrono::steady_clock::now();
+  testing::HttpReply r = client.Get("/wait");
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(1300));
+  CHECK(r.status == 503);
+  CHECK(r.ErrorCode() == "unavailable");
 }
 
 }  // namespace
