@@ -26,6 +26,11 @@ struct WriterStats {
   std::atomic<uint64_t> transactions_lost{0};
   // Done calls that threw (their reply is lost; the writer went on).
   std::atomic<uint64_t> done_exceptions{0};
+  // Exceptions from the engine's side of the writer (beginning a group, a
+  // job's lock keys or first statement, a savepoint, COMMIT, ROLLBACK, the
+  // idle probe): each failed its group (a probe's: nothing), and the
+  // writer went on.
+  std::atomic<uint64_t> writer_exceptions{0};
   std::atomic<int64_t> queued{0};
   // 1 while the writer has a working connection to its database, 0 while it
   // is reconnecting (an embedded SQLite file is always 1); and how many times

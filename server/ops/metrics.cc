@@ -271,6 +271,10 @@ void WriterHealthFamilies(const store::Storage& storage, Exposition* out) {
   PerWriter(storage, out, "edgealloc_store_groups_rerun_total", "counter",
             "Groups each writer ran again job by job because one job failed on the fast path.",
             [](const WriterStats& s) { return Count(s.groups_rerun); });
+  PerWriter(storage, out, "edgealloc_store_writer_exceptions_total", "counter",
+            "Exceptions each writer caught from its engine (beginning a group, COMMIT, its "
+            "probe): each failed its group, never the process.",
+            [](const WriterStats& s) { return Count(s.writer_exceptions); });
 }
 
 void StoreFamilies(const store::Storage& storage, Exposition* out) {

@@ -101,6 +101,13 @@ void PgWriter::Probe() {
   stats_.failing.store(s.ok() ? 0 : 1, std::memory_order_relaxed);
 }
 
+void PgWriter::AfterThrow() {
+  conn_.reset();
+  firsts_.clear();
+  lock_timeout_ = false;
+  stats_.connected.store(0, std::memory_order_relaxed);
+}
+
 Status PgWriter::Begin(std::span<GroupJob*>* group, Run run, bool* again) {
   *again = false;
   lock_timeout_ = false;

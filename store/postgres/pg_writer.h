@@ -133,6 +133,9 @@ class PgWriter final : public GroupWriter {
   int64_t probe_interval_ms() const override;
   // While idle: connects if needed and measures the clock; sets failing.
   void Probe() override;
+  // Closes the connection (PostgreSQL rolls back what it had open); the
+  // next group or probe connects afresh.
+  void AfterThrow() override;
 
   // The statements that open a group's transaction: BEGIN, the advisory
   // locks, the row locks.
