@@ -52,6 +52,11 @@ struct WriterStats {
   // wrong, which no longer decides anything but its logs.
   std::atomic<int64_t> clock_offset_ms{0};
   std::atomic<int64_t> clock_offset_known{0};
+  // PostgreSQL: COMMITs that succeeded with a WARNING, which is how the
+  // database says it stopped waiting for the synchronous standby
+  // (pg_cancel_backend, statement_timeout): committed on the primary, maybe
+  // not on the standby. Their jobs were answered "commit outcome unknown".
+  std::atomic<uint64_t> commits_not_replicated{0};
   // Jobs answered unwritten because Stop's time ran out against a failing
   // store (their callers got an error; nothing of them was written).
   std::atomic<uint64_t> dropped_at_stop{0};

@@ -275,6 +275,10 @@ void WriterHealthFamilies(const store::Storage& storage, Exposition* out) {
             "Exceptions each writer caught from its engine (beginning a group, COMMIT, its "
             "probe): each failed its group, never the process.",
             [](const WriterStats& s) { return Count(s.writer_exceptions); });
+  PerWriter(storage, out, "edgealloc_store_commits_not_replicated_total", "counter",
+            "COMMITs that succeeded with a warning (PostgreSQL: the wait for the synchronous "
+            "standby was cancelled); their jobs were answered outcome unknown.",
+            [](const WriterStats& s) { return Count(s.commits_not_replicated); });
 }
 
 void StoreFamilies(const store::Storage& storage, Exposition* out) {

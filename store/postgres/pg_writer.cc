@@ -154,8 +154,23 @@ void PgWriter::AfterApply(Status* outcome) {
 }
 
 Status PgWriter::Commit() {
+  (void)conn_->TakeWarnings();  // the group's statements' own, if any
   Status s = conn_->Exec("COMMIT");
-  if (s.ok() || !IsUnavailable(s)) return s;
+  if (s.ok()) {
+    // A COMMIT whose wait for the synchronous standby was cancelled
+    // (pg_cancel_backend, statement_timeout) returns success with only a
+    // WARNING: committed here, maybe not on the standby, so a failover may
+    // lose it. Not durable as promised: the outcome is unknown. The warning's
+    // text is translated (lc_messages), so any warning COMMIT gives counts;
+    // ours give none otherwise.
+    const std::vector<std::string> warnings = conn_->TakeWarnings();
+    if (warnings.empty()) return s;
+    stats_.commits_not_replicated.fetch_add(1, std::memory_order_relaxed);
+    return Status::IOError(std::string(kCommitOutcomeUnknown) +
+                           "COMMIT succeeded with a warning, so it may not be replicated: " +
+                           warnings.front());
+  }
+  if (!IsUnavailable(s)) return s;
   // A COMMIT that got no answer may have happened: say so.
   return Status::IOError(std::string(kCommitOutcomeUnknown) + s.message());
 }

@@ -123,3 +123,46 @@ TEST_CASE("pg_writer faults: a warning that throws at connect or in the probe is
   // connects again and serves.
   CHECK(Run(&writer, "SELECT 1").ok());
 }
+
+// synchronous_standby_names names a standby that is not there, so every
+// COMMIT waits for it; pg_cancel_backend on the waiting writer ends the
+// wait, and PostgreSQL answers the COMMIT with success and a WARNING
+// ("canceling wait for synchronous replication due to user request"): the
+// group is committed on the primary alone. Before, its jobs were told Ok,
+// durable; they are told the outcome is unknown (as a cut COMMIT), and the
+// row is indeed there on the primary.
+TEST_CASE("pg_writer faults: a COMMIT whose synchronous wait was cancelled is outcome unknown") {
+  testing::PgServer server;
+  const std::string uri = server.NewDatabaseUri();
+  testing::PgServer::Query(uri, "CREATE TABLE t (v int)");
+  // Set once the setup is written (it would wait too); sessions that start
+  // after the reload, the writer's, wait for the standby at each COMMIT.
+  testing::PgServer::Query(uri, "ALTER SYSTEM SET synchronous_standby_names = 'absent_standby'");
+  testing::PgServer::Query(uri, "SELECT pg_reload_conf()");
+  REQUIRE(WaitFor([&] {
+    return testing::PgServer::Query(uri, "SHOW synchronous_standby_names") == "absent_standby";
+  }));
+  store::PgWriterOptions options;
+  options.statement_timeout_ms = 120000;  // only the cancel ends the wait
+  options.io_timeout_ms = 120000;
+  store::PgWriter writer(uri, "pg_writer_sync_test", options);
+  writer.Start();
+  std::promise<store::Status> done;
+  REQUIRE(writer.Submit(std::make_unique<SqlJob>("INSERT INTO t VALUES (7)", &done)));
+  const std::string waiting =
+      "SELECT pid FROM pg_stat_activity WHERE application_name = 'pg_writer_sync_test' "
+      "AND wait_event = 'SyncRep'";
+  std::string pid;
+  REQUIRE(WaitFor([&] { return !(pid = testing::PgServer::Query(uri, waiting)).empty(); }));
+  CHECK(testing::PgServer::Query(uri, "SELECT pg_cancel_backend(" + pid + ")") == "t");
+  const store::Status s = done.get_future().get();
+  INFO(s.ToString());
+  CHECK(store::IsCommitOutcomeUnknown(s));
+  CHECK_THAT(s.message(), Catch::Contains("may not be replicated"));
+  CHECK(writer.stats().commits_not_replicated.load() == 1);
+  // Committed on the primary: "unknown" is the truth, not "failed".
+  CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM t WHERE v = 7") == "1");
+  // The connection is still the writer's: a write that asks for no standby
+  // commits Ok on it.
+  CHECK(Run(&writer, "SET LOCAL synchronous_commit = local; INSERT INTO t VALUES (8)").ok());
+}
