@@ -262,8 +262,8 @@ Status PgWriter::BeginWithoutWaiting(std::span<GroupJob*>* group) {
       (*group)[kept++] = job;
       continue;
     }
-    Finish(job, Status::Busy("a tenant's lock is held by another transaction past "
-                             "lock_timeout; retry"));
+    Finish(job, Status::Busy("a lock it needs (its tenant's quota, its idempotency key) is "
+                             "held by another transaction past lock_timeout; retry"));
   }
   *group = group->first(kept);
   return Status::Ok();

@@ -35,9 +35,10 @@ class PgJob : public GroupJob {
   // each call. A job whose Apply does not run it first makes the group run
   // again without the pipeline.
   virtual std::optional<PgStatement> First() const { return std::nullopt; }
-  // The advisory locks (pgsql::kLockTenant's keys) Apply will take and hold
-  // to the commit. The writer takes those of every job of a group right
-  // after BEGIN, sorted: every node's writer then takes them in one order,
+  // The advisory locks (pgsql::kLockTenant's keys: a tenant's quota, an
+  // idempotency key) Apply needs held to the commit. The writer takes those
+  // of every job of a group right after BEGIN, sorted: every node's writer
+  // then takes them in one order,
   // so two nodes' groups never wait on each other in a cycle. (Taken job by
   // job, they did: PostgreSQL broke each cycle after deadlock_timeout, 1 s,
   // failing one job, and the next job of the group met the same cycle again,

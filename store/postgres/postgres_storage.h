@@ -38,7 +38,8 @@ bool IsPostgresUri(std::string_view db);
 // statements by the job that runs them (lifecycle_sql.h says which file
 // has which). Any number of nodes may run on one database: claims lock
 // their candidates FOR UPDATE SKIP LOCKED, a tenant's quota is counted
-// under an advisory lock, idempotency keys are a unique index, and sweeps
+// under an advisory lock, idempotency keys are a unique index whose claims
+// take the key's advisory lock before their group starts, and sweeps
 // skip rows another node holds.
 class PostgresStorage : public Storage {
  public:
@@ -99,15 +100,16 @@ class PostgresStorage : public Storage {
   // Runs `fn` on a pooled read connection (made, or made again, on demand).
   Status WithReader(const std::function<Status(PgConn*)>& fn);
   // Queues a job of `work` filling a Result; a refused one answers at once.
-  // `lock_key`: the advisory lock (pgsql::kLockTenant's key) `work` needs
-  // held, if any; the writer takes it before the group's statements
+  // `lock_keys`: the advisory locks (pgsql::kLockTenant's keys) `work` needs
+  // held; the writer takes them before the group's statements
   // (PgJob::AddLockKeys). `first`: the statement `work` runs first, if known
   // now, which the writer then sends ahead (PgJob::First). `rows`: the
   // containers `work` will change, by id and by session id, which the writer
   // locks in one order (PgJob::AddRowLocks).
   template <typename Result>
   void Submit(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done,
-              std::string lock_key = "", std::optional<PgStatement> first = std::nullopt,
+              std::vector<std::string> lock_keys = {},
+              std::optional<PgStatement> first = std::nullopt,
               PgRowLocks rows = {});
   // Drain and Undrain: `statement` (pgsql::kDrain, kUndrain) on `id`,
   // answered with the container as it left it.
