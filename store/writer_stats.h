@@ -57,6 +57,12 @@ struct WriterStats {
   // (pg_cancel_backend, statement_timeout): committed on the primary, maybe
   // not on the standby. Their jobs were answered "commit outcome unknown".
   std::atomic<uint64_t> commits_not_replicated{0};
+  // PostgreSQL heartbeat batches: rows skipped because another transaction
+  // held their container's row (each try counts), and the rows the
+  // partition keeps for a later write now (written with its next batch or
+  // before its next silence sweep).
+  std::atomic<uint64_t> heartbeat_rows_skipped{0};
+  std::atomic<int64_t> heartbeat_rows_deferred{0};
   // Jobs answered unwritten because Stop's time ran out against a failing
   // store (their callers got an error; nothing of them was written).
   std::atomic<uint64_t> dropped_at_stop{0};

@@ -279,6 +279,13 @@ void WriterHealthFamilies(const store::Storage& storage, Exposition* out) {
             "COMMITs that succeeded with a warning (PostgreSQL: the wait for the synchronous "
             "standby was cancelled); their jobs were answered outcome unknown.",
             [](const WriterStats& s) { return Count(s.commits_not_replicated); });
+  PerWriter(storage, out, "edgealloc_store_heartbeat_rows_skipped_total", "counter",
+            "Heartbeat rows a batch skipped because another transaction held their container's "
+            "row (PostgreSQL; each try counts); each is written later.",
+            [](const WriterStats& s) { return Count(s.heartbeat_rows_skipped); });
+  PerWriter(storage, out, "edgealloc_store_heartbeat_rows_deferred", "gauge",
+            "Heartbeat rows skipped for a lock and kept for a later write, now.",
+            [](const WriterStats& s) { return Gauge(s.heartbeat_rows_deferred); });
 }
 
 void StoreFamilies(const store::Storage& storage, Exposition* out) {

@@ -112,6 +112,12 @@ class PgWriter final : public GroupWriter {
   Status RunSync(std::function<Status(PgConn*)> fn, bool solo = false) {
     return RunFunction<PgJob, PgConn>(std::move(fn), solo);
   }
+  // Counts heartbeat rows a batch skipped for a lock another transaction
+  // held, and how many the partition keeps for a later write now.
+  void CountHeartbeatRetries(uint64_t skipped, int64_t deferred) {
+    stats_.heartbeat_rows_skipped.fetch_add(skipped, std::memory_order_relaxed);
+    stats_.heartbeat_rows_deferred.store(deferred, std::memory_order_relaxed);
+  }
 
  private:
   using Firsts = std::vector<std::optional<std::pair<PgStatement, PgResult>>>;

@@ -74,6 +74,9 @@ class PostgresStorage : public Storage {
   int partitions() const override { return static_cast<int>(writers_.size()); }
   // LaneOf the id, known or not (an unknown one is found at write time).
   Status PartitionOf(const std::string& container_id, int* partition) override;
+  // Rows another transaction held locked are kept and written with the
+  // partition's next batch, or by its next silence sweep
+  // (HeartbeatWriteResult::skipped).
   Status WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
                          HeartbeatWriteResult* result) override;
 
@@ -111,6 +114,29 @@ class PostgresStorage : public Storage {
               std::vector<std::string> lock_keys = {},
               std::optional<PgStatement> first = std::nullopt,
               PgRowLocks rows = {});
+  // A partition's heartbeat rows skipped for a lock another transaction
+  // held, until a write of the partition takes them.
+  struct HeartbeatRetry {
+    base::Mutex mu;
+    base::CondVar idle;  // signalled when `writing` ends
+    // A write of the partition is under way, and has taken `deferred`:
+    // one at a time, so that a container's rows are written in order.
+    bool writing GUARDED_BY(mu) = false;
+    std::vector<HeartbeatRow> deferred GUARDED_BY(mu);
+  };
+  // heartbeats.cc: one batch as one job of the partition's writer.
+  Status WriteRows(int partition, const std::vector<HeartbeatRow>& rows,
+                   HeartbeatWriteResult* result);
+  // Becomes the partition's one write (waiting for one under way, if
+  // `wait`; else false) and takes the deferred rows into *taken.
+  bool BeginHeartbeatWrite(HeartbeatRetry* retry, bool wait, std::vector<HeartbeatRow>* taken);
+  // Ends it: `batch`'s first `taken` rows were the deferred ones; they are
+  // kept again if `s` failed, and the rows `result` skipped are kept.
+  void EndHeartbeatWrite(int partition, const std::vector<HeartbeatRow>& batch, size_t taken,
+                         const Status& s, const HeartbeatWriteResult& result);
+  // Writes the partition's deferred rows, unless a write is under way (it
+  // takes them). The reaper's, before it judges silence.
+  void FlushDeferredHeartbeats(int partition);
   // Drain and Undrain: `statement` (pgsql::kDrain, kUndrain) on `id`,
   // answered with the container as it left it.
   void ChangeDrain(std::string id, const char* statement, ContainerCallback done);
@@ -120,6 +146,7 @@ class PostgresStorage : public Storage {
   const ClaimPolicy policy_;
   // [0] also writes sessions and containers; each is one partition.
   std::vector<std::unique_ptr<PgWriter>> writers_;
+  std::vector<std::unique_ptr<HeartbeatRetry>> retries_;  // one a partition
   base::Mutex readers_mu_;
   std::vector<std::unique_ptr<PgConn>> readers_ GUARDED_BY(readers_mu_);
 };

@@ -41,6 +41,9 @@ Status PostgresStorage::SweepSilentContainers(int partition,
                                               const std::function<int64_t()>& cutoff_ms,
                                               int max_rows, SilenceSweep* sweep) {
   *sweep = SilenceSweep{};
+  // Heartbeats accepted and skipped for a lock are written before silence
+  // is judged, and on an idle lane are written at all.
+  FlushDeferredHeartbeats(partition);
   SilenceSweep found;
   const int64_t partitions = this->partitions();
   Status s = writers_[static_cast<size_t>(partition)]->RunSync(
