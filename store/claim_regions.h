@@ -37,9 +37,11 @@ Status ClaimInRegions(Statements& statements, const ClaimRequest& req,
     Status s = statements.ClaimIn(regions[i], &claimed, out);
     if (s.IsConflict() && keyed) {
       // The unique index on (tenant, idempotency_key) refused the key.
-      // Another claim of it committed meanwhile (another PostgreSQL node's:
-      // the index waited for it): that session is the answer. Or an expired
-      // session, not reaped yet, still holds it: let it go, claim again.
+      // Another claim of it committed meanwhile: that session is the answer
+      // (not on PostgreSQL, whose claims of one key take turns on the key's
+      // advisory lock before their groups start, never on the index). Or
+      // an expired session, not reaped yet, still holds it: let it go,
+      // claim again.
       // Only this rare path pays for the extra statements.
       RETURN_IF_ERROR(statements.FindIdempotent(out));
       if (out->outcome == Outcome::kReplayed) return Status::Ok();

@@ -85,7 +85,10 @@ void GroupWriter::Loop() {
       const auto due = last_active + std::chrono::milliseconds(probe_interval_ms());
       const auto now = SteadyClock::now();
       if (now >= due) {
-        Probe();
+        (void)Catching("the idle probe", [this] {
+          Probe();
+          return Status::Ok();
+        });
         last_active = SteadyClock::now();
         continue;
       }
@@ -212,29 +215,62 @@ Status GroupWriter::RunJobs(std::span<GroupJob*> group, bool savepoints, bool* a
   return Status::Ok();
 }
 
-bool GroupWriter::RunGroup(std::span<GroupJob*> group) {
-  const auto t0 = SteadyClock::now();
+template <typename Fn>
+Status GroupWriter::Catching(const char* what, Fn fn, bool* threw) {
+  if (threw != nullptr) *threw = false;
+  std::string why;
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    why = e.what();
+  } catch (...) {
+    why = "not a std::exception";
+  }
+  // Out of the catch block: AfterThrow may throw too, which nothing here
+  // could then catch.
+  if (threw != nullptr) *threw = true;
+  stats_.writer_exceptions.fetch_add(1, std::memory_order_relaxed);
+  try {
+    AfterThrow();
+  } catch (...) {
+  }
+  return Status::IOError(std::string(what) + " threw: " + why);
+}
+
+Status GroupWriter::BeginAndRun(std::span<GroupJob*>* group) {
   bool again = false;
-  Status s = Begin(&group, Run::kFirst, &again);
-  if (s.ok() && !again) s = RunJobs(group, first_run_savepoints(), &again);
+  Status s = Begin(group, Run::kFirst, &again);
+  if (s.ok() && !again) s = RunJobs(*group, first_run_savepoints(), &again);
   if (s.ok() && again) {
     stats_.groups_rerun.fetch_add(1, std::memory_order_relaxed);
     s = Rollback();
-    if (s.ok()) s = Begin(&group, Run::kAgain, &again);
-    if (s.ok()) s = RunJobs(group, /*savepoints=*/true, &again);
+    if (s.ok()) s = Begin(group, Run::kAgain, &again);
+    if (s.ok()) s = RunJobs(*group, /*savepoints=*/true, &again);
   }
   if (!s.ok() && lock_timed_out()) {
     // A lock (or a row) another transaction kept past the lock timeout
     // fails only the jobs that needed it.
     stats_.groups_rerun.fetch_add(1, std::memory_order_relaxed);
     s = Rollback();
-    if (s.ok()) s = Begin(&group, Run::kWithoutWaiting, &again);
-    if (s.ok()) s = RunJobs(group, /*savepoints=*/true, &again);
+    if (s.ok()) s = Begin(group, Run::kWithoutWaiting, &again);
+    if (s.ok()) s = RunJobs(*group, /*savepoints=*/true, &again);
   }
+  return s;
+}
+
+bool GroupWriter::RunGroup(std::span<GroupJob*> group) {
+  const auto t0 = SteadyClock::now();
+  // An exception escaping the writer thread would end the process with
+  // every accepted job unanswered: one from the engine fails this group.
+  Status s = Catching("the writer (beginning or running a group)",
+                      [&] { return BeginAndRun(&group); });
   if (s.ok()) {
-    s = Commit();
+    bool threw = false;
+    s = Catching("COMMIT", [this] { return Commit(); }, &threw);
+    // It may have thrown after the COMMIT went out.
+    if (threw) s = Status::IOError(std::string(kCommitOutcomeUnknown) + s.message());
   } else {
-    (void)Rollback();
+    (void)Catching("ROLLBACK", [this] { return Rollback(); });
   }
   if (!s.ok()) {
     stats_.transactions_lost.fetch_add(1, std::memory_order_relaxed);

@@ -23,7 +23,10 @@ namespace store {
 // transaction. Done gets the durable outcome once the transaction ended; the
 // job is deleted right after. Apply and Done should not throw; if one does,
 // the writer catches it: an Apply that threw fails its job (undone by its
-// savepoint), a Done that threw loses only its own reply.
+// savepoint), a Done that threw loses only its own reply. So does whatever
+// else the writer thread runs (the engine's Begin, Commit, Rollback, Probe,
+// a job's First or lock keys): an exception fails the group in hand (one
+// from Commit with its outcome unknown), never the process.
 class GroupJob {
  public:
   virtual ~GroupJob() = default;
@@ -135,6 +138,10 @@ class GroupWriter {
   // The idle writer's probe, every probe_interval_ms() (negative: never).
   virtual int64_t probe_interval_ms() const { return -1; }
   virtual void Probe() {}
+  // After the engine's code threw (Begin, a savepoint, Commit, Rollback,
+  // Probe): its connection may be midway through something (a pipeline half
+  // read), so it is not to be used again as it is.
+  virtual void AfterThrow() {}
 
   // Answers `job` (counted ok or failed), catching what Done throws, and
   // deletes it.
@@ -152,6 +159,13 @@ class GroupWriter {
   // Runs one group in one transaction and answers its jobs; true if what is
   // queued is to be answered with the group's error too.
   bool RunGroup(std::span<GroupJob*> group);
+  // Begin, the jobs, and the runs again they may need; *group may shrink
+  // (Run::kWithoutWaiting).
+  Status BeginAndRun(std::span<GroupJob*>* group);
+  // fn(), with an exception turned into an IOError saying `what` threw
+  // (and AfterThrow called); *threw says whether it did.
+  template <typename Fn>
+  Status Catching(const char* what, Fn fn, bool* threw = nullptr);
   Status RunJobs(std::span<GroupJob*> group, bool savepoints, bool* again);
   Status ApplyCatching(GroupJob* job, size_t index, bool* threw);
   // Answers the jobs in hand and every queued one with `status`, unwritten.

@@ -2,8 +2,10 @@
 #define EDGEALLOC_STORE_HEARTBEAT_JOB_H_
 
 #include <cstddef>
+#include <exception>
 #include <future>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -63,13 +65,20 @@ class HeartbeatJob : public WriterJob {
 
 // Hands `rows` to a writer as one Job (a HeartbeatJob) through
 // `submit(std::unique_ptr<Job>)`, false if the writer refused it, and waits
-// for the durable outcome; `refused()` is the answer to a refusal.
+// for the durable outcome; `refused()` is the answer to a refusal. Runs on a
+// heartbeat lane's thread: what is thrown before the writer took the job
+// (bad_alloc making it) fails the batch, which the lane retries, instead of
+// ending the process. Once taken, the writer answers it, whatever throws.
 template <typename Job, typename Submit, typename Refused>
 Status WriteHeartbeatBatch(const std::vector<HeartbeatRow>& rows, HeartbeatWriteResult* result,
                            Submit submit, Refused refused) {
   std::promise<Status> done;
   std::future<Status> outcome = done.get_future();
-  if (!submit(std::make_unique<Job>(&rows, result, &done))) return refused();
+  try {
+    if (!submit(std::make_unique<Job>(&rows, result, &done))) return refused();
+  } catch (const std::exception& e) {
+    return Status::IOError(std::string("a heartbeat batch could not be queued: ") + e.what());
+  }
   return outcome.get();
 }
 

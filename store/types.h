@@ -191,6 +191,11 @@ struct HeartbeatWriteResult {
   uint64_t written = 0;         // rows whose liveness was written
   uint64_t stale = 0;           // of them, reports older than the stored one
   std::vector<size_t> unknown;  // indexes of rows whose container is not there
+  // Indexes of rows not written because another transaction held their
+  // container's row (PostgreSQL: an operator's open transaction, another
+  // node's claim at that instant): the engine keeps them and writes them
+  // with a later batch of the partition, or before its next silence sweep.
+  std::vector<size_t> skipped;
 };
 
 // A container a sweep marked dead, and why: what the reaper logs and counts.

@@ -26,6 +26,11 @@ struct WriterStats {
   std::atomic<uint64_t> transactions_lost{0};
   // Done calls that threw (their reply is lost; the writer went on).
   std::atomic<uint64_t> done_exceptions{0};
+  // Exceptions from the engine's side of the writer (beginning a group, a
+  // job's lock keys or first statement, a savepoint, COMMIT, ROLLBACK, the
+  // idle probe): each failed its group (a probe's: nothing), and the
+  // writer went on.
+  std::atomic<uint64_t> writer_exceptions{0};
   std::atomic<int64_t> queued{0};
   // 1 while the writer has a working connection to its database, 0 while it
   // is reconnecting (an embedded SQLite file is always 1); and how many times
@@ -47,6 +52,17 @@ struct WriterStats {
   // wrong, which no longer decides anything but its logs.
   std::atomic<int64_t> clock_offset_ms{0};
   std::atomic<int64_t> clock_offset_known{0};
+  // PostgreSQL: COMMITs that succeeded with a WARNING, which is how the
+  // database says it stopped waiting for the synchronous standby
+  // (pg_cancel_backend, statement_timeout): committed on the primary, maybe
+  // not on the standby. Their jobs were answered "commit outcome unknown".
+  std::atomic<uint64_t> commits_not_replicated{0};
+  // PostgreSQL heartbeat batches: rows skipped because another transaction
+  // held their container's row (each try counts), and the rows the
+  // partition keeps for a later write now (written with its next batch or
+  // before its next silence sweep).
+  std::atomic<uint64_t> heartbeat_rows_skipped{0};
+  std::atomic<int64_t> heartbeat_rows_deferred{0};
   // Jobs answered unwritten because Stop's time ran out against a failing
   // store (their callers got an error; nothing of them was written).
   std::atomic<uint64_t> dropped_at_stop{0};

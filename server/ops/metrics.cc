@@ -313,6 +313,21 @@ void WriterHealthFamilies(const store::Storage& storage, Exposition* out) {
   PerWriter(storage, out, "edgealloc_store_groups_rerun_total", "counter",
             "Groups each writer ran again job by job because one job failed on the fast path.",
             [](const WriterStats& s) { return Count(s.groups_rerun); });
+  PerWriter(storage, out, "edgealloc_store_writer_exceptions_total", "counter",
+            "Exceptions each writer caught from its engine (beginning a group, COMMIT, its "
+            "probe): each failed its group, never the process.",
+            [](const WriterStats& s) { return Count(s.writer_exceptions); });
+  PerWriter(storage, out, "edgealloc_store_commits_not_replicated_total", "counter",
+            "COMMITs that succeeded with a warning (PostgreSQL: the wait for the synchronous "
+            "standby was cancelled); their jobs were answered outcome unknown.",
+            [](const WriterStats& s) { return Count(s.commits_not_replicated); });
+  PerWriter(storage, out, "edgealloc_store_heartbeat_rows_skipped_total", "counter",
+            "Heartbeat rows a batch skipped because another transaction held their container's "
+            "row (PostgreSQL; each try counts); each is written later.",
+            [](const WriterStats& s) { return Count(s.heartbeat_rows_skipped); });
+  PerWriter(storage, out, "edgealloc_store_heartbeat_rows_deferred", "gauge",
+            "Heartbeat rows skipped for a lock and kept for a later write, now.",
+            [](const WriterStats& s) { return Gauge(s.heartbeat_rows_deferred); });
 }
 
 void StoreFamilies(const store::Storage& storage, Exposition* out) {

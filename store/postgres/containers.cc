@@ -29,7 +29,7 @@ void PostgresStorage::Register(std::vector<ContainerSpec> specs, ContainerCallba
         out->count = static_cast<int64_t>(batch->size());
         return Status::Ok();
       },
-      std::move(done), "", std::nullopt, std::move(rows));
+      std::move(done), {}, std::nullopt, std::move(rows));
 }
 
 ContainerResult PostgresStorage::GetContainer(std::string_view id) {
@@ -79,7 +79,7 @@ void PostgresStorage::ChangeDrain(std::string id, const char* statement, Contain
         *out = AnswerContainerRead(id, Status::Ok(), std::move(now));
         return Status::Ok();
       },
-      std::move(done), "", std::nullopt, PgRowLocks{{id}, {}});
+      std::move(done), {}, std::nullopt, PgRowLocks{{id}, {}});
 }
 
 void PostgresStorage::Remove(std::string id, ContainerCallback done) {
@@ -92,7 +92,7 @@ void PostgresStorage::Remove(std::string id, ContainerCallback done) {
         *out = RemoveAnswer(id, removed, found.rows() > 0);
         return Status::Ok();
       },
-      std::move(done), "", std::nullopt, PgRowLocks{{id}, {}});
+      std::move(done), {}, std::nullopt, PgRowLocks{{id}, {}});
 }
 
 }  // namespace store

@@ -74,6 +74,19 @@ WHERE c.id = u.id AND (
 RETURNING c.id, u.ts_ms IS NOT NULL AND c.reported_ts_ms > u.ts_ms
 )sql";
 
+// Locks the rows of the ids $1 (text[]) that no other transaction holds,
+// never waiting (SKIP LOCKED), and returns every id that exists with
+// whether it is now held: a heartbeat batch writes the rows it holds and
+// leaves the others for a later batch, so one row an outside transaction
+// keeps locked never stalls the lane (waited for, it failed the whole batch
+// after lock_timeout, again and again while the lock was kept). Never
+// waiting, it needs no place in the group's lock order.
+inline constexpr char kLockHeartbeatRows[] = R"sql(
+WITH held AS MATERIALIZED (
+  SELECT id FROM containers WHERE id = ANY($1::text[]) FOR UPDATE SKIP LOCKED)
+SELECT c.id, c.id IN (SELECT id FROM held) FROM containers c WHERE c.id = ANY($1::text[])
+)sql";
+
 inline constexpr char kHeartbeatStale[] =
     "UPDATE containers SET last_heartbeat_ms = GREATEST(last_heartbeat_ms, " EDGEALLOC_PG_NOW_MS
     ") WHERE id = $1";

@@ -1,10 +1,14 @@
 // PostgresStorage: heartbeat batches, and which partition a heartbeat goes to.
 #include <algorithm>
+#include <cstddef>
 #include <future>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "store/heartbeat_job.h"
@@ -21,19 +25,46 @@ class PgHeartbeatJob : public HeartbeatJob<PgJob> {
  public:
   using HeartbeatJob::HeartbeatJob;
 
+  // Locks the batch's rows that are free (kLockHeartbeatRows), sent ahead
+  // in the group's pipeline.
+  std::optional<PgStatement> First() const override {
+    std::vector<std::string> ids;
+    std::unordered_set<std::string_view> seen;
+    for (const HeartbeatRow& row : *rows_) {
+      if (seen.insert(row.container_id).second) ids.push_back(row.container_id);
+    }
+    return PgStatement{pgsql::kLockHeartbeatRows, {TextArrayParam(ids)}};
+  }
+
   Status Apply(PgConn* conn) override {
     *result_ = HeartbeatWriteResult{};
+    // Only the rows this transaction holds are written: a row another one
+    // holds is skipped (written later), one that is not there is unknown.
+    const PgStatement lock = *First();
+    PgResult held;
+    RETURN_IF_ERROR(conn->Run(lock.sql, lock.params, &held));
+    std::unordered_map<std::string_view, bool> found;  // id -> held
+    for (int k = 0; k < held.rows(); ++k) found[held.Text(k, 0)] = held.Text(k, 1) == "t";
     // The rows of containers that appear once in the batch go in one
-    // statement; what it leaves (a state change, an unknown id) and the
-    // containers that appear more than once go one at a time, in order. The
-    // two sets touch different containers, so the batch still ends as its
-    // rows would one after another.
+    // statement; what it leaves (a state change) and the containers that
+    // appear more than once go one at a time, in order. The two sets touch
+    // different containers, so the batch still ends as its rows would one
+    // after another.
     std::unordered_map<std::string_view, int> seen;
-    for (const HeartbeatRow& row : *rows_) ++seen[row.container_id];
-    std::vector<size_t> bulk, single;
+    std::vector<size_t> writable;
     for (size_t i = 0; i < rows_->size(); ++i) {
-      (seen[(*rows_)[i].container_id] == 1 ? bulk : single).push_back(i);
+      const auto it = found.find((*rows_)[i].container_id);
+      if (it == found.end()) {
+        result_->unknown.push_back(i);
+      } else if (!it->second) {
+        result_->skipped.push_back(i);
+      } else {
+        ++seen[(*rows_)[i].container_id];
+        writable.push_back(i);
+      }
     }
+    std::vector<size_t> bulk, single;
+    for (size_t i : writable) (seen[(*rows_)[i].container_id] == 1 ? bulk : single).push_back(i);
     // What the bulk statement left failed kHeartbeatPlain's very test, so
     // those rows skip that statement.
     std::vector<bool> left_by_bulk(rows_->size(), false);
@@ -42,11 +73,6 @@ class PgHeartbeatJob : public HeartbeatJob<PgJob> {
     for (size_t i : single) RETURN_IF_ERROR(WriteOne(conn, i, left_by_bulk[i]));
     std::sort(result_->unknown.begin(), result_->unknown.end());
     return Status::Ok();
-  }
-  // Every row of the batch, locked by the writer in id order before any is
-  // written, so two nodes' overlapping batches never deadlock.
-  void AddRowLocks(std::vector<std::string>* ids, std::vector<std::string>*) const override {
-    for (const HeartbeatRow& row : *rows_) ids->push_back(row.container_id);
   }
 
  private:
@@ -113,13 +139,107 @@ Status PostgresStorage::PartitionOf(const std::string& container_id, int* partit
   return Status::Ok();
 }
 
-Status PostgresStorage::WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
-                                        HeartbeatWriteResult* result) {
+Status PostgresStorage::WriteRows(int partition, const std::vector<HeartbeatRow>& rows,
+                                  HeartbeatWriteResult* result) {
   PgWriter* writer = writers_[static_cast<size_t>(partition)].get();
   return WriteHeartbeatBatch<PgHeartbeatJob>(
       rows, result,
       [writer](std::unique_ptr<PgHeartbeatJob> job) { return writer->Submit(std::move(job)); },
       [writer] { return writer->Refusal("the PostgreSQL heartbeat queue"); });
+}
+
+namespace {
+
+// Adds `row` to `deferred`, folded into its container's last deferred row
+// when neither carries a state and both carry a ts_ms or both do not (as
+// batcher/coalesce.h folds a batch), so that a container that keeps
+// reporting while its row stays locked keeps one row, not one a report.
+void Defer(const HeartbeatRow& row, std::vector<HeartbeatRow>* deferred) {
+  for (auto it = deferred->rbegin(); it != deferred->rend(); ++it) {
+    if (it->container_id != row.container_id) continue;
+    if (it->state != ReportedState::kNone || row.state != ReportedState::kNone ||
+        it->ts_ms.has_value() != row.ts_ms.has_value()) {
+      break;
+    }
+    const bool newer = !row.ts_ms || *row.ts_ms >= *it->ts_ms;
+    if (newer) {
+      it->ts_ms = row.ts_ms;
+      if (row.load) it->load = row.load;
+    }
+    it->accepted_ms = std::max(it->accepted_ms, row.accepted_ms);
+    return;
+  }
+  deferred->push_back(row);
+}
+
+}  // namespace
+
+bool PostgresStorage::BeginHeartbeatWrite(HeartbeatRetry* retry, bool wait,
+                                          std::vector<HeartbeatRow>* taken) {
+  base::MutexLock lock(&retry->mu);
+  while (retry->writing) {
+    if (!wait) return false;
+    retry->idle.Wait(&retry->mu);
+  }
+  retry->writing = true;
+  *taken = std::exchange(retry->deferred, {});
+  return true;
+}
+
+void PostgresStorage::EndHeartbeatWrite(int partition, const std::vector<HeartbeatRow>& batch,
+                                        size_t taken, const Status& s,
+                                        const HeartbeatWriteResult& result) {
+  HeartbeatRetry* retry = retries_[static_cast<size_t>(partition)].get();
+  base::MutexLock lock(&retry->mu);
+  if (!s.ok()) {
+    // Nothing was written: the rows taken back wait for the next try (the
+    // caller's own are its to retry).
+    retry->deferred.assign(batch.begin(), batch.begin() + static_cast<ptrdiff_t>(taken));
+  } else {
+    for (size_t i : result.skipped) Defer(batch[i], &retry->deferred);
+  }
+  writers_[static_cast<size_t>(partition)]->CountHeartbeatRetries(
+      s.ok() ? result.skipped.size() : 0, static_cast<int64_t>(retry->deferred.size()));
+  retry->writing = false;
+  retry->idle.SignalAll();
+}
+
+Status PostgresStorage::WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
+                                        HeartbeatWriteResult* result) {
+  HeartbeatRetry* retry = retries_[static_cast<size_t>(partition)].get();
+  std::vector<HeartbeatRow> batch;
+  (void)BeginHeartbeatWrite(retry, /*wait=*/true, &batch);
+  const size_t taken = batch.size();
+  if (taken == 0) {
+    const Status s = WriteRows(partition, rows, result);
+    EndHeartbeatWrite(partition, rows, 0, s, *result);
+    return s;
+  }
+  // The rows skipped before go first: they were accepted first.
+  batch.insert(batch.end(), rows.begin(), rows.end());
+  const Status s = WriteRows(partition, batch, result);
+  EndHeartbeatWrite(partition, batch, taken, s, *result);
+  // The caller's indexes: the rows taken back are not its.
+  const auto mine = [taken](std::vector<size_t>* indexes) {
+    std::vector<size_t> kept;
+    for (size_t i : *indexes) {
+      if (i >= taken) kept.push_back(i - taken);
+    }
+    *indexes = std::move(kept);
+  };
+  mine(&result->unknown);
+  mine(&result->skipped);
+  return s;
+}
+
+void PostgresStorage::FlushDeferredHeartbeats(int partition) {
+  HeartbeatRetry* retry = retries_[static_cast<size_t>(partition)].get();
+  // A write under way writes them itself.
+  std::vector<HeartbeatRow> batch;
+  if (!BeginHeartbeatWrite(retry, /*wait=*/false, &batch)) return;
+  HeartbeatWriteResult result;
+  const Status s = batch.empty() ? Status::Ok() : WriteRows(partition, batch, &result);
+  EndHeartbeatWrite(partition, batch, batch.size(), s, result);
 }
 
 }  // namespace store

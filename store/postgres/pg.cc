@@ -131,6 +131,8 @@ Status PgConn::OpenAt(const std::string& conninfo) {
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
     return Status::IOError("unavailable: cannot connect to PostgreSQL: " + message);
   }
+  warnings_.clear();
+  PQsetNoticeReceiver(conn_, &PgConn::OnNotice, this);
   // The schema's CREATE ... IF NOT EXISTS need not tell stderr each start.
   bool timed_out = false;
   if (PQsendQuery(conn_, "SET client_min_messages = warning") == 1) {
@@ -155,6 +157,20 @@ Status PgConn::OpenAt(const std::string& conninfo) {
   Status fenced = CheckFence(this, fence_.get(), where);
   return fenced.ok() ? fenced : Refuse(std::move(fenced));
 }
+
+void PgConn::OnNotice(void* self, const pg_result* r) {
+  const char* text = PQresultErrorMessage(r);
+  if (text != nullptr) std::fputs(text, stderr);
+  // Not localized (lc_messages translates the rest): the severity to test.
+  const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+  if (severity == nullptr || std::string_view(severity) != "WARNING") return;
+  const char* primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+  // Bounded: a session that warns on every statement never drains them.
+  auto& warnings = static_cast<PgConn*>(self)->warnings_;
+  if (warnings.size() < 16) warnings.emplace_back(primary != nullptr ? primary : "a warning");
+}
+
+std::vector<std::string> PgConn::TakeWarnings() { return std::exchange(warnings_, {}); }
 
 bool PgConn::ok() const { return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK; }
 

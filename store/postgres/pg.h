@@ -107,6 +107,10 @@ class PgConn {
   bool ok() const;
   // Reconnects after a break (prepared statements are made again on use).
   Status Reconnect();
+  // The WARNINGs the server sent since the last call (their primary text),
+  // and forgets them. A COMMIT whose wait for a synchronous standby was
+  // cancelled says so only by a WARNING, and succeeds (PgWriter::Commit).
+  std::vector<std::string> TakeWarnings();
   // The longest any one answer is waited for, client side (0: no bound).
   // Past it the connection is closed and the call fails "unavailable": a
   // link that stalls without closing (a frozen proxy, a half-dead network)
@@ -127,6 +131,9 @@ class PgConn {
   Status OpenAt(const std::string& conninfo);
   // Closes a connection a check of OpenAt refused, and returns `why`.
   Status Refuse(Status why);
+  // libpq's notice receiver: keeps WARNINGs (TakeWarnings), and prints every
+  // notice to stderr as libpq's default does.
+  static void OnNotice(void* self, const pg_result* r);
   Status ErrorOf(pg_result* r, std::string_view what) const;
   Status Prepare(const char* sql, int n_params);
   // PQgetResult, waiting at most io_timeout_ms for it; on timeout breaks the
@@ -149,6 +156,7 @@ class PgConn {
   std::optional<PgStatement> expected_;
   PgResult expected_result_;
   bool expected_missed_ = false;  // another statement ran first
+  std::vector<std::string> warnings_;
   int64_t io_timeout_ms_ = kDefaultIoTimeoutMs;
 
  public:

@@ -102,6 +102,13 @@ void PgWriter::Probe() {
   stats_.failing.store(s.ok() ? 0 : 1, std::memory_order_relaxed);
 }
 
+void PgWriter::AfterThrow() {
+  conn_.reset();
+  firsts_.clear();
+  lock_timeout_ = false;
+  stats_.connected.store(0, std::memory_order_relaxed);
+}
+
 Status PgWriter::Begin(std::span<GroupJob*>* group, Run run, bool* again) {
   *again = false;
   lock_timeout_ = false;
@@ -148,8 +155,23 @@ void PgWriter::AfterApply(Status* outcome) {
 }
 
 Status PgWriter::Commit() {
+  (void)conn_->TakeWarnings();  // the group's statements' own, if any
   Status s = conn_->Exec("COMMIT");
-  if (s.ok() || !IsUnavailable(s)) return s;
+  if (s.ok()) {
+    // A COMMIT whose wait for the synchronous standby was cancelled
+    // (pg_cancel_backend, statement_timeout) returns success with only a
+    // WARNING: committed here, maybe not on the standby, so a failover may
+    // lose it. Not durable as promised: the outcome is unknown. The warning's
+    // text is translated (lc_messages), so any warning COMMIT gives counts;
+    // ours give none otherwise.
+    const std::vector<std::string> warnings = conn_->TakeWarnings();
+    if (warnings.empty()) return s;
+    stats_.commits_not_replicated.fetch_add(1, std::memory_order_relaxed);
+    return Status::IOError(std::string(kCommitOutcomeUnknown) +
+                           "COMMIT succeeded with a warning, so it may not be replicated: " +
+                           warnings.front());
+  }
+  if (!IsUnavailable(s)) return s;
   // A COMMIT that got no answer may have happened: say so.
   return Status::IOError(std::string(kCommitOutcomeUnknown) + s.message());
 }
@@ -241,8 +263,8 @@ Status PgWriter::BeginWithoutWaiting(std::span<GroupJob*>* group) {
       (*group)[kept++] = job;
       continue;
     }
-    Finish(job, Status::Busy("a tenant's lock is held by another transaction past "
-                             "lock_timeout; retry"));
+    Finish(job, Status::Busy("a lock it needs (its tenant's quota, its idempotency key) is "
+                             "held by another transaction past lock_timeout; retry"));
   }
   *group = group->first(kept);
   return Status::Ok();

@@ -36,9 +36,10 @@ class PgJob : public GroupJob {
   // each call. A job whose Apply does not run it first makes the group run
   // again without the pipeline.
   virtual std::optional<PgStatement> First() const { return std::nullopt; }
-  // The advisory locks (pgsql::kLockTenant's keys) Apply will take and hold
-  // to the commit. The writer takes those of every job of a group right
-  // after BEGIN, sorted: every node's writer then takes them in one order,
+  // The advisory locks (pgsql::kLockTenant's keys: a tenant's quota, an
+  // idempotency key) Apply needs held to the commit. The writer takes those
+  // of every job of a group right after BEGIN, sorted: every node's writer
+  // then takes them in one order,
   // so two nodes' groups never wait on each other in a cycle. (Taken job by
   // job, they did: PostgreSQL broke each cycle after deadlock_timeout, 1 s,
   // failing one job, and the next job of the group met the same cycle again,
@@ -115,6 +116,12 @@ class PgWriter final : public GroupWriter {
   Status RunSync(std::function<Status(PgConn*)> fn, bool solo = false) {
     return RunFunction<PgJob, PgConn>(std::move(fn), solo);
   }
+  // Counts heartbeat rows a batch skipped for a lock another transaction
+  // held, and how many the partition keeps for a later write now.
+  void CountHeartbeatRetries(uint64_t skipped, int64_t deferred) {
+    stats_.heartbeat_rows_skipped.fetch_add(skipped, std::memory_order_relaxed);
+    stats_.heartbeat_rows_deferred.store(deferred, std::memory_order_relaxed);
+  }
 
  private:
   using Firsts = std::vector<std::optional<std::pair<PgStatement, PgResult>>>;
@@ -137,6 +144,9 @@ class PgWriter final : public GroupWriter {
   int64_t probe_interval_ms() const override;
   // While idle: connects if needed and measures the clock; sets failing.
   void Probe() override;
+  // Closes the connection (PostgreSQL rolls back what it had open); the
+  // next group or probe connects afresh.
+  void AfterThrow() override;
 
   // The statements that open a group's transaction: BEGIN, the advisory
   // locks, the row locks.

@@ -53,6 +53,7 @@ Status PostgresStorage::Open(const StorageOptions& options, std::unique_ptr<Post
     storage->writers_.push_back(std::make_unique<PgWriter>(
         options.db, options.program + " writer " + std::to_string(p), writer_options));
     storage->writers_.back()->Start();
+    storage->retries_.push_back(std::make_unique<HeartbeatRetry>());
   }
   *out = std::move(storage);
   return Status::Ok();
@@ -60,10 +61,11 @@ Status PostgresStorage::Open(const StorageOptions& options, std::unique_ptr<Post
 
 template <typename Result>
 void PostgresStorage::Submit(std::function<Status(PgConn*, Result*)> work,
-                             std::function<void(Result)> done, std::string lock_key,
+                             std::function<void(Result)> done,
+                             std::vector<std::string> lock_keys,
                              std::optional<PgStatement> first, PgRowLocks rows) {
   std::unique_ptr<PgJob> job = std::make_unique<ResultJob<Result>>(
-      std::move(work), std::move(done), std::move(lock_key), std::move(first), std::move(rows));
+      std::move(work), std::move(done), std::move(lock_keys), std::move(first), std::move(rows));
   if (!writers_[0]->Submit(std::move(job))) {
     job->Done(writers_[0]->Refusal("the PostgreSQL write queue"));
   }
@@ -71,10 +73,10 @@ void PostgresStorage::Submit(std::function<Status(PgConn*, Result*)> work,
 
 template void PostgresStorage::Submit<SessionResult>(
     std::function<Status(PgConn*, SessionResult*)>, std::function<void(SessionResult)>,
-    std::string, std::optional<PgStatement>, PgRowLocks);
+    std::vector<std::string>, std::optional<PgStatement>, PgRowLocks);
 template void PostgresStorage::Submit<ContainerResult>(
     std::function<Status(PgConn*, ContainerResult*)>, std::function<void(ContainerResult)>,
-    std::string, std::optional<PgStatement>, PgRowLocks);
+    std::vector<std::string>, std::optional<PgStatement>, PgRowLocks);
 
 std::unique_ptr<CapacityReader> PostgresStorage::NewCapacityReader(int partition,
                                                                    int busy_timeout_ms) {

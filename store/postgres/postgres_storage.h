@@ -39,7 +39,8 @@ bool IsPostgresUri(std::string_view db);
 // statements by the job that runs them (lifecycle_sql.h says which file
 // has which). Any number of nodes may run on one database: claims lock
 // their candidates FOR UPDATE SKIP LOCKED, a tenant's quota is counted
-// under an advisory lock, idempotency keys are a unique index, and sweeps
+// under an advisory lock, idempotency keys are a unique index whose claims
+// take the key's advisory lock before their group starts, and sweeps
 // skip rows another node holds.
 class PostgresStorage : public Storage {
  public:
@@ -74,6 +75,9 @@ class PostgresStorage : public Storage {
   int partitions() const override { return static_cast<int>(writers_.size()); }
   // LaneOf the id, known or not (an unknown one is found at write time).
   Status PartitionOf(const std::string& container_id, int* partition) override;
+  // Rows another transaction held locked are kept and written with the
+  // partition's next batch, or by its next silence sweep
+  // (HeartbeatWriteResult::skipped).
   Status WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
                          HeartbeatWriteResult* result) override;
 
@@ -104,16 +108,40 @@ class PostgresStorage : public Storage {
   // Runs `fn` on a pooled read connection (made, or made again, on demand).
   Status WithReader(const std::function<Status(PgConn*)>& fn);
   // Queues a job of `work` filling a Result; a refused one answers at once.
-  // `lock_key`: the advisory lock (pgsql::kLockTenant's key) `work` needs
-  // held, if any; the writer takes it before the group's statements
+  // `lock_keys`: the advisory locks (pgsql::kLockTenant's keys) `work` needs
+  // held; the writer takes them before the group's statements
   // (PgJob::AddLockKeys). `first`: the statement `work` runs first, if known
   // now, which the writer then sends ahead (PgJob::First). `rows`: the
   // containers `work` will change, by id and by session id, which the writer
   // locks in one order (PgJob::AddRowLocks).
   template <typename Result>
   void Submit(std::function<Status(PgConn*, Result*)> work, std::function<void(Result)> done,
-              std::string lock_key = "", std::optional<PgStatement> first = std::nullopt,
+              std::vector<std::string> lock_keys = {},
+              std::optional<PgStatement> first = std::nullopt,
               PgRowLocks rows = {});
+  // A partition's heartbeat rows skipped for a lock another transaction
+  // held, until a write of the partition takes them.
+  struct HeartbeatRetry {
+    base::Mutex mu;
+    base::CondVar idle;  // signalled when `writing` ends
+    // A write of the partition is under way, and has taken `deferred`:
+    // one at a time, so that a container's rows are written in order.
+    bool writing GUARDED_BY(mu) = false;
+    std::vector<HeartbeatRow> deferred GUARDED_BY(mu);
+  };
+  // heartbeats.cc: one batch as one job of the partition's writer.
+  Status WriteRows(int partition, const std::vector<HeartbeatRow>& rows,
+                   HeartbeatWriteResult* result);
+  // Becomes the partition's one write (waiting for one under way, if
+  // `wait`; else false) and takes the deferred rows into *taken.
+  bool BeginHeartbeatWrite(HeartbeatRetry* retry, bool wait, std::vector<HeartbeatRow>* taken);
+  // Ends it: `batch`'s first `taken` rows were the deferred ones; they are
+  // kept again if `s` failed, and the rows `result` skipped are kept.
+  void EndHeartbeatWrite(int partition, const std::vector<HeartbeatRow>& batch, size_t taken,
+                         const Status& s, const HeartbeatWriteResult& result);
+  // Writes the partition's deferred rows, unless a write is under way (it
+  // takes them). The reaper's, before it judges silence.
+  void FlushDeferredHeartbeats(int partition);
   // Drain and Undrain: `statement` (pgsql::kDrain, kUndrain) on `id`,
   // answered with the container as it left it.
   void ChangeDrain(std::string id, const char* statement, ContainerCallback done);
@@ -125,6 +153,7 @@ class PostgresStorage : public Storage {
   const std::shared_ptr<PgFence> fence_;
   // [0] also writes sessions and containers; each is one partition.
   std::vector<std::unique_ptr<PgWriter>> writers_;
+  std::vector<std::unique_ptr<HeartbeatRetry>> retries_;  // one a partition
   base::Mutex readers_mu_;
   std::vector<std::unique_ptr<PgConn>> readers_ GUARDED_BY(readers_mu_);
 };

@@ -20,14 +20,15 @@ template <typename Result>
 class ResultJob : public ResultJobBase<PgJob, PgConn, Result> {
  public:
   using Base = ResultJobBase<PgJob, PgConn, Result>;
-  ResultJob(typename Base::Work work, typename Base::Callback done, std::string lock_key,
-            std::optional<PgStatement> first, PgRowLocks rows)
+  ResultJob(typename Base::Work work, typename Base::Callback done,
+            std::vector<std::string> lock_keys, std::optional<PgStatement> first,
+            PgRowLocks rows)
       : Base(std::move(work), std::move(done)),
-        lock_key_(std::move(lock_key)),
+        lock_keys_(std::move(lock_keys)),
         first_(std::move(first)),
         rows_(std::move(rows)) {}
   void AddLockKeys(std::vector<std::string>* keys) const override {
-    if (!lock_key_.empty()) keys->push_back(lock_key_);
+    keys->insert(keys->end(), lock_keys_.begin(), lock_keys_.end());
   }
   void AddRowLocks(std::vector<std::string>* ids,
                    std::vector<std::string>* session_ids) const override {
@@ -37,7 +38,7 @@ class ResultJob : public ResultJobBase<PgJob, PgConn, Result> {
   std::optional<PgStatement> First() const override { return first_; }
 
  private:
-  const std::string lock_key_;
+  const std::vector<std::string> lock_keys_;
   const std::optional<PgStatement> first_;
   const PgRowLocks rows_;
 };

@@ -15,6 +15,13 @@
 namespace store {
 namespace {
 
+// The advisory lock of a tenant's idempotency key, kept apart from the
+// tenant's own lock (its name) by a prefix; should two keys' hashes
+// collide, their claims only take turns.
+std::string IdempotencyLockKey(const std::string& tenant, const std::string& key) {
+  return "\x1fidempotency\x1f" + tenant + "\x1f" + key;
+}
+
 PgStatement FindIdempotentStatement(const ClaimRequest& req) {
   return {pgsql::kFindIdempotent, {P(req.caller.tenant), P(req.idempotency_key)}};
 }
@@ -146,9 +153,17 @@ void PostgresStorage::Claim(ClaimRequest req, SessionCallback done) {
   // The tenant's own quota (its keys-file max_sessions) or the server's.
   ClaimPolicy policy = policy_;
   policy.max_sessions_per_tenant = TenantQuota(policy_, request->caller);
-  // The tenant's quota lock, taken by the writer before the group's jobs.
-  std::string lock_key =
-      policy.max_sessions_per_tenant != kUnlimited ? request->caller.tenant : std::string();
+  // Taken by the writer before the group's jobs, with every other lock of
+  // the group, in one order (PgJob::AddLockKeys): the tenant's quota lock,
+  // and the idempotency key's. Without the key's, two claims of one key on
+  // two nodes met on the unique index midway through their groups, each
+  // holding what the group had locked so far: two groups each with two
+  // keys, in opposite orders, waited on each other in a cycle.
+  std::vector<std::string> lock_keys;
+  if (policy.max_sessions_per_tenant != kUnlimited) lock_keys.push_back(request->caller.tenant);
+  if (!request->idempotency_key.empty()) {
+    lock_keys.push_back(IdempotencyLockKey(request->caller.tenant, request->idempotency_key));
+  }
   // No time is taken here: the statements read the database's clock when
   // they run (lifecycle_sql.h), however long the claim waited in the queue.
   PgStatement first = FirstOfClaim(*request, policy, session_id);
@@ -161,7 +176,7 @@ void PostgresStorage::Claim(ClaimRequest req, SessionCallback done) {
         return ClaimInRegions(statements, *request, regions, 0, regions.size(),
                               policy.max_sessions_per_tenant, out);
       },
-      std::move(done), std::move(lock_key), std::move(first));
+      std::move(done), std::move(lock_keys), std::move(first));
 }
 
 void PostgresStorage::Release(const Caller& caller, std::string session_id, int64_t token,
@@ -180,7 +195,7 @@ void PostgresStorage::Release(const Caller& caller, std::string session_id, int6
         }
         return ExplainFailedCas(conn, caller, session_id, token, /*release=*/true, out);
       },
-      std::move(done), "", release, PgRowLocks{{}, {session_id}});
+      std::move(done), {}, release, PgRowLocks{{}, {session_id}});
 }
 
 void PostgresStorage::Renew(const Caller& caller, std::string session_id, int64_t token,
@@ -200,7 +215,7 @@ void PostgresStorage::Renew(const Caller& caller, std::string session_id, int64_
         }
         return ExplainFailedCas(conn, caller, session_id, token, /*release=*/false, out);
       },
-      std::move(done), "", renew, PgRowLocks{{}, {session_id}});
+      std::move(done), {}, renew, PgRowLocks{{}, {session_id}});
 }
 
 SessionResult PostgresStorage::GetSession(const Caller& caller, std::string_view session_id) {

@@ -44,6 +44,9 @@ Status PostgresStorage::SweepSilentContainers(int partition,
                                               const HeldPools& held, int max_rows,
                                               SilenceSweep* sweep) {
   *sweep = SilenceSweep{};
+  // Heartbeats accepted and skipped for a lock are written before silence
+  // is judged, and on an idle lane are written at all.
+  FlushDeferredHeartbeats(partition);
   SilenceSweep found;
   const int64_t partitions = this->partitions();
   std::vector<std::string> held_regions, held_pools;
