@@ -47,6 +47,9 @@ struct WriterStats {
   // wrong, which no longer decides anything but its logs.
   std::atomic<int64_t> clock_offset_ms{0};
   std::atomic<int64_t> clock_offset_known{0};
+  // How far off that measure may be, in ms (half its round trip, and the
+  // clocks' millisecond steps).
+  std::atomic<int64_t> clock_offset_error_ms{0};
   // Jobs answered unwritten because Stop's time ran out against a failing
   // store (their callers got an error; nothing of them was written).
   std::atomic<uint64_t> dropped_at_stop{0};

@@ -14,15 +14,16 @@
 namespace store {
 namespace {
 
-// One reaper statement (?1 cutoff, ?2 limit): the containers it marked dead
-// appended to *dead, from its RETURNING rows.
+// One reaper statement (?1 cutoff, ?2 limit, ?3 now: the time of death):
+// the containers it marked dead appended to *dead, from its RETURNING rows.
 Status Reap(Db* db, const char* statement, int64_t cutoff, int64_t limit,
             std::vector<DeadContainer>* dead) {
   StatementRef q;
   RETURN_IF_ERROR(db->Cached(statement, &q));
+  const int64_t now = base::NowMs();
   q->Bind(1, cutoff);
   q->Bind(2, limit);
-  const int64_t now = base::NowMs();
+  q->Bind(3, now);
   for (;;) {
     bool row = false;
     RETURN_IF_ERROR(q->Step(&row));
