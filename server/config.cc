@@ -167,8 +167,8 @@ void AddLimitFlags(CLI::App* serve, ServeConfig* s) {
             "size of the candidate pool a claim picks from at random", 1, 1000,
             "claim candidate pool size");
   AddNumber(serve, "--max-clock-skew-ms", &s->max_clock_skew_ms,
-            "a heartbeat whose ts_ms is more than this ahead of the server's clock is refused "
-            "(400 invalid_field)",
+            "a heartbeat whose ts_ms is more than this ahead of the server's clock (on "
+            "PostgreSQL, the database's) is refused (400 invalid_field)",
             0, kBig, "largest clock skew of a heartbeat's ts_ms in ms");
 }
 

@@ -1,6 +1,7 @@
 #ifndef EDGEALLOC_STORE_STORAGE_H_
 #define EDGEALLOC_STORE_STORAGE_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -253,6 +254,25 @@ class Storage {
   // and stops the writers. Reads keep working. Idempotent.
   virtual void StopWriters() = 0;
 };
+
+// The engine's clock minus this node's wall clock, in ms, as its writers last
+// measured it (WriterStats::clock_offset_ms): PostgreSQL's clock is the
+// fleet's, and this node's now plus this is the database's now (to half a
+// round trip). 0 where nothing was measured: SQLite's clock is this node's.
+// The median of the writers that measured it, so one stale measure never
+// decides.
+inline int64_t EngineClockOffsetMs(const Storage& storage) {
+  std::vector<int64_t> measured;
+  for (int p = 0; p < storage.partitions(); ++p) {
+    const WriterStats& stats = storage.writer_stats(p);
+    if (stats.clock_offset_known.load(std::memory_order_relaxed) != 0) {
+      measured.push_back(stats.clock_offset_ms.load(std::memory_order_relaxed));
+    }
+  }
+  if (measured.empty()) return 0;
+  std::nth_element(measured.begin(), measured.begin() + measured.size() / 2, measured.end());
+  return measured[measured.size() / 2];
+}
 
 // Where and how to open storage (server's --db, --shards, --pg-writers,
 // --sync flags).

@@ -177,9 +177,11 @@ const char* ReportedStateName(ReportedState state);
 // One container's heartbeats of a batch, folded into one row (batcher/).
 struct HeartbeatRow {
   std::string container_id;
-  // The server's clock at accept: the liveness stamp on SQLite (one node, one
-  // clock). PostgreSQL stamps the database's clock at the write instead: its
-  // nodes' clocks may disagree, the database's is the fleet's.
+  // This node's clock when it accepted the newest of the row's heartbeats:
+  // the liveness stamp, and what decides whether the row comes too late for
+  // a container judged dead meanwhile (store/report_counts_sql.h). SQLite
+  // stores it as is (one node, one clock); PostgreSQL first maps it onto the
+  // database's clock, the fleet's, with the offset the node measured.
   int64_t accepted_ms = 0;
   std::optional<int64_t> ts_ms;   // the container's clock: orders its reports only
   std::optional<double> load;

@@ -63,6 +63,9 @@ struct WriterStats {
   // before its next silence sweep).
   std::atomic<uint64_t> heartbeat_rows_skipped{0};
   std::atomic<int64_t> heartbeat_rows_deferred{0};
+  // How far off that measure may be, in ms (half its round trip, and the
+  // clocks' millisecond steps).
+  std::atomic<int64_t> clock_offset_error_ms{0};
   // Jobs answered unwritten because Stop's time ran out against a failing
   // store (their callers got an error; nothing of them was written).
   std::atomic<uint64_t> dropped_at_stop{0};

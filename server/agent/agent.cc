@@ -29,6 +29,21 @@ int64_t NowMs() {
       .count();
 }
 
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Whether a 400 refused the heartbeat's ts_ms (too far ahead of the server's
+// clock: --max-clock-skew-ms), and not something else of it.
+bool RefusedTs(const HttpReply& r) {
+  if (r.status != 400) return false;
+  json body = json::parse(r.body, nullptr, false);
+  if (!body.is_object() || !body.contains("error") || !body["error"].is_object()) return false;
+  return body["error"].value("message", "").rfind("heartbeats[0].ts_ms", 0) == 0;
+}
+
 // "503 overloaded", "403 forbidden", or why nothing answered.
 std::string Describe(const HttpReply& r) {
   if (!r.answered()) return r.error;
@@ -160,10 +175,39 @@ class Agent {
     return health_failing_ ? "draining" : "ready";
   }
 
+  // This container's clock for ts_ms: the host's wall clock, never going
+  // back while the agent runs (after a step back, a report must not look
+  // older than the one before it, which the server would take for liveness
+  // only). ts_ms orders this container's reports when they reach the
+  // database through different nodes, one of them late.
+  int64_t NextTsMs() const { return std::max(WallMs(), last_ts_ms_ + 1); }
+
+  // POSTs one heartbeat of `state` with ts_ms; if the server refuses ts_ms
+  // (this host's clock too far ahead of the fleet's), again without it, so
+  // that a wrong clock never silences the container, and says so once. A
+  // refused ts_ms is forgotten: once the clock is fixed, the next is taken.
+  HttpReply PostBeat(const std::string& state) {
+    const int64_t ts_ms = NextTsMs();
+    json item = {{"container_id", cfg_.id}, {"state", state}, {"ts_ms", ts_ms}};
+    HttpReply r = Call("POST", "/v1/heartbeats", json{{"heartbeats", json::array({item})}}.dump());
+    if (!RefusedTs(r)) {
+      last_ts_ms_ = ts_ms;  // perhaps taken, even unanswered
+      if (r.status == 202 && ts_refused_) LogLine("agent: the server takes this host's clock again");
+      if (r.status == 202) ts_refused_ = false;
+      return r;
+    }
+    if (!ts_refused_) {
+      LogWarn("agent: the server refuses this host's clock (" + r.body +
+              "); reporting without ts_ms until it takes it: fix this host's time (NTP)");
+    }
+    ts_refused_ = true;
+    item.erase("ts_ms");
+    return Call("POST", "/v1/heartbeats", json{{"heartbeats", json::array({item})}}.dump());
+  }
+
   // One heartbeat of `state`; how long until the next.
   int64_t Beat(const std::string& state) {
-    json item = {{"container_id", cfg_.id}, {"state", state}};
-    HttpReply r = Call("POST", "/v1/heartbeats", json{{"heartbeats", json::array({item})}}.dump());
+    HttpReply r = PostBeat(state);
     if (r.status == 202) {
       if (failures_ > 0) {
         LogLine("agent: the server takes heartbeats again, after " + std::to_string(failures_) +
@@ -268,6 +312,8 @@ class Agent {
   sigset_t signals_;
   std::string reported_;  // the state of the last heartbeat taken
   int failures_ = 0;      // heartbeats failed in a row
+  int64_t last_ts_ms_ = 0;   // the newest ts_ms sent and not refused
+  bool ts_refused_ = false;  // the server refused the last ts_ms sent
   bool health_failing_ = false;
   bool operator_drain_ = false;
   bool told_unreadable_ = false;

@@ -78,11 +78,14 @@ void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
     return reply(RefusalResponse(kNodeCutOff));
   }
   // Liveness is judged by the server's clock at accept (docs/api.md), taken once
-  // for the whole request.
+  // for the whole request; ts_ms is bounded on the engine's clock (on
+  // PostgreSQL the database's: this node's may be off).
   std::vector<batcher::Heartbeat> items;
   BodyError error;
+  const int64_t offset_ms =
+      options_.storage != nullptr ? store::EngineClockOffsetMs(*options_.storage) : 0;
   if (!ParseHeartbeats(req.http.body(), base::NowMs(), &items, &error,
-                       options_.max_clock_skew_ms)) {
+                       options_.max_clock_skew_ms, offset_ms)) {
     return reply(BodyErrorResponse(error));
   }
   // A scoped container key reports its own containers only; one id outside

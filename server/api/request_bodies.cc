@@ -176,8 +176,8 @@ bool ParseItem(const json& item, const std::string& at, int64_t accepted_ms, int
     if (*out->ts_ms > max_ts_ms) {
       return FieldFail(error, at + ".ts_ms",
                        "is more than " + std::to_string(max_clock_skew_ms) +
-                           " ms ahead of the server's clock (--max-clock-skew-ms); check the "
-                           "container's clock");
+                           " ms ahead of the server's clock (--max-clock-skew-ms; on "
+                           "PostgreSQL, the database's clock); check the container's clock");
     }
   }
 
@@ -334,12 +334,15 @@ bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>*
 }
 
 bool ParseHeartbeats(std::string_view body, int64_t accepted_ms, std::vector<Heartbeat>* out,
-                     BodyError* error, int64_t max_clock_skew_ms) {
-  // Saturates rather than overflows for a skew near INT64_MAX.
+                     BodyError* error, int64_t max_clock_skew_ms, int64_t engine_offset_ms) {
+  // The bound is on the engine's clock (the database's, on PostgreSQL), the
+  // one liveness and leases are judged by. Saturates rather than overflows
+  // for a skew near INT64_MAX.
+  const int64_t engine_now_ms = accepted_ms + engine_offset_ms;
   const int64_t max_ts_ms =
-      max_clock_skew_ms > std::numeric_limits<int64_t>::max() - accepted_ms
+      max_clock_skew_ms > std::numeric_limits<int64_t>::max() - engine_now_ms
           ? std::numeric_limits<int64_t>::max()
-          : accepted_ms + max_clock_skew_ms;
+          : engine_now_ms + max_clock_skew_ms;
   json j;
   if (!ParseJsonObject(body, &j, error)) return false;
   const json* list = Optional(j, "heartbeats");

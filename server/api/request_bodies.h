@@ -24,7 +24,8 @@ inline constexpr size_t kMaxLabelValueChars = 256;
 // capacity, so that a single request cannot fill a queue alone.
 inline constexpr size_t kMaxHeartbeatsPerRequest = 10000;
 
-// How far ahead of the server's clock a ts_ms may be (--max-clock-skew-ms).
+// How far ahead of the server's clock (on PostgreSQL, the database's) a
+// ts_ms may be (--max-clock-skew-ms).
 // Unbounded, one report dated in the far future would make every later one
 // "older" and so freeze the container's state.
 inline constexpr int64_t kDefaultMaxClockSkewMs = 60000;
@@ -60,7 +61,9 @@ bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>*
 //   {"heartbeats": [{"container_id": "c-1", "ts_ms": 1790000000000,
 //                    "load": 0.4, "state": "ready"}]}
 // container_id: string of 1 to 256 characters, required; ts_ms: integer >= 0
-// and at most `accepted_ms` + `max_clock_skew_ms`; load: a number; state:
+// and at most `accepted_ms` + `engine_offset_ms` + `max_clock_skew_ms` (the
+// engine's clock, store::EngineClockOffsetMs: the database's on PostgreSQL,
+// whose nodes' clocks may be off; `accepted_ms` is this node's); load: a number; state:
 // "ready", "draining" or "dead"; null is the same as absent; unknown fields
 // are ignored. `heartbeats` must be an array of 1 to
 // kMaxHeartbeatsPerRequest objects. On success, fills *out with one Heartbeat
@@ -70,7 +73,8 @@ bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>*
 // index ("heartbeats[3].ts_ms: ..."); *out must not be used then.
 bool ParseHeartbeats(std::string_view body, int64_t accepted_ms,
                      std::vector<batcher::Heartbeat>* out, BodyError* error,
-                     int64_t max_clock_skew_ms = kDefaultMaxClockSkewMs);
+                     int64_t max_clock_skew_ms = kDefaultMaxClockSkewMs,
+                     int64_t engine_offset_ms = 0);
 
 // True if `s` holds U+0000. PostgreSQL text cannot hold it and libpq would
 // cut a parameter at it, so every Parse* refuses it (invalid_field) in any

@@ -36,8 +36,15 @@ class PgHeartbeatJob : public HeartbeatJob<PgJob> {
     return PgStatement{pgsql::kLockHeartbeatRows, {TextArrayParam(ids)}};
   }
 
+  // The writer's measure of the database's clock minus this node's, and its
+  // error, read when the job runs (on the writer's thread, which measures it).
+  void set_clock(const WriterStats* stats) { clock_ = stats; }
+
   Status Apply(PgConn* conn) override {
     *result_ = HeartbeatWriteResult{};
+    offset_now_ = clock_ == nullptr ? 0
+                                    : clock_->clock_offset_ms.load(std::memory_order_relaxed) +
+                                          clock_->clock_offset_error_ms.load(std::memory_order_relaxed);
     // Only the rows this transaction holds are written: a row another one
     // holds is skipped (written later), one that is not there is unknown.
     const PgStatement lock = *First();
@@ -76,10 +83,16 @@ class PgHeartbeatJob : public HeartbeatJob<PgJob> {
   }
 
  private:
+  // Row i's acceptance on the database's clock: the latest it may have been,
+  // by the measure's error (a report accepted right after a death must not
+  // look older than it), and never past the statement's now
+  // (store/postgres/heartbeat_sql.h).
+  int64_t AcceptedOnDbClock(size_t i) const { return (*rows_)[i].accepted_ms + offset_now_; }
+
   // Writes indexes' rows in one statement; those it did not take go to *rest.
   Status WriteBulk(PgConn* conn, const std::vector<size_t>& indexes, std::vector<size_t>* rest,
                    std::vector<bool>* left) {
-    std::vector<PgParam> ids, ts, loads, states;
+    std::vector<PgParam> ids, ts, loads, states, accepted;
     for (size_t i : indexes) {
       const HeartbeatRow& row = (*rows_)[i];
       const char* state = ReportedStateName(row.state);
@@ -87,11 +100,12 @@ class PgHeartbeatJob : public HeartbeatJob<PgJob> {
       ts.push_back(row.ts_ms ? P(*row.ts_ms) : Null());
       loads.push_back(row.load ? P(*row.load) : Null());
       states.push_back(state != nullptr ? P(state) : Null());
+      accepted.push_back(P(AcceptedOnDbClock(i)));
     }
     PgResult r;
     RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatBulk,
                               {ArrayParam(ids), ArrayParam(ts), ArrayParam(loads),
-                               ArrayParam(states)},
+                               ArrayParam(states), ArrayParam(accepted)},
                               &r));
     std::unordered_map<std::string_view, bool> taken;  // id -> stale
     for (int k = 0; k < r.rows(); ++k) taken[r.Text(k, 0)] = r.Text(k, 1) == "t";
@@ -114,13 +128,15 @@ class PgHeartbeatJob : public HeartbeatJob<PgJob> {
     const char* state = ReportedStateName(row.state);
     const std::vector<PgParam> params = {P(row.container_id), row.ts_ms ? P(*row.ts_ms) : Null(),
                                          row.load ? P(*row.load) : Null(),
-                                         state != nullptr ? P(state) : Null()};
+                                         state != nullptr ? P(state) : Null(),
+                                         P(AcceptedOnDbClock(i))};
     // As on SQLite: the plain statement first (a HOT update: it changes no
     // indexed column).
     return WriteRow(i, skip_plain, [&](HeartbeatStatement which, bool* changed) {
       PgResult r;
       if (which == HeartbeatStatement::kStale) {
-        RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatStale, {P(row.container_id)}, &r));
+        RETURN_IF_ERROR(conn->Run(pgsql::kHeartbeatStale,
+                                  {P(row.container_id), P(AcceptedOnDbClock(i))}, &r));
       } else {
         RETURN_IF_ERROR(conn->Run(which == HeartbeatStatement::kPlain ? pgsql::kHeartbeatPlain
                                                                       : pgsql::kHeartbeatReport,
@@ -130,6 +146,9 @@ class PgHeartbeatJob : public HeartbeatJob<PgJob> {
       return Status::Ok();
     });
   }
+
+  const WriterStats* clock_ = nullptr;
+  int64_t offset_now_ = 0;  // offset and error as this run of Apply read them
 };
 
 }  // namespace
@@ -144,7 +163,10 @@ Status PostgresStorage::WriteRows(int partition, const std::vector<HeartbeatRow>
   PgWriter* writer = writers_[static_cast<size_t>(partition)].get();
   return WriteHeartbeatBatch<PgHeartbeatJob>(
       rows, result,
-      [writer](std::unique_ptr<PgHeartbeatJob> job) { return writer->Submit(std::move(job)); },
+      [writer](std::unique_ptr<PgHeartbeatJob> job) {
+        job->set_clock(&writer->stats());
+        return writer->Submit(std::move(job));
+      },
       [writer] { return writer->Refusal("the PostgreSQL heartbeat queue"); });
 }
 

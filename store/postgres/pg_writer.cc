@@ -76,6 +76,7 @@ Status PgWriter::MeasureClock() {
     // is the best guess, wrong by half the round trip at most.
     const int64_t offset = r.Int64(0, 0) - (before + after) / 2;
     stats_.clock_offset_ms.store(offset, std::memory_order_relaxed);
+    stats_.clock_offset_error_ms.store((after - before + 1) / 2 + 2, std::memory_order_relaxed);
     stats_.clock_offset_known.store(1, std::memory_order_relaxed);
     const int64_t size = offset < 0 ? -offset : offset;
     if (options_.warn && !clock_warned_ && size > options_.max_clock_offset_ms) {

@@ -33,9 +33,12 @@ namespace store::pgsql {
 // the order of ended_at_ms (an expired lease's: the lease's end), so the
 // prune walks seq for both the window and the bound on rows, and a release
 // writes one index besides seq's, session_id's. Version 7 added
-// node_claim_counts (kNodeClaimCounts). A node of an older version refuses a
-// newer schema.
-inline constexpr int kSchemaVersion = 7;
+// node_claim_counts (kNodeClaimCounts). Version 8 added died_at_ms, when
+// the reaper judged a container dead (the database's clock), so that a
+// heartbeat accepted before that and written after it revives nothing
+// (store/report_counts_sql.h); NULL on the rows it finds, whose next `ready`
+// revives them as before. A node of an older version refuses a newer schema.
+inline constexpr int kSchemaVersion = 8;
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
@@ -78,6 +81,7 @@ CREATE INDEX IF NOT EXISTS containers_dead_reported ON containers (id)
   WHERE dead_reported AND status <> 'dead';
 CREATE INDEX IF NOT EXISTS containers_drain_requested ON containers (id) WHERE drain_requested;
 ALTER TABLE containers ADD COLUMN IF NOT EXISTS end_reason text;
+ALTER TABLE containers ADD COLUMN IF NOT EXISTS died_at_ms bigint;
 CREATE TABLE IF NOT EXISTS session_history (
   seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   session_id text COLLATE "C" NOT NULL UNIQUE,

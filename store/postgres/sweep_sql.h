@@ -28,13 +28,16 @@ WHERE id IN (SELECT id FROM containers
 
 // The dead-container sweep of one heartbeat partition: lane_hash % $3 = $4.
 // Silent: a stored heartbeat more than $1 ms older than the database's now.
+// died_at_ms: the database's now, when it was judged dead, which a late
+// heartbeat's acceptance is compared with (store/report_counts_sql.h).
 // The pools of a mass silence ($6 regions, $7 pools) end the sessions of
 // their silent containers only past the longer grace ($5 ms).
 //   $1 silence_ms $2 limit $3 partitions $4 partition $5 held_silence_ms
 //   $6 held regions $7 held pools
 inline constexpr char kReapPicked[] = R"sql(
 UPDATE containers
-SET status = 'dead', )sql" EDGEALLOC_PG_END_SESSION("'container_dead'") R"sql(
+SET status = 'dead', died_at_ms = )sql" EDGEALLOC_PG_NOW_MS R"sql(,
+    )sql" EDGEALLOC_PG_END_SESSION("'container_dead'") R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE status = 'picked'
                AND ((last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint
@@ -56,7 +59,7 @@ GROUP BY region, pool
 
 inline constexpr char kReapUnpicked[] = R"sql(
 UPDATE containers
-SET status = 'dead', dead_reported = false
+SET status = 'dead', dead_reported = false, died_at_ms = )sql" EDGEALLOC_PG_NOW_MS R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE status IN ('available', 'draining')
                AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint OR dead_reported)

@@ -1,6 +1,7 @@
 #ifndef EDGEALLOC_STORE_SQLITE_LIFECYCLE_SQL_H_
 #define EDGEALLOC_STORE_SQLITE_LIFECYCLE_SQL_H_
 
+#include "store/report_counts_sql.h"
 #include "store/row_columns.h"
 #include "store/sql_text.h"
 
@@ -225,8 +226,9 @@ DELETE FROM containers WHERE id = ?1 AND status <> 'picked'
 
 // A heartbeat row is written by one of three statements, guarded at write
 // time (never at enqueue time, so a claim that landed in between is seen).
-// Liveness always advances: last_heartbeat_ms is the server's clock, fair to
-// a container whose own clock is skewed. The report (reported_ts_ms, load,
+// Liveness advances: last_heartbeat_ms is the server's clock at accept, fair
+// to a container whose own clock is skewed; a row accepted before the
+// container was judged dead changes nothing (store/report_counts_sql.h). The report (reported_ts_ms, load,
 // state) applies only if it is not older than the newest one taken (?3 NULL
 // counts as current). WriteHeartbeats (sqlite/heartbeats.cc) runs
 // kHeartbeatPlain first for every row; if it changed no row
@@ -255,6 +257,7 @@ WHERE id = ?1 AND (?3 IS NULL OR ?3 >= reported_ts_ms) AND (
            OR (status = 'draining' AND drain_requested = 1)))
   OR (?5 = 'draining' AND drain_reported = 1 AND status <> 'available')
   OR (?5 = 'dead' AND (status = 'dead' OR (status = 'picked' AND dead_reported = 1))))
+  AND )sql" EDGEALLOC_SQL_REPORT_COUNTS("?2") R"sql(
 )sql";
 
 // As kHeartbeatPlain, and the reported state, never into or out of 'picked'.
@@ -290,13 +293,19 @@ UPDATE containers SET
     WHEN ?5 = 'ready' THEN 0
     ELSE dead_reported END
 WHERE id = ?1 AND (?3 IS NULL OR ?3 >= reported_ts_ms)
+  AND )sql" EDGEALLOC_SQL_REPORT_COUNTS("?2") R"sql(
 )sql";
 
 // A report older than the newest taken (or an id this shard lacks, which it
-// then changes nothing of): liveness only.
+// then changes nothing of): liveness only; nothing at all if it was
+// accepted before the container was judged dead (store/report_counts_sql.h),
+// yet the row is still found, so it is counted stale and not unknown.
 //   ?1 id ?2 accepted_ms
 inline constexpr char kHeartbeatStale[] = R"sql(
-UPDATE containers SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?2) WHERE id = ?1
+UPDATE containers SET last_heartbeat_ms =
+  CASE WHEN )sql" EDGEALLOC_SQL_REPORT_COUNTS("?2") R"sql( THEN MAX(last_heartbeat_ms, ?2)
+       ELSE last_heartbeat_ms END
+WHERE id = ?1
 )sql";
 
 // Is there anything for the reaper? Two cheap reads on a read-only
@@ -325,34 +334,28 @@ SELECT 1 FROM containers WHERE dead_reported = 1 AND +status <> 'dead' LIMIT 1
 
 // The reaper, picked rows first: at most ?2 picked containers that are silent
 // or reported dead become dead, and their session ends (the holder's next
-// session call answers 410 container_dead). Counted as sessions ended. Two index walks, as
-// in kReapUnpicked below, never a walk of every held row (containers_session):
+// session call answers 410 container_dead). Counted as sessions ended.
+// died_at_ms = ?3, this node's now: when it was judged dead, which a late
+// heartbeat's acceptance is compared with (store/report_counts_sql.h). Two
+// index walks, as in kReapUnpicked below, never a walk of every held row (containers_session):
 // a sweep runs in the writer whenever any container anywhere is silent.
-// The pools of a mass silence (?4, a JSON array of [region, pool]) end the
-// sessions of their silent containers only past the longer grace (?3).
-//   ?1 cutoff_ms ?2 limit ?3 held_cutoff_ms ?4 held pools
+// The pools of a mass silence (?5, a JSON array of [region, pool]) end the
+// sessions of their silent containers only past the longer grace (?4).
+//   ?1 cutoff_ms ?2 limit ?3 now_ms ?4 held_cutoff_ms ?5 held pools
 inline constexpr char kReapPicked[] = R"sql(
 UPDATE containers
-SET status = 'dead', )sql" EDGEALLOC_SQL_END_SESSION("'container_dead'") R"sql(
+SET status = 'dead', died_at_ms = ?3, )sql" EDGEALLOC_SQL_END_SESSION("'container_dead'") R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE status <> 'dead' AND last_heartbeat_ms < ?1 AND status = 'picked'
-               AND (last_heartbeat_ms < ?3 OR (region, pool) NOT IN
+               AND (last_heartbeat_ms < ?4 OR (region, pool) NOT IN
                     (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')
-                     FROM json_each(?4)))
+                     FROM json_each(?5)))
              UNION ALL
              SELECT id FROM containers
              WHERE dead_reported = 1 AND +status = 'picked' AND last_heartbeat_ms >= ?1
              LIMIT ?2)
 RETURNING )sql" EDGEALLOC_SQL_DEATH_COLUMNS;
 
-// Then at most ?2 available or draining containers that are silent or carry a
-// dead report become dead (an operator's drain stays: a container that comes
-// back comes back draining). Two index walks, not one scan (an OR of the two
-// would defeat both indexes, and a sweep runs in the writer, between claims):
-// the silent ones oldest first through containers_heartbeat, then the
-// reported ones that are not silent through containers_dead_reported (the +
-// as in kAnyDeadReported). UNION ALL stops at the LIMIT.
-//   ?1 cutoff_ms ?2 limit
 // Silent containers by pool, through containers_heartbeat: the silent rows
 // only (Storage::CountSilent).
 //   ?1 cutoff_ms
@@ -361,9 +364,17 @@ SELECT region, pool, count(*) FROM containers
 WHERE status <> 'dead' AND last_heartbeat_ms < ?1 GROUP BY region, pool
 )sql";
 
+// Then at most ?2 available or draining containers that are silent or carry a
+// dead report become dead (an operator's drain stays: a container that comes
+// back comes back draining). Two index walks, not one scan (an OR of the two
+// would defeat both indexes, and a sweep runs in the writer, between claims):
+// the silent ones oldest first through containers_heartbeat, then the
+// reported ones that are not silent through containers_dead_reported (the +
+// as in kAnyDeadReported). UNION ALL stops at the LIMIT. died_at_ms as above.
+//   ?1 cutoff_ms ?2 limit ?3 now_ms
 inline constexpr char kReapUnpicked[] = R"sql(
 UPDATE containers
-SET status = 'dead', dead_reported = 0
+SET status = 'dead', dead_reported = 0, died_at_ms = ?3
 WHERE id IN (SELECT id FROM containers
              WHERE status <> 'dead' AND last_heartbeat_ms < ?1
                AND status IN ('available', 'draining')

@@ -234,6 +234,15 @@ CREATE TABLE node_claim_counts (
 );
 )sql";
 
+// Version 10: when the reaper judged a container dead (died_at_ms, this
+// node's clock), so that a heartbeat accepted before that and written after
+// it revives nothing (store/report_counts_sql.h). NULL on every row a
+// migration finds: a container dead before it comes back with any `ready`,
+// as before.
+constexpr char kSchemaV10[] = R"sql(
+ALTER TABLE containers ADD COLUMN died_at_ms INTEGER;
+)sql";
+
 Status RunStep(Db* db, int to_version) {
   switch (to_version) {
     case 1: return db->Exec(kSchemaV1);
@@ -245,10 +254,11 @@ Status RunStep(Db* db, int to_version) {
     case 7: return db->Exec(kSchemaV7);
     case 8: return db->Exec(kSchemaV8);
     case 9: return db->Exec(kSchemaV9);
+    case 10: return db->Exec(kSchemaV10);
   }
   return Status::InvalidArgument("no migration step to version " + std::to_string(to_version));
 }
-static_assert(kSchemaVersion == 9, "add the new version's case to RunStep");
+static_assert(kSchemaVersion == 10, "add the new version's case to RunStep");
 
 
 Status ReadCompatibleVersion(Db* db, int* version) {

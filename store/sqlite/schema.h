@@ -9,7 +9,7 @@ namespace store {
 // The schema version this binary writes (PRAGMA user_version), and the oldest
 // version of the binary that can still use a file written by this one (kept in
 // the `meta` table as compatible_version, as in Chromium's MetaTable).
-inline constexpr int kSchemaVersion = 9;
+inline constexpr int kSchemaVersion = 10;
 // 4: a binary before version 4 would insert rows below the token floor, so a
 // re-registered id could repeat a fencing token. 5: a binary before version 5
 // would claim without setting labels and end sessions without clearing them,
@@ -19,7 +19,11 @@ inline constexpr int kSchemaVersion = 9;
 // end or a `ready` report, and take drain_requested for the container's own.
 // 8: a binary before version 8 would end sessions without setting
 // end_reason, so the history would miss them or keep a stale reason.
-// (9 only adds a table, node_claim_counts, that older binaries never read.)
+// (9 only adds a table, node_claim_counts, that older binaries never read.
+// 10 only adds died_at_ms, which older binaries neither set nor read: their
+// heartbeats revive a dead container whatever they were accepted, as before,
+// and a death they judge leaves an older died_at_ms, which lets more through,
+// never less.)
 inline constexpr int kCompatibleVersion = 8;
 
 // Brings the database up to kSchemaVersion, one version a step, each step in

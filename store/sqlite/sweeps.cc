@@ -15,15 +15,17 @@
 namespace store {
 namespace {
 
-// One reaper statement (?1 cutoff, ?2 limit; kReapPicked also ?3 and ?4,
-// the held pools): the containers it marked dead appended to *dead, from its
-// RETURNING rows.
+// One reaper statement (?1 cutoff, ?2 limit, ?3 now: the time of death;
+// kReapPicked also ?4 and ?5, the held pools): the containers it marked dead
+// appended to *dead, from its RETURNING rows.
 Status Reap(Db* db, const char* statement, int64_t cutoff, int64_t limit, const HeldPools* held,
             std::vector<DeadContainer>* dead) {
   StatementRef q;
   RETURN_IF_ERROR(db->Cached(statement, &q));
+  const int64_t now = base::NowMs();
   q->Bind(1, cutoff);
   q->Bind(2, limit);
+  q->Bind(3, now);
   if (held != nullptr) {
     std::string pools = "[";
     for (const auto& [region, pool] : held->pools) {
@@ -35,10 +37,9 @@ Status Reap(Db* db, const char* statement, int64_t cutoff, int64_t limit, const 
       pools += ']';
     }
     pools += ']';
-    q->Bind(3, held->cutoff_ms);
-    q->Bind(4, pools);
+    q->Bind(4, held->cutoff_ms);
+    q->Bind(5, pools);
   }
-  const int64_t now = base::NowMs();  // for silent_ms, a figure logged
   for (;;) {
     bool row = false;
     RETURN_IF_ERROR(q->Step(&row));

@@ -357,8 +357,8 @@ TEST_CASE(
   CHECK(row.load == Approx(0.3));
   CHECK(row.status == "draining");
   if (pool.engine() == "postgres") {
-    // The database's clock at the write (types.h HeartbeatRow), after the
-    // accept (one machine here: the clocks agree to a few ms).
+    // The accept on the database's clock (types.h HeartbeatRow; one
+    // machine here: the clocks agree to a few ms).
     CHECK(row.last_heartbeat_ms >= newest_accept - 1000);
     CHECK(row.last_heartbeat_ms <= base::NowMs() + 1000);
   } else {

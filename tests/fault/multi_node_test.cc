@@ -944,3 +944,52 @@ TEST_CASE("multi-node: a node whose clock runs 90 s ahead ends no session early"
   CHECK(tenant.Get("/v1/sessions/" + id).status == 200);
   CHECK(testing::PgServer::Query(db, "SELECT session_id FROM containers WHERE id = '" + held + "'") == id);
 }
+
+// A node whose wall clock runs 90 s behind stamps what it accepts on the
+// database's clock (its accept time plus its measured offset), so that the
+// containers reporting through it never look 90 s silent to the fleet; and
+// bounds ts_ms by the database's clock, so it neither refuses an honest
+// container's ts_ms as 90 s ahead of its own clock nor takes one far ahead
+// of the fleet's.
+TEST_CASE("multi-node: a node whose clock runs 90 s behind stamps and bounds on the database's clock",
+          "[postgres][fault]") {
+  testing::PgServer server;
+  const std::string db = server.NewDatabaseUri();
+  testing::TempDir dir;
+  std::ofstream(dir.File("keys")) << std::string(kAdminKey) + " admin\n";
+  Node honest("honest", db, dir.File("keys"), dir.File("honest.log"), 0, "", "30000");
+  Node behind("behind", db, dir.File("keys"), dir.File("behind.log"), 0, "-90s", "30000");
+  INFO("behind's log:\n" << Tail(behind.log(), 2000));
+  RegisterFleet(honest.port(), 1);  // c-000
+  const auto db_now_ms = [&] {
+    return std::stoll(testing::PgServer::Query(
+        db, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"));
+  };
+  const auto stamp = [&] {
+    return std::stoll(testing::PgServer::Query(
+        db, "SELECT last_heartbeat_ms FROM containers WHERE id = 'c-000'"));
+  };
+  const auto beat = [&](int64_t ts_ms) {
+    testing::HttpClient admin(behind.port(), kAdminKey);
+    return admin.Post("/v1/heartbeats",
+                      json{{"heartbeats", {{{"container_id", "c-000"}, {"ts_ms", ts_ms}}}}}.dump());
+  };
+  const int64_t registered = stamp();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+
+  // 10 s ahead of the database's clock (100 s ahead of the node's): taken.
+  testing::HttpReply r = beat(db_now_ms() + 10000);
+  INFO(r.body);
+  CHECK(r.status == 202);  // before: 400, the bound on the node's own clock
+  // 70 s ahead of the database's clock: refused.
+  CHECK(beat(db_now_ms() + 70000).status == 400);
+  // Stamped when it was accepted, on the database's clock: not 90 s before.
+  int64_t stored = registered;
+  for (auto deadline = Clock::now() + std::chrono::seconds(5);
+       Clock::now() < deadline && stored <= registered + 1000;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    stored = stamp();
+  }
+  CHECK(stored > registered + 1000);
+  CHECK(std::llabs(stored - db_now_ms()) < 3000);
+}

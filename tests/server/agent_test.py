@@ -12,6 +12,8 @@
              waits while the session holds, and exits 0 once it is released;
 - drain:     an operator drain (POST /v1/containers/{id}/drain) reaches the
              agent through the heartbeat reply's `drain`, which runs --on-drain;
+- ts:        the agent's heartbeats carry ts_ms: a report dated ahead of them
+             outranks them until the agent's clock passes its date;
 - deaths:    (no agent) containers left silent are dead, and the server logs
              them by pool with their silence, counts them by reason and
              serves them by pool (GET /v1/capacity/deaths).
@@ -219,6 +221,43 @@ def case_drain(fleet):
         fail("the agent did not log the drain", fleet.logs())
 
 
+def case_ts(fleet):
+    """The agent's heartbeats carry ts_ms, its host's clock: a `draining`
+    report dated AHEAD_MS ahead outranks its `ready` ones (taken for
+    liveness only) until its clock passes that date. Without ts_ms each of
+    its `ready` reports counts as current and undoes the draining at once."""
+    ahead_ms = 6000
+    fleet.agent("w-1", "--register", "--region", "weur", "--pool", "chrome")
+    if not wait_for(lambda: status_of(fleet.port, "w-1") == "available", 5):
+        fail("w-1 never available", fleet.logs())
+    dated = int(time.time() * 1000) + ahead_ms
+    body = json.dumps({"heartbeats": [{"container_id": "w-1", "ts_ms": dated, "state": "draining"}]})
+    code, _ = request(fleet.port, "POST", "/v1/heartbeats", body)
+    if code != 202:
+        fail("the dated report: %d" % code, fleet.logs())
+    if not wait_for(lambda: status_of(fleet.port, "w-1") == "draining", 5):
+        fail("the dated draining report was not taken", fleet.logs())
+    mark = request(fleet.port, "GET", "/v1/containers/w-1")[1]["last_heartbeat_ms"]
+    # The agent's heartbeats accepted after the mark and well before `dated`
+    # were sent before it too (one host, one clock): each changes liveness only.
+    heard = 0
+    while heard < 3 and int(time.time() * 1000) < dated - 1000:
+        c = request(fleet.port, "GET", "/v1/containers/w-1")[1]
+        if mark < c["last_heartbeat_ms"] < dated - 500:
+            if c["status"] != "draining":
+                fail("a ready report of the agent, sent before the dated draining one, undid it: "
+                     "%r (its heartbeats carry no ts_ms?)" % c, fleet.logs())
+            heard += 1
+            mark = c["last_heartbeat_ms"]
+        time.sleep(0.1)
+    if heard == 0:
+        fail("no heartbeat of the agent was written before the dated report's time", fleet.logs())
+    # Once its clock passes the date, its `ready` is newer: available again.
+    if not wait_for(lambda: status_of(fleet.port, "w-1") == "available", ahead_ms / 1000 + 5):
+        fail("w-1 did not come back once the agent's clock passed the dated report",
+             fleet.logs())
+
+
 def case_deaths(fleet):
     """Not the agent's: what the server says when containers die unreported
     (docs/heartbeats-capacity-metrics.md "Deaths")."""
@@ -260,7 +299,7 @@ def case_deaths(fleet):
 
 
 CASES = {"deaths": case_deaths, "alive": case_alive, "unhealthy": case_unhealthy, "restart": case_restart,
-         "sigterm": case_sigterm, "drain": case_drain}
+         "sigterm": case_sigterm, "drain": case_drain, "ts": case_ts}
 
 
 def main():

@@ -28,7 +28,8 @@ namespace fixture {
 //   - after FailReads(text), those reads fail with `text` (IOError, or
 //     Outcome::kError), as libpq's would with the database's host and port;
 //   - writer_stats are the double's own, so that a test may set `failing`
-//     (SetFailing) as a writer cut off from its database would;
+//     (SetFailing) as a writer cut off from its database would, or the
+//     clock offset the writers measured (SetClockOffset);
 //   - while HoldClaimAnswers() holds (until DeliverHeldClaims()), a claim
 //     is made by the real storage but its callback is kept instead of run,
 //     as one lost in a wedged writer; DeliverHeldClaims() runs the kept
@@ -86,6 +87,13 @@ class StorageDouble : public testing::ForwardingStorage {
   }
   void SetFailing(int partition, bool failing) {
     stats_[static_cast<size_t>(partition)]->failing.store(failing ? 1 : 0);
+  }
+  // Every writer measured the database's clock `offset_ms` off this node's.
+  void SetClockOffset(int64_t offset_ms) {
+    for (auto& stats : stats_) {
+      stats->clock_offset_ms.store(offset_ms);
+      stats->clock_offset_known.store(1);
+    }
   }
 
   // ---- store::Storage ----

@@ -601,7 +601,8 @@ TEST_CASE("storage: a batch of plain heartbeats orders each container's reports 
   CHECK(second.unknown == std::vector<size_t>{3});
   const int64_t stamp = e->GetContainer("a").container.last_heartbeat_ms;
   if (e.engine == "postgres") {
-    // The database's clock at the write (one machine here: close to ours).
+    // The accept time mapped onto the database's clock by the measured
+    // offset (one machine here: close to ours).
     CHECK(stamp >= now - 1000);
     CHECK(stamp <= base::NowMs() + 1000);
   } else {

@@ -324,5 +324,32 @@ TEST_CASE("heartbeats: a node whose writers cannot reach the database answers 50
   CHECK(t.service->batcher()->stats().accepted.load() == 1);
 }
 
+// On PostgreSQL the clock that counts is the database's: a node whose own
+// clock is off bounds ts_ms by the database's now (its clock plus the
+// offset its writers measured), so it neither refuses an honest container
+// nor takes one far ahead of the fleet's clock.
+TEST_CASE("heartbeats: the ts_ms bound is on the database's clock, by the measured offset") {
+  fixture::StorageDouble* storage = nullptr;
+  LiveService t([](ServeConfig* c) { c->max_clock_skew_ms = 60000; }, "",
+                [&storage](std::unique_ptr<store::Storage> real) {
+                  auto d = std::make_unique<fixture::StorageDouble>(std::move(real));
+                  storage = d.get();
+                  return std::unique_ptr<store::Storage>(std::move(d));
+                });
+  HttpClient c = t.Client();
+  auto post = [&](int64_t ts_ms) {
+    json item = {{"container_id", "x"}, {"ts_ms", ts_ms}};
+    return c.Post("/v1/heartbeats", json{{"heartbeats", {item}}}.dump()).status;
+  };
+  // The database's clock 90 s behind this node's.
+  storage->SetClockOffset(-90000);
+  CHECK(post(base::NowMs() + 30000) == 400);  // 120 s ahead of the database: before the fix, 202
+  CHECK(post(base::NowMs() - 60000) == 202);  // 30 s ahead of it
+  // 90 s ahead of this node's.
+  storage->SetClockOffset(90000);
+  CHECK(post(base::NowMs() + 120000) == 202);  // 30 s ahead of the database: before the fix, 400
+  CHECK(post(base::NowMs() + 160000) == 400);  // 70 s ahead of it
+}
+
 }  // namespace
 }  // namespace server

@@ -326,6 +326,9 @@ TEST_CASE("heartbeats: ts_ms may be ahead of the accept time by the skew and not
   CHECK_FALSE(ParseHeartbeats(at_limit, 1499, &out, &error, 0));
   CHECK(ParseHeartbeats(R"({"heartbeats":[{"container_id":"c","ts_ms":9223372036854775807}]})", 5,
                         &out, &error, INT64_MAX));
+  // On the engine's clock: this node's plus the offset measured from it.
+  CHECK(ParseHeartbeats(at_limit, 999, &out, &error, 500, 1));
+  CHECK_FALSE(ParseHeartbeats(at_limit, 1000, &out, &error, 500, -1));
   // The default is 60 s.
   CHECK(ParseHeartbeats(R"({"heartbeats":[{"container_id":"c","ts_ms":60001}]})", 1, &out, &error));
   CHECK_FALSE(

@@ -72,7 +72,7 @@ TEST_CASE("schema: an empty file migrates to kSchemaVersion with every table and
   for (const char* c : {"id", "region", "pool", "status", "latency_ms", "data",
                         "last_heartbeat_ms", "generation", "drain_requested", "session_id",
                         "tenant", "idempotency_key", "lease_expires_at_ms", "claimed_at_ms",
-                        "reported_ts_ms", "load", "dead_reported"}) {
+                        "reported_ts_ms", "load", "dead_reported", "died_at_ms"}) {
     INFO(c);
     CHECK(cols.count(c) == 1);
   }
@@ -266,6 +266,29 @@ TEST_CASE("schema: version 9 adds node_claim_counts to a version 8 file, rows ke
   CHECK_FALSE(db->Exec("INSERT INTO node_claim_counts VALUES ('n1', 'weur', 'chrome', 4, 1, 2000)")
                   .ok());
   CHECK(QueryInt(db.get(), "SELECT count(*) FROM containers") == 1);
+  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "8");
+}
+
+// Version 10: when the reaper judged a container dead. Every row is kept as
+// it was, its died_at_ms NULL (a dead one comes back with any `ready`, as
+// before); a version 8 binary may still open the file.
+TEST_CASE("schema: version 10 adds died_at_ms to a version 9 file, every row kept") {
+  testing::TempDir dir;
+  auto db = FileAtVersion(dir, 9);
+  AddAvailable(db.get(), "c-0", 3);
+  REQUIRE(db->Exec(kHeldContainer).ok());
+  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
+                   "generation, reported_ts_ms) VALUES ('c-2', 'weur', 'chrome', 'dead', 500, 4, 9)")
+              .ok());
+  const std::string kRows =
+      "SELECT group_concat(id || status || last_heartbeat_ms || generation || reported_ts_ms || "
+      "COALESCE(session_id, '-'), ',') FROM (SELECT * FROM containers ORDER BY id)";
+  const std::string before = QueryText(db.get(), kRows);
+  REQUIRE(store::MigrateTo(db.get(), 10).ok());
+  CHECK(Version(db.get()) == 10);
+  CHECK(Columns(db.get(), "containers").count("died_at_ms") == 1);
+  CHECK(QueryText(db.get(), kRows) == before);
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM containers WHERE died_at_ms IS NULL") == 3);
   CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "8");
 }
 

@@ -1,0 +1,74 @@
+// The PostgreSQL schema's migrations from version 8 on (the older ones:
+// postgres_storage_test.cc), each from a database as the older node left it.
+#include "store/postgres/schema_sql.h"
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "store/postgres/postgres_storage.h"
+#include "tests/support/await.h"
+#include "tests/support/pg_server.h"
+
+namespace {
+
+using testing::PgServer;
+
+std::unique_ptr<store::PostgresStorage> Open(const std::string& uri) {
+  store::StorageOptions options;
+  options.db = uri;
+  options.pg_writers = 1;
+  options.program = "pg_schema_test";
+  std::unique_ptr<store::PostgresStorage> storage;
+  store::Status s = store::PostgresStorage::Open(options, &storage);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return storage;
+}
+
+std::string SchemaVersion(const std::string& uri) {
+  return PgServer::Query(uri, "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'");
+}
+
+}  // namespace
+
+// Version 8: when the reaper judged a container dead. Every row is kept as
+// it was, died_at_ms NULL, and a dead container found so comes back with
+// its next `ready`, as before.
+TEST_CASE("pg schema: version 8 adds died_at_ms to a version 7 database, every row kept") {
+  PgServer server;
+  const std::string uri = server.NewDatabaseUri();
+  {
+    auto storage = Open(uri);
+    store::ContainerResult r = testing::Await<store::ContainerResult>([&](auto cb) {
+      storage->Register({{"v7-1", "weur", "chrome", 10, "{}"}, {"v7-2", "weur", "chrome", 20, "{}"}},
+                        cb);
+    });
+    REQUIRE(r.outcome == store::Outcome::kOk);
+  }
+  // As a version 7 node left it, v7-2 dead.
+  PgServer::Query(uri, "ALTER TABLE containers DROP COLUMN died_at_ms");
+  PgServer::Query(uri, "UPDATE containers SET status = 'dead' WHERE id = 'v7-2'");
+  PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '7' WHERE key = 'schema_version'");
+  const std::string kRows =
+      "SELECT string_agg(id || status || last_heartbeat_ms || generation || lane_hash || "
+      "latency_ms, ',' ORDER BY id) FROM containers";
+  const std::string before = PgServer::Query(uri, kRows);
+
+  auto storage = Open(uri);
+  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+  CHECK(PgServer::Query(uri, kRows) == before);
+  CHECK(PgServer::Query(uri, "SELECT count(*) FROM containers WHERE died_at_ms IS NULL") == "2");
+  int partition = -1;
+  REQUIRE(storage->PartitionOf("v7-2", &partition).ok());
+  store::HeartbeatWriteResult result;
+  REQUIRE(storage
+              ->WriteHeartbeats(partition,
+                                {{"v7-2", base::NowMs(), std::nullopt, std::nullopt,
+                                  store::ReportedState::kReady}},
+                                &result)
+              .ok());
+  CHECK(storage->GetContainer("v7-2").container.status == "available");
+}
