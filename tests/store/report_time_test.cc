@@ -55,7 +55,7 @@ void JudgeAllDead(store::Storage* s) {
   const int64_t future = base::NowMs() + 60000;
   for (int p = 0; p < s->partitions(); ++p) {
     store::SilenceSweep sweep;
-    REQUIRE(s->SweepSilentContainers(p, [future] { return future; }, 100, &sweep).ok());
+    REQUIRE(s->SweepSilentContainers(p, [future] { return future; }, store::HeldPools{}, 100, &sweep).ok());
   }
 }
 

@@ -83,7 +83,7 @@ TEST_CASE("pg heartbeat locks: a row locked elsewhere is skipped, kept, and writ
   REQUIRE(outside->Exec("COMMIT").ok());
   store::SilenceSweep sweep;
   const int64_t cutoff = base::NowMs() - 60000;
-  REQUIRE(storage->SweepSilentContainers(0, [cutoff] { return cutoff; }, 100, &sweep).ok());
+  REQUIRE(storage->SweepSilentContainers(0, [cutoff] { return cutoff; }, store::HeldPools{}, 100, &sweep).ok());
   CHECK(sweep.dead.empty());
   CHECK(Heard(uri) == "c0,c1,c2,c3,c4");
   CHECK(stats.heartbeat_rows_deferred.load() == 0);
