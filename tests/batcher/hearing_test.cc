@@ -53,8 +53,8 @@ TEST_CASE("hearing: a source that beats late is a span of deafness, and hearing 
   CHECK(h.HearingForMs() >= 100);
 }
 
-TEST_CASE("hearing: a hold deaf now is no hearing; once clear, hearing counts from its last "
-          "deaf moment and the watch counts the span") {
+TEST_CASE("hearing: a hold deaf now is no hearing, and once clear hearing counts from its "
+          "last deaf moment and the watch counts the span") {
   Hearing h(40);
   std::atomic<bool> failing{false};
   std::atomic<int64_t> last{0};

@@ -1238,6 +1238,21 @@ class Checker:
                            len(tried), dict(collections.Counter(str(o["status"]) for o in tried)),
                            len(taken), last["t0"] - self.h.mono0, last["node"]))
 
+    def taken_by(self, o):
+        """The latest a request may have been taken: its answer; one the
+        client gave up on (no answer) sent to a node that was paused or down
+        meanwhile, also the end of that spell, since a paused node reads the
+        request still in its socket when it resumes (seen: a heartbeat timed
+        out at 32.5 s, taken at 36.4 s when its node resumed, its container
+        rightly claimed at 40.9 s)."""
+        if o["status"] is not None:
+            return o["t1"]
+        end = o["t1"]
+        for s, e in self.nodes_down.get(o["node"], []):
+            if s <= o["t1"] and (e is None or e >= o["t0"]):
+                end = max(end, e if e is not None else float("inf"))
+        return end
+
     def check_claims(self, maybe):
         """8. A claim (201, not a replay) of a container that could not have
         been heard for dead-after before the claim was sent, or that an
@@ -1254,8 +1269,8 @@ class Checker:
                     not isinstance(op["resp"], dict):
                 continue
             cid = op["resp"]["container_id"]
-            last = max((min(o["t1"], op["t1"]) for o in maybe.get(cid, []) if o["t0"] < op["t1"]),
-                       default=None)
+            last = max((min(self.taken_by(o), op["t1"]) for o in maybe.get(cid, [])
+                        if o["t0"] < op["t1"]), default=None)
             if last is None or op["t0"] - last > self.dead_after_ms / 1000.0 + tol:
                 self.v("claim of a silent container",
                        "%s claimed (%s, sent %.2f to node %d) though last heard %s" % (

@@ -87,8 +87,10 @@ class Fleet:
     def start_server(self):
         log = open(self.server_log, "a")
         self.server = serve(self.binary, self.db, self.port,
+                            # A fleet of a few containers, each case about one or
+                            # two of them: no mass silence (more than 100% never is).
                             ["--keys", self.keys, "--dead-after-ms", str(DEAD_AFTER_MS),
-                             "--mirror-refresh-ms", "100"],
+                             "--mirror-refresh-ms", "100", "--mass-silence-percent", "100"],
                             stdout=log, stderr=log, preexec_fn=die_with_parent)
         if not wait_answers(self.port, "/readyz", self.server, timeout=10):
             fail("the server did not start", [self.server_log])

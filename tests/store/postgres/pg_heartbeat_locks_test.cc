@@ -20,6 +20,7 @@ namespace {
 store::HeartbeatRow Row(const std::string& id) {
   store::HeartbeatRow row;
   row.container_id = id;
+  row.accepted_ms = base::NowMs();  // the liveness stamp (store/report_counts_sql.h)
   row.state = store::ReportedState::kReady;
   return row;
 }
