@@ -5,13 +5,6 @@
 #include <utility>
 
 namespace batcher {
-namespace {
-
-// The watch beats this often: a quarter of the gap, so that a pause of gap_ms
-// is seen whatever the phase, and never busier than every 5 ms.
-int64_t WatchPeriodMs(int64_t gap_ms) { return std::clamp<int64_t>(gap_ms / 4, 5, 250); }
-
-}  // namespace
 
 const char* Hearing::CauseName(Cause cause) {
   switch (cause) {
@@ -54,7 +47,7 @@ void Hearing::Stop() {
 }
 
 void Hearing::WatchLoop() {
-  const auto period = std::chrono::milliseconds(WatchPeriodMs(gap_ms_));
+  const auto period = std::chrono::milliseconds(beat_period_ms());
   for (;;) {
     {
       base::MutexLock lock(&watch_mu_);

@@ -1,6 +1,7 @@
 #ifndef EDGEALLOC_BATCHER_HEARING_H_
 #define EDGEALLOC_BATCHER_HEARING_H_
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -86,6 +87,10 @@ class Hearing {
   uint64_t spans(Cause cause) const;
   uint64_t deaf_ms(Cause cause) const;
   int64_t gap_ms() const { return gap_ms_; }
+  // How often a source should beat: a quarter of the gap, so a pause of
+  // gap_ms is seen whatever the phase, never busier than every 5 ms and at
+  // least every 250 ms. The watch beats so, and the server's io watch too.
+  int64_t beat_period_ms() const { return std::clamp<int64_t>(gap_ms_ / 4, 5, 250); }
 
   // The steady clock in ms (what every time here is on).
   static int64_t SteadyNowMs();

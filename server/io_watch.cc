@@ -13,7 +13,7 @@ struct IoWatch::State {
   State(boost::asio::any_io_executor io, batcher::Hearing* h)
       : timer(std::move(io)),
         hearing(h),
-        period(std::chrono::milliseconds(std::clamp<int64_t>(h->gap_ms() / 4, 5, 250))) {}
+        period(std::chrono::milliseconds(h->beat_period_ms())) {}
   boost::asio::steady_timer timer;
   batcher::Hearing* hearing;
   const std::chrono::milliseconds period;
