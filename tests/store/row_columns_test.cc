@@ -23,7 +23,11 @@ class FakeCells {
     }
   }
   bool IsNull(int col) const { return cells_.count(col) == 0; }
-  std::string_view Text(int col) const { return IsNull(col) ? "" : cells_.at(col); }
+  // Both arms a view: `? "" : cells_.at(col)` made a std::string temporary
+  // and returned a view of it (clang's -Wreturn-stack-address).
+  std::string_view Text(int col) const {
+    return IsNull(col) ? std::string_view() : std::string_view(cells_.at(col));
+  }
   int64_t Int64(int col) const { return IsNull(col) ? 0 : std::stoll(cells_.at(col)); }
   bool Bool(int col) const { return !IsNull(col) && cells_.at(col) == "1"; }
 
