@@ -31,11 +31,16 @@ fi
 
 # clang and libFuzzer only here: the ordinary build (scripts/setup.sh) does
 # not need them.
-scripts/setup.sh --deps-only clang-14 libfuzzer-14-dev
-
-cmake -S . -B build-fuzz -DEDGEALLOC_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" >/dev/null
-nice cmake --build build-fuzz -j2 --target "${run[@]/#/fuzz_}"
+# FUZZ_NO_BUILD=1: build-fuzz/ is built already (scripts/deep_checks.sh runs
+# two fuzzers at once, which must not both run make in one tree).
+if [[ -z ${FUZZ_NO_BUILD:-} ]]; then
+  scripts/setup.sh --deps-only clang-14 libfuzzer-14-dev
+  # The flags scripts/deep_checks.sh gives build-fuzz/ (line tables only), so
+  # that neither run rebuilds the other's tree.
+  cmake -S . -B build-fuzz -DEDGEALLOC_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" >/dev/null
+  nice cmake --build build-fuzz -j2 --target "${run[@]/#/fuzz_}"
+fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
