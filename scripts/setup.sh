@@ -26,8 +26,6 @@ packages=(g++ cmake make python3 libsqlite3-dev libboost1.81-dev libboost-url1.8
 packages+=(chromium prometheus)
 # The model-checked HTTP test (tests/server/api_model_test.py) needs Hypothesis.
 packages+=(python3-hypothesis)
-# scripts/thread_safety.sh (ctest `thread_safety`): clang's -Wthread-safety.
-packages+=(clang-14)
 # The PostgreSQL tests (ctest -L postgres) start real PostgreSQL 15 servers
 # (tests/support/pg_server.h) and talk to them through libpq.
 packages+=(postgresql libpq-dev)
@@ -52,7 +50,7 @@ for p in "${packages[@]}"; do
 done
 if ((${#missing[@]})); then
   echo "setup: installing ${#missing[@]} Debian packages: ${missing[*]}" >&2
-  echo "setup: (5 to 10 minutes on a fresh machine, most of it chromium, postgresql and clang)" >&2
+  echo "setup: (5 to 10 minutes on a fresh machine, most of it chromium and postgresql)" >&2
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq

@@ -452,7 +452,7 @@ struct Intent {
 class Harness {
  public:
   Harness(std::string base, int shards, uint64_t seed)
-      : base_(std::move(base)), shards_(shards), seed_(seed), rng_(seed) {}
+      : base_(std::move(base)), shards_(shards), rng_(seed) {}
 
   void Violation(const std::string& what) {
     ++violations_;
@@ -916,7 +916,6 @@ class Harness {
  private:
   std::string base_;
   int shards_;
-  uint64_t seed_;
   std::mt19937_64 rng_;
   int kills_ = 0, kills_in_workload_ = 0, kills_mid_operation_ = 0, violations_ = 0;
   double seconds_ = 0;
