@@ -25,6 +25,7 @@
 #include "server/http/server.h"
 #include "server/io_watch.h"
 #include "server/ops/health_routes.h"
+#include "server/ops/metrics.h"
 #include "server/ops/ops_routes.h"
 #include "store/status.h"
 #include "store/storage.h"
@@ -73,6 +74,15 @@ class Service {
   // stop the io threads, close the databases. Every request read is answered
   // or not committed. Idempotent.
   void Stop(std::chrono::milliseconds grace = kStopGrace);
+
+  // Reads the keys file again (SIGHUP): if it is good, its keys and their
+  // tenants' limits serve every request from now on (requests already
+  // authorized finish as they were) and true; else the keys in use stay, the
+  // log says why (with the line, for a malformed one) and false. Counted in
+  // edgealloc_keys_reloads_total. Sessions of a tenant the file no longer
+  // names are not ended. REQUIRES: Start returned Ok, Stop not called; one
+  // thread at a time.
+  bool ReloadKeys();
 
   // The bound port. REQUIRES: Start returned Ok.
   uint16_t port() const { return http_->port(); }
