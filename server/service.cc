@@ -123,6 +123,9 @@ store::Status RequireKernelRandom() {
 store::Status Service::Start() {
   RETURN_IF_ERROR(LoadKeys());
   RETURN_IF_ERROR(RequireKernelRandom());
+  RETURN_IF_ERROR(config_.cursor_secret_file.empty()
+                      ? CursorKey::Random(&cursor_key_)
+                      : CursorKey::FromFile(config_.cursor_secret_file, &cursor_key_));
   RETURN_IF_ERROR(store::OpenStorage(StorageOptionsOf(config_), &storage_));
   if (wrap_) storage_ = wrap_(std::move(storage_));
   batcher::BatcherOptions batcher_options = BatcherOptionsOf(config_);
@@ -251,11 +254,13 @@ void Service::AddApiRoutes() {
   session_options.keys = &keys_;
   rate_limiter_ = std::make_unique<ClaimRateLimiter>(keys_.tenants());
   session_options.rate_limiter = rate_limiter_.get();
+  session_options.cursor_key = &cursor_key_;
   session_routes_ =
       std::make_unique<SessionRoutes>(allocator_.get(), http_->executor(), session_options);
   session_routes_->AddRoutes(router_.get());
   container_routes_ =
-      std::make_unique<ContainerRoutes>(storage_.get(), http_->executor(), readers_.get(), sharded);
+      std::make_unique<ContainerRoutes>(storage_.get(), http_->executor(), readers_.get(),
+                                        &cursor_key_, sharded);
   container_routes_->AddRoutes(router_.get());
   HeartbeatRoutesOptions heartbeat_options;
   heartbeat_options.max_clock_skew_ms = config_.max_clock_skew_ms;

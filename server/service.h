@@ -60,8 +60,8 @@ class Service {
   // Loads the keys, opens (creating, migrating) the storage, starts the
   // allocator, the batcher, the mirror (after its first read, so capacity is
   // never empty), the HTTP server and the demo fleet; then /readyz says 200.
-  // Returns InvalidArgument for a bad keys file or a database of another
-  // layout (a usage error), IOError, Busy or Corruption otherwise. On
+  // Returns InvalidArgument for a bad keys file, a cursor secret file too
+  // short, or a database of another layout (a usage error), IOError, Busy or Corruption otherwise. On
   // failure, what was started is stopped again.
   store::Status Start();
 
@@ -125,6 +125,9 @@ class Service {
   StorageWrap wrap_;
   std::atomic<bool> ready_{false};
   KeyStore keys_;
+  MetricsSources::KeysReloads keys_reloads_;
+  // Signs the lists' cursors (random, or --cursor-secret-file); set in Start.
+  CursorKey cursor_key_;
   // The tenants' claims_per_s buckets (from keys_); null without keys. Before
   // the routes, which use it.
   std::unique_ptr<ClaimRateLimiter> rate_limiter_;
