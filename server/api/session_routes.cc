@@ -22,6 +22,9 @@ Response SessionErrorResponse(const store::SessionResult& r, std::string_view re
                          ",\"end_reason\":" + JsonQuote(r.end.reason) +
                              ",\"ended_at_ms\":" + std::to_string(r.end.ended_at_ms));
   }
+  if (r.outcome == Outcome::kOverloaded && r.waiter_bound) {
+    return WaiterBoundResponse(r.message, request_id);
+  }
   return OutcomeResponse(r.outcome, r.message, request_id);
 }
 
