@@ -101,7 +101,7 @@ TEST_CASE("list_query: a cursor altered or made by hand is refused, not paged fr
   CHECK(after.empty());
 }
 
-TEST_CASE("list_query: keys of one secret accept each other's cursors; another secret does not") {
+TEST_CASE("list_query: keys of one secret accept each other's cursors, another secret does not") {
   const uint64_t fp = ListFingerprint({"sessions", "acme", "", ""});
   const std::string secret = "shared by the nodes of one database, 32+ bytes";
   const CursorKey node_a(secret), node_b(secret), elsewhere("another secret, also 32 bytes long");
