@@ -38,9 +38,10 @@ std::string TenantWaitersFullMessage(const std::string& tenant, int64_t waiting,
          (own ? "its max_waiters in the keys file)" : "--max-claim-waiters-per-tenant)");
 }
 
-std::string TotalWaitersFullMessage(int64_t waiting, int64_t bound) {
-  return std::to_string(waiting) + " of " + std::to_string(bound) +
-         " waiting claims are taken (--max-claim-waiters-total)";
+std::string TotalWaitersFullMessage(int64_t bound) {
+  // Not how many wait: that is other tenants' business.
+  return "this node's " + std::to_string(bound) +
+         " waiting claims, every tenant's together, are taken (--max-claim-waiters-total)";
 }
 
 }  // namespace allocator

@@ -25,12 +25,13 @@ std::string NotRegisteredMessage(const std::string& region, const std::string& p
 std::string ClientGoneMessage();
 
 // kOverloaded: a waiting claim past a bound, per pool, per tenant (`own`:
-// the tenant's max_waiters from the keys file) or in all.
+// the tenant's max_waiters from the keys file) or in all. Each names the
+// bound, and only the caller's own tenant and pool.
 std::string PoolWaitersFullMessage(int max_waiters_per_pool, const std::string& region,
                                    const std::string& pool);
 std::string TenantWaitersFullMessage(const std::string& tenant, int64_t waiting, int64_t bound,
                                      bool own);
-std::string TotalWaitersFullMessage(int64_t waiting, int64_t bound);
+std::string TotalWaitersFullMessage(int64_t bound);
 
 }  // namespace allocator
 

@@ -148,7 +148,7 @@ std::string WaitingRoom::OverBoundLocked(const Waiter& w) {
     return TenantWaitersFullMessage(w.req.caller.tenant, tenant_has, tenant_bound, own);
   }
   if (total_waiting_ + w.cost() > options_->max_waiters_total) {
-    return TotalWaitersFullMessage(total_waiting_, options_->max_waiters_total);
+    return TotalWaitersFullMessage(options_->max_waiters_total);
   }
   return "";
 }
@@ -198,6 +198,8 @@ void WaitingRoom::AnswerWaiter(const WaiterPtr& w, Outcome outcome, std::string 
   store::SessionResult r;
   r.outcome = outcome;
   r.message = std::move(message);
+  // A waiter is refused overloaded by a bound of the room only (Enqueue).
+  r.waiter_bound = outcome == Outcome::kOverloaded;
   claims_->Finish(ContextOf(w->req), &r);
   if (outcome == Outcome::kNoCapacity) r.message += WaitedSuffix(base::NowMs() - w->started_ms);
   w->done(std::move(r));

@@ -34,6 +34,8 @@ packages+=(postgresql libpq-dev)
 packages+=(libsystemd-dev systemd)
 # The log (server/http/log.cc) is spdlog's; the --config file is read by toml++.
 packages+=(libspdlog-dev libtomlplusplus-dev)
+# List cursors are signed with HMAC-SHA256 from OpenSSL's libcrypto.
+packages+=(libssl-dev)
 # The OpenAPI document's response check (tests/server/openapi_validator.py).
 packages+=(python3-jsonschema)
 # The nemesis test (tests/fault/nemesis_test.py) restarts nodes with a skewed clock.

@@ -50,6 +50,10 @@ void AddServingFlags(CLI::App* serve, ServeConfig* s) {
           "bearer keys file, 'key role [tenant]' a line ('key container [ids]', ids an exact id "
           "or a prefix ending in '*'); without it only loopback is allowed")
       ->check(CLI::ExistingFile);
+  AddFlag(serve, "--cursor-secret-file", &s->cursor_secret_file,
+          "file of at least 32 bytes that list cursors are signed with; nodes given the same "
+          "file accept each other's cursors (default: a random key of this process: a cursor "
+          "works only on the node, and in the run, that made it)");
   AddNumber(serve, "--threads", &s->threads,
             "HTTP io threads (default: the number of cores less one, at least 1)", 1, kMaxThreads,
             "HTTP io threads")

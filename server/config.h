@@ -20,6 +20,8 @@ struct ServeConfig {
   std::string host = "127.0.0.1";  // from listen
   uint16_t port = 8080;            // from listen; 0 picks a free port (tests)
   std::string keys_file;           // empty: open mode, loopback only
+  // Signs list cursors; empty: a random key of this process.
+  std::string cursor_secret_file;
   int threads = 1;                 // default: hardware cores less one, at least 1
   int reader_threads = 4;          // threads for the routes' blocking database reads
   int shards = 1;

@@ -7,6 +7,7 @@
 #include <boost/asio/signal_set.hpp>
 
 #include <csignal>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -40,16 +41,34 @@ std::string StartLine(const server::ServeConfig& cfg, uint16_t port) {
          (cfg.demo ? ", demo fleet" : "");
 }
 
+// Runs `io` until SIGINT or SIGTERM, which it returns; each SIGHUP on the way
+// reloads the keys file.
+int WaitForStop(boost::asio::io_context& io, boost::asio::signal_set& signals,
+                server::Service& service) {
+  int caught = 0;
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int signo) {
+        if (ec) return;
+        if (signo != SIGHUP) {
+          caught = signo;
+          return;
+        }
+        server::LogLine("edgealloc: SIGHUP, reloading the keys file");
+        service.ReloadKeys();
+        signals.async_wait(on_signal);
+      };
+  signals.async_wait(on_signal);
+  io.run();
+  return caught;
+}
+
 int Serve(const server::ServeConfig& cfg) {
   server::ConfigureLogging(cfg.log);
-  // Signals first, so a SIGTERM during start-up is not lost: the set blocks
-  // nothing, it turns the signal into a handler run on this thread.
+  // Signals first, so a SIGTERM or SIGHUP during start-up is not lost (nor
+  // kills the process): the set blocks nothing, it turns the signal into a
+  // handler run on this thread once the service has started.
   boost::asio::io_context signals_io;
-  boost::asio::signal_set signals(signals_io, SIGINT, SIGTERM);
-  int caught = 0;
-  signals.async_wait([&caught](const boost::system::error_code& ec, int signo) {
-    if (!ec) caught = signo;
-  });
+  boost::asio::signal_set signals(signals_io, SIGINT, SIGTERM, SIGHUP);
 
   server::Service service(cfg);
   store::Status s = service.Start();
@@ -59,7 +78,7 @@ int Serve(const server::ServeConfig& cfg) {
   }
   server::LogLine(StartLine(cfg, service.port()));
   server::NotifyReady("serving on " + cfg.host + ":" + std::to_string(service.port()));
-  signals_io.run();
+  const int caught = WaitForStop(signals_io, signals, service);
   server::NotifyStopping();
   server::LogLine(std::string("edgealloc: ") + (caught == SIGINT ? "SIGINT" : "SIGTERM") +
                   ", stopping");

@@ -9,6 +9,7 @@
 
 #include "base/build_info.h"
 #include "base/random.h"
+#include "server/keys_reload.h"
 #include "server/http/log.h"
 
 namespace server {
@@ -122,6 +123,9 @@ store::Status RequireKernelRandom() {
 store::Status Service::Start() {
   RETURN_IF_ERROR(LoadKeys());
   RETURN_IF_ERROR(RequireKernelRandom());
+  RETURN_IF_ERROR(config_.cursor_secret_file.empty()
+                      ? CursorKey::Random(&cursor_key_)
+                      : CursorKey::FromFile(config_.cursor_secret_file, &cursor_key_));
   RETURN_IF_ERROR(store::OpenStorage(StorageOptionsOf(config_), &storage_));
   if (wrap_) storage_ = wrap_(std::move(storage_));
   batcher::BatcherOptions batcher_options = BatcherOptionsOf(config_);
@@ -164,18 +168,29 @@ store::Status Service::Start() {
 
 store::Status Service::LoadKeys() {
   if (config_.keys_file.empty()) return store::Status::Ok();
-  std::string exposed;
-  RETURN_IF_ERROR(CheckKeysFileAccess(config_.keys_file, !IsLoopbackHost(config_.host), &exposed));
-  if (!exposed.empty()) LogWarn("edgealloc: " + exposed);
-  RETURN_IF_ERROR(KeyStore::Load(config_.keys_file, &keys_));
-  if (size_t n = keys_.unscoped_container_keys()) {
-    // Once, at start: such a key can report every container dead. The
-    // count, never the keys.
-    LogWarn("edgealloc: " + std::to_string(n) +
-            " container key(s) in the keys file may report any container id; give each the "
-            "ids it may report as a third field ('KEY container weur-1*')");
+  return ReadKeysFile(config_.keys_file, !IsLoopbackHost(config_.host), &keys_);
+}
+
+bool Service::ReloadKeys() {
+  if (config_.keys_file.empty()) {
+    LogWarn("edgealloc: SIGHUP: no keys file to reload (open mode, loopback only)");
+    return false;
   }
-  return store::Status::Ok();
+  KeyStore next;
+  store::Status s = ReadKeysFile(config_.keys_file, !IsLoopbackHost(config_.host), &next);
+  if (!s.ok()) {
+    keys_reloads_.failed.fetch_add(1, std::memory_order_relaxed);
+    LogError("edgealloc: SIGHUP: the keys file was not reloaded, the keys in use stay: " +
+             s.ToString());
+    return false;
+  }
+  const std::map<std::string, store::TenantLimits> before = keys_.tenants();
+  // The buckets first: a new tenant's first claim is already limited.
+  if (rate_limiter_ != nullptr) rate_limiter_->SetLimits(next.tenants(), ClaimRateLimiter::Clock::now());
+  keys_ = next;
+  keys_reloads_.ok.fetch_add(1, std::memory_order_relaxed);
+  LogLine(DescribeReload(config_.keys_file, before, keys_));
+  return true;
 }
 
 store::Status Service::StartMirror() {
@@ -239,11 +254,13 @@ void Service::AddApiRoutes() {
   session_options.keys = &keys_;
   rate_limiter_ = std::make_unique<ClaimRateLimiter>(keys_.tenants());
   session_options.rate_limiter = rate_limiter_.get();
+  session_options.cursor_key = &cursor_key_;
   session_routes_ =
       std::make_unique<SessionRoutes>(allocator_.get(), http_->executor(), session_options);
   session_routes_->AddRoutes(router_.get());
   container_routes_ =
-      std::make_unique<ContainerRoutes>(storage_.get(), http_->executor(), readers_.get(), sharded);
+      std::make_unique<ContainerRoutes>(storage_.get(), http_->executor(), readers_.get(),
+                                        &cursor_key_, sharded);
   container_routes_->AddRoutes(router_.get());
   HeartbeatRoutesOptions heartbeat_options;
   heartbeat_options.max_clock_skew_ms = config_.max_clock_skew_ms;
@@ -273,12 +290,14 @@ void Service::AddOpsRoutes() {
   // Only the tenants the keys file names: a client cannot add a series.
   metrics.tenants = [keys = &keys_, limiter = rate_limiter_.get(), alloc = allocator_.get()] {
     std::vector<MetricsSources::TenantSample> out;
-    out.reserve(keys->tenants().size());
-    for (const auto& entry : keys->tenants()) {
+    const std::map<std::string, store::TenantLimits> tenants = keys->tenants();
+    out.reserve(tenants.size());
+    for (const auto& entry : tenants) {
       out.push_back({entry.first, limiter->RateLimited(entry.first), alloc->WaitingOf(entry.first)});
     }
     return out;
   };
+  metrics.keys_reloads = &keys_reloads_;
   metrics.build_info = {base::kVersion, base::kCommit, store::SqliteLibraryVersion(),
                         store::LibpqLibraryVersion()};
   ops_routes_ = std::make_unique<OpsRoutes>(mirror_.get(), std::move(metrics));

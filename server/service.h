@@ -25,6 +25,7 @@
 #include "server/http/server.h"
 #include "server/io_watch.h"
 #include "server/ops/health_routes.h"
+#include "server/ops/metrics.h"
 #include "server/ops/ops_routes.h"
 #include "store/status.h"
 #include "store/storage.h"
@@ -59,8 +60,8 @@ class Service {
   // Loads the keys, opens (creating, migrating) the storage, starts the
   // allocator, the batcher, the mirror (after its first read, so capacity is
   // never empty), the HTTP server and the demo fleet; then /readyz says 200.
-  // Returns InvalidArgument for a bad keys file or a database of another
-  // layout (a usage error), IOError, Busy or Corruption otherwise. On
+  // Returns InvalidArgument for a bad keys file, a cursor secret file too
+  // short, or a database of another layout (a usage error), IOError, Busy or Corruption otherwise. On
   // failure, what was started is stopped again.
   store::Status Start();
 
@@ -73,6 +74,15 @@ class Service {
   // stop the io threads, close the databases. Every request read is answered
   // or not committed. Idempotent.
   void Stop(std::chrono::milliseconds grace = kStopGrace);
+
+  // Reads the keys file again (SIGHUP): if it is good, its keys and their
+  // tenants' limits serve every request from now on (requests already
+  // authorized finish as they were) and true; else the keys in use stay, the
+  // log says why (with the line, for a malformed one) and false. Counted in
+  // edgealloc_keys_reloads_total. Sessions of a tenant the file no longer
+  // names are not ended. REQUIRES: Start returned Ok, Stop not called; one
+  // thread at a time.
+  bool ReloadKeys();
 
   // The bound port. REQUIRES: Start returned Ok.
   uint16_t port() const { return http_->port(); }
@@ -115,6 +125,9 @@ class Service {
   StorageWrap wrap_;
   std::atomic<bool> ready_{false};
   KeyStore keys_;
+  MetricsSources::KeysReloads keys_reloads_;
+  // Signs the lists' cursors (random, or --cursor-secret-file); set in Start.
+  CursorKey cursor_key_;
   // The tenants' claims_per_s buckets (from keys_); null without keys. Before
   // the routes, which use it.
   std::unique_ptr<ClaimRateLimiter> rate_limiter_;

@@ -100,6 +100,10 @@ struct SessionResult {
   Session session;      // set for kOk and kReplayed; for kSessionEnded, as it was
   std::string message;  // for people: why, when not kOk
   SessionEnd end;       // set for kSessionEnded
+  // kOverloaded by a bound on waiting claims (the Allocator's own words,
+  // naming the bound, for the client), not by the storage (whose text may
+  // name the database's host: for the log only).
+  bool waiter_bound = false;
 };
 
 // An ended session as the history keeps it (Storage::ListEndedSessions).

@@ -5,19 +5,44 @@
 
 namespace server {
 
+namespace {
+
+// A rate under one a second still lets one claim through now and then.
+double BurstOf(double rate) { return std::max(1.0, rate); }
+
+}  // namespace
+
 ClaimRateLimiter::ClaimRateLimiter(const std::map<std::string, store::TenantLimits>& tenants) {
-  const Clock::time_point now = Clock::now();
+  SetLimits(tenants, Clock::now());
+}
+
+void ClaimRateLimiter::SetLimits(const std::map<std::string, store::TenantLimits>& tenants,
+                                 Clock::time_point now) {
+  const std::shared_ptr<const Buckets> old = buckets_.Load();
+  auto next = std::make_shared<Buckets>();
   for (const auto& [tenant, limits] : tenants) {
     if (limits.claims_per_s <= 0) continue;
-    auto b = std::make_unique<Bucket>();
-    b->rate = limits.claims_per_s;
-    // A rate under one a second still lets one claim through now and then.
-    b->burst = std::max(1.0, limits.claims_per_s);
-    base::MutexLock lock(&b->mu);
-    b->tokens = b->burst;
-    b->refilled = now;
-    buckets_.emplace(tenant, std::move(b));
+    auto it = old->find(tenant);
+    std::shared_ptr<Bucket> b;
+    if (it != old->end()) {
+      // Claims may be taking from it now: changed under its lock.
+      b = it->second;
+      base::MutexLock lock(&b->mu);
+      b->RefillLocked(now);
+      b->rate = limits.claims_per_s;
+      b->burst = BurstOf(limits.claims_per_s);
+      b->tokens = std::min(b->tokens, b->burst);
+    } else {
+      b = std::make_shared<Bucket>();
+      base::MutexLock lock(&b->mu);
+      b->rate = limits.claims_per_s;
+      b->burst = BurstOf(limits.claims_per_s);
+      b->tokens = b->burst;
+      b->refilled = now;
+    }
+    next->emplace(tenant, std::move(b));
   }
+  buckets_.Store(std::move(next));
 }
 
 void ClaimRateLimiter::Bucket::RefillLocked(Clock::time_point now) const {
@@ -27,16 +52,18 @@ void ClaimRateLimiter::Bucket::RefillLocked(Clock::time_point now) const {
   refilled = now;
 }
 
-const ClaimRateLimiter::Bucket* ClaimRateLimiter::Find(const std::string& tenant) const {
-  auto it = buckets_.find(tenant);
-  return it == buckets_.end() ? nullptr : it->second.get();
+std::shared_ptr<const ClaimRateLimiter::Bucket> ClaimRateLimiter::Find(
+    const std::string& tenant) const {
+  const std::shared_ptr<const Buckets> buckets = buckets_.Load();
+  auto it = buckets->find(tenant);
+  return it == buckets->end() ? nullptr : it->second;
 }
 
 bool ClaimRateLimiter::TryTake(const std::string& tenant, Clock::time_point now,
                                int64_t* retry_after_s) {
-  const Bucket* b = Find(tenant);
+  const std::shared_ptr<const Bucket> b = Find(tenant);
   if (b == nullptr) return true;
-  double missing = 0;
+  double wait_s = 0;
   {
     base::MutexLock lock(&b->mu);
     b->RefillLocked(now);
@@ -44,15 +71,15 @@ bool ClaimRateLimiter::TryTake(const std::string& tenant, Clock::time_point now,
       b->tokens -= 1;
       return true;
     }
-    missing = 1 - b->tokens;
+    wait_s = (1 - b->tokens) / b->rate;
   }
   b->refused.fetch_add(1, std::memory_order_relaxed);
-  *retry_after_s = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(missing / b->rate)));
+  *retry_after_s = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(wait_s)));
   return false;
 }
 
 void ClaimRateLimiter::Refund(const std::string& tenant, Clock::time_point now) {
-  const Bucket* b = Find(tenant);
+  const std::shared_ptr<const Bucket> b = Find(tenant);
   if (b == nullptr) return;
   base::MutexLock lock(&b->mu);
   b->RefillLocked(now);
@@ -61,7 +88,7 @@ void ClaimRateLimiter::Refund(const std::string& tenant, Clock::time_point now) 
 
 std::optional<ClaimRateLimiter::Level> ClaimRateLimiter::LevelOf(const std::string& tenant,
                                                                  Clock::time_point now) const {
-  const Bucket* b = Find(tenant);
+  const std::shared_ptr<const Bucket> b = Find(tenant);
   if (b == nullptr) return std::nullopt;
   base::MutexLock lock(&b->mu);
   b->RefillLocked(now);
@@ -69,7 +96,7 @@ std::optional<ClaimRateLimiter::Level> ClaimRateLimiter::LevelOf(const std::stri
 }
 
 uint64_t ClaimRateLimiter::RateLimited(const std::string& tenant) const {
-  const Bucket* b = Find(tenant);
+  const std::shared_ptr<const Bucket> b = Find(tenant);
   return b == nullptr ? 0 : b->refused.load(std::memory_order_relaxed);
 }
 

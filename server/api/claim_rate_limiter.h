@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/mutex.h"
+#include "base/shared_slot.h"
 #include "store/types.h"
 
 namespace server {
@@ -21,8 +22,8 @@ namespace server {
 // rate have no bucket and are never limited, so its memory is bounded by
 // the keys file, never by the names clients send. The rate is this node's:
 // on PostgreSQL each node of a fleet keeps its own buckets.
-// Safe from any thread: the set of buckets is fixed at construction and
-// each bucket has its own lock, held for a few arithmetic operations.
+// Safe from any thread: each bucket has its own lock, held for a few
+// arithmetic operations; the set of buckets is replaced whole (SetLimits).
 class ClaimRateLimiter {
  public:
   using Clock = std::chrono::steady_clock;
@@ -31,6 +32,13 @@ class ClaimRateLimiter {
   explicit ClaimRateLimiter(const std::map<std::string, store::TenantLimits>& tenants);
   ClaimRateLimiter(const ClaimRateLimiter&) = delete;
   ClaimRateLimiter& operator=(const ClaimRateLimiter&) = delete;
+
+  // The keys file was reloaded: a tenant whose rate is unchanged keeps its
+  // bucket as it is; one whose rate changed keeps its tokens (at most the
+  // new burst) and its count of refusals; a new tenant gets a full bucket; a
+  // tenant without a rate now has none. Claims may be taken meanwhile.
+  void SetLimits(const std::map<std::string, store::TenantLimits>& tenants,
+                 Clock::time_point now);
 
   // Takes one token of `tenant`'s bucket at `now`. True if it had one, or if
   // the tenant has no rate. False if the bucket is empty: *retry_after_s is
@@ -54,18 +62,19 @@ class ClaimRateLimiter {
 
  private:
   struct Bucket {
-    double rate = 0;   // tokens a second
-    double burst = 0;  // at most this many held
     mutable base::Mutex mu;
+    mutable double rate GUARDED_BY(mu) = 0;   // tokens a second
+    mutable double burst GUARDED_BY(mu) = 0;  // at most this many held
     mutable double tokens GUARDED_BY(mu) = 0;
     mutable Clock::time_point refilled GUARDED_BY(mu);
     mutable std::atomic<uint64_t> refused{0};
     // Adds what `now` brings since the last refill.
     void RefillLocked(Clock::time_point now) const REQUIRES(mu);
   };
-  const Bucket* Find(const std::string& tenant) const;
+  using Buckets = std::map<std::string, std::shared_ptr<Bucket>>;
+  std::shared_ptr<const Bucket> Find(const std::string& tenant) const;
 
-  std::map<std::string, std::unique_ptr<Bucket>> buckets_;  // fixed at construction
+  base::SharedSlot<const Buckets> buckets_{std::make_shared<const Buckets>()};
 };
 
 }  // namespace server

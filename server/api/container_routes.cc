@@ -18,8 +18,13 @@ using store::Outcome;
 }  // namespace
 
 ContainerRoutes::ContainerRoutes(store::Storage* storage, boost::asio::any_io_executor io,
-                                 ReaderPool* readers, bool writes_off_io)
-    : storage_(storage), io_(std::move(io)), readers_(readers), writes_off_io_(writes_off_io) {}
+                                 ReaderPool* readers, const CursorKey* cursor_key,
+                                 bool writes_off_io)
+    : storage_(storage),
+      io_(std::move(io)),
+      readers_(readers),
+      cursor_key_(cursor_key),
+      writes_off_io_(writes_off_io) {}
 
 template <typename Call>
 void ContainerRoutes::Submit(const Reply& reply, Call call) {
@@ -74,11 +79,11 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
       ListFingerprint({"containers", filter.region, filter.pool, filter.status});
   int limit = 0;
   std::string after;
-  if (auto refused = ReadPageParams(req, fingerprint, &limit, &after)) {
+  if (auto refused = ReadPageParams(req, *cursor_key_, fingerprint, &limit, &after)) {
     return reply(std::move(*refused));
   }
   ReadListPage<store::ContainerInfo>(
-      readers_, io_, reply, fingerprint, req.RequestId(),
+      readers_, io_, reply, cursor_key_, fingerprint, req.RequestId(),
       [storage = storage_, filter = std::move(filter), after = std::move(after), limit](
           std::vector<store::ContainerInfo>* page, std::string* next_after) {
         return storage->ListContainers(filter, after, limit, page, next_after);

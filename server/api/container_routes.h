@@ -3,6 +3,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include "server/api/cursor_key.h"
 #include "server/api/reader_pool.h"
 #include "store/storage.h"
 #include "server/http/router.h"
@@ -27,8 +28,9 @@ class ContainerRoutes {
   // a reader thread too (CallOffIo), for a storage that reads before it
   // submits them (SQLite with --shards > 1 looks the id up in every shard
   // file, and a registration waits for the cross-process registration lock).
+  // `cursor_key` signs the list's cursors; it must outlive the routes.
   ContainerRoutes(store::Storage* storage, boost::asio::any_io_executor io, ReaderPool* readers,
-                  bool writes_off_io = false);
+                  const CursorKey* cursor_key, bool writes_off_io = false);
 
   // Adds the container routes to `router`.
   void AddRoutes(Router* router);
@@ -52,6 +54,7 @@ class ContainerRoutes {
   store::Storage* storage_;
   boost::asio::any_io_executor io_;
   ReaderPool* readers_;
+  const CursorKey* cursor_key_;
   bool writes_off_io_;
 };
 

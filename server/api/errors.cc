@@ -3,9 +3,19 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/log_gate.h"
 #include "server/http/log.h"
 
 namespace server {
+namespace {
+
+// " (and N more since the last such line)" when a gate held lines back.
+std::string HeldBack(uint64_t held) {
+  return held == 0 ? std::string()
+                   : " (and " + std::to_string(held) + " more since the last such line)";
+}
+
+}  // namespace
 
 ApiError ErrorOf(store::Outcome outcome) {
   using store::Outcome;
@@ -50,12 +60,29 @@ Response OutcomeResponse(store::Outcome outcome, const std::string& message,
                              std::string(request_id) + ")");
   }
   if (outcome == store::Outcome::kOverloaded) {
-    LogWarn("edgealloc: storage busy (request_id " + std::string(request_id) + "): " + message);
+    // Each request of a busy node would log one: one line a period.
+    static base::LogGate gate(kRefusalLogPeriod);
+    if (uint64_t held = 0; gate.Due(&held)) {
+      LogWarn("edgealloc: storage busy (request_id " + std::string(request_id) + "): " + message +
+              HeldBack(held));
+    }
     return ErrorResponse(error,
                          "this node is overloaded; retry after a second (request id " +
                              std::string(request_id) + ")");
   }
   return ErrorResponse(error, message.empty() ? CodeOf(error) : message);
+}
+
+Response WaiterBoundResponse(const std::string& message, std::string_view request_id) {
+  // A client can send thousands a second: one line a period, with the count.
+  static base::LogGate gate(kRefusalLogPeriod);
+  if (uint64_t held = 0; gate.Due(&held)) {
+    LogWarn("edgealloc: a waiting claim refused 503 overloaded (request_id " +
+            std::string(request_id) + "): " + message + HeldBack(held));
+  }
+  return ErrorResponse(ApiError::kOverloaded,
+                       message + "; retry once fewer claims wait (request id " +
+                           std::string(request_id) + ")");
 }
 
 const Refusal& SubmitRefusal(batcher::SubmitResult::Code code) {

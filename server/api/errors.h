@@ -1,6 +1,7 @@
 #ifndef EDGEALLOC_SERVER_API_ERRORS_H_
 #define EDGEALLOC_SERVER_API_ERRORS_H_
 
+#include <chrono>
 #include <string>
 #include <string_view>
 
@@ -45,9 +46,20 @@ const Refusal& SubmitRefusal(batcher::SubmitResult::Code code);
 // HttpStatusOf's status and code, `message` (or the code if it is empty).
 // For kError and kOverloaded, whose message is storage text (libpq's may
 // name the database's host and port), the client gets a plain message with
-// `request_id` instead, and `message` is logged under that id.
+// `request_id` instead, and `message` is logged under that id (kOverloaded:
+// at most once every kRefusalLogPeriod, see below).
 Response OutcomeResponse(store::Outcome outcome, const std::string& message,
                          std::string_view request_id);
+// A refused storage write (kOverloaded) is logged at most once every
+// kRefusalLogPeriod, with the count of those not logged since.
+inline constexpr std::chrono::seconds kRefusalLogPeriod{10};
+
+// 503 overloaded for a waiting claim past a bound (store::SessionResult's
+// waiter_bound): `message` is the allocator's, naming the bound and only the
+// caller's own tenant and pool. Logged at most once every kRefusalLogPeriod,
+// with the count of those not logged since.
+Response WaiterBoundResponse(const std::string& message, std::string_view request_id);
+
 // OutcomeResponse of a failed storage read's Status (store::OutcomeOfError).
 Response StatusResponse(const store::Status& status, std::string_view request_id);
 

@@ -14,14 +14,14 @@ std::optional<Response> ReadRegionPoolFilter(const RouteRequest& req, std::strin
   return std::nullopt;
 }
 
-std::optional<Response> ReadPageParams(const RouteRequest& req, uint64_t fingerprint,
-                                       int* limit, std::string* after) {
+std::optional<Response> ReadPageParams(const RouteRequest& req, const CursorKey& key,
+                                       uint64_t fingerprint, int* limit, std::string* after) {
   std::string limit_param, cursor_param;
   const bool has_limit = req.QueryParam("limit", &limit_param);
   const bool has_cursor = req.QueryParam("cursor", &cursor_param);
   BodyError error;
   if (!ParseListPage(has_limit ? &limit_param : nullptr, has_cursor ? &cursor_param : nullptr,
-                     fingerprint, limit, after, &error)) {
+                     key, fingerprint, limit, after, &error)) {
     return BodyErrorResponse(error);
   }
   return std::nullopt;

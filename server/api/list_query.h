@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "server/api/cursor_key.h"
 #include "server/api/request_bodies.h"
 
 namespace server {
@@ -13,27 +14,30 @@ namespace server {
 inline constexpr int kDefaultListLimit = 100;
 inline constexpr int kMaxListLimit = 1000;
 
-// A list's cursor is opaque to clients: "c1." + a 64-bit fingerprint of the
+// A list's cursor is opaque to clients: "c2." + a 64-bit fingerprint of the
 // query it was made for (the list and its filters) + "." + the hex of the
 // key its next page starts after (the last item of a full page, or the last
-// row the storage examined for a short one). The fingerprint is what lets a cursor handed to
-// another query be refused (400 invalid_field) instead of silently paging
+// row the storage examined for a short one) + "." + a signature of all that
+// (CursorKey). The signature is what makes a cursor the server did not make,
+// or one altered, refused (400 invalid_field); the fingerprint lets a cursor
+// handed to another query be refused too, instead of silently paging
 // through the wrong list; the key is where the next page starts (keyset
 // pagination, store::Storage::ListSessions).
 
 // The fingerprint of a list query: its kind ("sessions") and filter values,
-// in a fixed order. Not a secret: a client that forges a cursor only pages
-// its own query from another place.
+// in a fixed order.
 uint64_t ListFingerprint(std::initializer_list<std::string_view> parts);
 
-// The cursor of the page that ended at `last_key`.
-std::string MakeCursor(uint64_t fingerprint, std::string_view last_key);
+// The cursor of the page that ended at `last_key`, signed with `key`.
+std::string MakeCursor(const CursorKey& key, uint64_t fingerprint, std::string_view last_key);
 
 // Reads ?limit= (1 to kMaxListLimit; absent: kDefaultListLimit) and ?cursor=
-// (absent: the first page, *after empty) of a list query with `fingerprint`.
-// False with *error (invalid_field naming limit or cursor) otherwise.
+// (absent: the first page, *after empty) of a list query with `fingerprint`,
+// a cursor made with `key` (or a key of the same secret). False with *error
+// (invalid_field naming limit or cursor) otherwise.
 bool ParseListPage(const std::string* limit_param, const std::string* cursor_param,
-                   uint64_t fingerprint, int* limit, std::string* after, BodyError* error);
+                   const CursorKey& key, uint64_t fingerprint, int* limit, std::string* after,
+                   BodyError* error);
 
 // ?label=KEY:VALUE (split at the first ':'): a key of 1 to 64 characters and
 // a value of 0 to 256, as claim labels, neither holding U+0000. False with

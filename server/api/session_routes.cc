@@ -22,6 +22,9 @@ Response SessionErrorResponse(const store::SessionResult& r, std::string_view re
                          ",\"end_reason\":" + JsonQuote(r.end.reason) +
                              ",\"ended_at_ms\":" + std::to_string(r.end.ended_at_ms));
   }
+  if (r.outcome == Outcome::kOverloaded && r.waiter_bound) {
+    return WaiterBoundResponse(r.message, request_id);
+  }
   return OutcomeResponse(r.outcome, r.message, request_id);
 }
 
@@ -149,12 +152,12 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
        filter.label_key.empty() ? "" : "label", filter.label_key, filter.label_value});
   int limit = 0;
   std::string after;
-  if (auto refused = ReadPageParams(req, fingerprint, &limit, &after)) {
+  if (auto refused = ReadPageParams(req, *options_.cursor_key, fingerprint, &limit, &after)) {
     return reply(std::move(*refused));
   }
   if (ended) {
     return ReadListPage<store::EndedSession>(
-        options_.readers, io_, reply, fingerprint, req.RequestId(),
+        options_.readers, io_, reply, options_.cursor_key, fingerprint, req.RequestId(),
         [allocator = allocator_, filter = std::move(filter), after = std::move(after), limit](
             std::vector<store::EndedSession>* page, std::string* next_after) {
           return allocator->ListEndedSessions(filter, after, limit, page, next_after);
@@ -162,7 +165,7 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
         EndedSessionListJson);
   }
   ReadListPage<store::Session>(
-      options_.readers, io_, reply, fingerprint, req.RequestId(),
+      options_.readers, io_, reply, options_.cursor_key, fingerprint, req.RequestId(),
       [allocator = allocator_, filter = std::move(filter), after = std::move(after), limit](
           std::vector<store::Session>* page, std::string* next_after) {
         return allocator->ListSessions(filter, after, limit, page, next_after);

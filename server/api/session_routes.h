@@ -8,6 +8,7 @@
 #include "allocator/allocator.h"
 #include "base/histogram.h"
 #include "server/api/claim_rate_limiter.h"
+#include "server/api/cursor_key.h"
 #include "server/api/reader_pool.h"
 #include "server/http/auth.h"
 #include "server/http/router.h"
@@ -37,6 +38,8 @@ struct SessionRoutesOptions {
   // rate_limited before it reaches the allocator. May be null (no rates);
   // must outlive the SessionRoutes.
   ClaimRateLimiter* rate_limiter = nullptr;
+  // Signs the list's cursors. Required; must outlive the SessionRoutes.
+  const CursorKey* cursor_key = nullptr;
 };
 
 // SessionRoutes are the HTTP face of the allocator, the session routes of

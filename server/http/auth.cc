@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -40,39 +41,49 @@ bool Principal::MayReport(std::string_view id) const {
 }
 
 store::TenantLimits KeyStore::LimitsOf(const std::string& tenant) const {
-  auto it = tenants_.find(tenant);
-  return it == tenants_.end() ? store::TenantLimits{} : it->second;
+  const std::shared_ptr<const Table> table = table_.Load();
+  auto it = table->tenants.find(tenant);
+  return it == table->tenants.end() ? store::TenantLimits{} : it->second;
 }
 
 size_t KeyStore::unscoped_container_keys() const {
   size_t n = 0;
-  for (const Entry& e : keys_) n += e.who.role == Role::kContainer && e.who.report_ids.empty();
+  for (const Entry& e : table_.Load()->keys) {
+    n += e.who.role == Role::kContainer && e.who.report_ids.empty();
+  }
   return n;
 }
 
 bool KeyStore::Lookup(std::string_view key, Principal* who) const {
+  return LookupIn(*table_.Load(), key, who);
+}
+
+bool KeyStore::LookupIn(const Table& table, std::string_view key, Principal* who) {
   if (key.empty() || key.size() > kMaxKeyBytes) return false;
   std::array<unsigned char, kMaxKeyBytes> probe{};
   std::copy(key.begin(), key.end(), probe.begin());
   // Every key is compared in full, and the match is selected without a branch
   // on the data, so the time says nothing about which byte differed.
-  size_t found = keys_.size();
-  for (size_t i = 0; i < keys_.size(); ++i) {
-    unsigned diff = ConstantTimeDiff(keys_[i].bytes, keys_[i].length, probe, key.size());
+  const std::vector<Entry>& keys = table.keys;
+  size_t found = keys.size();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    unsigned diff = ConstantTimeDiff(keys[i].bytes, keys[i].length, probe, key.size());
     size_t mask = static_cast<size_t>(0) - static_cast<size_t>(diff == 0);
     found = (i & mask) | (found & ~mask);
   }
-  if (found == keys_.size()) return false;
-  *who = keys_[found].who;
+  if (found == keys.size()) return false;
+  *who = keys[found].who;
   return true;
 }
 
 AuthVerdict Authorize(const KeyStore& keys, std::string_view authorization, Access access,
                       Principal* who) {
   if (access == Access::kPublic) return AuthVerdict::kAllowed;
+  // One set of keys for the whole check, though a reload may swap in another.
+  const std::shared_ptr<const KeyStore::Table> table = keys.table_.Load();
   // /metrics is public until a metrics key is configured.
-  if (access == Access::kMetrics && !keys.has_metrics_keys()) return AuthVerdict::kAllowed;
-  if (!keys.configured()) {
+  if (access == Access::kMetrics && table->metrics_keys == 0) return AuthVerdict::kAllowed;
+  if (table->keys.empty()) {
     *who = Principal{};  // the admin of tenant "default", any id
     return AuthVerdict::kAllowed;
   }
@@ -87,7 +98,7 @@ AuthVerdict Authorize(const KeyStore& keys, std::string_view authorization, Acce
   while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
   while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
   Principal p;
-  if (!keys.Lookup(key, &p)) return AuthVerdict::kUnauthorized;
+  if (!KeyStore::LookupIn(*table, key, &p)) return AuthVerdict::kUnauthorized;
   bool ok = false;
   switch (access) {
     case Access::kPublic: ok = true; break;

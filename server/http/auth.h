@@ -4,10 +4,12 @@
 #include <array>
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/shared_slot.h"
 #include "store/status.h"
 #include "store/types.h"
 
@@ -46,21 +48,32 @@ struct Principal {
 };
 
 // A keys file that its group or every user may read gives the service's keys
-// away: refused (InvalidArgument naming the mode and the fix) when the
-// server listens beyond loopback, else Ok with *warning set for the log.
+// away, and one they may write lets them add their own: either is refused
+// (InvalidArgument naming the mode and the fix) when the server listens
+// beyond loopback, else Ok with *warning set for the log.
 // Ok with no warning if it is private, or cannot be stat()ed (Load says why).
 store::Status CheckKeysFileAccess(const std::string& path, bool beyond_loopback,
                                   std::string* warning);
 
+// Outcome of checking a request against a route's Access.
+enum class AuthVerdict { kAllowed, kUnauthorized, kForbidden };
+
 // A KeyStore holds the bearer keys of a keys file and says whose a key is.
-// Immutable after Load; safe to share between io threads. Keys are compared
-// in constant time and never logged or put into messages.
+// Safe to share between io threads. Assigning another KeyStore to it
+// replaces its keys at once (a reload): each call reads one set, the old or
+// the new, never a mix. Keys are compared in constant time and never logged
+// or put into messages.
 class KeyStore {
  public:
   static constexpr size_t kMaxKeyBytes = 256;
 
   // An empty store: open mode (no keys configured).
   KeyStore() = default;
+  KeyStore(const KeyStore& other) : table_(other.table_.Load()) {}
+  KeyStore& operator=(const KeyStore& other) {
+    if (this != &other) table_.Store(other.table_.Load());
+    return *this;
+  }
 
   // Longest ids pattern of a container key, in bytes.
   static constexpr size_t kMaxPatternBytes = 1024;
@@ -91,15 +104,16 @@ class KeyStore {
   static store::Status Parse(std::string_view text, const std::string& name, KeyStore* out);
 
   // False in open mode.
-  bool configured() const { return !keys_.empty(); }
-  size_t size() const { return keys_.size(); }
+  bool configured() const { return !table_.Load()->keys.empty(); }
+  size_t size() const { return table_.Load()->keys.size(); }
   // Container keys without an ids pattern: each may report any container.
   size_t unscoped_container_keys() const;
   // True if a `metrics` key is configured: /metrics then asks for a key.
-  bool has_metrics_keys() const { return metrics_keys_ > 0; }
+  bool has_metrics_keys() const { return table_.Load()->metrics_keys > 0; }
   // Every tenant a key of the file names (tenant keys, admin keys naming
-  // one), with its limits (unset where none were given), by name.
-  const std::map<std::string, store::TenantLimits>& tenants() const { return tenants_; }
+  // one), with its limits (unset where none were given), by name: a copy,
+  // as a reload may replace them.
+  std::map<std::string, store::TenantLimits> tenants() const { return table_.Load()->tenants; }
   // The limits of `tenant`: unset for a tenant the file does not name.
   store::TenantLimits LimitsOf(const std::string& tenant) const;
 
@@ -113,13 +127,18 @@ class KeyStore {
     size_t length = 0;
     Principal who;
   };
-  std::vector<Entry> keys_;
-  std::map<std::string, store::TenantLimits> tenants_;
-  size_t metrics_keys_ = 0;
-};
+  // One keys file's keys, never changed once made: a reload swaps in another.
+  struct Table {
+    std::vector<Entry> keys;
+    std::map<std::string, store::TenantLimits> tenants;
+    size_t metrics_keys = 0;
+  };
+  static bool LookupIn(const Table& table, std::string_view key, Principal* who);
+  friend AuthVerdict Authorize(const KeyStore& keys, std::string_view authorization,
+                               Access access, Principal* who);
 
-// Outcome of checking a request against a route's Access.
-enum class AuthVerdict { kAllowed, kUnauthorized, kForbidden };
+  base::SharedSlot<const Table> table_{std::make_shared<const Table>()};
+};
 
 // Checks the Authorization header value (may be empty) against `access`.
 // The scheme `Bearer` is matched case-insensitively (RFC 9110 11.1), followed

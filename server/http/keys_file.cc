@@ -271,10 +271,22 @@ store::Status CheckKeysFileAccess(const std::string& path, bool beyond_loopback,
   warning->clear();
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return store::Status::Ok();  // Load says why
-  if ((st.st_mode & (S_IRGRP | S_IROTH)) == 0) return store::Status::Ok();
-  const std::string what = "the keys file " + path + " may be read by " +
-                           ((st.st_mode & S_IROTH) != 0 ? "every user" : "its group") +
-                           " (mode " + ModeText(st.st_mode) + "): its keys are the service's";
+  const bool read = (st.st_mode & (S_IRGRP | S_IROTH)) != 0;
+  const bool written = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+  if (!read && !written) return store::Status::Ok();
+  auto whom = [&st](mode_t other, const char* verb) {
+    return std::string(verb) + ((st.st_mode & other) != 0 ? " every user" : " its group");
+  };
+  // Read, others have the service's keys; written, they may add their own
+  // admin key (then read everything too).
+  const std::string may = read && written ? whom(S_IROTH, "read by") + " and " +
+                                                whom(S_IWOTH, "written by")
+                          : read ? whom(S_IROTH, "read by")
+                                 : whom(S_IWOTH, "written by");
+  const std::string what = "the keys file " + path + " may be " + may + " (mode " +
+                           ModeText(st.st_mode) + "): " +
+                           (written ? "whoever may write it may give themselves a key"
+                                    : "its keys are the service's");
   if (beyond_loopback) {
     return store::Status::InvalidArgument(what + "; serving beyond loopback, this is refused: "
                                                  "chmod 600 " + path);
@@ -295,7 +307,7 @@ store::Status KeyStore::Parse(std::string_view text, const std::string& name, Ke
   // Editors on Windows save UTF-8 with a byte order mark; it is not a key's.
   constexpr std::string_view kBom = "\xEF\xBB\xBF";
   if (text.substr(0, kBom.size()) == kBom) text.remove_prefix(kBom.size());
-  KeyStore result;
+  Table result;
   std::map<std::string, GivenLimits> given;  // every tenant a line names
   int line_no = 0;
   size_t pos = 0;
@@ -315,24 +327,24 @@ store::Status KeyStore::Parse(std::string_view text, const std::string& name, Ke
     std::copy(w[0].begin(), w[0].end(), e.bytes.begin());
     e.length = w[0].size();
     Principal ignored;
-    if (result.Lookup(w[0], &ignored)) {
+    if (LookupIn(result, w[0], &ignored)) {
       return store::Status::InvalidArgument(where + "the same key appears twice");
     }
-    result.metrics_keys_ += e.who.role == Role::kMetrics;
-    result.keys_.push_back(std::move(e));
+    result.metrics_keys += e.who.role == Role::kMetrics;
+    result.keys.push_back(std::move(e));
   }
-  if (result.keys_.empty()) {
+  if (result.keys.empty()) {
     return store::Status::InvalidArgument(name + ": no keys; a keys file needs at least one line");
   }
   // The limits are the tenant's, whichever line gave them.
-  for (const auto& [tenant, limits] : given) result.tenants_[tenant] = LimitsOfGiven(limits);
-  for (Entry& entry : result.keys_) {
-    auto it = result.tenants_.find(entry.who.tenant);
-    if (it != result.tenants_.end() && entry.who.role != Role::kContainer) {
+  for (const auto& [tenant, limits] : given) result.tenants[tenant] = LimitsOfGiven(limits);
+  for (Entry& entry : result.keys) {
+    auto it = result.tenants.find(entry.who.tenant);
+    if (it != result.tenants.end() && entry.who.role != Role::kContainer) {
       entry.who.limits = it->second;
     }
   }
-  *out = std::move(result);
+  out->table_.Store(std::make_shared<const Table>(std::move(result)));
   return store::Status::Ok();
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/ops/exposition.h"
+#include "server/ops/tenant_metrics.h"
 
 namespace server {
 namespace {
@@ -381,24 +382,7 @@ std::string RenderMetrics(const MetricsSources& src, int64_t now_ms) {
   if (src.batcher) BatcherFamilies(*src.batcher, &out);
   if (src.mirror) MirrorFamilies(*src.mirror, now_ms, &out);
   if (src.storage != nullptr) StoreFamilies(*src.storage, &out);
-  if (src.tenants) {
-    const std::vector<MetricsSources::TenantSample> tenants = src.tenants();
-    if (!tenants.empty()) {
-      out.Family("edgealloc_tenant_claims_rate_limited_total", "counter",
-                 "Claims refused 429 rate_limited on this node (past the tenant's claims_per_s), "
-                 "by tenant of the keys file.");
-      for (const auto& t : tenants) {
-        out.Sample("edgealloc_tenant_claims_rate_limited_total", {{"tenant", t.tenant}},
-                   t.claims_rate_limited);
-      }
-      out.Family("edgealloc_tenant_claim_waiters", "gauge",
-                 "Claims waiting (wait_ms) on this node now, by tenant of the keys file.");
-      for (const auto& t : tenants) {
-        out.Sample("edgealloc_tenant_claim_waiters", {{"tenant", t.tenant}},
-                   static_cast<double>(t.claims_waiting));
-      }
-    }
-  }
+  KeysFileFamilies(src, &out);
   if (src.requests) {
     out.Family("edgealloc_http_requests_total", "counter",
                "HTTP requests answered, by route pattern (unmatched for unknown paths) and "

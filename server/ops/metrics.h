@@ -1,6 +1,7 @@
 #ifndef EDGEALLOC_SERVER_OPS_METRICS_H_
 #define EDGEALLOC_SERVER_OPS_METRICS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -40,6 +41,12 @@ struct MetricsSources {
     int64_t claims_waiting = 0;        // its claims waiting now (wait_ms)
   };
   std::function<std::vector<TenantSample>()> tenants;
+  // Reloads of the keys file (SIGHUP): those that took, and those that kept
+  // the keys in use (edgealloc_keys_reloads_total). Null: left out.
+  struct KeysReloads {
+    std::atomic<uint64_t> ok{0}, failed{0};
+  };
+  const KeysReloads* keys_reloads = nullptr;
   // edgealloc_build_info's labels; the family is left out while version is empty.
   struct BuildInfo {
     std::string version, commit, sqlite_version, libpq_version;

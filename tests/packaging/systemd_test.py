@@ -29,7 +29,8 @@ def verify_unit(unit, binary, tmp):
     text = open(unit).read()
     if "ExecStart=/usr/local/bin/edgealloc serve" not in text:
         fail("the unit's ExecStart is not /usr/local/bin/edgealloc serve")
-    for needed in ("Type=notify", "DynamicUser=yes", "ProtectSystem=strict", "StateDirectory=edgealloc"):
+    for needed in ("Type=notify", "DynamicUser=yes", "ProtectSystem=strict", "StateDirectory=edgealloc",
+                   "ExecReload=/bin/kill -HUP $MAINPID"):
         if needed not in text:
             fail("the unit lacks " + needed)
     local = os.path.join(tmp, "edgealloc.service")

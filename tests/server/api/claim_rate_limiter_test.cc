@@ -77,5 +77,30 @@ TEST_CASE("claim rate: a refund gives a token back, never past the burst") {
   limiter.Refund("nobody", t0);  // no bucket: nothing
 }
 
+TEST_CASE("claim rate: new limits keep what is unchanged, and add, change and drop buckets") {
+  ClaimRateLimiter limiter(Rates({{"acme", 5}, {"bolt", 2}, {"gone", 1}}));
+  const Clock::time_point t0 = Clock::now();
+  int64_t retry = 0;
+  for (int i = 0; i < 5; ++i) CHECK(limiter.TryTake("acme", t0, &retry));
+  CHECK_FALSE(limiter.TryTake("acme", t0, &retry));
+  CHECK(limiter.TryTake("bolt", t0, &retry));
+  limiter.SetLimits(Rates({{"acme", 5}, {"bolt", 1}, {"new", 3}}), t0);
+  // acme's rate is unchanged: its bucket is as empty as before, its refusal kept.
+  CHECK_FALSE(limiter.TryTake("acme", t0, &retry));
+  CHECK(limiter.RateLimited("acme") == 2);
+  // bolt's changed: the token it had left is kept (at most the new burst of 1).
+  REQUIRE(limiter.LevelOf("bolt", t0).has_value());
+  CHECK(limiter.LevelOf("bolt", t0)->rate == 1);
+  CHECK(limiter.LevelOf("bolt", t0)->tokens == 1);
+  CHECK(limiter.TryTake("bolt", t0, &retry));
+  CHECK_FALSE(limiter.TryTake("bolt", t0, &retry));
+  CHECK(retry == 1);
+  // A new tenant starts full; one no longer given a rate is never refused.
+  for (int i = 0; i < 3; ++i) CHECK(limiter.TryTake("new", t0, &retry));
+  CHECK_FALSE(limiter.TryTake("new", t0, &retry));
+  CHECK_FALSE(limiter.LevelOf("gone", t0).has_value());
+  for (int i = 0; i < 10; ++i) CHECK(limiter.TryTake("gone", t0, &retry));
+}
+
 }  // namespace
 }  // namespace server

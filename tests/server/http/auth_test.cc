@@ -75,6 +75,49 @@ TEST_CASE("auth: a keys file others may read is a warning on loopback, refused b
   }
 }
 
+TEST_CASE("auth: a keys file others may write is a warning on loopback, refused beyond it") {
+  testing::TempDir dir;
+  const std::string path = dir.File("keys");
+  std::ofstream(path) << "a admin\n";
+  std::string warning;
+  // Written by others but not read (0602, 0620, 0622): they could still put
+  // their own admin key in it.
+  for (const mode_t mode : {mode_t{0602}, mode_t{0620}, mode_t{0622}, mode_t{0666}}) {
+    INFO(mode);
+    REQUIRE(::chmod(path.c_str(), mode) == 0);
+    CHECK(CheckKeysFileAccess(path, /*beyond_loopback=*/false, &warning).ok());
+    CHECK_THAT(warning, Catch::Contains("chmod 600"));
+    CHECK_THAT(warning, Catch::Contains("written by"));
+    store::Status refused = CheckKeysFileAccess(path, /*beyond_loopback=*/true, &warning);
+    CHECK(refused.IsInvalidArgument());
+    CHECK_THAT(refused.ToString(), Catch::Contains((mode & S_IWOTH) != 0 ? "written by every user"
+                                                                         : "written by its group"));
+    CHECK_THAT(refused.ToString(), Catch::Contains("chmod 600 " + path));
+  }
+}
+
+TEST_CASE("auth: assigning another KeyStore replaces the keys, limits and tenants at once") {
+  KeyStore keys;
+  REQUIRE(KeyStore::Parse("old-k tenant acme max_sessions=1\nbye-k tenant bolt\n", "k", &keys).ok());
+  const KeyStore* seen_by_router = &keys;  // as the router holds it, across the reload
+  KeyStore next;
+  REQUIRE(KeyStore::Parse("old-k tenant acme max_sessions=2\nnew-k metrics\n", "k", &next).ok());
+  keys = next;
+  Principal who;
+  REQUIRE(seen_by_router->Lookup("old-k", &who));
+  CHECK(who.limits.max_sessions == 2);
+  CHECK_FALSE(seen_by_router->Lookup("bye-k", &who));
+  CHECK(seen_by_router->Lookup("new-k", &who));
+  CHECK(seen_by_router->has_metrics_keys());
+  CHECK(seen_by_router->tenants().count("bolt") == 0);
+  CHECK(seen_by_router->LimitsOf("acme").max_sessions == 2);
+  CHECK(Authorize(keys, "Bearer bye-k", Access::kTenant, &who) == AuthVerdict::kUnauthorized);
+  CHECK(Authorize(keys, "Bearer new-k", Access::kMetrics, &who) == AuthVerdict::kAllowed);
+  // A failed parse leaves the store as it was.
+  CHECK(KeyStore::Parse("old-k tenant acme\nold-k admin\n", "k", &keys).IsInvalidArgument());
+  CHECK(keys.Lookup("new-k", &who));
+}
+
 TEST_CASE("auth: an unknown role, a duplicate key or an empty file is refused") {
   KeyStore keys;
   store::Status s = KeyStore::Parse("a superuser\n", "k", &keys);

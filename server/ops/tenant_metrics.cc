@@ -1,0 +1,40 @@
+#include "server/ops/tenant_metrics.h"
+
+#include <atomic>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace server {
+
+void KeysFileFamilies(const MetricsSources& src, Exposition* out) {
+  if (src.keys_reloads != nullptr) {
+    out->Family("edgealloc_keys_reloads_total", "counter",
+                "Reloads of the keys file (SIGHUP), by result: ok (its keys serve from then on) "
+                "or failed (unreadable, invalid or others may read or write it: the keys in use "
+                "stay).");
+    for (const auto& [result, n] : {std::pair{"ok", &src.keys_reloads->ok},
+                                    std::pair{"failed", &src.keys_reloads->failed}}) {
+      out->Sample("edgealloc_keys_reloads_total", {{"result", result}},
+                  n->load(std::memory_order_relaxed));
+    }
+  }
+  if (!src.tenants) return;
+  const std::vector<MetricsSources::TenantSample> tenants = src.tenants();
+  if (tenants.empty()) return;
+  out->Family("edgealloc_tenant_claims_rate_limited_total", "counter",
+              "Claims refused 429 rate_limited on this node (past the tenant's claims_per_s), "
+              "by tenant of the keys file.");
+  for (const auto& t : tenants) {
+    out->Sample("edgealloc_tenant_claims_rate_limited_total", {{"tenant", t.tenant}},
+                t.claims_rate_limited);
+  }
+  out->Family("edgealloc_tenant_claim_waiters", "gauge",
+              "Claims waiting (wait_ms) on this node now, by tenant of the keys file.");
+  for (const auto& t : tenants) {
+    out->Sample("edgealloc_tenant_claim_waiters", {{"tenant", t.tenant}},
+                static_cast<double>(t.claims_waiting));
+  }
+}
+
+}  // namespace server
