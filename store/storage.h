@@ -243,9 +243,11 @@ class Storage {
     uint64_t refusals = 0;
   };
   virtual FenceStats fence_stats() const { return {}; }
-  // Steps of the clock this engine's time decisions use, found against this
-  // node's monotonic clock since it started (store/clock_steps.h); nullopt
-  // for an engine that does not watch its clock (PostgreSQL, so far).
+  // Steps of the clock this engine's time decisions use (SQLite: this
+  // node's; PostgreSQL: the database's), found against this node's
+  // monotonic clock since it started (store/clock_steps.h), that this node
+  // shifted the stored instants for; nullopt for an engine that does not
+  // watch its clock.
   virtual std::optional<uint64_t> clock_steps() const { return std::nullopt; }
   // The policy claims are made under (StorageOptions::policy).
   virtual const ClaimPolicy& policy() const = 0;
