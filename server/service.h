@@ -26,6 +26,7 @@
 #include "server/io_watch.h"
 #include "server/ops/health_routes.h"
 #include "server/ops/ops_routes.h"
+#include "server/tenant_limits_watch.h"
 #include "store/status.h"
 #include "store/storage.h"
 
@@ -101,6 +102,8 @@ class Service {
   store::Status StartMirror();
   // The allocator, counting claims by the pools the mirror knows.
   void StartAllocator();
+  // Publishes the tenants' limits and compares them with the other nodes'.
+  void StartTenantLimitsWatch();
   // The router, the HTTP server that hands it every request (not listening
   // yet) and the routes' reader threads.
   void MakeHttpServer();
@@ -120,6 +123,9 @@ class Service {
   std::unique_ptr<ClaimRateLimiter> rate_limiter_;
   std::unique_ptr<store::Storage> storage_;
   std::unique_ptr<allocator::Allocator> allocator_;
+  // Whether the nodes agree on each tenant's limits; after allocator_ (its
+  // node id), stopped before the storage.
+  std::unique_ptr<TenantLimitsWatch> tenant_limits_;
   std::unique_ptr<batcher::Batcher> batcher_;
   std::unique_ptr<kvmirror::Mirror> mirror_;
   // Read by /metrics; written by the router and the claim route.

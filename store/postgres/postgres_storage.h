@@ -93,6 +93,9 @@ class PostgresStorage : public Storage {
   Status PublishClaimCounts(const std::string& node_id, const std::vector<PoolClaimTally>& counts,
                             int64_t prune_after_ms, int max_pruned) override;
   Status ReadFleetClaimCounts(int64_t window_ms, FleetClaimCounts* fleet) override;
+  Status PublishTenantLimits(const std::string& node_id,
+                             const std::vector<TenantLimitsDigest>& mine, int64_t window_ms,
+                             std::vector<TenantLimitsDigest>* fleet) override;
 
   std::unique_ptr<CapacityReader> NewCapacityReader(int partition, int busy_timeout_ms) override;
   const WriterStats& writer_stats(int partition) const override {

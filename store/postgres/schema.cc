@@ -109,6 +109,7 @@ Status MigrateOnce(PgConn* conn) {
     s = conn->Exec(pgsql::kSchema);
     if (s.ok()) s = conn->Exec(pgsql::kNodeClaimCounts);
     if (s.ok()) s = conn->Exec(pgsql::kDbClockShifts);
+    if (s.ok()) s = conn->Exec(pgsql::kNodeTenantLimits);
     if (s.ok() && version == 1) s = HashLanes(conn);
     if (s.ok() && version >= 1 && version < pgsql::kDrainReportedVersion) {
       s = conn->Exec(pgsql::kOldDrainsAreReported);
