@@ -52,7 +52,8 @@ TEST_CASE("tenant limits: a tenant named by one node is compared with the others
   const std::vector<store::TenantLimitsDigest> fleet = {
       {"a", "", "max_sessions=unlimited"}, {"a", "acme", "max_sessions=5"},
       {"a", "bolt", "max_sessions=3"},     {"b", "", "max_sessions=unlimited"},
-      {"b", "bolt", "max_sessions=3"},     {"c", "", "max_sessions=5"}};
+      {"b", "bolt", "max_sessions=3"},     {"c", "", "max_sessions=5"},
+      {"c", "bolt", "max_sessions=3"}};
   const auto found = server::FindTenantLimitsMismatches(fleet);
   REQUIRE(found.size() == 1);
   CHECK(found[0].tenant == "acme");
