@@ -7,6 +7,11 @@
 
 namespace store::pgsql {
 
+// The database's clock now, alone: a writer that does not watch for steps
+// (PgWriterOptions::clock_steps unset) needs no edgealloc schema.
+inline constexpr char kDbClockMs[] =
+    "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+
 // The database's clock now, and the fleet's record of the shifts applied so
 // far (schema_sql.h's db_clock_shifts), in one round trip.
 inline constexpr char kDbClockReading[] =

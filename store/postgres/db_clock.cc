@@ -32,15 +32,18 @@ bool DbClockReading::trusted() const {
   return monotonic_after_ms - monotonic_before_ms < kMaxTrustedRoundTripMs;
 }
 
-Status ReadDbClock(PgConn* conn, DbClockReading* reading) {
+Status ReadDbClock(PgConn* conn, DbClockReading* reading, bool with_shifts) {
   *reading = DbClockReading{};
   reading->wall_before_ms = base::NowMs();
   reading->monotonic_before_ms = SteadyNowMs();
   PgResult r;
-  RETURN_IF_ERROR(conn->Run(pgsql::kDbClockReading, {}, &r));
+  RETURN_IF_ERROR(conn->Run(with_shifts ? pgsql::kDbClockReading : pgsql::kDbClockMs, {}, &r));
   reading->monotonic_after_ms = SteadyNowMs();
   reading->wall_after_ms = base::NowMs();
-  return TakeDbClockReading(r, reading);
+  if (with_shifts) return TakeDbClockReading(r, reading);
+  if (r.rows() != 1) return Status::IOError("the database's clock read returned no row");
+  reading->db_ms = r.Int64(0, 0);
+  return Status::Ok();
 }
 
 Status TakeDbClockReading(const PgResult& r, DbClockReading* reading) {

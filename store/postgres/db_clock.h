@@ -31,8 +31,9 @@ struct DbClockReading {
   bool trusted() const;
 };
 
-// Reads the database's clock on `conn` (inside a transaction or not).
-Status ReadDbClock(PgConn* conn, DbClockReading* reading);
+// Reads the database's clock on `conn` (inside a transaction or not), and
+// the fleet's record of shifts if `with_shifts` (else left 0).
+Status ReadDbClock(PgConn* conn, DbClockReading* reading, bool with_shifts = true);
 // Fills *reading's database side from pgsql::kDbClockReading's result.
 Status TakeDbClockReading(const PgResult& r, DbClockReading* reading);
 

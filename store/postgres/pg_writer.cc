@@ -95,7 +95,7 @@ void PgWriter::NoteClockReading(const DbClockReading& reading) {
 
 Status PgWriter::MeasureClock() {
   DbClockReading reading;
-  RETURN_IF_ERROR(ReadDbClock(conn_.get(), &reading));
+  RETURN_IF_ERROR(ReadDbClock(conn_.get(), &reading, options_.clock_steps != nullptr));
   NoteClockReading(reading);
   if (options_.clock_steps == nullptr || !reading.trusted()) return Status::Ok();
   // A step found while idle is shifted for now, so that no claim, renewal
