@@ -188,6 +188,8 @@ bool Service::ReloadKeys() {
   // The buckets first: a new tenant's first claim is already limited.
   if (rate_limiter_ != nullptr) rate_limiter_->SetLimits(next.tenants(), ClaimRateLimiter::Clock::now());
   keys_ = next;
+  // The other nodes compare against the limits this node applies now.
+  if (tenant_limits_) tenant_limits_->SetMine(MyTenantLimits());
   keys_reloads_.ok.fetch_add(1, std::memory_order_relaxed);
   LogLine(DescribeReload(config_.keys_file, before, keys_));
   return true;
@@ -216,6 +218,29 @@ void Service::StartAllocator() {
     return snapshot == nullptr || snapshot->Find(region, pool) != nullptr;
   });
   allocator_->Start();
+  StartTenantLimitsWatch();
+}
+
+void Service::StartTenantLimitsWatch() {
+  TenantLimitsWatch::Options options;
+  options.node_id = allocator_->options().node_id;
+  options.period_ms = config_.claims_publish_ms;
+  // As the fleet's claim counts: a node silent for that long has left.
+  options.window_ms = allocator::kFleetClaimWindowMs;
+  options.warn = [](const std::string& message) { LogWarn("edgealloc: " + message); };
+  options.mine = MyTenantLimits();
+  tenant_limits_ = std::make_unique<TenantLimitsWatch>(storage_.get(), std::move(options));
+  tenant_limits_->Start();
+}
+
+std::vector<store::TenantLimitsDigest> Service::MyTenantLimits() const {
+  const auto text = [this](const store::TenantLimits& limits) {
+    return TenantLimitsText(limits, config_.max_sessions_per_tenant);
+  };
+  std::vector<store::TenantLimitsDigest> mine;
+  mine.push_back({"", "", text(store::TenantLimits{})});
+  for (const auto& [tenant, limits] : keys_.tenants()) mine.push_back({"", tenant, text(limits)});
+  return mine;
 }
 
 void Service::MakeHttpServer() {
@@ -288,12 +313,14 @@ void Service::AddOpsRoutes() {
   metrics.requests = &request_metrics_;
   metrics.http = http_.get();
   // Only the tenants the keys file names: a client cannot add a series.
-  metrics.tenants = [keys = &keys_, limiter = rate_limiter_.get(), alloc = allocator_.get()] {
+  metrics.tenants = [keys = &keys_, limiter = rate_limiter_.get(), alloc = allocator_.get(),
+                     watch = tenant_limits_.get()] {
     std::vector<MetricsSources::TenantSample> out;
     const std::map<std::string, store::TenantLimits> tenants = keys->tenants();
     out.reserve(tenants.size());
     for (const auto& entry : tenants) {
-      out.push_back({entry.first, limiter->RateLimited(entry.first), alloc->WaitingOf(entry.first)});
+      out.push_back({entry.first, limiter->RateLimited(entry.first), alloc->WaitingOf(entry.first),
+                     watch->Mismatched(entry.first)});
     }
     return out;
   };
@@ -339,6 +366,7 @@ void Service::Stop(std::chrono::milliseconds grace) {
   // run: every heartbeat answered 202 is in the database once this returns.
   if (batcher_) batcher_->Stop();
   mirror_for_reaper_.store(nullptr);
+  if (tenant_limits_) tenant_limits_->Stop();
   if (allocator_) allocator_->Stop();
   if (mirror_) mirror_->Stop();
   // The writers run every job they accepted, so every callback has run, and

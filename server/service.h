@@ -27,6 +27,7 @@
 #include "server/ops/health_routes.h"
 #include "server/ops/metrics.h"
 #include "server/ops/ops_routes.h"
+#include "server/tenant_limits_watch.h"
 #include "store/status.h"
 #include "store/storage.h"
 
@@ -111,6 +112,11 @@ class Service {
   store::Status StartMirror();
   // The allocator, counting claims by the pools the mirror knows.
   void StartAllocator();
+  // Publishes the tenants' limits and compares them with the other nodes'.
+  void StartTenantLimitsWatch();
+  // The limits this node's keys file gives each tenant it names, and "" for
+  // the rest, as TenantLimitsWatch publishes them.
+  std::vector<store::TenantLimitsDigest> MyTenantLimits() const;
   // The router, the HTTP server that hands it every request (not listening
   // yet) and the routes' reader threads.
   void MakeHttpServer();
@@ -133,6 +139,9 @@ class Service {
   std::unique_ptr<ClaimRateLimiter> rate_limiter_;
   std::unique_ptr<store::Storage> storage_;
   std::unique_ptr<allocator::Allocator> allocator_;
+  // Whether the nodes agree on each tenant's limits; after allocator_ (its
+  // node id), stopped before the storage.
+  std::unique_ptr<TenantLimitsWatch> tenant_limits_;
   std::unique_ptr<batcher::Batcher> batcher_;
   std::unique_ptr<kvmirror::Mirror> mirror_;
   // Read by /metrics; written by the router and the claim route.

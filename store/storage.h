@@ -229,6 +229,24 @@ class Storage {
   // those are. A read: never waits for a writer.
   virtual Status ReadFleetClaimCounts(int64_t window_ms, FleetClaimCounts* fleet) = 0;
 
+  // Stores `mine` (every tenant this node's keys file names, and "" for
+  // the rest) as node_id's, replacing what it published before, stamped
+  // with the engine's now; deletes the rows of nodes that published nothing
+  // for longer than window_ms; then reads into *fleet every node's rows
+  // published within window_ms, this node's too. One transaction of its
+  // own. Nodes share a database only on PostgreSQL: an engine of one node
+  // (SQLite) stores nothing and answers its own rows alone.
+  virtual Status PublishTenantLimits(const std::string& node_id,
+                                     const std::vector<TenantLimitsDigest>& mine,
+                                     int64_t window_ms, std::vector<TenantLimitsDigest>* fleet) {
+    fleet->clear();
+    for (TenantLimitsDigest d : mine) {
+      d.node_id = node_id;
+      fleet->push_back(std::move(d));
+    }
+    return Status::Ok();
+  }
+
   // A reader of the partition's capacity counts; opens nothing until its
   // first Read. `busy_timeout_ms` bounds its wait for the engine's locks.
   virtual std::unique_ptr<CapacityReader> NewCapacityReader(int partition,
@@ -243,9 +261,11 @@ class Storage {
     uint64_t refusals = 0;
   };
   virtual FenceStats fence_stats() const { return {}; }
-  // Steps of the clock this engine's time decisions use, found against this
-  // node's monotonic clock since it started (store/clock_steps.h); nullopt
-  // for an engine that does not watch its clock (PostgreSQL, so far).
+  // Steps of the clock this engine's time decisions use (SQLite: this
+  // node's; PostgreSQL: the database's), found against this node's
+  // monotonic clock since it started (store/clock_steps.h), that this node
+  // shifted the stored instants for; nullopt for an engine that does not
+  // watch its clock.
   virtual std::optional<uint64_t> clock_steps() const { return std::nullopt; }
   // The policy claims are made under (StorageOptions::policy).
   virtual const ClaimPolicy& policy() const = 0;

@@ -257,6 +257,17 @@ struct PoolClaimTally {
   int64_t no_capacity = 0;
 };
 
+// A tenant's limits as one node applies them (Storage::PublishTenantLimits):
+// a canonical text of its effective limits (the keys file's, else the
+// server's defaults), equal on two nodes exactly when they enforce the same
+// limits. tenant "": what the node applies to tenants its keys file does not
+// name. Never a key.
+struct TenantLimitsDigest {
+  std::string node_id;  // empty in what a node publishes: its own
+  std::string tenant;
+  std::string digest;
+};
+
 // The fleet's claim counts: the sums over the nodes that published within
 // the window, by region and pool, and how many nodes that is.
 struct FleetClaimCounts {

@@ -358,8 +358,9 @@ void StoreFamilies(const store::Storage& storage, Exposition* out) {
   if (const std::optional<uint64_t> steps = storage.clock_steps()) {
     out->Family("edgealloc_clock_steps_total", "counter",
                 "Steps of the wall clock that leases and silences are judged on (SQLite: this "
-                "node's), found against the monotonic clock; each is applied to the stored "
-                "lease ends and heartbeats.");
+                "node's; PostgreSQL: the database host's), found against this node's monotonic "
+                "clock; each is applied to the stored lease ends and heartbeats (on PostgreSQL "
+                "by one node of the fleet, which counts it).");
     out->Sample("edgealloc_clock_steps_total", *steps);
   }
 }

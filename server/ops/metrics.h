@@ -39,6 +39,9 @@ struct MetricsSources {
     std::string tenant;
     uint64_t claims_rate_limited = 0;  // claims refused 429 rate_limited
     int64_t claims_waiting = 0;        // its claims waiting now (wait_ms)
+    // Other live nodes on the database apply other limits to it
+    // (server/tenant_limits_watch.h).
+    bool limits_mismatch = false;
   };
   std::function<std::vector<TenantSample>()> tenants;
   // Reloads of the keys file (SIGHUP): those that took, and those that kept

@@ -35,6 +35,13 @@ void KeysFileFamilies(const MetricsSources& src, Exposition* out) {
     out->Sample("edgealloc_tenant_claim_waiters", {{"tenant", t.tenant}},
                 static_cast<double>(t.claims_waiting));
   }
+  out->Family("edgealloc_tenant_limits_mismatch", "gauge",
+              "1 while another live node on the database applies other limits to the tenant "
+              "(its keys file's line differs): its quota is not shared as one.");
+  for (const auto& t : tenants) {
+    out->Sample("edgealloc_tenant_limits_mismatch", {{"tenant", t.tenant}},
+                t.limits_mismatch ? 1.0 : 0.0);
+  }
 }
 
 }  // namespace server

@@ -32,6 +32,26 @@ inline constexpr char kCountClaimNodes[] =
     "SELECT count(DISTINCT node_id) FROM node_claim_counts "
     "WHERE updated_ms >= " EDGEALLOC_PG_NOW_MS " - $1";
 
+// The tenants' limits each node applies (schema_sql.h kNodeTenantLimits;
+// Storage::PublishTenantLimits): a node's rows replaced by its publish,
+// silent nodes' pruned, the fresh ones read back.
+//   $1 node $2 tenants $3 digests (arrays, one a tenant)
+inline constexpr char kDropTenantLimits[] =
+    "DELETE FROM node_tenant_limits WHERE node_id = $1 AND NOT tenant = ANY($2::text[])";
+inline constexpr char kPublishTenantLimits[] =
+    "INSERT INTO node_tenant_limits (node_id, tenant, digest, updated_ms) "
+    "SELECT $1, u.tenant, u.digest, " EDGEALLOC_PG_NOW_MS " "
+    "FROM unnest($2::text[], $3::text[]) AS u(tenant, digest) "
+    "ON CONFLICT (node_id, tenant) DO UPDATE SET "
+    "digest = excluded.digest, updated_ms = excluded.updated_ms";
+//   $1 silent for longer than this (ms)
+inline constexpr char kPruneTenantLimits[] =
+    "DELETE FROM node_tenant_limits WHERE updated_ms < " EDGEALLOC_PG_NOW_MS " - $1";
+inline constexpr char kReadTenantLimits[] =
+    "SELECT node_id, tenant, digest FROM node_tenant_limits "
+    "WHERE updated_ms >= " EDGEALLOC_PG_NOW_MS " - $1 "
+    "ORDER BY tenant COLLATE \"C\", node_id COLLATE \"C\"";
+
 }  // namespace store::pgsql
 
 #endif  // EDGEALLOC_STORE_POSTGRES_CLAIM_COUNT_SQL_H_

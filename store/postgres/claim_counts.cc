@@ -1,4 +1,5 @@
-// PostgresStorage: the nodes' published claim counts. Publishing is a solo
+// PostgresStorage: the nodes' published claim counts, and the tenants'
+// limits each applies. Publishing is a solo
 // job of writer 0 (one upsert and one bounded prune, never in a claim's
 // group); reading is one pooled read connection's.
 #include <string>
@@ -45,6 +46,35 @@ Status PostgresStorage::ReadFleetClaimCounts(int64_t window_ms, FleetClaimCounts
     fleet->nodes = nodes.rows() == 1 ? nodes.Int64(0, 0) : 0;
     return Status::Ok();
   });
+}
+
+Status PostgresStorage::PublishTenantLimits(const std::string& node_id,
+                                            const std::vector<TenantLimitsDigest>& mine,
+                                            int64_t window_ms,
+                                            std::vector<TenantLimitsDigest>* fleet) {
+  std::vector<std::string> tenants, digests;
+  for (const TenantLimitsDigest& d : mine) {
+    tenants.push_back(d.tenant);
+    digests.push_back(d.digest);
+  }
+  std::vector<TenantLimitsDigest> read;
+  Status s = writers_[0]->RunSync(
+      [&](PgConn* conn) {
+        read.clear();
+        RETURN_IF_ERROR(conn->Run(pgsql::kDropTenantLimits, {P(node_id), TextArrayParam(tenants)}));
+        RETURN_IF_ERROR(conn->Run(pgsql::kPublishTenantLimits,
+                                  {P(node_id), TextArrayParam(tenants), TextArrayParam(digests)}));
+        RETURN_IF_ERROR(conn->Run(pgsql::kPruneTenantLimits, {P(window_ms)}));
+        PgResult r;
+        RETURN_IF_ERROR(conn->Run(pgsql::kReadTenantLimits, {P(window_ms)}, &r));
+        for (int i = 0; i < r.rows(); ++i) {
+          read.push_back({r.String(i, 0), r.String(i, 1), r.String(i, 2)});
+        }
+        return Status::Ok();
+      },
+      /*solo=*/true);
+  if (s.ok()) *fleet = std::move(read);
+  return s;
 }
 
 }  // namespace store

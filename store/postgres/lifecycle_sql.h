@@ -19,7 +19,8 @@
 // sends durations (a lease's length, dead_after_ms), never instants.
 //
 // The statements are kept by the job that runs them: schema_sql.h (the
-// migration), session_sql.h, container_sql.h, heartbeat_sql.h, sweep_sql.h;
+// migration), session_sql.h, container_sql.h, heartbeat_sql.h, sweep_sql.h,
+// clock_sql.h (the database's clock read, and its steps);
 // this file holds what they share (the database's now, how a session ends)
 // and the statements the writer (pg_writer.cc) opens a group with.
 
@@ -70,10 +71,6 @@ SELECT count(*) FROM (
   SELECT id FROM containers WHERE id = ANY($1::text[]) OR session_id = ANY($2::text[])
   ORDER BY id COLLATE "C" FOR UPDATE) AS locked
 )sql";
-
-// The database's clock now, for a node's measure of its offset.
-inline constexpr char kDbClockMs[] =
-    "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 }  // namespace store::pgsql
 
 #endif  // EDGEALLOC_STORE_POSTGRES_LIFECYCLE_SQL_H_

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "store/postgres/clock_sql.h"
 #include "store/postgres/lifecycle_sql.h"
 
 namespace store {
@@ -66,33 +67,42 @@ Status PgWriter::EnsureConnected() {
   return s;
 }
 
-Status PgWriter::MeasureClock() {
-  const int64_t before = base::NowMs();
-  PgResult r;
-  RETURN_IF_ERROR(conn_->Run(pgsql::kDbClockMs, {}, &r));
-  const int64_t after = base::NowMs();
-  if (r.rows() == 1) {
-    // The database read its clock somewhere in the round trip: its middle
-    // is the best guess, wrong by half the round trip at most.
-    const int64_t offset = r.Int64(0, 0) - (before + after) / 2;
-    stats_.clock_offset_ms.store(offset, std::memory_order_relaxed);
-    stats_.clock_offset_error_ms.store((after - before + 1) / 2 + 2, std::memory_order_relaxed);
-    stats_.clock_offset_known.store(1, std::memory_order_relaxed);
-    const int64_t size = offset < 0 ? -offset : offset;
-    if (options_.warn && !clock_warned_ && size > options_.max_clock_offset_ms) {
-      clock_warned_ = true;
-      options_.warn(application_name_ + ": this node's wall clock is " + std::to_string(-offset) +
-                    " ms off the database's (beyond " +
-                    std::to_string(options_.max_clock_offset_ms) +
-                    " ms). Leases, idempotency and silence use the database's clock, so nothing "
-                    "is decided wrongly; fix the node's time (NTP) so that its logs agree.");
-    } else if (options_.warn && clock_warned_ && size <= options_.max_clock_offset_ms / 2) {
-      clock_warned_ = false;
-      options_.warn(application_name_ + ": this node's wall clock is back within " +
-                    std::to_string(size) + " ms of the database's");
-    }
+void PgWriter::NoteClockReading(const DbClockReading& reading) {
+  if (!reading.trusted() && stats_.clock_offset_known.load(std::memory_order_relaxed) != 0) {
+    return;
   }
-  return Status::Ok();
+  // The database read its clock somewhere in the round trip: its middle
+  // is the best guess, wrong by half the round trip at most.
+  const int64_t before = reading.wall_before_ms, after = reading.wall_after_ms;
+  const int64_t offset = reading.db_ms - (before + after) / 2;
+  stats_.clock_offset_ms.store(offset, std::memory_order_relaxed);
+  stats_.clock_offset_error_ms.store((after - before + 1) / 2 + 2, std::memory_order_relaxed);
+  stats_.clock_offset_known.store(1, std::memory_order_relaxed);
+  const int64_t size = offset < 0 ? -offset : offset;
+  if (options_.warn && !clock_warned_ && size > options_.max_clock_offset_ms) {
+    clock_warned_ = true;
+    options_.warn(application_name_ + ": this node's wall clock is " + std::to_string(-offset) +
+                  " ms off the database's (beyond " +
+                  std::to_string(options_.max_clock_offset_ms) +
+                  " ms). Leases, idempotency and silence use the database's clock, so nothing "
+                  "is decided wrongly; fix the node's time (NTP) so that its logs agree.");
+  } else if (options_.warn && clock_warned_ && size <= options_.max_clock_offset_ms / 2) {
+    clock_warned_ = false;
+    options_.warn(application_name_ + ": this node's wall clock is back within " +
+                  std::to_string(size) + " ms of the database's");
+  }
+}
+
+Status PgWriter::MeasureClock() {
+  DbClockReading reading;
+  RETURN_IF_ERROR(ReadDbClock(conn_.get(), &reading, options_.clock_steps != nullptr));
+  NoteClockReading(reading);
+  if (options_.clock_steps == nullptr || !reading.trusted()) return Status::Ok();
+  // A step found while idle is shifted for now, so that no claim, renewal
+  // or read waits for the next group or sweep to meet it.
+  int64_t expected = 0;
+  const int64_t shift = options_.clock_steps->Observe(reading, &expected);
+  return shift == 0 ? Status::Ok() : ShiftForStep(expected, shift);
 }
 
 void PgWriter::Probe() {
@@ -115,21 +125,86 @@ Status PgWriter::Begin(std::span<GroupJob*>* group, Run run, bool* again) {
   lock_timeout_ = false;
   firsts_.clear();
   switch (run) {
-    case Run::kFirst:
+    case Run::kFirst: {
       // Optimistic: no savepoints (two round trips a job less). A job's SQL
       // error is rare (a stale token or a full pool is an answer, not an
       // error), and then the group runs again, each job under a savepoint.
       RETURN_IF_ERROR(EnsureConnected());
-      return BeginPipelined(*group, again);
+      DbClockReading reading;
+      int64_t expected = 0;
+      RETURN_IF_ERROR(BeginPipelined(*group, again, &reading));
+      if (*again) return Status::Ok();
+      const int64_t shift = StepDue(reading, &expected);
+      if (shift == 0) return Status::Ok();
+      // A step no one has shifted for, found under the group's row locks:
+      // shifted for alone (the shift locks every row), then the group anew.
+      RETURN_IF_ERROR(conn_->Exec("ROLLBACK"));
+      firsts_.clear();
+      RETURN_IF_ERROR(ShiftForStep(expected, shift));
+      RETURN_IF_ERROR(BeginPipelined(*group, again, &reading));
+      return *again || StepDue(reading, &expected) == 0 ? Status::Ok() : StepStillDue();
+    }
     case Run::kAgain: {
+      RETURN_IF_ERROR(ShiftBeforeGroup());
       std::vector<PgResult> results;
       Status s = conn_->RunPipeline(Preamble(*group), &results);
       if (!s.ok() && conn_->ok() && s.IsBusy()) lock_timeout_ = true;
       return s;
     }
     case Run::kWithoutWaiting:
+      RETURN_IF_ERROR(ShiftBeforeGroup());
       return BeginWithoutWaiting(group);
   }
+  return Status::Ok();
+}
+
+// Every group looks at the database's clock before its jobs judge anything
+// by it (a lease's end, a claim's or a renewal's new end, a silence): a
+// step found there that no one has shifted for is shifted for first
+// (db_clock.h), so no statement meets a stepped clock with rows on the
+// clock before the step. A reading over a slow round trip cannot tell a
+// step: the group goes on, and the next reading tells.
+int64_t PgWriter::StepDue(const DbClockReading& reading, int64_t* expected_shifts) {
+  if (options_.clock_steps == nullptr || !reading.trusted()) return 0;
+  const int64_t before = stats_.clock_offset_ms.load(std::memory_order_relaxed);
+  const int64_t now = reading.db_ms - (reading.wall_before_ms + reading.wall_after_ms) / 2;
+  // The offset follows a step (of either clock) at once; small changes are
+  // left to the idle probe's measure, whose round trip is shorter.
+  if (now - before > kClockStepToleranceMs || before - now > kClockStepToleranceMs) {
+    NoteClockReading(reading);
+  }
+  return options_.clock_steps->Observe(reading, expected_shifts);
+}
+
+Status PgWriter::StepStillDue() const {
+  return Status::Busy("a step of the database's clock is being shifted for; retry shortly");
+}
+
+Status PgWriter::ShiftBeforeGroup() {
+  if (options_.clock_steps == nullptr) return Status::Ok();
+  DbClockReading reading;
+  int64_t expected = 0;
+  RETURN_IF_ERROR(ReadDbClock(conn_.get(), &reading));
+  const int64_t shift = StepDue(reading, &expected);
+  if (shift == 0) return Status::Ok();
+  RETURN_IF_ERROR(ShiftForStep(expected, shift));
+  RETURN_IF_ERROR(ReadDbClock(conn_.get(), &reading));
+  return StepDue(reading, &expected) == 0 ? Status::Ok() : StepStillDue();
+}
+
+// In a transaction of its own, which holds nothing else: a shift locks
+// every row (in id order), which a group holding some of its own could
+// wait for in a cycle.
+Status PgWriter::ShiftForStep(int64_t expected, int64_t shift) {
+  RETURN_IF_ERROR(conn_->Exec("BEGIN"));
+  Status s = ClaimClockShift(conn_.get(), expected, shift);
+  if (!s.ok()) {
+    (void)conn_->Exec("ROLLBACK");
+    // Busy: another node claimed it first; the next reading counts it in.
+    return s.IsBusy() ? Status::Ok() : s;
+  }
+  RETURN_IF_ERROR(conn_->Exec("COMMIT"));
+  options_.clock_steps->Applied(expected, shift);
   return Status::Ok();
 }
 
@@ -210,10 +285,16 @@ std::vector<PgStatement> PgWriter::Preamble(std::span<GroupJob*> group) const {
   return statements;
 }
 
-Status PgWriter::BeginPipelined(std::span<GroupJob*> group, bool* failed_job) {
+Status PgWriter::BeginPipelined(std::span<GroupJob*> group, bool* failed_job,
+                                DbClockReading* reading) {
   *failed_job = false;
   firsts_.resize(group.size());
   std::vector<PgStatement> statements = Preamble(group);
+  // The database's clock, read right after BEGIN, in the same round trip.
+  const bool read_clock = options_.clock_steps != nullptr;
+  if (read_clock) {
+    statements.insert(statements.begin() + 1, PgStatement{pgsql::kDbClockReading, {}});
+  }
   const size_t preamble = statements.size();
   std::vector<size_t> job_of;  // statement index - preamble -> job index
   for (size_t i = 0; i < group.size(); ++i) {
@@ -224,7 +305,12 @@ Status PgWriter::BeginPipelined(std::span<GroupJob*> group, bool* failed_job) {
   }
   std::vector<PgResult> results;
   size_t failed = 0;
+  reading->wall_before_ms = base::NowMs();
+  reading->monotonic_before_ms = SteadyNowMs();
   Status s = conn_->RunPipeline(statements, &results, &failed);
+  reading->monotonic_after_ms = SteadyNowMs();
+  reading->wall_after_ms = base::NowMs();
+  if (s.ok() && read_clock) RETURN_IF_ERROR(TakeDbClockReading(results[1], reading));
   if (!s.ok()) {
     if (!conn_->ok()) return s;  // the connection: the group fails
     if (failed < preamble) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "store/group_writer.h"
+#include "store/postgres/db_clock.h"
 #include "store/postgres/fence.h"
 #include "store/postgres/pg.h"
 #include "store/status.h"
@@ -91,6 +92,9 @@ struct PgWriterOptions : GroupWriterOptions {
   // The node's fence against an old primary (store/postgres/fence.h), shared
   // by all its connections; none: unfenced.
   std::shared_ptr<PgFence> fence;
+  // The node's watch on steps of the database's clock (db_clock.h), shared
+  // by its writers, fed by their readings; none: steps are not watched.
+  std::shared_ptr<DbClockSteps> clock_steps;
 };
 
 // A PgWriter is the one writer of a PostgreSQL partition on this node: one
@@ -116,6 +120,10 @@ class PgWriter final : public GroupWriter {
   Status RunSync(std::function<Status(PgConn*)> fn, bool solo = false) {
     return RunFunction<PgJob, PgConn>(std::move(fn), solo);
   }
+  // A reading of the database's clock taken on this writer's connection:
+  // its offset (WriterStats::clock_offset_ms) and the warnings about it.
+  // Not a trusted one (a slow round trip): ignored once an offset is known.
+  void NoteClockReading(const DbClockReading& reading);
   // Counts heartbeat rows a batch skipped for a lock another transaction
   // held, and how many the partition keeps for a later write now.
   void CountHeartbeatRetries(uint64_t skipped, int64_t deferred) {
@@ -155,7 +163,18 @@ class PgWriter final : public GroupWriter {
   // results in firsts_[job] (nullopt for a job without). *failed_job if a
   // first statement failed (the transaction is then aborted); lock_timeout_
   // if a lock of the preamble was not had in lock_timeout_ms.
-  Status BeginPipelined(std::span<GroupJob*> group, bool* failed_job);
+  // *reading: the database's clock, read in the same pipeline.
+  Status BeginPipelined(std::span<GroupJob*> group, bool* failed_job, DbClockReading* reading);
+  // The shift due for a step of the database's clock no one has shifted
+  // for, as `reading` finds it (taken in by the node's DbClockSteps; the
+  // offset follows a step); 0: none. *expected_shifts: for the claim.
+  int64_t StepDue(const DbClockReading& reading, int64_t* expected_shifts);
+  Status StepStillDue() const;  // Busy: the group waits for the shift
+  // Outside any transaction: reads the clock, and shifts for a step due.
+  Status ShiftBeforeGroup();
+  // Outside any transaction: the shift, in a transaction of its own,
+  // claimed for the fleet (ClaimClockShift); a claim lost is no error.
+  Status ShiftForStep(int64_t expected_shifts, int64_t shift_ms);
   // After the preamble's locks timed out: a new transaction that takes the
   // advisory locks to be had now without waiting and answers Busy (removing
   // them from *group) the jobs whose lock is not; the rows are then locked
@@ -166,7 +185,8 @@ class PgWriter final : public GroupWriter {
   // Connects if there is no usable connection; backs off after a failure.
   Status EnsureConnected();
   // Reads the database's clock (WriterStats::clock_offset_ms) on the open
-  // connection.
+  // connection, and shifts for a step of it that is due (db_clock.h), in a
+  // transaction of its own.
   Status MeasureClock();
 
   const std::string uri_;
@@ -178,6 +198,7 @@ class PgWriter final : public GroupWriter {
   bool clock_warned_ = false;
   bool lock_timeout_ = false;
   Firsts firsts_;
+
 };
 
 }  // namespace store

@@ -18,7 +18,8 @@ PostgresStorage::PostgresStorage(const StorageOptions& options)
     : uri_(options.db),
       program_(options.program),
       policy_(options.policy),
-      fence_(std::make_shared<PgFence>(options.warn)) {}
+      fence_(std::make_shared<PgFence>(options.warn)),
+      clock_steps_(std::make_shared<DbClockSteps>(options.warn)) {}
 
 PostgresStorage::~PostgresStorage() { StopWriters(); }
 
@@ -50,6 +51,7 @@ Status PostgresStorage::Open(const StorageOptions& options, std::unique_ptr<Post
     PgWriterOptions writer_options;
     writer_options.warn = options.warn;
     writer_options.fence = storage->fence_;
+    writer_options.clock_steps = storage->clock_steps_;
     storage->writers_.push_back(std::make_unique<PgWriter>(
         options.db, options.program + " writer " + std::to_string(p), writer_options));
     storage->writers_.back()->Start();

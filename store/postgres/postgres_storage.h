@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "store/postgres/db_clock.h"
 #include "store/postgres/fence.h"
 #include "store/postgres/pg.h"
 #include "store/postgres/pg_writer.h"
@@ -92,11 +93,17 @@ class PostgresStorage : public Storage {
   Status PublishClaimCounts(const std::string& node_id, const std::vector<PoolClaimTally>& counts,
                             int64_t prune_after_ms, int max_pruned) override;
   Status ReadFleetClaimCounts(int64_t window_ms, FleetClaimCounts* fleet) override;
+  Status PublishTenantLimits(const std::string& node_id,
+                             const std::vector<TenantLimitsDigest>& mine, int64_t window_ms,
+                             std::vector<TenantLimitsDigest>* fleet) override;
 
   std::unique_ptr<CapacityReader> NewCapacityReader(int partition, int busy_timeout_ms) override;
   const WriterStats& writer_stats(int partition) const override {
     return writers_[static_cast<size_t>(partition)]->stats();
   }
+  // Steps of the database's clock this node shifted the stored instants
+  // for (db_clock.h).
+  std::optional<uint64_t> clock_steps() const override { return clock_steps_->applied(); }
   const ClaimPolicy& policy() const override { return policy_; }
   FenceStats fence_stats() const override {
     return {true, fence_->seen().epoch, fence_->refusals()};
@@ -142,6 +149,8 @@ class PostgresStorage : public Storage {
   // Writes the partition's deferred rows, unless a write is under way (it
   // takes them). The reaper's, before it judges silence.
   void FlushDeferredHeartbeats(int partition);
+  // sweeps.cc: a sweep's check of the database's clock.
+  struct SweepClock;
   // Drain and Undrain: `statement` (pgsql::kDrain, kUndrain) on `id`,
   // answered with the container as it left it.
   void ChangeDrain(std::string id, const char* statement, ContainerCallback done);
@@ -151,6 +160,8 @@ class PostgresStorage : public Storage {
   const ClaimPolicy policy_;
   // Every connection's, writers and readers: no connect to an old primary.
   const std::shared_ptr<PgFence> fence_;
+  // Steps of the database's clock, seen by every writer's readings.
+  const std::shared_ptr<DbClockSteps> clock_steps_;
   // [0] also writes sessions and containers; each is one partition.
   std::vector<std::unique_ptr<PgWriter>> writers_;
   std::vector<std::unique_ptr<HeartbeatRetry>> retries_;  // one a partition

@@ -37,8 +37,10 @@ namespace store::pgsql {
 // the reaper judged a container dead (the database's clock), so that a
 // heartbeat accepted before that and written after it revives nothing
 // (store/report_counts_sql.h); NULL on the rows it finds, whose next `ready`
-// revives them as before. A node of an older version refuses a newer schema.
-inline constexpr int kSchemaVersion = 8;
+// revives them as before. Version 9 added db_clock_shifts (kDbClockShifts),
+// version 10 node_tenant_limits (kNodeTenantLimits). A node of an older
+// version refuses a newer schema.
+inline constexpr int kSchemaVersion = 10;
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
@@ -132,6 +134,33 @@ CREATE TABLE IF NOT EXISTS node_claim_counts (
   no_capacity bigint NOT NULL,
   updated_ms bigint NOT NULL,
   PRIMARY KEY (node_id, region, pool))
+)sql";
+
+// The fleet's record of the steps of the database's clock shifted for
+// (store/postgres/db_clock.h): one row, how many shifts and their sum. A
+// node claims a shift by a compare-and-set of `shifts` in the transaction
+// that moves the stored instants, so that a step every node sees is
+// shifted for once.
+inline constexpr char kDbClockShifts[] = R"sql(
+CREATE TABLE IF NOT EXISTS db_clock_shifts (
+  only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+  shifts bigint NOT NULL,
+  shifted_ms bigint NOT NULL);
+INSERT INTO db_clock_shifts (only_row, shifts, shifted_ms) VALUES (true, 0, 0)
+ON CONFLICT (only_row) DO NOTHING
+)sql";
+
+// The tenants' limits each node applies (Storage::PublishTenantLimits), so
+// that nodes whose keys files disagree on a tenant say so: one row a node
+// and tenant ("" for the tenants its file does not name), stamped with the
+// database's clock; silent nodes' rows are pruned by the publishes.
+inline constexpr char kNodeTenantLimits[] = R"sql(
+CREATE TABLE IF NOT EXISTS node_tenant_limits (
+  node_id text NOT NULL,
+  tenant text NOT NULL,
+  digest text NOT NULL,
+  updated_ms bigint NOT NULL,
+  PRIMARY KEY (node_id, tenant))
 )sql";
 
 // Migrating from before kDrainReportedVersion: a drain an older node took

@@ -96,10 +96,12 @@ WHERE session_id = $1 AND generation = $2::bigint AND ($3::text IS NULL OR tenan
 RETURNING )sql", kSessionColumnList, "\n");
 
 // A session as stored and, after it (column kSessionColumnCount), the
-// database's now, which judges its lease; also what a failed compare-and-swap
-// found.
-inline constexpr auto kGetSession = Sql("SELECT ", kSessionColumnList, ", " EDGEALLOC_PG_NOW_MS
-                                        " FROM containers WHERE session_id = $1");
+// database's now, which judges its lease, and the sum of the shifts made
+// for steps of that clock (store/postgres/db_clock.h); also what a failed
+// compare-and-swap found.
+inline constexpr auto kGetSession =
+    Sql("SELECT ", kSessionColumnList, ", " EDGEALLOC_PG_NOW_MS
+        ", (SELECT shifted_ms FROM db_clock_shifts) FROM containers WHERE session_id = $1");
 
 // An ended session, by its id (schema_sql.h's session_history).
 inline constexpr auto kGetEndedSession =

@@ -113,14 +113,25 @@ EndedSession ReadEndedSession(const PgResult& r, int row) {
 }
 
 // The session as stored (*found, and the database's now that judges its
-// lease) or, when it is not live, its history (*ended), if any.
+// lease) or, when it is not live, its history (*ended), if any. With
+// `steps`, the now is taken as a reading of the database's clock, less a
+// step in it no one has shifted the rows for yet.
 Status ReadSessionOrEnd(PgConn* conn, const std::string& id, std::optional<Session>* found,
-                        int64_t* now, std::optional<EndedSession>* ended) {
+                        int64_t* now, std::optional<EndedSession>* ended,
+                        const DbClockSteps* steps = nullptr) {
   PgResult r;
+  DbClockReading reading;
+  reading.monotonic_before_ms = SteadyNowMs();
   RETURN_IF_ERROR(conn->Run(pgsql::kGetSession, {P(id)}, &r));
+  reading.monotonic_after_ms = SteadyNowMs();
   if (r.rows() > 0) {
     ReadSessionRow(r, 0, &found->emplace());
     *now = r.Int64(0, kSessionColumnCount);
+    if (steps != nullptr) {
+      reading.db_ms = *now;
+      reading.fleet_shifted_ms = r.Int64(0, kSessionColumnCount + 1);
+      *now -= steps->Unshifted(reading);
+    }
     return Status::Ok();
   }
   RETURN_IF_ERROR(conn->Run(pgsql::kGetEndedSession, {P(id)}, &r));
@@ -227,7 +238,9 @@ SessionResult PostgresStorage::GetSession(const Caller& caller, std::string_view
     return AnswerSessionRead(caller, id, Status::Ok(), found, ended, now);
   }
   // The lease is judged on the database's clock.
-  Status s = WithReader([&](PgConn* conn) { return ReadSessionOrEnd(conn, id, &found, &now, &ended); });
+  Status s = WithReader([&](PgConn* conn) {
+    return ReadSessionOrEnd(conn, id, &found, &now, &ended, clock_steps_.get());
+  });
   return AnswerSessionRead(caller, id, s, std::move(found), std::move(ended), now);
 }
 

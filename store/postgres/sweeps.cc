@@ -5,24 +5,50 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "store/postgres/db_clock.h"
 #include "store/postgres/postgres_storage.h"
 #include "store/postgres/sweep_sql.h"
 
 namespace store {
+
+// A sweep's look at the database's clock, first in its transaction: a step
+// no one has shifted for yet is shifted for there (db_clock.h), or the
+// sweep waits for the next round, so that no sweep judges a lease or a
+// silence by a stepped clock against unshifted rows.
+struct PostgresStorage::SweepClock {
+  int64_t expected_shifts = 0;
+  int64_t shifted = 0;  // by this sweep's transaction, once it commits
+
+  Status Check(PgWriter* writer, DbClockSteps* steps, PgConn* conn) {
+    DbClockReading reading;
+    Status s = CheckDbClock(conn, steps, &reading, &expected_shifts, &shifted);
+    // The offset follows the reading once the rows are in its frame: now,
+    // or (shifted here) with this transaction, which the writer commits
+    // before its next job stamps a heartbeat.
+    if ((s.ok() || s.IsBusy()) && reading.db_ms != 0) writer->NoteClockReading(reading);
+    return s;
+  }
+  void Committed(const Status& s, DbClockSteps* steps) const {
+    if (s.ok() && shifted != 0) steps->Applied(expected_shifts, shifted);
+  }
+};
 
 Status PostgresStorage::SweepExpiredLeases(int partition, int max_rows, int64_t* ended) {
   *ended = 0;
   // Leases are the sessions' and not partitioned: writer 0 sweeps them all.
   if (partition != 0) return Status::Ok();
   int64_t changed = 0;
+  SweepClock clock;
   Status s = writers_[0]->RunSync(
       [&](PgConn* conn) {
+        RETURN_IF_ERROR(clock.Check(writers_[0].get(), clock_steps_.get(), conn));
         PgResult r;
         RETURN_IF_ERROR(conn->Run(pgsql::kReapExpired, {P(int64_t{max_rows})}, &r));
         changed = r.changed();
         return Status::Ok();
       },
       /*solo=*/true);
+  clock.Committed(s, clock_steps_.get());
   if (s.ok()) *ended = changed;
   return s;
 }
@@ -54,9 +80,12 @@ Status PostgresStorage::SweepSilentContainers(int partition,
     held_regions.push_back(region);
     held_pools.push_back(pool);
   }
-  Status s = writers_[static_cast<size_t>(partition)]->RunSync(
+  PgWriter* writer = writers_[static_cast<size_t>(partition)].get();
+  SweepClock clock;
+  Status s = writer->RunSync(
       [&](PgConn* conn) {
         found = SilenceSweep{};
+        RETURN_IF_ERROR(clock.Check(writer, clock_steps_.get(), conn));
         // The cutoff is on this node's clock; what the database is told is
         // how long before now it lies (dead_after_ms, more while heartbeats
         // this node accepted are still queued: batcher::SilenceCutoff), and
@@ -82,12 +111,18 @@ Status PostgresStorage::SweepSilentContainers(int partition,
         return Status::Ok();
       },
       /*solo=*/true);
+  clock.Committed(s, clock_steps_.get());
   if (s.ok()) *sweep = found;
   return s;
 }
 
 Status PostgresStorage::CountSilent(int64_t cutoff_ms, std::vector<PoolSilence>* silent) {
   silent->clear();
+  // A step of the database's clock not yet shifted for would show every
+  // container silent (forward) or none (back): the count waits for it.
+  if (clock_steps_->pending()) {
+    return Status::Busy("a step of the database's clock is still to be shifted for");
+  }
   return WithReader([&](PgConn* conn) {
     PgResult r;
     RETURN_IF_ERROR(conn->Run(pgsql::kCountSilent, {P(base::NowMs() - cutoff_ms)}, &r));

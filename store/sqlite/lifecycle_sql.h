@@ -145,8 +145,10 @@ WHERE id IN (SELECT id FROM containers
 )sql";
 
 // A step of the wall clock (store/clock_steps.h): every stored instant a
-// sweep or a claim compares with now moves by the step (?1 ms), in one
-// transaction, so that leases keep their length and silences their measure.
+// sweep, a claim or a report compares with now moves by the step (?1 ms),
+// in one transaction, so that leases keep their length, silences their
+// measure and deaths their order against later reports (a death left ahead
+// of a backward step would refuse the container's reports for as long).
 // The history and claim counts keep theirs (shown, and pruned by age).
 inline constexpr char kShiftLeases[] = R"sql(
 UPDATE containers SET lease_expires_at_ms = lease_expires_at_ms + ?1,
@@ -154,7 +156,8 @@ UPDATE containers SET lease_expires_at_ms = lease_expires_at_ms + ?1,
 WHERE session_id IS NOT NULL
 )sql";
 inline constexpr char kShiftHeartbeats[] =
-    "UPDATE containers SET last_heartbeat_ms = last_heartbeat_ms + ?1";
+    "UPDATE containers SET last_heartbeat_ms = last_heartbeat_ms + ?1, "
+    "died_at_ms = died_at_ms + ?1";
 
 // ---- Containers: register, read, drain, delete ----
 

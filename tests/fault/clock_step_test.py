@@ -16,8 +16,11 @@ test's own monotonic clock, each answer timed when it arrived:
   its last accepted heartbeat was sent, and no later than that plus the
   reaper's interval and a margin for load;
 - the reaper marked one container silent in all (quits), by /metrics;
-- /metrics counts both steps (edgealloc_clock_steps_total 2) and the log
-  says twice that the clock stepped.
+- once it is dead, the clock steps back 60 s again and the container
+  reports again: it is alive within a beat and a margin (its death time
+  moved with the step, or its reports would be refused for the step);
+- /metrics counts the three steps (edgealloc_clock_steps_total 3) and the
+  log says at least twice that the clock stepped.
 
     clock_step_test.py --bin build/edgealloc
 
@@ -49,6 +52,9 @@ STEP_S = 60
 DEATH_MARGIN_S = 0.75 + 2.0
 # After the lease's end: the lease reaper's interval (1 s) and the same room.
 EXPIRY_MARGIN_S = 1.0 + 2.0
+# A dead container reporting again is alive after its next report is written
+# (a beat and a batch) and room for load.
+REVIVE_BOUND_S = BEAT_S + 0.2 + 2.0
 
 
 def request(port, method, path, body=None):
@@ -168,6 +174,29 @@ class Watch:
                                    (self.stopped.cid, self.dead_at - last, bound))
 
 
+def revive(port, step_back, reporter):
+    """After a death, a step back and the dead container reporting again:
+    its reports are accepted after the death, on the stepped clock, so it
+    must be alive again within REVIVE_BOUND_S. Returns the violations."""
+    step_back()
+    reporter.start()
+    start = time.monotonic()
+    try:
+        while time.monotonic() < start + REVIVE_BOUND_S + 5:
+            status, body = request(port, "GET", "/v1/containers/" + reporter.cid)
+            if status == 200 and body["status"] != "dead":
+                took = time.monotonic() - start
+                print("%s alive again %.2f s after the step back" % (reporter.cid, took))
+                if took > REVIVE_BOUND_S:
+                    return ["%s was alive again only %.2f s after it reported again (bound %.1f s)"
+                            % (reporter.cid, took, REVIVE_BOUND_S)]
+                return []
+            time.sleep(0.1)
+    finally:
+        reporter.halt.set()
+    return ["%s, reporting again after a step back, stayed dead" % reporter.cid]
+
+
 def scenario(port, clock):
     """The steps under a lease and heartbeats; returns the violations."""
     status, body = request(port, "POST", "/v1/containers", {"containers": [
@@ -200,15 +229,20 @@ def scenario(port, clock):
         for r in reporters:
             r.halt.set()
     violations = watch.violations
+    if watch.dead_at is not None:
+        # A third step, back again, after quits' death: its death time must
+        # move with the rest, or its reports stay refused for the step.
+        violations += revive(port, lambda: clock.set(-STEP_S), Reporter(port, "quits"))
     for r in reporters:
         if r.errors:
             violations.append("%s: %d heartbeats failed, the first %s" %
                               (r.cid, len(r.errors), r.errors[0]))
     status, metrics = request(port, "GET", "/metrics")
     m = re.search(rb"^edgealloc_clock_steps_total (\d+)$", metrics, re.M)
-    if not m or int(m.group(1)) != 2:
-        violations.append("edgealloc_clock_steps_total is %s, not 2" %
-                          (m.group(1).decode() if m else "missing"))
+    want = 3 if watch.dead_at is not None else 2
+    if not m or int(m.group(1)) != want:
+        violations.append("edgealloc_clock_steps_total is %s, not %d" %
+                          (m.group(1).decode() if m else "missing", want))
     # The reaper's own count: a reporting container killed and revived
     # between two polls is still counted here.
     dead = re.findall(rb'^edgealloc_containers_marked_dead_total\{reason="silent"\} (\d+)$',

@@ -102,6 +102,12 @@ class ForwardingStorage : public store::Storage {
   store::Status ReadFleetClaimCounts(int64_t window_ms, store::FleetClaimCounts* fleet) override {
     return real_->ReadFleetClaimCounts(window_ms, fleet);
   }
+  store::Status PublishTenantLimits(const std::string& node_id,
+                                    const std::vector<store::TenantLimitsDigest>& mine,
+                                    int64_t window_ms,
+                                    std::vector<store::TenantLimitsDigest>* fleet) override {
+    return real_->PublishTenantLimits(node_id, mine, window_ms, fleet);
+  }
   std::unique_ptr<store::CapacityReader> NewCapacityReader(int partition,
                                                            int busy_timeout_ms) override {
     return real_->NewCapacityReader(partition, busy_timeout_ms);

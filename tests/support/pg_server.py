@@ -11,6 +11,9 @@ import subprocess
 from edgealloc_server import free_port
 
 PG_BIN = "/usr/lib/postgresql/15/bin/"
+# libfaketime for a PostgreSQL server whose wall clock a test steps: one
+# process a backend, so the single-threaded variant.
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 PG_USER = "edgealloc"
 DBNAME = "fleet"
 
@@ -35,13 +38,22 @@ class PgServer:
     test does not lose power); as root it runs as the
     `postgres` user through setpriv (initdb and postgres refuse root)."""
 
-    def __init__(self, root, name, fsync):
+    def __init__(self, root, name, fsync, faketime=False):
         self.dir = os.path.join(root, name)
         os.mkdir(self.dir)
         self.data = os.path.join(self.dir, "data")
         self.log = os.path.join(self.dir, "server.log")
         self.fsync = fsync
         self.port = None
+        # faketime: the server's wall clock is libfaketime's, offset by
+        # what step_clock last set (its monotonic clock left alone), as a
+        # database host's whose clock an NTP step or `date -s` moves.
+        self.env = {}
+        if faketime:
+            self.clock_file = os.path.join(self.dir, "clock")
+            self.env = {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME_TIMESTAMP_FILE": self.clock_file,
+                        "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+            self.step_clock(0)
         if os.geteuid() == 0:
             pw = pwd.getpwnam("postgres")
             os.chown(self.dir, pw.pw_uid, pw.pw_gid)
@@ -52,15 +64,30 @@ class PgServer:
                     os.chmod(p, (st.st_mode & 0o7777) | 0o001)
                 p = os.path.dirname(p)
 
+    def step_clock(self, offset_s):
+        """Sets the wall clock of a faketime server to the real time plus
+        offset_s, at once for every process of it (libfaketime reads the
+        file at each call): replaced whole, so no read sees half of it."""
+        tmp = self.clock_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("%+d\n" % offset_s)
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, self.clock_file)
+
     def run(self, argv, timeout=60):
+        env = dict(clean_env(), **self.env)
         if os.geteuid() == 0:
+            # libfaketime is loaded past setpriv: loaded in it, it would make
+            # its semaphore as root, which the postgres user may not open.
             argv = ["/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres",
-                    "--init-groups", "--"] + argv
+                    "--init-groups", "--", "/usr/bin/env"] + [
+                        "%s=%s" % kv for kv in sorted(self.env.items())] + argv
+            env = clean_env()
         out = os.path.join(self.dir, "command.out")
         # A file, not a pipe: the server pg_ctl starts would hold a pipe open.
         with open(out, "wb") as f:
             r = subprocess.run(argv, cwd=self.dir, stdout=f, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL, env=clean_env(), timeout=timeout)
+                               stdin=subprocess.DEVNULL, env=env, timeout=timeout)
         if r.returncode != 0:
             with open(out, errors="replace") as f:
                 text = f.read()
