@@ -6,7 +6,9 @@ three `edgealloc serve` nodes, each reaching the database through its own TCP
 proxy (written here: it can pass, stall or drop), and client threads over
 HTTP: tenants claiming (idempotency keys, the same key retried from two
 threads at once, wait_ms, short leases left to expire), renewing, reading and
-releasing; container agents heartbeating, going silent (so the dead sweep ends
+releasing, now and then with a stale token or another tenant's key, under
+per-tenant limits of the keys file (max_sessions, claims_per_s, max_waiters:
+tests/fault/nemesis_limits.py); container agents heartbeating, going silent (so the dead sweep ends
 their sessions) and coming back; an admin registering, draining and deleting.
 Every request is recorded (start and answer on one monotonic clock, node,
 request, status, body). Meanwhile a nemesis, on a schedule:
@@ -22,14 +24,21 @@ request, status, body). Meanwhile a nemesis, on a schedule:
             node restarts
   commitcut the proxy drops a connection exactly when a COMMIT's answer
             comes back (the commit happened, the node never hears of it)
-  failover  kill the primary (immediate) and promote the standby (once, late)
+  failover  kill the primary (immediate) and promote the standby longer than
+            --dead-after-ms later (once, late)
   outage    stop the database primary (immediate) for longer than
             --dead-after-ms and start it again; nodes and clients go on
   pause_db_restart
             a node paused while the database primary stops and starts again
+  clockstep, rowlock, syncrep_cancel, slowfsync
+            a node's wall clock stepped while it runs, a containers row
+            locked by an outside transaction, a commit's synchronous wait
+            cancelled, PostgreSQL's fsync slow (tests/fault/nemesis_faults.py)
 
 Every action is recorded with its start and end; a kind that never fired is a
-failure (a sweep whose fault never fired proves nothing).
+failure (a sweep whose fault never fired proves nothing). A short run (up to
+300 s) draws 8 of the kinds besides the failover with its seed, so as not to
+take longer; a long one must fire them all.
 
 The database's own view is read with psql: every few seconds a sample of the
 containers table (with the database's clock), and a trigger (installed by the
@@ -69,7 +78,18 @@ The checker (over the history, the samples and that audit) finds:
  8. a claim of a silent container (no heartbeat or registration naming it
     could have been taken for --dead-after-ms before the claim was sent) or
     of a drained one (an operator's drain answered 200 before the claim was
-    sent, no undrain nor delete sent since).
+    sent, no undrain nor delete sent since);
+ 9. a tenant over its max_sessions (the audit, on the database's clock), its
+    claims_per_s (per node, from the clients' record) or its max_waiters (as
+    the nodes report it);
+10. a session made that no client was answered 201 for, without a claim of
+    its tenant answered outcome unknown (503 unavailable, or no answer)
+    around it; a keyed retry answered with a new session while the key's
+    first one lived (a cut COMMIT's retry must replay it);
+11. a stale or foreign token honoured (2xx), or a lease sampled past any
+    asked for honestly;
+12. a claim or renew acknowledged while the standby could not confirm it
+    (syncrep_cancel).
 
 Run it (as root it runs PostgreSQL as the `postgres` user, like
 tests/support/pg_server.cc):
@@ -114,6 +134,9 @@ import edgealloc_server  # noqa: E402
 from edgealloc_server import die_with_parent, free_port  # noqa: E402
 from fleet_names import churn_id, fleet_id, region_of  # noqa: E402
 from pg_server import DBNAME, PG_USER, PgServer, clean_env, psql  # noqa: E402
+import nemesis_faults  # noqa: E402
+import nemesis_limits  # noqa: E402
+from nemesis_limits import DEFAULT_QUOTA as QUOTA, TENANTS, WAIT_POOL  # noqa: E402
 
 # ---------------------------------------------------------------- settings
 
@@ -121,16 +144,15 @@ NODES = 3
 REGIONS = ["r0", "r1"]
 FLEET_PER_REGION = 10
 CHURN_PER_REGION = 2
-TENANTS = {"acme": "ka", "bravo": "kb", "corvus": "kc"}  # tenant -> key
 ADMIN_KEY, AGENT_KEY = "kadmin", "kagent"
-QUOTA = 4                 # --max-sessions-per-tenant (one value for every tenant)
 DEAD_AFTER_MS = 6000      # --dead-after-ms
 BOUND_S = 15.0            # every request answered within this (client timeout)
 HEARTBEAT_EVERY_S = 0.3
 TOL_MS = 500              # slack when converting between the database's clock and the test's
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 KINDS = ["kill9", "pause", "skew", "stall", "drop", "longtxn", "commitcut", "outage",
-         "pause_db_restart", "failover"]
+         "pause_db_restart"] + nemesis_faults.NEW_KINDS + ["failover"]
+SHORT_KINDS = 8           # kinds a short run (up to 300 s) must fire, drawn by the seed
 
 MONO0 = time.monotonic()
 WALL0 = time.time()
@@ -159,6 +181,9 @@ class Node:
         self.logf = open(self.log_path, "ab")
         self.proc = None
         self.skew = None
+        self.clock_file = os.path.join(tmp, "node%d.faketime" % idx)
+        self.set_clock("+0")
+        self.spawns = []          # when each life began (a new rate bucket)
         self.lock = threading.Lock()
         self.down = []            # [start, end or None]: killed, starting or paused
         self.start_failures = 0
@@ -177,13 +202,23 @@ class Node:
         with self.lock:
             return any(s <= t1 and (e is None or e >= t0) for s, e in self.down)
 
+    def set_clock(self, offset):
+        """The node's wall clock offset (libfaketime's "+40s"), read at every
+        call (FAKETIME_NO_CACHE): written while it runs, a step."""
+        tmp = self.clock_file + ".new"
+        with open(tmp, "w") as f:
+            f.write(offset + "\n")
+        os.replace(tmp, self.clock_file)
+
     def spawn(self):
         env = clean_env()
-        if self.skew:
-            # What `faketime -f +40s` does, without its wrapper process (so
-            # the pid we signal is the node's); only the wall clock moves.
-            env.update(LD_PRELOAD=FAKETIME_LIB, FAKETIME=self.skew,
-                       FAKETIME_DONT_FAKE_MONOTONIC="1")
+        # What `faketime -f +40s` does, without its wrapper process (so the
+        # pid we signal is the node's); only the wall clock moves, and only
+        # when the file says so (a skewed start, or a step while it runs).
+        self.set_clock(self.skew or "+0")
+        env.update(LD_PRELOAD=FAKETIME_LIB, FAKETIME_TIMESTAMP_FILE=self.clock_file,
+                   FAKETIME_NO_CACHE="1", FAKETIME_DONT_FAKE_MONOTONIC="1")
+        self.spawns.append(now())
         args = ["--keys", self.keys, "--threads", "2", "--pg-writers", "2",
                 "--dead-after-ms", str(DEAD_AFTER_MS), "--lease-ms", str(self.lease_ms),
                 "--max-sessions-per-tenant", str(QUOTA), "--batch-wait-ms", "5",
@@ -565,7 +600,56 @@ class Workload:
                     held.remove(h)
             elif held and dice < 88:
                 held.pop(rng.randrange(len(held)))  # forgotten: its lease will end it
+            elif held and dice < 93:
+                self.stale_or_foreign(rng, name, tenant, rng.choice(held))
             time.sleep(rng.uniform(0.02, 0.08))
+
+    def stale_or_foreign(self, rng, name, tenant, h):
+        """A held session touched with its token less one, or with another
+        tenant's key: refused, and nothing changes (the checker holds both)."""
+        other = rng.choice([t for t in TENANTS if t != tenant])
+        kind = rng.choice(nemesis_limits.STALE_KINDS)
+        key = TENANTS[other] if kind.startswith("foreign") else TENANTS[tenant]
+        token = h["token"] - 1 if kind.startswith("stale") else h["token"]
+        path = "/v1/sessions/" + h["sid"]
+        if kind.endswith("renew"):
+            request(self.hist, self.nodes, rng, name, kind, "POST", path + "/renew", key,
+                    {"token": token, "lease_ms": nemesis_limits.STALE_LEASE_MS}, sid=h["sid"])
+        elif kind.endswith("release"):
+            request(self.hist, self.nodes, rng, name, kind, "DELETE",
+                    "%s?token=%d" % (path, token), key, sid=h["sid"])
+        else:
+            request(self.hist, self.nodes, rng, name, kind, "GET", path, key, sid=h["sid"])
+
+    def waiter(self, t):
+        """delta's claims in the one-container pool, each waiting (wait_ms):
+        its max_waiters is 1, so a node with one waiting refuses the next."""
+        rng = random.Random(self.seed * 31 + t)
+        key = TENANTS["delta"]
+        name = "d%d" % t
+        while not self.stop.is_set():
+            body = {"region": REGIONS[0], "pool": WAIT_POOL, "wait_ms": rng.randint(500, 2000),
+                    "lease_ms": rng.randint(3000, 6000)}
+            op = request(self.hist, self.nodes, rng, name, "claim", "POST", "/v1/sessions", key,
+                         body, tenant="delta")
+            if op["status"] == 201:
+                sid, token = op["resp"]["session_id"], op["resp"]["token"]
+                time.sleep(rng.uniform(0.3, 1.0))
+                with_retries(lambda nd: request(
+                    self.hist, self.nodes, rng, name, "release", "DELETE",
+                    "/v1/sessions/%s?token=%d" % (sid, token), key, node=nd, sid=sid,
+                    tenant="delta"), rng, self.nodes)
+            else:
+                time.sleep(rng.uniform(0.05, 0.3))
+
+    def limits_poller(self):
+        """What each node says delta has waiting (GET /v1/limits)."""
+        rng = random.Random(self.seed * 37)
+        while not self.stop.is_set():
+            for i in range(len(self.nodes)):
+                request(self.hist, self.nodes, rng, "limits", "limits", "GET",
+                        "/v1/limits?tenant=delta", ADMIN_KEY, node=i)
+            time.sleep(0.3)
 
     def agent(self, t, ids, churn):
         """Heartbeats for a region's containers, every HEARTBEAT_EVERY_S; now
@@ -638,12 +722,15 @@ class Workload:
         # acme's three workers run into the quota, corvus's one never does.
         for t, tenant in enumerate(["acme", "acme", "acme", "bravo", "bravo", "corvus"]):
             self.threads.append(threading.Thread(target=self.tenant_worker, args=(t, tenant)))
+        for t in range(3):
+            self.threads.append(threading.Thread(target=self.waiter, args=(t,)))
         churn = [churn_id(r, j) for r in REGIONS for j in range(CHURN_PER_REGION)]
         for i, r in enumerate(REGIONS):
             self.threads.append(threading.Thread(target=self.agent, args=(
-                i, [fleet_id(r, j) for j in range(FLEET_PER_REGION)],
+                i, [c for c in fleet_ids() if region_of(c) == r],
                 [c for c in churn if region_of(c) == r])))
         self.threads.append(threading.Thread(target=self.admin))
+        self.threads.append(threading.Thread(target=self.limits_poller))
         for th in self.threads:
             th.daemon = True
             th.start()
@@ -655,12 +742,15 @@ class Workload:
 
 
 def container_body(cid):
-    return {"id": cid, "region": region_of(cid), "pool": "p",
+    return {"id": cid, "region": region_of(cid), "pool": WAIT_POOL if cid == WAIT_ID else "p",
             "latency_ms": int(cid.split("-")[2]) + 1, "data": {"n": cid}}
 
 
+WAIT_ID = "w-%s-0" % REGIONS[0]  # delta's pool's one container
+
+
 def fleet_ids():
-    return [fleet_id(r, j) for r in REGIONS for j in range(FLEET_PER_REGION)]
+    return [fleet_id(r, j) for r in REGIONS for j in range(FLEET_PER_REGION)] + [WAIT_ID]
 
 
 def fleet_bodies():
@@ -676,14 +766,16 @@ AUDIT_SQL = r"""
 CREATE TABLE IF NOT EXISTS nemesis_audit (
   seq bigserial PRIMARY KEY, at_ms bigint, id text, old_session text, old_gen bigint,
   old_lease bigint, old_hb bigint, old_dead_reported boolean, new_session text, new_gen bigint,
-  new_status text, new_lease bigint);
+  new_status text, new_lease bigint, new_tenant text, new_key text);
 CREATE OR REPLACE FUNCTION nemesis_audit() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO nemesis_audit (at_ms, id, old_session, old_gen, old_lease, old_hb,
-                             old_dead_reported, new_session, new_gen, new_status, new_lease)
+                             old_dead_reported, new_session, new_gen, new_status, new_lease,
+                             new_tenant, new_key)
   VALUES ((extract(epoch FROM clock_timestamp()) * 1000)::bigint, NEW.id, OLD.session_id,
           OLD.generation, OLD.lease_expires_at_ms, OLD.last_heartbeat_ms, OLD.dead_reported,
-          NEW.session_id, NEW.generation, NEW.status, NEW.lease_expires_at_ms);
+          NEW.session_id, NEW.generation, NEW.status, NEW.lease_expires_at_ms, NEW.tenant,
+          NEW.idempotency_key);
   RETURN NULL;
 END $$;
 DROP TRIGGER IF EXISTS nemesis_audit ON containers;
@@ -736,9 +828,12 @@ class Nemesis:
         self.db_port = primary.port      # where the test reads the database
         self.failed_over = False
         self.problems = []               # a fault that could not be injected or undone
+        self.fsync_file = None           # the slow-fsync shim's delay, if preloaded
+        self.required = [k for k in KINDS if k != "failover"]
 
-    def record(self, kind, node, t0, detail):
+    def record(self, kind, node, t0, detail, **extra):
         a = {"kind": kind, "node": node, "start": t0, "end": now(), "detail": detail}
+        a.update(extra)
         with self.hist.lock:
             self.hist.actions.append(a)
         log("%-9s node %s  %.1f s  %s" % (kind, node, a["end"] - t0, detail))
@@ -823,16 +918,27 @@ class Nemesis:
                 self.problems.append("longtxn: psql ended at once (exit %s)" % p.returncode)
         elif kind in ("outage", "pause_db_restart"):
             self.db_restart(kind, i, node, t0)
+        elif kind == "clockstep":
+            nemesis_faults.clock_step(self, i, node, t0)
+        elif kind == "rowlock":
+            nemesis_faults.row_lock(self, i, self.rng.choice(fleet_ids()), t0)
+        elif kind == "syncrep_cancel":
+            nemesis_faults.syncrep_cancel(self, t0)
+        elif kind == "slowfsync":
+            nemesis_faults.slow_fsync(self, t0)
         elif kind == "failover":
             self.primary.stop_immediate()
             t_kill = now()
+            # Longer than dead-after, as a failover manager's detection and
+            # promotion are: no container is judged by the silence.
+            time.sleep(self.rng.uniform(DEAD_AFTER_MS / 1000.0 + 1, DEAD_AFTER_MS / 1000.0 + 3))
             self.standby.promote()
             self.db_port = self.standby.port
             self.failed_over = True
             # Wait until some node answers a claim path again (any status but
             # 503 and no answer) to tell how long the outage was.
             self.record(kind, None, t0, "primary killed (immediate), standby promoted %.1f s "
-                        "later" % (now() - t_kill))
+                        "later (dead-after %.0f s)" % (now() - t_kill, DEAD_AFTER_MS / 1000.0))
 
     def db_restart(self, kind, i, node, t0):
         """outage: the database primary stopped (immediate) for longer than
@@ -865,9 +971,16 @@ class Nemesis:
 
     def schedule(self, seconds):
         """Each kind at least once (failover last, late), then random kinds
-        until `seconds` have passed, with quiet gaps between."""
+        until `seconds` have passed, with quiet gaps between. A short run
+        (up to 300 s, as in CI) draws SHORT_KINDS of the kinds, so that it
+        stays as long as it was; a long one has them all."""
         start = now()
         order = [k for k in KINDS if k != "failover"]
+        if self.args.kinds:
+            order = [k for k in self.args.kinds.split(",") if k != "failover"]
+        elif seconds <= 300:
+            order = self.rng.sample(order, SHORT_KINDS)
+        self.required = list(order)
         self.rng.shuffle(order)
         end = start + seconds
         fo_at = start + seconds * 0.75
@@ -881,7 +994,7 @@ class Nemesis:
             elif order:
                 kind = order.pop()
             else:
-                kind = self.rng.choice([k for k in KINDS if k != "failover"])
+                kind = self.rng.choice(self.required)
             tries[kind] += 1
             if not self.run(kind) and tries[kind] < 3 and kind != "failover":
                 order.insert(0, kind)  # did not fire (no COMMIT passed): later, again
@@ -909,10 +1022,10 @@ class Sampler(threading.Thread):
 class Checker:
     """Pure function of the recorded history, the samples and the audit."""
 
-    def __init__(self, hist, dead_after_ms=DEAD_AFTER_MS, quota=QUOTA, nodes_down=None):
+    def __init__(self, hist, dead_after_ms=DEAD_AFTER_MS, nodes_down=None, spawns=None):
         self.h = hist
         self.dead_after_ms = dead_after_ms
-        self.quota = quota
+        self.spawns = spawns or {}   # node index -> when each of its lives began
         # node index -> [(start, end or None)]: paused or down
         self.nodes_down = nodes_down or {}
         self.violations = []  # (kind, detail)
@@ -1121,9 +1234,10 @@ class Checker:
         for smp in self.h.samples:
             live = {r["session_id"]: r for r in smp["rows"] if r["session_id"]}
             for tenant, n in smp["quota"].items():
-                if n > self.quota:
+                if n > nemesis_limits.max_sessions(tenant):
                     self.v("quota exceeded", "tenant %s holds %d live sessions (quota %d) at %.2f"
-                           % (tenant, n, self.quota, smp["a"] - self.h.mono0))
+                           % (tenant, n, nemesis_limits.max_sessions(tenant),
+                              smp["a"] - self.h.mono0))
             tdb = self.mono(smp["db_ms"])
             for s in ses.values():
                 if s["released_ack"] is not None and s["released_ack"] < smp["a"] and \
@@ -1160,6 +1274,10 @@ class Checker:
         got, sent, maybe = self.heard()
         self.check_deaths(got, sent)
         self.check_claims(maybe)
+        # 9 to 12. The tenants' limits, outcomes unknown, stale and foreign tokens.
+        nemesis_limits.check(self, ses, began, ended, self.spawns)
+        # 13. A commit whose synchronous wait was cancelled, acknowledged.
+        nemesis_faults.check_not_durable(self)
 
         # 6. Every request answered within its bound, by a node not down.
         for op in self.h.ops:
@@ -1372,11 +1490,12 @@ def self_test():
                   "replayed": False, "err": None, "timeout": BOUND_S, "sid": sid, "t0": t0,
                   "t1": t1, "resp": None})
 
-    def audit_claim(h, at_s, sid, cid, token, lease_s):
+    def audit_claim(h, at_s, sid, cid, token, lease_s, tenant="acme", key=None):
         h.audit.append({"at_ms": base_ms + int(at_s * 1000), "id": cid, "old_session": None,
                         "old_gen": token - 1, "old_lease": None, "old_hb": 0,
                         "old_dead_reported": False, "new_session": sid, "new_gen": token,
-                        "new_status": "picked", "new_lease": base_ms + int(lease_s * 1000)})
+                        "new_status": "picked", "new_lease": base_ms + int(lease_s * 1000),
+                        "new_tenant": tenant, "new_key": key})
 
     def audit_end(h, at_s, sid, cid, token, lease_s, status="available", hb_s=None):
         h.audit.append({"at_ms": base_ms + int(at_s * 1000), "id": cid, "old_session": sid,
@@ -1424,13 +1543,13 @@ def self_test():
         for t in (0.5, 2.5, 4.5, 12.5, 14.5, 16.5):  # c1 silent from 4.5 to 12.5
             hb(h, t, ["c1"])
         claim(h, 1.0, 1.1, "s1", "c1", 10, 60, key="k1")
-        audit_claim(h, 1.05, "s1", "c1", 10, 60)
+        audit_claim(h, 1.05, "s1", "c1", 10, 60, key="k1")
         claim(h, 1.5, 1.6, "s1", "c1", 10, 60, key="k1", replayed=True)
         sample(h, 2.0, [row("c1", "s1", 10, 60)], {"acme": 1})
         release(h, 3.0, 3.1, "s1")
         audit_end(h, 3.05, "s1", "c1", 10, 60)
         claim(h, 4.0, 4.1, "s2", "c1", 11, 60, key="k1")
-        audit_claim(h, 4.05, "s2", "c1", 11, 60)
+        audit_claim(h, 4.05, "s2", "c1", 11, 60, key="k1")
         sample(h, 5.0, [row("c1", "s2", 11, 60)], {"acme": 1})
         audit_end(h, 12.0, "s2", "c1", 11, 60, status="dead", hb_s=5.0)  # silent 7 s
         claim(h, 13.0, 13.1, "s3", "c1", 12, 15.0)
@@ -1559,10 +1678,15 @@ def self_test():
     sample(h, 19.0, [row("c1", "s5", 14, 60, tenant="bravo")], {"bravo": 1})
     cases["410 is gone"] = (h, None)
     paused = {2: [(19.0, 30.0)]}
+    helpers = dict(clean=clean, claim=claim, audit_claim=audit_claim, audit_end=audit_end, op=op,
+                   hb=hb, sample=sample, row=row, base_ms=base_ms)
+    cases.update(nemesis_limits.self_test_cases(helpers))
+    cases.update(nemesis_faults.self_test_cases(helpers))
 
     passed = failed = 0
-    for name, (h, want) in cases.items():
-        c = Checker(h, nodes_down=paused if name == "unanswered, node paused" else None)
+    for name, (h, want, *extra) in cases.items():
+        down = extra[1] if len(extra) > 1 else paused if name == "unanswered, node paused" else None
+        c = Checker(h, nodes_down=down, spawns=extra[0] if extra else None)
         found = c.check()
         kinds = {k for k, _ in found}
         ok = (not found) if want is None else (want in kinds)
@@ -1584,7 +1708,8 @@ def recheck(path):
     h.ops, h.actions, h.audit, h.samples = d["ops"], d["actions"], d["audit"], d["samples"]
     h.db_offset_ms, h.mono0, h.wall0 = d["db_offset_ms"], d["mono0"], d["wall0"]
     down = {int(k): [tuple(x) for x in v] for k, v in d["nodes_down"].items()}
-    c = Checker(h, nodes_down=down)
+    spawns = {int(k): v for k, v in d.get("spawns", {}).items()}
+    c = Checker(h, nodes_down=down, spawns=spawns)
     violations = c.check()
     print("nemesis: sessions ended in the database: " +
           ", ".join("%s %d" % kv for kv in sorted(c.ends_by_cause().items())))
@@ -1599,10 +1724,13 @@ def recheck(path):
 
 # ---------------------------------------------------------------- main
 
-def summary(hist, violations, missing, nem, proxies, nodes, sampler, secs, ends=None):
+def summary(hist, violations, missing, nem, proxies, nodes, sampler, secs, ends=None,
+            notes=()):
     by = collections.Counter()
     for op in hist.ops:
-        by[(op["kind"], str(op["status"]) if op["status"] is not None else "no answer")] += 1
+        code = nemesis_limits.code_of(op) if op["status"] in (409, 429, 503) else None
+        by[(op["kind"], "no answer" if op["status"] is None else
+            "%s %s" % (op["status"], code) if code else str(op["status"]))] += 1
     print("nemesis: operations by kind and outcome:")
     kinds = sorted({k for k, _ in by})
     for k in kinds:
@@ -1620,6 +1748,8 @@ def summary(hist, violations, missing, nem, proxies, nodes, sampler, secs, ends=
     if ends:
         print("nemesis: sessions ended in the database: " +
               ", ".join("%s %d" % kv for kv in sorted(ends.items())))
+    for line in notes:
+        print("nemesis: " + line)
     vk = collections.Counter(k for k, _ in violations)
     for k, n in sorted(vk.items()):
         print('  violations of "%s": %d' % (k, n))
@@ -1634,6 +1764,21 @@ def summary(hist, violations, missing, nem, proxies, nodes, sampler, secs, ends=
             print("nemesis: VIOLATION %s: %s" % (k, d))
     for k in missing:
         print("nemesis: FAULT NEVER FIRED: " + k)
+
+
+def slow_fsync_env(args, tmp):
+    """The shim copied where the postgres user may read it, and its delay
+    file; PostgreSQL's fsync is then on and each call passes through the
+    shim (really syncing only with --fsync)."""
+    if not args.slow_fsync_lib:
+        return {}, None
+    lib = os.path.join(tmp, "slow_fsync.so")
+    shutil.copy(args.slow_fsync_lib, lib)
+    os.chmod(lib, 0o755)
+    delay = os.path.join(tmp, "fsync_delay_ms")
+    nemesis_faults.write_delay(delay, 0)
+    return {"LD_PRELOAD": lib, "EDGEALLOC_SLOW_FSYNC_FILE": delay,
+            "EDGEALLOC_SLOW_FSYNC_REAL": "1" if args.fsync else "0"}, delay
 
 
 def main():
@@ -1656,6 +1801,12 @@ def main():
                     help="proxy stall duration range, seconds (default 6 12 in a short run, "
                          "6 25 in a long one: past the answer bound)")
     ap.add_argument("--fsync", action="store_true", help="PostgreSQL with fsync on")
+    ap.add_argument("--slow-fsync-lib", metavar="SO",
+                    help="tests/fault/slow_fsync.cc built (the slowfsync fault preloads it into "
+                         "PostgreSQL; without it that fault does not fire)")
+    ap.add_argument("--kinds", help="the faults to inject, comma-separated (default: all in a "
+                                     "long run, %d drawn in a short one; failover always)"
+                    % SHORT_KINDS)
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--recheck", metavar="HISTORY_JSON",
                     help="run the checker again over a kept run's history.json")
@@ -1679,11 +1830,12 @@ def main():
     sampler = None
     nem = None
     t_start = now()
-    violations, missing, ends = [], [], None
+    violations, missing, ends, notes = [], [], None, []
     try:
-        primary = PgServer(tmp, "primary", args.fsync)
+        pg_env, fsync_file = slow_fsync_env(args, tmp)
+        primary = PgServer(tmp, "primary", args.fsync or bool(pg_env), pg_env)
         primary.init_primary()
-        standby = PgServer(tmp, "standby", args.fsync)
+        standby = PgServer(tmp, "standby", args.fsync or bool(pg_env), pg_env)
         standby.init_standby(primary)
         # The standby is synchronous before the first write.
         for _ in range(300):
@@ -1699,9 +1851,7 @@ def main():
 
         keys = os.path.join(tmp, "keys.txt")
         with open(keys, "w") as f:
-            f.write("%s admin\n%s container\n" % (ADMIN_KEY, AGENT_KEY))
-            for tenant, k in TENANTS.items():
-                f.write("%s tenant %s\n" % (k, tenant))
+            f.write("\n".join(nemesis_limits.keys_file_lines(ADMIN_KEY, AGENT_KEY)) + "\n")
         lease_ms = 70000 if args.long_leases else 15000
         for i in range(NODES):
             p = Proxy("node%d" % i, [primary.port, standby.port])
@@ -1725,6 +1875,7 @@ def main():
                                             now() - t_start))
 
         nem = Nemesis(hist, nodes, proxies, primary, standby, rng, args)
+        nem.fsync_file = fsync_file
         sampler = Sampler(hist, nem)
         take_sample(hist, primary.port)
         sampler.start()
@@ -1745,11 +1896,15 @@ def main():
         offs = sorted(s["offset_ms"] for s in hist.samples)
         hist.db_offset_ms = offs[len(offs) // 2] if offs else 0.0
         down = {n.idx: [tuple(d) for d in n.down] for n in nodes}
-        checker = Checker(hist, nodes_down=down)
+        checker = Checker(hist, nodes_down=down, spawns={n.idx: n.spawns for n in nodes})
         violations = checker.check()
         ends = checker.ends_by_cause()
+        unknown, replayed = nemesis_limits.unknown_replayed(checker, checker.audit_timeline()[0])
+        notes = ["kinds this run had to fire: " + ", ".join(nem.required + ["failover"]),
+                 "claims answered outcome unknown (503 unavailable or none): %d; of them made, "
+                 "then replayed to a keyed retry: %d" % (unknown, replayed)]
         fired = {a["kind"] for a in hist.actions}
-        missing = [k for k in KINDS if k not in fired]
+        missing = [k for k in nem.required + ["failover"] if k not in fired]
         violations += [("fault not injected or not undone", p) for p in nem.problems]
     except Exception as e:  # noqa: BLE001 - a set-up failure is a failed test
         violations.append(("set-up", "%s: %s" % (type(e).__name__, e)))
@@ -1763,7 +1918,7 @@ def main():
                 pg.stop_immediate()
     secs = now() - t_start
     if nem is not None and sampler is not None:
-        summary(hist, violations, missing, nem, proxies, nodes, sampler, secs, ends)
+        summary(hist, violations, missing, nem, proxies, nodes, sampler, secs, ends, notes)
     else:
         for k, d in violations:
             print("nemesis: VIOLATION %s: %s" % (k, d))
@@ -1782,7 +1937,8 @@ def main():
             json.dump({"ops": hist.ops, "actions": hist.actions, "audit": hist.audit,
                        "db_offset_ms": hist.db_offset_ms, "mono0": hist.mono0,
                        "wall0": hist.wall0, "samples": hist.samples,
-                       "nodes_down": {n.idx: n.down for n in nodes}}, f, default=str)
+                       "nodes_down": {n.idx: n.down for n in nodes},
+                       "spawns": {n.idx: n.spawns for n in nodes}}, f, default=str)
         print("nemesis: files kept in %s (--recheck %s/history.json checks it again)"
               % (tmp, tmp))
     else:

@@ -35,8 +35,9 @@ class PgServer:
     test does not lose power); as root it runs as the
     `postgres` user through setpriv (initdb and postgres refuse root)."""
 
-    def __init__(self, root, name, fsync):
+    def __init__(self, root, name, fsync, env=None):
         self.dir = os.path.join(root, name)
+        self.env = env or {}   # more environment for its processes (an LD_PRELOAD)
         os.mkdir(self.dir)
         self.data = os.path.join(self.dir, "data")
         self.log = os.path.join(self.dir, "server.log")
@@ -60,7 +61,8 @@ class PgServer:
         # A file, not a pipe: the server pg_ctl starts would hold a pipe open.
         with open(out, "wb") as f:
             r = subprocess.run(argv, cwd=self.dir, stdout=f, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL, env=clean_env(), timeout=timeout)
+                               stdin=subprocess.DEVNULL, env=dict(clean_env(), **self.env),
+                               timeout=timeout)
         if r.returncode != 0:
             with open(out, errors="replace") as f:
                 text = f.read()
