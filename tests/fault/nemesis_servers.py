@@ -22,10 +22,11 @@ class Node:
     its own proxy. Unavailable intervals (down or paused) are recorded: a
     request to the node then may go unanswered."""
 
-    def __init__(self, idx, binary, uri, keys, tmp, lease_ms):
+    def __init__(self, idx, binary, uri, keys, tmp, lease_ms, preexec=die_with_parent):
         self.idx, self.binary, self.uri, self.keys = idx, binary, uri, keys
         self.port = free_port()
         self.lease_ms = lease_ms
+        self.preexec = preexec
         self.log_path = os.path.join(tmp, "node%d.log" % idx)
         self.logf = open(self.log_path, "ab")
         self.proc = None
@@ -78,7 +79,7 @@ class Node:
         self.proc = edgealloc_server.serve(self.binary, self.uri, self.port, args,
                                            stdout=self.logf, stderr=self.logf,
                                            stdin=subprocess.DEVNULL, env=env,
-                                           preexec_fn=die_with_parent)
+                                           preexec_fn=self.preexec)
 
     def start(self, timeout=45):
         """Start until /readyz says 200; a start that exits (the database
