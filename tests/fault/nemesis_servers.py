@@ -122,10 +122,14 @@ class Proxy:
     forwarded: the connection is dropped instead (the commit happened, the
     node never hears of it). An upstream that is down (the old primary after
     the failover) has its port closed too, as a host that is down: libpq
-    then tries the next host of the URI."""
+    then tries the next host of the URI. strip_notices (only to show a check
+    bites): the database's notices and warnings never reach the node, so it
+    cannot tell a COMMIT whose synchronous wait was cancelled."""
 
-    def __init__(self, name, upstreams):
+    def __init__(self, name, upstreams, strip_notices=False):
         self.name = name
+        self.strip_notices = strip_notices
+        self.notices_stripped = 0
         self.lock = threading.Lock()
         self.stalled = False
         self.refuse_until = 0.0
@@ -239,6 +243,10 @@ class Proxy:
                         time.sleep(0.02)  # a partition hides the close too
                     break
                 conn["pending"] = to_server  # a request sent, its answer not yet back
+                if to_server and data[4:8] == b"\x00\x03\x00\x00":
+                    conn["started"] = True  # the startup message: typed messages follow
+                if not to_server and self.strip_notices and conn.get("started"):
+                    data = self.without_notices(conn, data)
                 if to_server:
                     # libpq sends COMMIT as a simple query: 'Q', length 11.
                     if b"\x0bCOMMIT\x00" in data:
@@ -254,6 +262,23 @@ class Proxy:
         except OSError:
             pass
         self.close_conn(conn)
+
+    def without_notices(self, conn, data):
+        """The server's messages less its NoticeResponses ('N'), whole
+        messages only (a partial one waits for its rest)."""
+        buf = conn.setdefault("rx", bytearray())
+        buf += data
+        out = bytearray()
+        while len(buf) >= 5:
+            end = 1 + int.from_bytes(buf[1:5], "big")
+            if len(buf) < end:
+                break
+            if buf[0] == ord("N"):
+                self.notices_stripped += 1
+            else:
+                out += buf[:end]
+            del buf[:end]
+        return bytes(out)
 
     def close_conn(self, conn):
         with self.lock:

@@ -246,6 +246,9 @@ def main():
     ap.add_argument("--kinds", help="the faults to inject, comma-separated (default: all in a "
                                      "long run, %d drawn in a short one; failover always)"
                     % SHORT_KINDS)
+    ap.add_argument("--strip-notices", action="store_true",
+                    help="the proxies drop the database's warnings (to show that a COMMIT "
+                         "whose synchronous wait was cancelled, taken as durable, is found)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--recheck", metavar="HISTORY_JSON",
                     help="run the checker again over a kept run's history.json")
@@ -293,7 +296,7 @@ def main():
             f.write("\n".join(nemesis_limits.keys_file_lines(ADMIN_KEY, AGENT_KEY)) + "\n")
         lease_ms = 70000 if args.long_leases else 15000
         for i in range(NODES):
-            p = Proxy("node%d" % i, [primary.port, standby.port])
+            p = Proxy("node%d" % i, [primary.port, standby.port], args.strip_notices)
             proxies.append(p)
             uri = ("postgresql://%s@127.0.0.1:%d,127.0.0.1:%d/%s?target_session_attrs=read-write"
                    % (PG_USER, p.ports[0], p.ports[1], DBNAME))
