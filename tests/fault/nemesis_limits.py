@@ -186,6 +186,10 @@ def unknown_replayed(c, began):
     for sid, b in began.items():
         if b.get("new_key"):
             made[(b["new_tenant"], b["new_key"])] = sid
+    replays = collections.defaultdict(list)   # (tenant, session) -> replayed 201s' sends
+    for o in c.h.ops:
+        if o["kind"] == "claim" and o["status"] == 201 and o["replayed"]:
+            replays[(o.get("tenant"), o["resp"]["session_id"])].append(o["t0"])
     unknown = replayed = 0
     for op in c.h.ops:
         if op["kind"] != "claim" or not outcome_unknown(op):
@@ -193,9 +197,7 @@ def unknown_replayed(c, began):
         key = (op.get("tenant"), (op["req"] or {}).get("idempotency_key"))
         unknown += 1
         sid = made.get(key)
-        if sid and any(o["kind"] == "claim" and o["status"] == 201 and o["replayed"] and
-                       o["t0"] > op["t0"] and o["resp"]["session_id"] == sid and
-                       o.get("tenant") == key[0] for o in c.h.ops):
+        if sid and any(t > op["t0"] for t in replays.get((key[0], sid), [])):
             replayed += 1
     return unknown, replayed
 
