@@ -100,6 +100,8 @@ class Workload:
         tenant's key: refused, and nothing changes (the checker holds both)."""
         other = rng.choice([t for t in TENANTS if t != tenant])
         kind = rng.choice(nemesis_limits.STALE_KINDS)
+        if kind.startswith("stale") and h["token"] <= 1:
+            kind = kind.replace("stale", "foreign")  # no token below the first
         key = TENANTS[other] if kind.startswith("foreign") else TENANTS[tenant]
         token = h["token"] - 1 if kind.startswith("stale") else h["token"]
         path = "/v1/sessions/" + h["sid"]
