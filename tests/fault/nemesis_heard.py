@@ -15,7 +15,9 @@ class HeardChecks:
         """The clients' own record of who was heard: per container, the
         heartbeat requests naming it that got 202 (certainly taken), those
         sent and not refused with a 4xx (its agent was reporting, whether
-        the server could hear or not), and every heartbeat or registration
+        the server could hear or not) but for those lost in a node that was
+        paused or down (no node could hear them: the others heard nothing,
+        as from a silent container), and every heartbeat or registration
         naming it not refused with a 4xx (it may have been taken)."""
         got = collections.defaultdict(list)
         sent = collections.defaultdict(list)
@@ -32,7 +34,8 @@ class HeardChecks:
                 continue
             for cid in ids:
                 maybe[cid].append(op)
-                if op["kind"] == "heartbeat":
+                if op["kind"] == "heartbeat" and not (
+                        op["status"] is None and self.was_down(op["node"], op["t0"], op["t1"])):
                     sent[cid].append(op)
                 if op["kind"] == "heartbeat" and op["status"] == 202:
                     got[cid].append(op)

@@ -188,6 +188,18 @@ def self_test():
     audit_dead(h, 24.0, "c2", hb_s=17.0)
     cases["reporting, made dead"] = (h, "death of a reporting container")
 
+    def lost(node):  # c2's reports after 17 lost in node 2 (paused 19 to 30)
+        h = clean()
+        hb(h, 17.0, ["c2"])
+        op(h, "heartbeat", 21.0, None, "POST", "/v1/heartbeats", ["c2"], node=node,
+           req={"heartbeats": [{"container_id": "c2", "state": "ready"}]})
+        audit_dead(h, 23.5, "c2", hb_s=17.0)
+        return h
+
+    cases["reports lost in a paused node"] = (lost(2), None, None, {2: [(19.0, 30.0)]})
+    cases["reports unanswered by a node up"] = (lost(1), "death of a reporting container", None,
+                                                {2: [(19.0, 30.0)]})
+
     h = clean()  # c2 last heard at 10, claimed at 20
     hb(h, 10.0, ["c2"])
     claim(h, 20.0, 20.1, "s7", "c2", 3, 60)
