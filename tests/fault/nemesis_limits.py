@@ -17,8 +17,9 @@ runs them over its history; each is shown biting by its self-test).
   outcome       a session the database began that no 201 named must have a
                 claim of its tenant that was answered outcome unknown (503
                 unavailable, or no answer) around it; and a claim answered 201
-                while a session begun earlier with its idempotency key still
-                lived must be that session (a keyed retry replays);
+                with a new session while its idempotency key's session lived
+                (on the database's clock when the new one is in the audit)
+                is a keyed retry that did not replay;
   stale/foreign a renew, release or read with an old fencing token or another
                 tenant's key is refused (409/410, 403), never 2xx; and no
                 sampled lease reaches past the longest lease ever asked for
@@ -164,14 +165,19 @@ def check_outcomes(c, ses, began, ended):
         if op["status"] != 201 or not isinstance(op["resp"], dict):
             continue
         key = (op.get("tenant"), (op["req"] or {}).get("idempotency_key"))
+        x = began.get(op["resp"]["session_id"])
         for b in by_key.get(key, []):
             y = b["new_session"]
-            if y == op["resp"]["session_id"] or c.mono(b["at_ms"]) >= op["t0"] - TOL_S:
-                continue
             e = ended.get(y)
             lease = e["old_lease"] if e else last_lease.get(y)
-            if (e is None or c.mono(e["at_ms"]) > op["t1"] + TOL_S) and lease is not None \
-                    and c.mono(lease) > op["t1"] + TOL_S:
+            if y == op["resp"]["session_id"] or lease is None:
+                continue
+            if x is not None:  # when the database made X, Y (its key's) was live: its clock
+                live = b["at_ms"] < x["at_ms"] < min(lease, e["at_ms"] if e else lease + 1)
+            else:
+                live = c.mono(b["at_ms"]) < op["t0"] - TOL_S and c.mono(lease) > op["t1"] + TOL_S \
+                    and (e is None or c.mono(e["at_ms"]) > op["t1"] + TOL_S)
+            if live:
                 c.v("keyed retry not replayed",
                     "claim with key %s (tenant %s) sent %.2f answered %s, but %s of that key "
                     "began at %.2f and still lived" % (
