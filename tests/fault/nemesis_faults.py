@@ -69,9 +69,17 @@ def syncrep_cancel(nem, t0):
     if nem.failed_over:
         return
     port = nem.primary.port
-    out = psql(port, "SELECT pid FROM pg_stat_replication", db="postgres").split()
+    # After an outage the standby takes a while to stream again: wait for
+    # it; without it the fault does not fire (the schedule tries later).
+    deadline = time.monotonic() + 10
+    out = []
+    while time.monotonic() < deadline:
+        out = psql(port, "SELECT pid FROM pg_stat_replication WHERE sync_state = 'sync'",
+                   db="postgres").split()
+        if len(out) == 1:
+            break
+        time.sleep(0.2)
     if len(out) != 1:
-        nem.problems.append("syncrep_cancel: walsenders %s" % out)
         return
     walsender = int(out[0])
     os.kill(walsender, signal.SIGSTOP)
