@@ -15,9 +15,7 @@ class HeardChecks:
         """The clients' own record of who was heard: per container, the
         heartbeat requests naming it that got 202 (certainly taken), those
         sent and not refused with a 4xx (its agent was reporting, whether
-        the server could hear or not) but for those lost in a node that was
-        paused or down (no node could hear them: the others heard nothing,
-        as from a silent container), and every heartbeat or registration
+        the server could hear or not), and every heartbeat or registration
         naming it not refused with a 4xx (it may have been taken)."""
         got = collections.defaultdict(list)
         sent = collections.defaultdict(list)
@@ -34,8 +32,7 @@ class HeardChecks:
                 continue
             for cid in ids:
                 maybe[cid].append(op)
-                if op["kind"] == "heartbeat" and not (
-                        op["status"] is None and self.was_down(op["node"], op["t0"], op["t1"])):
+                if op["kind"] == "heartbeat":
                     sent[cid].append(op)
                 if op["kind"] == "heartbeat" and op["status"] == 202:
                     got[cid].append(op)
@@ -47,7 +44,10 @@ class HeardChecks:
         dead-after and before the death (converted from the database's
         clock, so with slack both ways), whether they got 202 (heard and
         still judged silent) or 503 or no answer (the server deaf: a node
-        or the database down is no silence of the container's)."""
+        or the database down is no silence of the container's). But a
+        report sent to a node paused or down could be taken only when that
+        spell ended: if that was after the death, no node could have heard
+        it (the others heard nothing, as from a silent container)."""
         tol = TOL_MS / 1000.0
         for a in self.h.audit:
             if a["new_status"] != "dead" or a["old_dead_reported"]:
@@ -55,7 +55,8 @@ class HeardChecks:
             d = self.mono(a["at_ms"])
             since = d - self.dead_after_ms / 1000.0 + tol
             taken = [op for op in got.get(a["id"], []) if op["t0"] > since and op["t1"] < d - tol]
-            tried = [op for op in sent.get(a["id"], []) if since < op["t0"] < d - tol]
+            tried = [op for op in sent.get(a["id"], []) if since < op["t0"] < d - tol and
+                     self.first_take(op) < d - tol]
             if tried:
                 last = max(tried, key=lambda o: o["t0"])
                 self.v("death of a reporting container",
@@ -67,6 +68,15 @@ class HeardChecks:
                            a["at_ms"] - (a["old_hb"] or 0), self.dead_after_ms / 1000.0,
                            len(tried), dict(collections.Counter(str(o["status"]) for o in tried)),
                            len(taken), last["t0"] - self.h.mono0, last["node"]))
+
+    def first_take(self, o):
+        """The earliest a request may have been taken: its send, or, sent
+        to a node paused or down meanwhile, the end of that spell."""
+        start = o["t0"]
+        for s, e in self.nodes_down.get(o["node"], []):
+            if s <= o["t0"] and (e is None or e >= o["t0"]):
+                start = max(start, e if e is not None else float("inf"))
+        return start
 
     def taken_by(self, o):
         """The latest a request may have been taken: its answer; one the
