@@ -38,7 +38,7 @@ class PgServer:
     test does not lose power); as root it runs as the
     `postgres` user through setpriv (initdb and postgres refuse root)."""
 
-    def __init__(self, root, name, fsync, faketime=False):
+    def __init__(self, root, name, fsync, faketime=False, env=None):
         self.dir = os.path.join(root, name)
         os.mkdir(self.dir)
         self.data = os.path.join(self.dir, "data")
@@ -48,11 +48,13 @@ class PgServer:
         # faketime: the server's wall clock is libfaketime's, offset by
         # what step_clock last set (its monotonic clock left alone), as a
         # database host's whose clock an NTP step or `date -s` moves.
-        self.env = {}
+        # env: more environment for its processes (an LD_PRELOAD shim).
+        self.env = dict(env or {})
         if faketime:
             self.clock_file = os.path.join(self.dir, "clock")
-            self.env = {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME_TIMESTAMP_FILE": self.clock_file,
-                        "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+            preload = ":".join(p for p in (self.env.get("LD_PRELOAD"), FAKETIME_LIB) if p)
+            self.env.update({"LD_PRELOAD": preload, "FAKETIME_TIMESTAMP_FILE": self.clock_file,
+                             "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"})
             self.step_clock(0)
         if os.geteuid() == 0:
             pw = pwd.getpwnam("postgres")
