@@ -45,7 +45,7 @@ bool MetricBecomes(HttpClient& c, const std::string& series, double want) {
 
 // Issue: without a keys file a web page could re-register a container with
 // a "simple" cross-site request (text/plain, another Origin and Host): 200.
-TEST_CASE("edge: open mode refuses a foreign Host and other origins; bodies must be JSON") {
+TEST_CASE("edge: open mode refuses foreign Hosts and other origins, bodies must be JSON") {
   fixture::LiveService t;
   HttpClient c = t.Client();
   const std::map<std::string, std::string> attack = {
@@ -156,7 +156,7 @@ TEST_CASE("edge: claim and renew bodies are bounded by what a valid one can be")
   r = c.Post("/v1/sessions", padded);
   CHECK(r.status == 413);
   CHECK(r.ErrorCode() == "body_too_large");
-  const json session = json::parse(c.Post("/v1/sessions", R"({"region":"weur"})").body);
+  const json session = json::parse(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").body);
   const std::string renew_path = "/v1/sessions/" + session["session_id"].get<std::string>() +
                                  "/renew";
   std::string renew = "{\"token\":" + std::to_string(session["token"].get<int64_t>()) + "}";
@@ -171,7 +171,7 @@ TEST_CASE("edge: a waiting claim's client that sent over 64 KiB and closed is ab
   fixture::LiveService t;
   HttpClient c = t.Client();
   REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
-  const json held = json::parse(c.Post("/v1/sessions", R"({"region":"weur"})").body);
+  const json held = json::parse(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").body);
   {
     boost::asio::io_context io;
     boost::asio::ip::tcp::socket socket(io);

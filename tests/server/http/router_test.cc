@@ -139,7 +139,7 @@ TEST_CASE("router: a route's body bound and before_body refuse on the header, in
   CHECK(hooks == 2);
 }
 
-TEST_CASE("router: a body must be application/json in every mode; no body, no type asked") {
+TEST_CASE("router: a body must be application/json in every mode, no body needs no type") {
   KeyStore open;
   Router router(&open);
   router.Add(http::verb::post, "/v1/things", Access::kTenant,
