@@ -20,7 +20,7 @@ while :; do
   # 202 is taken; a 503 or 429 asks to retry after its Retry-After (1 s):
   # the next round comes soon enough either way.
   code=$(curl -s -o /dev/null -w '%{http_code}' -m 5 "${auth[@]}" \
-    -XPOST "$server/v1/heartbeats" -d "{\"heartbeats\":[$items]}")
+    -XPOST "$server/v1/heartbeats" -H 'Content-Type: application/json' -d "{\"heartbeats\":[$items]}")
   [ "$code" = 202 ] || echo "heartbeat-loop: $server answered $code" >&2
   sleep "$every"
 done

@@ -129,6 +129,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
   server::Request reg{http::verb::post, "/v1/containers", 11};
   reg.set(http::field::authorization, "Bearer k-admin");
+  reg.set(http::field::content_type, "application/json");
   reg.body() = kFleet;
   reg.prepare_payload();
   server::Response res = Answer(std::move(reg));

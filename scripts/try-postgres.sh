@@ -58,7 +58,7 @@ for http in "${http_ports[@]}"; do
 done
 echo "try-postgres: two nodes on $uri:"
 echo "  http://127.0.0.1:${http_ports[0]}/dashboard and http://127.0.0.1:${http_ports[1]}/dashboard"
-echo "  curl -s -XPOST localhost:${http_ports[0]}/v1/sessions -d '{\"region\":\"weur\",\"pool\":\"chrome\"}'"
+echo "  curl -s -XPOST localhost:${http_ports[0]}/v1/sessions -H 'Content-Type: application/json' -d '{\"region\":\"weur\",\"pool\":\"chrome\"}'"
 echo "  (a session claimed on one node is the same session on the other; Ctrl-C stops all)"
 if ((seconds > 0)); then
   sleep "$seconds"

@@ -252,7 +252,7 @@ void Service::MakeHttpServer() {
   http_options.max_body_bytes = config_.max_body_bytes;
   http_options.request_deadline = std::chrono::milliseconds(config_.request_deadline_ms);
   Router* router = router_.get();
-  http_options.precheck = [router](const Request& header) { return router->Precheck(header); };
+  http_options.admit = [router](const Request& header) { return router->Admit(header); };
   http_ = std::make_unique<HttpServer>(
       http_options,
       [router](Request req, Reply reply, ClientGoneWatch watch, ExtendDeadline extend) {

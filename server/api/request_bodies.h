@@ -20,6 +20,48 @@ inline constexpr size_t kMaxLabels = 16;            // a claim's labels
 inline constexpr size_t kMaxLabelKeyChars = 64;
 inline constexpr size_t kMaxLabelValueChars = 256;
 
+// The most bytes a valid claim or renew body can be, computed from the
+// field limits above: every field present at its limit, every character
+// at its longest in JSON, laid out as a pretty printer would. A body over
+// it is 413 body_too_large before it is read or parsed.
+namespace body_bound {
+// A character at its longest: one beyond the BMP as two \uXXXX escapes.
+inline constexpr size_t kCharBytes = 12;
+// A member name's character at its longest: a \uXXXX escape (names are ASCII).
+inline constexpr size_t kNameCharBytes = 6;
+// An integer at its longest: "-9223372036854775808".
+inline constexpr size_t kIntegerBytes = 20;
+// The whitespace a pretty printer lays around one member or element: a CRLF,
+// an indent of two levels of four spaces, a space after the ':'.
+inline constexpr size_t kLayoutBytes = 2 + 2 * 4 + 1;
+
+constexpr size_t String(size_t chars) { return 2 + kCharBytes * chars; }
+// A member of an object: its quoted name, ':', its value, ',' and layout.
+constexpr size_t Member(std::string_view name, size_t value_bytes) {
+  return 2 + kNameCharBytes * name.size() + 1 + value_bytes + 1 + kLayoutBytes;
+}
+// An array or object of `n` items of `item_bytes` each, with ',' and layout.
+constexpr size_t List(size_t n, size_t item_bytes) {
+  return 2 + kLayoutBytes + n * (item_bytes + 1 + kLayoutBytes);
+}
+}  // namespace body_bound
+
+inline constexpr size_t kMaxClaimBodyBytes =
+    body_bound::List(0, 0) + body_bound::Member("region", body_bound::String(kMaxNameChars)) +
+    body_bound::Member("pool", body_bound::String(kMaxNameChars)) +
+    body_bound::Member("lease_ms", body_bound::kIntegerBytes) +
+    body_bound::Member("idempotency_key", body_bound::String(kMaxNameChars)) +
+    body_bound::Member("fallback_regions",
+                       body_bound::List(kMaxFallbackRegions, body_bound::String(kMaxNameChars))) +
+    body_bound::Member("wait_ms", body_bound::kIntegerBytes) +
+    body_bound::Member("labels", body_bound::List(kMaxLabels,
+                                                  body_bound::String(kMaxLabelKeyChars) + 1 +
+                                                      body_bound::String(kMaxLabelValueChars)));
+
+inline constexpr size_t kMaxRenewBodyBytes =
+    body_bound::List(0, 0) + body_bound::Member("token", body_bound::kIntegerBytes) +
+    body_bound::Member("lease_ms", body_bound::kIntegerBytes);
+
 // Heartbeats one request may carry: well below a shard's default queue
 // capacity, so that a single request cannot fill a queue alone.
 inline constexpr size_t kMaxHeartbeatsPerRequest = 10000;

@@ -1,6 +1,7 @@
 #include "server/api/session_routes.h"
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -55,11 +56,28 @@ SessionRoutes::SessionRoutes(allocator::Allocator* allocator, boost::asio::any_i
 void SessionRoutes::AddRoutes(Router* router) {
   using http::verb;
   auto bind = [this](void (SessionRoutes::*fn)(RouteRequest, Reply)) { return BindRoute(this, fn); };
-  router->Add(verb::post, "/v1/sessions", Access::kTenant, bind(&SessionRoutes::Claim));
+  // A claim's body is read only once its tenant's claims_per_s has a token
+  // for it (on this node): a tenant past its rate spends nothing more here.
+  RouteOptions claim;
+  claim.max_body_bytes = kMaxClaimBodyBytes;
+  if (ClaimRateLimiter* limiter = options_.rate_limiter) {
+    claim.before_body = [limiter](const Principal& who) -> std::optional<Response> {
+      int64_t retry_after_s = 0;
+      const auto now = ClaimRateLimiter::Clock::now();
+      if (limiter->TryTake(who.tenant, now, &retry_after_s)) return std::nullopt;
+      const auto level = limiter->LevelOf(who.tenant, now);
+      return RateLimitedResponse(who.tenant, level ? level->rate : 0, retry_after_s);
+    };
+  }
+  RouteOptions renew;
+  renew.max_body_bytes = kMaxRenewBodyBytes;
+  router->Add(verb::post, "/v1/sessions", Access::kTenant, bind(&SessionRoutes::Claim),
+              std::move(claim));
   router->Add(verb::get, "/v1/sessions", Access::kTenant, bind(&SessionRoutes::ListSessions));
   router->Add(verb::get, "/v1/sessions/{id}", Access::kTenant, bind(&SessionRoutes::GetSession));
   router->Add(verb::delete_, "/v1/sessions/{id}", Access::kTenant, bind(&SessionRoutes::Release));
-  router->Add(verb::post, "/v1/sessions/{id}/renew", Access::kTenant, bind(&SessionRoutes::Renew));
+  router->Add(verb::post, "/v1/sessions/{id}/renew", Access::kTenant, bind(&SessionRoutes::Renew),
+              std::move(renew));
   router->Add(verb::get, "/v1/limits", Access::kTenant, bind(&SessionRoutes::Limits));
 }
 
@@ -181,19 +199,10 @@ void SessionRoutes::Claim(RouteRequest req, Reply reply) {
     return reply(BodyErrorResponse(error));
   }
   claim.caller = CallerOf(req.who);
-  // The tenant's claims_per_s, on this node, before anything else is spent
-  // on the claim. An idempotent retry takes a token too (whether it replays
-  // is known only once the storage looked), and gets it back when it did.
+  // The tenant's token was taken before the body was read (AddRoutes). An
+  // idempotent retry takes one too (whether it replays is known only once
+  // the storage looked), and gets it back when it did.
   ClaimRateLimiter* limiter = options_.rate_limiter;
-  if (limiter != nullptr) {
-    int64_t retry_after_s = 0;
-    const auto now = ClaimRateLimiter::Clock::now();
-    if (!limiter->TryTake(claim.caller.tenant, now, &retry_after_s)) {
-      const auto level = limiter->LevelOf(claim.caller.tenant, now);
-      return reply(RateLimitedResponse(claim.caller.tenant, level ? level->rate : 0,
-                                       retry_after_s));
-    }
-  }
   // A claim that may wait gives up when its client does, and its deadline
   // counts from the wait's end.
   std::function<bool()> abandoned;

@@ -1,5 +1,6 @@
 #include "server/http/connection.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -45,7 +46,7 @@ void Connection::OnWatchReadable(beast::error_code ec, const GoneFlag& gone) {
   for (;;) {
     const size_t room = std::min<size_t>(4096, kMaxWatchedBytes - std::min(kMaxWatchedBytes,
                                                                           buffer_.size()));
-    if (room == 0) return;  // bounded: the rest stays with TCP, unwatched
+    if (room == 0) return WatchPastBound(gone);
     auto space = buffer_.prepare(room);
     const ssize_t n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
     if (n > 0) {
@@ -58,6 +59,25 @@ void Connection::OnWatchReadable(beast::error_code ec, const GoneFlag& gone) {
     gone->store(true);  // reset, or any other failure: nobody will read an answer
     return;
   }
+}
+
+void Connection::WatchPastBound(const GoneFlag& gone) {
+  if (watch_ != gone) return;
+  // buffer_ holds all it may: the rest stays with TCP, and a wait for
+  // readable would end at once for ever. The client's close (its FIN) is
+  // still told by POLLRDHUP, and a reset by POLLERR or POLLHUP, however
+  // much it sent before: asked every kPastBoundPollInterval.
+  pollfd probe{stream_.socket().native_handle(), POLLRDHUP, 0};
+  const int ready = ::poll(&probe, 1, 0);
+  if (ready > 0 && (probe.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) {
+    gone->store(true);
+    return;
+  }
+  if (ready > 0 && (probe.revents & POLLRDHUP) != 0) return ProbeHalfClose(gone);
+  watch_timer_.expires_after(kPastBoundPollInterval);
+  watch_timer_.async_wait([self = shared_from_this(), gone](beast::error_code ec) {
+    if (!ec) self->WatchPastBound(gone);
+  });
 }
 
 void Connection::ProbeHalfClose(const GoneFlag& gone) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "server/http/framing.h"
+#include "server/http/front_rules.h"
 #include "server/http/limits.h"
 #include "server/http/log.h"
 
@@ -26,7 +27,8 @@ Connection::Connection(tcp::socket&& socket, ConnectionHost* host, bool counted)
     : stream_(std::move(socket)),
       host_(host),
       counted_(counted),
-      deadline_timer_(stream_.get_executor()) {}
+      deadline_timer_(stream_.get_executor()),
+      watch_timer_(stream_.get_executor()) {}
 
 Connection::~Connection() {
   if (idle_ticket_) host_->idle.Leave(*idle_ticket_);
@@ -94,7 +96,9 @@ void Connection::DoRead() {
   head_ = false;
   parser_.emplace();
   parser_->header_limit(ConnectionLimits::kHeaderLimitBytes);
-  parser_->body_limit(static_cast<uint64_t>(host_->max_body_bytes));
+  // The body's limit is known once the request is admitted (AdmitRequest):
+  // till then none, so that a refusal is not a 413 for a body never read.
+  parser_->body_limit(boost::none);
   stream_.expires_after(ConnectionLimits::kReadTimeout);
   http::async_read_header(stream_, buffer_, *parser_,
                           beast::bind_front_handler(&Connection::OnReadHeader,
@@ -140,30 +144,49 @@ void Connection::OnReadHeader(beast::error_code ec, std::size_t) {
     case Framing::kBad: return SendError(ApiError::kBadRequest, why, true);
     case Framing::kUnsupported: return SendError(ApiError::kNotImplemented, why, true);
   }
+  why = HostFieldProblem(req);
+  if (!why.empty()) return SendError(ApiError::kBadRequest, why, true);
+  if (!AdmitRequest()) return;
   auto length = parser_->content_length();
-  if (length && *length > static_cast<uint64_t>(host_->max_body_bytes)) {
-    return SendBodyTooLarge();
-  }
+  if (length && *length > body_limit_) return SendBodyTooLarge();
+  parser_->body_limit(body_limit_);
   if (parser_->is_done()) return Dispatch();
   // HTTP/1.0 has no 100 (Continue), and a server must not send it to a 1.0
   // client (RFC 9110 15.2): such a client sends its body anyway.
   if (version_ >= 11 && beast::iequals(req[http::field::expect], "100-continue")) {
-    return AnswerExpectContinue();
+    return SendContinue();
   }
   ReadBody();
 }
 
-void Connection::AnswerExpectContinue() {
-  // Refused before the client sends its body (a bad key is a 401, not a
-  // go-ahead); the body it may send anyway is drained.
-  if (host_->precheck) {
-    std::optional<Response> refusal = host_->precheck(parser_->get());
-    if (refusal) {
-      keep_alive_ = false;
-      drain_ = true;
-      return DoWrite(std::move(*refusal));
-    }
+bool Connection::AdmitRequest() {
+  body_limit_ = static_cast<uint64_t>(host_->max_body_bytes);
+  if (!host_->admit) {
+    handler_ = host_->handler;
+    return true;
   }
+  Admission admission = host_->admit(parser_->get());
+  if (admission.refusal) {
+    // Answered before its body is read, or sent (a client waiting for its
+    // 100 Continue never sends it): a request with a body cannot be
+    // followed on this connection, so it closes, draining what comes.
+    const bool has_body = !parser_->is_done();
+    keep_alive_ = !has_body && parser_->get().keep_alive();
+    drain_ = has_body;
+    DoWrite(std::move(*admission.refusal));
+    return false;
+  }
+  if (admission.max_body_bytes < body_limit_) {
+    body_limit_ = admission.max_body_bytes;
+    body_limit_is_route_ = true;
+  } else {
+    body_limit_is_route_ = false;
+  }
+  handler_ = std::move(admission.handler);
+  return true;
+}
+
+void Connection::SendContinue() {
   auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
                                                                  version_);
   stream_.expires_after(ConnectionLimits::kWriteTimeout);
@@ -187,8 +210,9 @@ void Connection::OnReadBody(beast::error_code ec, std::size_t) {
 
 void Connection::SendBodyTooLarge() {
   SendError(ApiError::kBodyTooLarge,
-            "request body is over the limit of " + std::to_string(host_->max_body_bytes) +
-                " bytes (--max-body-bytes)",
+            "request body is over the limit of " + std::to_string(body_limit_) +
+                (body_limit_is_route_ ? " bytes, the most a valid body of this request can be"
+                                      : " bytes (--max-body-bytes)"),
             true);
 }
 
@@ -217,7 +241,8 @@ void Connection::Dispatch() {
   };
   // The one try at the HTTP edge: nothing a handler throws reaches Asio.
   try {
-    host_->handler(std::move(req), reply, std::move(watch), std::move(extend));
+    Handler handler = std::move(handler_);
+    handler(std::move(req), reply, std::move(watch), std::move(extend));
   } catch (const std::exception& e) {
     LogError("edgealloc: internal error in a handler (request_id " + request_id_ + "): " + e.what());
     reply(ErrorResponse(kInternalError.error, kInternalError.message));

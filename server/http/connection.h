@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,9 +60,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // REQUIRES: ec is a read error. Answers what deserves an answer, else closes.
   void OnReadError(boost::beast::error_code ec);
   void OnReadHeader(boost::beast::error_code ec, std::size_t);
-  // For `Expect: 100-continue`: the precheck's refusal, or the 100 and then
-  // the body.
-  void AnswerExpectContinue();
+  // Asks the host's admission about the request whose header was read:
+  // false if it was refused (and is being answered), else true with
+  // handler_ and body_limit_ set.
+  bool AdmitRequest();
+  // For `Expect: 100-continue` once admitted: the 100, then the body.
+  void SendContinue();
   void ReadBody();
   void OnReadBody(boost::beast::error_code ec, std::size_t);
   void SendBodyTooLarge();
@@ -100,15 +104,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ArmWatch(const GoneFlag& gone);
   void OnWatchReadable(boost::beast::error_code ec, const GoneFlag& gone);
   void ProbeHalfClose(const GoneFlag& gone);
-  // Pipelined bytes taken in while a request waits, at most; past it the
-  // watch stops (TCP holds the rest) and a close behind them goes unseen.
+  // Once buffer_ holds kMaxWatchedBytes: polls the socket for the client's
+  // close behind the bytes TCP still holds.
+  void WatchPastBound(const GoneFlag& gone);
+  // Pipelined bytes taken in while a request waits, at most; past it TCP
+  // holds the rest, and the watch polls for a close behind them this often.
   static constexpr size_t kMaxWatchedBytes = 64 * 1024;
+  static constexpr std::chrono::milliseconds kPastBoundPollInterval{50};
 
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
   ConnectionHost* host_;
   bool counted_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  // Of the request being read, once admitted: who answers it, and the most
+  // body it may have (the route's bound when below --max-body-bytes).
+  Handler handler_;
+  uint64_t body_limit_ = 0;
+  bool body_limit_is_route_ = false;
   // The bytes of the response being written; kept between responses so a
   // keep-alive connection does not allocate one a request, unless it was big.
   static constexpr size_t kMaxKeptWireBytes = 64 * 1024;
@@ -126,6 +139,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string method_;
   std::string path_;
   std::chrono::steady_clock::time_point started_{};
+  static constexpr size_t kDrainBufferBytes = 8 * 1024;
   std::vector<char> drain_buffer_;
   size_t drained_ = 0;
   // The place in host_->idle while waiting for a request.
@@ -134,6 +148,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // (ExtendDeadline, message.h), and the timer DoWrite cancels.
   std::chrono::milliseconds deadline_extra_{0};
   boost::asio::steady_timer deadline_timer_;
+  boost::asio::steady_timer watch_timer_;  // WatchPastBound's
 };
 
 }  // namespace server

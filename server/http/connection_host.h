@@ -18,7 +18,7 @@ namespace server {
 // connections; the connections update it from their strands.
 struct ConnectionHost {
   Handler handler;
-  Precheck precheck;  // HttpServerOptions::precheck
+  Admit admit;  // HttpServerOptions::admit
   int64_t max_body_bytes = 0;
   // The connection cap in force, set before the io threads start.
   int max_connections = 0;

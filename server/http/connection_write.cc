@@ -26,6 +26,7 @@ void Connection::SendError(ApiError error, const std::string& message, bool drai
 
 void Connection::DoWrite(Response res) {
   watch_.reset();  // answered: nothing to watch for any more
+  watch_timer_.cancel();
   deadline_timer_.cancel();
   res.version(version_ == 10 ? 10 : 11);
   res.set(http::field::server, "edgealloc");
@@ -109,7 +110,11 @@ void Connection::DoDrain() {
   beast::error_code ignored;
   stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
   stream_.expires_after(ConnectionLimits::kDrainTimeout);
-  drain_buffer_.resize(64 * 1024);
+  // Nothing read any more is kept: a refused client's connection holds a
+  // small buffer while it drains, not what its headers were read into.
+  buffer_.clear();
+  buffer_.shrink_to_fit();
+  drain_buffer_.resize(kDrainBufferBytes);
   DoDrainRead();
 }
 

@@ -4,7 +4,9 @@
 #include <boost/beast/http.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,9 +55,20 @@ using ExtendDeadline = std::function<void(std::chrono::milliseconds)>;
 // dropped.
 using Handler = std::function<void(Request, Reply, ClientGoneWatch, ExtendDeadline)>;
 
-// Looks at a request's header before its body is read; a Response refuses
-// the request. See HttpServerOptions::precheck (server.h).
-using Precheck = std::function<std::optional<Response>(const Request& header)>;
+// What a server's admission (HttpServerOptions::admit, server.h) says of a
+// request once its header is read and before any of its body is: refused
+// (answered at once; its body is never read), or let in with the most body
+// it may have and the handler that answers it once that body is read.
+struct Admission {
+  std::optional<Response> refusal;
+  // A body over it is 413 body_too_large (the server's own limit holds too).
+  uint64_t max_body_bytes = std::numeric_limits<uint64_t>::max();
+  Handler handler;  // set unless refused
+};
+
+// Looks at a request's header before its body is read. Called once for
+// every request, on an io thread.
+using Admit = std::function<Admission(const Request& header)>;
 
 // A response with a JSON body (which the caller made valid JSON).
 Response JsonResponse(int status, std::string body);

@@ -3,9 +3,23 @@
 #include <boost/url/encoding_opts.hpp>
 #include <boost/url/parse_query.hpp>
 
+#include <algorithm>
+#include <charconv>
+
+#include "server/http/front_rules.h"
+
 namespace server {
 namespace urls = boost::urls;
 namespace {
+
+// The body's size as its header declares it (Content-Length), or as it is
+// when the request came whole (Service::Handle): the larger.
+uint64_t DeclaredBodyBytes(const Request& req) {
+  uint64_t declared = 0;
+  const std::string_view length = req[http::field::content_length];
+  std::from_chars(length.data(), length.data() + length.size(), declared);
+  return std::max<uint64_t>(declared, req.body().size());
+}
 
 // A HEAD is answered by the GET route of its path (RFC 9110 §9.3.2).
 bool Serves(http::verb route, http::verb request) {
@@ -35,9 +49,11 @@ int RouteRequest::QueryParamCount(std::string_view name) const {
   return n;
 }
 
-void Router::Add(http::verb method, std::string pattern, Access access, RouteHandler handler) {
+void Router::Add(http::verb method, std::string pattern, Access access, RouteHandler handler,
+                 RouteOptions options) {
   int metrics_route = metrics_ ? metrics_->AddRoute(pattern) : RequestMetrics::kUnmatched;
-  routes_.push_back(Route{method, SplitPath(pattern), access, std::move(handler), metrics_route});
+  routes_.push_back(Route{method, SplitPath(pattern), access, std::move(handler),
+                          std::move(options), metrics_route});
 }
 
 bool Router::Match(const Route& route, const std::vector<std::string>& path,
@@ -59,6 +75,11 @@ std::optional<Response> Router::Resolve(const Request& req, const Route** found,
                                         RouteRequest* rr, int* metrics_route) const {
   *found = nullptr;
   *metrics_route = RequestMetrics::kUnmatched;
+  // Open mode makes every caller an admin: only a process of this machine
+  // may be one, never a web page (DNS rebinding, cross-site requests).
+  if (!keys_->configured()) {
+    if (std::optional<Response> refusal = OpenModeRefusal(req)) return refusal;
+  }
   Target target;
   std::string error;
   if (!ParseTarget(req.target(), &target, &error)) {
@@ -115,33 +136,57 @@ std::optional<Response> Router::Resolve(const Request& req, const Route** found,
   return std::nullopt;
 }
 
-void Router::Handle(Request req, Reply reply, ClientGoneWatch watch,
-                    ExtendDeadline extend) const {
-  const Route* found = nullptr;
-  RouteRequest rr;
-  int route = RequestMetrics::kUnmatched;
-  std::optional<Response> refusal = Resolve(req, &found, &rr, &route);
-  if (metrics_) {
-    // Counted when answered, whoever answers and from whichever thread.
-    reply = [metrics = metrics_, route, inner = std::move(reply)](Response res) {
-      metrics->Count(route, res.result_int());
-      inner(std::move(res));
-    };
+std::optional<Response> Router::RefuseBeforeBody(const Route& route, const Request& header,
+                                                  const Principal& who) {
+  if (std::optional<Response> refusal = ContentTypeRefusal(header)) return refusal;
+  if (DeclaredBodyBytes(header) > route.options.max_body_bytes) {
+    return ErrorResponse(ApiError::kBodyTooLarge,
+                         "request body is over the limit of " +
+                             std::to_string(route.options.max_body_bytes) +
+                             " bytes, the most a valid body of this request can be");
   }
-  if (refusal) return reply(std::move(*refusal));
-  rr.http = std::move(req);
-  rr.watch_client_gone = std::move(watch);
-  rr.extend_deadline = std::move(extend);
-  found->handler(std::move(rr), std::move(reply));
+  if (route.options.before_body) return route.options.before_body(who);
+  return std::nullopt;
 }
 
-std::optional<Response> Router::Precheck(const Request& header) const {
+Reply Router::Counted(int metrics_route, Reply reply) const {
+  if (!metrics_) return reply;
+  // Counted when answered, whoever answers and from whichever thread.
+  return [metrics = metrics_, metrics_route, inner = std::move(reply)](Response res) {
+    metrics->Count(metrics_route, res.result_int());
+    inner(std::move(res));
+  };
+}
+
+Admission Router::Admit(const Request& header) const {
+  Admission admission;
   const Route* found = nullptr;
   RouteRequest rr;
   int route = RequestMetrics::kUnmatched;
   std::optional<Response> refusal = Resolve(header, &found, &rr, &route);
-  if (refusal && metrics_) metrics_->Count(route, refusal->result_int());
-  return refusal;
+  if (!refusal) refusal = RefuseBeforeBody(*found, header, rr.who);
+  if (refusal) {
+    if (metrics_) metrics_->Count(route, refusal->result_int());
+    admission.refusal = std::move(refusal);
+    return admission;
+  }
+  admission.max_body_bytes = found->options.max_body_bytes;
+  admission.handler = [this, found, route, rr = std::move(rr)](
+                          Request req, Reply reply, ClientGoneWatch watch,
+                          ExtendDeadline extend) mutable {
+    rr.http = std::move(req);
+    rr.watch_client_gone = std::move(watch);
+    rr.extend_deadline = std::move(extend);
+    found->handler(std::move(rr), Counted(route, std::move(reply)));
+  };
+  return admission;
+}
+
+void Router::Handle(Request req, Reply reply, ClientGoneWatch watch,
+                    ExtendDeadline extend) const {
+  Admission admission = Admit(req);
+  if (admission.refusal) return reply(std::move(*admission.refusal));
+  admission.handler(std::move(req), std::move(reply), std::move(watch), std::move(extend));
 }
 
 }  // namespace server

@@ -2,7 +2,9 @@
 #define EDGEALLOC_SERVER_HTTP_ROUTER_H_
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,6 +56,19 @@ struct RouteRequest {
 
 using RouteHandler = std::function<void(RouteRequest, Reply)>;
 
+// What a route asks of a request before its body is read, beyond its
+// caller's key.
+struct RouteOptions {
+  // The most body a valid request of the route can have: a Content-Length
+  // over it is 413 body_too_large before anything else is spent on it (the
+  // server's --max-body-bytes holds too).
+  uint64_t max_body_bytes = std::numeric_limits<uint64_t>::max();
+  // Called once the caller is known and before the body is read; a Response
+  // refuses the request (a tenant past its claims_per_s: 429). Once it let
+  // a request in, that request reaches the route's handler. May be empty.
+  std::function<std::optional<Response>(const Principal& who)> before_body;
+};
+
 // The handler that calls `routes->*fn`: how a route class hands its member
 // functions to Router::Add. `routes` must outlive the router.
 template <typename Routes>
@@ -77,23 +92,31 @@ class Router {
 
   // Adds a route. A pattern is a path whose segments are literals or `{name}`
   // (one whole segment each), e.g. "/v1/sessions/{id}/renew".
-  void Add(http::verb method, std::string pattern, Access access, RouteHandler handler);
+  void Add(http::verb method, std::string pattern, Access access, RouteHandler handler,
+           RouteOptions options = {});
 
-  // Answers `req`: 400 bad_request for a malformed target, 404 not_found for
-  // an unknown path, 405 method_not_allowed with Allow for a known path,
-  // 401/403 per the route's Access, else the route's handler. A HEAD is
-  // answered by the GET route of its path (the server drops the body).
-  // Counted under the route's pattern (a 405 under the first pattern that
-  // matched the path), or "unmatched" for a 400 or 404. The handler is given
-  // `watch` and `extend` in its RouteRequest.
+  // Admits a request on its header alone, before its body is read
+  // (HttpServerOptions::admit), refusing in this order: in open mode (no
+  // keys) a request for a host that is not loopback or from another origin
+  // (403 host_not_allowed, cross_origin: front_rules.h); 400 bad_request for
+  // a malformed target, 404 not_found for an unknown path, 405
+  // method_not_allowed with Allow for a known path; 401/403 per the route's
+  // Access; 415 unsupported_media_type for a body that is not
+  // application/json; 413 body_too_large for a Content-Length over the
+  // route's max_body_bytes; then the route's before_body. Else the
+  // admission's handler runs the route's handler, the body read. A HEAD is
+  // admitted by the GET route of its path (the server drops the body).
+  // Every answer is counted under the route's pattern (a 405 under the first
+  // pattern that matched the path), or "unmatched" for a refusal before a
+  // path matched. The route's handler is given `watch` and `extend` in its
+  // RouteRequest. Safe from every io thread.
+  Admission Admit(const Request& header) const;
+
+  // Answers a whole request as Admit and its handler would (a body over the
+  // route's max_body_bytes: 413): for callers without a connection
+  // (Service::Handle, tests).
   void Handle(Request req, Reply reply, ClientGoneWatch watch = {},
               ExtendDeadline extend = {}) const;
-
-  // The refusal Handle would answer `header` with before running a handler
-  // (400, 404, 405, 401, 403), counted as Handle counts it; nullopt if the
-  // request may go on. For `Expect: 100-continue`: the client is told no
-  // before it sends its body. Safe from every io thread.
-  std::optional<Response> Precheck(const Request& header) const;
 
  private:
   struct Route {
@@ -101,6 +124,7 @@ class Router {
     std::vector<std::string> segments;
     Access access;
     RouteHandler handler;
+    RouteOptions options;
     int metrics_route = RequestMetrics::kUnmatched;
   };
   // True if `path` fits the route; fills *params.
@@ -111,6 +135,11 @@ class Router {
   // *metrics_route either way.
   std::optional<Response> Resolve(const Request& req, const Route** found, RouteRequest* rr,
                                   int* metrics_route) const;
+  // The refusals of Admit once the route and caller are known.
+  static std::optional<Response> RefuseBeforeBody(const Route& route, const Request& header,
+                                                  const Principal& who);
+  // The reply that counts the answer under `metrics_route` first.
+  Reply Counted(int metrics_route, Reply reply) const;
 
   const KeyStore* keys_;
   RequestMetrics* metrics_;

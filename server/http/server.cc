@@ -63,7 +63,7 @@ struct HttpServer::Impl {
       : options(std::move(o)), ioc(options.threads), acceptor(net::make_strand(ioc)),
         retry_timer(acceptor.get_executor()) {
     host.handler = std::move(h);
-    host.precheck = options.precheck;
+    host.admit = options.admit;
     host.max_body_bytes = options.max_body_bytes;
     host.request_deadline = options.request_deadline;
   }

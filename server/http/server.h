@@ -26,11 +26,14 @@ struct HttpServerOptions {
   // (raised to its hard limit at Start) less kReservedDescriptors, at most
   // kMaxConnections.
   int max_connections = 0;
-  // Called on an io thread for a request that waits for `Expect:
-  // 100-continue`, before the 100 is sent: a Response (401, 404, ...) is
-  // sent instead and the connection closed, so a client is refused before
-  // it sends its body. Empty: every such request gets its 100.
-  Precheck precheck;
+  // Called on an io thread for every request once its header is read,
+  // before any of its body (and before the 100 of `Expect: 100-continue`):
+  // a refusal (401, 404, 429, ...) is answered at once and the body never
+  // read (a request that has one is answered with Connection: close, what it
+  // sends after drained); else the body is read, up to the admission's
+  // max_body_bytes, and handed with the header to its handler. Empty: every
+  // request goes to the server's handler.
+  Admit admit;
   // A request whose handler has not answered this long after it was read
   // (plus what the handler added through its ExtendDeadline) is answered
   // 503 unavailable with Retry-After: its answer was lost (a store callback
@@ -54,6 +57,8 @@ struct HttpServerOptions {
 // chunked, that names chunked twice, or that comes with a Content-Length is
 // 400 bad_request; one with any other coding is 501 not_implemented. Either
 // closes the connection, and nothing the client sent after it is answered.
+// So does a missing Host (HTTP/1.1), more than one Host field, or one that
+// is not a host and port (RFC 9112 §3.2): 400 bad_request.
 // A HEAD is answered with the headers of its response and no body.
 //
 // Connections: at the cap (HttpServerOptions::max_connections), a new

@@ -17,6 +17,7 @@ import edgealloc_server  # noqa: E402
 
 FLEET = os.path.join(ROOT, "examples", "fleet.json")
 DEAD_AFTER_MS = 1500
+JSON = {"Content-Type": "application/json"}
 
 
 def get(port, path):
@@ -41,13 +42,14 @@ def main():
             assert edgealloc_server.wait_answers(port, "/readyz", server)
             body = json.dumps(fleet).encode()
             req = urllib.request.Request("http://127.0.0.1:%d/v1/containers" % port, data=body,
-                                         method="POST")
+                                         method="POST", headers=JSON)
             assert json.load(urllib.request.urlopen(req, timeout=5)) == {"registered": len(ids)}
             # One more container that nobody reports for: it must die, or the
             # test could not tell a loop that works from a reaper that sleeps.
             lone = json.dumps({"containers": [{"id": "lone-1", "region": "weur"}]}).encode()
             urllib.request.urlopen(urllib.request.Request(
-                "http://127.0.0.1:%d/v1/containers" % port, data=lone, method="POST"), timeout=5)
+                "http://127.0.0.1:%d/v1/containers" % port, data=lone, method="POST",
+                headers=JSON), timeout=5)
             env = dict(os.environ, EDGEALLOC_SERVER="http://127.0.0.1:%d" % port, EVERY_S="0.3")
             loop = subprocess.Popen([os.path.join(ROOT, "examples", "heartbeat-loop.sh")] + ids,
                                     env=env, preexec_fn=edgealloc_server.die_with_parent)

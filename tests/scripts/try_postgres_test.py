@@ -30,7 +30,8 @@ def main():
                 "node on %d never ready" % port
         time.sleep(1.5)  # the demo fleet's first heartbeats
         claim = urllib.request.Request("http://127.0.0.1:%d/v1/sessions" % ports[0], method="POST",
-                                       data=b'{"region":"weur","pool":"chrome"}')
+                                       data=b'{"region":"weur","pool":"chrome"}',
+                                       headers={"Content-Type": "application/json"})
         session = json.load(urllib.request.urlopen(claim, timeout=10))
         seen = json.load(urllib.request.urlopen(
             "http://127.0.0.1:%d/v1/sessions/%s" % (ports[1], session["session_id"]), timeout=10))

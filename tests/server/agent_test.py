@@ -47,7 +47,10 @@ def fail(msg, logs=()):
 
 def request(port, method, path, body=None, key=ADMIN):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request(method, path, body=body, headers={"Authorization": "Bearer " + key})
+    headers = {"Authorization": "Bearer " + key}
+    if body:
+        headers["Content-Type"] = "application/json"
+    conn.request(method, path, body=body, headers=headers)
     r = conn.getresponse()
     data = r.read()
     conn.close()

@@ -30,7 +30,7 @@ def healthz(port, timeout):
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     try:
         s.settimeout(timeout)
-        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         data = b""
         while b"\r\n" not in data:
             chunk = s.recv(4096)

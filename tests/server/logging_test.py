@@ -42,6 +42,8 @@ def request(port, method, path, key=None, body=None, request_id=None, timeout=10
         headers["Authorization"] = "Bearer " + key
     if request_id is not None:
         headers["X-Request-Id"] = request_id
+    if body:
+        headers["Content-Type"] = "application/json"
     conn.request(method, path, body=body, headers=headers)
     r = conn.getresponse()
     data = r.read()

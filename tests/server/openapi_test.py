@@ -37,6 +37,8 @@ class Client:
         if key:
             h["Authorization"] = "Bearer " + key
         data = body if body is None or isinstance(body, (str, bytes)) else json.dumps(body)
+        if data:
+            h.setdefault("Content-Type", "application/json")
         conn.request(method, target, body=data, headers=h)
         r = conn.getresponse()
         raw = r.read()

@@ -46,7 +46,8 @@ http() {
 import sys, urllib.request, urllib.error
 method, url, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
 data = sys.argv[4].encode() if len(sys.argv) > 4 else None
-req = urllib.request.Request(url, data=data, method=method)
+headers = {"Content-Type": "application/json"} if data else {}
+req = urllib.request.Request(url, data=data, method=method, headers=headers)
 try:
     with urllib.request.urlopen(req, timeout=10) as r:
         status, body = r.status, r.read()

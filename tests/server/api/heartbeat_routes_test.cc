@@ -180,6 +180,7 @@ TEST_CASE("heartbeats: a server that is not ready answers 503 without touching t
   api.AddRoutes(&router);
   Request req{http::verb::post, "/v1/heartbeats", 11};
   req.body() = R"({"heartbeats":[{"container_id":"c"}]})";
+  req.set(http::field::content_type, "application/json");
   Response got;
   router.Handle(req, [&got](Response res) { got = std::move(res); });
   CHECK(got.result_int() == 503);

@@ -319,8 +319,9 @@ TEST_CASE("routes: HEAD answers every GET route with its headers and no body") {
     // The HEAD, then a GET on the same connection: the GET's answer must
     // follow the HEAD's headers at once (a body after a HEAD would be read
     // as the next response).
-    std::string wire = c.RawTranscript("HEAD " + target + " HTTP/1.1\r\nHost: x\r\n\r\n"
-                                       "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    std::string wire =
+        c.RawTranscript("HEAD " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                        "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     CHECK(wire.rfind("HTTP/1.1 200 ", 0) == 0);
     size_t end = wire.find("\r\n\r\n");
     REQUIRE(end != std::string::npos);
@@ -329,7 +330,7 @@ TEST_CASE("routes: HEAD answers every GET route with its headers and no body") {
   }
   // A HEAD on a path with no GET is still 405, and GET routes allow HEAD.
   std::string wire = c.RawTranscript(
-      "HEAD /v1/sessions/x/renew HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      "HEAD /v1/sessions/x/renew HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   CHECK(wire.rfind("HTTP/1.1 405 ", 0) == 0);
   r = c.Request("PUT", "/healthz");
   CHECK(r.status == 405);
@@ -341,7 +342,8 @@ TEST_CASE("routes: an absolute-form target routes by its path") {
   HttpClient c = t.Client();
   HttpReply r = c.Raw("GET http://127.0.0.1/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   CHECK(r.status == 200);
-  r = c.Raw("GET http://example.com:8080/v1/containers/nope?x=1 HTTP/1.1\r\nHost: x\r\n\r\n");
+  r = c.Raw(
+      "GET http://example.com:8080/v1/containers/nope?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   CHECK(r.status == 404);
   CHECK(r.ErrorCode() == "not_found");
 }
@@ -352,7 +354,7 @@ TEST_CASE("routes: a malformed target is 400 bad_request") {
   for (std::string target : {"/v1/sessions/%zz", "/v1/sessions/a%2", "/v1/sessions/x?token=%g1",
                              "*", "healthz"}) {
     INFO(target);
-    HttpReply r = c.Raw("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    HttpReply r = c.Raw("GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     CHECK(r.status == 400);
     CHECK(r.ErrorCode() == "bad_request");
   }
@@ -367,15 +369,16 @@ TEST_CASE("routes: Expect 100-continue is not answered before the key is checked
   HttpClient c = t.Client();
   // The body is not sent: a client waiting for 100 Continue must get the 401.
   std::string wire = c.RawTranscript(
-      "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\n"
+      "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer wrong\r\n"
       "Expect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n",
       std::chrono::milliseconds(1500));
   CHECK(wire.rfind("HTTP/1.1 401 ", 0) == 0);
   CHECK(wire.find("100 Continue") == std::string::npos);
   // A good key gets its 100 Continue, then the answer to the body.
   wire = c.RawTranscript(
-      "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer acme-key\r\n"
-      "Expect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+      "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer acme-key\r\n"
+      "Expect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+      "Connection: close\r\n\r\n{}",
       std::chrono::milliseconds(1500));
   CHECK(wire.rfind("HTTP/1.1 100 Continue", 0) == 0);
   CHECK(wire.find("HTTP/1.1 400 ") != std::string::npos);  // region is required
@@ -946,7 +949,7 @@ TEST_CASE("routes: a claim with wait_ms is served by a release, a client that ha
     boost::asio::ip::tcp::socket socket(io);
     socket.connect({boost::asio::ip::make_address("127.0.0.1"), t.service->port()});
     const std::string body = R"({"region":"weur","pool":"chrome","wait_ms":20000})";
-    const std::string request = "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+    const std::string request = "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                                 "application/json\r\nContent-Length: " +
                                 std::to_string(body.size()) + "\r\n\r\n" + body;
     boost::asio::write(socket, boost::asio::buffer(request));
@@ -1058,7 +1061,7 @@ struct WaitingClaimSocket {
   explicit WaitingClaimSocket(uint16_t port) {
     socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
     const std::string body = R"({"region":"weur","pool":"chrome","wait_ms":20000})";
-    const std::string request = "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+    const std::string request = "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                                 "application/json\r\nContent-Length: " +
                                 std::to_string(body.size()) + "\r\n\r\n" + body;
     boost::asio::write(socket, boost::asio::buffer(request));

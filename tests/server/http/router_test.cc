@@ -2,6 +2,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <optional>
+#include <string>
+
 namespace server {
 namespace {
 
@@ -72,7 +76,7 @@ TEST_CASE("router: with keys, a route checks the caller before its handler runs"
   CHECK(calls == 1);
 }
 
-TEST_CASE("router: Precheck refuses what Handle would refuse, before any handler") {
+TEST_CASE("router: Admit refuses what Handle would refuse, before any handler") {
   KeyStore keys;
   REQUIRE(KeyStore::Parse("t tenant acme\n", "k", &keys).ok());
   Router router(&keys);
@@ -82,12 +86,116 @@ TEST_CASE("router: Precheck refuses what Handle would refuse, before any handler
     reply(JsonResponse(200, "{}"));
   });
   Request req = Make(http::verb::post, "/v1/things");
-  CHECK(router.Precheck(req)->result_int() == 401);
+  CHECK(router.Admit(req).refusal->result_int() == 401);
   req.set(http::field::authorization, "Bearer t");
-  CHECK_FALSE(router.Precheck(req).has_value());
-  CHECK(router.Precheck(Make(http::verb::post, "/v1/%zz"))->result_int() == 400);
-  CHECK(router.Precheck(Make(http::verb::get, "/v1/things"))->result_int() == 405);
+  CHECK_FALSE(router.Admit(req).refusal.has_value());
+  CHECK(router.Admit(Make(http::verb::post, "/v1/%zz")).refusal->result_int() == 400);
+  CHECK(router.Admit(Make(http::verb::get, "/v1/things")).refusal->result_int() == 405);
   CHECK(calls == 0);
+  // Let in, its handler is the route's.
+  Admission admitted = router.Admit(req);
+  REQUIRE(admitted.handler);
+  Response got;
+  admitted.handler(req, [&got](Response res) { got = std::move(res); }, {}, {});
+  CHECK(got.result_int() == 200);
+  CHECK(calls == 1);
+}
+
+// A route's bound and its before_body hook run on the header alone, after the
+// key and the Content-Type, so that a refused request's body is never read.
+TEST_CASE("router: a route's body bound and before_body refuse on the header, in order") {
+  KeyStore keys;
+  REQUIRE(KeyStore::Parse("t tenant acme\n", "k", &keys).ok());
+  Router router(&keys);
+  int hooks = 0;
+  RouteOptions options;
+  options.max_body_bytes = 100;
+  options.before_body = [&hooks](const Principal& who) -> std::optional<Response> {
+    ++hooks;
+    if (who.tenant == "acme" && hooks > 1) return ErrorResponse(ApiError::kRateLimited, "slow");
+    return std::nullopt;
+  };
+  router.Add(http::verb::post, "/v1/things", Access::kTenant,
+             [](RouteRequest, Reply reply) { reply(JsonResponse(200, "{}")); }, options);
+  auto header = [](const std::string& length, const std::string& type) {
+    Request req = Make(http::verb::post, "/v1/things");
+    req.set(http::field::content_length, length);
+    if (!type.empty()) req.set(http::field::content_type, type);
+    return req;
+  };
+  CHECK(router.Admit(header("5000000", "application/json")).refusal->result_int() == 401);
+  Request keyed = header("101", "application/json");
+  keyed.set(http::field::authorization, "Bearer t");
+  CHECK(router.Admit(keyed).refusal->result_int() == 413);
+  keyed.set(http::field::content_type, "text/plain");
+  CHECK(router.Admit(keyed).refusal->result_int() == 415);
+  CHECK(hooks == 0);
+  keyed.set(http::field::content_length, "100");
+  keyed.set(http::field::content_type, "Application/JSON; charset=utf-8");
+  Admission first = router.Admit(keyed);
+  CHECK_FALSE(first.refusal.has_value());
+  CHECK(first.max_body_bytes == 100);
+  CHECK(router.Admit(keyed).refusal->result_int() == 429);
+  CHECK(hooks == 2);
+}
+
+TEST_CASE("router: a body must be application/json in every mode, no body needs no type") {
+  KeyStore open;
+  Router router(&open);
+  router.Add(http::verb::post, "/v1/things", Access::kTenant,
+             [](RouteRequest, Reply reply) { reply(JsonResponse(200, "{}")); });
+  Request req = Make(http::verb::post, "/v1/things");
+  CHECK(Route(router, req).result_int() == 200);  // no body: no Content-Type needed
+  req.body() = "{}";
+  Response res = Route(router, req);
+  CHECK(res.result_int() == 415);
+  CHECK(res.body().find("unsupported_media_type") != std::string::npos);
+  for (const char* type : {"text/plain", "application/x-www-form-urlencoded",
+                           "multipart/form-data; boundary=x", "application/jsonx"}) {
+    INFO(type);
+    req.set(http::field::content_type, type);
+    CHECK(Route(router, req).result_int() == 415);
+  }
+  req.set(http::field::content_type, "application/json;charset=utf-8");
+  CHECK(Route(router, req).result_int() == 200);
+}
+
+TEST_CASE("router: in open mode a foreign Host or another origin is 403, with keys it is not") {
+  KeyStore open;
+  Router router(&open);
+  router.Add(http::verb::get, "/v1/things", Access::kTenant,
+             [](RouteRequest, Reply reply) { reply(JsonResponse(200, "{}")); });
+  auto with = [](std::map<std::string, std::string> fields) {
+    Request req = Make(http::verb::get, "/v1/things");
+    for (const auto& [name, value] : fields) req.set(name, value);
+    return req;
+  };
+  auto code = [&router](const Request& req) { return Route(router, req).body(); };
+  CHECK(Route(router, with({{"Host", "evil.example"}})).result_int() == 403);
+  CHECK(code(with({{"Host", "evil.example"}})).find("host_not_allowed") != std::string::npos);
+  CHECK(Route(router, with({{"Host", "127.0.0.1:8080"}})).result_int() == 200);
+  CHECK(Route(router, with({{"Host", "localhost:8080"}, {"Origin", "http://evil.example"}}))
+            .result_int() == 403);
+  CHECK(code(with({{"Host", "localhost"}, {"Origin", "null"}})).find("cross_origin") !=
+        std::string::npos);
+  CHECK(Route(router, with({{"Host", "localhost:8080"}, {"Origin", "http://localhost:3000"}}))
+            .result_int() == 403);
+  // The dashboard's own POSTs carry its origin: the server's.
+  CHECK(Route(router, with({{"Host", "localhost:8080"}, {"Origin", "http://localhost:8080"}}))
+            .result_int() == 200);
+  CHECK(Route(router, with({{"Host", "[::1]:80"}, {"Sec-Fetch-Site", "cross-site"}}))
+            .result_int() == 403);
+  CHECK(Route(router, with({{"Host", "[::1]:80"}, {"Sec-Fetch-Site", "same-origin"}}))
+            .result_int() == 200);
+  // With keys a key decides, and the server may be served under any name.
+  KeyStore keys;
+  REQUIRE(KeyStore::Parse("t tenant acme\n", "k", &keys).ok());
+  Router keyed(&keys);
+  keyed.Add(http::verb::get, "/v1/things", Access::kTenant,
+            [](RouteRequest, Reply reply) { reply(JsonResponse(200, "{}")); });
+  Request req = with({{"Host", "alloc.example"}, {"Origin", "http://evil.example"},
+                      {"Authorization", "Bearer t"}});
+  CHECK(Route(keyed, req).result_int() == 200);
 }
 
 }  // namespace
