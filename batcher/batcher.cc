@@ -225,6 +225,13 @@ int64_t Batcher::QueueDepth() const {
   return total;
 }
 
+int64_t Batcher::LagMs(int partition) const {
+  Lane* lane = lanes_[static_cast<size_t>(partition)].get();
+  base::MutexLock lock(&lane->queued_mu);
+  if (lane->queued_by_accepted_ms.empty()) return 0;
+  return std::max<int64_t>(0, base::NowMs() - lane->queued_by_accepted_ms.begin()->first);
+}
+
 namespace {
 
 // Where the run of items with items[i]'s accepted_ms ends: a request's items

@@ -136,6 +136,10 @@ class Batcher {
   // Heartbeats queued in partition i, or in all, not yet taken into a batch.
   int64_t QueueDepth(int partition) const;
   int64_t QueueDepth() const;
+  // How long the oldest heartbeat of partition i accepted and not yet stored
+  // (queued, or in the batch being written) has waited, in ms; 0 if none.
+  // The reaper judges that lane's silence only up to that acceptance.
+  int64_t LagMs(int partition) const;
   int partitions() const { return static_cast<int>(lanes_.size()); }
   const BatcherOptions& options() const { return options_; }
   const BatcherStats& stats() const { return stats_; }

@@ -217,6 +217,13 @@ void BatcherFamilies(const batcher::Batcher& b, Exposition* out) {
   out->Family("edgealloc_heartbeat_queue_depth", "gauge",
               "Heartbeats queued, all shards, not yet taken into a batch.");
   out->Sample("edgealloc_heartbeat_queue_depth", static_cast<double>(b.QueueDepth()));
+  out->Family("edgealloc_heartbeat_lag_seconds", "gauge",
+              "How long the oldest heartbeat of a shard's lane accepted and not yet written has "
+              "waited (0: none); its lane judges silence only up to that heartbeat's acceptance.");
+  for (int p = 0; p < b.partitions(); ++p) {
+    out->Sample("edgealloc_heartbeat_lag_seconds", {{"shard", std::to_string(p)}},
+                static_cast<double>(b.LagMs(p)) / 1e3);
+  }
 }
 
 void MirrorFamilies(const kvmirror::Mirror& m, int64_t now_ms, Exposition* out) {

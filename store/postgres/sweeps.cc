@@ -90,9 +90,13 @@ Status PostgresStorage::SweepSilentContainers(int partition,
         // how long before now it lies (dead_after_ms, more while heartbeats
         // this node accepted are still queued: batcher::SilenceCutoff), and
         // the statement counts back from the database's now, so the node's
-        // offset from the database cancels out.
+        // offset from the database cancels out. The cutoff is read before
+        // now: the other order would shorten the silence by the time the
+        // read took (its locks), and move the cutoff past the lane's oldest
+        // heartbeat not yet stored.
+        const int64_t cutoff = cutoff_ms();
         const int64_t now = base::NowMs();
-        const int64_t silence = now - cutoff_ms();
+        const int64_t silence = now - cutoff;
         PgResult r;
         RETURN_IF_ERROR(conn->Run(pgsql::kReapPicked,
                                   {P(silence), P(int64_t{max_rows}), P(partitions),

@@ -1,0 +1,118 @@
+// Write lag is not silence: heartbeats accepted (202) and still waiting in a
+// lane's queue, or in a batch being written slowly (a database restarting, a
+// slow fsync), count as heard from the moment they were accepted. The reaper
+// of a lane judges silence only up to the acceptance of the lane's oldest
+// report not yet stored (Batcher::SilenceCutoff).
+
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "batcher/batcher.h"
+#include "tests/support/engines.h"
+#include "tests/support/forwarding_storage.h"
+
+namespace {
+
+using batcher::Batcher;
+using batcher::BatcherOptions;
+using std::chrono::milliseconds;
+
+void SleepMs(int64_t ms) { std::this_thread::sleep_for(milliseconds(ms)); }
+
+// A store whose heartbeat writes take `delay_ms` while `slow` is set, every
+// other statement (the reaper's sweeps) as fast as ever: the lane lags, the
+// store does not fail, so the hearing sees no deafness.
+class SlowWrites : public testing::ForwardingStorage {
+ public:
+  using ForwardingStorage::ForwardingStorage;
+  std::atomic<bool> slow{false};
+  std::atomic<int64_t> delay_ms{0};
+  store::Status WriteHeartbeats(int partition, const std::vector<store::HeartbeatRow>& rows,
+                                store::HeartbeatWriteResult* result) override {
+    if (slow.load()) SleepMs(delay_ms.load());
+    return ForwardingStorage::WriteHeartbeats(partition, rows, result);
+  }
+};
+
+std::string StatusOf(store::Storage* s, const std::string& id) {
+  return s->GetContainer(id).container.status;
+}
+
+std::vector<batcher::Heartbeat> Beat(const std::string& id) {
+  batcher::Heartbeat h;
+  h.container_id = id;
+  h.state = batcher::Heartbeat::State::kReady;
+  std::vector<batcher::Heartbeat> v;
+  v.push_back(std::move(h));
+  return v;
+}
+
+// c-1 keeps reporting every 20 ms and every report is accepted, while each
+// heartbeat write of the lane takes 2.5 times dead_after: its stored stamp
+// falls up to two writes behind, yet it is never dead. c-2 stops reporting
+// when the lane slows down: it is dead once no report of it was accepted in
+// the dead_after before the lane's oldest report not yet stored, while the
+// lane is still slow.
+TEST_CASE("write lag: a lane writing slower than dead-after kills no reporting container, and "
+          "a silent one still dies") {
+  // One lane (partition), so that c-1 and c-2 share its lag.
+  testing::Engine engine(EDGEALLOC_ENGINES, {}, /*pg_writers=*/1);
+  SlowWrites store(engine.storage.get());
+  std::promise<store::ContainerResult> registered;
+  engine->Register({{"c-1", "weur", "chrome", 0, "{}"}, {"c-2", "weur", "chrome", 0, "{}"}},
+                   [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
+  REQUIRE(registered.get_future().get().outcome == store::Outcome::kOk);
+
+  BatcherOptions options;
+  options.dead_after_ms = 400;
+  options.reaper_interval_ms = 5;
+  Batcher b(&store, options);
+  REQUIRE(b.partitions() == 1);
+  b.Start();
+  REQUIRE(b.Submit(Beat("c-1")).accepted());
+  REQUIRE(b.Submit(Beat("c-2")).accepted());
+  const auto written = [&](uint64_t n) {
+    const auto until = std::chrono::steady_clock::now() + milliseconds(10000);
+    while (b.stats().written.load() < n && std::chrono::steady_clock::now() < until) SleepMs(2);
+    return b.stats().written.load() >= n;
+  };
+  REQUIRE(written(2));
+
+  store.delay_ms = 1000;
+  store.slow = true;
+  const int64_t slow_from = base::NowMs();
+  bool c1_dead = false;
+  bool c2_dead = false;
+  int64_t max_lag_ms = 0;
+  // Reports for at least 3 s (three slow writes), and until c-2 is dead
+  // (bounded: 15 s on a loaded machine).
+  while (base::NowMs() - slow_from < 15000 && !(c2_dead && base::NowMs() - slow_from >= 3000)) {
+    REQUIRE(b.Submit(Beat("c-1")).accepted());
+    max_lag_ms = std::max(max_lag_ms, b.LagMs(0));
+    c1_dead = c1_dead || StatusOf(engine.storage.get(), "c-1") == "dead";
+    c2_dead = c2_dead || StatusOf(engine.storage.get(), "c-2") == "dead";
+    SleepMs(20);
+  }
+  // The lane did lag: c-1's stored stamp fell more than dead_after behind.
+  CHECK(max_lag_ms > options.dead_after_ms);
+  CHECK_FALSE(c1_dead);
+  CHECK(c2_dead);
+  // Still slow when c-2 died: its death was judged on a lagging lane.
+  CHECK(store.slow.load());
+  CHECK(b.stats().dead_marked.load() == 1);
+  CHECK(b.hearing().spans(batcher::Hearing::Cause::kWriteFailing) == 0);
+  store.slow = false;
+  b.Stop();
+  CHECK(StatusOf(engine.storage.get(), "c-1") == "available");
+  engine->StopWriters();
+}
+
+}  // namespace
