@@ -221,6 +221,7 @@ void WaitingRoom::RemoveLocked(const WaiterPtr& w) {
 
 void WaitingRoom::OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r) {
   bool abandoned = false;
+  if (r.outcome != Outcome::kOk) stats_->wait_claims_failed.fetch_add(1, std::memory_order_relaxed);
   {
     base::MutexLock lock(&mu_);
     w->in_flight = false;
