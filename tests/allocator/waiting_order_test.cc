@@ -154,3 +154,27 @@ TEST_CASE("wait: one freed container lets one waiter claim, however many regions
   CHECK(alloc.stats().wait_claims_failed.load() == static_cast<uint64_t>(made - 1));
   alloc.Stop();
 }
+
+// Issue: the per-pool bound looked at a claim's first region only, so claims
+// naming made-up regions and a real fallback were never held to the bound of
+// the pool they wait for.
+TEST_CASE("wait: a claim counts against the per-pool bound of every region it names") {
+  allocator::AllocatorOptions options = RetryEvery(10);
+  options.max_waiters_per_pool = 2;
+  Pool pool(EDGEALLOC_ENGINES);
+  SessionResult held = HoldOnly(pool);
+  allocator::Allocator alloc(&pool.seam(), options);
+  alloc.Start();
+  auto one = ClaimAsync(alloc, WaitingIn("t1", "weur"));
+  auto two = ClaimAsync(alloc, WaitingIn("t2", "z2", {"weur"}));
+  REQUIRE(Await([&] { return alloc.stats().waiting.load() == 2; }));
+  // Its own region's queue is empty; weur's, its fallback's, is full.
+  SessionResult third = ClaimAsync(alloc, WaitingIn("t3", "z3", {"weur"}))->future.get();
+  CHECK(third.outcome == Outcome::kOverloaded);
+  CHECK_THAT(third.message, Catch::Contains("weur"));
+  CHECK(alloc.stats().waits_refused.load() == 1);
+  alloc.Stop();
+  CHECK(one->future.get().outcome == Outcome::kNoCapacity);
+  CHECK(two->future.get().outcome == Outcome::kNoCapacity);
+  (void)held;
+}
