@@ -108,6 +108,9 @@ struct AllocatorStats {
   std::atomic<uint64_t> claims_unknown_pool{0};
   // Probes of the waiting pools (one read each) and those that failed.
   std::atomic<uint64_t> wait_probes{0}, wait_probes_failed{0};
+  // Claims a waiter made after a probe (its first attempt aside) that got
+  // no session: each was a writer job for nothing.
+  std::atomic<uint64_t> wait_claims_failed{0};
   // Of the sessions claimed for a client that went away (in waits_abandoned):
   // kept, because the claim carries an idempotency key whose retry replays
   // the session (it ends by its lease or its client's release); and those

@@ -1,7 +1,7 @@
 // The waiters' thread of the WaitingRoom (waiting_room.h): each round it
 // answers the waiters out of time or gone, releases the abandoned sessions
-// due, probes the waiting pools in one read and lets the first in line of
-// each pool that may serve it claim again.
+// due, probes the waiting pools in one read and lets the next in line of
+// each pool that has a container to take claim again, one claim a pool.
 
 #include <algorithm>
 #include <chrono>
@@ -50,39 +50,34 @@ void WaitingRoom::SortOutLocked(Round* round) {
   const int64_t now = base::NowMs();
   int64_t next_ms = now;  // unused here: the sleep of the next round looks again
   TakeDueReleasesLocked(now, &round->releases, &next_ms);
-  std::set<PoolKey> to_probe;
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
-    auto& queue = it->second;
-    for (auto q = queue.begin(); q != queue.end();) {
-      const WaiterPtr& w = *q;
-      std::vector<WaiterPtr>* out = nullptr;
-      if (w->in_flight) {
-        out = nullptr;  // answered by its claim's callback
-      } else if (stop) {
-        out = &round->stopping;
-      } else if (Abandoned(*w)) {
-        out = &round->gone;
-      } else if (now >= w->deadline_ms) {
-        out = &round->timed_out;
-      }
-      if (out == nullptr) {
-        // New ones are probed for being registered at all.
-        if (!w->in_flight && !w->probed) to_probe.insert(w->pools.begin(), w->pools.end());
-        ++q;
-        continue;
-      }
-      out->push_back(w);
-      UncountLocked(*w);
-      q = queue.erase(q);
+  std::vector<WaiterPtr> leaving;
+  for (const auto& [arrival, w] : arrivals_) {
+    std::vector<WaiterPtr>* out = nullptr;
+    if (w->in_flight) {
+      continue;  // answered by its claim's callback
+    } else if (stop) {
+      out = &round->stopping;
+    } else if (Abandoned(*w)) {
+      out = &round->gone;
+    } else if (now >= w->deadline_ms) {
+      out = &round->timed_out;
+    } else {
+      continue;
     }
-    // The first in line is probed for a container it could take.
-    if (!stop && !queue.empty() && !queue.front()->in_flight) {
-      to_probe.insert(queue.front()->pools.begin(), queue.front()->pools.end());
-    }
-    it = queue.empty() ? waiters_.erase(it) : std::next(it);
+    out->push_back(w);
+    leaving.push_back(w);
   }
+  for (const auto& w : leaving) RemoveLocked(w);
   any_waiters_.store(!waiters_.empty());
-  for (const auto& [region, pool] : to_probe) round->probes.push_back({region, pool});
+  if (stop) return;
+  // Every waiting pool with no claim for it in flight: new waiters are
+  // probed for being registered at all, every queue for a container its
+  // next in line could take.
+  for (const auto& [key, queue] : waiters_) {
+    if (std::none_of(queue.begin(), queue.end(), [](const WaiterPtr& w) { return w->in_flight; })) {
+      round->probes.push_back({key.first, key.second});
+    }
+  }
 }
 
 void WaitingRoom::AnswerRound(Round* round) {
@@ -116,50 +111,73 @@ void WaitingRoom::ProbeAndTry(std::vector<store::PoolProbe> probes) {
   }
 }
 
+void WaitingRoom::TakeUnregisteredLocked(const std::vector<store::PoolProbe>& probes,
+                                         bool probed, std::vector<WaiterPtr>* unregistered) {
+  std::map<PoolKey, const store::PoolProbe*> seen;
+  for (const auto& p : probes) seen.emplace(PoolKey(p.region, p.pool), &p);
+  std::vector<WaiterPtr> leaving;
+  for (const auto& [arrival, w] : arrivals_) {
+    if (w->in_flight || w->probed) continue;
+    if (!probed) {
+      w->probed = true;  // not known to be unregistered: it waits
+      continue;
+    }
+    bool all_probed = true, registered = false;
+    for (const auto& key : w->pools) {
+      auto it = seen.find(key);
+      if (it == seen.end()) {
+        all_probed = false;  // its pool had a claim in flight: the next round
+      } else {
+        registered = registered || it->second->registered;
+      }
+    }
+    if (!all_probed) continue;
+    if (registered) {
+      w->probed = true;
+    } else {
+      leaving.push_back(w);
+    }
+  }
+  for (const auto& w : leaving) {
+    unregistered->push_back(w);
+    RemoveLocked(w);
+  }
+}
+
+WaitingRoom::WaiterPtr WaitingRoom::NextInLine(const std::deque<WaiterPtr>& queue) {
+  return queue.empty() ? nullptr : queue.front();
+}
+
 void WaitingRoom::PickLocked(const std::vector<store::PoolProbe>& probes, bool probed,
                              std::vector<WaiterPtr>* unregistered,
                              std::vector<WaiterPtr>* to_try) {
-  std::map<PoolKey, const store::PoolProbe*> seen;
-  for (const auto& p : probes) seen.emplace(PoolKey(p.region, p.pool), &p);
-  auto all_probed = [&](const Waiter& w) {
-    for (const auto& key : w.pools) {
-      if (!seen.contains(key)) return false;  // queued since: the next round
-    }
-    return true;
-  };
-  auto any_of = [&](const Waiter& w, bool store::PoolProbe::*field) {
-    for (const auto& key : w.pools) {
-      auto it = seen.find(key);
-      if (it != seen.end() && it->second->*field) return true;
-    }
-    return false;
-  };
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
-    auto& queue = it->second;
-    for (auto q = queue.begin(); q != queue.end();) {
-      const WaiterPtr& w = *q;
-      if (w->in_flight || w->probed || !probed || !all_probed(*w)) {
-        if (!probed) w->probed = true;
-        ++q;
-        continue;
-      }
-      if (!any_of(*w, &store::PoolProbe::registered)) {
-        unregistered->push_back(w);
-        UncountLocked(*w);
-        q = queue.erase(q);
-        continue;
-      }
-      w->probed = true;
-      ++q;
-    }
-    if (!wait_stop_ && !queue.empty() && !queue.front()->in_flight &&
-        (!probed || any_of(*queue.front(), &store::PoolProbe::claimable))) {
-      queue.front()->in_flight = true;
-      to_try->push_back(queue.front());
-    }
-    it = queue.empty() ? waiters_.erase(it) : std::next(it);
-  }
+  TakeUnregisteredLocked(probes, probed, unregistered);
   any_waiters_.store(!waiters_.empty());
+  if (wait_stop_) return;
+  // Each pool probed (none in flight when it was) that may serve names its
+  // next in line; the earliest arrivals claim first, one claim a pool: a
+  // waiter claiming makes every pool it names busy for this round. A failed
+  // probe lets every pool's next in line claim: correct, only dearer.
+  std::set<PoolKey> busy;
+  for (const auto& [arrival, w] : arrivals_) {
+    if (w->in_flight) busy.insert(w->pools.begin(), w->pools.end());
+  }
+  std::vector<std::pair<uint64_t, PoolKey>> candidates;
+  for (const auto& p : probes) {
+    PoolKey key(p.region, p.pool);
+    auto it = waiters_.find(key);
+    if (it == waiters_.end() || busy.contains(key) || (probed && !p.claimable)) continue;
+    if (WaiterPtr next = NextInLine(it->second)) candidates.emplace_back(next->arrival, key);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  for (const auto& [arrival, key] : candidates) {
+    if (busy.contains(key)) continue;
+    WaiterPtr w = NextInLine(waiters_.at(key));
+    if (w == nullptr || w->in_flight) continue;
+    w->in_flight = true;
+    busy.insert(w->pools.begin(), w->pools.end());
+    to_try->push_back(w);
+  }
 }
 
 void WaitingRoom::AnswerUnregistered(const WaiterPtr& w) {

@@ -34,16 +34,10 @@ void WaitingRoom::Stop() {
   std::vector<WaiterPtr> left;
   {
     base::MutexLock lock(&mu_);
-    for (auto& [key, queue] : waiters_) {
-      for (auto& w : queue) {
-        if (!w->in_flight) {
-          left.push_back(w);
-          UncountLocked(*w);
-        }
-      }
-      std::erase_if(queue, [](const WaiterPtr& w) { return !w->in_flight; });
+    for (const auto& [arrival, w] : arrivals_) {
+      if (!w->in_flight) left.push_back(w);
     }
-    std::erase_if(waiters_, [](const auto& entry) { return entry.second.empty(); });
+    for (const auto& w : left) RemoveLocked(w);
   }
   for (const auto& w : left) AnswerWaiter(w, Outcome::kNoCapacity, "");
   DrainAtStop();
@@ -71,8 +65,8 @@ void WaitingRoom::Claim(store::ClaimRequest req, store::SessionCallback done,
   bool others_wait = false;
   {
     base::MutexLock lock(&mu_);
-    auto it = waiters_.find(PoolKey(req.region, req.pool));
-    others_wait = it != waiters_.end() && !it->second.empty();
+    // Behind anyone waiting for any pool it names.
+    for (const auto& key : PoolsOf(req)) others_wait = others_wait || waiters_.contains(key);
     if (!others_wait) ++first_claims_in_flight_;
   }
   // First come, first served: behind the claims already waiting.
@@ -134,10 +128,12 @@ std::vector<PoolKey> WaitingRoom::PoolsOf(const store::ClaimRequest& req) {
 }
 
 std::string WaitingRoom::OverBoundLocked(const Waiter& w) {
-  auto it = waiters_.find(PoolKey(w.req.region, w.req.pool));
-  if (it != waiters_.end() &&
-      it->second.size() >= static_cast<size_t>(options_->max_waiters_per_pool)) {
-    return PoolWaitersFullMessage(options_->max_waiters_per_pool, w.req.region, w.req.pool);
+  for (const auto& key : w.pools) {
+    auto it = waiters_.find(key);
+    if (it != waiters_.end() &&
+        it->second.size() >= static_cast<size_t>(options_->max_waiters_per_pool)) {
+      return PoolWaitersFullMessage(options_->max_waiters_per_pool, key.first, key.second);
+    }
   }
   const store::TenantLimits& limits = w.req.caller.limits;
   const bool own = limits.max_waiters != store::TenantLimits::kUnset;
@@ -176,7 +172,9 @@ void WaitingRoom::Enqueue(WaiterPtr w) {
     if (!wait_stop_) {
       refused = OverBoundLocked(*w);
       if (refused.empty()) {
-        waiters_[PoolKey(w->req.region, w->req.pool)].push_back(w);
+        w->arrival = next_arrival_++;
+        arrivals_.emplace(w->arrival, w);
+        for (const auto& key : w->pools) waiters_[key].push_back(w);
         stats_->waiting.fetch_add(1, std::memory_order_relaxed);
         total_waiting_ += w->cost();
         tenant_waiting_[w->req.caller.tenant] += w->cost();
@@ -206,21 +204,21 @@ void WaitingRoom::AnswerWaiter(const WaiterPtr& w, Outcome outcome, std::string 
 }
 
 void WaitingRoom::RemoveLocked(const WaiterPtr& w) {
-  auto it = waiters_.find(PoolKey(w->req.region, w->req.pool));
-  if (it == waiters_.end()) return;
-  auto& queue = it->second;
-  for (auto q = queue.begin(); q != queue.end(); ++q) {
-    if (*q == w) {
-      queue.erase(q);
-      UncountLocked(*w);
-      break;
-    }
+  auto in = arrivals_.find(w->arrival);
+  if (in == arrivals_.end() || in->second != w) return;
+  arrivals_.erase(in);
+  UncountLocked(*w);
+  for (const auto& key : w->pools) {
+    auto it = waiters_.find(key);
+    if (it == waiters_.end()) continue;
+    std::erase(it->second, w);
+    if (it->second.empty()) waiters_.erase(it);
   }
-  if (queue.empty()) waiters_.erase(it);
 }
 
 void WaitingRoom::OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r) {
   bool abandoned = false;
+  if (r.outcome != Outcome::kOk) stats_->wait_claims_failed.fetch_add(1, std::memory_order_relaxed);
   {
     base::MutexLock lock(&mu_);
     w->in_flight = false;

@@ -19,9 +19,12 @@
 namespace allocator {
 
 // The waiting room: claims that wait (wait_ms) for a container of their
-// region and pool, first come first served per pool, bounded per pool, per
-// tenant and in all (AllocatorOptions), and served by one thread that probes
-// the waiting pools and lets the first in line of each claim again. A
+// region and pool, bounded per pool, per tenant and in all
+// (AllocatorOptions), and served by one thread that probes the waiting pools
+// and, for each pool that has a container to take, lets one waiter claim. A
+// waiter queues under every pool it names (its region's and each fallback
+// region's), so the claims that share a pool are served first come first
+// served, whatever else they name. A
 // session claimed for a waiter whose client went away is released here too
 // (abandoned_releases.cc). Allocator::Claim's comment tells what a client
 // sees. Safe from any thread.
@@ -64,6 +67,7 @@ class WaitingRoom {
     int64_t deadline_ms = 0;
     bool in_flight = false;  // its claim is with the storage now
     bool probed = false;     // found registered (or probing failed): may wait
+    uint64_t arrival = 0;    // its place in arrivals_, set when it is queued
     // The pools it may take a container of (its region's, then each
     // fallback region's), set when it is queued. It counts once for each
     // against its tenant's and the total bound: each is probed and tried.
@@ -99,7 +103,7 @@ class WaitingRoom {
   void OnFirstClaimed(const WaiterPtr& w, store::SessionResult r);
   // The storage's answer to a waiter's claim (a writer thread).
   void OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r);
-  // Takes `w` out of its pool's queue, if there. Counted back.
+  // Takes `w` out of every queue, if there. Counted back.
   void RemoveLocked(const WaiterPtr& w) REQUIRES(mu_);
   // Answers a waiter that leaves the queue without a session.
   void AnswerWaiter(const WaiterPtr& w, store::Outcome outcome, std::string message);
@@ -131,6 +135,12 @@ class WaitingRoom {
                   std::vector<WaiterPtr>* unregistered, std::vector<WaiterPtr>* to_try)
       REQUIRES(mu_);
   void AnswerUnregistered(const WaiterPtr& w);
+  // Answers at once the waiters probed and found in no registered pool.
+  void TakeUnregisteredLocked(const std::vector<store::PoolProbe>& probes, bool probed,
+                              std::vector<WaiterPtr>* unregistered) REQUIRES(mu_);
+  // Who of a pool's queue claims next when it has a container: the first
+  // in line (the one place to change for another order, e.g. by tenant).
+  static WaiterPtr NextInLine(const std::deque<WaiterPtr>& queue);
 
   // ---- Sessions of clients that went away (abandoned_releases.cc) ----
   // A session claimed for a waiter whose client went away: queued to be
@@ -154,7 +164,12 @@ class WaitingRoom {
 
   mutable base::Mutex mu_;
   base::CondVar wait_cv_;
+  // Each pool's waiters in arrival order; a waiter is in the queue of every
+  // pool it names. A queue with a waiter in flight claims no more until it
+  // answers: one claim for a pool at a time.
   std::map<PoolKey, std::deque<WaiterPtr>> waiters_ GUARDED_BY(mu_);
+  std::map<uint64_t, WaiterPtr> arrivals_ GUARDED_BY(mu_);  // every waiter, once
+  uint64_t next_arrival_ GUARDED_BY(mu_) = 1;
   std::vector<PendingRelease> to_release_ GUARDED_BY(mu_);  // abandoned waiters' sessions
   int releases_in_flight_ GUARDED_BY(mu_) = 0;      // of those, with the storage now
   int first_claims_in_flight_ GUARDED_BY(mu_) = 0;  // waiting claims' first attempts

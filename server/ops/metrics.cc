@@ -94,6 +94,10 @@ void WaitFamilies(const allocator::AllocatorStats& a, Exposition* out) {
           "result",
           {{"ok", Load(a.wait_probes) - Load(a.wait_probes_failed)},
            {"failed", Load(a.wait_probes_failed)}});
+  One(out, "edgealloc_claim_wait_claims_failed_total", "counter",
+      "Claims a waiting claim made after a probe found a container it could take that got no "
+      "session (another took it first, or the write failed).",
+      Load(a.wait_claims_failed));
 }
 
 void SessionFamilies(const allocator::AllocatorStats& a, Exposition* out) {
