@@ -83,12 +83,12 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
     return reply(std::move(*refused));
   }
   ReadListPage<store::ContainerInfo>(
-      readers_, io_, reply, cursor_key_, fingerprint, req.RequestId(),
+      readers_, io_, reply, cursor_key_, fingerprint, req.RequestId(), "containers",
       [storage = storage_, filter = std::move(filter), after = std::move(after), limit](
           std::vector<store::ContainerInfo>* page, std::string* next_after) {
         return storage->ListContainers(filter, after, limit, page, next_after);
       },
-      ContainerListJson);
+      ContainerJson);
 }
 
 void ContainerRoutes::GetContainer(RouteRequest req, Reply reply) {

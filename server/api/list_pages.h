@@ -4,13 +4,16 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "server/api/errors.h"
 #include "server/api/list_query.h"
 #include "server/api/reader_pool.h"
+#include "server/api/reply_bodies.h"
 #include "server/http/router.h"
+#include "store/list_page.h"
 #include "store/status.h"
 
 namespace server {
@@ -28,14 +31,16 @@ std::optional<Response> ReadPageParams(const RouteRequest& req, const CursorKey&
                                        uint64_t fingerprint, int* limit, std::string* after);
 
 // Reads one page off the io thread with `list(&page, &next_after)` (a
-// storage list call) and answers 200 with `to_json(page, cursor)`, the cursor
-// made for `fingerprint` and signed with `*key` when the storage says a next
-// page starts after some key; a failed read answers its status. `key` must
+// storage list call) and answers 200 with the page's items under `name`
+// (each `item_json(row)`), up to kListPageBudgetBytes of them, and
+// next_cursor: made for `fingerprint` and signed with `*key` when the page
+// ended at the byte budget (after its last item) or the storage says a next
+// page starts after some key. A failed read answers its status. `key` must
 // outlive the read.
-template <typename Row, typename List, typename ToJson>
+template <typename Row, typename List, typename ItemJson>
 void ReadListPage(ReaderPool* pool, const boost::asio::any_io_executor& io, const Reply& reply,
-                  const CursorKey* key, uint64_t fingerprint, std::string request_id, List list,
-                  ToJson to_json) {
+                  const CursorKey* key, uint64_t fingerprint, std::string request_id,
+                  std::string_view name, List list, ItemJson item_json) {
   struct Read {
     store::Status status;
     std::vector<Row> page;
@@ -48,14 +53,25 @@ void ReadListPage(ReaderPool* pool, const boost::asio::any_io_executor& io, cons
         r.status = list(&r.page, &r.next_after);
         return r;
       },
-      [key, fingerprint, id = std::move(request_id), to_json = std::move(to_json)](
+      [key, fingerprint, name, id = std::move(request_id), item_json = std::move(item_json)](
           const Read& r) {
         if (!r.status.ok()) return StatusResponse(r.status, id);
+        std::string items;
+        size_t kept = 0;
+        // The item that reaches the budget is the last: at least one a page.
+        while (kept < r.page.size() && items.size() < kListPageBudgetBytes) {
+          if (kept > 0) items += ',';
+          items += item_json(r.page[kept++]);
+        }
         std::optional<std::string> next;
-        // A page may be short, even empty, and still carry a cursor: the
-        // storage stopped after a bounded number of rows (ListExamineBound).
-        if (!r.next_after.empty()) next = MakeCursor(*key, fingerprint, r.next_after);
-        return JsonResponse(200, to_json(r.page, next));
+        if (kept < r.page.size()) {
+          next = MakeCursor(*key, fingerprint, store::ListKey(r.page[kept - 1]));
+        } else if (!r.next_after.empty()) {
+          // A page may be short, even empty, and still carry a cursor: the
+          // storage stopped after a bounded number of rows (ListExamineBound).
+          next = MakeCursor(*key, fingerprint, r.next_after);
+        }
+        return JsonResponse(200, ListJson(name, items, next));
       });
 }
 

@@ -1,6 +1,7 @@
 #ifndef EDGEALLOC_SERVER_API_LIST_QUERY_H_
 #define EDGEALLOC_SERVER_API_LIST_QUERY_H_
 
+#include <cstddef>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -13,6 +14,16 @@ namespace server {
 // Page sizes of GET /v1/sessions and GET /v1/containers (API 1.1 "Lists").
 inline constexpr int kDefaultListLimit = 100;
 inline constexpr int kMaxListLimit = 1000;
+
+// A page also ends at about this many bytes of items: the item that reaches
+// it is the page's last (so a page always holds at least one, and paging
+// always moves on), and next_cursor resumes after it. By count alone a page
+// of 1,000 sessions with every label at its limit is about 20 MB, built in
+// memory and written by one reader and one io thread while other tenants
+// wait; 1 MiB is still hundreds of ordinary sessions (about 300 bytes each),
+// so plain pages stay limit-sized, and the reply is what the server takes as
+// a request body (--max-body-bytes' default).
+inline constexpr size_t kListPageBudgetBytes = size_t{1} << 20;
 
 // A list's cursor is opaque to clients: "c2." + a 64-bit fingerprint of the
 // query it was made for (the list and its filters) + "." + the hex of the

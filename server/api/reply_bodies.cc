@@ -46,31 +46,19 @@ std::string SessionJson(const store::Session& s) {
   return out;
 }
 
-namespace {
-
-// {"<name>":[<item_json of each row>],"next_cursor":<cursor or null>}
-template <typename Row>
-std::string ListJson(std::string_view name, const std::vector<Row>& page,
-                     const std::optional<std::string>& next_cursor,
-                     std::string (*item_json)(const Row&)) {
-  std::string out = "{\"";
+// {"<name>":[<items>],"next_cursor":<cursor or null>}
+std::string ListJson(std::string_view name, std::string_view items,
+                     const std::optional<std::string>& next_cursor) {
+  std::string out;
+  out.reserve(name.size() + items.size() + 64);
+  out += "{\"";
   out += name;
   out += "\":[";
-  for (size_t i = 0; i < page.size(); ++i) {
-    if (i > 0) out += ',';
-    out += item_json(page[i]);
-  }
+  out += items;
   out += "],\"next_cursor\":";
   out += next_cursor ? JsonQuote(*next_cursor) : std::string("null");
   out += "}";
   return out;
-}
-
-}  // namespace
-
-std::string SessionListJson(const std::vector<store::Session>& page,
-                            const std::optional<std::string>& next_cursor) {
-  return ListJson("sessions", page, next_cursor, SessionJson);
 }
 
 std::string EndedSessionJson(const store::EndedSession& e) {
@@ -79,16 +67,6 @@ std::string EndedSessionJson(const store::EndedSession& e) {
   out += ",\"end_reason\":" + JsonQuote(e.end.reason);
   out += ",\"ended_at_ms\":" + std::to_string(e.end.ended_at_ms) + "}";
   return out;
-}
-
-std::string EndedSessionListJson(const std::vector<store::EndedSession>& page,
-                                 const std::optional<std::string>& next_cursor) {
-  return ListJson("sessions", page, next_cursor, EndedSessionJson);
-}
-
-std::string ContainerListJson(const std::vector<store::ContainerInfo>& page,
-                              const std::optional<std::string>& next_cursor) {
-  return ListJson("containers", page, next_cursor, ContainerJson);
 }
 
 std::string ContainerJson(const store::ContainerInfo& c) {

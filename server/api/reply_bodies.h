@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "store/types.h"
@@ -14,17 +15,14 @@ namespace server {
 // as it is, never re-parsed.
 std::string SessionJson(const store::Session& session);
 std::string ContainerJson(const store::ContainerInfo& container);
-// GET /v1/sessions and GET /v1/containers: a page, and the cursor of the
-// next (null on the last page).
-std::string SessionListJson(const std::vector<store::Session>& page,
-                            const std::optional<std::string>& next_cursor);
-std::string ContainerListJson(const std::vector<store::ContainerInfo>& page,
-                              const std::optional<std::string>& next_cursor);
+// GET /v1/sessions and GET /v1/containers: a page's `items` (each item's
+// JSON, comma-separated) under `name`, and the cursor of the next page (null
+// on the last).
+std::string ListJson(std::string_view name, std::string_view items,
+                     const std::optional<std::string>& next_cursor);
 // An ended session: the session as it ended, with end_reason and
-// ended_at_ms; GET /v1/sessions?state=ended, a page of them.
+// ended_at_ms (GET /v1/sessions?state=ended lists them).
 std::string EndedSessionJson(const store::EndedSession& ended);
-std::string EndedSessionListJson(const std::vector<store::EndedSession>& page,
-                                 const std::optional<std::string>& next_cursor);
 // GET /v1/limits: max_sessions is null when store::kUnlimited.
 // GET /v1/limits: each limit of `tenant` and its use now. `max_sessions`
 // store::kUnlimited and a missing `claims_per_s` are null.

@@ -176,19 +176,20 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
   if (ended) {
     return ReadListPage<store::EndedSession>(
         options_.readers, io_, reply, options_.cursor_key, fingerprint, req.RequestId(),
+        "sessions",
         [allocator = allocator_, filter = std::move(filter), after = std::move(after), limit](
             std::vector<store::EndedSession>* page, std::string* next_after) {
           return allocator->ListEndedSessions(filter, after, limit, page, next_after);
         },
-        EndedSessionListJson);
+        EndedSessionJson);
   }
   ReadListPage<store::Session>(
-      options_.readers, io_, reply, options_.cursor_key, fingerprint, req.RequestId(),
+      options_.readers, io_, reply, options_.cursor_key, fingerprint, req.RequestId(), "sessions",
       [allocator = allocator_, filter = std::move(filter), after = std::move(after), limit](
           std::vector<store::Session>* page, std::string* next_after) {
         return allocator->ListSessions(filter, after, limit, page, next_after);
       },
-      SessionListJson);
+      SessionJson);
 }
 
 void SessionRoutes::Claim(RouteRequest req, Reply reply) {
