@@ -35,18 +35,23 @@ trap cleanup EXIT
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"
+# A keys file naming a tenant: the per-tenant families (and the alerts on
+# them) are exported only for the tenants a keys file names.
+printf 'promtool-admin admin\npromtool-acme tenant acme max_sessions=5\n' >"$tmp/keys"
+chmod 600 "$tmp/keys"
 "$bin" serve --demo --db "$tmp/pool.db" --listen "127.0.0.1:$port" --mirror-refresh-ms 100 \
-  >"$tmp/server.log" 2>&1 &
+  --keys "$tmp/keys" >"$tmp/server.log" 2>&1 &
 server_pid=$!
 
 # GET or POST with python3 (curl may be absent); prints the body, fails on a
 # status other than `want`.
 http() {
   python3 - "$@" <<'PY'
-import sys, urllib.request, urllib.error
+import os, sys, urllib.request, urllib.error
 method, url, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
 data = sys.argv[4].encode() if len(sys.argv) > 4 else None
 headers = {"Content-Type": "application/json"} if data else {}
+headers["Authorization"] = "Bearer " + os.environ.get("KEY", "promtool-admin")
 req = urllib.request.Request(url, data=data, method=method, headers=headers)
 try:
     with urllib.request.urlopen(req, timeout=10) as r:
@@ -69,10 +74,10 @@ for _ in $(seq 1 100); do
 done
 http GET "$base/readyz" 200 >/dev/null
 
-session=$(http POST "$base/v1/sessions" 201 '{"region":"weur","pool":"chrome"}')
+session=$(KEY=promtool-acme http POST "$base/v1/sessions" 201 '{"region":"weur","pool":"chrome"}')
 sid=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["session_id"])' "$session")
 token=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["token"])' "$session")
-http DELETE "$base/v1/sessions/$sid?token=$token" 204 >/dev/null
+KEY=promtool-acme http DELETE "$base/v1/sessions/$sid?token=$token" 204 >/dev/null
 http POST "$base/v1/heartbeats" 202 '{"heartbeats":[{"container_id":"demo-weur-chrome-0","load":0.5}]}' >/dev/null
 http GET "$base/v1/nowhere" 404 >/dev/null || true
 sleep 0.3
