@@ -28,8 +28,6 @@ Exits 1 naming each violation. The server is stopped, also on failure.
 """
 
 import argparse
-import http.client
-import json
 import os
 import re
 import shutil
@@ -41,33 +39,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import edgealloc_server  # noqa: E402
 from edgealloc_server import die_with_parent, free_port  # noqa: E402
-
-FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
-DEAD_AFTER_MS = 3000
-LEASE_MS = 10000
-BEAT_S = 0.3
-STEP_S = 60
-# Past --dead-after-ms: one reaper interval (min(1000, dead_after / 4)) and
-# room for a loaded machine (ctest -j2 on 2 cores).
-DEATH_MARGIN_S = 0.75 + 2.0
-# After the lease's end: the lease reaper's interval (1 s) and the same room.
-EXPIRY_MARGIN_S = 1.0 + 2.0
-# A dead container reporting again is alive after its next report is written
-# (a beat and a batch) and room for load.
-REVIVE_BOUND_S = BEAT_S + 0.2 + 2.0
-
-
-def request(port, method, path, body=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        data = json.dumps(body) if body is not None else None
-        headers = {"Content-Type": "application/json"} if data else {}
-        conn.request(method, path, body=data, headers=headers)
-        r = conn.getresponse()
-        raw = r.read()
-        return r.status, (json.loads(raw) if raw[:1] in (b"{", b"[") else raw)
-    finally:
-        conn.close()
+from clock_step_checks import (DEAD_AFTER_MS, LEASE_MS, STEP_S, Reporter, Watch,  # noqa: E402
+                               request, revive)
+from pg_server import FAKETIME_LIB  # noqa: E402
 
 
 class ClockFile:
@@ -83,118 +57,6 @@ class ClockFile:
         with open(tmp, "w") as f:
             f.write("%+d\n" % offset_s)
         os.rename(tmp, self.path)
-
-
-class Reporter(threading.Thread):
-    """Heartbeats for one container every BEAT_S until halted; remembers
-    when the last accepted (202) one was sent, by the test's clock."""
-
-    def __init__(self, port, cid):
-        super().__init__(daemon=True)
-        self.port, self.cid = port, cid
-        self.halt = threading.Event()
-        self.last_accepted = None
-        self.errors = []
-
-    def run(self):
-        while not self.halt.is_set():
-            sent = time.monotonic()
-            try:
-                status, _ = request(self.port, "POST", "/v1/heartbeats",
-                                    {"heartbeats": [{"container_id": self.cid, "state": "ready"}]})
-                if status == 202:
-                    self.last_accepted = sent
-                else:
-                    self.errors.append("heartbeat %s: %d" % (self.cid, status))
-            except (OSError, http.client.HTTPException) as e:
-                self.errors.append("heartbeat %s: %s" % (self.cid, e))
-            self.halt.wait(BEAT_S)
-
-
-class Watch:
-    """Polls the session and every container until the lease has ended and
-    the stopped container is dead (or the time is up)."""
-
-    def __init__(self, port, session_id, sent, reporters, stopped):
-        self.port, self.session_id = port, session_id
-        self.lease_end = sent + LEASE_MS / 1000.0
-        self.sent, self.reporters, self.stopped = sent, reporters, stopped
-        self.ended_at = self.dead_at = None
-        self.violations = []
-
-    def poll_session(self):
-        status, body = request(self.port, "GET", "/v1/sessions/" + self.session_id)
-        now = time.monotonic()
-        if status == 200 or self.ended_at is not None:
-            return
-        self.ended_at = now
-        reason = body.get("error", {}).get("end_reason") if isinstance(body, dict) else None
-        if now < self.lease_end:
-            self.violations.append("the lease ended %.2f s before its end by the client's clock "
-                                   "(%d, %s)" % (self.lease_end - now, status, reason))
-        elif reason != "expired":
-            self.violations.append("the lease ended %s, not expired" % reason)
-
-    def poll_containers(self):
-        for r in self.reporters:
-            status, body = request(self.port, "GET", "/v1/containers/" + r.cid)
-            now = time.monotonic()
-            if status != 200 or body["status"] != "dead":
-                continue
-            if r is not self.stopped or not r.halt.is_set():
-                self.violations.append("%s is dead while it reports (%.2f s after the claim)" %
-                                       (r.cid, now - self.sent))
-            elif self.dead_at is None:
-                self.dead_at = now
-                if now < r.last_accepted + DEAD_AFTER_MS / 1000.0:
-                    self.violations.append("%s was dead %.2f s after its last heartbeat, before "
-                                           "--dead-after-ms" % (r.cid, now - r.last_accepted))
-
-    def run(self):
-        deadline = self.lease_end + EXPIRY_MARGIN_S + 5
-        while time.monotonic() < deadline and (self.ended_at is None or self.dead_at is None):
-            self.poll_session()
-            self.poll_containers()
-            time.sleep(0.1)
-        self.judge()
-
-    def judge(self):
-        if self.ended_at is None:
-            self.violations.append("the lease did not end")
-        elif self.ended_at > self.lease_end + EXPIRY_MARGIN_S:
-            self.violations.append("the lease ended %.2f s after its end" %
-                                   (self.ended_at - self.lease_end))
-        last = self.stopped.last_accepted
-        bound = DEAD_AFTER_MS / 1000.0 + DEATH_MARGIN_S
-        if self.dead_at is None:
-            self.violations.append("%s, silent since %.2f s after the claim, was never dead" %
-                                   (self.stopped.cid, last - self.sent))
-        elif self.dead_at - last > bound:
-            self.violations.append("%s was dead %.2f s after its last heartbeat (bound %.2f s)" %
-                                   (self.stopped.cid, self.dead_at - last, bound))
-
-
-def revive(port, step_back, reporter):
-    """After a death, a step back and the dead container reporting again:
-    its reports are accepted after the death, on the stepped clock, so it
-    must be alive again within REVIVE_BOUND_S. Returns the violations."""
-    step_back()
-    reporter.start()
-    start = time.monotonic()
-    try:
-        while time.monotonic() < start + REVIVE_BOUND_S + 5:
-            status, body = request(port, "GET", "/v1/containers/" + reporter.cid)
-            if status == 200 and body["status"] != "dead":
-                took = time.monotonic() - start
-                print("%s alive again %.2f s after the step back" % (reporter.cid, took))
-                if took > REVIVE_BOUND_S:
-                    return ["%s was alive again only %.2f s after it reported again (bound %.1f s)"
-                            % (reporter.cid, took, REVIVE_BOUND_S)]
-                return []
-            time.sleep(0.1)
-    finally:
-        reporter.halt.set()
-    return ["%s, reporting again after a step back, stayed dead" % reporter.cid]
 
 
 def scenario(port, clock):
@@ -215,7 +77,7 @@ def scenario(port, clock):
                                   {"region": "r", "pool": "leased", "lease_ms": LEASE_MS})
         if status != 201:
             return ["the claim answered %d %s" % (status, session)]
-        watch = Watch(port, session["session_id"], sent, reporters, reporters[2])
+        watch = Watch(port, port, session["session_id"], sent, reporters, reporters[2])
         watcher = threading.Thread(target=watch.run)
         watcher.start()
         time.sleep(1.5)
