@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "batcher/batcher.h"
+#include "tests/batcher/reports.h"
 #include "tests/support/engines.h"
 #include "tests/support/forwarding_storage.h"
 
@@ -87,18 +88,8 @@ class FailingWrites : public testing::ForwardingStorage {
   }
 };
 
-std::string StatusOf(store::Storage* s, const std::string& id) {
-  return s->GetContainer(id).container.status;
-}
-
-std::vector<batcher::Heartbeat> Beat(const std::string& id) {
-  batcher::Heartbeat h;
-  h.container_id = id;
-  h.state = batcher::Heartbeat::State::kReady;
-  std::vector<batcher::Heartbeat> v;
-  v.push_back(std::move(h));
-  return v;
-}
+using testing::Beat;
+using testing::StatusOf;
 
 // The database outage of a node: its heartbeat writes fail for longer than
 // dead_after_ms. When they succeed again, the fleet's containers report

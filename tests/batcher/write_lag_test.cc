@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "batcher/batcher.h"
+#include "tests/batcher/reports.h"
 #include "tests/support/engines.h"
 #include "tests/support/forwarding_storage.h"
 
@@ -42,18 +43,8 @@ class SlowWrites : public testing::ForwardingStorage {
   }
 };
 
-std::string StatusOf(store::Storage* s, const std::string& id) {
-  return s->GetContainer(id).container.status;
-}
-
-std::vector<batcher::Heartbeat> Beat(const std::string& id) {
-  batcher::Heartbeat h;
-  h.container_id = id;
-  h.state = batcher::Heartbeat::State::kReady;
-  std::vector<batcher::Heartbeat> v;
-  v.push_back(std::move(h));
-  return v;
-}
+using testing::Beat;
+using testing::StatusOf;
 
 // c-1 keeps reporting every 20 ms and every report is accepted, while each
 // heartbeat write of the lane takes 2.5 times dead_after: its stored stamp
