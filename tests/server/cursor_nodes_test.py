@@ -10,7 +10,6 @@ containers two at a time:
     python3 tests/server/cursor_nodes_test.py --bin build/edgealloc
 """
 import argparse
-import http.client
 import json
 import os
 import subprocess
@@ -19,7 +18,7 @@ import tempfile
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from edgealloc_server import die_with_parent, free_port, serve, stop, wait_answers  # noqa: E402
+from edgealloc_server import call, die_with_parent, free_port, serve, stop, wait_answers  # noqa: E402
 from pg_server import DBNAME, PG_USER, PgServer, psql  # noqa: E402
 
 IDS = ["w-%d" % i for i in range(7)]
@@ -30,21 +29,11 @@ def fail(msg):
     sys.exit(1)
 
 
-def call(port, method, path, body=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-    headers = {"Content-Type": "application/json"} if body is not None else {}
-    conn.request(method, path, body=body, headers=headers)
-    r = conn.getresponse()
-    data = r.read()
-    conn.close()
-    return r.status, data
-
-
 def page(port, cursor=None):
     path = "/v1/containers?limit=2"
     if cursor is not None:
         path += "&cursor=" + urllib.parse.quote(cursor, safe="")
-    status, data = call(port, "GET", path)
+    status, data = call(port, "GET", path, timeout=20)
     return status, json.loads(data)
 
 
@@ -81,7 +70,7 @@ def run(binary, tmp):
             if not wait_answers(ports[name], "/readyz", proc, 60):
                 fail("node %s did not get ready:\n%s" % (name, open(os.path.join(tmp, name + ".log")).read()))
         fleet = json.dumps({"containers": [{"id": i, "region": "weur", "pool": "chrome"} for i in IDS]})
-        status, _ = call(ports["a"], "POST", "/v1/containers", fleet)
+        status, _ = call(ports["a"], "POST", "/v1/containers", fleet, timeout=20)
         if status != 200:
             fail("register: %d" % status)
 

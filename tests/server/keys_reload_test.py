@@ -16,7 +16,6 @@ SIGHUP:
     python3 tests/server/keys_reload_test.py --bin build/edgealloc
 """
 import argparse
-import http.client
 import json
 import os
 import signal
@@ -26,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from edgealloc_server import free_port, serve, stop, wait_answers  # noqa: E402
+from edgealloc_server import call, free_port, serve, stop, wait_answers  # noqa: E402
 
 ADMIN, ACME, BOLT, CRAY = "adm-K1", "acme-K2", "bolt-K3", "cray-K4"
 FLEET = json.dumps({"containers": [{"id": "c-%d" % i, "region": "weur", "pool": "chrome"}
@@ -37,18 +36,6 @@ CLAIM = '{"region":"weur","pool":"chrome"}'
 def fail(msg):
     print("FAIL " + msg, file=sys.stderr)
     sys.exit(1)
-
-
-def request(port, method, path, key, body=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    headers = {"Authorization": "Bearer " + key}
-    if body is not None:
-        headers["Content-Type"] = "application/json"
-    conn.request(method, path, body=body, headers=headers)
-    r = conn.getresponse()
-    data = r.read()
-    conn.close()
-    return r.status, data
 
 
 def write_keys(path, text, mode=0o600):
@@ -77,14 +64,14 @@ def hup(proc, log_path, needle, count):
 
 
 def expect(port, method, path, key, want, what, body=None):
-    status, data = request(port, method, path, key, body)
+    status, data = call(port, method, path, body, key=key)
     if status != want:
         fail("%s: %d, wanted %d: %r" % (what, status, want, data[:300]))
     return data
 
 
 def reloads(port):
-    _, data = request(port, "GET", "/metrics", ADMIN)
+    _, data = call(port, "GET", "/metrics", key=ADMIN)
     counts = {}
     for line in data.decode().splitlines():
         for result in ("ok", "failed"):

@@ -52,6 +52,21 @@ def status_of(port, path, timeout=1):
         return None
 
 
+def call(port, method, path, body=None, key=None, timeout=10):
+    """One request on a new connection: (status, the body's bytes). A body
+    goes as application/json, a key as the bearer."""
+    headers = {"Authorization": "Bearer " + key} if key is not None else {}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers)
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
 def wait_answers(port, path="/healthz", proc=None, timeout=10.0, poll_s=0.05):
     """True once GET path answers 200 (/healthz: the port is served; /readyz:
     the batcher runs and the database is open); False when proc exits first or
