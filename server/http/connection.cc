@@ -8,6 +8,7 @@
 #include <exception>
 #include <string>
 
+#include "base/log_gate.h"
 #include "server/http/framing.h"
 #include "server/http/front_rules.h"
 #include "server/http/limits.h"
@@ -40,23 +41,6 @@ void Connection::Run() {
                 beast::bind_front_handler(&Connection::Begin, shared_from_this()));
 }
 
-namespace {
-
-// True at most once every ConnectionLimits::kWarningInterval across threads,
-// *last_ms the steady ms of the last true: one warning a period, not one a
-// connection.
-bool WarningDue(std::atomic<int64_t>* last_ms) {
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now().time_since_epoch()).count();
-  int64_t last = last_ms->load();
-  const int64_t interval_ms =
-      std::chrono::milliseconds(ConnectionLimits::kWarningInterval).count();
-  if (last >= 0 && now_ms - last < interval_ms) return false;
-  return last_ms->compare_exchange_strong(last, now_ms);
-}
-
-}  // namespace
-
 void Connection::Shed() {
   net::post(stream_.get_executor(), [self = shared_from_this()] {
     beast::error_code ignored;
@@ -77,8 +61,10 @@ void Connection::Begin() {
 }
 
 void Connection::LogOverloaded() {
-  static std::atomic<int64_t> last_ms{-1};
-  if (!WarningDue(&last_ms)) return;
+  // One warning a period, not one a connection.
+  static base::LogGate gate(ConnectionLimits::kWarningInterval);
+  uint64_t held = 0;
+  if (!gate.Due(&held)) return;
   LogWarn("edgealloc: at the connection cap of " + std::to_string(host_->max_connections) +
           " with none idle: answering new connections 503 overloaded");
 }
@@ -279,8 +265,10 @@ void Connection::AnswerPastDeadline() {
 }
 
 void Connection::LogDeadlinesPassed() {
-  static std::atomic<int64_t> last_ms{-1};
-  if (!WarningDue(&last_ms)) return;
+  // One warning a period; deadlines_unlogged counts the requests meanwhile.
+  static base::LogGate gate(ConnectionLimits::kWarningInterval);
+  uint64_t held = 0;
+  if (!gate.Due(&held)) return;
   LogWarn("edgealloc: " + std::to_string(host_->deadlines_unlogged.exchange(0)) +
           " request(s) not answered within --request-deadline-ms (" +
           std::to_string(host_->request_deadline.count()) +
