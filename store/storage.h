@@ -275,6 +275,15 @@ class Storage {
   virtual void StopWriters() = 0;
 };
 
+// True while any partition's writer of `storage` cannot write
+// (WriterStats::failing is 1): /readyz is 503 and heartbeats are refused.
+inline bool AnyWriterFailing(const Storage& storage) {
+  for (int p = 0; p < storage.partitions(); ++p) {
+    if (storage.writer_stats(p).failing.load(std::memory_order_relaxed) != 0) return true;
+  }
+  return false;
+}
+
 // The engine's clock minus this node's wall clock, in ms, as its writers last
 // measured it (WriterStats::clock_offset_ms): PostgreSQL's clock is the
 // fleet's, and this node's now plus this is the database's now (to half a

@@ -16,13 +16,6 @@ namespace server {
 
 namespace {
 
-bool AnyWriterFailing(const store::Storage& storage) {
-  for (int p = 0; p < storage.partitions(); ++p) {
-    if (storage.writer_stats(p).failing.load(std::memory_order_relaxed) != 0) return true;
-  }
-  return false;
-}
-
 // The reply's `drain` member: the ids of `items` an operator drained, as of
 // the snapshot, in request order, each once. A hash lookup an item; the
 // ones named are few, so a repeat is found among them.
@@ -74,7 +67,7 @@ void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
   // A node cut off from its database would take heartbeats it cannot write
   // while the other nodes' sweeps mark those containers dead and end their
   // sessions: refused, so that the agent sends them to a node that can.
-  if (options_.storage != nullptr && AnyWriterFailing(*options_.storage)) {
+  if (options_.storage != nullptr && store::AnyWriterFailing(*options_.storage)) {
     return reply(RefusalResponse(kNodeCutOff));
   }
   // Liveness is judged by the server's clock at accept (docs/api.md), taken once

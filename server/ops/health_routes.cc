@@ -2,13 +2,6 @@
 
 namespace server {
 
-bool AnyWriterFailing(const store::Storage& storage) {
-  for (int p = 0; p < storage.partitions(); ++p) {
-    if (storage.writer_stats(p).failing.load(std::memory_order_relaxed) != 0) return true;
-  }
-  return false;
-}
-
 void HealthRoutes::AddRoutes(Router* router) {
   using http::verb;
   router->Add(verb::get, "/healthz", Access::kPublic, [](RouteRequest, Reply reply) {
@@ -16,7 +9,7 @@ void HealthRoutes::AddRoutes(Router* router) {
   });
   router->Add(verb::get, "/readyz", Access::kPublic, [this](RouteRequest, Reply reply) {
     if (!ready_->load()) return reply(ErrorResponse(ApiError::kNotReady, "starting or stopping"));
-    if (storage_ != nullptr && AnyWriterFailing(*storage_)) {
+    if (storage_ != nullptr && store::AnyWriterFailing(*storage_)) {
       return reply(ErrorResponse(ApiError::kNotReady,
                                  "the store cannot be written (this node cannot reach its "
                                  "database); see the log"));

@@ -35,10 +35,6 @@ class HealthRoutes {
   const batcher::Batcher* batcher_;
 };
 
-// True while any partition's writer of `storage` cannot write
-// (WriterStats::failing is 1).
-bool AnyWriterFailing(const store::Storage& storage);
-
 }  // namespace server
 
 #endif  // EDGEALLOC_SERVER_OPS_HEALTH_ROUTES_H_
