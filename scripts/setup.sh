@@ -46,6 +46,23 @@ packages+=(faketime)
 packages+=(python3-venv python3-pip python3-setuptools python3-wheel)
 packages+=("${extra[@]}")
 
+# apt waits for another apt instead of failing at once: a fresh VM's own
+# updates hold the dpkg lock for minutes. `install` waits by DPkg::Lock::Timeout;
+# `update` (its lists lock) is tried again.
+apt_wait=(-o DPkg::Lock::Timeout=600)
+apt_update() {
+  local sudo=$1 tries=0
+  until $sudo apt-get "${apt_wait[@]}" update -qq; do
+    tries=$((tries + 1))
+    if ((tries >= 60)); then
+      echo "setup: apt-get update kept failing for 10 minutes (another apt holding its lock?)" >&2
+      return 1
+    fi
+    echo "setup: apt-get update failed (another apt holding its lock?); trying again in 10 s" >&2
+    sleep 10
+  done
+}
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -55,8 +72,9 @@ if ((${#missing[@]})); then
   echo "setup: (5 to 10 minutes on a fresh machine, most of it chromium and postgresql)" >&2
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt_update "$sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get "${apt_wait[@]}" install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
 fi
 
 # The OpenAPI linter (ctest openapi/lint): @redocly/cli, pinned in
@@ -66,7 +84,8 @@ if ! command -v npm >/dev/null; then
   echo "setup: installing nodejs npm (for the OpenAPI linter; a minute or two)" >&2
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get "${apt_wait[@]}" install -y -qq --no-install-recommends \
+    nodejs npm >/dev/null
 fi
 lint=tools/openapi/node_modules/.bin/redocly
 if [ ! -x "$lint" ] || [ tools/openapi/package-lock.json -nt "$lint" ]; then
@@ -77,6 +96,14 @@ fi
 if ((deps_only)); then exit 0; fi
 
 build_type=${BUILD_TYPE:-RelWithDebInfo}
+# One build into build/ at a time: a second setup.sh (another shell, the
+# README's other command) waits for the first instead of colliding with it.
+mkdir -p build
+exec 9>build/.setup.lock
+if ! flock -n 9; then
+  echo "setup: another scripts/setup.sh is building into build/; waiting for it" >&2
+  flock 9
+fi
 [ -f build/CMakeCache.txt ] ||
   echo "setup: building into build/ ($build_type; about 10 minutes on 2 cores the first time)" >&2
 cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" >/dev/null
