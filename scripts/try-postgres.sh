@@ -38,7 +38,7 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-trap 'exit 0' INT TERM
+trap 'echo "try-postgres: stopping the nodes and the database" >&2; exit 0' INT TERM
 
 echo "try-postgres: PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}') in $dir, port $port"
 "${as_db_user[@]}" "$pgbin/initdb" -D "$dir/data" -U postgres --auth=trust >/dev/null
@@ -53,7 +53,9 @@ uri="postgresql://edgealloc@127.0.0.1:$port/fleet"
 
 read -r -a http_ports <<<"${TRY_POSTGRES_PORTS:-8081 8082}"
 for http in "${http_ports[@]}"; do
-  "$bin" serve --db "$uri" --listen "127.0.0.1:$http" --demo &
+  # A session of their own: Ctrl-C reaches this script alone, whose trap
+  # stops the nodes, so a node that stops by itself is told apart.
+  setsid "$bin" serve --db "$uri" --listen "127.0.0.1:$http" --demo &
   nodes+=($!)
 done
 echo "try-postgres: two nodes on $uri:"
@@ -63,6 +65,8 @@ echo "  (a session claimed on one node is the same session on the other; Ctrl-C 
 if ((seconds > 0)); then
   sleep "$seconds"
 else
-  wait -n "${nodes[@]}" || true
-  echo "try-postgres: a node stopped; stopping the rest" >&2
+  status=0
+  wait -n "${nodes[@]}" || status=$?
+  echo "try-postgres: a node stopped by itself (exit code $status); stopping the rest" >&2
+  exit 1
 fi

@@ -1,11 +1,13 @@
 """scripts/try-postgres.sh does what README.md says: one command gives a
 throwaway PostgreSQL and two nodes on it; a session claimed on one node is
-the same session on the other; at its end nothing is left running and its
-folder is gone."""
+the same session on the other; Ctrl-C (SIGINT to its process group, as a
+terminal sends it) stops it as a user asked, not as a failure, and nothing
+is left running and its folder is gone."""
 
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -21,9 +23,10 @@ def main():
     ports = [edgealloc_server.free_port(), edgealloc_server.free_port()]
     before = set(glob.glob("/tmp/edgealloc-try-postgres.*"))
     env = dict(os.environ, EDGEALLOC_BIN=binary, TRY_POSTGRES_PORTS="%d %d" % tuple(ports))
-    script = subprocess.Popen([os.path.join(ROOT, "scripts", "try-postgres.sh"), "--seconds", "15"],
+    # A process group of its own, as a shell's foreground job.
+    script = subprocess.Popen([os.path.join(ROOT, "scripts", "try-postgres.sh")],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              preexec_fn=edgealloc_server.die_with_parent)
+                              start_new_session=True, preexec_fn=edgealloc_server.die_with_parent)
     try:
         for port in ports:
             assert edgealloc_server.wait_answers(port, "/readyz", script, timeout=60), \
@@ -37,10 +40,13 @@ def main():
             "http://127.0.0.1:%d/v1/sessions/%s" % (ports[1], session["session_id"]), timeout=10))
         assert seen == session, (seen, session)
     finally:
+        os.killpg(script.pid, signal.SIGINT)  # Ctrl-C
         out, _ = script.communicate(timeout=90)
     print(out)
     assert script.returncode == 0, script.returncode
     assert "two nodes on postgresql://edgealloc@" in out, out
+    assert "stopping the nodes and the database" in out, out
+    assert "stopped by itself" not in out, out
     left = set(glob.glob("/tmp/edgealloc-try-postgres.*")) - before
     assert not left, "left behind: %s" % left
     for port in ports:
