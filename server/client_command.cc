@@ -33,13 +33,33 @@ std::string Query(const std::vector<std::pair<std::string, std::string>>& pairs)
   return q;
 }
 
+// The help of a list command's filter flag, with the values it takes.
+std::string FilterHelp(const std::string& name) {
+  if (name == "region") return "only this region";
+  if (name == "pool") return "only this pool";
+  if (name == "label") return "KEY:VALUE, only sessions with this label";
+  if (name == "tenant") return "only this tenant's (an admin key; a tenant key sees its own)";
+  if (name == "state") return "live (the default: not ended) or ended (newest first)";
+  if (name == "status") return "only this status: available, picked, draining or dead";
+  if (name == "limit") return "items a page, 1 to 1000 (default 100)";
+  if (name == "cursor") return "the next_cursor of the page before";
+  return name;
+}
+
 // A subcommand of `parent` whose request `make` builds from flags that the
 // caller adds to the returned App.
 CLI::App* Verb(CLI::App* parent, ClientCommand* c, const std::string& name,
                const std::string& help, std::function<std::string(ClientRequest*)> make) {
   CLI::App* cmd = parent->add_subcommand(name, help);
-  AddServerFlags(cmd, &c->options);
-  cmd->callback([c, make = std::move(make)] { c->make = make; });
+  // Each verb its own copy: CLI11 applies every verb's EDGEALLOC_SERVER and
+  // EDGEALLOC_KEY, and with one shared variable another verb's environment
+  // value overwrote the flag typed to this one.
+  auto options = std::make_shared<ClientOptions>(c->options);
+  AddServerFlags(cmd, options.get());
+  cmd->callback([c, options, make = std::move(make)] {
+    c->options = *options;
+    c->make = make;
+  });
   return cmd;
 }
 
@@ -126,7 +146,8 @@ void AddSessionCommands(CLI::App* app, ClientCommand* c) {
                return std::string();
              });
   for (auto& [name, value] : *filters) {
-    cmd->add_option("--" + name, value, name == "label" ? "KEY:VALUE" : name);
+    CLI::Option* option = cmd->add_option("--" + name, value, FilterHelp(name));
+    if (name == "state") option->check(CLI::IsMember({"live", "ended"}));
   }
 }
 
@@ -142,7 +163,7 @@ void AddContainerCommands(CLI::App* app, ClientCommand* c) {
                          *r = {"GET", "/v1/containers" + Query(*filters), ""};
                          return std::string();
                        });
-  for (auto& [name, value] : *filters) cmd->add_option("--" + name, value, name);
+  for (auto& [name, value] : *filters) cmd->add_option("--" + name, value, FilterHelp(name));
 
   auto id = std::make_shared<std::string>();
   struct ContainerVerb {

@@ -1,7 +1,7 @@
 """`edgealloc sessions ...` and `edgealloc containers ...` against the real
 server: each prints the JSON reply and exits 0 for 2xx, 3 for 409/410, 4 for
 another 4xx, 5 for 5xx or no answer (docs/api.md "Client commands"); the key
-comes from --key or EDGEALLOC_KEY."""
+comes from --key or EDGEALLOC_KEY, the flag first."""
 
 import json
 import os
@@ -47,6 +47,12 @@ def main():
             sid, token = claim["session_id"], claim["token"]
             rc, got, _ = run(["sessions", "get", sid, s], key="k-acme")
             assert rc == 0 and got["session_id"] == sid, (rc, got)
+            # A flag beats the environment, as for serve: a typed key is used.
+            rc, got, err = run(["sessions", "get", sid, s], key="k-acme", env_key="wrong")
+            assert rc == 0 and got["session_id"] == sid, (rc, got, err)
+            rc, page, err = run(["containers", "list", s, "--limit", "1"], key="k-admin",
+                                env_key="k-acme")
+            assert rc == 0 and len(page["containers"]) == 1, (rc, page, err)
             rc, renewed, _ = run(["sessions", "renew", sid, s, "--token", str(token)], key="k-acme")
             assert rc == 0 and renewed["token"] == token, (rc, renewed)
             rc, stale, _ = run(["sessions", "renew", sid, s, "--token", str(token + 7)], key="k-acme")
