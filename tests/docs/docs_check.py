@@ -13,10 +13,15 @@ what users read with what is there, both ways, and fails naming the line.
     docs_check.py words BIN     no issue numbers or notes to ourselves in what
                                 users read (README, docs/, packaging/,
                                 bench/RESULTS.md, --help)
+    docs_check.py version BIN   one version: `BIN --version` (CMakeLists.txt's
+                                project VERSION), docs/openapi.json's
+                                info.version, and docs/api.md's newest
+                                "Version X.Y additions" is that X.Y
 
 Standard library only; run by ctest (tests/docs/CMakeLists.txt).
 """
 
+import json
 import os
 import re
 import subprocess
@@ -279,6 +284,28 @@ def check_words(binary):
     fail(problems, "no issue numbers or notes to ourselves in %d user texts" % len(texts))
 
 
+# ---- version ----
+
+def check_version(binary):
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True).stdout
+    m = re.match(r"edgealloc (\d+)\.(\d+)\.(\d+) ", out)
+    problems = []
+    if not m:
+        fail(["`edgealloc --version` does not start with a version: " + out[:80]], "")
+    version = "%s.%s.%s" % m.groups()
+    openapi = json.loads(read("docs/openapi.json"))["info"]["version"]
+    if openapi != version:
+        problems.append("docs/openapi.json info.version is %s, the binary is %s (CMakeLists.txt)"
+                        % (openapi, version))
+    additions = [tuple(map(int, a)) for a in
+                 re.findall(r"^## Version (\d+)\.(\d+) additions$", read("docs/api.md"), re.M)]
+    newest = max(additions, default=None)
+    if newest != (int(m.group(1)), int(m.group(2))):
+        problems.append("docs/api.md's newest additions are version %s, the binary is %s"
+                        % (".".join(map(str, newest)) if newest else "none", version))
+    fail(problems, "one version, %s: the binary, docs/openapi.json and docs/api.md" % version)
+
+
 def main():
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
@@ -291,6 +318,8 @@ def main():
         check_files()
     elif what == "words":
         check_words(sys.argv[2])
+    elif what == "version":
+        check_version(sys.argv[2])
     else:
         raise SystemExit(__doc__)
 
