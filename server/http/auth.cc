@@ -110,9 +110,32 @@ AuthVerdict Authorize(const KeyStore& keys, std::string_view authorization, Acce
       break;
     case Access::kMetrics: ok = p.role == Role::kAdmin || p.role == Role::kMetrics; break;
   }
-  if (!ok) return AuthVerdict::kForbidden;
   *who = p;
-  return AuthVerdict::kAllowed;
+  return ok ? AuthVerdict::kAllowed : AuthVerdict::kForbidden;
+}
+
+std::string_view RoleName(Role role) {
+  switch (role) {
+    case Role::kAdmin: return "admin";
+    case Role::kTenant: return "tenant";
+    case Role::kContainer: return "container";
+    case Role::kMetrics: return "metrics";
+  }
+  return "unknown";
+}
+
+std::string ForbiddenMessage(Role role, Access access) {
+  std::string_view needs = "";
+  switch (access) {
+    case Access::kPublic: needs = "no key"; break;
+    case Access::kAdmin: needs = "an admin key"; break;
+    case Access::kTenant: needs = "a tenant or admin key"; break;
+    case Access::kContainer: needs = "a container or admin key"; break;
+    case Access::kCapacity: needs = "a tenant, admin or metrics key"; break;
+    case Access::kMetrics: needs = "a metrics or admin key"; break;
+  }
+  return "a " + std::string(RoleName(role)) + " key may not do this; it needs " +
+         std::string(needs);
 }
 
 }  // namespace server

@@ -144,9 +144,17 @@ class KeyStore {
 // The scheme `Bearer` is matched case-insensitively (RFC 9110 11.1), followed
 // by one or more spaces and the key.
 // In open mode every request is allowed as admin of tenant "default".
-// Sets *who when allowed.
+// Sets *who when allowed, and when forbidden (so the refusal can name the
+// key's role).
 AuthVerdict Authorize(const KeyStore& keys, std::string_view authorization, Access access,
                       Principal* who);
+
+// "admin", "tenant", "container", "metrics": as the keys file spells them.
+std::string_view RoleName(Role role);
+
+// The message of a 403 for a key of `who`'s role on a route of `access`:
+// the role it has and the roles the route takes.
+std::string ForbiddenMessage(Role role, Access access);
 
 }  // namespace server
 

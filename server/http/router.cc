@@ -130,7 +130,7 @@ std::optional<Response> Router::Resolve(const Request& req, const Route** found,
       return res;
     }
     case AuthVerdict::kForbidden:
-      return ErrorResponse(ApiError::kForbidden, "this key's role may not do this");
+      return ErrorResponse(ApiError::kForbidden, ForbiddenMessage(rr->who.role, (*found)->access));
   }
   rr->query = std::move(target.query);
   return std::nullopt;

@@ -69,7 +69,11 @@ TEST_CASE("router: with keys, a route checks the caller before its handler runs"
   CHECK(Route(router, Make(http::verb::get, "/s")).result_int() == 401);
   Request req = Make(http::verb::get, "/s");
   req.set(http::field::authorization, "Bearer c");
-  CHECK(Route(router, std::move(req)).result_int() == 403);
+  Response forbidden = Route(router, std::move(req));
+  CHECK(forbidden.result_int() == 403);
+  // The refusal names the key's role and the roles the route takes.
+  CHECK_THAT(forbidden.body(), Catch::Contains("a container key may not do this; it needs a "
+                                               "tenant or admin key"));
   req = Make(http::verb::get, "/s");
   req.set(http::field::authorization, "Bearer t");
   CHECK(Route(router, std::move(req)).result_int() == 200);
