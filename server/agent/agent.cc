@@ -261,20 +261,18 @@ class Agent {
     }
   }
 
-  enum class Picked { kYes, kNo, kUnknown };
+  // kCannotTell: the server did not answer, or refused this key; waiting
+  // on it would only wait out --drain-timeout-ms.
+  enum class Picked { kYes, kNo, kUnknown, kCannotTell };
 
   // Whether the container may still hold a session. `available` counts as
   // picked: the draining report is not written yet, and a claim may come.
-  Picked ReadPicked() {
+  Picked ReadPicked(std::string* why) {
     HttpReply r = Call("GET", "/v1/containers/" + PathSegment(cfg_.id));
     if (r.status == 404) return Picked::kNo;
-    if (r.status == 401 || r.status == 403) {
-      if (!told_unreadable_) {
-        LogLine("agent: this key cannot read " + cfg_.id + " (" + Describe(r) +
-                "); waiting --drain-timeout-ms");
-      }
-      told_unreadable_ = true;
-      return Picked::kUnknown;
+    if (!r.answered() || r.status == 401 || r.status == 403) {
+      *why = Describe(r);
+      return Picked::kCannotTell;
     }
     if (r.status != 200) return Picked::kUnknown;
     json c = json::parse(r.body, nullptr, false);
@@ -291,8 +289,15 @@ class Agent {
     for (;;) {
       ReapOnDrain();
       if (NowMs() >= next_beat) next_beat = NowMs() + Beat("draining");
-      if (failures_ == 0 && ReadPicked() == Picked::kNo) {
+      std::string why;
+      const Picked picked = ReadPicked(&why);
+      if (picked == Picked::kNo && failures_ == 0) {
         LogLine("agent: " + cfg_.id + " is not picked; exiting");
+        return 0;
+      }
+      if (picked == Picked::kCannotTell) {
+        LogLine("agent: the server cannot tell whether " + cfg_.id + " is picked (" + why +
+                "); exiting now");
         return 0;
       }
       const int64_t now = NowMs();
@@ -316,7 +321,6 @@ class Agent {
   bool ts_refused_ = false;  // the server refused the last ts_ms sent
   bool health_failing_ = false;
   bool operator_drain_ = false;
-  bool told_unreadable_ = false;
   pid_t on_drain_pid_ = -1;
 };
 

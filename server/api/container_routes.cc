@@ -38,7 +38,9 @@ void ContainerRoutes::AddRoutes(Router* router) {
   router->Add(verb::post, "/v1/containers", Access::kAdmin, bind(&ContainerRoutes::Register));
   router->Add(verb::get, "/v1/containers", Access::kAdmin,
               bind(&ContainerRoutes::ListContainers));
-  router->Add(verb::get, "/v1/containers/{id}", Access::kAdmin,
+  // A container key may read the containers it may report (its agent asks
+  // whether its container is still picked); GetContainer checks the id.
+  router->Add(verb::get, "/v1/containers/{id}", Access::kContainer,
               bind(&ContainerRoutes::GetContainer));
   router->Add(verb::delete_, "/v1/containers/{id}", Access::kAdmin,
               bind(&ContainerRoutes::Remove));
@@ -92,6 +94,10 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
 }
 
 void ContainerRoutes::GetContainer(RouteRequest req, Reply reply) {
+  if (!req.who.MayReport(req.params[0])) {
+    return reply(ErrorResponse(ApiError::kForbidden,
+                               "a container key reads only the containers it may report"));
+  }
   ReadOffIo(
       readers_, io_, reply,
       [storage = storage_, container_id = req.params[0]] {

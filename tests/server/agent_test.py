@@ -8,8 +8,11 @@
              claim answers 503 no_capacity; it is claimable once it passes;
 - restart:   the server stopped (SIGTERM) and started again on the same --db
              and port: the agent rides it out, the container is alive after;
-- sigterm:   SIGTERM to the agent of a picked container: it reports draining,
-             waits while the session holds, and exits 0 once it is released;
+- sigterm:   SIGTERM to the agent of a picked container, with the container
+             key the docs give it: it reports draining, waits while the
+             session holds, and exits 0 once it is released; an agent whose
+             key is refused, or whose server is gone, exits at once instead
+             of waiting out --drain-timeout-ms;
 - drain:     an operator drain (POST /v1/containers/{id}/drain) reaches the
              agent through the heartbeat reply's `drain`, which runs --on-drain;
 - ts:        the agent's heartbeats carry ts_ms: a report dated ahead of them
@@ -183,8 +186,25 @@ def case_restart(fleet):
         fail("the agent did not log the outage and its end", fleet.logs())
 
 
+def exits_soon(proc, what, fleet, timeout=5):
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        fail("%s: the agent did not exit within %d s of SIGTERM (--drain-timeout-ms 30000)"
+             % (what, timeout), fleet.logs())
+
+
+def started(log):
+    # The agent's first line comes once it has its signals in hand.
+    return lambda: "reports to" in open(log).read()
+
+
 def case_sigterm(fleet):
-    proc, log = fleet.agent("w-1", "--register", "--region", "weur", "--pool", "chrome")
+    # Registered by the admin: the container key may report, not register.
+    register(fleet, "w-1")
+    proc, log = fleet.agent("w-1", key=CONTAINER)
+    if not wait_for(started(log), 5):
+        fail("the agent of w-1 never started", fleet.logs())
     if not wait_for(lambda: claim(fleet)[0] == 201, 5):
         fail("w-1 never claimed", fleet.logs())
     _, c = request(fleet.port, "GET", "/v1/containers/w-1")
@@ -206,6 +226,27 @@ def case_sigterm(fleet):
         fail("exit %d, w-1 %r" % (rc, status_of(fleet.port, "w-1")), fleet.logs())
     if "w-1 is not picked; exiting" not in open(log).read():
         fail("the agent did not log its exit", fleet.logs())
+    # A key the server refuses (scoped to w-*, not x-1) cannot tell.
+    register(fleet, "x-1")
+    refused, refused_log = fleet.agent("x-1", key=CONTAINER)
+    if not wait_for(started(refused_log), 5):
+        fail("the agent of x-1 never started", fleet.logs())
+    refused.send_signal(signal.SIGTERM)
+    if exits_soon(refused, "a refused key", fleet) != 0:
+        fail("the refused agent's exit code", fleet.logs())
+    if "cannot tell whether x-1 is picked" not in open(refused_log).read():
+        fail("the refused agent did not say why it exited", fleet.logs())
+    # A server that is gone cannot tell either.
+    lonely, lonely_log = fleet.agent("w-2", key=CONTAINER)
+    if not wait_for(started(lonely_log), 5):
+        fail("the agent of w-2 never started", fleet.logs())
+    stop(fleet.server, timeout=30, kill_late=True)
+    fleet.server = None
+    lonely.send_signal(signal.SIGTERM)
+    if exits_soon(lonely, "no server", fleet) != 0:
+        fail("the agent without a server's exit code", fleet.logs())
+    if "cannot tell whether w-2 is picked" not in open(lonely_log).read():
+        fail("the agent without a server did not say why it exited", fleet.logs())
 
 
 def case_drain(fleet):
