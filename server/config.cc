@@ -20,6 +20,7 @@
 #include "server/client_command.h"
 #include "server/api/reader_pool.h"
 #include "server/config_file.h"
+#include "server/usage_hints.h"
 #include "store/storage.h"
 
 namespace server {
@@ -241,6 +242,7 @@ CLI::App* AddRegisterCommand(CLI::App* app, RegisterConfig* r) {
 // version, a usage error said on `err`).
 bool ParseOrExit(CLI::App* app, std::vector<std::string> args, std::ostream& out,
                  std::ostream& err, Command* cmd) {
+  const std::vector<std::string> given = args;
   try {
     std::reverse(args.begin(), args.end());  // CLI11 takes a vector last argument first
     app->parse(args);
@@ -250,6 +252,10 @@ bool ParseOrExit(CLI::App* app, std::vector<std::string> args, std::ostream& out
   } catch (const CLI::ExtrasError& e) {
     app->exit(e, out, err);
     err << Suggestions(app, e);
+    cmd->exit_code = 2;
+  } catch (const CLI::RequiredError& e) {
+    app->exit(e, out, err);
+    err << SubcommandHint(app, given);
     cmd->exit_code = 2;
   } catch (const CLI::ParseError& e) {
     app->exit(e, out, err);

@@ -9,6 +9,8 @@
 #include <ostream>
 #include <sstream>
 
+#include "server/usage_hints.h"
+
 namespace server {
 namespace {
 
@@ -35,15 +37,6 @@ bool ValueText(const toml::node& node, ConfigSetting* setting) {
   return true;
 }
 
-// The long flags of `app`, for suggesting one for a typo.
-std::vector<std::string> LongFlagsOf(const CLI::App* app) {
-  std::vector<std::string> flags;
-  for (const CLI::Option* opt : app->get_options()) {
-    for (const std::string& name : opt->get_lnames()) flags.push_back("--" + name);
-  }
-  return flags;
-}
-
 }  // namespace
 
 bool ReadConfigFile(const std::string& path, std::vector<ConfigSetting>* settings,
@@ -60,13 +53,23 @@ bool ReadConfigFile(const std::string& path, std::vector<ConfigSetting>* setting
   }
   const toml::table* serve = file["serve"].as_table();
   const toml::table& keys = serve != nullptr ? *serve : file;
+  // With a [serve] section, a key above it would be read by nobody.
+  if (serve != nullptr) {
+    for (const auto& [key, node] : file) {
+      if (&node == serve) continue;
+      *error = Where(path, node.source()) + ": " +
+               (node.is_table() ? "[" + std::string(key.str()) + "] is not a section edgealloc reads"
+                                : std::string(key.str()) + " is outside [serve]");
+      return false;
+    }
+  }
   for (const auto& [key, node] : keys) {
     ConfigSetting setting;
     setting.key = std::string(key.str());
     setting.line = static_cast<int>(node.source().begin.line);
     if (&keys == &file && node.is_table()) {
       *error = Where(path, node.source()) + ": [" + setting.key +
-               "] is not a section edgealloc reads (settings go under [serve])";
+               "] is not a section edgealloc reads";
       return false;
     }
     if (!ValueText(node, &setting)) {
@@ -77,6 +80,22 @@ bool ReadConfigFile(const std::string& path, std::vector<ConfigSetting>* setting
     settings->push_back(std::move(setting));
   }
   return true;
+}
+
+// The first refusal of `value` by the option's own checks (a range, a set
+// of names), "" when they take it: a file's value is checked where it is
+// written, so the error can name its line, not only the flag it became.
+std::string RefusalOf(CLI::Option* opt, std::string value) {
+  for (int i = 0;; ++i) {
+    CLI::Validator* check = nullptr;
+    try {
+      check = opt->get_validator(i);
+    } catch (const CLI::OptionNotFound&) {
+      return "";
+    }
+    std::string refusal = (*check)(value);
+    if (!refusal.empty()) return refusal;
+  }
 }
 
 std::string ConfigFileOf(int argc, const char* const* argv) {
@@ -100,49 +119,7 @@ bool GivenOnCommandLine(int argc, const char* const* argv, std::string_view flag
   return false;
 }
 
-std::string NearestWord(std::string_view word, const std::vector<std::string>& known) {
-  std::string best;
-  size_t best_distance = word.size() / 3 + 1;  // past this, not a typo
-  for (const std::string& candidate : known) {
-    // Levenshtein distance, one row at a time.
-    std::vector<size_t> row(candidate.size() + 1);
-    for (size_t j = 0; j <= candidate.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= word.size(); ++i) {
-      size_t diagonal = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= candidate.size(); ++j) {
-        const size_t above = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1,
-                           diagonal + (word[i - 1] == candidate[j - 1] ? 0 : 1)});
-        diagonal = above;
-      }
-    }
-    if (row[candidate.size()] < best_distance) {
-      best_distance = row[candidate.size()];
-      best = candidate;
-    }
-  }
-  return best;
-}
-
-std::string Suggestions(const CLI::App* app, const CLI::ExtrasError& e) {
-  const CLI::App* called = app;
-  for (const CLI::App* sub : app->get_subcommands()) called = sub;  // the one parsed
-  const std::vector<std::string> known = LongFlagsOf(called);
-  std::string out;
-  std::string_view what = e.what();
-  size_t at = 0;
-  while ((at = what.find("--", at)) != std::string_view::npos) {
-    size_t end = what.find_first_of(" ,]", at);
-    const std::string word(what.substr(at, end == std::string_view::npos ? end : end - at));
-    const std::string near = NearestWord(word.substr(0, word.find('=')), known);
-    if (!near.empty()) out += "edgealloc: did you mean " + near + " (not " + word + ")?\n";
-    at = end == std::string_view::npos ? what.size() : end;
-  }
-  return out;
-}
-
-bool ArgsWithConfigFile(const CLI::App* serve, int argc, const char* const* argv,
+bool ArgsWithConfigFile(CLI::App* serve, int argc, const char* const* argv,
                         std::ostream& err, std::vector<std::string>* args) {
   args->assign(argv + 1, argv + argc);
   const auto at = std::find(args->begin(), args->end(), "serve");
@@ -154,14 +131,17 @@ bool ArgsWithConfigFile(const CLI::App* serve, int argc, const char* const* argv
   std::vector<ConfigSetting> settings;
   std::string error;
   if (!std::ifstream(path).good()) {
-    error = path + " was not readable (missing?)";
+    const bool from_flag = GivenOnCommandLine(argc, argv, "--config");
+    err << "edgealloc: " << (from_flag ? "--config " : "EDGEALLOC_CONFIG=") << path
+        << ": the file cannot be read (missing?)\n";
+    return false;
   } else {
     ReadConfigFile(path, &settings, &error);
   }
   std::vector<std::string> from_file;
   for (const ConfigSetting& setting : settings) {
     const std::string flag = "--" + setting.key;
-    const CLI::Option* opt = setting.key == "config" ? nullptr : serve->get_option_no_throw(flag);
+    CLI::Option* opt = setting.key == "config" ? nullptr : serve->get_option_no_throw(flag);
     if (opt == nullptr) {
       const std::string near = NearestWord(flag, LongFlagsOf(serve));
       error = path + ":" + std::to_string(setting.line) + ": " + setting.key +
@@ -171,6 +151,13 @@ bool ArgsWithConfigFile(const CLI::App* serve, int argc, const char* const* argv
     }
     const char* env = opt->get_envname().empty() ? nullptr : std::getenv(opt->get_envname().c_str());
     if (GivenOnCommandLine(argc, argv, flag) || (env != nullptr && *env != '\0')) continue;
+    if (!setting.is_switch) {
+      if (std::string refusal = RefusalOf(opt, setting.value); !refusal.empty()) {
+        error = path + ":" + std::to_string(setting.line) + ": " + setting.key + " = " +
+                setting.value + ": " + refusal;
+        break;
+      }
+    }
     if (setting.is_switch) {
       if (setting.value == "true") from_file.push_back(flag);
     } else {

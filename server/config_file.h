@@ -39,22 +39,14 @@ std::string ConfigFileOf(int argc, const char* const* argv);
 // `--listen=X`.
 bool GivenOnCommandLine(int argc, const char* const* argv, std::string_view flag);
 
-// The word of `known` nearest to `word` by edit distance, if it is near
-// enough to be a typo of it (at most a third of its letters off); else "".
-std::string NearestWord(std::string_view word, const std::vector<std::string>& known);
-
 // The arguments to parse: argv without its program name, with the config
 // file's settings (if a file is named, ConfigFileOf) put right after `serve`
 // as flags, each only where neither the command line nor its EDGEALLOC_*
 // variable sets it, so that the order is flag, then environment, then file,
 // then default. False with a usage error on `err` for a file that cannot be
 // read or names a key `serve` lacks (with the nearest for a typo).
-bool ArgsWithConfigFile(const CLI::App* serve, int argc, const char* const* argv,
+bool ArgsWithConfigFile(CLI::App* serve, int argc, const char* const* argv,
                         std::ostream& err, std::vector<std::string>* args);
-
-// "did you mean --listen?" lines for each unexpected argument of `e` that
-// is near a flag of the subcommand that was called (or of `app`).
-std::string Suggestions(const CLI::App* app, const CLI::ExtrasError& e);
 
 }  // namespace server
 

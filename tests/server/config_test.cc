@@ -336,6 +336,39 @@ TEST_CASE("config: a file that is not TOML is refused naming its line, an unknow
   CHECK_THAT(p.err, Catch::Contains(list + ":2: shards"));
 }
 
+TEST_CASE("config: what a file gets wrong is named at its line, once, whatever it is") {
+  testing::TempDir dir;
+  // A key above [serve] would be read by nobody.
+  const std::string above = WriteToml(dir, "db = \"lost.db\"\n[serve]\nbatch-max = 40\n");
+  Parsed p = Parse({"serve", "--config", above.c_str()});
+  CHECK(p.cmd.exit_code == 2);
+  CHECK_THAT(p.err, Catch::Contains(above + ":1: db is outside [serve]"));
+  // A value a flag's own check refuses (a set of names, a range) names its line.
+  const std::string format = WriteToml(dir, "[serve]\n\nlog-format = \"yaml\"\n");
+  p = Parse({"serve", "--config", format.c_str()});
+  CHECK(p.cmd.exit_code == 2);
+  CHECK_THAT(p.err, Catch::Contains(format + ":3: log-format = yaml"));
+  const std::string range = WriteToml(dir, "[serve]\nbatch-max = 0\n");
+  p = Parse({"serve", "--config", range.c_str()});
+  CHECK(p.cmd.exit_code == 2);
+  CHECK_THAT(p.err, Catch::Contains(range + ":2: batch-max = 0"));
+  // A wrong section: the hint is given once.
+  const std::string section = WriteToml(dir, "[server]\ndb = \"x.db\"\n");
+  p = Parse({"serve", "--config", section.c_str()});
+  CHECK(p.cmd.exit_code == 2);
+  CHECK_THAT(p.err, Catch::Contains("[server] is not a section edgealloc reads"));
+  const std::string hint = "settings go under [serve]";
+  CHECK(p.err.find(hint) != std::string::npos);
+  CHECK(p.err.find(hint) == p.err.rfind(hint));
+  // A missing file named by the environment is named as the environment's.
+  setenv("EDGEALLOC_CONFIG", dir.File("gone.toml").c_str(), 1);
+  p = Parse({"serve"});
+  unsetenv("EDGEALLOC_CONFIG");
+  CHECK(p.cmd.exit_code == 2);
+  CHECK_THAT(p.err, Catch::Contains("EDGEALLOC_CONFIG=" + dir.File("gone.toml")) &&
+                        !Catch::Contains("--config"));
+}
+
 TEST_CASE("config: a mistyped flag is a usage error that names the flag it was near") {
   Parsed p = Parse({"serve", "--lisen", "127.0.0.1:1"});
   CHECK(p.cmd.exit_code == 2);
@@ -346,6 +379,13 @@ TEST_CASE("config: a mistyped flag is a usage error that names the flag it was n
   p = Parse({"serve", "--zzzzzzzz"});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, !Catch::Contains("did you mean"));  // nothing near: no guess
+  // A mistyped subcommand is named too, and a missing one listed.
+  p = Parse({"session", "list"});
+  CHECK(p.cmd.exit_code == 2);
+  CHECK_THAT(p.err, Catch::Contains("did you mean edgealloc sessions?"));
+  p = Parse({"sessions"});
+  CHECK(p.cmd.exit_code == 2);
+  CHECK_THAT(p.err, Catch::Contains("edgealloc sessions takes one of: claim, get, renew, release, list"));
 }
 
 TEST_CASE("config: serve --help shows --config and its variable") {

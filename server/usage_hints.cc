@@ -1,0 +1,84 @@
+#include "server/usage_hints.h"
+
+#include <algorithm>
+
+namespace server {
+
+std::vector<std::string> LongFlagsOf(const CLI::App* app) {
+  std::vector<std::string> flags;
+  for (const CLI::Option* opt : app->get_options()) {
+    for (const std::string& name : opt->get_lnames()) flags.push_back("--" + name);
+  }
+  return flags;
+}
+
+std::string NearestWord(std::string_view word, const std::vector<std::string>& known) {
+  std::string best;
+  size_t best_distance = word.size() / 3 + 1;  // past this, not a typo
+  for (const std::string& candidate : known) {
+    // Levenshtein distance, one row at a time.
+    std::vector<size_t> row(candidate.size() + 1);
+    for (size_t j = 0; j <= candidate.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= word.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= candidate.size(); ++j) {
+        const size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                           diagonal + (word[i - 1] == candidate[j - 1] ? 0 : 1)});
+        diagonal = above;
+      }
+    }
+    if (row[candidate.size()] < best_distance) {
+      best_distance = row[candidate.size()];
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+std::string Suggestions(const CLI::App* app, const CLI::ExtrasError& e) {
+  const CLI::App* called = app;
+  for (const CLI::App* sub : app->get_subcommands()) called = sub;  // the one parsed
+  const std::vector<std::string> known = LongFlagsOf(called);
+  std::string out;
+  std::string_view what = e.what();
+  size_t at = 0;
+  while ((at = what.find("--", at)) != std::string_view::npos) {
+    size_t end = what.find_first_of(" ,]", at);
+    const std::string word(what.substr(at, end == std::string_view::npos ? end : end - at));
+    const std::string near = NearestWord(word.substr(0, word.find('=')), known);
+    if (!near.empty()) out += "edgealloc: did you mean " + near + " (not " + word + ")?\n";
+    at = end == std::string_view::npos ? what.size() : end;
+  }
+  return out;
+}
+
+std::string SubcommandHint(const CLI::App* app, const std::vector<std::string>& args) {
+  const CLI::App* at = app;
+  std::string path = app->get_name();
+  for (const std::string& arg : args) {
+    if (arg.empty() || arg[0] == '-') continue;
+    const auto all = at->get_subcommands([](const CLI::App*) { return true; });
+    std::vector<std::string> names;
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : all) {
+      names.push_back(sub->get_name());
+      if (sub->get_name() == arg) next = sub;
+    }
+    if (next == nullptr) {
+      const std::string near = NearestWord(arg, names);
+      if (!near.empty()) return "edgealloc: did you mean " + path + " " + near + "?\n";
+      continue;  // a flag's value, or a word near nothing
+    }
+    at = next;
+    path += " " + arg;
+  }
+  std::string names;
+  for (const CLI::App* sub : at->get_subcommands([](const CLI::App*) { return true; })) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  return names.empty() ? "" : "edgealloc: " + path + " takes one of: " + names + "\n";
+}
+
+}  // namespace server
