@@ -2,7 +2,10 @@
 
 #include <sqlite3.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <utility>
 
@@ -112,7 +115,50 @@ void Statement::Reset() {
 
 // ---- Db ----
 
+namespace {
+
+// What keeps this user from writing the database at `path`, and what to do,
+// or "" when nothing can be named. SQLite says only "unable to open database
+// file" or "attempt to write a readonly database"; it also creates `-wal`,
+// `-shm` and our `.lock` beside the file, so its folder must be writable too.
+std::string WhyNotWritable(const std::string& path) {
+  const std::filesystem::path file(path);
+  std::filesystem::path folder = file.parent_path();
+  if (folder.empty()) folder = ".";
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(folder, ec);
+  const std::string user = "user " + std::to_string(::geteuid());
+  if (status.type() == std::filesystem::file_type::not_found) {
+    return "its folder " + folder.string() + " does not exist; create it (mkdir -p " +
+           folder.string() + ") or give --db a path in a folder that does";
+  }
+  if (ec || !std::filesystem::is_directory(status)) {
+    return folder.string() + " is not a folder this " + user + " can reach" +
+           (ec ? " (" + ec.message() + ")" : "");
+  }
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    return "its folder " + folder.string() + " is not writable by this " + user +
+           "; edgealloc creates " + file.filename().string() +
+           "-wal, -shm and .lock beside the file: give that user the folder or choose another";
+  }
+  if (std::filesystem::exists(file, ec) && ::access(path.c_str(), R_OK | W_OK) != 0) {
+    return "the file is not readable and writable by this " + user +
+           "; give that user the file (and its -wal, -shm) or copy it elsewhere";
+  }
+  return "";
+}
+
+}  // namespace
+
 Status Db::Open(const std::string& path, const DbOptions& options, std::unique_ptr<Db>* out) {
+  Status s = OpenAsAsked(path, options, out);
+  if (s.ok() || options.read_only) return s;
+  const std::string why = WhyNotWritable(path);
+  return why.empty() ? s : Status::IOError("cannot open the database " + path + ": " + why);
+}
+
+Status Db::OpenAsAsked(const std::string& path, const DbOptions& options,
+                       std::unique_ptr<Db>* out) {
   // SQLite's allocation statistics take a global mutex on every malloc; we
   // never read them. Only possible before SQLite initializes, so once, first.
   static std::once_flag configured;
@@ -135,6 +181,12 @@ Status Db::Open(const std::string& path, const DbOptions& options, std::unique_p
   }
   sqlite3_extended_result_codes(db->db_, 1);
   sqlite3_busy_timeout(db->db_, options.busy_timeout_ms);
+  // SQLite opens a file it may only read read-only without a word, and a
+  // file already in WAL mode takes the switch below without a write: the
+  // first claim would be the first to fail.
+  if (!options.read_only && sqlite3_db_readonly(db->db_, "main") == 1) {
+    return Status::IOError("open " + path + ": SQLite could open it for reading only");
+  }
 
   if (!options.read_only) {
     RETURN_IF_ERROR(WriteLock::Open(path + ".lock", options.program, &db->write_lock_));

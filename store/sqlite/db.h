@@ -111,7 +111,9 @@ class Db {
  public:
   // Opens (creating if writable) the database at `path`. A writable one is
   // switched to WAL and gets its `<path>.lock`. Returns IOError or Corruption
-  // with SQLite's message on failure; *db is set only on success.
+  // with SQLite's message on failure, and for a writable one that cannot be
+  // written, what is in the way (a missing folder, a read-only file or
+  // folder) and what to do; *db is set only on success.
   static Status Open(const std::string& path, const DbOptions& options, std::unique_ptr<Db>* db);
 
   Db(const Db&) = delete;
@@ -141,6 +143,9 @@ class Db {
   sqlite3* raw() { return db_; }
 
  private:
+  // Open without explaining a failure.
+  static Status OpenAsAsked(const std::string& path, const DbOptions& options,
+                            std::unique_ptr<Db>* db);
   Db(std::string path, DbOptions options) : path_(std::move(path)), options_(std::move(options)) {}
   std::string path_;
   DbOptions options_;
