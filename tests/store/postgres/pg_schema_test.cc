@@ -72,3 +72,49 @@ TEST_CASE("pg schema: version 8 adds died_at_ms to a version 7 database, every r
               .ok());
   CHECK(storage->GetContainer("v7-2").container.status == "available");
 }
+
+// Version 9 added db_clock_shifts, 10 node_tenant_limits, 11
+// node_heard_until (the nodes' published "heard until", which every sweep
+// reads): a database as a version 9 or 10 node left it gets what it lacks,
+// every row kept, and the sweep that reads the new table works on it.
+TEST_CASE("pg schema: a version 9 or 10 database is brought to the current version") {
+  const int from = GENERATE(9, 10);
+  CAPTURE(from);
+  PgServer server;
+  const std::string uri = server.NewDatabaseUri();
+  {
+    auto storage = Open(uri);
+    store::ContainerResult r = testing::Await<store::ContainerResult>([&](auto cb) {
+      storage->Register({{"old-1", "weur", "chrome", 10, "{}"}}, cb);
+    });
+    REQUIRE(r.outcome == store::Outcome::kOk);
+    REQUIRE(storage->PublishHeardUntil({base::NowMs()}, 1000).ok());
+  }
+  // As the older node left it: without the tables of the later versions.
+  PgServer::Query(uri, "DROP TABLE node_heard_until");
+  if (from < 10) PgServer::Query(uri, "DROP TABLE node_tenant_limits");
+  PgServer::Query(uri, "UPDATE db_clock_shifts SET shifts = 2, shifted_ms = 1500");
+  PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '" + std::to_string(from) +
+                           "' WHERE key = 'schema_version'");
+  const std::string kRows =
+      "SELECT string_agg(id || status || last_heartbeat_ms || lane_hash, ',' ORDER BY id) "
+      "FROM containers";
+  const std::string before = PgServer::Query(uri, kRows);
+
+  auto storage = Open(uri);
+  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+  CHECK(store::pgsql::kSchemaVersion == 11);
+  CHECK(PgServer::Query(uri, kRows) == before);
+  CHECK(PgServer::Query(uri, "SELECT shifts || '/' || shifted_ms FROM db_clock_shifts") ==
+        "2/1500");
+  CHECK(PgServer::Query(uri, "SELECT count(*) FROM node_tenant_limits") == "0");
+  REQUIRE(storage->PublishHeardUntil({base::NowMs()}, 1000).ok());
+  CHECK(PgServer::Query(uri, "SELECT count(*) FROM node_heard_until") == "1");
+  store::SilenceSweep sweep;
+  const int64_t cutoff = base::NowMs() - 60000;
+  REQUIRE(storage
+              ->SweepSilentContainers(0, [cutoff] { return cutoff; }, store::HeldPools{}, 100,
+                                      &sweep)
+              .ok());
+  CHECK(sweep.dead.empty());
+}
