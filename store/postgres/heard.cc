@@ -34,6 +34,9 @@ Status PostgresStorage::PublishHeardUntil(const std::vector<int64_t>& heard_unti
     // (the offset less its error): a report accepted at or after the
     // instant is stamped no earlier (heartbeats.cc AcceptedOnDbClock).
     const WriterStats& clock = writers_[p]->stats();
+    if (clock.clock_offset_known.load(std::memory_order_relaxed) == 0) {
+      return Status::Busy("this node's offset from the database's clock is not measured yet");
+    }
     const int64_t offset = clock.clock_offset_ms.load(std::memory_order_relaxed) -
                            clock.clock_offset_error_ms.load(std::memory_order_relaxed);
     lanes.push_back(P(static_cast<int64_t>(p)));
