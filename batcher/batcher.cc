@@ -75,6 +75,12 @@ Batcher::Batcher(store::Storage* storage, BatcherOptions options)
   mass_silence_ = std::make_unique<MassSilence>(
       options_.mass_silence_fraction, options_.mass_silence_grace_ms, options_.on_mass_silence);
   AddHearingHolds();
+  heard_publisher_ = std::make_unique<HeardPublisher>(
+      storage_, options_.dead_after_ms, options_.reaper_interval_ms, [this] {
+        std::vector<int64_t> heard;
+        for (auto& lane : lanes_) heard.push_back(HeardUntil(lane.get()));
+        return heard;
+      });
 }
 
 void Batcher::AddHearingHolds() {
@@ -118,6 +124,7 @@ void Batcher::Start() {
     l->thread = std::thread([this, l] { LaneLoop(l); });
   }
   hearing_->Start();
+  heard_publisher_->Start();
   reaper_ = std::thread([this] { ReaperLoop(); });
 }
 
@@ -143,6 +150,8 @@ void Batcher::Stop() {
   for (auto& lane : lanes_) {
     if (lane->thread.joinable()) lane->thread.join();
   }
+  // Only now: the other nodes wait for what the drain wrote.
+  heard_publisher_->Stop();
 }
 
 SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
@@ -226,10 +235,8 @@ int64_t Batcher::QueueDepth() const {
 }
 
 int64_t Batcher::LagMs(int partition) const {
-  Lane* lane = lanes_[static_cast<size_t>(partition)].get();
-  base::MutexLock lock(&lane->queued_mu);
-  if (lane->queued_by_accepted_ms.empty()) return 0;
-  return std::max<int64_t>(0, base::NowMs() - lane->queued_by_accepted_ms.begin()->first);
+  const int64_t heard_until = HeardUntil(lanes_[static_cast<size_t>(partition)].get());
+  return std::max<int64_t>(0, base::NowMs() - 1 - heard_until);
 }
 
 namespace {
@@ -376,13 +383,23 @@ int64_t Batcher::SilenceCutoff(Lane* lane) const {
   // Asked at write time too (Storage::SweepSilentContainers), so a pause that
   // ends between the reaper's look and its write still holds the sweep.
   if (hearing_->HearingForMs() < options_.dead_after_ms) return store::kNothingSilent;
-  base::MutexLock lock(&lane->queued_mu);
-  int64_t watermark = base::NowMs();
-  if (!lane->queued_by_accepted_ms.empty()) {
-    // Items accepted at this ms are not all stored yet; those before it are.
-    watermark = std::min(watermark, lane->queued_by_accepted_ms.begin()->first - 1);
+  return HeardUntil(lane) - options_.dead_after_ms;
+}
+
+int64_t Batcher::HeardUntil(Lane* lane) const {
+  int64_t watermark = 0;
+  {
+    base::MutexLock lock(&lane->queued_mu);
+    watermark = base::NowMs();
+    if (!lane->queued_by_accepted_ms.empty()) {
+      // Items accepted at this ms are not all stored yet; those before it are.
+      watermark = std::min(watermark, lane->queued_by_accepted_ms.begin()->first - 1);
+    }
   }
-  return watermark - options_.dead_after_ms;
+  // Asked after the lane's set: an item leaves the set only once stored or
+  // held back by the storage, so it is seen in one of the two.
+  const int64_t held = storage_->OldestHeldBackMs(lane->partition);
+  return held != 0 ? std::min(watermark, held - 1) : watermark;
 }
 
 void Batcher::NoteDeaths(const std::vector<store::DeadContainer>& dead) {

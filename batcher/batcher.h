@@ -12,6 +12,7 @@
 #include "base/mutex.h"
 #include "batcher/coalesce.h"
 #include "batcher/deaths.h"
+#include "batcher/heard_publisher.h"
 #include "batcher/hearing.h"
 #include "batcher/heartbeat.h"
 #include "batcher/mass_silence.h"
@@ -137,8 +138,10 @@ class Batcher {
   int64_t QueueDepth(int partition) const;
   int64_t QueueDepth() const;
   // How long the oldest heartbeat of partition i accepted and not yet stored
-  // (queued, or in the batch being written) has waited, in ms; 0 if none.
-  // The reaper judges that lane's silence only up to that acceptance.
+  // (queued, in the batch being written, or held back by the storage for a
+  // row lock: Storage::OldestHeldBackMs) has waited, in ms; 0 if none. The
+  // reaper judges that lane's silence only up to that acceptance, and so do
+  // the other nodes' (HeardPublisher).
   int64_t LagMs(int partition) const;
   int partitions() const { return static_cast<int>(lanes_.size()); }
   const BatcherOptions& options() const { return options_; }
@@ -170,6 +173,10 @@ class Batcher {
   // not death: until the server has heard for dead_after_ms without a break,
   // nothing is silent (kNothingSilent).
   int64_t SilenceCutoff(Lane* lane) const;
+  // The lane's watermark: every heartbeat it accepted before it is stored
+  // (queued ones, the batch being written, and those the storage held back
+  // for a lock are not), on this node's clock.
+  int64_t HeardUntil(Lane* lane) const;
   // The hearing's holds: each lane's failing writes, the store's writers
   // that cannot reach their database, requests refused for want of room.
   void AddHearingHolds();
@@ -192,6 +199,7 @@ class Batcher {
   RecentDeaths recent_deaths_;
   std::unique_ptr<Hearing> hearing_;
   std::unique_ptr<MassSilence> mass_silence_;
+  std::unique_ptr<HeardPublisher> heard_publisher_;
   std::vector<PoolKey> held_pools_;  // the reaper's thread only
   // Steady ms of the last heartbeat request refused for want of room or of
   // the store (kOverloaded, kUnavailable), and of the last moment a store

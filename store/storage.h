@@ -202,6 +202,19 @@ class Storage {
   // the silent rows' index only; PostgreSQL scans the containers once.
   // Never from a writer thread.
   virtual Status CountSilent(int64_t cutoff_ms, std::vector<PoolSilence>* silent) = 0;
+  // The oldest acceptance (HeartbeatRow::accepted_ms) among the partition's
+  // rows a WriteHeartbeats answered ok for but kept to write later
+  // (HeartbeatWriteResult::skipped), while not yet stored; 0 if none. The
+  // reaper's watermark waits for them as for its own queue.
+  virtual int64_t OldestHeldBackMs(int /*partition*/) { return 0; }
+  // Tells the other nodes on the database, a partition each, the instant on
+  // this node's clock before which every heartbeat it accepted is stored
+  // (its "heard until"), so that their sweeps judge no silence past it by
+  // more than their dead_after_ms. One node alone (SQLite): nothing to tell.
+  virtual Status PublishHeardUntil(const std::vector<int64_t>& /*heard_until_ms*/,
+                                   int64_t /*dead_after_ms*/) {
+    return Status::Ok();
+  }
 
   // Deletes at most max_rows of the session history the partition keeps
   // (GetSession's, Release's and Renew's kSessionEnded), oldest first: the

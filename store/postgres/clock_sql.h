@@ -43,6 +43,13 @@ UPDATE containers SET last_heartbeat_ms = last_heartbeat_ms + $1::bigint,
 WHERE id IN (SELECT id FROM containers ORDER BY id COLLATE "C" FOR UPDATE)
 )sql";
 
+// The nodes' published "heard until" instants move with the rows they are
+// compared with, and so do their stamps, which age them.
+inline constexpr char kShiftHeardUntil[] = R"sql(
+UPDATE node_heard_until SET heard_until_ms = heard_until_ms + $1::bigint,
+                            updated_ms = updated_ms + $1::bigint
+)sql";
+
 }  // namespace store::pgsql
 
 #endif  // EDGEALLOC_STORE_POSTGRES_CLOCK_SQL_H_

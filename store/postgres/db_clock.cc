@@ -125,7 +125,8 @@ Status ClaimClockShift(PgConn* conn, int64_t expected_shifts, int64_t shift_ms) 
   if (claim.changed() != 1) {
     return Status::Busy("another node shifted for a step of the database's clock; next reading");
   }
-  return conn->Run(pgsql::kShiftStoredInstants, {P(shift_ms)});
+  RETURN_IF_ERROR(conn->Run(pgsql::kShiftStoredInstants, {P(shift_ms)}));
+  return conn->Run(pgsql::kShiftHeardUntil, {P(shift_ms)});
 }
 
 Status CheckDbClock(PgConn* conn, DbClockSteps* steps, DbClockReading* reading,

@@ -176,7 +176,10 @@ namespace {
 // when neither carries a state and both carry a ts_ms or both do not (as
 // batcher/coalesce.h folds a batch), so that a container that keeps
 // reporting while its row stays locked keeps one row, not one a report.
-void Defer(const HeartbeatRow& row, std::vector<HeartbeatRow>* deferred) {
+// `since`: the oldest acceptance the row stands for, kept beside it in
+// *deferred_since (a fold keeps the older).
+void Defer(const HeartbeatRow& row, int64_t since, std::vector<HeartbeatRow>* deferred,
+           std::vector<int64_t>* deferred_since) {
   for (auto it = deferred->rbegin(); it != deferred->rend(); ++it) {
     if (it->container_id != row.container_id) continue;
     if (it->state != ReportedState::kNone || row.state != ReportedState::kNone ||
@@ -189,9 +192,12 @@ void Defer(const HeartbeatRow& row, std::vector<HeartbeatRow>* deferred) {
       if (row.load) it->load = row.load;
     }
     it->accepted_ms = std::max(it->accepted_ms, row.accepted_ms);
+    int64_t& oldest = (*deferred_since)[static_cast<size_t>(deferred->rend() - it - 1)];
+    oldest = std::min(oldest, since);
     return;
   }
   deferred->push_back(row);
+  deferred_since->push_back(since);
 }
 
 }  // namespace
@@ -205,6 +211,7 @@ bool PostgresStorage::BeginHeartbeatWrite(HeartbeatRetry* retry, bool wait,
   }
   retry->writing = true;
   *taken = std::exchange(retry->deferred, {});
+  retry->taken_since = std::exchange(retry->deferred_since, {});
   return true;
 }
 
@@ -217,9 +224,14 @@ void PostgresStorage::EndHeartbeatWrite(int partition, const std::vector<Heartbe
     // Nothing was written: the rows taken back wait for the next try (the
     // caller's own are its to retry).
     retry->deferred.assign(batch.begin(), batch.begin() + static_cast<ptrdiff_t>(taken));
+    retry->deferred_since = std::move(retry->taken_since);
   } else {
-    for (size_t i : result.skipped) Defer(batch[i], &retry->deferred);
+    for (size_t i : result.skipped) {
+      const int64_t since = i < taken ? retry->taken_since[i] : batch[i].accepted_ms;
+      Defer(batch[i], since, &retry->deferred, &retry->deferred_since);
+    }
   }
+  retry->taken_since.clear();
   writers_[static_cast<size_t>(partition)]->CountHeartbeatRetries(
       s.ok() ? result.skipped.size() : 0, static_cast<int64_t>(retry->deferred.size()));
   retry->writing = false;
@@ -252,6 +264,18 @@ Status PostgresStorage::WriteHeartbeats(int partition, const std::vector<Heartbe
   mine(&result->unknown);
   mine(&result->skipped);
   return s;
+}
+
+int64_t PostgresStorage::OldestHeldBackMs(int partition) {
+  HeartbeatRetry* retry = retries_[static_cast<size_t>(partition)].get();
+  base::MutexLock lock(&retry->mu);
+  // A row moves from deferred to taken, and out of taken once stored, under
+  // this lock: it is seen in one of them until then.
+  int64_t oldest = 0;
+  for (const std::vector<int64_t>* since : {&retry->deferred_since, &retry->taken_since}) {
+    for (int64_t ms : *since) oldest = oldest == 0 ? ms : std::min(oldest, ms);
+  }
+  return oldest;
 }
 
 void PostgresStorage::FlushDeferredHeartbeats(int partition) {

@@ -1,13 +1,36 @@
 #include "store/postgres/postgres_storage.h"
 
+#include <cstdio>
+#include <cstring>
+#include <string>
 #include <utility>
 
+#include "base/clock.h"
+#include "base/random.h"
 #include "store/postgres/capacity_reader.h"
 #include "store/postgres/readers.h"
 #include "store/postgres/result_job.h"
 #include "store/postgres/schema.h"
 
 namespace store {
+namespace {
+
+// The program's name and 64 random bits: another storage, of this process
+// or another, is another node.
+std::string NewNodeId(const std::string& program) {
+  unsigned char bits[8] = {};
+  std::string error;
+  if (!base::KernelRandomBytes(bits, sizeof(bits), &error)) {
+    // Unlikely; then the clocks tell this start from others.
+    const int64_t now = SteadyNowMs() ^ base::NowMs();
+    std::memcpy(bits, &now, sizeof(bits));
+  }
+  char hex[17];
+  for (size_t i = 0; i < sizeof(bits); ++i) std::snprintf(hex + 2 * i, 3, "%02x", bits[i]);
+  return program + "/" + hex;
+}
+
+}  // namespace
 
 bool IsPostgresUri(std::string_view db) {
   return db.rfind("postgresql://", 0) == 0 || db.rfind("postgres://", 0) == 0 ||
@@ -18,6 +41,7 @@ PostgresStorage::PostgresStorage(const StorageOptions& options)
     : uri_(options.db),
       program_(options.program),
       policy_(options.policy),
+      node_id_(NewNodeId(options.program)),
       fence_(std::make_shared<PgFence>(options.warn)),
       clock_steps_(std::make_shared<DbClockSteps>(options.warn)) {}
 

@@ -1,6 +1,7 @@
 #ifndef EDGEALLOC_STORE_POSTGRES_POSTGRES_STORAGE_H_
 #define EDGEALLOC_STORE_POSTGRES_POSTGRES_STORAGE_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -86,6 +87,10 @@ class PostgresStorage : public Storage {
   Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
                                const HeldPools& held, int max_rows, SilenceSweep* sweep) override;
   Status CountSilent(int64_t cutoff_ms, std::vector<PoolSilence>* silent) override;
+  int64_t OldestHeldBackMs(int partition) override;
+  // heard.cc: as node_id_, on a pooled connection (schema_sql.h kNodeHeardUntil).
+  Status PublishHeardUntil(const std::vector<int64_t>& heard_until_ms,
+                           int64_t dead_after_ms) override;
   Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
                              int max_rows, int64_t* pruned) override;
 
@@ -135,6 +140,11 @@ class PostgresStorage : public Storage {
     // one at a time, so that a container's rows are written in order.
     bool writing GUARDED_BY(mu) = false;
     std::vector<HeartbeatRow> deferred GUARDED_BY(mu);
+    // Of each deferred row, the oldest acceptance folded into it (its
+    // accepted_ms is the newest); of the rows the write under way took, the
+    // same. Until stored they hold the reaper's watermark (OldestHeldBackMs).
+    std::vector<int64_t> deferred_since GUARDED_BY(mu);
+    std::vector<int64_t> taken_since GUARDED_BY(mu);
   };
   // heartbeats.cc: one batch as one job of the partition's writer.
   Status WriteRows(int partition, const std::vector<HeartbeatRow>& rows,
@@ -151,6 +161,8 @@ class PostgresStorage : public Storage {
   void FlushDeferredHeartbeats(int partition);
   // sweeps.cc: a sweep's check of the database's clock.
   struct SweepClock;
+  // The dead_after_ms the reaper last published with, else the policy's.
+  int64_t DeadAfterMs() const;
   // Drain and Undrain: `statement` (pgsql::kDrain, kUndrain) on `id`,
   // answered with the container as it left it.
   void ChangeDrain(std::string id, const char* statement, ContainerCallback done);
@@ -158,6 +170,10 @@ class PostgresStorage : public Storage {
   const std::string uri_;
   const std::string program_;
   const ClaimPolicy policy_;
+  // This storage's name in node_heard_until: the program and random bits,
+  // new at each start.
+  const std::string node_id_;
+  std::atomic<int64_t> dead_after_ms_{0};
   // Every connection's, writers and readers: no connect to an old primary.
   const std::shared_ptr<PgFence> fence_;
   // Steps of the database's clock, seen by every writer's readings.

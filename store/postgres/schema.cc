@@ -110,6 +110,7 @@ Status MigrateOnce(PgConn* conn) {
     if (s.ok()) s = conn->Exec(pgsql::kNodeClaimCounts);
     if (s.ok()) s = conn->Exec(pgsql::kDbClockShifts);
     if (s.ok()) s = conn->Exec(pgsql::kNodeTenantLimits);
+    if (s.ok()) s = conn->Exec(pgsql::kNodeHeardUntil);
     if (s.ok() && version == 1) s = HashLanes(conn);
     if (s.ok() && version >= 1 && version < pgsql::kDrainReportedVersion) {
       s = conn->Exec(pgsql::kOldDrainsAreReported);

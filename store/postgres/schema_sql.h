@@ -38,9 +38,10 @@ namespace store::pgsql {
 // heartbeat accepted before that and written after it revives nothing
 // (store/report_counts_sql.h); NULL on the rows it finds, whose next `ready`
 // revives them as before. Version 9 added db_clock_shifts (kDbClockShifts),
-// version 10 node_tenant_limits (kNodeTenantLimits). A node of an older
-// version refuses a newer schema.
-inline constexpr int kSchemaVersion = 10;
+// version 10 node_tenant_limits (kNodeTenantLimits), version 11
+// node_heard_until (kNodeHeardUntil). A node of an older version refuses a
+// newer schema.
+inline constexpr int kSchemaVersion = 11;
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
@@ -161,6 +162,23 @@ CREATE TABLE IF NOT EXISTS node_tenant_limits (
   digest text NOT NULL,
   updated_ms bigint NOT NULL,
   PRIMARY KEY (node_id, tenant))
+)sql";
+
+// Until when each node has stored every heartbeat it accepted, a lane
+// (partition) each (Storage::PublishHeardUntil): heard_until_ms and
+// updated_ms on the database's clock. A dead-container sweep judges no
+// silence past the least heard_until_ms of the nodes that published within
+// its dead_after_ms, less that dead_after_ms (sweep_sql.h); `lanes` is the
+// publisher's count of partitions, so that a node with another count is
+// held by all its lanes. Silent nodes' rows are pruned by the publishes.
+inline constexpr char kNodeHeardUntil[] = R"sql(
+CREATE TABLE IF NOT EXISTS node_heard_until (
+  node_id text NOT NULL,
+  lane integer NOT NULL,
+  lanes integer NOT NULL,
+  heard_until_ms bigint NOT NULL,
+  updated_ms bigint NOT NULL,
+  PRIMARY KEY (node_id, lane))
 )sql";
 
 // Migrating from before kDrainReportedVersion: a drain an older node took

@@ -26,21 +26,38 @@ WHERE id IN (SELECT id FROM containers
   "id, region, pool, " EDGEALLOC_PG_NOW_MS " - last_heartbeat_ms, "                 \
   "last_heartbeat_ms < " EDGEALLOC_PG_NOW_MS " - $1::bigint"
 
+// The instant before which a stored heartbeat is silent, on the database's
+// clock: `silence` ms before its now (this node's dead_after_ms and lag),
+// and no later than `dead_after` ms before the least "heard until" that the
+// other nodes (not `node`) published for the lanes `lanes_match` picks
+// within the last `dead_after` ms (schema_sql.h kNodeHeardUntil): a report
+// another node accepted and is still writing is heard, as this node's own.
+// A node silent for longer is not waited for. One subquery, read once.
+#define EDGEALLOC_PG_SILENT_BEFORE(silence, node, dead_after, lanes_match)                  \
+  "least(" EDGEALLOC_PG_NOW_MS " - " silence "::bigint, "                                   \
+  "(SELECT min(heard_until_ms) FROM node_heard_until WHERE node_id <> " node "::text "      \
+  "AND updated_ms >= " EDGEALLOC_PG_NOW_MS " - " dead_after "::bigint AND " lanes_match ") " \
+  "- " dead_after "::bigint)"
+// A node with this node's count of lanes holds the swept lane alone; one
+// with another count, every lane of its.
+#define EDGEALLOC_PG_SWEPT_LANE "(lanes <> $3::integer OR lane = $4::integer)"
+
 // The dead-container sweep of one heartbeat partition: lane_hash % $3 = $4.
-// Silent: a stored heartbeat more than $1 ms older than the database's now.
+// Silent: a stored heartbeat before EDGEALLOC_PG_SILENT_BEFORE ($1 ms before
+// the database's now, at most; $8 this node, $9 dead_after_ms).
 // died_at_ms: the database's now, when it was judged dead, which a late
 // heartbeat's acceptance is compared with (store/report_counts_sql.h).
 // The pools of a mass silence ($6 regions, $7 pools) end the sessions of
 // their silent containers only past the longer grace ($5 ms).
 //   $1 silence_ms $2 limit $3 partitions $4 partition $5 held_silence_ms
-//   $6 held regions $7 held pools
+//   $6 held regions $7 held pools $8 node $9 dead_after_ms
 inline constexpr char kReapPicked[] = R"sql(
 UPDATE containers
 SET status = 'dead', died_at_ms = )sql" EDGEALLOC_PG_NOW_MS R"sql(,
     )sql" EDGEALLOC_PG_END_SESSION("'container_dead'") R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE status = 'picked'
-               AND ((last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint
+               AND ((last_heartbeat_ms < )sql" EDGEALLOC_PG_SILENT_BEFORE("$1", "$8", "$9", EDGEALLOC_PG_SWEPT_LANE) R"sql(
                      AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $5::bigint
                           OR (region, pool) NOT IN (SELECT * FROM unnest($6::text[], $7::text[]))))
                     OR dead_reported)
@@ -49,24 +66,40 @@ WHERE id IN (SELECT id FROM containers
              FOR UPDATE SKIP LOCKED)
 RETURNING )sql" EDGEALLOC_PG_DEATH_COLUMNS;
 
-// Silent containers by pool, every partition (Storage::CountSilent).
-//   $1 silence_ms
+// Silent containers by pool, every partition (Storage::CountSilent), held
+// by every lane the other nodes published.
+//   $1 silence_ms $2 node $3 dead_after_ms
 inline constexpr char kCountSilent[] = R"sql(
 SELECT region, pool, count(*) FROM containers
-WHERE status <> 'dead' AND last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint
+WHERE status <> 'dead' AND last_heartbeat_ms < )sql" EDGEALLOC_PG_SILENT_BEFORE("$1", "$2", "$3", "true") R"sql(
 GROUP BY region, pool
 )sql";
 
+//   $1 silence_ms $2 limit $3 partitions $4 partition $5 node $6 dead_after_ms
 inline constexpr char kReapUnpicked[] = R"sql(
 UPDATE containers
 SET status = 'dead', dead_reported = false, died_at_ms = )sql" EDGEALLOC_PG_NOW_MS R"sql(
 WHERE id IN (SELECT id FROM containers
              WHERE status IN ('available', 'draining')
-               AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $1::bigint OR dead_reported)
+               AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_SILENT_BEFORE("$1", "$5", "$6", EDGEALLOC_PG_SWEPT_LANE) R"sql( OR dead_reported)
                AND lane_hash % $3::integer = $4::integer
              LIMIT $2::bigint
              FOR UPDATE SKIP LOCKED)
 RETURNING )sql" EDGEALLOC_PG_DEATH_COLUMNS;
+
+// A node's "heard until" of each of its lanes (Storage::PublishHeardUntil;
+// schema_sql.h kNodeHeardUntil), stamped with the database's clock.
+//   $1 node $2 lanes (its count) $3 lane numbers $4 heard_until_ms (arrays)
+inline constexpr char kPublishHeardUntil[] =
+    "INSERT INTO node_heard_until (node_id, lane, lanes, heard_until_ms, updated_ms) "
+    "SELECT $1, u.lane, $2::integer, u.heard, " EDGEALLOC_PG_NOW_MS " "
+    "FROM unnest($3::integer[], $4::bigint[]) AS u(lane, heard) "
+    "ON CONFLICT (node_id, lane) DO UPDATE SET lanes = excluded.lanes, "
+    "heard_until_ms = excluded.heard_until_ms, updated_ms = excluded.updated_ms";
+// $1 silent for longer than this (ms), $2 at most this many rows.
+inline constexpr char kPruneHeardUntil[] =
+    "DELETE FROM node_heard_until WHERE ctid = ANY (ARRAY(SELECT ctid FROM node_heard_until "
+    "WHERE updated_ms < " EDGEALLOC_PG_NOW_MS " - $1::bigint LIMIT $2::bigint))";
 
 // The session history's prune (Storage::PruneSessionHistory): of the $3
 // oldest rows by insertion (a range of the primary key, seq: rows go in as

@@ -81,6 +81,10 @@ Status PostgresStorage::SweepSilentContainers(int partition,
     held_pools.push_back(pool);
   }
   PgWriter* writer = writers_[static_cast<size_t>(partition)].get();
+  // And the other nodes' "heard until" of the lane, read by the statements
+  // themselves (sweep_sql.h EDGEALLOC_PG_SILENT_BEFORE), so that no report
+  // another node accepted and still writes is taken for silence.
+  const int64_t dead_after = DeadAfterMs();
   SweepClock clock;
   Status s = writer->RunSync(
       [&](PgConn* conn) {
@@ -101,14 +105,16 @@ Status PostgresStorage::SweepSilentContainers(int partition,
         RETURN_IF_ERROR(conn->Run(pgsql::kReapPicked,
                                   {P(silence), P(int64_t{max_rows}), P(partitions),
                                    P(int64_t{partition}), P(now - held.cutoff_ms),
-                                   TextArrayParam(held_regions), TextArrayParam(held_pools)},
+                                   TextArrayParam(held_regions), TextArrayParam(held_pools),
+                                   P(node_id_), P(dead_after)},
                                   &r));
         AppendDead(r, &found.dead);
         found.sessions_ended = r.rows();
         if (found.sessions_ended >= max_rows) return Status::Ok();
         RETURN_IF_ERROR(conn->Run(pgsql::kReapUnpicked,
                                   {P(silence), P(int64_t{max_rows} - found.sessions_ended),
-                                   P(partitions), P(int64_t{partition})},
+                                   P(partitions), P(int64_t{partition}), P(node_id_),
+                                   P(dead_after)},
                                   &r));
         AppendDead(r, &found.dead);
         found.marked_dead = r.rows();
@@ -129,7 +135,8 @@ Status PostgresStorage::CountSilent(int64_t cutoff_ms, std::vector<PoolSilence>*
   }
   return WithReader([&](PgConn* conn) {
     PgResult r;
-    RETURN_IF_ERROR(conn->Run(pgsql::kCountSilent, {P(base::NowMs() - cutoff_ms)}, &r));
+    RETURN_IF_ERROR(conn->Run(pgsql::kCountSilent,
+                              {P(base::NowMs() - cutoff_ms), P(node_id_), P(DeadAfterMs())}, &r));
     for (int i = 0; i < r.rows(); ++i) {
       silent->push_back({r.String(i, 0), r.String(i, 1), r.Int64(i, 2)});
     }

@@ -89,6 +89,11 @@ class ForwardingStorage : public store::Storage {
   store::Status CountSilent(int64_t cutoff_ms, std::vector<store::PoolSilence>* silent) override {
     return real_->CountSilent(cutoff_ms, silent);
   }
+  int64_t OldestHeldBackMs(int partition) override { return real_->OldestHeldBackMs(partition); }
+  store::Status PublishHeardUntil(const std::vector<int64_t>& heard_until_ms,
+                                  int64_t dead_after_ms) override {
+    return real_->PublishHeardUntil(heard_until_ms, dead_after_ms);
+  }
   store::Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
                                       const store::HeldPools& held,
                                       int max_rows, store::SilenceSweep* sweep) override {

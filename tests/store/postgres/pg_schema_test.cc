@@ -3,8 +3,10 @@
 #include "store/postgres/schema_sql.h"
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/clock.h"
@@ -26,6 +28,17 @@ std::unique_ptr<store::PostgresStorage> Open(const std::string& uri) {
   INFO(s.ToString());
   REQUIRE(s.ok());
   return storage;
+}
+
+// Publishes once the node's writer has measured its offset from the
+// database's clock (Busy until then), polling for at most 10 s.
+bool PublishHeard(store::PostgresStorage* storage) {
+  const int64_t until = base::NowMs() + 10000;
+  while (!storage->PublishHeardUntil({base::NowMs()}, 1000).ok()) {
+    if (base::NowMs() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
 }
 
 std::string SchemaVersion(const std::string& uri) {
@@ -71,4 +84,50 @@ TEST_CASE("pg schema: version 8 adds died_at_ms to a version 7 database, every r
                                 &result)
               .ok());
   CHECK(storage->GetContainer("v7-2").container.status == "available");
+}
+
+// Version 9 added db_clock_shifts, 10 node_tenant_limits, 11
+// node_heard_until (the nodes' published "heard until", which every sweep
+// reads): a database as a version 9 or 10 node left it gets what it lacks,
+// every row kept, and the sweep that reads the new table works on it.
+TEST_CASE("pg schema: a version 9 or 10 database is brought to the current version") {
+  const int from = GENERATE(9, 10);
+  CAPTURE(from);
+  PgServer server;
+  const std::string uri = server.NewDatabaseUri();
+  {
+    auto storage = Open(uri);
+    store::ContainerResult r = testing::Await<store::ContainerResult>([&](auto cb) {
+      storage->Register({{"old-1", "weur", "chrome", 10, "{}"}}, cb);
+    });
+    REQUIRE(r.outcome == store::Outcome::kOk);
+    REQUIRE(PublishHeard(storage.get()));
+  }
+  // As the older node left it: without the tables of the later versions.
+  PgServer::Query(uri, "DROP TABLE node_heard_until");
+  if (from < 10) PgServer::Query(uri, "DROP TABLE node_tenant_limits");
+  PgServer::Query(uri, "UPDATE db_clock_shifts SET shifts = 2, shifted_ms = 1500");
+  PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '" + std::to_string(from) +
+                           "' WHERE key = 'schema_version'");
+  const std::string kRows =
+      "SELECT string_agg(id || status || last_heartbeat_ms || lane_hash, ',' ORDER BY id) "
+      "FROM containers";
+  const std::string before = PgServer::Query(uri, kRows);
+
+  auto storage = Open(uri);
+  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+  CHECK(store::pgsql::kSchemaVersion == 11);
+  CHECK(PgServer::Query(uri, kRows) == before);
+  CHECK(PgServer::Query(uri, "SELECT shifts || '/' || shifted_ms FROM db_clock_shifts") ==
+        "2/1500");
+  CHECK(PgServer::Query(uri, "SELECT count(*) FROM node_tenant_limits") == "0");
+  REQUIRE(PublishHeard(storage.get()));
+  CHECK(PgServer::Query(uri, "SELECT count(*) FROM node_heard_until") == "1");
+  store::SilenceSweep sweep;
+  const int64_t cutoff = base::NowMs() - 60000;
+  REQUIRE(storage
+              ->SweepSilentContainers(0, [cutoff] { return cutoff; }, store::HeldPools{}, 100,
+                                      &sweep)
+              .ok());
+  CHECK(sweep.dead.empty());
 }
