@@ -61,9 +61,12 @@ Goal, each attack: B's p99 at most 2x its quiet p99, and B never refused.
 Cores (bench/noisy/cpu.py): with two cores the server runs on one and both
 clients (B's threads, A's generator) on the other; with three or more B and
 A each get a core of their own and the server the rest; with one, or
---no-pin, nothing is pinned. A's generator runs at nice 19 everywhere. Pinned,
-A's generator never takes the server's CPU, and where it shares a core with
-B's client, B's client runs first whenever it has work. Each phase also prints where the CPU went over B's measured
+--no-pin, nothing is pinned. B's client runs at nice -10 where it may (A's
+generator and the server at the ordinary priority). Pinned, A's generator
+never takes the server's CPU, and where it shares a core with B's client,
+B's client runs first whenever it has work. The server's core is not kept
+from other work on the machine: on a shared machine the quiet p99 already
+has other processes' share in it. Each phase also prints where the CPU went over B's measured
 seconds: the server's threads by role (read from their stacks with gdb once
 the server is up: io threads, readers, group writer, heartbeat lanes, ...),
 A's generator, B's client, and how busy the server's and the clients' cores
@@ -131,15 +134,18 @@ def phase(s, b, kind, roles, placement, args):
         child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--attack", kind,
                                   "--port", str(s.port)] + args.passed,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                 preexec_fn=placement.attacker_preexec())
+                                 preexec_fn=placement.preexec(placement.attacker))
         line = child.stdout.readline()
         assert line.strip() == "ready", "attack %s: %r" % (kind, line)
     failed0 = metric(s.metrics(), "edgealloc_claim_wait_claims_failed_total")
     rss0 = cpu.rss_mb(s.proc.pid)
+    b.reconnect()  # the server may have closed B's idle connections during A's ramp
+    b.cycles(0.3)  # unmeasured: the connections up
     before = cpu.Sample(s.proc.pid, child.pid if child else None)
     m = b.cycles(args.seconds)
     after = cpu.Sample(s.proc.pid, child.pid if child else None)
     out = {"rss_mb": (rss0, cpu.rss_mb(s.proc.pid)), "cpu": after.since(before, roles, placement)}
+    out["cpu"]["victim_client_waited"] = round(m["waited_ms"] / 1000 / args.seconds, 3)
     failed1 = metric(s.metrics(), "edgealloc_claim_wait_claims_failed_total")
     if failed0 is not None and failed1 is not None:
         out["wait_claims_failed"] = failed1 - failed0

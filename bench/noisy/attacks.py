@@ -46,8 +46,8 @@ class Ctx:
 
     async def until_waiters_steady(self, limit_s=15):
         """Ready once the server's waiting claims stop growing."""
-        last, same = -1, 0
-        while same < 3 and time.monotonic() - self.started < limit_s:
+        last, same, t = -1, 0, time.monotonic()
+        while same < 3 and time.monotonic() - t < limit_s:
             await asyncio.sleep(0.3)
             v = await self.waiters_gauge()
             same = same + 1 if v == last else 0

@@ -104,7 +104,7 @@ def report(runs, attacks, args, placement):
     table(runs, attacks)
     print()
     print("- cores: %s. Server cores in the table: the server's CPU (user + system, all its threads, "
-          "/proc) over B's measured seconds." % placement.text)
+          "/proc) over B's measured seconds." % placement.describe())
     for r in runs:
         print("- %s (`%s`, %s): tenant limits %s; setup (fleet, A's %d sessions, heavy's 1,000) %.1f s; "
               "B %d cycles a phase at %g/s on %d connections; server threads by role: %s." % (

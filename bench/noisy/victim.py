@@ -4,6 +4,7 @@ each cycle timed from when it was due."""
 import threading
 import time
 
+from noisy.cpu import waited_ns
 from noisy.fleet import KEYS, REGION, Client
 
 
@@ -15,18 +16,22 @@ class B:
     cycle's latency runs from when it was due (no coordinated omission)."""
 
     def __init__(self, port, rate, conns):
-        self.port, self.rate = port, rate
-        self.clients = [Client(port, KEYS["b"], timeout=10) for _ in range(conns)]
+        self.port, self.rate, self.conns = port, rate, conns
+        self.reconnect()
+
+    def reconnect(self):
+        self.clients = [Client(self.port, KEYS["b"], timeout=10) for _ in range(self.conns)]
 
     def cycles(self, seconds, grace=4.0):
-        """{"lat": ms a cycle, "refused": n, "why": {...}, "late": n}. Cycles
+        """{"lat": ms a cycle, "refused": n, "why": {...}, "late": n, "waited_ms":
+        ms B's threads were runnable but waiting for a core, all told}. Cycles
         still unsent `grace` seconds after the last was due are counted as
         late, at the time they had waited then (so p99 is at least that)."""
         n = int(seconds * self.rate)
         t0 = time.perf_counter() + 0.01
         cutoff = t0 + seconds + grace
         lock = threading.Lock()
-        res = {"lat": [], "refused": 0, "why": {}, "late": 0}
+        res = {"lat": [], "refused": 0, "why": {}, "late": 0, "waited_ms": 0.0}
         nxt = [0]
 
         def refuse(why):
@@ -35,11 +40,14 @@ class B:
                 res["why"][why] = res["why"].get(why, 0) + 1
 
         def worker(k):
+            waited0 = waited_ns()
             while True:
                 with lock:
                     i = nxt[0]
                     nxt[0] += 1
                 if i >= n:
+                    with lock:  # runnable, but another thread had B's core
+                        res["waited_ms"] += (waited_ns() - waited0) / 1e6
                     return
                 due = t0 + i / self.rate
                 now = time.perf_counter()
