@@ -3,7 +3,7 @@
 
     bench/noisy_neighbour.py --bin build/edgealloc [--before-bin OLD/edgealloc]
                              [--seconds 8] [--b-rate 100] [--a-sessions 20000] [--waiters 2000]
-                             [--phases waiters,lists,...] [--no-pin]
+                             [--phases waiters,lists,...] [--no-pin] [--server-nice -10]
 
 One server a binary (`edgealloc serve --sync full --dead-after-ms 3600000`,
 SQLite in a temp dir) with a keys file of an admin key, tenant A (`acme`, the
@@ -72,6 +72,49 @@ the server is up: io threads, readers, group writer, heartbeat lanes, ...),
 A's generator, B's client, and how busy the server's and the clients' cores
 were (every process's work, other builds' too).
 
+What B waits for, each abuse: measured with these cpu lines on bench/run's
+2-core machine while other builds kept both cores busy (the server got 0.2
+to 0.9 of its core, and its threads waited 0.2 to 4.6 s a second for it;
+B's quiet p99 was 26 to 114 ms against 4 to 11 ms on a quiet machine; one
+phase's ratio moved up to 5x between the two halves of one run and 25x
+between runs: indicative only). Over quiet's (writer 0.10, io 0.06 cores):
+
+    waiters, flood  the group writer: each claim of A's that its
+                    claims_per_s lets through (200 a second) and that finds
+                    nothing is a writer job in the queue B's claims and
+                    releases are in (writer 0.15-0.24 cores, runnable but
+                    waiting for the core about as long again); io 0.05-0.12
+                    for A's 429s and 503s
+    lists, heavy_lists  the reader pool: its 4 threads take 0.4-0.6 cores
+                    building A's pages and, all runnable at once, hold the
+                    server's core while B's claims wait behind them (readers
+                    runnable but waiting 1.8-3.1 s a second)
+    heartbeats, hb_batches, hb_scoped  the io threads: each 1,000- or
+                    10,000-item body is parsed on an io thread, also when the
+                    full queue then refuses it (io 0.2-0.8 cores; 10,000 items
+                    naming one id cost as much as 10,000 ids), and the
+                    writer's heartbeat rows
+    big_claims, unauth_bodies  the io threads (0.14-0.44 cores): the 413 and
+                    401 come before the body is read, but each of A's
+                    connections is still accepted, read to its headers,
+                    answered and closed, hundreds of times a second
+    fallback_waits  the waiting room's thread (0.35-0.49 cores under 400
+                    waiting claims and about 150 releases a second of pool
+                    w) and the writer (those claims and releases)
+    hangups         nothing grows (server CPU as quiet's); the waiting claims
+                    end with their connections (1 to 8 left at the end of the
+                    phase, not A's 1,000)
+
+Ratios measured (B's p99 over quiet's; the default run twice in one
+invocation, then with --server-nice -10): waiters 98 / 69 / 4.0, lists
+2.4 / 2.2 / 3.6, flood 11 / 7.6 / 4.6, heartbeats 2.9 / 3.7 / 2.9,
+big_claims 3.4 / 2.7 / 3.1, heavy_lists 4.5 / 12 / 5.7, hb_batches
+2.5 / 10.5 / 8.9, hb_scoped 2.5 / 2.0 / 4.8, unauth_bodies 13 / 66 / 5.7,
+fallback_waits 1.6 / 1.1 / 2.5, hangups 11 / 50 / 1.6. The large ones of
+the default runs came with the server's threads waiting longest for its
+core: on a shared machine --server-nice -10 keeps other work off it
+(bench/run leaves the server at the ordinary priority).
+
 Prints `name value unit` lines (nn_<label>_<phase>_<figure>, the label
 `this`, or `before` and `after` with --before-bin), then the table in
 markdown (lines starting `|`) and what A did and where the CPU went (lines
@@ -116,12 +159,12 @@ def settle(server, limit_s=15):
 def start_server(binary, work, limits, placement):
     keys = os.path.join(work, "keys")
     write_keys(keys, limits)
-    s = Server(binary, work, keys, placement.preexec(placement.server))
+    s = Server(binary, work, keys, placement.server_preexec())
     if not s.alive() and limits:
         # An older build: "keys:2: 6 fields; expected 'key role [tenant or ids]'".
         limits = None
         write_keys(keys, None)
-        s = Server(binary, work, keys, placement.preexec(placement.server))
+        s = Server(binary, work, keys, placement.server_preexec())
     if not s.alive():
         raise RuntimeError("server exited %s (see %s/server.log)" % (s.proc.returncode, work))
     return s, limits
@@ -202,6 +245,8 @@ def main():
     ap.add_argument("--b-conns", type=int, default=8, help="B's keep-alive connections")
     ap.add_argument("--phases", default=",".join(ORDER), help="the attacks, in this order")
     ap.add_argument("--no-pin", action="store_true", help="leave the server and the clients unpinned")
+    ap.add_argument("--server-nice", type=int, default=0,
+                    help="the server's priority (e.g. -10: ahead of other work on a shared machine)")
     ap.add_argument("--a-limits", default="max_sessions=25000 claims_per_s=200 max_waiters=1000")
     ap.add_argument("--capped-limits", default="claims_per_s=10 max_sessions=20 max_waiters=50")
     ap.add_argument("--b-limits", default="max_sessions=50 claims_per_s=500 max_waiters=100")
@@ -226,7 +271,7 @@ def main():
     if args.attack:
         asyncio.run(attack(args.attack, args.port, args))
         return
-    placement = cpu.Placement(pin=not args.no_pin)
+    placement = cpu.Placement(pin=not args.no_pin, server_nice=args.server_nice)
     runs = []
     if args.before_bin:
         runs.append(run_binary("before", os.path.abspath(args.before_bin), args, placement))

@@ -41,10 +41,11 @@ class Placement:
     generator each alone on one, the server on the rest. Two: the server on
     one, both clients on the other. One (or --no-pin): nothing pinned."""
 
-    def __init__(self, pin=True):
+    def __init__(self, pin=True, server_nice=0):
         cores = sorted(os.sched_getaffinity(0))
         self.all = set(cores)
         self.victim_nice = 0
+        self.server_nice = server_nice
         if not pin or len(cores) < 2:
             self.server = self.victim = self.attacker = None
             self.text = ("not pinned (%s): the server, both clients and whatever else runs share %d core%s"
@@ -60,14 +61,21 @@ class Placement:
                          "load generator alone on core %d" % (
                              ",".join(map(str, cores[:-2])), cores[-1], cores[-2]))
 
-    def preexec(self, cores):
+    def preexec(self, cores, nice=0):
         """A Popen preexec_fn that pins the child (and every thread it starts)
-        at the ordinary priority, whatever this process's."""
+        at priority `nice` (the ordinary one unless told), whatever this
+        process's; a priority it may not take leaves it at the ordinary one."""
         def run():
             if cores:
                 os.sched_setaffinity(0, cores)
-            os.setpriority(os.PRIO_PROCESS, 0, 0)
+            try:
+                os.setpriority(os.PRIO_PROCESS, 0, nice)
+            except OSError:
+                os.setpriority(os.PRIO_PROCESS, 0, 0)
         return run
+
+    def server_preexec(self):
+        return self.preexec(self.server, self.server_nice)
 
     def pin_self(self):
         """This process (B's client) on its cores, and ahead of A's generator
@@ -86,8 +94,12 @@ class Placement:
 
     def describe(self):
         if self.victim_nice:
-            return self.text + "; B's client at nice %d, so that it runs before A's generator" % self.victim_nice
-        return self.text + "; B's client at the ordinary priority (raising it was not permitted)"
+            s = self.text + "; B's client at nice %d, so that it runs before A's generator" % self.victim_nice
+        else:
+            s = self.text + "; B's client at the ordinary priority (raising it was not permitted)"
+        if self.server_nice:
+            s += "; the server at nice %d (--server-nice: ahead of other work on its core)" % self.server_nice
+        return s
 
 
 def thread_roles(pid, timeout=30):
