@@ -243,3 +243,31 @@ TEST_CASE("wait: a waiting claim whose first attempt the store holds is answered
   }
   alloc.Stop();
 }
+
+// At SIGTERM (EndWaits) a waiter whose claim the store holds is answered at
+// once too, instead of holding the shutdown until the store answers.
+TEST_CASE("wait: EndWaits answers at once a waiter whose claim the store holds") {
+  Pool pool(EDGEALLOC_ENGINES);
+  SessionResult held = HoldOnly(pool);
+  StallingStorage stalling(&pool.seam());
+  allocator::Allocator alloc(&stalling, {});
+  ResumeAtEnd resume{&stalling};
+  alloc.Start();
+  auto waiter = ClaimAsync(alloc, Waiting(20000));
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
+  stalling.StallClaims();
+  REQUIRE(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome ==
+          Outcome::kOk);
+  REQUIRE(Eventually([&] { return stalling.held_claims() == 1; }));
+
+  alloc.EndWaits();
+  REQUIRE(waiter->future.wait_for(std::chrono::seconds(3)) == std::future_status::ready);
+  CHECK(stalling.held_claims() == 1);
+  CHECK(store::OutcomeName(waiter->future.get().outcome) == std::string("no_capacity"));
+  // The session the claim makes when the stall ends is released by Stop,
+  // which follows EndWaits at a shutdown.
+  stalling.Resume();
+  alloc.Stop();
+  CHECK(alloc.stats().sessions_abandoned.load() == 1);
+  CHECK(pool.Get("only").status == "available");
+}
