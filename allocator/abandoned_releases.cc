@@ -27,7 +27,6 @@ int64_t ReleaseRetryDelayMs(int failures, bool stopping) {
 }  // namespace
 
 void WaitingRoom::AbandonLocked(const Waiter& w, const store::Session& session) {
-  stats_->waits_abandoned.fetch_add(1, std::memory_order_relaxed);
   if (!w.req.idempotency_key.empty()) {
     // A retry of the key (through another connection or node, perhaps
     // answered already) replays this session: its client may hold it. It

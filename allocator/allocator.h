@@ -71,7 +71,10 @@ class Allocator {
   // idempotency key: a retry of the key, perhaps already answered through
   // another connection or node, replays that session, so it is kept (and
   // ends by its lease or its client's release). At most
-  // max_waiters_per_pool wait.
+  // max_waiters_per_pool wait. Whatever the storage does, a waiting claim
+  // is answered within wait_ms, kWaitAnswerGraceMs and a retry tick: a claim
+  // made for it that the storage holds past that is not waited for (its
+  // session, if it makes one, is released or kept as a gone client's).
   void Claim(store::ClaimRequest req, store::SessionCallback done,
              std::function<bool()> abandoned = {});
   // Storage::Release and Storage::Renew (lease_ms 0: the default), counted.

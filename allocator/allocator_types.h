@@ -65,6 +65,15 @@ inline constexpr int kMaxPrunedClaimRows = 10000;
 // The longest a claim may wait for a container (API 1.1: 0 to 30000 ms).
 inline constexpr int64_t kMaxClaimWaitMs = 30000;
 
+// How long past its wait_ms a waiting claim whose claim is with the storage
+// (its first attempt, or one a probe let it make) waits for that claim's
+// answer: past it the client is answered no_capacity without it, so that a
+// stalled database (stopped, a link that forwards nothing, a row lock) never
+// holds a waiting claim longer. A session the claim still makes is released
+// as a gone client's is (kept for an idempotency key's retry). Long enough
+// for a claim of a working database to answer, even a busy one's.
+inline constexpr int64_t kWaitAnswerGraceMs = 1000;
+
 // How long Stop waits at most for the waiting claims still with the storage
 // and for the releases of sessions claimed for clients that went away.
 inline constexpr int64_t kStopReleaseMs = 2000;
@@ -100,6 +109,9 @@ struct AllocatorStats {
   // one of those is released at once, unless kept for an idempotency key).
   std::atomic<uint64_t> waits_served{0}, waits_timed_out{0}, waits_refused{0},
       waits_abandoned{0};
+  // Waiting claims answered no_capacity while their claim was still with the
+  // storage, kWaitAnswerGraceMs past their wait_ms (the database stalled).
+  std::atomic<uint64_t> waits_stalled{0};
   // Waiting claims answered at once: no container of their pool is
   // registered in their region or any fallback region.
   std::atomic<uint64_t> waits_unregistered{0};

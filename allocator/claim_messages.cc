@@ -17,6 +17,13 @@ std::string WaitedSuffix(int64_t waited_ms) {
   return " after waiting " + std::to_string(waited_ms) + " ms";
 }
 
+std::string StalledClaimSuffix(bool keyed) {
+  return keyed ? "; the database had not answered its claim: a retry with the same "
+                 "idempotency key gets the session that claim makes, if any"
+               : "; the database had not answered its claim: a session that claim makes "
+                 "is released";
+}
+
 std::string NotRegisteredMessage(const std::string& region, const std::string& pool,
                                  bool has_fallbacks) {
   return "no container of pool " + pool + " is registered in region " + region +

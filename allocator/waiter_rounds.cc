@@ -1,7 +1,9 @@
-// The waiters' thread of the WaitingRoom (waiting_room.h): each round it
-// answers the waiters out of time or gone, releases the abandoned sessions
-// due, probes the waiting pools in one read and lets the next in line of
-// each pool that has a container to take claim again, one claim a pool.
+// The threads of the WaitingRoom (waiting_room.h). The waiters' thread, each
+// round, answers the waiters out of time or gone (and those whose claim the
+// storage holds past their time and kWaitAnswerGraceMs), releases the
+// abandoned sessions due and hands the waiting pools to the prober; it never
+// waits on the storage. The prober reads them in one read and lets the next
+// in line of each pool that has a container to take claim, one claim a pool.
 
 #include <algorithm>
 #include <chrono>
@@ -24,14 +26,51 @@ void WaitingRoom::Loop() {
     {
       base::MutexLock lock(&mu_);
       if (!wait_stop_ && !wake_) SleepLocked();
+      const bool woken = wake_;
       wake_ = false;
       round.stop = wait_stop_;
       SortOutLocked(&round);
+      if (!round.stop) HandToProberLocked(std::move(round.probes), woken);
     }
     AnswerRound(&round);
     SubmitReleases(std::move(round.releases));
     if (round.stop) return;
-    if (!round.probes.empty()) ProbeAndTry(std::move(round.probes));
+  }
+}
+
+void WaitingRoom::HandToProberLocked(std::vector<store::PoolProbe> probes, bool woken) {
+  if (probes.empty()) return;
+  if (probing_) {
+    reprobe_ = reprobe_ || woken;
+    return;
+  }
+  probing_ = true;
+  to_probe_ = std::move(probes);
+  probe_cv_.Signal();
+}
+
+void WaitingRoom::ProbeLoop() {
+  for (;;) {
+    std::vector<store::PoolProbe> probes;
+    {
+      base::MutexLock lock(&mu_);
+      while (!wait_stop_ && !probing_) probe_cv_.Wait(&mu_);
+      if (wait_stop_) {
+        probing_ = false;
+        return;
+      }
+      probes = std::move(to_probe_);
+      to_probe_.clear();
+    }
+    ProbeAndTry(std::move(probes));
+    base::MutexLock lock(&mu_);
+    probing_ = false;
+    if (reprobe_) {
+      // Woken while it read (a release, an expiry): read again at once.
+      reprobe_ = false;
+      wake_ = true;
+      wait_cv_.Signal();
+    }
   }
 }
 
@@ -50,11 +89,12 @@ void WaitingRoom::SortOutLocked(Round* round) {
   const int64_t now = base::NowMs();
   int64_t next_ms = now;  // unused here: the sleep of the next round looks again
   TakeDueReleasesLocked(now, &round->releases, &next_ms);
+  TakeStalledLocked(now, stop, stop ? &round->stopping : &round->stalled);
   std::vector<WaiterPtr> leaving;
   for (const auto& [arrival, w] : arrivals_) {
     std::vector<WaiterPtr>* out = nullptr;
     if (w->in_flight) {
-      continue;  // answered by its claim's callback
+      continue;  // its claim's callback takes it out (TakeStalledLocked answers it)
     } else if (stop) {
       out = &round->stopping;
     } else if (Abandoned(*w)) {
@@ -80,7 +120,22 @@ void WaitingRoom::SortOutLocked(Round* round) {
   }
 }
 
+void WaitingRoom::TakeStalledLocked(int64_t now, bool stop, std::vector<WaiterPtr>* out) {
+  auto take_if_overdue = [&](const WaiterPtr& w) {
+    if (w->answered || (!stop && now < w->deadline_ms + kWaitAnswerGraceMs)) return;
+    w->answered = true;
+    out->push_back(w);
+  };
+  // A waiter in flight stays in its queues until its claim answers: its
+  // pools claim nothing more meanwhile, and it counts against the bounds.
+  for (const auto& [arrival, w] : arrivals_) {
+    if (w->in_flight) take_if_overdue(w);
+  }
+  for (const auto& w : first_attempts_) take_if_overdue(w);
+}
+
 void WaitingRoom::AnswerRound(Round* round) {
+  for (const auto& w : round->stalled) AnswerStalled(w);
   for (const auto& w : round->timed_out) {
     stats_->waits_timed_out.fetch_add(1, std::memory_order_relaxed);
     AnswerWaiter(w, Outcome::kNoCapacity, "");
@@ -178,6 +233,16 @@ void WaitingRoom::PickLocked(const std::vector<store::PoolProbe>& probes, bool p
     busy.insert(w->pools.begin(), w->pools.end());
     to_try->push_back(w);
   }
+}
+
+void WaitingRoom::AnswerStalled(const WaiterPtr& w) {
+  stats_->waits_stalled.fetch_add(1, std::memory_order_relaxed);
+  store::SessionResult r;
+  r.outcome = Outcome::kNoCapacity;
+  claims_->Finish(ContextOf(w->req), &r);
+  r.message += WaitedSuffix(base::NowMs() - w->started_ms) +
+               StalledClaimSuffix(!w->req.idempotency_key.empty());
+  w->done(std::move(r));
 }
 
 void WaitingRoom::AnswerUnregistered(const WaiterPtr& w) {

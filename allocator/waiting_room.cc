@@ -20,6 +20,7 @@ void WaitingRoom::Start() {
   wait_stop_ = false;
   stopped_ = false;
   if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+  if (!prober_.joinable()) prober_ = std::thread([this] { ProbeLoop(); });
 }
 
 void WaitingRoom::Stop() {
@@ -28,7 +29,10 @@ void WaitingRoom::Stop() {
     wait_stop_ = true;
   }
   wait_cv_.SignalAll();
+  probe_cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
+  // A read it is in ends by the storage's own bounds; it claims no more.
+  if (prober_.joinable()) prober_.join();
   // Never started, or queued since it stopped: answered here, so that every
   // claim is answered exactly once.
   std::vector<WaiterPtr> left;
@@ -48,10 +52,11 @@ void WaitingRoom::EndWaits() {
     base::MutexLock lock(&mu_);
     wait_stop_ = true;
   }
-  // The waiters' thread answers every waiter not with the storage and ends;
-  // those with it are answered by their claim's callback (OnWaiterClaimed
+  // The waiters' thread answers every waiter and ends, the prober too; what
+  // the claims still with the storage bring is abandoned (OnWaiterClaimed
   // queues nobody once wait_stop_ is set).
   wait_cv_.SignalAll();
+  probe_cv_.SignalAll();
 }
 
 void WaitingRoom::Claim(store::ClaimRequest req, store::SessionCallback done,
@@ -67,7 +72,10 @@ void WaitingRoom::Claim(store::ClaimRequest req, store::SessionCallback done,
     base::MutexLock lock(&mu_);
     // Behind anyone waiting for any pool it names.
     for (const auto& key : PoolsOf(req)) others_wait = others_wait || waiters_.contains(key);
-    if (!others_wait) ++first_claims_in_flight_;
+    if (!others_wait) {
+      ++first_claims_in_flight_;
+      first_attempts_.insert(w);
+    }
   }
   // First come, first served: behind the claims already waiting.
   if (others_wait) return Enqueue(std::move(w));
@@ -94,6 +102,17 @@ void WaitingRoom::OnFirstClaimed(const WaiterPtr& w, store::SessionResult r) {
     --first_claims_in_flight_;
     drain_cv_.SignalAll();
   };
+  {
+    // From here on only this callback answers it, unless it was answered.
+    base::MutexLock lock(&mu_);
+    first_attempts_.erase(w);
+    if (w->answered) {
+      LateAnswerLocked(*w, r);
+      --first_claims_in_flight_;
+      drain_cv_.SignalAll();
+      return;
+    }
+  }
   if (r.outcome == Outcome::kNoCapacity && !Abandoned(*w)) {
     Enqueue(w);
     return back();
@@ -101,6 +120,7 @@ void WaitingRoom::OnFirstClaimed(const WaiterPtr& w, store::SessionResult r) {
   if (r.outcome == Outcome::kOk && Abandoned(*w)) {
     {
       base::MutexLock lock(&mu_);
+      stats_->waits_abandoned.fetch_add(1, std::memory_order_relaxed);
       AbandonLocked(*w, r.session);
       --first_claims_in_flight_;
       drain_cv_.SignalAll();
@@ -110,6 +130,11 @@ void WaitingRoom::OnFirstClaimed(const WaiterPtr& w, store::SessionResult r) {
   claims_->Finish(QuotaContextOf(w->req), &r);
   back();  // last: Stop may return once it is counted back
   w->done(std::move(r));
+}
+
+void WaitingRoom::LateAnswerLocked(const Waiter& w, const store::SessionResult& r) {
+  // A replayed session is its key's: a retry of the key replays it again.
+  if (r.outcome == Outcome::kOk) AbandonLocked(w, r.session);
 }
 
 void WaitingRoom::AnswerGone(const WaiterPtr& w) {
@@ -222,15 +247,23 @@ void WaitingRoom::OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r) {
   {
     base::MutexLock lock(&mu_);
     w->in_flight = false;
-    if (r.outcome == Outcome::kNoCapacity && !wait_stop_ && base::NowMs() < w->deadline_ms &&
-        !Abandoned(*w)) {
+    if (r.outcome == Outcome::kNoCapacity && !wait_stop_ && !w->answered &&
+        base::NowMs() < w->deadline_ms && !Abandoned(*w)) {
       return;  // still first in line; tries again when woken
     }
     RemoveLocked(w);
     any_waiters_.store(!waiters_.empty());
     drain_cv_.SignalAll();  // Stop may wait for this answer
+    if (w->answered) {
+      // Its client has its answer (AnswerStalled, or stopping).
+      LateAnswerLocked(*w, r);
+      wake_ = true;  // its pools may claim again
+      wait_cv_.Signal();
+      return;
+    }
     if (r.outcome == Outcome::kOk && Abandoned(*w)) {
       abandoned = true;
+      stats_->waits_abandoned.fetch_add(1, std::memory_order_relaxed);
       AbandonLocked(*w, r.session);
     }
     // The next in line may find a container too (or, for an abandoned

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,14 +21,16 @@ namespace allocator {
 
 // The waiting room: claims that wait (wait_ms) for a container of their
 // region and pool, bounded per pool, per tenant and in all
-// (AllocatorOptions), and served by one thread that probes the waiting pools
-// and, for each pool that has a container to take, lets one waiter claim. A
-// waiter queues under every pool it names (its region's and each fallback
-// region's), so the claims that share a pool are served first come first
-// served, whatever else they name. A
-// session claimed for a waiter whose client went away is released here too
-// (abandoned_releases.cc). Allocator::Claim's comment tells what a client
-// sees. Safe from any thread.
+// (AllocatorOptions), and served by two threads: the prober reads the waiting
+// pools and, for each pool that has a container to take, lets one waiter
+// claim; the waiters' thread answers the waiters whose time is up and never
+// waits on the storage, so a stalled read or claim holds no answer past
+// wait_ms and kWaitAnswerGraceMs. A waiter queues under every pool it names
+// (its region's and each fallback region's), so the claims that share a pool
+// are served first come first served, whatever else they name. A session
+// claimed for a waiter whose client went away, or was answered without its
+// claim's answer, is released here too (abandoned_releases.cc).
+// Allocator::Claim's comment tells what a client sees. Safe from any thread.
 //
 // The storage, options, stats and claim counts must outlive it. Callbacks it
 // hands the storage are tracked (first attempts, waiters' claims, releases)
@@ -40,8 +43,8 @@ class WaitingRoom {
   WaitingRoom(const WaitingRoom&) = delete;
   WaitingRoom& operator=(const WaitingRoom&) = delete;
 
-  // Starts the waiters' thread. Stop answers every waiter no_capacity, ends
-  // the thread and waits (at most kStopReleaseMs) for the waiting claims
+  // Starts the waiters' thread and the prober. Stop answers every waiter
+  // no_capacity, ends the threads and waits (at most kStopReleaseMs) for the waiting claims
   // still with the storage and the releases of abandoned sessions: the
   // storage's writers must still run.
   void Start();
@@ -67,6 +70,9 @@ class WaitingRoom {
     int64_t deadline_ms = 0;
     bool in_flight = false;  // its claim is with the storage now
     bool probed = false;     // found registered (or probing failed): may wait
+    // Answered without its claim's answer (kWaitAnswerGraceMs past its time,
+    // or stopping): whatever that claim brings is abandoned.
+    bool answered = false;
     uint64_t arrival = 0;    // its place in arrivals_, set when it is queued
     // The pools it may take a container of (its region's, then each
     // fallback region's), set when it is queued. It counts once for each
@@ -92,6 +98,7 @@ class WaitingRoom {
   struct Round {
     bool stop = false;
     std::vector<WaiterPtr> timed_out, gone, stopping;  // to answer no_capacity
+    std::vector<WaiterPtr> stalled;  // in flight past their time and the grace: the same
     std::vector<PendingRelease> releases;              // due now
     std::vector<store::PoolProbe> probes;              // pools to probe
   };
@@ -109,6 +116,9 @@ class WaitingRoom {
   void AnswerWaiter(const WaiterPtr& w, store::Outcome outcome, std::string message);
   // Answers a waiter whose client went away after a session was claimed for it.
   static void AnswerGone(const WaiterPtr& w);  // touches only w: may run after Stop
+  // A claim's answer for a waiter already answered: a session it made is
+  // abandoned (released, or kept for its key).
+  void LateAnswerLocked(const Waiter& w, const store::SessionResult& r) REQUIRES(mu_);
   bool Abandoned(const Waiter& w) const { return w.abandoned && w.abandoned(); }
   // The claim's context for its message, held to its tenant's quota.
   ClaimContext QuotaContextOf(const store::ClaimRequest& req) const;
@@ -121,12 +131,23 @@ class WaitingRoom {
   std::string OverBoundLocked(const Waiter& w) REQUIRES(mu_);
 
   // ---- The waiters' thread (waiter_rounds.cc) ----
+  // Never waits on the storage: its reads are the prober's, and its claims
+  // and releases answer through callbacks.
   void Loop();
   // Sleeps until woken, wait_retry_ms passed or a failed release is due.
   void SleepLocked() REQUIRES(mu_);
   // Takes out the waiters to answer and the releases due; names the pools to probe.
   void SortOutLocked(Round* round) REQUIRES(mu_);
+  // Marks answered the claims with the storage that may not wait for it any
+  // more (past their time and the grace, or all when stopping), into *out.
+  void TakeStalledLocked(int64_t now, bool stop, std::vector<WaiterPtr>* out) REQUIRES(mu_);
   void AnswerRound(Round* round);
+  // Hands the pools to the prober, unless it is still reading: then a wake
+  // has them read again as soon as it is back.
+  void HandToProberLocked(std::vector<store::PoolProbe> probes, bool woken) REQUIRES(mu_);
+
+  // ---- The prober (waiter_rounds.cc): reads, then lets waiters claim ----
+  void ProbeLoop();
   // One read for every waiting pool, then each pool's first in line claims
   // if its pools may serve it; claims that no registered container could
   // serve are answered at once.
@@ -135,6 +156,8 @@ class WaitingRoom {
                   std::vector<WaiterPtr>* unregistered, std::vector<WaiterPtr>* to_try)
       REQUIRES(mu_);
   void AnswerUnregistered(const WaiterPtr& w);
+  // Answers no_capacity a waiter whose claim the storage has not answered.
+  void AnswerStalled(const WaiterPtr& w);
   // Answers at once the waiters probed and found in no registered pool.
   void TakeUnregisteredLocked(const std::vector<store::PoolProbe>& probes, bool probed,
                               std::vector<WaiterPtr>* unregistered) REQUIRES(mu_);
@@ -143,8 +166,9 @@ class WaitingRoom {
   static WaiterPtr NextInLine(const std::deque<WaiterPtr>& queue);
 
   // ---- Sessions of clients that went away (abandoned_releases.cc) ----
-  // A session claimed for a waiter whose client went away: queued to be
-  // released, or kept when the claim has an idempotency key. Counted.
+  // A session claimed for a waiter whose client went away, or that was
+  // answered without it: queued to be released, or kept when the claim has
+  // an idempotency key (counted as kept).
   void AbandonLocked(const Waiter& w, const store::Session& session) REQUIRES(mu_);
   // Takes from to_release_ the releases due at `now` into *due, drops (and
   // counts) those given up on, and lowers *next_ms to the next one's time.
@@ -173,6 +197,9 @@ class WaitingRoom {
   std::vector<PendingRelease> to_release_ GUARDED_BY(mu_);  // abandoned waiters' sessions
   int releases_in_flight_ GUARDED_BY(mu_) = 0;      // of those, with the storage now
   int first_claims_in_flight_ GUARDED_BY(mu_) = 0;  // waiting claims' first attempts
+  // Of those, the ones not back yet: the waiters' thread answers them if the
+  // storage holds them past their time and the grace.
+  std::set<WaiterPtr> first_attempts_ GUARDED_BY(mu_);
   bool stopped_ GUARDED_BY(mu_) = false;  // Stop is over: nothing releases any more
   base::CondVar drain_cv_;  // one of the four above changed (Stop waits on it)
   bool wake_ GUARDED_BY(mu_) = false;
@@ -180,7 +207,14 @@ class WaitingRoom {
   std::atomic<bool> any_waiters_{false};
   std::map<std::string, int64_t> tenant_waiting_ GUARDED_BY(mu_);  // costs, by tenant
   int64_t total_waiting_ GUARDED_BY(mu_) = 0;                       // costs, all tenants
+  // The prober's pools to read (set while probing_), and whether a wake came
+  // while it read.
+  base::CondVar probe_cv_;
+  std::vector<store::PoolProbe> to_probe_ GUARDED_BY(mu_);
+  bool probing_ GUARDED_BY(mu_) = false;
+  bool reprobe_ GUARDED_BY(mu_) = false;
   std::thread thread_;
+  std::thread prober_;
 };
 
 }  // namespace allocator

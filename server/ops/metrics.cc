@@ -83,11 +83,12 @@ void WaitFamilies(const allocator::AllocatorStats& a, Exposition* out) {
           "Claims that waited (wait_ms), by how the wait ended: served, timed_out, refused (a "
           "bound on waiting claims: per pool, per tenant or in all), abandoned (the client went "
           "away), unregistered (no container of its pool exists in its regions: answered at "
-          "once).",
+          "once), stalled (answered no_capacity while its claim was still with the database, "
+          "a second past its wait_ms).",
           "result",
           {{"served", Load(a.waits_served)}, {"timed_out", Load(a.waits_timed_out)},
            {"refused", Load(a.waits_refused)}, {"abandoned", Load(a.waits_abandoned)},
-           {"unregistered", Load(a.waits_unregistered)}});
+           {"unregistered", Load(a.waits_unregistered)}, {"stalled", Load(a.waits_stalled)}});
   ByLabel(out, "edgealloc_claim_wait_probes_total",
           "Reads that probe the pools claims wait for (a waiting claim claims only when one "
           "finds a container it could take), by result.",

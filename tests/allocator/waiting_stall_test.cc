@@ -1,0 +1,273 @@
+// Waiting claims against a stalled store: whatever the storage does (a
+// stopped database, a link that forwards nothing, an outside row lock), a
+// claim that waits is answered by its wait_ms and kWaitAnswerGraceMs (and a
+// retry tick), never when the stall ends; a session its claim still makes
+// after that answer is released, as a gone client's is.
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "allocator/allocator.h"
+#include "base/clock.h"
+#include "tests/support/forwarding_storage.h"
+#include "tests/support/pool_fixture.h"
+
+namespace {
+
+using store::Outcome;
+using store::SessionResult;
+using testing::Pool;
+using testing::Req;
+using testing::Spec;
+using testing::Tenant;
+
+// A storage whose pool probes and claims can be held, as a stalled database
+// holds them: a held probe blocks its caller, a held claim stays unanswered;
+// Resume lets the probes read and hands the claims to the real storage.
+class StallingStorage : public testing::ForwardingStorage {
+ public:
+  explicit StallingStorage(store::Storage* real) : ForwardingStorage(real) {}
+  ~StallingStorage() override { Resume(); }
+
+  void StallProbes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    probes_stalled_ = true;
+  }
+  void StallClaims() {
+    std::lock_guard<std::mutex> lock(mu_);
+    claims_stalled_ = true;
+  }
+  void Resume() {
+    std::vector<std::pair<store::ClaimRequest, store::SessionCallback>> held;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      probes_stalled_ = claims_stalled_ = false;
+      held.swap(held_claims_);
+    }
+    cv_.notify_all();
+    for (auto& [req, done] : held) real()->Claim(std::move(req), std::move(done));
+  }
+  // Probes blocked now, and claims held now.
+  int blocked_probes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return blocked_probes_;
+  }
+  size_t held_claims() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_claims_.size();
+  }
+
+  store::Status ProbePools(std::vector<store::PoolProbe>* pools) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++blocked_probes_;
+      cv_.wait(lock, [this] { return !probes_stalled_; });
+      --blocked_probes_;
+    }
+    return real()->ProbePools(pools);
+  }
+  void Claim(store::ClaimRequest req, store::SessionCallback done) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (claims_stalled_) {
+        held_claims_.emplace_back(std::move(req), std::move(done));
+        return;
+      }
+    }
+    real()->Claim(std::move(req), std::move(done));
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool probes_stalled_ = false, claims_stalled_ = false;
+  int blocked_probes_ = 0;
+  std::vector<std::pair<store::ClaimRequest, store::SessionCallback>> held_claims_;
+};
+
+// Ends the stall before the allocator goes (declared after it), so that a
+// failed check does not leave its Stop waiting on a held probe.
+struct ResumeAtEnd {
+  StallingStorage* stalling;
+  ~ResumeAtEnd() { stalling->Resume(); }
+};
+
+struct Pending {
+  std::promise<SessionResult> promise;
+  std::future<SessionResult> future = promise.get_future();
+  int64_t answered_ms = 0;
+};
+
+std::shared_ptr<Pending> ClaimAsync(allocator::Allocator& alloc, store::ClaimRequest req) {
+  auto p = std::make_shared<Pending>();
+  alloc.Claim(std::move(req), [p](SessionResult r) {
+    p->answered_ms = base::NowMs();
+    p->promise.set_value(std::move(r));
+  });
+  return p;
+}
+
+store::ClaimRequest Waiting(int64_t wait_ms, const std::string& tenant = "t1") {
+  auto req = Req("weur", tenant, "chrome");
+  req.wait_ms = wait_ms;
+  return req;
+}
+
+bool Eventually(const std::function<bool()>& pred) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return pred();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// The claim's answer, if it comes within wait_ms, kWaitAnswerGraceMs and a
+// loaded machine's slack (the stall lasts until the test ends it, so an
+// answer that waits for the store never comes in time).
+bool AnsweredInTime(Pending& p, int64_t wait_ms) {
+  const int64_t bound_ms = wait_ms + allocator::kWaitAnswerGraceMs + 3000;
+  return p.future.wait_for(std::chrono::milliseconds(bound_ms)) == std::future_status::ready;
+}
+
+// Registers the pool's only container and has tenant t0 hold it.
+SessionResult HoldOnly(Pool& pool) {
+  pool.Add({Spec("only", "weur", "chrome")});
+  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
+  REQUIRE(held.outcome == Outcome::kOk);
+  return held;
+}
+
+}  // namespace
+
+// Issue: the waiters' thread read the waiting pools itself, with no bound of
+// its own, and answered the waiters whose time was up only once that read
+// came back: a database stalled 16-21 s answered claims of wait_ms 2 s after
+// the stall, past the clients' 15 s.
+TEST_CASE("wait: a waiting claim is answered in time while the store's reads stall") {
+  Pool pool(EDGEALLOC_ENGINES);
+  HoldOnly(pool);
+  StallingStorage stalling(&pool.seam());
+  allocator::Allocator alloc(&stalling, {});
+  ResumeAtEnd resume{&stalling};
+  alloc.Start();
+  stalling.StallProbes();
+  const int64_t began = base::NowMs();
+  auto waiter = ClaimAsync(alloc, Waiting(400));
+  REQUIRE(Eventually([&] { return stalling.blocked_probes() == 1; }));
+
+  REQUIRE(AnsweredInTime(*waiter, 400));
+  CHECK(stalling.blocked_probes() == 1);  // the read is still stalled
+  SessionResult r = waiter->future.get();
+  CHECK(store::OutcomeName(r.outcome) == std::string("no_capacity"));
+  CHECK_THAT(r.message, Catch::Contains("after waiting"));
+  INFO("answered after " << waiter->answered_ms - began << " ms");
+  CHECK(waiter->answered_ms - began >= 400);
+  CHECK(alloc.stats().waits_timed_out.load() == 1);
+  CHECK(alloc.stats().waiting.load() == 0);
+  stalling.Resume();
+  alloc.Stop();
+}
+
+// Issue: a waiter whose claim was with the storage was answered by that
+// claim's callback alone, however long the database took to give it.
+TEST_CASE("wait: a waiter whose claim the store holds is answered, and the late session released") {
+  Pool pool(EDGEALLOC_ENGINES);
+  SessionResult held = HoldOnly(pool);
+  StallingStorage stalling(&pool.seam());
+  allocator::Allocator alloc(&stalling, {});
+  ResumeAtEnd resume{&stalling};
+  alloc.Start();
+  auto waiter = ClaimAsync(alloc, Waiting(600));
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
+  stalling.StallClaims();
+  // Freed: the next probe finds it, and the waiter's claim is held.
+  REQUIRE(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome ==
+          Outcome::kOk);
+  REQUIRE(Eventually([&] { return stalling.held_claims() == 1; }));
+
+  REQUIRE(AnsweredInTime(*waiter, 600));
+  CHECK(stalling.held_claims() == 1);  // the claim is still with the store
+  SessionResult r = waiter->future.get();
+  CHECK(store::OutcomeName(r.outcome) == std::string("no_capacity"));
+  CHECK_THAT(r.message, Catch::Contains("had not answered"));
+  CHECK(alloc.stats().waits_stalled.load() == 1);
+
+  // The stall ends and the claim makes its session: nobody holds it, so it
+  // is released and the container is free again.
+  stalling.Resume();
+  REQUIRE(Eventually([&] { return alloc.stats().sessions_abandoned.load() == 1; }));
+  CHECK(pool.Get("only").status == "available");
+  CHECK(alloc.stats().waiting.load() == 0);
+  alloc.Stop();
+}
+
+TEST_CASE("wait: a waiting claim whose first attempt the store holds is answered, keyed or not") {
+  const bool keyed = GENERATE(false, true);
+  Pool pool(EDGEALLOC_ENGINES);
+  pool.Add({Spec("only", "weur", "chrome")});
+  StallingStorage stalling(&pool.seam());
+  allocator::Allocator alloc(&stalling, {});
+  ResumeAtEnd resume{&stalling};
+  alloc.Start();
+  stalling.StallClaims();
+  auto req = Waiting(300);
+  if (keyed) req.idempotency_key = "k-1";
+  auto waiter = ClaimAsync(alloc, req);
+  REQUIRE(Eventually([&] { return stalling.held_claims() == 1; }));
+
+  REQUIRE(AnsweredInTime(*waiter, 300));
+  SessionResult r = waiter->future.get();
+  CHECK(store::OutcomeName(r.outcome) == std::string("no_capacity"));
+  CHECK_THAT(r.message, Catch::Contains("had not answered"));
+
+  stalling.Resume();
+  if (keyed) {
+    // Kept for the key: its retry replays the session the claim made.
+    REQUIRE(Eventually([&] { return alloc.stats().abandoned_sessions_kept.load() == 1; }));
+    SessionResult retry = pool.Claim(req);
+    CHECK(store::OutcomeName(retry.outcome) == std::string("replayed"));
+    CHECK(retry.session.container_id == "only");
+  } else {
+    REQUIRE(Eventually([&] { return alloc.stats().sessions_abandoned.load() == 1; }));
+    CHECK(pool.Get("only").status == "available");
+  }
+  alloc.Stop();
+}
+
+// At SIGTERM (EndWaits) a waiter whose claim the store holds is answered at
+// once too, instead of holding the shutdown until the store answers.
+TEST_CASE("wait: EndWaits answers at once a waiter whose claim the store holds") {
+  Pool pool(EDGEALLOC_ENGINES);
+  SessionResult held = HoldOnly(pool);
+  StallingStorage stalling(&pool.seam());
+  allocator::Allocator alloc(&stalling, {});
+  ResumeAtEnd resume{&stalling};
+  alloc.Start();
+  auto waiter = ClaimAsync(alloc, Waiting(20000));
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
+  stalling.StallClaims();
+  REQUIRE(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome ==
+          Outcome::kOk);
+  REQUIRE(Eventually([&] { return stalling.held_claims() == 1; }));
+
+  alloc.EndWaits();
+  REQUIRE(waiter->future.wait_for(std::chrono::seconds(3)) == std::future_status::ready);
+  CHECK(stalling.held_claims() == 1);
+  CHECK(store::OutcomeName(waiter->future.get().outcome) == std::string("no_capacity"));
+  // The session the claim makes when the stall ends is released by Stop,
+  // which follows EndWaits at a shutdown.
+  stalling.Resume();
+  alloc.Stop();
+  CHECK(alloc.stats().sessions_abandoned.load() == 1);
+  CHECK(pool.Get("only").status == "available");
+}
