@@ -83,7 +83,8 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
     return reply(std::move(*refused));
   }
   ReadListPage<store::ContainerInfo>(
-      readers_, io_, reply, cursor_key_, fingerprint, req.RequestId(), "containers",
+      readers_, TenantReads(req.who.tenant), io_, reply, cursor_key_, fingerprint, req.RequestId(),
+      "containers",
       [storage = storage_, filter = std::move(filter), after = std::move(after), limit](
           std::vector<store::ContainerInfo>* page, std::string* next_after) {
         return storage->ListContainers(filter, after, limit, page, next_after);
@@ -93,7 +94,7 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
 
 void ContainerRoutes::GetContainer(RouteRequest req, Reply reply) {
   ReadOffIo(
-      readers_, io_, reply,
+      readers_, TenantReads(req.who.tenant), io_, reply,
       [storage = storage_, container_id = req.params[0]] {
         return storage->GetContainer(container_id);
       },
