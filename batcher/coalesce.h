@@ -36,6 +36,12 @@ struct Scratch {
 // REQUIRES: scratch->rows.capacity() >= n (the index views the rows' ids in place).
 uint64_t Coalesce(Heartbeat* items, size_t n, Scratch* scratch);
 
+// Folds a request's items by the same rule, before they are queued: an item
+// joins its container's newest kept item as it would join its row, so the
+// batch that later takes them writes what it would have written from all of
+// them. What is kept stays in request order. Returns the items folded away.
+size_t CoalesceReports(std::vector<Heartbeat>* items);
+
 }  // namespace batcher
 
 #endif  // EDGEALLOC_BATCHER_COALESCE_H_

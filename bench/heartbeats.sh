@@ -44,7 +44,8 @@ FreshDb() {
   echo "$WORK/$1/x.db"
 }
 
-SERVE_ARGS=(--dead-after-ms 3600000 --queue-capacity 1000000)
+# No per-key budget: the flood is one key, and this measures the writes.
+SERVE_ARGS=(--dead-after-ms 3600000 --queue-capacity 1000000 --heartbeat-items-per-key-per-s 0)
 
 # Flood BATCH: one flood against a fresh server at --batch-max BATCH.
 Flood() {

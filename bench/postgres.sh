@@ -268,7 +268,9 @@ HeartbeatRun() {  # prefix, serve flags...
   shift
   local uri
   uri=$(NewDb "${prefix%_}" "$WORK/hb-fleet.json")
-  StartServer "$uri" "pg-${prefix%_}" "${SERVE_ARGS[@]}" --queue-capacity 1000000 --batch-max 100 "$@"
+  # No per-key budget: the flood is one key, and this measures the writes.
+  StartServer "$uri" "pg-${prefix%_}" "${SERVE_ARGS[@]}" --queue-capacity 1000000 --batch-max 100 \
+    --heartbeat-items-per-key-per-s 0 "$@"
   "$LOAD" --port "$PORT" -c 16 --duration "$HB_DURATION" --warmup "$WARMUP" --mode heartbeats \
     --items 100 --containers "$HB_CONTAINERS" --id-prefix hb- --prefix "$prefix" >"$WORK/$prefix.txt" &
   local load=$!

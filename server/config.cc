@@ -61,7 +61,8 @@ void AddServingFlags(CLI::App* serve, ServeConfig* s) {
       ->default_str("");  // the machine's cores decide it: the help says how
   AddNumber(serve, "--reader-threads", &s->reader_threads,
             "threads for the database reads of the API (a session, a list, limits, a container), "
-            "kept off the HTTP io threads; each may have " +
+            "kept off the HTTP io threads; one tenant's reads run on at most half of them at once; "
+            "each may have " +
                 std::to_string(kReaderQueuePerThread) + " reads waiting, more are 503 overloaded",
             1, kMaxReaderThreads, "reader threads");
 }
@@ -137,6 +138,10 @@ void AddHeartbeatFlags(CLI::App* serve, ServeConfig* s) {
             0, 60000, "heartbeat batch wait in ms");
   AddNumber(serve, "--queue-capacity", &s->queue_capacity, "heartbeats queued before 503", 1,
             100000000, "heartbeat queue capacity");
+  AddNumber(serve, "--heartbeat-items-per-key-per-s", &s->heartbeat_items_per_key_per_s,
+            "heartbeat items a key may send a second on this node (a token bucket of as many); "
+            "past it, 429 rate_limited with Retry-After, on the request's headers (0: no budget)",
+            0, 100000000, "heartbeat items a key may send a second");
 }
 
 // The capacity mirror and its history.

@@ -43,6 +43,8 @@ struct ServeConfig {
   int batch_max = 100;             // heartbeat rows a transaction (batcher)
   int64_t batch_wait_ms = 10;      // longest a heartbeat waits for a batch
   int64_t queue_capacity = 100000; // heartbeats queued a shard before 503
+  // Heartbeat items a key may send a second on this node; 0: no budget.
+  int64_t heartbeat_items_per_key_per_s = 20000;
   int64_t mirror_refresh_ms = 1000;  // capacity mirror refresh period
   int64_t history_interval_ms = 10000;  // a capacity history sample this often
   int64_t claims_publish_ms = 3000;     // the fleet's claim counts, published and read this often

@@ -291,6 +291,9 @@ void Service::AddApiRoutes() {
   heartbeat_options.max_clock_skew_ms = config_.max_clock_skew_ms;
   heartbeat_options.storage = storage_.get();
   heartbeat_options.mirror = mirror_.get();
+  heartbeat_budget_ = std::make_unique<HeartbeatKeyBudget>(
+      static_cast<double>(config_.heartbeat_items_per_key_per_s));
+  heartbeat_options.budget = heartbeat_budget_.get();
   if (sharded) {
     // The batcher then asks the storage each item's partition, which may
     // read the shard files: on a reader thread.
@@ -308,6 +311,7 @@ void Service::AddOpsRoutes() {
   metrics.pool_claims = allocator_.get();
   metrics.claim_latency = &claim_latency_;
   metrics.batcher = batcher_.get();
+  metrics.heartbeat_budget = heartbeat_budget_.get();
   metrics.mirror = mirror_.get();
   metrics.storage = storage_.get();
   metrics.requests = &request_metrics_;

@@ -137,6 +137,8 @@ class Service {
   // The tenants' claims_per_s buckets (from keys_); null without keys. Before
   // the routes, which use it.
   std::unique_ptr<ClaimRateLimiter> rate_limiter_;
+  // Each key's heartbeat items a second (--heartbeat-items-per-key-per-s).
+  std::unique_ptr<HeartbeatKeyBudget> heartbeat_budget_;
   std::unique_ptr<store::Storage> storage_;
   std::unique_ptr<allocator::Allocator> allocator_;
   // Whether the nodes agree on each tenant's limits; after allocator_ (its

@@ -85,7 +85,8 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
     return reply(std::move(*refused));
   }
   ReadListPage<store::ContainerInfo>(
-      readers_, io_, reply, cursor_key_, fingerprint, req.RequestId(), "containers",
+      readers_, TenantReads(req.who.tenant), io_, reply, cursor_key_, fingerprint, req.RequestId(),
+      "containers",
       [storage = storage_, filter = std::move(filter), after = std::move(after), limit](
           std::vector<store::ContainerInfo>* page, std::string* next_after) {
         return storage->ListContainers(filter, after, limit, page, next_after);
@@ -99,7 +100,7 @@ void ContainerRoutes::GetContainer(RouteRequest req, Reply reply) {
                                "a container key reads only the containers it may report"));
   }
   ReadOffIo(
-      readers_, io_, reply,
+      readers_, TenantReads(req.who.tenant), io_, reply,
       [storage = storage_, container_id = req.params[0]] {
         return storage->GetContainer(container_id);
       },

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -9,6 +10,7 @@
 
 #include "base/clock.h"
 #include "base/json_string.h"
+#include "batcher/coalesce.h"
 #include "server/api/errors.h"
 #include "server/api/request_bodies.h"
 
@@ -38,10 +40,12 @@ std::string DrainJson(const std::vector<batcher::Heartbeat>& items,
   return out;
 }
 
-Response SubmitResponse(const batcher::SubmitResult& r, const std::string& drain_json) {
+// `sent`: the items of the request, some of them folded before Submit.
+Response SubmitResponse(const batcher::SubmitResult& r, size_t sent,
+                        const std::string& drain_json) {
   if (r.code == batcher::SubmitResult::Code::kAccepted) {
     return JsonResponse(
-        202, "{\"accepted\":" + std::to_string(r.items) + ",\"drain\":" + drain_json + "}");
+        202, "{\"accepted\":" + std::to_string(sent) + ",\"drain\":" + drain_json + "}");
   }
   return RefusalResponse(SubmitRefusal(r.code));
 }
@@ -53,8 +57,65 @@ HeartbeatRoutes::HeartbeatRoutes(batcher::Batcher* batcher, const std::atomic<bo
     : batcher_(batcher), ready_(ready), options_(std::move(options)) {}
 
 void HeartbeatRoutes::AddRoutes(Router* router) {
+  // A key past its budget is refused on its headers: its body is never read.
+  RouteOptions options;
+  if (HeartbeatKeyBudget* budget = options_.budget) {
+    options.before_body = [budget](const Principal& who) -> std::optional<Response> {
+      int64_t retry_after_s = 0;
+      if (budget->Admit(who.key_id, HeartbeatKeyBudget::Clock::now(), &retry_after_s)) {
+        return std::nullopt;
+      }
+      return HeartbeatBudgetResponse(budget->rate(), retry_after_s);
+    };
+  }
   router->Add(http::verb::post, "/v1/heartbeats", Access::kContainer,
-              [this](RouteRequest req, Reply reply) { Post(std::move(req), std::move(reply)); });
+              [this](RouteRequest req, Reply reply) { Post(std::move(req), std::move(reply)); },
+              std::move(options));
+}
+
+std::optional<Response> HeartbeatRoutes::Read(const RouteRequest& req,
+                                              std::vector<batcher::Heartbeat>* items,
+                                              size_t* sent) {
+  BodyError error;
+  const int64_t offset_ms =
+      options_.storage != nullptr ? store::EngineClockOffsetMs(*options_.storage) : 0;
+  const bool parsed = ParseHeartbeats(req.http.body(), base::NowMs(), items, &error,
+                                      options_.max_clock_skew_ms, offset_ms, sent);
+  // What the body carried is spent, refused or not (at least one item).
+  if (options_.budget != nullptr) {
+    options_.budget->Charge(req.who.key_id, std::max<size_t>(1, *sent),
+                            HeartbeatKeyBudget::Clock::now());
+  }
+  if (!parsed) return BodyErrorResponse(error);
+  // A scoped container key reports its own containers only; one id outside
+  // refuses the whole request, so that nothing of it is taken.
+  for (size_t i = 0; i < items->size(); ++i) {
+    if (!req.who.MayReport((*items)[i].container_id)) {
+      return ErrorResponse(ApiError::kForbidden,
+                           "heartbeats[" + std::to_string(i) +
+                               "].container_id: this key may not report this container; "
+                               "nothing of this request was taken");
+    }
+  }
+  // One container's reports become one before they are queued, as the
+  // batcher would fold them: a request naming it 10,000 times costs a queue
+  // slot, not 10,000.
+  const size_t folded = batcher::CoalesceReports(items);
+  if (options_.budget != nullptr) {
+    options_.budget->folded.fetch_add(folded, std::memory_order_relaxed);
+  }
+  const size_t cap = ReportsCapOf(req.who);
+  if (items->size() > cap) {
+    if (options_.budget != nullptr) {
+      options_.budget->refused_items.fetch_add(1, std::memory_order_relaxed);
+    }
+    return ErrorResponse(ApiError::kInvalidField,
+                         "heartbeats: this key reports one container (" + req.who.report_ids +
+                             "): at most " + std::to_string(cap) +
+                             " report a request once one container's reports without a state "
+                             "are folded; nothing of this request was taken");
+  }
+  return std::nullopt;
 }
 
 void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
@@ -74,22 +135,9 @@ void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
   // for the whole request; ts_ms is bounded on the engine's clock (on
   // PostgreSQL the database's: this node's may be off).
   std::vector<batcher::Heartbeat> items;
-  BodyError error;
-  const int64_t offset_ms =
-      options_.storage != nullptr ? store::EngineClockOffsetMs(*options_.storage) : 0;
-  if (!ParseHeartbeats(req.http.body(), base::NowMs(), &items, &error,
-                       options_.max_clock_skew_ms, offset_ms)) {
-    return reply(BodyErrorResponse(error));
-  }
-  // A scoped container key reports its own containers only; one id outside
-  // refuses the whole request, so that nothing of it is taken.
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (!req.who.MayReport(items[i].container_id)) {
-      return reply(ErrorResponse(ApiError::kForbidden,
-                                    "heartbeats[" + std::to_string(i) +
-                                        "].container_id: this key may not report this container; "
-                                        "nothing of this request was taken"));
-    }
+  size_t sent = 0;
+  if (std::optional<Response> refused = Read(req, &items, &sent)) {
+    return reply(std::move(*refused));
   }
   // Told from the mirror before the items go to the batcher: the reply comes
   // before the write, so it cannot come from it.
@@ -101,13 +149,13 @@ void HeartbeatRoutes::Post(RouteRequest req, Reply reply) {
     auto shared = std::make_shared<std::vector<batcher::Heartbeat>>(std::move(items));
     batcher::Batcher* batcher = batcher_;
     return ReadOffIo(
-        options_.readers, options_.io, reply,
+        options_.readers, KeyHeartbeats(req.who.key_id), options_.io, reply,
         [batcher, shared] { return batcher->Submit(std::move(*shared)); },
-        [drain_json = std::move(drain_json)](const batcher::SubmitResult& r) {
-          return SubmitResponse(r, drain_json);
+        [sent, drain_json = std::move(drain_json)](const batcher::SubmitResult& r) {
+          return SubmitResponse(r, sent, drain_json);
         });
   }
-  reply(SubmitResponse(batcher_->Submit(std::move(items)), drain_json));
+  reply(SubmitResponse(batcher_->Submit(std::move(items)), sent, drain_json));
 }
 
 }  // namespace server

@@ -3,11 +3,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 
 #include "batcher/batcher.h"
 #include "kvmirror/mirror.h"
+#include "server/api/heartbeat_budget.h"
 #include "server/api/reader_pool.h"
 #include "server/api/request_bodies.h"
 #include "store/storage.h"
@@ -30,15 +33,22 @@ struct HeartbeatRoutesOptions {
   // drain as of the mirror's snapshot (a lookup in memory; nothing is read
   // from the database on a heartbeat). Null: the list is always empty.
   const kvmirror::Mirror* mirror = nullptr;
+  // Each key's heartbeat items a second; null: none.
+  HeartbeatKeyBudget* budget = nullptr;
 };
 
 // HeartbeatRoutes is the HTTP face of the batcher: POST /v1/heartbeats (roles
 // admin and container). It validates, hands the request to the Batcher and
 // answers 202 {"accepted": N, "drain": [ids]} before anything is written
-// (`drain`: the reported ids an operator drained, as of the capacity
-// mirror's snapshot, in request order, each once); 400 for a body
-// ParseHeartbeats refuses; 403 forbidden, nothing taken, if a container key
-// scoped to some ids (auth.h) names any other id; 503 overloaded
+// (N: the items the request carried, one container's folded at parse;
+// `drain`: the reported ids an operator drained, as of the capacity
+// mirror's snapshot, in request order, each once); 429 rate_limited on its
+// headers while its key is past its budget (HeartbeatKeyBudget, which the
+// request's items are taken from once read); 400 for a body
+// ParseHeartbeats refuses, or one that carries more reports once folded
+// than its key's scope names containers (ReportsCapOf); 403 forbidden,
+// nothing taken, if a container key scoped to some ids (auth.h) names any
+// other id; 503 overloaded
 // (Retry-After) if a queue is full, 503 unavailable while the server is not
 // ready (starting or stopping) or while a writer of the storage cannot
 // write (the container's agent then sends it to another node). Safe from
@@ -54,6 +64,11 @@ class HeartbeatRoutes {
 
  private:
   void Post(RouteRequest req, Reply reply);
+  // Reads the body into *items and *sent (the items it carried), takes them
+  // from the key's budget, checks them against the key's scope, and folds
+  // one container's (batcher::CoalesceReports): the refusal, or nullopt.
+  std::optional<Response> Read(const RouteRequest& req, std::vector<batcher::Heartbeat>* items,
+                               size_t* sent);
 
   batcher::Batcher* batcher_;
   const std::atomic<bool>* ready_;

@@ -30,24 +30,25 @@ std::optional<Response> ReadRegionPoolFilter(const RouteRequest& req, std::strin
 std::optional<Response> ReadPageParams(const RouteRequest& req, const CursorKey& key,
                                        uint64_t fingerprint, int* limit, std::string* after);
 
-// Reads one page off the io thread with `list(&page, &next_after)` (a
-// storage list call) and answers 200 with the page's items under `name`
-// (each `item_json(row)`), up to kListPageBudgetBytes of them, and
-// next_cursor: made for `fingerprint` and signed with `*key` when the page
-// ended at the byte budget (after its last item) or the storage says a next
-// page starts after some key. A failed read answers its status. `key` must
-// outlive the read.
+// Reads one page off the io thread, as a job of `owner` (ReaderPool), with
+// `list(&page, &next_after)` (a storage list call) and answers 200 with the
+// page's items under `name` (each `item_json(row)`), up to
+// kListPageBudgetBytes of them, and next_cursor: made for `fingerprint` and
+// signed with `*key` when the page ended at the byte budget (after its last
+// item) or the storage says a next page starts after some key. A failed
+// read answers its status. `key` must outlive the read.
 template <typename Row, typename List, typename ItemJson>
-void ReadListPage(ReaderPool* pool, const boost::asio::any_io_executor& io, const Reply& reply,
-                  const CursorKey* key, uint64_t fingerprint, std::string request_id,
-                  std::string_view name, List list, ItemJson item_json) {
+void ReadListPage(ReaderPool* pool, std::string owner, const boost::asio::any_io_executor& io,
+                  const Reply& reply, const CursorKey* key, uint64_t fingerprint,
+                  std::string request_id, std::string_view name, List list,
+                  ItemJson item_json) {
   struct Read {
     store::Status status;
     std::vector<Row> page;
     std::string next_after;  // empty: the last page
   };
   ReadOffIo(
-      pool, io, reply,
+      pool, std::move(owner), io, reply,
       [list = std::move(list)] {
         Read r;
         r.status = list(&r.page, &r.next_after);

@@ -1,27 +1,30 @@
 #include "server/api/reader_pool.h"
 
+#include <algorithm>
+
 namespace server {
 
-ReaderPool::ReaderPool(int threads, size_t queue_capacity) : capacity_(queue_capacity) {
+ReaderPool::ReaderPool(int threads, size_t queue_capacity)
+    : capacity_(queue_capacity), per_owner_threads_(std::max(1, threads / 2)) {
   threads_.reserve(static_cast<size_t>(threads));
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
 }
 
 ReaderPool::~ReaderPool() { Stop(); }
 
-ReaderPool::Posted ReaderPool::TryPost(Job job) {
+ReaderPool::Posted ReaderPool::TryPost(Job job, std::string owner) {
   {
     base::MutexLock lock(&mu_);
     if (stopping_) return Posted::kStopping;
     if (queue_.size() >= capacity_) return Posted::kFull;
-    queue_.push_back(std::move(job));
+    queue_.push_back({std::move(job), std::move(owner)});
   }
   cv_.Signal();
   return Posted::kQueued;
 }
 
 void ReaderPool::Stop() {
-  std::deque<Job> dropped;
+  std::deque<Queued> dropped;
   {
     base::MutexLock lock(&mu_);
     stopping_ = true;
@@ -29,7 +32,7 @@ void ReaderPool::Stop() {
   }
   cv_.SignalAll();
   // Answered without reading, outside the lock.
-  for (Job& job : dropped) job(false);
+  for (Queued& q : dropped) q.job(false);
   for (std::thread& t : threads_) {
     if (t.joinable()) t.join();
   }
@@ -40,17 +43,38 @@ size_t ReaderPool::queued() const {
   return queue_.size();
 }
 
+std::deque<ReaderPool::Queued>::iterator ReaderPool::NextRunnableLocked() {
+  return std::find_if(queue_.begin(), queue_.end(), [this](const Queued& q) {
+    if (q.owner.empty()) return true;
+    auto it = running_.find(q.owner);
+    return it == running_.end() || it->second < per_owner_threads_;
+  });
+}
+
 void ReaderPool::Loop() {
   for (;;) {
-    Job job;
+    Queued next;
     {
       base::MutexLock lock(&mu_);
-      while (queue_.empty() && !stopping_) cv_.Wait(&mu_);
-      if (queue_.empty()) return;  // stopping, and nothing left to run
-      job = std::move(queue_.front());
-      queue_.pop_front();
+      auto it = NextRunnableLocked();
+      while (it == queue_.end() && !stopping_) {
+        cv_.Wait(&mu_);
+        it = NextRunnableLocked();
+      }
+      if (it == queue_.end()) return;  // stopping, and nothing left to run
+      next = std::move(*it);
+      queue_.erase(it);
+      if (!next.owner.empty()) ++running_[next.owner];
     }
-    job(true);
+    next.job(true);
+    if (next.owner.empty()) continue;
+    {
+      base::MutexLock lock(&mu_);
+      auto it = running_.find(next.owner);
+      if (--it->second == 0) running_.erase(it);
+    }
+    // A job of this owner may have waited for its share.
+    cv_.SignalAll();
   }
 }
 

@@ -7,8 +7,10 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -30,7 +32,11 @@ inline constexpr size_t kReaderQueuePerThread = 64;
 // own, so that a read stalled on its database never holds an HTTP io thread:
 // /healthz, /readyz and every other request keep being answered meanwhile.
 // Its queue is bounded: TryPost refuses a job when it is full, and the route
-// answers 503 overloaded at once. Safe from any thread.
+// answers 503 overloaded at once. A job may name its owner (TenantReads, a
+// tenant's reads; KeyHeartbeats, a key's): one owner's jobs run on at most
+// max(1, threads / 2) threads at once, the rest of them wait in the queue
+// while other owners' jobs pass them, so that one tenant looping heavy
+// reads never holds every reader. Safe from any thread.
 class ReaderPool {
  public:
   // A job is called once: with true on a reader thread, or with false (on
@@ -46,8 +52,9 @@ class ReaderPool {
   ~ReaderPool();
 
   // Queues `job` unless the queue holds queue_capacity jobs already (kFull)
-  // or Stop has begun (kStopping); then `job` is not called.
-  Posted TryPost(Job job);
+  // or Stop has begun (kStopping); then `job` is not called. An empty
+  // `owner` is bound by nothing but the pool.
+  Posted TryPost(Job job, std::string owner = {});
 
   // Refuses new jobs, calls every queued job with false, waits for the
   // running ones and joins the threads. Idempotent.
@@ -55,31 +62,50 @@ class ReaderPool {
 
   size_t queued() const;
   int threads() const { return static_cast<int>(threads_.size()); }
+  // The most threads one owner's jobs hold at once: max(1, threads / 2).
+  int per_owner_threads() const { return per_owner_threads_; }
 
  private:
+  struct Queued {
+    Job job;
+    std::string owner;
+  };
   void Loop();
+  // The first queued job whose owner is under its share, or queue_.end().
+  std::deque<Queued>::iterator NextRunnableLocked() REQUIRES(mu_);
 
   const size_t capacity_;
+  const int per_owner_threads_;
   mutable base::Mutex mu_;
   base::CondVar cv_;
-  std::deque<Job> queue_ GUARDED_BY(mu_);
+  std::deque<Queued> queue_ GUARDED_BY(mu_);
+  std::map<std::string, int> running_ GUARDED_BY(mu_);  // owner -> its jobs running
   bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
+
+// The owner (ReaderPool::TryPost) of a tenant's reads, and of the heartbeats
+// of one key (its KeyId, auth.h): distinct for distinct tenants and keys.
+inline std::string TenantReads(std::string_view tenant) {
+  return "tenant " + std::string(tenant);
+}
+inline std::string KeyHeartbeats(std::string_view key_id) {
+  return "heartbeats of key " + std::string(key_id);
+}
 
 // The replies of a read the pool did not take: 503 overloaded (its queue is
 // full) or 503 unavailable (the server is stopping), each with Retry-After.
 Response ReaderRefusedResponse(ReaderPool::Posted why);
 
 // Runs `read()` (the blocking storage read; it returns the result, by value)
-// on a reader thread of `pool`, then replies on `io` with `make(result)`
+// on a reader thread of `pool`, as a job of `owner`, then replies on `io` with `make(result)`
 // (the JSON is made there, as ReplyOnIo does for writer results). When the
 // pool refuses the job, `reply` is called at once with
 // ReaderRefusedResponse; a job the pool drops at Stop is answered 503
 // unavailable. Call from an io thread.
 template <typename Read, typename Make>
-void ReadOffIo(ReaderPool* pool, const boost::asio::any_io_executor& io, const Reply& reply,
-               Read read, Make make) {
+void ReadOffIo(ReaderPool* pool, std::string owner, const boost::asio::any_io_executor& io,
+               const Reply& reply, Read read, Make make) {
   ReaderPool::Posted posted = pool->TryPost(
       [io, reply, read = std::move(read), make = std::move(make)](bool run) mutable {
         if (!run) {
@@ -100,7 +126,8 @@ void ReadOffIo(ReaderPool* pool, const boost::asio::any_io_executor& io, const R
         ReplyOnIo(io, reply, [result = std::move(*result), make = std::move(make)]() mutable {
           return make(std::move(result));
         });
-      });
+      },
+      std::move(owner));
   if (posted != ReaderPool::Posted::kQueued) reply(ReaderRefusedResponse(posted));
 }
 
@@ -108,7 +135,8 @@ void ReadOffIo(ReaderPool* pool, const boost::asio::any_io_executor& io, const R
 // engine reads before it submits (SQLite with shards looks an id up in
 // every shard file, or waits for the registration lock), so that those
 // reads never hold an io thread. `call` hands its result on to the writer's
-// callback as when called on the io thread. Refusals as ReadOffIo. Call
+// callback as when called on the io thread. Refusals as ReadOffIo. Owned by
+// no one: the writes have bounds of their own (claims_per_s, the queues). Call
 // from an io thread.
 template <typename Call>
 void CallOffIo(ReaderPool* pool, const boost::asio::any_io_executor& io, const Reply& reply,

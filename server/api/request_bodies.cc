@@ -334,7 +334,8 @@ bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>*
 }
 
 bool ParseHeartbeats(std::string_view body, int64_t accepted_ms, std::vector<Heartbeat>* out,
-                     BodyError* error, int64_t max_clock_skew_ms, int64_t engine_offset_ms) {
+                     BodyError* error, int64_t max_clock_skew_ms, int64_t engine_offset_ms,
+                     size_t* items_sent) {
   // The bound is on the engine's clock (the database's, on PostgreSQL), the
   // one liveness and leases are judged by. Saturates rather than overflows
   // for a skew near INT64_MAX.
@@ -348,6 +349,7 @@ bool ParseHeartbeats(std::string_view body, int64_t accepted_ms, std::vector<Hea
   const json* list = Optional(j, "heartbeats");
   if (!list) return FieldFail(error, "heartbeats", "is required");
   if (!list->is_array()) return FieldFail(error, "heartbeats", "must be an array of heartbeats");
+  if (items_sent != nullptr) *items_sent = list->size();
   if (list->empty()) return FieldFail(error, "heartbeats", "must hold at least one heartbeat");
   if (list->size() > kMaxHeartbeatsPerRequest) {
     return FieldFail(error, "heartbeats",

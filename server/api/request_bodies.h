@@ -110,13 +110,15 @@ bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>*
 // are ignored. `heartbeats` must be an array of 1 to
 // kMaxHeartbeatsPerRequest objects. On success, fills *out with one Heartbeat
 // an item, in order, each with accepted_ms = `accepted_ms`, and returns true.
+// *items_sent, when given, is the items the body's array held, set as soon
+// as the array is seen (before an item is checked), refused or not.
 // Otherwise returns false with *error: invalid_json if the body is not a JSON
 // object, else invalid_field naming the first bad field, for an item with its
 // index ("heartbeats[3].ts_ms: ..."); *out must not be used then.
 bool ParseHeartbeats(std::string_view body, int64_t accepted_ms,
                      std::vector<batcher::Heartbeat>* out, BodyError* error,
                      int64_t max_clock_skew_ms = kDefaultMaxClockSkewMs,
-                     int64_t engine_offset_ms = 0);
+                     int64_t engine_offset_ms = 0, size_t* items_sent = nullptr);
 
 // True if `s` holds U+0000. PostgreSQL text cannot hold it and libpq would
 // cut a parameter at it, so every Parse* refuses it (invalid_field) in any

@@ -102,7 +102,7 @@ void SessionRoutes::Limits(RouteRequest req, Reply reply) {
     LimitsBody body;
   };
   ReadOffIo(
-      options_.readers, io_, reply,
+      options_.readers, TenantReads(req.who.tenant), io_, reply,
       [allocator = allocator_, limiter = options_.rate_limiter, tenant, own] {
         Read r;
         allocator::Allocator::TenantLimits quota;
@@ -175,8 +175,8 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
   }
   if (ended) {
     return ReadListPage<store::EndedSession>(
-        options_.readers, io_, reply, options_.cursor_key, fingerprint, req.RequestId(),
-        "sessions",
+        options_.readers, TenantReads(req.who.tenant), io_, reply, options_.cursor_key,
+        fingerprint, req.RequestId(), "sessions",
         [allocator = allocator_, filter = std::move(filter), after = std::move(after), limit](
             std::vector<store::EndedSession>* page, std::string* next_after) {
           return allocator->ListEndedSessions(filter, after, limit, page, next_after);
@@ -184,7 +184,8 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
         EndedSessionJson);
   }
   ReadListPage<store::Session>(
-      options_.readers, io_, reply, options_.cursor_key, fingerprint, req.RequestId(), "sessions",
+      options_.readers, TenantReads(req.who.tenant), io_, reply, options_.cursor_key, fingerprint,
+      req.RequestId(), "sessions",
       [allocator = allocator_, filter = std::move(filter), after = std::move(after), limit](
           std::vector<store::Session>* page, std::string* next_after) {
         return allocator->ListSessions(filter, after, limit, page, next_after);
@@ -237,7 +238,7 @@ void SessionRoutes::GetSession(RouteRequest req, Reply reply) {
   // An exact read on a pooled read-only connection: never waits for a
   // writer, but may wait for the database, so on a reader thread.
   ReadOffIo(
-      options_.readers, io_, reply,
+      options_.readers, TenantReads(req.who.tenant), io_, reply,
       [allocator = allocator_, caller = CallerOf(req.who), session_id = req.params[0]] {
         return allocator->GetSession(caller, session_id);
       },

@@ -41,6 +41,10 @@ struct Principal {
   // The limits of `tenant` from the keys file (every key of that tenant,
   // admin keys naming it too, gets the same); unset where none were given.
   store::TenantLimits limits;
+  // Names the key, never its text: what a budget of the key's own (its
+  // heartbeat items a second) is kept under. Stable across reloads of the
+  // keys file; empty in open mode.
+  std::string key_id;
 
   // True if this caller may send heartbeats naming container `id`: always
   // for an admin or an unscoped container key; else if `id` fits report_ids.

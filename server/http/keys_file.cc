@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -326,6 +327,9 @@ store::Status KeyStore::Parse(std::string_view text, const std::string& name, Ke
     RETURN_IF_ERROR(ParseKeyLine(w, where, &given, &e.who));
     std::copy(w[0].begin(), w[0].end(), e.bytes.begin());
     e.length = w[0].size();
+    // A digest, so that the key's text is kept nowhere else; a collision
+    // would only make two keys share a budget.
+    e.who.key_id = std::to_string(std::hash<std::string>{}(w[0]));
     Principal ignored;
     if (LookupIn(result, w[0], &ignored)) {
       return store::Status::InvalidArgument(where + "the same key appears twice");

@@ -13,6 +13,7 @@
 #include "base/histogram.h"
 #include "batcher/batcher.h"
 #include "kvmirror/mirror.h"
+#include "server/api/heartbeat_budget.h"
 #include "server/http/request_metrics.h"
 #include "server/http/server.h"
 #include "store/storage.h"
@@ -28,6 +29,9 @@ struct MetricsSources {
   const allocator::Allocator* pool_claims = nullptr;
   const base::LatencyHistogram* claim_latency = nullptr;
   const batcher::Batcher* batcher = nullptr;
+  // Heartbeat requests refused by their key's budget or scope, and items
+  // folded at parse (edgealloc_heartbeat_key_refusals_total, ...).
+  const HeartbeatKeyBudget* heartbeat_budget = nullptr;
   const kvmirror::Mirror* mirror = nullptr;
   const store::Storage* storage = nullptr;  // its writers' counters
   const RequestMetrics* requests = nullptr;

@@ -7,7 +7,29 @@
 
 namespace server {
 
+namespace {
+
+void HeartbeatKeyFamilies(const HeartbeatKeyBudget& b, Exposition* out) {
+  out->Family("edgealloc_heartbeat_key_refusals_total", "counter",
+              "Heartbeat requests refused for their key, by reason: budget (429 on the headers, "
+              "the key past --heartbeat-items-per-key-per-s) or scope (400, more reports than "
+              "the key's scope names containers).");
+  for (const auto& [reason, n] :
+       {std::pair{"budget", &b.refused_budget}, std::pair{"scope", &b.refused_items}}) {
+    out->Sample("edgealloc_heartbeat_key_refusals_total", {{"reason", reason}},
+                n->load(std::memory_order_relaxed));
+  }
+  out->Family("edgealloc_heartbeats_folded_at_parse_total", "counter",
+              "Heartbeats folded into a later one of the same container of the same request "
+              "before they were queued.");
+  out->Sample("edgealloc_heartbeats_folded_at_parse_total",
+              b.folded.load(std::memory_order_relaxed));
+}
+
+}  // namespace
+
 void KeysFileFamilies(const MetricsSources& src, Exposition* out) {
+  if (src.heartbeat_budget != nullptr) HeartbeatKeyFamilies(*src.heartbeat_budget, out);
   if (src.keys_reloads != nullptr) {
     out->Family("edgealloc_keys_reloads_total", "counter",
                 "Reloads of the keys file (SIGHUP), by result: ok (its keys serve from then on) "

@@ -7,7 +7,8 @@
 namespace server {
 
 // The families of RenderMetrics that come from the keys file: its tenants'
-// (edgealloc_tenant_*) and its reloads (edgealloc_keys_reloads_total).
+// (edgealloc_tenant_*), its reloads (edgealloc_keys_reloads_total), and
+// its keys' heartbeat budgets and scopes (edgealloc_heartbeat_key_*).
 void KeysFileFamilies(const MetricsSources& src, Exposition* out);
 
 }  // namespace server

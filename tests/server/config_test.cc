@@ -57,6 +57,7 @@ TEST_CASE("config: serve without options takes the defaults of docs/api.md") {
   CHECK(s.batch_max == 100);
   CHECK(s.batch_wait_ms == 10);
   CHECK(s.queue_capacity == 100000);
+  CHECK(s.heartbeat_items_per_key_per_s == 20000);
   CHECK(s.mirror_refresh_ms == 1000);
   CHECK(s.history_interval_ms == 10000);
   CHECK(s.max_sessions_per_tenant == store::kUnlimited);
@@ -71,7 +72,8 @@ TEST_CASE("config: every flag of docs/api.md is taken") {
   Parsed p = Parse({"serve", "--db", "x.db", "--listen", "[::1]:9000", "--threads", "3",
                     "--shards", "4", "--sync", "normal", "--lease-ms", "1000", "--max-lease-ms",
                     "2000", "--dead-after-ms", "500", "--batch-max", "7", "--batch-wait-ms", "3",
-                    "--queue-capacity", "99", "--mirror-refresh-ms", "50",
+                    "--queue-capacity", "99", "--heartbeat-items-per-key-per-s", "0",
+                    "--mirror-refresh-ms", "50",
                     "--history-interval-ms", "250",
                     "--max-sessions-per-tenant", "2", "--max-body-bytes", "4096",
                     "--candidates", "9", "--reader-threads", "6", "--demo"});
@@ -89,6 +91,7 @@ TEST_CASE("config: every flag of docs/api.md is taken") {
   CHECK(s.batch_max == 7);
   CHECK(s.batch_wait_ms == 3);
   CHECK(s.queue_capacity == 99);
+  CHECK(s.heartbeat_items_per_key_per_s == 0);
   CHECK(s.mirror_refresh_ms == 50);
   CHECK(s.history_interval_ms == 250);
   CHECK(s.max_sessions_per_tenant == 2);
@@ -161,7 +164,8 @@ TEST_CASE("config: --help lists every flag with its default and exits 0") {
         "--max-lease-ms", "--dead-after-ms", "--batch-max", "--batch-wait-ms", "--queue-capacity",
         "--mirror-refresh-ms", "--history-interval-ms", "--max-sessions-per-tenant", "--max-body-bytes", "--candidates",
         "--demo", "EDGEALLOC_LISTEN", "1048576", "--max-clock-skew-ms",
-        "EDGEALLOC_MAX_CLOCK_SKEW_MS", "--reader-threads", "EDGEALLOC_READER_THREADS"}) {
+        "EDGEALLOC_MAX_CLOCK_SKEW_MS", "--reader-threads", "EDGEALLOC_READER_THREADS",
+        "--heartbeat-items-per-key-per-s"}) {
     INFO(flag);
     CHECK(p.out.find(flag) != std::string::npos);
   }
@@ -487,6 +491,7 @@ TEST_CASE("config: packaging/edgealloc.toml names every serve flag and holds the
   CHECK(a.batch_max == b.batch_max);
   CHECK(a.batch_wait_ms == b.batch_wait_ms);
   CHECK(a.queue_capacity == b.queue_capacity);
+  CHECK(a.heartbeat_items_per_key_per_s == b.heartbeat_items_per_key_per_s);
   CHECK(a.mirror_refresh_ms == b.mirror_refresh_ms);
   CHECK(a.history_interval_ms == b.history_interval_ms);
   CHECK(a.max_sessions_per_tenant == b.max_sessions_per_tenant);

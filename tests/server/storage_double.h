@@ -21,7 +21,8 @@ namespace fixture {
 //   - while Block() holds (until Unblock()), the synchronous reads the
 //     routes make (GetSession, CountTenantSessions, ListSessions, ListEndedSessions,
 //     GetContainer, ListContainers) wait, as on a database that stopped
-//     answering; blocked() counts the reads waiting so;
+//     answering; blocked() counts the reads waiting so; BlockTenant(t)
+//     holds only ListSessions of tenant t, as a tenant's heavy pages would;
 //   - while BlockSubmits() holds (until Unblock()), Claim, Register, Drain,
 //     Undrain, Remove and PartitionOf wait before they submit or answer, as SQLite with shards does while
 //     it reads the other shard files first; counted in blocked() too;
@@ -48,6 +49,10 @@ class StorageDouble : public testing::ForwardingStorage {
     std::lock_guard<std::mutex> lock(mu_);
     blocking_ = true;
   }
+  void BlockTenant(std::string tenant) {
+    std::lock_guard<std::mutex> lock(mu_);
+    blocked_tenant_ = std::move(tenant);
+  }
   void BlockSubmits() {
     std::lock_guard<std::mutex> lock(mu_);
     blocking_submits_ = true;
@@ -60,6 +65,7 @@ class StorageDouble : public testing::ForwardingStorage {
     std::lock_guard<std::mutex> lock(mu_);
     blocking_ = false;
     blocking_submits_ = false;
+    blocked_tenant_.clear();
     cv_.notify_all();
   }
   int blocked() const { return blocked_.load(); }
@@ -123,7 +129,7 @@ class StorageDouble : public testing::ForwardingStorage {
   store::Status ListSessions(const store::SessionFilter& filter, const std::string& after,
                              int limit, std::vector<store::Session>* page,
                              std::string* next_after) override {
-    if (std::string e = Wait(); !e.empty()) return store::Status::IOError(e);
+    if (std::string e = Wait(filter.tenant); !e.empty()) return store::Status::IOError(e);
     return real_->ListSessions(filter, after, limit, page, next_after);
   }
   store::Status ListEndedSessions(const store::SessionFilter& filter, const std::string& after,
@@ -167,12 +173,16 @@ class StorageDouble : public testing::ForwardingStorage {
   }
 
  private:
-  // Waits while blocked; then the text reads are to fail with ("": none).
-  std::string Wait() {
+  // Waits while blocked (all reads, or those of `tenant`); then the text
+  // reads are to fail with ("": none).
+  std::string Wait(const std::string& tenant = "") {
     std::unique_lock<std::mutex> lock(mu_);
-    if (blocking_) {
+    auto held = [this, &tenant] {
+      return blocking_ || (!tenant.empty() && tenant == blocked_tenant_);
+    };
+    if (held()) {
       ++blocked_;
-      cv_.wait(lock, [this] { return !blocking_; });
+      cv_.wait(lock, [&held] { return !held(); });
       --blocked_;
     }
     return fail_text_;
@@ -191,6 +201,7 @@ class StorageDouble : public testing::ForwardingStorage {
   std::condition_variable cv_;
   bool blocking_ = false;
   bool blocking_submits_ = false;
+  std::string blocked_tenant_;  // empty: none
   bool holding_answers_ = false;
   std::vector<std::pair<store::SessionCallback, store::SessionResult>> held_;
   std::string fail_text_;

@@ -52,15 +52,48 @@ TEST_CASE("reader pool: a full queue refuses at once and Stop answers what is qu
   CHECK(ReaderRefusedResponse(ReaderPool::Posted::kFull)[http::field::retry_after] == "1");
 }
 
+TEST_CASE("reader pool: one owner's jobs hold at most half the threads; another's pass them") {
+  ReaderPool pool(2, 16);
+  REQUIRE(pool.per_owner_threads() == 1);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> a_running{0}, a_ran{0};
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(pool.TryPost(
+                [&, released](bool run) {
+                  if (!run) return;
+                  a_running.fetch_add(1);
+                  released.wait();
+                  a_ran.fetch_add(1);
+                },
+                TenantReads("a")) == ReaderPool::Posted::kQueued);
+  }
+  // One of a's runs, the other waits for a's share (before the bound: both ran).
+  REQUIRE(Eventually([&] { return a_running.load() >= 1 && a_running + pool.queued() == 2; }));
+  std::atomic<bool> b_ran{false};
+  REQUIRE(pool.TryPost([&](bool run) { b_ran = run; }, TenantReads("b")) ==
+          ReaderPool::Posted::kQueued);
+  // Before the bound: a's second job took the other thread, and b's waited
+  // for a's to end.
+  CHECK(Eventually([&] { return b_ran.load(); }));
+  CHECK(a_running.load() == 1);  // a's second still waits for its share
+  std::atomic<bool> unowned_ran{false};
+  REQUIRE(pool.TryPost([&](bool run) { unowned_ran = run; }) == ReaderPool::Posted::kQueued);
+  CHECK(Eventually([&] { return unowned_ran.load(); }));
+  release.set_value();
+  CHECK(Eventually([&] { return a_ran.load() == 2; }));
+  pool.Stop();
+}
+
 // A service whose storage reads can be made to block (StorageDouble).
 struct BlockingService {
-  explicit BlockingService(int reader_threads, int shards = 1)
+  explicit BlockingService(int reader_threads, int shards = 1, const std::string& keys = "")
       : t([reader_threads, shards](ServeConfig* c) {
             c->threads = 1;  // one io thread: a read held on it would stop everything
             c->reader_threads = reader_threads;
             c->shards = shards;
           },
-          "",
+          keys,
           [this](std::unique_ptr<store::Storage> real) {
             auto d = std::make_unique<StorageDouble>(std::move(real));
             storage = d.get();
@@ -97,7 +130,9 @@ TEST_CASE("reader pool: while every read waits on the database, /healthz and /re
     CHECK(r.status == 200);
     CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(1));
   }
-  CHECK(b.storage->blocked() == 2);  // both reader threads wait; the rest is queued
+  // One tenant's reads (all are default's here) hold one of the two reader
+  // threads; the rest is queued.
+  CHECK(b.storage->blocked() == 1);
   b.storage->Unblock();
   std::vector<int> statuses;
   for (auto& f : reads) statuses.push_back(f.get().status);
@@ -200,6 +235,31 @@ TEST_CASE("reader pool: Stop answers the reads still queued 503 and lets the run
   stopper.join();
   b.storage = nullptr;  // gone with the service's storage
   CHECK(running.get().status == 200);
+}
+
+TEST_CASE("reader pool: a tenant whose pages hold the database leaves another tenant a reader") {
+  BlockingService b(2, 1, "adm admin\nacme-key tenant acme\nbolt-key tenant bolt\n");
+  b.storage->BlockTenant("acme");  // acme's lists stall, as heavy pages on a slow database
+  std::vector<std::future<HttpReply>> acme;
+  for (int i = 0; i < 3; ++i) {
+    acme.push_back(std::async(std::launch::async, [&b] {
+      HttpClient c = b.t.Client("acme-key");
+      c.set_timeout(std::chrono::seconds(30));
+      return c.Get("/v1/sessions?limit=1000");
+    }));
+  }
+  // All three reached the pool: one holds a reader (before the bound: two),
+  // the others wait for acme's share.
+  REQUIRE(Eventually([&] {
+    return b.storage->blocked() + b.t.service->readers()->queued() == 3;
+  }, std::chrono::seconds(10)));
+  HttpClient bolt = b.t.Client("bolt-key");
+  bolt.set_timeout(std::chrono::seconds(5));
+  HttpReply r = bolt.Get("/v1/sessions");  // before the bound: acme held both, HttpTimeout
+  CHECK(r.status == 200);
+  CHECK(b.storage->blocked() == 1);
+  b.storage->Unblock();
+  for (auto& f : acme) CHECK(f.get().status == 200);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "batcher/coalesce.h"
+
 namespace server {
 namespace {
 
@@ -300,6 +302,36 @@ TEST_CASE("heartbeats: a missing or empty or non-array list is invalid_field nam
     CHECK(e.code == "invalid_field");
     CHECK(e.message.rfind("heartbeats:", 0) == 0);
   }
+}
+
+TEST_CASE("heartbeats: one container's items read fold by the batcher's rule") {
+  std::vector<Heartbeat> out;
+  BodyError error;
+  size_t sent = 0;
+  REQUIRE(ParseHeartbeats(
+      R"({"heartbeats":[{"container_id":"c-1","ts_ms":5,"load":0.1},)"
+      R"({"container_id":"c-2"},{"container_id":"c-1","ts_ms":7,"load":0.2},)"
+      R"({"container_id":"c-1","ts_ms":6,"load":0.9},{"container_id":"c-1","state":"dead"},)"
+      R"({"container_id":"c-1","ts_ms":9},{"container_id":"c-2"}]})",
+      100, &out, &error, kDefaultMaxClockSkewMs, 0, &sent));
+  CHECK(sent == 7);
+  REQUIRE(out.size() == 7);
+  CHECK(batcher::CoalesceReports(&out) == 3);
+  // c-1's first three: one report, the newest's (an older one is liveness
+  // only); c-2's two: one; the state report and the one after it stand.
+  REQUIRE(out.size() == 4);
+  CHECK(out[0].container_id == "c-1");
+  CHECK(out[0].ts_ms == 7);
+  CHECK(out[0].load == 0.2);
+  CHECK(out[1].container_id == "c-2");
+  CHECK(out[2].container_id == "c-1");
+  CHECK(out[2].state == Heartbeat::State::kDead);
+  CHECK(out[3].container_id == "c-1");
+  CHECK(out[3].ts_ms == 9);
+  // The items sent are told even when the body is refused.
+  CHECK_FALSE(ParseHeartbeats(R"({"heartbeats":[{"container_id":"c"},{"ts_ms":1}]})", 1, &out,
+                              &error, kDefaultMaxClockSkewMs, 0, &sent));
+  CHECK(sent == 2);
 }
 
 TEST_CASE("heartbeats: more items than the per-request bound are refused whole") {

@@ -51,6 +51,8 @@ TEST_CASE("metrics: every family is present with HELP and TYPE in text format 0.
       {"edgealloc_heartbeats_refused_total", "counter"},
       {"edgealloc_heartbeats_written_total", "counter"},
       {"edgealloc_heartbeats_coalesced_total", "counter"},
+      {"edgealloc_heartbeats_folded_at_parse_total", "counter"},
+      {"edgealloc_heartbeat_key_refusals_total", "counter"},
       {"edgealloc_heartbeats_unknown_total", "counter"},
       {"edgealloc_heartbeat_batch_size", "histogram"},
       {"edgealloc_heartbeat_write_seconds", "histogram"},
