@@ -105,7 +105,44 @@ class GroupWriter {
   template <typename Job, typename Conn>
   Status RunFunction(std::function<Status(Conn*)> fn, bool solo);
 
-  // The engine's part, all called on the writer thread.
+  // The engine's part: the hooks, all called on the writer thread, never
+  // two at once.
+  //
+  // Required (pure virtual): Begin, first_run_savepoints, Savepoint,
+  // EndSavepoint, Apply, TransactionLost, Commit, Rollback. Optional:
+  // NeedsSavepoint (SQLite's jobs that write one statement need none), and
+  // these, which only PostgreSQL overrides (a connection over a network,
+  // which can be lost or stall, whose lock waits time out, and which is
+  // probed while idle): AfterApply, lock_timed_out, GroupLost,
+  // probe_interval_ms, Probe, AfterThrow. Begin's *again, and so
+  // Run::kAgain and Run::kWithoutWaiting, are PostgreSQL's too: SQLite
+  // never sets *again, gives each first run its savepoints, and its
+  // lock_timed_out() is always false.
+  //
+  // Their order, for each group (consecutive ordinary jobs, or one solo job):
+  //
+  //   Begin(group, kFirst, &again)
+  //   unless again, for each job i (RunJobs):
+  //     Savepoint()                  if first_run_savepoints() && NeedsSavepoint(job)
+  //     Apply(job, i), AfterApply(&outcome)
+  //     TransactionLost(outcome)     true: the group fails (to Rollback below)
+  //     EndSavepoint(!outcome.ok())  if it had a savepoint; a failed job without
+  //                                  one: on a run without savepoints, sets again
+  //                                  and stops the run; on a run with them, fails
+  //                                  alone (the group, if it threw or half wrote)
+  //   if again:     Rollback(), Begin(group, kAgain, &again), the jobs each
+  //                 under a savepoint (if NeedsSavepoint)
+  //   if that failed and lock_timed_out():
+  //                 Rollback(), Begin(group, kWithoutWaiting, &again), the
+  //                 jobs as for kAgain
+  //   Commit()      if all that went well, else Rollback();
+  //   GroupLost(s)  if the group failed: whether the queued jobs get s too.
+  //
+  // Each job's Done comes after Commit (or the failure) returned. While no
+  // job is queued: Probe() every probe_interval_ms() (never if negative).
+  // AfterThrow() after any hook but Apply threw (a throwing Apply fails its
+  // own job, as an error would).
+
   // Opens the group's transaction (connecting first if need be). May run
   // statements of the jobs ahead, then *again if one of them failed (the
   // group is then run kAgain). kWithoutWaiting may answer (Finish) and drop

@@ -18,13 +18,20 @@ namespace store {
 // order, and the field each fills. Every engine makes its statements' column
 // lists from these (SessionColumnList, ContainerColumnList) and reads their
 // rows with ReadRow through a thin accessor of its own (store/sqlite/rows.h,
-// store/postgres/rows.h), so a column is added here, and in each engine's
-// schema, and nowhere else.
+// store/postgres/rows.h). A column added here is added to every statement
+// that reads the row; the rest of what a column takes (the schemas, the
+// history's triggers, the API's replies) is the recipe of
+// docs/architecture.md, and a test holds each of those to this description.
 
-// One column: its name in the containers table, and the one field it fills.
+// One column: its name in the containers table, its name in the API's JSON
+// replies, and the one field it fills.
 template <typename Row>
 struct Column {
   const char* name = "";
+  // The field's key in the reply that shows the row (server/api/reply_bodies.h,
+  // docs/openapi.json's schema of the row); "" for a column no reply shows.
+  // Never left out in kSessionColumns and kContainerColumns (static_assert).
+  const char* json = nullptr;
   std::string Row::*text = nullptr;  // a text; NULL reads as if_null
   const char* if_null = "";
   int64_t Row::*number = nullptr;                    // an integer
@@ -34,33 +41,41 @@ struct Column {
 
 // A live session: the container it holds, and the session's own columns.
 inline constexpr Column<Session> kSessionColumns[] = {
-    {.name = "id", .text = &Session::container_id},
-    {.name = "region", .text = &Session::region},
-    {.name = "pool", .text = &Session::pool},
-    {.name = "generation", .number = &Session::token},
-    {.name = "lease_expires_at_ms", .number = &Session::lease_expires_at_ms},
-    {.name = "data", .text = &Session::data},
-    {.name = "labels", .text = &Session::labels, .if_null = "{}"},
-    {.name = "tenant", .text = &Session::tenant},
-    {.name = "session_id", .text = &Session::session_id},
+    {.name = "id", .json = "container_id", .text = &Session::container_id},
+    {.name = "region", .json = "region", .text = &Session::region},
+    {.name = "pool", .json = "pool", .text = &Session::pool},
+    {.name = "generation", .json = "token", .number = &Session::token},
+    {.name = "lease_expires_at_ms",
+     .json = "lease_expires_at_ms",
+     .number = &Session::lease_expires_at_ms},
+    {.name = "data", .json = "data", .text = &Session::data},
+    {.name = "labels", .json = "labels", .text = &Session::labels, .if_null = "{}"},
+    {.name = "tenant", .json = "tenant", .text = &Session::tenant},
+    {.name = "session_id", .json = "session_id", .text = &Session::session_id},
 };
 
 // A container as GET /v1/containers/{id} shows it.
 inline constexpr Column<ContainerInfo> kContainerColumns[] = {
-    {.name = "id", .text = &ContainerInfo::id},
-    {.name = "region", .text = &ContainerInfo::region},
-    {.name = "pool", .text = &ContainerInfo::pool},
-    {.name = "status", .text = &ContainerInfo::status},
-    {.name = "latency_ms", .number = &ContainerInfo::latency_ms},
-    {.name = "last_heartbeat_ms", .number = &ContainerInfo::last_heartbeat_ms},
-    {.name = "generation", .number = &ContainerInfo::generation},
-    {.name = "drain_requested", .flag = &ContainerInfo::drain_requested},
-    {.name = "drain_reported", .flag = &ContainerInfo::drain_reported},
-    {.name = "data", .text = &ContainerInfo::data},
-    {.name = "session_id", .maybe = &ContainerInfo::session_id},
+    {.name = "id", .json = "id", .text = &ContainerInfo::id},
+    {.name = "region", .json = "region", .text = &ContainerInfo::region},
+    {.name = "pool", .json = "pool", .text = &ContainerInfo::pool},
+    {.name = "status", .json = "status", .text = &ContainerInfo::status},
+    {.name = "latency_ms", .json = "latency_ms", .number = &ContainerInfo::latency_ms},
+    {.name = "last_heartbeat_ms",
+     .json = "last_heartbeat_ms",
+     .number = &ContainerInfo::last_heartbeat_ms},
+    // The container's fencing generation: a reply shows it only as its
+    // session's token.
+    {.name = "generation", .json = "", .number = &ContainerInfo::generation},
+    {.name = "drain_requested", .json = "drain_requested", .flag = &ContainerInfo::drain_requested},
+    {.name = "drain_reported", .json = "drain_reported", .flag = &ContainerInfo::drain_reported},
+    {.name = "data", .json = "data", .text = &ContainerInfo::data},
+    // The holder's session when picked; a reply leaves it out when NULL.
+    {.name = "session_id", .json = "session_id", .maybe = &ContainerInfo::session_id},
 };
 
-// One line of the capacity counts (CapacityReader): a GROUP BY's row.
+// One line of the capacity counts (CapacityReader): a GROUP BY's row, which
+// no reply shows as it is (no JSON names).
 inline constexpr Column<CapacityCount> kCapacityColumns[] = {
     {.name = "region", .text = &CapacityCount::region},
     {.name = "pool", .text = &CapacityCount::pool},
@@ -97,28 +112,61 @@ static_assert(EachFillsOneField(kSessionColumns));
 static_assert(EachFillsOneField(kContainerColumns));
 static_assert(EachFillsOneField(kCapacityColumns));
 
+// Whether each column says its JSON name, or "" for none.
+template <typename Row, size_t N>
+constexpr bool EachNamesItsJson(const Column<Row> (&columns)[N]) {
+  for (const Column<Row>& c : columns) {
+    if (c.json == nullptr) return false;
+  }
+  return true;
+}
+static_assert(EachNamesItsJson(kSessionColumns), "say each session column's JSON name");
+static_assert(EachNamesItsJson(kContainerColumns), "say each container column's JSON name");
+
 // The key a list pages by (Storage::ListSessions, ListContainers).
 inline constexpr int kSessionKeyColumn = ColumnIndex(kSessionColumns, "session_id");
 inline constexpr int kContainerKeyColumn = ColumnIndex(kContainerColumns, "id");
 
 namespace row_columns_internal {
 
-// `item` for each column, separated by ", ": a column's name, or NULL.
-template <const auto& kColumns, bool kNulls>
+// What a list says of each column.
+enum class Item { kName, kNull, kOldName };
+
+template <const auto& kColumns, Item kItem>
+constexpr size_t ItemSize(size_t i) {
+  const std::string_view name(kColumns[i].name);
+  switch (kItem) {
+    case Item::kName:
+      return name.size();
+    case Item::kNull:
+      return 4;
+    case Item::kOldName:
+      return 4 + name.size();
+  }
+  return 0;
+}
+
+// `kItem` for each column, separated by ", ": a column's name, NULL, or
+// the name as a trigger's OLD row has it.
+template <const auto& kColumns, Item kItem>
 constexpr auto List() {
-  constexpr auto item = [](size_t i) -> std::string_view {
-    return kNulls ? std::string_view("NULL") : std::string_view(kColumns[i].name);
-  };
-  constexpr size_t length = [&] {
+  constexpr size_t length = [] {
     size_t n = 0;
-    for (size_t i = 0; i < std::size(kColumns); ++i) n += (i > 0 ? 2 : 0) + item(i).size();
+    for (size_t i = 0; i < std::size(kColumns); ++i) {
+      n += (i > 0 ? 2 : 0) + ItemSize<kColumns, kItem>(i);
+    }
     return n;
   }();
   SqlText<length + 1> out;
   size_t at = 0;
+  auto append = [&](std::string_view piece) {
+    for (char c : piece) out.text[at++] = c;
+  };
   for (size_t i = 0; i < std::size(kColumns); ++i) {
-    for (char c : std::string_view(i > 0 ? ", " : "")) out.text[at++] = c;
-    for (char c : item(i)) out.text[at++] = c;
+    if (i > 0) append(", ");
+    if (kItem == Item::kNull) append("NULL");
+    if (kItem == Item::kOldName) append("OLD.");
+    if (kItem != Item::kNull) append(kColumns[i].name);
   }
   return out;
 }
@@ -126,13 +174,22 @@ constexpr auto List() {
 }  // namespace row_columns_internal
 
 // "id, region, ...": the row's columns for a SELECT or RETURNING, in order.
-inline constexpr auto kSessionColumnList = row_columns_internal::List<kSessionColumns, false>();
-inline constexpr auto kContainerColumnList = row_columns_internal::List<kContainerColumns, false>();
-inline constexpr auto kCapacityColumnList = row_columns_internal::List<kCapacityColumns, false>();
+inline constexpr auto kSessionColumnList =
+    row_columns_internal::List<kSessionColumns, row_columns_internal::Item::kName>();
+inline constexpr auto kContainerColumnList =
+    row_columns_internal::List<kContainerColumns, row_columns_internal::Item::kName>();
+inline constexpr auto kCapacityColumnList =
+    row_columns_internal::List<kCapacityColumns, row_columns_internal::Item::kName>();
 // "NULL, NULL, ...": as many NULLs as the row has columns (a UNION's row
 // that carries no row).
-inline constexpr auto kSessionNullList = row_columns_internal::List<kSessionColumns, true>();
-inline constexpr auto kContainerNullList = row_columns_internal::List<kContainerColumns, true>();
+inline constexpr auto kSessionNullList =
+    row_columns_internal::List<kSessionColumns, row_columns_internal::Item::kNull>();
+inline constexpr auto kContainerNullList =
+    row_columns_internal::List<kContainerColumns, row_columns_internal::Item::kNull>();
+// "OLD.id, OLD.region, ...": the session as a trigger's OLD row holds it
+// (the session history's triggers copy it so).
+inline constexpr auto kSessionOldList =
+    row_columns_internal::List<kSessionColumns, row_columns_internal::Item::kOldName>();
 
 // Fills *row from a statement's row whose first columns are `columns`, in
 // order. `cells` is an engine's accessor of the row: IsNull(i), Text(i),

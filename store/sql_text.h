@@ -59,6 +59,42 @@ constexpr auto Sql(const Pieces&... pieces) {
   return sql_text_internal::Join(sql_text_internal::Piece(pieces)...);
 }
 
+namespace sql_text_internal {
+
+constexpr size_t Digits(int n) { return n < 10 ? 1 : 1 + Digits(n / 10); }
+
+}  // namespace sql_text_internal
+
+// "?1, ?2, ..." (kMark '?', SQLite) or "$1, $2, ..." ('$', PostgreSQL):
+// kCount numbered parameters from kFirst on, so that a statement binding a
+// row's columns (store/row_columns.h) has as many as the row has columns.
+template <char kMark, int kFirst, int kCount>
+constexpr auto Params() {
+  static_assert(kFirst >= 1 && kCount >= 1);
+  constexpr size_t length = [] {
+    size_t n = 0;
+    for (int i = kFirst; i < kFirst + kCount; ++i) {
+      n += (i > kFirst ? 2 : 0) + 1 + sql_text_internal::Digits(i);
+    }
+    return n;
+  }();
+  SqlText<length + 1> out;
+  size_t at = 0;
+  for (int i = kFirst; i < kFirst + kCount; ++i) {
+    if (i > kFirst) {
+      out.text[at++] = ',';
+      out.text[at++] = ' ';
+    }
+    out.text[at++] = kMark;
+    const size_t digits = sql_text_internal::Digits(i);
+    for (size_t d = 0, rest = static_cast<size_t>(i); d < digits; ++d, rest /= 10) {
+      out.text[at + digits - 1 - d] = static_cast<char>('0' + rest % 10);
+    }
+    at += digits;
+  }
+  return out;
+}
+
 }  // namespace store
 
 #endif  // EDGEALLOC_STORE_SQL_TEXT_H_

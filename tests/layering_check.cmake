@@ -71,6 +71,28 @@ foreach(engine ${engines})
   forbid_in(store/${engine} "(allocator|batcher|kvmirror|server)/" "an engine is below every part")
 endforeach()
 
+# Inside an engine, its storage class (sqlite_storage.h, postgres_storage.h)
+# is the top: no other header of the engine includes it, and a source does
+# only to define the class's members (its topic files), never for a type
+# declared there that belongs lower down.
+foreach(engine ${engines})
+  set(top "store/${engine}/${engine}_storage\\.h")
+  sources_of(store/${engine} files)
+  foreach(f ${files})
+    if(f MATCHES "/${engine}_storage\\.(h|cc)$")
+      continue()
+    endif()
+    if(f MATCHES "\\.h$")
+      forbid(${f} "${top}" "the engine's top; a header below it may not include it")
+    else()
+      file(STRINGS ${f} members REGEX "(Sqlite|Postgres)Storage::")
+      if(NOT members)
+        forbid(${f} "${top}" "included only by the files that define its members")
+      endif()
+    endif()
+  endforeach()
+endforeach()
+
 forbid_in(base "(store|allocator|batcher|kvmirror|server)/" "base/ depends on nothing of ours")
 
 set(server_top "server/(service|config|demo|admin|main|agent_command|client_command|cli_flags)\\.h")

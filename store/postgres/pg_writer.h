@@ -57,6 +57,13 @@ class PgJob : public GroupJob {
                            std::vector<std::string>* session_ids) const {}
 };
 
+// The container rows a job will change, by id and by session id, as a job
+// names them (PgJob::AddRowLocks).
+struct PgRowLocks {
+  std::vector<std::string> ids;
+  std::vector<std::string> session_ids;
+};
+
 struct PgWriterOptions : GroupWriterOptions {
   // Against a store that keeps failing, a stop never outlasts systemd's.
   PgWriterOptions() { stop_timeout_ms = 10000; }

@@ -43,7 +43,8 @@ PostgresStorage::PostgresStorage(const StorageOptions& options)
       policy_(options.policy),
       node_id_(NewNodeId(options.program)),
       fence_(std::make_shared<PgFence>(options.warn)),
-      clock_steps_(std::make_shared<DbClockSteps>(options.warn)) {}
+      clock_steps_(std::make_shared<DbClockSteps>(options.warn)),
+      readers_(options.db, options.program + " reader", fence_) {}
 
 PostgresStorage::~PostgresStorage() { StopWriters(); }
 
@@ -61,13 +62,7 @@ Status PostgresStorage::Open(const StorageOptions& options, std::unique_ptr<Post
     RETURN_IF_ERROR(PgConn::Connect(options.db, options.program, &conn, storage->fence_));
     RETURN_IF_ERROR(MigrateSchema(conn.get()));
   }
-  {
-    std::unique_ptr<PgConn> conn;
-    RETURN_IF_ERROR(ConnectReader(options.db, options.program + " reader", &conn, storage->fence_));
-    // The first read connection of the pool.
-    base::MutexLock lock(&storage->readers_mu_);
-    storage->readers_.push_back(std::move(conn));
-  }
+  RETURN_IF_ERROR(storage->readers_.Connect());
   if (options.pg_writers < 1) {
     return Status::InvalidArgument("PostgreSQL needs at least one writer connection");
   }
@@ -103,6 +98,19 @@ template void PostgresStorage::Submit<SessionResult>(
 template void PostgresStorage::Submit<ContainerResult>(
     std::function<Status(PgConn*, ContainerResult*)>, std::function<void(ContainerResult)>,
     std::vector<std::string>, std::optional<PgStatement>, PgRowLocks);
+
+Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
+  // The writers cannot reach the database (their last attempt got no answer
+  // or no connection, WriterStats::failing; the next commit or probe that
+  // works ends it): a read would wait its timeouts for the same answer, and
+  // the reads queued behind it theirs; say so at once.
+  for (const auto& writer : writers_) {
+    if (writer->down() || writer->stats().failing.load(std::memory_order_relaxed) != 0) {
+      return Status::IOError("unavailable: this node cannot reach PostgreSQL now; retry");
+    }
+  }
+  return readers_.With(fn);
+}
 
 std::unique_ptr<CapacityReader> PostgresStorage::NewCapacityReader(int partition,
                                                                    int busy_timeout_ms) {

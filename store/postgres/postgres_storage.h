@@ -14,15 +14,10 @@
 #include "store/postgres/fence.h"
 #include "store/postgres/pg.h"
 #include "store/postgres/pg_writer.h"
+#include "store/postgres/readers.h"
 #include "store/storage.h"
 
 namespace store {
-
-// The container rows a job will change (PgJob::AddRowLocks).
-struct PgRowLocks {
-  std::vector<std::string> ids;
-  std::vector<std::string> session_ids;
-};
 
 // True if `db` names a PostgreSQL database (a postgresql:// or postgres://
 // URI, or libpq key=value words) rather than an SQLite file.
@@ -36,8 +31,8 @@ bool IsPostgresUri(std::string_view db);
 // (store/postgres/lane.h), so that several batches commit at once; every
 // session and container write goes through writer 0, whose groups then
 // share a commit. The methods are defined by topic (sessions.cc,
-// containers.cc, heartbeats.cc, sweeps.cc, pools.cc, readers.cc,
-// claim_counts.cc), their
+// containers.cc, heartbeats.cc, sweeps.cc, pools.cc, claim_counts.cc;
+// the reads' connections are a PgReaderPool, readers.h), their
 // statements by the job that runs them (lifecycle_sql.h says which file
 // has which). Any number of nodes may run on one database: claims lock
 // their candidates FOR UPDATE SKIP LOCKED, a tenant's quota is counted
@@ -117,7 +112,8 @@ class PostgresStorage : public Storage {
 
  private:
   PostgresStorage(const StorageOptions& options);
-  // Runs `fn` on a pooled read connection (made, or made again, on demand).
+  // Runs `fn` on a read connection of readers_, unless the writers find the
+  // database unreachable (postgres_storage.cc).
   Status WithReader(const std::function<Status(PgConn*)>& fn);
   // Queues a job of `work` filling a Result; a refused one answers at once.
   // `lock_keys`: the advisory locks (pgsql::kLockTenant's keys) `work` needs
@@ -181,8 +177,7 @@ class PostgresStorage : public Storage {
   // [0] also writes sessions and containers; each is one partition.
   std::vector<std::unique_ptr<PgWriter>> writers_;
   std::vector<std::unique_ptr<HeartbeatRetry>> retries_;  // one a partition
-  base::Mutex readers_mu_;
-  std::vector<std::unique_ptr<PgConn>> readers_ GUARDED_BY(readers_mu_);
+  PgReaderPool readers_;
 };
 
 }  // namespace store

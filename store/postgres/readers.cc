@@ -4,8 +4,6 @@
 
 #include <utility>
 
-#include "store/postgres/postgres_storage.h"
-
 namespace store {
 namespace {
 
@@ -27,28 +25,27 @@ Status ConnectReader(const std::string& uri, const std::string& name, std::uniqu
   return Status::Ok();
 }
 
-Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
-  // The writers cannot reach the database (their last attempt got no answer
-  // or no connection, WriterStats::failing; the next commit or probe that
-  // works ends it): a read would wait its timeouts for the same answer, and
-  // the reads queued behind it theirs; say so at once.
-  for (const auto& writer : writers_) {
-    if (writer->down() || writer->stats().failing.load(std::memory_order_relaxed) != 0) {
-      return Status::IOError("unavailable: this node cannot reach PostgreSQL now; retry");
-    }
-  }
+Status PgReaderPool::Connect() {
+  std::unique_ptr<PgConn> conn;
+  RETURN_IF_ERROR(ConnectReader(uri_, name_, &conn, fence_));
+  base::MutexLock lock(&mu_);
+  idle_.push_back(std::move(conn));
+  return Status::Ok();
+}
+
+Status PgReaderPool::With(const std::function<Status(PgConn*)>& fn) {
   std::unique_ptr<PgConn> conn;
   {
-    base::MutexLock lock(&readers_mu_);
-    if (!readers_.empty()) {
-      conn = std::move(readers_.back());
-      readers_.pop_back();
+    base::MutexLock lock(&mu_);
+    if (!idle_.empty()) {
+      conn = std::move(idle_.back());
+      idle_.pop_back();
     }
   }
   bool pooled = conn != nullptr && conn->ok();
   if (!pooled) {
     conn.reset();
-    RETURN_IF_ERROR(ConnectReader(uri_, program_ + " reader", &conn, fence_));
+    RETURN_IF_ERROR(ConnectReader(uri_, name_, &conn, fence_));
   }
   Status s = fn(conn.get());
   if (!s.ok() && pooled && !conn->ok() && !IsNoAnswer(s)) {
@@ -59,12 +56,12 @@ Status PostgresStorage::WithReader(const std::function<Status(PgConn*)>& fn) {
     // answer came at all (a stalled path): a connect would wait out its
     // timeout too, and the read answer after twice the bound.
     conn.reset();
-    RETURN_IF_ERROR(ConnectReader(uri_, program_ + " reader", &conn, fence_));
+    RETURN_IF_ERROR(ConnectReader(uri_, name_, &conn, fence_));
     s = fn(conn.get());
   }
   if (conn->ok()) {
-    base::MutexLock lock(&readers_mu_);
-    readers_.push_back(std::move(conn));
+    base::MutexLock lock(&mu_);
+    idle_.push_back(std::move(conn));
   }
   return s;
 }

@@ -8,7 +8,6 @@
 
 #include "store/postgres/pg.h"
 #include "store/postgres/pg_writer.h"
-#include "store/postgres/postgres_storage.h"
 #include "store/result_job_base.h"
 #include "store/types.h"
 

@@ -106,7 +106,7 @@ Status MigrateOnce(PgConn* conn) {
   if (s.ok()) s = SchemaVersion(conn, &version);
   if (s.ok() && version > pgsql::kSchemaVersion) s = TooNew(version);
   if (s.ok() && version < pgsql::kSchemaVersion) {
-    s = conn->Exec(pgsql::kSchema);
+    s = conn->Exec(pgsql::kSchema.c_str());
     if (s.ok()) s = conn->Exec(pgsql::kNodeClaimCounts);
     if (s.ok()) s = conn->Exec(pgsql::kDbClockShifts);
     if (s.ok()) s = conn->Exec(pgsql::kNodeTenantLimits);

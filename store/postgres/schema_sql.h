@@ -4,6 +4,8 @@
 // The PostgreSQL schema and its migration's statements (store/postgres/schema.cc).
 
 #include "store/postgres/lifecycle_sql.h"
+#include "store/row_columns.h"
+#include "store/sql_text.h"
 
 namespace store::pgsql {
 
@@ -29,7 +31,10 @@ namespace store::pgsql {
 // containers_session_ended, which fires only on an UPDATE that sets it (a
 // claim, a renew or a heartbeat never does), keeps the session as it was in
 // session_history, in the same transaction; its columns are named as the
-// containers' (store/row_columns.h); seq orders it by insertion, which is
+// containers' (store/row_columns.h), and the trigger's function copies each
+// of kSessionColumns (made from the description: this text runs at every
+// migration, so a session column added to the table and the description is
+// copied once the version is bumped); seq orders it by insertion, which is
 // the order of ended_at_ms (an expired lease's: the lease's end), so the
 // prune walks seq for both the window and the bound on rows, and a release
 // writes one index besides seq's, session_id's. Version 7 added
@@ -42,7 +47,7 @@ namespace store::pgsql {
 // node_heard_until (kNodeHeardUntil). A node of an older version refuses a
 // newer schema.
 inline constexpr int kSchemaVersion = 11;
-inline constexpr char kSchema[] = R"sql(
+inline constexpr auto kSchema = Sql(R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
 CREATE TABLE IF NOT EXISTS containers (
@@ -101,10 +106,8 @@ CREATE TABLE IF NOT EXISTS session_history (
 CREATE OR REPLACE FUNCTION edgealloc_keep_ended_session() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
-  INSERT INTO session_history (session_id, id, region, pool, generation, lease_expires_at_ms,
-                               data, labels, tenant, end_reason, ended_at_ms)
-  VALUES (OLD.session_id, OLD.id, OLD.region, OLD.pool, OLD.generation, OLD.lease_expires_at_ms,
-          OLD.data, OLD.labels, OLD.tenant,
+  INSERT INTO session_history ()sql", kSessionColumnList, R"sql(, end_reason, ended_at_ms)
+  VALUES ()sql", kSessionOldList, R"sql(,
           CASE WHEN TG_OP = 'DELETE' THEN 'container_deleted' ELSE NEW.end_reason END,
           CASE WHEN TG_OP = 'UPDATE' AND NEW.end_reason = 'expired' THEN OLD.lease_expires_at_ms
                ELSE )sql" EDGEALLOC_PG_NOW_MS R"sql( END)
@@ -120,7 +123,7 @@ DROP TRIGGER IF EXISTS containers_session_deleted ON containers;
 CREATE TRIGGER containers_session_deleted AFTER DELETE ON containers FOR EACH ROW
   WHEN (OLD.session_id IS NOT NULL)
   EXECUTE FUNCTION edgealloc_keep_ended_session();
-)sql";
+)sql");
 
 // The claim counts each node publishes (Storage::PublishClaimCounts), so that
 // a dashboard shows the fleet's claim rates and not one node's: one row a

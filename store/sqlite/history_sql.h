@@ -13,13 +13,12 @@
 namespace store::sql {
 
 // A released session kept as it was (store/sqlite/release.cc: a release
-// ends its session without the trigger): ?1 .. ?9 the session's columns as
-// kGetSession read them, ?10 the end reason, ?11 the end time. OR REPLACE as
-// the trigger's.
+// ends its session without the trigger): the session's columns as
+// kGetSession read them (?1 on, one a column of kSessionColumns), then the
+// end reason and the end time. OR REPLACE as the trigger's.
 inline constexpr auto kKeepEndedSession =
     Sql("INSERT OR REPLACE INTO session_history (", kSessionColumnList,
-        ", end_reason, ended_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
-static_assert(kSessionColumnCount == 9, "kKeepEndedSession binds each session column");
+        ", end_reason, ended_at_ms) VALUES (", Params<'?', 1, kSessionColumnCount + 2>(), ")");
 
 // An ended session, by its id.
 inline constexpr auto kGetEndedSession =

@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "base/clock.h"
-#include "store/sqlite/db.h"
 
 namespace store {
 namespace {

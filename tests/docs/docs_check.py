@@ -9,7 +9,10 @@ what users read with what is there, both ways, and fails naming the line.
                                 family there is exposed (or marked PostgreSQL
                                 only)
     docs_check.py files         no doc or comment names a repo file that does
-                                not exist
+                                not exist, and every code name
+                                docs/architecture.md puts in backticks (its
+                                claim's path, its column recipe) is in the
+                                code
     docs_check.py words BIN     no issue numbers or notes to ourselves in what
                                 users read (README, docs/, packaging/,
                                 bench/RESULTS.md, --help)
@@ -257,6 +260,27 @@ def check_files():
                 if not names_a_file(word, here, present, basenames, folders):
                     problems.append("%s:%d names %s, which is not in the repo" % (rel, n, word))
     fail(problems, "every file named in the docs and comments exists")
+    check_architecture_names(files)
+
+
+# A name in backticks: an identifier, maybe qualified (Storage::Claim), maybe
+# called (Claim()).
+CODE_NAME = re.compile(r"`([A-Za-z_]\w*(?:::[A-Za-z_]\w*)*)(?:\(\))?`")
+
+
+def check_architecture_names(files):
+    """The names docs/architecture.md's walks and recipe send a reader to
+    (kSessionColumns, RunStep, containers_session_ended, ...) are in the code
+    (sources, CMakeLists.txt, docs/openapi.json): a rename there fails here."""
+    code = "".join(read(rel) for rel in files if rel != "tests/docs/docs_check.py" and (
+                   rel.endswith((".h", ".cc", ".py", ".sh", ".html", ".json"))
+                   or os.path.basename(rel) == "CMakeLists.txt"))
+    problems = []
+    for n, line in enumerate(read("docs/architecture.md").splitlines(), 1):
+        for name in CODE_NAME.findall(line):
+            if not re.search(r"\b%s\b" % re.escape(name.split("::")[-1]), code):
+                problems.append("docs/architecture.md:%d names %s, which is not in the code" % (n, name))
+    fail(problems, "every code name docs/architecture.md gives is in the code")
 
 
 # ---- words for users ----

@@ -51,6 +51,14 @@ TEST_CASE("row columns: the statements' column lists are the descriptions' names
   CHECK(std::string(store::kCapacityColumnList) == Joined(store::kCapacityColumns, false));
   CHECK(std::string(store::kSessionNullList) == Joined(store::kSessionColumns, true));
   CHECK(std::string(store::kContainerNullList) == Joined(store::kContainerColumns, true));
+  std::string old_row;
+  for (const auto& c : store::kSessionColumns) {
+    old_row += (old_row.empty() ? "OLD." : ", OLD.") + std::string(c.name);
+  }
+  CHECK(std::string(store::kSessionOldList) == old_row);
+  CHECK(std::string(store::Params<'?', 1, 11>()) == "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11");
+  CHECK(std::string(store::Params<'$', 9, 3>()) == "$9, $10, $11");
+  CHECK(std::string(store::Params<'?', 100, 1>()) == "?100");
   CHECK(store::kSessionColumnCount == static_cast<int>(std::size(store::kSessionColumns)));
   CHECK(std::string(store::kSessionColumns[store::kSessionKeyColumn].name) == "session_id");
   CHECK(std::string(store::kContainerColumns[store::kContainerKeyColumn].name) == "id");

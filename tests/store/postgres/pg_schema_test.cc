@@ -1,7 +1,5 @@
 // The PostgreSQL schema's migrations from version 8 on (the older ones:
 // postgres_storage_test.cc), each from a database as the older node left it.
-#include "store/postgres/schema_sql.h"
-
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <memory>
@@ -11,6 +9,8 @@
 
 #include "base/clock.h"
 #include "store/postgres/postgres_storage.h"
+#include "store/postgres/schema_sql.h"
+#include "tests/store/history_columns.h"
 #include "tests/support/await.h"
 #include "tests/support/pg_server.h"
 
@@ -56,8 +56,8 @@ TEST_CASE("pg schema: version 8 adds died_at_ms to a version 7 database, every r
   {
     auto storage = Open(uri);
     store::ContainerResult r = testing::Await<store::ContainerResult>([&](auto cb) {
-      storage->Register({{"v7-1", "weur", "chrome", 10, "{}"}, {"v7-2", "weur", "chrome", 20, "{}"}},
-                        cb);
+      storage->Register(
+          {{"v7-1", "weur", "chrome", 10, "{}"}, {"v7-2", "weur", "chrome", 20, "{}"}}, cb);
     });
     REQUIRE(r.outcome == store::Outcome::kOk);
   }
@@ -126,8 +126,32 @@ TEST_CASE("pg schema: a version 9 or 10 database is brought to the current versi
   store::SilenceSweep sweep;
   const int64_t cutoff = base::NowMs() - 60000;
   REQUIRE(storage
-              ->SweepSilentContainers(0, [cutoff] { return cutoff; }, store::HeldPools{}, 100,
-                                      &sweep)
+              ->SweepSilentContainers(
+                  0, [cutoff] { return cutoff; }, store::HeldPools{}, 100, &sweep)
               .ok());
   CHECK(sweep.dead.empty());
+}
+
+// A session column added to the description (store/row_columns.h) and not
+// to the history's table or its trigger's function would be lost when its
+// session ends.
+TEST_CASE("pg schema: the history table and its trigger's function carry every session column") {
+  PgServer server;
+  const std::string uri = server.NewDatabaseUri();
+  Open(uri);
+  const std::string table =
+      PgServer::Query(uri,
+                      "SELECT string_agg(column_name, ' ') FROM information_schema.columns "
+                      "WHERE table_schema = current_schema() AND table_name = 'session_history'");
+  INFO("session_history: " << table);
+  CHECK(testing::SessionColumnsNotIn(table) == std::vector<std::string>{});
+  const std::string function = PgServer::Query(
+      uri, "SELECT prosrc FROM pg_proc WHERE proname = 'edgealloc_keep_ended_session'");
+  INFO("edgealloc_keep_ended_session: " << function);
+  CHECK(testing::HistoryInsertProblems(function) == std::vector<std::string>{});
+  // Both triggers that keep an ended session run that function.
+  CHECK(PgServer::Query(uri,
+                        "SELECT string_agg(tgname, ' ' ORDER BY tgname) FROM pg_trigger "
+                        "WHERE tgfoid = 'edgealloc_keep_ended_session'::regproc") ==
+        "containers_session_deleted containers_session_ended");
 }
