@@ -311,7 +311,8 @@ void Service::AddOpsRoutes() {
   metrics.pool_claims = allocator_.get();
   metrics.claim_latency = &claim_latency_;
   metrics.batcher = batcher_.get();
-  metrics.heartbeat_budget = heartbeat_budget_.get();
+  metrics.heartbeat_keys = {&heartbeat_budget_->refused_budget, &heartbeat_budget_->refused_items,
+                            &heartbeat_budget_->folded};
   metrics.mirror = mirror_.get();
   metrics.storage = storage_.get();
   metrics.requests = &request_metrics_;

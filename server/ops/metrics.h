@@ -13,7 +13,6 @@
 #include "base/histogram.h"
 #include "batcher/batcher.h"
 #include "kvmirror/mirror.h"
-#include "server/api/heartbeat_budget.h"
 #include "server/http/request_metrics.h"
 #include "server/http/server.h"
 #include "store/storage.h"
@@ -30,8 +29,14 @@ struct MetricsSources {
   const base::LatencyHistogram* claim_latency = nullptr;
   const batcher::Batcher* batcher = nullptr;
   // Heartbeat requests refused by their key's budget or scope, and items
-  // folded at parse (edgealloc_heartbeat_key_refusals_total, ...).
-  const HeartbeatKeyBudget* heartbeat_budget = nullptr;
+  // folded at parse (edgealloc_heartbeat_key_refusals_total, ...): the
+  // counters of the routes' budget (server/api/heartbeat_budget.h, which
+  // ops/ does not include). Null: left out.
+  struct HeartbeatKeyCounters {
+    const std::atomic<uint64_t>* refused_budget = nullptr;
+    const std::atomic<uint64_t>* refused_items = nullptr;
+    const std::atomic<uint64_t>* folded = nullptr;
+  } heartbeat_keys;
   const kvmirror::Mirror* mirror = nullptr;
   const store::Storage* storage = nullptr;  // its writers' counters
   const RequestMetrics* requests = nullptr;

@@ -9,13 +9,13 @@ namespace server {
 
 namespace {
 
-void HeartbeatKeyFamilies(const HeartbeatKeyBudget& b, Exposition* out) {
+void HeartbeatKeyFamilies(const MetricsSources::HeartbeatKeyCounters& b, Exposition* out) {
   out->Family("edgealloc_heartbeat_key_refusals_total", "counter",
               "Heartbeat requests refused for their key, by reason: budget (429 on the headers, "
               "the key past --heartbeat-items-per-key-per-s) or scope (400, more reports than "
               "the key's scope names containers).");
   for (const auto& [reason, n] :
-       {std::pair{"budget", &b.refused_budget}, std::pair{"scope", &b.refused_items}}) {
+       {std::pair{"budget", b.refused_budget}, std::pair{"scope", b.refused_items}}) {
     out->Sample("edgealloc_heartbeat_key_refusals_total", {{"reason", reason}},
                 n->load(std::memory_order_relaxed));
   }
@@ -23,13 +23,13 @@ void HeartbeatKeyFamilies(const HeartbeatKeyBudget& b, Exposition* out) {
               "Heartbeats folded into a later one of the same container of the same request "
               "before they were queued.");
   out->Sample("edgealloc_heartbeats_folded_at_parse_total",
-              b.folded.load(std::memory_order_relaxed));
+              b.folded->load(std::memory_order_relaxed));
 }
 
 }  // namespace
 
 void KeysFileFamilies(const MetricsSources& src, Exposition* out) {
-  if (src.heartbeat_budget != nullptr) HeartbeatKeyFamilies(*src.heartbeat_budget, out);
+  if (src.heartbeat_keys.refused_budget != nullptr) HeartbeatKeyFamilies(src.heartbeat_keys, out);
   if (src.keys_reloads != nullptr) {
     out->Family("edgealloc_keys_reloads_total", "counter",
                 "Reloads of the keys file (SIGHUP), by result: ok (its keys serve from then on) "
