@@ -35,7 +35,7 @@ std::string Items(int n, const std::vector<std::string>& ids) {
   return json{{"heartbeats", items}}.dump();
 }
 
-TEST_CASE("heartbeat budget: a key's items refill at its rate; a large request runs into debt") {
+TEST_CASE("heartbeat budget: a key's items refill at its rate, and a large request runs into debt") {
   HeartbeatKeyBudget budget(10);
   const Clock::time_point t0 = Clock::now();
   int64_t retry_after_s = 0;
@@ -71,7 +71,7 @@ TEST_CASE("heartbeat budget: a key scoped to one id may send one report a reques
 constexpr char kKeys[] =
     "adm admin\none container hb-0\nfleet container hb-*\nfleet2 container hb-*\n";
 
-TEST_CASE("heartbeats: a key past its items a second is 429 on its headers; other keys are not") {
+TEST_CASE("heartbeats: a key past its items a second is 429 on its headers, other keys are not") {
   LiveService t([](ServeConfig* c) { c->heartbeat_items_per_key_per_s = 100; }, kKeys);
   HttpClient admin = t.Client("adm");
   RegisterFleet(admin, "hb", 2);
@@ -92,7 +92,7 @@ TEST_CASE("heartbeats: a key past its items a second is 429 on its headers; othe
   CHECK(MetricValue(admin, "edgealloc_heartbeat_key_refusals_total{reason=\"budget\"}") == 2);
 }
 
-TEST_CASE("heartbeats: a container's reports fold at parse; a one-id key sends one a request") {
+TEST_CASE("heartbeats: a container's reports fold at parse, and a one-id key sends one a request") {
   LiveService t({}, kKeys);
   HttpClient admin = t.Client("adm");
   RegisterFleet(admin, "hb", 2);

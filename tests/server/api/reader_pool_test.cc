@@ -52,7 +52,7 @@ TEST_CASE("reader pool: a full queue refuses at once and Stop answers what is qu
   CHECK(ReaderRefusedResponse(ReaderPool::Posted::kFull)[http::field::retry_after] == "1");
 }
 
-TEST_CASE("reader pool: one owner's jobs hold at most half the threads; another's pass them") {
+TEST_CASE("reader pool: one owner's jobs hold at most half the threads, and another's pass them") {
   ReaderPool pool(2, 16);
   REQUIRE(pool.per_owner_threads() == 1);
   std::promise<void> release;
