@@ -17,11 +17,12 @@ std::string WaitedSuffix(int64_t waited_ms) {
   return " after waiting " + std::to_string(waited_ms) + " ms";
 }
 
-std::string StalledClaimSuffix(bool keyed) {
-  return keyed ? "; the database had not answered its claim: a retry with the same "
-                 "idempotency key gets the session that claim makes, if any"
-               : "; the database had not answered its claim: a session that claim makes "
-                 "is released";
+std::string InFlightClaimMessage(bool stopping, int64_t waited_ms, bool keyed) {
+  return std::string(stopping ? "the server is stopping" : "the database had not answered") +
+         " this waiting claim's claim" + WaitedSuffix(waited_ms) +
+         ": its outcome is unknown; " +
+         (keyed ? "a retry with the same idempotency key gets the session it makes, if any"
+                : "a session it makes is released");
 }
 
 std::string NotRegisteredMessage(const std::string& region, const std::string& pool,

@@ -17,11 +17,11 @@ std::string NoCapacityMessage(const std::string& region, const std::string& pool
                               bool has_fallbacks);
 // What a waiting claim answered kNoCapacity adds: how long it waited.
 std::string WaitedSuffix(int64_t waited_ms);
-// What a waiting claim answered kNoCapacity while its claim was still with
-// the storage adds (after WaitedSuffix): what becomes of a session that
-// claim makes, released or, for a claim with an idempotency key, replayed
-// to the key's retry.
-std::string StalledClaimSuffix(bool keyed);
+// The answer (503 unavailable) to a waiting claim whose claim is still
+// with the database past its time and a second, or when the server stops:
+// the outcome is unknown, and what that claim makes is released, or kept
+// for a retry with its idempotency key.
+std::string InFlightClaimMessage(bool stopping, int64_t waited_ms, bool keyed);
 // kNoCapacity at once for a waiting claim: no container of its pool is
 // registered, so it does not wait.
 std::string NotRegisteredMessage(const std::string& region, const std::string& pool,

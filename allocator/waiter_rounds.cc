@@ -89,7 +89,7 @@ void WaitingRoom::SortOutLocked(Round* round) {
   const int64_t now = base::NowMs();
   int64_t next_ms = now;  // unused here: the sleep of the next round looks again
   TakeDueReleasesLocked(now, &round->releases, &next_ms);
-  TakeStalledLocked(now, stop, stop ? &round->stopping : &round->stalled);
+  TakeStalledLocked(now, stop, stop ? &round->stopped_in_flight : &round->stalled);
   std::vector<WaiterPtr> leaving;
   for (const auto& [arrival, w] : arrivals_) {
     std::vector<WaiterPtr>* out = nullptr;
@@ -135,7 +135,8 @@ void WaitingRoom::TakeStalledLocked(int64_t now, bool stop, std::vector<WaiterPt
 }
 
 void WaitingRoom::AnswerRound(Round* round) {
-  for (const auto& w : round->stalled) AnswerStalled(w);
+  for (const auto& w : round->stalled) AnswerInFlight(w, /*stopping=*/false);
+  for (const auto& w : round->stopped_in_flight) AnswerInFlight(w, /*stopping=*/true);
   for (const auto& w : round->timed_out) {
     stats_->waits_timed_out.fetch_add(1, std::memory_order_relaxed);
     AnswerWaiter(w, Outcome::kNoCapacity, "");
@@ -235,13 +236,15 @@ void WaitingRoom::PickLocked(const std::vector<store::PoolProbe>& probes, bool p
   }
 }
 
-void WaitingRoom::AnswerStalled(const WaiterPtr& w) {
-  stats_->waits_stalled.fetch_add(1, std::memory_order_relaxed);
+void WaitingRoom::AnswerInFlight(const WaiterPtr& w, bool stopping) {
+  // Not no_capacity: the claim may yet take a container, and a client told
+  // "none" would be told wrong. Unknown, as a claim whose answer was lost.
+  if (!stopping) stats_->waits_stalled.fetch_add(1, std::memory_order_relaxed);
   store::SessionResult r;
-  r.outcome = Outcome::kNoCapacity;
+  r.outcome = Outcome::kError;
   claims_->Finish(ContextOf(w->req), &r);
-  r.message += WaitedSuffix(base::NowMs() - w->started_ms) +
-               StalledClaimSuffix(!w->req.idempotency_key.empty());
+  r.message = InFlightClaimMessage(stopping, base::NowMs() - w->started_ms,
+                                   !w->req.idempotency_key.empty());
   w->done(std::move(r));
 }
 

@@ -255,7 +255,7 @@ void WaitingRoom::OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r) {
     any_waiters_.store(!waiters_.empty());
     drain_cv_.SignalAll();  // Stop may wait for this answer
     if (w->answered) {
-      // Its client has its answer (AnswerStalled, or stopping).
+      // Its client has its answer (AnswerInFlight).
       LateAnswerLocked(*w, r);
       wake_ = true;  // its pools may claim again
       wait_cv_.Signal();

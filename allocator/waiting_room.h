@@ -98,7 +98,10 @@ class WaitingRoom {
   struct Round {
     bool stop = false;
     std::vector<WaiterPtr> timed_out, gone, stopping;  // to answer no_capacity
-    std::vector<WaiterPtr> stalled;  // in flight past their time and the grace: the same
+    // Their claim is with the storage past their time and the grace (or at
+    // a stop): to answer 503 unavailable, the outcome unknown, since that
+    // claim may yet make a session (released, or kept for its key).
+    std::vector<WaiterPtr> stalled, stopped_in_flight;
     std::vector<PendingRelease> releases;              // due now
     std::vector<store::PoolProbe> probes;              // pools to probe
   };
@@ -141,6 +144,9 @@ class WaitingRoom {
   // Marks answered the claims with the storage that may not wait for it any
   // more (past their time and the grace, or all when stopping), into *out.
   void TakeStalledLocked(int64_t now, bool stop, std::vector<WaiterPtr>* out) REQUIRES(mu_);
+  // 503 unavailable for a waiter whose claim is still with the storage: the
+  // outcome is unknown. `stopping`: the server stops, else it stalled.
+  void AnswerInFlight(const WaiterPtr& w, bool stopping);
   void AnswerRound(Round* round);
   // Hands the pools to the prober, unless it is still reading: then a wake
   // has them read again as soon as it is back.
@@ -157,7 +163,6 @@ class WaitingRoom {
       REQUIRES(mu_);
   void AnswerUnregistered(const WaiterPtr& w);
   // Answers no_capacity a waiter whose claim the storage has not answered.
-  void AnswerStalled(const WaiterPtr& w);
   // Answers at once the waiters probed and found in no registered pool.
   void TakeUnregisteredLocked(const std::vector<store::PoolProbe>& probes, bool probed,
                               std::vector<WaiterPtr>* unregistered) REQUIRES(mu_);

@@ -83,7 +83,7 @@ void WaitFamilies(const allocator::AllocatorStats& a, Exposition* out) {
           "Claims that waited (wait_ms), by how the wait ended: served, timed_out, refused (a "
           "bound on waiting claims: per pool, per tenant or in all), abandoned (the client went "
           "away), unregistered (no container of its pool exists in its regions: answered at "
-          "once), stalled (answered no_capacity while its claim was still with the database, "
+          "once), stalled (answered 503 unavailable, outcome unknown, while its claim was still with the database, "
           "a second past its wait_ms).",
           "result",
           {{"served", Load(a.waits_served)}, {"timed_out", Load(a.waits_timed_out)},

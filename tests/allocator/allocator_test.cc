@@ -1416,7 +1416,10 @@ TEST_CASE("wait: when probing fails the first waiter still claims, as before pro
   REQUIRE(got.outcome == Outcome::kOk);
   CHECK(alloc.stats().wait_probes_failed.load() > 0);
   alloc.Stop();
-  CHECK(Name(made_up->future.get().outcome) == "no_capacity");
+  // Answered at the stop: none, or unknown if its claim (every pool's next
+  // in line claims while probes fail) was with the store just then.
+  const std::string stopped = Name(made_up->future.get().outcome);
+  CHECK((stopped == "no_capacity" || stopped == "error"));
 }
 
 // Issue: the only bound was per pool, so one tenant could fill every pool's
