@@ -21,6 +21,7 @@ what users read with what is there, both ways, and fails naming the line.
                                 files that exist and functions they define,
                                 and their counts of files and store/ <->
                                 store/sqlite/ crossings are the lists' own
+                                (tests/docs/walk_check.py)
 
 Standard library only; run by ctest (tests/docs/CMakeLists.txt).
 """
