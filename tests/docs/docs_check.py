@@ -20,6 +20,11 @@ what users read with what is there, both ways, and fails naming the line.
                                 project VERSION), docs/openapi.json's
                                 info.version, and docs/api.md's newest
                                 "Version X.Y additions" is that X.Y
+    docs_check.py walk          docs/architecture.md's hop-by-hop ways name
+                                files that exist and functions they define,
+                                and their counts of files and store/ <->
+                                store/sqlite/ crossings are the lists' own
+                                (tests/docs/walk_check.py)
 
 Standard library only; run by ctest (tests/docs/CMakeLists.txt).
 """
@@ -36,6 +41,7 @@ import urllib.request
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 import edgealloc_server  # noqa: E402
+import walk_check  # noqa: E402
 
 
 def read(rel):
@@ -344,6 +350,8 @@ def main():
         check_words(sys.argv[2])
     elif what == "version":
         check_version(sys.argv[2])
+    elif what == "walk":
+        fail(walk_check.problems(), "docs/architecture.md's ways, hop by hop, name what the code has")
     else:
         raise SystemExit(__doc__)
 
