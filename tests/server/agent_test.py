@@ -17,6 +17,8 @@
              agent through the heartbeat reply's `drain`, which runs --on-drain;
 - ts:        the agent's heartbeats carry ts_ms: a report dated ahead of them
              outranks them until the agent's clock passes its date;
+- unknown:   an agent whose --id has no container logs it once (the reply's
+             `unknown`), and that it is known once it is registered;
 - deaths:    (no agent) containers left silent are dead, and the server logs
              them by pool with their silence, counts them by reason and
              serves them by pool (GET /v1/capacity/deaths).
@@ -267,6 +269,27 @@ def case_drain(fleet):
         fail("the agent did not log the drain", fleet.logs())
 
 
+def case_unknown(fleet):
+    """An agent whose --id the server has no container of says so, once
+    (not at every heartbeat), and says when it is registered after all."""
+    _, log = fleet.agent("w-7")
+    no_container = "the server has no container w-7"
+    if not wait_for(lambda: no_container in open(log).read(), 5):
+        fail("the agent did not log that w-7 is unknown", fleet.logs())
+    time.sleep(4 * INTERVAL_MS / 1000)  # more heartbeats, each answered "unknown"
+    register(fleet, "w-7")
+    if not wait_for(lambda: "the server knows w-7 now" in open(log).read(), 5):
+        fail("the agent did not log that w-7 is known once registered", fleet.logs())
+    if not wait_for(lambda: status_of(fleet.port, "w-7") == "available", 5):
+        fail("w-7 is not available once registered", fleet.logs())
+    text = open(log).read()
+    if text.count(no_container) != 1:
+        fail("the agent logged the unknown id %d times, not once" % text.count(no_container),
+             fleet.logs())
+    if "w-7 reported ready" not in text[text.index("the server knows w-7 now"):]:
+        fail("the agent did not log its ready report once w-7 was known", fleet.logs())
+
+
 def case_ts(fleet):
     """The agent's heartbeats carry ts_ms, its host's clock: a `draining`
     report dated AHEAD_MS ahead outranks its `ready` ones (taken for
@@ -345,7 +368,7 @@ def case_deaths(fleet):
 
 
 CASES = {"deaths": case_deaths, "alive": case_alive, "unhealthy": case_unhealthy, "restart": case_restart,
-         "sigterm": case_sigterm, "drain": case_drain, "ts": case_ts}
+         "sigterm": case_sigterm, "drain": case_drain, "ts": case_ts, "unknown": case_unknown}
 
 
 def main():

@@ -813,7 +813,7 @@ class ApiModel(RuleBasedStateMachine):
                         lambda: self.call("GET", "/v1/capacity", KEY_A, want=200)[2]["as_of_ms"]
                         > self.drains_changed_ms)
         _, _, body = self.call("POST", "/v1/heartbeats", KEY_C, {"heartbeats": hbs}, want=202)
-        assert set(body) == {"accepted", "drain"} and body["accepted"] == len(hbs), \
+        assert set(body) == {"accepted", "drain", "unknown"} and body["accepted"] == len(hbs), \
             f"heartbeat: {body}"
         self.wait_until("the heartbeat batch to be written",
                         lambda: self.container_status(SENTINEL)["last_heartbeat_ms"] > before)
