@@ -32,10 +32,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import http.client
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from edgealloc_server import die_with_parent, free_port, kill, serve, stop, wait_answers  # noqa: E402
+from edgealloc_server import (call, die_with_parent, free_port, kill, serve, stop,  # noqa: E402
+                              wait_answers)
 
 ADMIN = "adm-agent-test-5c1e"
 CONTAINER = "ctr-agent-test-9d02"
@@ -51,15 +51,8 @@ def fail(msg, logs=()):
 
 
 def request(port, method, path, body=None, key=ADMIN):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    headers = {"Authorization": "Bearer " + key}
-    if body:
-        headers["Content-Type"] = "application/json"
-    conn.request(method, path, body=body, headers=headers)
-    r = conn.getresponse()
-    data = r.read()
-    conn.close()
-    return r.status, json.loads(data) if data else None
+    status, data = call(port, method, path, body, key)
+    return status, json.loads(data) if data else None
 
 
 def status_of(port, cid):
@@ -352,10 +345,7 @@ def case_deaths(fleet):
         fail("the reaper's lines do not count 3 by pool: %r" % lines, fleet.logs())
     if not all(c in text for c in ("w-1", "w-2", "w-3")) or "silent up to 1." not in text:
         fail("the reaper's lines lack the ids or the silence: %r" % lines, fleet.logs())
-    conn = http.client.HTTPConnection("127.0.0.1", fleet.port, timeout=10)
-    conn.request("GET", "/metrics", headers={"Authorization": "Bearer " + ADMIN})
-    metrics = conn.getresponse().read().decode()
-    conn.close()
+    metrics = call(fleet.port, "GET", "/metrics", key=ADMIN)[1].decode()
     code, deaths = request(fleet.port, "GET", "/v1/capacity/deaths")
     pools = [(p["region"], p["pool"], p["silent"], p["reported"]) for p in deaths["pools"]]
     if code != 200 or deaths["window_ms"] != 600000 or \
