@@ -7,6 +7,7 @@
 #include <map>
 #include <new>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "base/clock.h"
@@ -24,6 +25,12 @@ bool Reserve(std::atomic<int64_t>* depth, int64_t n, int64_t capacity) {
     if (current + n > capacity) return false;
   } while (!depth->compare_exchange_weak(current, current + n, std::memory_order_acq_rel));
   return true;
+}
+
+// Keeps the first of each id of *ids, in order.
+void KeepFirstOfEach(std::vector<std::string>* ids) {
+  std::unordered_set<std::string> seen;
+  std::erase_if(*ids, [&seen](const std::string& id) { return !seen.insert(id).second; });
 }
 
 }  // namespace
@@ -168,9 +175,19 @@ SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
     return result;
   }
   if (items.empty()) return result;
+  // Nothing of a refused request is taken, so nothing of it is named.
+  const auto refuse = [&](SubmitResult::Code code) {
+    result.code = code;
+    result.unknown = 0;
+    result.unknown_ids.clear();
+    last_refused_ms_.store(Hearing::SteadyNowMs());
+    stats_.refused.fetch_add(static_cast<uint64_t>(result.items), std::memory_order_relaxed);
+    return result;
+  };
 
   std::vector<std::vector<Heartbeat>> per_partition(lanes_.size());
   if (lanes_.size() == 1) {
+    recently_unknown_.AppendNamed(items, &result.unknown_ids);
     per_partition[0] = std::move(items);
   } else {
     for (Heartbeat& h : items) {
@@ -179,11 +196,10 @@ SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
       if (!s.ok()) {
         // Storage trouble, not an unknown id: refuse before accepting, so
         // that no heartbeat answered 202 is dropped.
-        result.code = SubmitResult::Code::kUnavailable;
-        result.unknown = 0;
-        last_refused_ms_.store(Hearing::SteadyNowMs());
-        stats_.refused.fetch_add(static_cast<uint64_t>(result.items), std::memory_order_relaxed);
-        return result;
+        return refuse(SubmitResult::Code::kUnavailable);
+      }
+      if (partition < 0 || recently_unknown_.Contains(h.container_id)) {
+        result.unknown_ids.push_back(h.container_id);
       }
       if (partition < 0) {
         ++result.unknown;
@@ -191,6 +207,7 @@ SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
         per_partition[static_cast<size_t>(partition)].push_back(std::move(h));
       }
     }
+    KeepFirstOfEach(&result.unknown_ids);
   }
 
   // All or nothing: a slot in every partition the request touches, or none.
@@ -200,11 +217,7 @@ SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
     for (size_t j = 0; j < i; ++j) {
       lanes_[j]->depth.fetch_sub(static_cast<int64_t>(per_partition[j].size()));
     }
-    result.code = SubmitResult::Code::kOverloaded;
-    result.unknown = 0;
-    last_refused_ms_.store(Hearing::SteadyNowMs());
-    stats_.refused.fetch_add(static_cast<uint64_t>(result.items), std::memory_order_relaxed);
-    return result;
+    return refuse(SubmitResult::Code::kOverloaded);
   }
   for (size_t i = 0; i < lanes_.size(); ++i) {
     std::vector<Heartbeat>& share = per_partition[i];
@@ -332,6 +345,9 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
     // buffer, and its bound the only bound.
     store::Status s = storage_->WriteHeartbeats(lane->partition, rows, &result);
     if (s.ok()) {
+      // Before the counts: a caller that sees the batch counted sees its ids
+      // named or forgotten.
+      recently_unknown_.Update(rows, result.unknown);
       stats_.write_latency_us.Observe(
           std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
       stats_.batch_size.Observe(static_cast<int64_t>(rows.size()));

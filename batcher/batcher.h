@@ -17,6 +17,7 @@
 #include "batcher/heartbeat.h"
 #include "batcher/mass_silence.h"
 #include "batcher/stats.h"
+#include "batcher/unknown_ids.h"
 #include "store/storage.h"
 
 namespace batcher {
@@ -90,6 +91,12 @@ struct SubmitResult {
   // holds their container (when the storage can tell at once; otherwise an
   // unknown id is found, counted and dropped at write time).
   int64_t unknown = 0;
+  // Of an accepted request, the ids known to have no container, in request
+  // order, each once: those counted in `unknown`, and those whose latest
+  // heartbeat write found no container (RecentlyUnknown). The reply comes
+  // before the write, so an id found unknown only there is named from the
+  // request after that write on, until a later write of it finds it.
+  std::vector<std::string> unknown_ids;
 
   bool accepted() const { return code == Code::kAccepted; }
 };
@@ -154,6 +161,8 @@ class Batcher {
   Hearing& hearing() { return *hearing_; }
   const Hearing& hearing() const { return *hearing_; }
   const MassSilence& mass_silence() const { return *mass_silence_; }
+  // The ids whose latest write found no container (named in SubmitResult).
+  const RecentlyUnknown& recently_unknown() const { return recently_unknown_; }
   // True while some lane's heartbeat writes fail (its batch is being
   // retried): the node takes heartbeats it cannot write (/readyz says so).
   bool AnyLaneFailing() const;
@@ -197,6 +206,7 @@ class Batcher {
   std::vector<std::unique_ptr<Lane>> lanes_;
   BatcherStats stats_;
   RecentDeaths recent_deaths_;
+  RecentlyUnknown recently_unknown_;
   std::unique_ptr<Hearing> hearing_;
   std::unique_ptr<MassSilence> mass_silence_;
   std::unique_ptr<HeardPublisher> heard_publisher_;

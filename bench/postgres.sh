@@ -4,7 +4,8 @@
 # throwaway server.
 #
 #   bench/postgres.sh            (about 75 s; needs build-*/edgealloc and
-#   bench/postgres.sh --quick     build-*/bench/http_load, BIN and LOAD as
+#   bench/postgres.sh --quick     build-*/bench/http_load with the statements
+#                                 its build writes beside it, BIN and LOAD as
 #                                 bench/run sets them; --quick: about 30 s)
 #
 # Starts PostgreSQL 15 (bench/pg_lib.sh: initdb into the run's temp dir, a
@@ -20,7 +21,7 @@
 #    servers on one database (one http_load with --ports, so one book of
 #    holders and tokens checks exclusivity across the nodes).
 # 3. pgbench_claim_per_s_16c: the ceiling. pgbench, 16 clients, a script of
-#    kClaim (store/postgres/lifecycle_sql.h, the values the server binds) and
+#    kClaim (store/postgres/session_sql.h, the values the server binds) and
 #    then kRelease of what it claimed, each its own autocommit transaction (as
 #    the server, whose claim is durable before it is answered): claims a
 #    second = the script's tps. pgbench_cycle_1tx_per_s_16c (full run only):
@@ -169,52 +170,43 @@ StopServer "$PID_A"
 StopServer "$PID_B"
 
 # 3. pgbench: the claim statement alone. --------------------------------------
-# kClaim and kRelease of store/postgres/session_sql.h with what the server
-# binds for an HTTP claim of region bench, pool default (candidates 5, no
-# idempotency key, no quota: -1, a 60 s lease, tenant `default` and, for the
-# release, an admin (loopback without a keys file); the heartbeat cutoff 0, as
-# --dead-after-ms 3600000 lets every registered container pass it). The
-# release is the server's statement: the compare-and-swap on (session_id,
-# token) that sets end_reason, so the trigger of store/postgres/schema_sql.h
-# keeps the session in session_history. Each claim takes a random session
-# id, as the server's are fresh: session_history.session_id is unique, and an
-# id used again would skip the history's insert.
+# kClaim and kRelease of store/postgres/session_sql.h as the server sends them:
+# the build writes them beside http_load (bench/pg_statements.cc, target
+# pg_bench_sql), so that this ceiling never runs a copy that drifted. Bound
+# as the server binds an HTTP claim of region bench, pool default (--dead-after-ms
+# 3600000, candidates 5, a fresh session id, tenant `default`, no idempotency
+# key, a 60 s lease, no quota: -1, no labels) and, for the release, an admin
+# (loopback without a keys file), not abandoning. Values go as pgbench
+# variables (-M prepared: bound parameters, as the server's); the NULLs as
+# literals. Each claim takes a random session id, as the server's are fresh:
+# session_history.session_id is unique, and an id used again would skip the
+# history's insert.
+SQL_DIR=$(dirname "$LOAD")
+for f in pg_claim.sql pg_release.sql; do
+  [[ -f $SQL_DIR/$f ]] || { echo "postgres.sh: no $SQL_DIR/$f (build the http_load target)" >&2; exit 1; }
+done
+# Bind FILE VALUE...: FILE's statement with each $N replaced by the Nth VALUE.
+Bind() {
+  local file=$1 i
+  shift
+  local edits=()
+  for ((i = $#; i >= 1; i--)); do edits+=(-e "s/\\\$$i([^0-9]|\$)/${!i}\\1/g"); done
+  sed -E "${edits[@]}" "$file"
+}
 uri=$(NewDb pgb "$WORK/fleet.json")
-cat >"$WORK/claim.sql" <<'EOF'
-\set k 5
-\set sid random(1, 9000000000000000000)
-\set quota -1
-\set lease_ms 60000
-WITH candidate_pool AS (
-  SELECT id FROM containers
-  WHERE region = 'bench' AND pool = 'default' AND status = 'available' AND last_heartbeat_ms >= 0::bigint
-  ORDER BY latency_ms
-  LIMIT :k::bigint
-  FOR UPDATE SKIP LOCKED),
-pick AS (SELECT id FROM candidate_pool ORDER BY random() LIMIT 1)
-UPDATE containers c
-SET status = 'picked', generation = nextval('edgealloc_tokens'), session_id = 'pgb-' || :sid::text,
-    tenant = 'default', idempotency_key = NULL,
-    lease_expires_at_ms = (extract(epoch from clock_timestamp()) * 1000)::bigint + :lease_ms::bigint,
-    claimed_at_ms = (extract(epoch from clock_timestamp()) * 1000)::bigint
-FROM pick
-WHERE c.id = pick.id
-  AND (:quota::bigint < 0 OR (SELECT count(*) FROM containers
-                              WHERE session_id IS NOT NULL AND tenant = 'default') < :quota::bigint)
-RETURNING c.id, c.region, c.pool, c.generation AS token, c.lease_expires_at_ms, c.data
-\gset
-UPDATE containers
-SET status = CASE WHEN dead_reported THEN 'dead' WHEN drain_requested OR drain_reported THEN 'draining'
-                  ELSE 'available' END,
-    end_reason = CASE WHEN false THEN 'abandoned'
-                      WHEN NULL::text IS NULL AND tenant IS DISTINCT FROM 'default'::text
-                      THEN 'released_by_admin' ELSE 'released' END,
-    dead_reported = false, session_id = NULL, tenant = NULL, idempotency_key = NULL,
-    lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL
-WHERE session_id = 'pgb-' || :sid::text AND generation = :token::bigint
-  AND (NULL::text IS NULL OR tenant = NULL)
-  AND lease_expires_at_ms > (floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint);
-EOF
+PGBENCH_VARS=(-D region=bench -D pool=default -D dead_after_ms=3600000 -D k=5 -D tenant=default
+              -D lease_ms=60000 -D quota=-1)
+{
+  echo '\set sid random(1, 9000000000000000000)'
+  # kClaim's $1 region $2 pool $3 dead_after_ms $4 K $5 session_id $6 tenant
+  # $7 idempotency_key $8 lease_ms $9 quota $10 labels
+  Bind "$SQL_DIR/pg_claim.sql" :region :pool :dead_after_ms :k :sid :tenant NULL :lease_ms :quota NULL
+  echo '\gset c_'
+  # kRelease's $1 session_id $2 token $3 tenant (NULL: an admin) $4 abandoning
+  # $5 the caller's tenant
+  Bind "$SQL_DIR/pg_release.sql" :sid :c_generation NULL false :tenant
+  echo ";"
+} >"$WORK/claim.sql"
 # The same, as one transaction.
 {
   echo "BEGIN;"
@@ -226,7 +218,8 @@ EOF
 Pgbench() {
   local prefix=$1 script=$2 out="$WORK/$1.pgbench" cpu0 cpu1 t0 t1 rc=0 wal0 wal1
   t0=$(Now); cpu0=$(PgCpu); wal0=$(WalSyncs)
-  "$PGBENCH" -n -M prepared -c "$PGBENCH_CLIENTS" -j 2 -T "$DURATION" -f "$script" "$uri" \
+  "$PGBENCH" -n -M prepared -c "$PGBENCH_CLIENTS" -j 2 -T "$DURATION" "${PGBENCH_VARS[@]}" \
+    -f "$script" "$uri" \
     >"$out" 2>&1 || rc=$?
   t1=$(Now); cpu1=$(PgCpu); wal1=$(WalSyncs)
   if ((rc)); then

@@ -214,9 +214,13 @@ class Agent {
                 " failed");
       }
       failures_ = 0;
-      if (state != reported_) LogLine("agent: " + cfg_.id + " reported " + state);
-      reported_ = state;
-      OnReply(r.body);
+      const json reply = json::parse(r.body, nullptr, false);
+      // An id the server has no container for is dropped, not reported.
+      if (!OnUnknown(reply)) {
+        if (state != reported_) LogLine("agent: " + cfg_.id + " reported " + state);
+        reported_ = state;
+      }
+      OnDrain(reply);
       return cfg_.interval_ms;
     }
     ++failures_;
@@ -234,12 +238,34 @@ class Agent {
     return delay;
   }
 
+  // Whether the reply's list `name` holds this agent's id.
+  bool Names(const json& reply, const char* name) const {
+    if (!reply.is_object() || !reply.contains(name) || !reply[name].is_array()) return false;
+    const json& ids = reply[name];
+    return std::find(ids.begin(), ids.end(), json(cfg_.id)) != ids.end();
+  }
+
+  // The reply's `unknown`: the server has no container of this id (named
+  // from the heartbeat after the write that found it, until a write finds
+  // it). Said once, and once again when it is known; true while named.
+  bool OnUnknown(const json& reply) {
+    const bool unknown = Names(reply, "unknown");
+    if (unknown && !unknown_) {
+      LogError("agent: the server has no container " + cfg_.id +
+               "; its heartbeats are dropped until it is registered (POST /v1/containers, or "
+               "--register with an admin key)");
+      reported_.clear();
+    } else if (!unknown && unknown_) {
+      LogLine("agent: the server knows " + cfg_.id + " now");
+    }
+    unknown_ = unknown;
+    return unknown;
+  }
+
   // The reply's `drain`: the ids an operator has drained.
-  void OnReply(const std::string& body) {
-    json reply = json::parse(body, nullptr, false);
+  void OnDrain(const json& reply) {
     if (!reply.is_object() || !reply.contains("drain") || !reply["drain"].is_array()) return;
-    const json& ids = reply["drain"];
-    const bool drained = std::find(ids.begin(), ids.end(), json(cfg_.id)) != ids.end();
+    const bool drained = Names(reply, "drain");
     if (drained && !operator_drain_) {
       LogWarn("agent: an operator drained " + cfg_.id);
       if (!cfg_.on_drain.empty() && on_drain_pid_ < 0) {
@@ -321,6 +347,7 @@ class Agent {
   bool ts_refused_ = false;  // the server refused the last ts_ms sent
   bool health_failing_ = false;
   bool operator_drain_ = false;
+  bool unknown_ = false;  // the last reply named this id unknown
   pid_t on_drain_pid_ = -1;
 };
 

@@ -41,13 +41,20 @@ std::string DrainJson(const std::vector<batcher::Heartbeat>& items,
 }
 
 // `sent`: the items of the request, some of them folded before Submit.
+// `unknown` names the ids the batcher knows have no container (SubmitResult).
 Response SubmitResponse(const batcher::SubmitResult& r, size_t sent,
                         const std::string& drain_json) {
-  if (r.code == batcher::SubmitResult::Code::kAccepted) {
-    return JsonResponse(
-        202, "{\"accepted\":" + std::to_string(sent) + ",\"drain\":" + drain_json + "}");
+  if (r.code != batcher::SubmitResult::Code::kAccepted) {
+    return RefusalResponse(SubmitRefusal(r.code));
   }
-  return RefusalResponse(SubmitRefusal(r.code));
+  std::string body =
+      "{\"accepted\":" + std::to_string(sent) + ",\"drain\":" + drain_json + ",\"unknown\":[";
+  for (size_t i = 0; i < r.unknown_ids.size(); ++i) {
+    if (i > 0) body.push_back(',');
+    base::AppendJsonString(r.unknown_ids[i], &body);
+  }
+  body += "]}";
+  return JsonResponse(202, std::move(body));
 }
 
 }  // namespace

@@ -39,10 +39,11 @@ struct HeartbeatRoutesOptions {
 
 // HeartbeatRoutes is the HTTP face of the batcher: POST /v1/heartbeats (roles
 // admin and container). It validates, hands the request to the Batcher and
-// answers 202 {"accepted": N, "drain": [ids]} before anything is written
-// (N: the items the request carried, one container's folded at parse;
-// `drain`: the reported ids an operator drained, as of the capacity
-// mirror's snapshot, in request order, each once); 429 rate_limited on its
+// answers 202 {"accepted": N, "drain": [ids], "unknown": [ids]} before
+// anything is written (N: the items the request carried, one container's
+// folded at parse; `drain`: the reported ids an operator drained, as of the
+// capacity mirror's snapshot, in request order, each once; `unknown`: the
+// reported ids the batcher knows have no container, SubmitResult); 429 rate_limited on its
 // headers while its key is past its budget (HeartbeatKeyBudget, which the
 // request's items are taken from once read); 400 for a body
 // ParseHeartbeats refuses, or one that carries more reports once folded

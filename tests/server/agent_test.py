@@ -17,6 +17,8 @@
              agent through the heartbeat reply's `drain`, which runs --on-drain;
 - ts:        the agent's heartbeats carry ts_ms: a report dated ahead of them
              outranks them until the agent's clock passes its date;
+- unknown:   an agent whose --id has no container logs it once (the reply's
+             `unknown`), and that it is known once it is registered;
 - deaths:    (no agent) containers left silent are dead, and the server logs
              them by pool with their silence, counts them by reason and
              serves them by pool (GET /v1/capacity/deaths).
@@ -30,10 +32,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import http.client
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from edgealloc_server import die_with_parent, free_port, kill, serve, stop, wait_answers  # noqa: E402
+from edgealloc_server import (call, die_with_parent, free_port, kill, serve, stop,  # noqa: E402
+                              wait_answers)
 
 ADMIN = "adm-agent-test-5c1e"
 CONTAINER = "ctr-agent-test-9d02"
@@ -49,15 +51,8 @@ def fail(msg, logs=()):
 
 
 def request(port, method, path, body=None, key=ADMIN):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    headers = {"Authorization": "Bearer " + key}
-    if body:
-        headers["Content-Type"] = "application/json"
-    conn.request(method, path, body=body, headers=headers)
-    r = conn.getresponse()
-    data = r.read()
-    conn.close()
-    return r.status, json.loads(data) if data else None
+    status, data = call(port, method, path, body, key)
+    return status, json.loads(data) if data else None
 
 
 def status_of(port, cid):
@@ -267,6 +262,27 @@ def case_drain(fleet):
         fail("the agent did not log the drain", fleet.logs())
 
 
+def case_unknown(fleet):
+    """An agent whose --id the server has no container of says so, once
+    (not at every heartbeat), and says when it is registered after all."""
+    _, log = fleet.agent("w-7")
+    no_container = "the server has no container w-7"
+    if not wait_for(lambda: no_container in open(log).read(), 5):
+        fail("the agent did not log that w-7 is unknown", fleet.logs())
+    time.sleep(4 * INTERVAL_MS / 1000)  # more heartbeats, each answered "unknown"
+    register(fleet, "w-7")
+    if not wait_for(lambda: "the server knows w-7 now" in open(log).read(), 5):
+        fail("the agent did not log that w-7 is known once registered", fleet.logs())
+    if not wait_for(lambda: status_of(fleet.port, "w-7") == "available", 5):
+        fail("w-7 is not available once registered", fleet.logs())
+    text = open(log).read()
+    if text.count(no_container) != 1:
+        fail("the agent logged the unknown id %d times, not once" % text.count(no_container),
+             fleet.logs())
+    if "w-7 reported ready" not in text[text.index("the server knows w-7 now"):]:
+        fail("the agent did not log its ready report once w-7 was known", fleet.logs())
+
+
 def case_ts(fleet):
     """The agent's heartbeats carry ts_ms, its host's clock: a `draining`
     report dated AHEAD_MS ahead outranks its `ready` ones (taken for
@@ -329,10 +345,7 @@ def case_deaths(fleet):
         fail("the reaper's lines do not count 3 by pool: %r" % lines, fleet.logs())
     if not all(c in text for c in ("w-1", "w-2", "w-3")) or "silent up to 1." not in text:
         fail("the reaper's lines lack the ids or the silence: %r" % lines, fleet.logs())
-    conn = http.client.HTTPConnection("127.0.0.1", fleet.port, timeout=10)
-    conn.request("GET", "/metrics", headers={"Authorization": "Bearer " + ADMIN})
-    metrics = conn.getresponse().read().decode()
-    conn.close()
+    metrics = call(fleet.port, "GET", "/metrics", key=ADMIN)[1].decode()
     code, deaths = request(fleet.port, "GET", "/v1/capacity/deaths")
     pools = [(p["region"], p["pool"], p["silent"], p["reported"]) for p in deaths["pools"]]
     if code != 200 or deaths["window_ms"] != 600000 or \
@@ -345,7 +358,7 @@ def case_deaths(fleet):
 
 
 CASES = {"deaths": case_deaths, "alive": case_alive, "unhealthy": case_unhealthy, "restart": case_restart,
-         "sigterm": case_sigterm, "drain": case_drain, "ts": case_ts}
+         "sigterm": case_sigterm, "drain": case_drain, "ts": case_ts, "unknown": case_unknown}
 
 
 def main():

@@ -18,7 +18,6 @@ MODEL_SHRINK_SECONDS bounds the shrinking of a failure (default 120).
 
 import argparse
 import atexit
-import ctypes
 import http.client
 import json
 import os
@@ -92,6 +91,8 @@ LIVE_DIRS = set()
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from edgealloc_server import die_with_parent, serve  # noqa: E402
 from openapi_validator import OpenApiValidator  # noqa: E402
 
 OPENAPI = OpenApiValidator()
@@ -102,14 +103,6 @@ def now_ms():
 
 
 # --- the server process ------------------------------------------------------
-
-def _die_with_parent():
-    # The server must not outlive this script, even if it is SIGKILLed.
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
 
 class Server:
     def __init__(self, workdir):
@@ -128,10 +121,10 @@ class Server:
         self.starts += 1
         self.log = os.path.join(self.dir, f"server.{self.starts}.log")
         logf = open(self.log, "w")
-        self.proc = subprocess.Popen(
-            [BIN, "serve", "--db", self.db, "--listen", "127.0.0.1:0", "--keys", self.keys]
-            + SERVE_FLAGS,
-            stdout=logf, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        # Port 0: the server says which port it took (read below). It must not
+        # outlive this script, even if it is SIGKILLed.
+        self.proc = serve(BIN, self.db, 0, ["--keys", self.keys] + SERVE_FLAGS,
+                          stdout=logf, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         logf.close()
         LIVE_SERVERS.add(self.proc)
         deadline = time.time() + 20
@@ -813,7 +806,7 @@ class ApiModel(RuleBasedStateMachine):
                         lambda: self.call("GET", "/v1/capacity", KEY_A, want=200)[2]["as_of_ms"]
                         > self.drains_changed_ms)
         _, _, body = self.call("POST", "/v1/heartbeats", KEY_C, {"heartbeats": hbs}, want=202)
-        assert set(body) == {"accepted", "drain"} and body["accepted"] == len(hbs), \
+        assert set(body) == {"accepted", "drain", "unknown"} and body["accepted"] == len(hbs), \
             f"heartbeat: {body}"
         self.wait_until("the heartbeat batch to be written",
                         lambda: self.container_status(SENTINEL)["last_heartbeat_ms"] > before)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Out of file descriptors, new clients are still answered (issue #12, 2).
 
-Runs `edgealloc serve` under `prlimit --nofile=128:128` (the soft limit cannot
-be raised past the hard one), opens 150 idle connections, then checks that
+Runs `edgealloc serve` with RLIMIT_NOFILE 128:128 (as `prlimit --nofile=128:128`:
+the soft limit cannot be raised past the hard one), opens 150 idle connections, then checks that
 /healthz on a new connection answers within 2 s and that stderr does not get
 an "accept failed" line per accept (the old server logged 20 a second).
 
@@ -11,11 +11,15 @@ an "accept failed" line per accept (the old server logged 20 a second).
 import argparse
 import os
 import re
+import resource
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from edgealloc_server import serve  # noqa: E402
 
 IDLE_CONNECTIONS = 150
 NOFILE = 128
@@ -51,10 +55,11 @@ def main():
     with tempfile.TemporaryDirectory() as workdir:
         log = os.path.join(workdir, "server.log")
         with open(log, "w") as logf:
-            proc = subprocess.Popen(
-                ["prlimit", f"--nofile={NOFILE}:{NOFILE}", "--", args.bin, "serve",
-                 "--db", os.path.join(workdir, "pool.db"), "--listen", "127.0.0.1:0"],
-                stdout=logf, stderr=subprocess.STDOUT)
+            # Port 0: the server says which port it took (read below).
+            proc = serve(args.bin, os.path.join(workdir, "pool.db"), 0,
+                         stdout=logf, stderr=subprocess.STDOUT,
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                               (NOFILE, NOFILE)))
         try:
             deadline = time.time() + 20
             port = None

@@ -193,7 +193,7 @@ def run(c):
     time.sleep(0.3)
     _, _, raw = c("POST", "/v1/heartbeats", BOX, {"heartbeats": [{"container_id": "w-9", "state": "ready"},
                                                                  {"container_id": "w-2"}]}, want=202)
-    if json.loads(raw) != {"accepted": 2, "drain": ["w-9"]}:
+    if json.loads(raw) != {"accepted": 2, "drain": ["w-9"], "unknown": []}:
         raise AssertionError("heartbeat reply: %r" % raw)
     time.sleep(0.2)
     c("GET", "/v1/capacity", ACME, want=200)  # drained: 1

@@ -34,7 +34,7 @@ TEST_CASE("heartbeats: a POST is answered 202 and written within the batch windo
   HttpReply r = c.Post("/v1/heartbeats", json{{"heartbeats", items}}.dump());
   REQUIRE(r.status == 202);
   CHECK(r.Header("content-type") == "application/json");
-  CHECK(json::parse(r.body) == json{{"accepted", 5}, {"drain", json::array()}});
+  CHECK(json::parse(r.body) == json{{"accepted", 5}, {"drain", json::array()}, {"unknown", json::array()}});
 
   // Well within a second on any machine; the window itself is 20 ms.
   CHECK(Eventually([&] {
@@ -67,19 +67,51 @@ TEST_CASE("heartbeats: the reply names the reported containers an operator drain
   // Not yet: the mirror has not read the drains (the lag is one refresh).
   HttpReply r = c.Post("/v1/heartbeats", body);
   REQUIRE(r.status == 202);
-  CHECK(json::parse(r.body) == json{{"accepted", 5}, {"drain", json::array()}});
+  CHECK(json::parse(r.body) == json{{"accepted", 5}, {"drain", json::array()}, {"unknown", json::array()}});
   REQUIRE(t.service->mirror()->RefreshNow().ok());
   r = c.Post("/v1/heartbeats", body);
   REQUIRE(r.status == 202);
-  CHECK(json::parse(r.body) == json{{"accepted", 5}, {"drain", {"hb-2", "hb-1"}}});
+  CHECK(json::parse(r.body) == json{{"accepted", 5}, {"drain", {"hb-2", "hb-1"}}, {"unknown", json::array()}});
   // Only the reported ones are named.
   r = c.Post("/v1/heartbeats", R"({"heartbeats":[{"container_id":"hb-0"}]})");
-  CHECK(json::parse(r.body) == json{{"accepted", 1}, {"drain", json::array()}});
+  CHECK(json::parse(r.body) == json{{"accepted", 1}, {"drain", json::array()}, {"unknown", json::array()}});
   // Undrained: named no more after the next refresh.
   REQUIRE(c.Post("/v1/containers/hb-2/undrain", "").status == 200);
   REQUIRE(t.service->mirror()->RefreshNow().ok());
   r = c.Post("/v1/heartbeats", body);
-  CHECK(json::parse(r.body) == json{{"accepted", 5}, {"drain", {"hb-1"}}});
+  CHECK(json::parse(r.body) == json{{"accepted", 5}, {"drain", {"hb-1"}}, {"unknown", json::array()}});
+}
+
+// The reply comes before the write: an id the node finds unknown only by
+// writing it is named from its next request on, until a write of it finds
+// it; with shards every id is looked up at acceptance, so from the first.
+TEST_CASE("heartbeats: the reply names the reported ids that have no container") {
+  const int shards = GENERATE(1, 2);
+  LiveService t([shards](ServeConfig* c) { c->shards = shards; });
+  HttpClient c = t.Client();
+  RegisterFleet(c, "hb", 1);
+  const batcher::BatcherStats& stats = t.service->batcher()->stats();
+  // Posts, and waits until the batcher has written (or dropped) all it took.
+  const auto post = [&] {
+    HttpReply r = c.Post("/v1/heartbeats",
+                         R"({"heartbeats":[{"container_id":"ghost"},{"container_id":"hb-0"},)"
+                         R"({"container_id":"ghost","state":"ready"}]})");
+    REQUIRE(r.status == 202);
+    REQUIRE(Eventually([&] {
+      return stats.written.load() + stats.coalesced.load() + stats.unknown.load() >=
+             stats.accepted.load();
+    }));
+    return json::parse(r.body);
+  };
+  const json none = json::array();
+  const json ghost = json::array({"ghost"});
+  CHECK(post() == json{{"accepted", 3}, {"drain", none}, {"unknown", shards == 1 ? none : ghost}});
+  CHECK(post() == json{{"accepted", 3}, {"drain", none}, {"unknown", ghost}});
+  REQUIRE(c.Post("/v1/containers",
+                 R"({"containers":[{"id":"ghost","region":"weur","pool":"chrome"}]})")
+              .status == 200);
+  CHECK(post()["unknown"] == (shards == 1 ? ghost : none));
+  CHECK(post() == json{{"accepted", 3}, {"drain", none}, {"unknown", none}});
 }
 
 TEST_CASE("heartbeats: an invalid item is a 400 naming its index and nothing is taken") {

@@ -59,7 +59,6 @@ import re
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -67,6 +66,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+from edgealloc_server import free_port, serve, wait_answers  # noqa: E402
 
 STATUSES = ("available", "picked", "draining", "dead")
 AREAS = ("weur", "eeur", "neur", "seur", "wnam", "enam", "cnam", "sam", "afr", "mea", "apac", "oce")
@@ -238,12 +240,6 @@ def cell_class(c):
 
 
 # ---- processes and HTTP ----
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def http_get(url, timeout=5):
     try:
@@ -689,17 +685,11 @@ def start_server(bin_path, tmp, name, extra):
     folder = os.path.join(tmp, name)
     os.makedirs(folder, exist_ok=True)
     log = open(os.path.join(folder, "server.log"), "wb")
-    proc = subprocess.Popen([os.path.abspath(bin_path), "serve", "--db", os.path.join(folder, "pool.db"),
-                             "--listen", f"127.0.0.1:{port}", *extra],
-                            stdout=log, stderr=subprocess.STDOUT, cwd=folder)
+    proc = serve(os.path.abspath(bin_path), os.path.join(folder, "pool.db"), port, extra,
+                 stdout=log, stderr=subprocess.STDOUT, cwd=folder)
     log.close()
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + HEALTH_TIMEOUT_S
-    while time.monotonic() < deadline and proc.poll() is None:
-        if http_get(base + "/healthz", timeout=1)[0] == 200:
-            break
-        time.sleep(0.1)
-    return proc, base, port
+    wait_answers(port, "/healthz", proc, HEALTH_TIMEOUT_S, poll_s=0.1)
+    return proc, f"http://127.0.0.1:{port}", port
 
 
 def type_key(browser, key):
@@ -1098,18 +1088,12 @@ def main():
     base = f"http://127.0.0.1:{port}"
     log_path = os.path.join(tmp, "server.log")
     log = open(log_path, "wb")
-    server = subprocess.Popen(
-        [os.path.abspath(args.bin), "serve", "--mirror-refresh-ms", "100",
-         "--history-interval-ms", str(HISTORY_INTERVAL_MS), "--dead-after-ms", "3600000",
-         "--claims-publish-ms", "100",
-         "--db", os.path.join(tmp, "pool.db"), "--listen", f"127.0.0.1:{port}"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+    server = serve(os.path.abspath(args.bin), os.path.join(tmp, "pool.db"), port,
+                   ["--mirror-refresh-ms", "100", "--history-interval-ms", str(HISTORY_INTERVAL_MS),
+                    "--dead-after-ms", "3600000", "--claims-publish-ms", "100"],
+                   stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
     try:
-        deadline = time.monotonic() + HEALTH_TIMEOUT_S
-        while time.monotonic() < deadline and server.poll() is None:
-            if http_get(base + "/healthz", timeout=1)[0] == 200:
-                break
-            time.sleep(0.1)
+        wait_answers(port, "/healthz", server, HEALTH_TIMEOUT_S, poll_s=0.1)
         if not checks.check(http_get(base + "/healthz", timeout=1)[0] == 200, "server answers /healthz",
                             f"exit code {server.poll()}, log in {log_path}"):
             return finish(checks)
