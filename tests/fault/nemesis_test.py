@@ -95,7 +95,10 @@ Run it (as root it runs PostgreSQL as the `postgres` user, like
 tests/support/pg_server.cc):
 
     tests/fault/nemesis_test.py --bin build/edgealloc             # short: ~100 s of faults
-    NEMESIS_SECONDS=1800 tests/fault/nemesis_test.py --bin build/edgealloc   # long
+    NEMESIS_SECONDS=1800 tests/fault/nemesis_test.py --bin build/edgealloc \
+        --slow-fsync-lib build/tests/fault/libedgealloc_slow_fsync.so   # long
+    (without --slow-fsync-lib, as ctest gives it, slow fsync never fires
+    and the run fails naming it)
     tests/fault/nemesis_test.py --self-test                       # the checker alone
     tests/fault/nemesis_test.py --bin /tmp/edgealloc-before --skew-seconds 90 --long-leases
         # a node's clock 90 s ahead and 60-80 s leases: a binary whose reaper
