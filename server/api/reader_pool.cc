@@ -44,11 +44,14 @@ size_t ReaderPool::queued() const {
 }
 
 std::deque<ReaderPool::Queued>::iterator ReaderPool::NextRunnableLocked() {
-  return std::find_if(queue_.begin(), queue_.end(), [this](const Queued& q) {
-    if (q.owner.empty()) return true;
-    auto it = running_.find(q.owner);
-    return it == running_.end() || it->second < per_owner_threads_;
-  });
+  // A loop, not find_if: the thread-safety analysis cannot see that a
+  // lambda runs under mu_.
+  for (auto q = queue_.begin(); q != queue_.end(); ++q) {
+    if (q->owner.empty()) return q;
+    auto it = running_.find(q->owner);
+    if (it == running_.end() || it->second < per_owner_threads_) return q;
+  }
+  return queue_.end();
 }
 
 void ReaderPool::Loop() {
