@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "allocator/allocator.h"
-#include "tests/support/await.h"
+#include "tests/support/eventually.h"
 #include "tests/support/forwarding_storage.h"
 #include "tests/support/pool_fixture.h"
 
@@ -22,6 +22,7 @@ namespace {
 
 using store::Outcome;
 using store::SessionResult;
+using testing::Eventually;
 using testing::Pool;
 using testing::Req;
 using testing::Spec;
@@ -58,15 +59,6 @@ store::ClaimRequest WaitingIn(const std::string& tenant, const std::string& regi
   return req;
 }
 
-bool Await(const std::function<bool()>& pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return pred();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
-
 allocator::AllocatorOptions RetryEvery(int wait_retry_ms) {
   allocator::AllocatorOptions options;
   options.wait_retry_ms = wait_retry_ms;
@@ -97,9 +89,9 @@ TEST_CASE("wait: a later claim with a made-up region and a real fallback waits i
   allocator::Allocator alloc(&pool.seam(), RetryEvery(10));
   alloc.Start();
   auto first = ClaimAsync(alloc, WaitingIn("t1", "weur"));
-  REQUIRE(Await([&] { return alloc.stats().waiting.load() == 1; }));
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
   auto later = ClaimAsync(alloc, WaitingIn("t2", "a-made-up", {"weur"}));
-  REQUIRE(Await([&] { return alloc.stats().waiting.load() == 2; }));
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 2; }));
   CHECK_FALSE(later->Ready());  // its fallback is registered: it waits
 
   REQUIRE(Release(pool, "t0", held) == "ok");
@@ -131,19 +123,19 @@ TEST_CASE("wait: one freed container lets one waiter claim, however many regions
     waiters.push_back(ClaimAsync(
         alloc, WaitingIn("t" + std::to_string(i % 6), "z" + std::to_string(i), {"weur"})));
   }
-  REQUIRE(Await([&] { return alloc.stats().waiting.load() == kWaiters; }));
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == kWaiters; }));
   // Every waiter probed and found waiting on a registered pool: no claim
   // after the first attempts (which the later ones skip: others wait).
   const uint64_t probes = alloc.stats().wait_probes.load();
-  REQUIRE(Await([&] { return alloc.stats().wait_probes.load() > probes + 3; }));
+  REQUIRE(Eventually([&] { return alloc.stats().wait_probes.load() > probes + 3; }));
   const int before = counter.claims.load();
   CHECK(before <= kWaiters);
 
   REQUIRE(Release(pool, "t0", held) == "ok");
-  REQUIRE(Await([&] { return alloc.stats().waits_served.load() == 1; }));
+  REQUIRE(Eventually([&] { return alloc.stats().waits_served.load() == 1; }));
   // The served one holds the only container again: let a few rounds pass.
   const uint64_t after = alloc.stats().wait_probes.load();
-  REQUIRE(Await([&] { return alloc.stats().wait_probes.load() > after + 5; }));
+  REQUIRE(Eventually([&] { return alloc.stats().wait_probes.load() > after + 5; }));
   const int made = counter.claims.load() - before;
   INFO("claims one release made: " << made);
   CHECK(made >= 1);
@@ -167,7 +159,7 @@ TEST_CASE("wait: a claim counts against the per-pool bound of every region it na
   alloc.Start();
   auto one = ClaimAsync(alloc, WaitingIn("t1", "weur"));
   auto two = ClaimAsync(alloc, WaitingIn("t2", "z2", {"weur"}));
-  REQUIRE(Await([&] { return alloc.stats().waiting.load() == 2; }));
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 2; }));
   // Its own region's queue is empty; weur's, its fallback's, is full.
   SessionResult third = ClaimAsync(alloc, WaitingIn("t3", "z3", {"weur"}))->future.get();
   CHECK(third.outcome == Outcome::kOverloaded);

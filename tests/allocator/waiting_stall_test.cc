@@ -18,6 +18,7 @@
 
 #include "allocator/allocator.h"
 #include "base/clock.h"
+#include "tests/support/eventually.h"
 #include "tests/support/forwarding_storage.h"
 #include "tests/support/pool_fixture.h"
 
@@ -25,6 +26,7 @@ namespace {
 
 using store::Outcome;
 using store::SessionResult;
+using testing::Eventually;
 using testing::Pool;
 using testing::Req;
 using testing::Spec;
@@ -120,15 +122,6 @@ store::ClaimRequest Waiting(int64_t wait_ms, const std::string& tenant = "t1") {
   auto req = Req("weur", tenant, "chrome");
   req.wait_ms = wait_ms;
   return req;
-}
-
-bool Eventually(const std::function<bool()>& pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return pred();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
 }
 
 // The claim's answer, if it comes within wait_ms, kWaitAnswerGraceMs and a
