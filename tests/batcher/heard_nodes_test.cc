@@ -110,20 +110,11 @@ TEST_CASE("heard nodes: a node sweeping waits for another node's lagging lane, a
 
   b_store.delay_ms = 1000;
   b_store.slow = true;
-  const int64_t slow_from = base::NowMs();
-  bool c1_dead = false;
-  bool c2_dead = false;
-  int64_t max_lag_ms = 0;
-  while (base::NowMs() - slow_from < 15000 && !(c2_dead && base::NowMs() - slow_from >= 3000)) {
-    REQUIRE(b.Submit(Beat("c-1")).accepted());
-    max_lag_ms = std::max(max_lag_ms, b.LagMs(0));
-    c1_dead = c1_dead || StatusOf(engine.storage.get(), "c-1") == "dead";
-    c2_dead = c2_dead || StatusOf(engine.storage.get(), "c-2") == "dead";
-    SleepMs(20);
-  }
-  CHECK(max_lag_ms > 400);  // B's lane did lag past dead_after
-  CHECK_FALSE(c1_dead);
-  REQUIRE(c2_dead);
+  const testing::LagWatch watch =
+      testing::ReportWhileLagging(b, engine.storage.get(), "c-1", "c-2");
+  CHECK(watch.max_lag_ms > 400);  // B's lane did lag past dead_after
+  CHECK_FALSE(watch.reporter_dead);
+  REQUIRE(watch.silent_dead);
   CHECK(b_store.slow.load());
   // Not before dead_after of silence, by the database's clock.
   CHECK(DiedAtMs(engine, "c-2") - c2_last >= 400);

@@ -79,23 +79,13 @@ TEST_CASE("write lag: a lane writing slower than dead-after kills no reporting c
 
   store.delay_ms = 1000;
   store.slow = true;
-  const int64_t slow_from = base::NowMs();
-  bool c1_dead = false;
-  bool c2_dead = false;
-  int64_t max_lag_ms = 0;
-  // Reports for at least 3 s (three slow writes), and until c-2 is dead
-  // (bounded: 15 s on a loaded machine).
-  while (base::NowMs() - slow_from < 15000 && !(c2_dead && base::NowMs() - slow_from >= 3000)) {
-    REQUIRE(b.Submit(Beat("c-1")).accepted());
-    max_lag_ms = std::max(max_lag_ms, b.LagMs(0));
-    c1_dead = c1_dead || StatusOf(engine.storage.get(), "c-1") == "dead";
-    c2_dead = c2_dead || StatusOf(engine.storage.get(), "c-2") == "dead";
-    SleepMs(20);
-  }
+  // Reports for at least 3 s (three slow writes), and until c-2 is dead.
+  const testing::LagWatch watch =
+      testing::ReportWhileLagging(b, engine.storage.get(), "c-1", "c-2");
   // The lane did lag: c-1's stored stamp fell more than dead_after behind.
-  CHECK(max_lag_ms > options.dead_after_ms);
-  CHECK_FALSE(c1_dead);
-  CHECK(c2_dead);
+  CHECK(watch.max_lag_ms > options.dead_after_ms);
+  CHECK_FALSE(watch.reporter_dead);
+  CHECK(watch.silent_dead);
   // Still slow when c-2 died: its death was judged on a lagging lane.
   CHECK(store.slow.load());
   CHECK(b.stats().dead_marked.load() == 1);
