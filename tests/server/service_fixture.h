@@ -72,6 +72,16 @@ inline void RegisterFleet(testing::HttpClient& c, const std::string& prefix, int
   REQUIRE(r.status == 200);
 }
 
+// The value of a /metrics sample line starting with `series` + " ", or -1.
+inline double MetricValue(testing::HttpClient& c, const std::string& series) {
+  const std::string text = c.Get("/metrics").body;
+  for (size_t at = 0; (at = text.find(series + " ", at)) != std::string::npos;
+       at += series.size()) {
+    if (at == 0 || text[at - 1] == '\n') return std::stod(text.substr(at + series.size() + 1));
+  }
+  return -1;
+}
+
 // Polls `done` every 10 ms for at most `timeout`; true once it held.
 inline bool Eventually(const std::function<bool()>& done,
                        std::chrono::milliseconds timeout = std::chrono::seconds(5)) {

@@ -22,21 +22,13 @@
 namespace server {
 namespace {
 
+using fixture::MetricValue;
+
 using nlohmann::json;
 using testing::HttpClient;
 using testing::HttpReply;
 
 const char kFleet[] = R"({"containers":[{"id":"w-1","region":"weur","pool":"chrome"}]})";
-
-// The value of a /metrics sample line starting with `series` + " ", or -1.
-double MetricValue(HttpClient& c, const std::string& series) {
-  const std::string text = c.Get("/metrics").body;
-  for (size_t at = 0; (at = text.find(series + " ", at)) != std::string::npos;
-       at += series.size()) {
-    if (at == 0 || text[at - 1] == '\n') return std::stod(text.substr(at + series.size() + 1));
-  }
-  return -1;
-}
 
 bool MetricBecomes(HttpClient& c, const std::string& series, double want) {
   return fixture::Eventually([&] { return MetricValue(c, series) == want; },

@@ -11,22 +11,13 @@
 namespace server {
 namespace {
 
+using fixture::MetricValue;
 using fixture::LiveService;
 using fixture::RegisterFleet;
 using nlohmann::json;
 using testing::HttpClient;
 using testing::HttpReply;
 using Clock = HeartbeatKeyBudget::Clock;
-
-// The value of a /metrics sample line starting with `series` + " ", or -1.
-double MetricValue(HttpClient& c, const std::string& series) {
-  const std::string text = c.Get("/metrics").body;
-  for (size_t at = 0; (at = text.find(series + " ", at)) != std::string::npos;
-       at += series.size()) {
-    if (at == 0 || text[at - 1] == '\n') return std::stod(text.substr(at + series.size() + 1));
-  }
-  return -1;
-}
 
 // `n` items naming the ids of `ids` in turn, none with a state.
 std::string Items(int n, const std::vector<std::string>& ids) {
