@@ -54,31 +54,35 @@ std::string Suggestions(const CLI::App* app, const CLI::ExtrasError& e) {
   return out;
 }
 
+namespace {
+
+std::vector<std::string> SubcommandNames(const CLI::App* app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; })) {
+    names.push_back(sub->get_name());
+  }
+  return names;
+}
+
+}  // namespace
+
 std::string SubcommandHint(const CLI::App* app, const std::vector<std::string>& args) {
   const CLI::App* at = app;
   std::string path = app->get_name();
   for (const std::string& arg : args) {
     if (arg.empty() || arg[0] == '-') continue;
-    const auto all = at->get_subcommands([](const CLI::App*) { return true; });
-    std::vector<std::string> names;
-    const CLI::App* next = nullptr;
-    for (const CLI::App* sub : all) {
-      names.push_back(sub->get_name());
-      if (sub->get_name() == arg) next = sub;
-    }
-    if (next == nullptr) {
+    const std::vector<std::string> names = SubcommandNames(at);
+    if (std::find(names.begin(), names.end(), arg) == names.end()) {
       const std::string near = NearestWord(arg, names);
       if (!near.empty()) return "edgealloc: did you mean " + path + " " + near + "?\n";
       continue;  // a flag's value, or a word near nothing
     }
-    at = next;
+    at = at->get_subcommand(arg);
     path += " " + arg;
   }
-  std::string names;
-  for (const CLI::App* sub : at->get_subcommands([](const CLI::App*) { return true; })) {
-    names += (names.empty() ? "" : ", ") + sub->get_name();
-  }
-  return names.empty() ? "" : "edgealloc: " + path + " takes one of: " + names + "\n";
+  std::string list;
+  for (const std::string& name : SubcommandNames(at)) list += (list.empty() ? "" : ", ") + name;
+  return list.empty() ? "" : "edgealloc: " + path + " takes one of: " + list + "\n";
 }
 
 }  // namespace server
