@@ -42,6 +42,13 @@ WAIT_POOL = "w"
 HONEST_LEASE_MS = 80000    # the longest lease_ms any claim or honest renew asks for
 STALE_LEASE_MS = 300000    # what stale and foreign renews ask for
 TOL_S = 0.5                # slack when converting between the database's clock and the test's
+# A claim answered 503 unavailable while its statement was still queued or
+# running (a waiting claim answered at its bound, a handler past its answer
+# bound) may still commit after the answer: behind a writer reconnecting
+# after an outage, then its statement_timeout. The server releases what such
+# an unkeyed claim makes, at once (RELEASED_WITHIN_S).
+LATE_COMMIT_S = 20.0
+RELEASED_WITHIN_S = 3.0
 UNKNOWN = "outcome unknown"
 
 
@@ -149,12 +156,30 @@ def check_outcomes(c, ses, began, ended):
         if sid in ses or not b.get("new_tenant"):
             continue
         at = c.mono(b["at_ms"])
-        if not any(op.get("tenant") == b["new_tenant"] and outcome_unknown(op) and
-                   op["t0"] - TOL_S <= at <= c.taken_by(op) + TOL_S for op in claims):
+        unknown = [op for op in claims
+                   if op.get("tenant") == b["new_tenant"] and outcome_unknown(op)]
+        if any(op["t0"] - TOL_S <= at <= c.taken_by(op) + TOL_S for op in unknown):
+            continue
+        late = [op for op in unknown
+                if op["t0"] - TOL_S <= at <= c.taken_by(op) + LATE_COMMIT_S]
+        if not late:
             c.v("session made, no outcome-unknown answer",
                 "%s on %s (tenant %s, key %s) began at %.2f; no claim of the tenant around it "
                 "was answered 201 naming it, 503 unavailable or not at all" % (
                     sid, b["id"], b["new_tenant"], b.get("new_key"), at - c.h.mono0))
+            continue
+        # Made after its claim was answered: unkeyed, nobody can have it,
+        # and the server must give the container back at once.
+        end = ended.get(sid)
+        if not b.get("new_key") and (end is None or
+                                     c.mono(end["at_ms"]) - at > RELEASED_WITHIN_S):
+            c.v("session made after its claim's answer, not released",
+                "%s on %s (tenant %s) began at %.2f, after a claim of the tenant was answered "
+                "outcome unknown (sent %.2f, answered %.2f); %s" % (
+                    sid, b["id"], b["new_tenant"], at - c.h.mono0,
+                    late[-1]["t0"] - c.h.mono0, late[-1]["t1"] - c.h.mono0,
+                    "it never ended" if end is None else
+                    "it ended %.2f s later" % (c.mono(end["at_ms"]) - at)))
     by_key = collections.defaultdict(list)
     for sid, b in began.items():
         if b.get("new_key"):
@@ -317,6 +342,24 @@ def self_test_cases(t):
     cases["made, answered no_capacity"] = (made(clean(), 503, "no_capacity"),
                                            "session made, no outcome-unknown answer")
     cases["made, answered 503 unavailable"] = (made(clean(), 503, "unavailable"), None)
+
+    def made_late(h, released_s, key=None):
+        """An unkeyed claim answered 503 unavailable at 20.3 whose statement
+        commits at 23.0, after the answer; released released_s later."""
+        hb(h, 19.5, ["c9"])
+        raw_op(h, "claim", 20.0, 20.3, 503, req={"idempotency_key": key} if key else {},
+               resp=error("unavailable"))
+        audit_claim(h, 23.0, "s20", "c9", 1, 60, key=key)
+        if released_s is not None:
+            audit_end(h, 23.0 + released_s, "s20", "c9", 1, 60)
+        return h
+
+    cases["made after its answer, released"] = (made_late(clean(), 0.7), None)
+    cases["made after its answer, kept"] = (made_late(clean(), None),
+                                            "session made after its claim's answer, not released")
+    cases["made after its answer, released late"] = (
+        made_late(clean(), 8.0), "session made after its claim's answer, not released")
+    cases["made after its answer, keyed"] = (made_late(clean(), None, key="k9"), None)
     cases["made, no answer"] = (made(clean(), None, None), None, None, {0: [(19.9, 20.5)]})
     cases["made, keyed retry replayed"] = (made(clean(), 503, "unavailable", ("s20", True)), None)
     cases["made, keyed retry a new one"] = (made(clean(), 503, "unavailable", ("s21", False)),
