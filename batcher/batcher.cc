@@ -84,8 +84,13 @@ Batcher::Batcher(store::Storage* storage, BatcherOptions options)
   AddHearingHolds();
   heard_publisher_ = std::make_unique<HeardPublisher>(
       storage_, options_.dead_after_ms, options_.reaper_interval_ms, [this] {
+        // Told as if this node had heard without a break: the other nodes
+        // judge silence dead_after_ms before it, and so pass over the time
+        // this node could not hear, as its own sweeps do.
         std::vector<int64_t> heard;
-        for (auto& lane : lanes_) heard.push_back(HeardUntil(lane.get()));
+        for (auto& lane : lanes_) {
+          heard.push_back(BackByHearing(HeardUntil(lane.get())) + options_.dead_after_ms);
+        }
         return heard;
       });
 }
@@ -399,7 +404,15 @@ int64_t Batcher::SilenceCutoff(Lane* lane) const {
   // Asked at write time too (Storage::SweepSilentContainers), so a pause that
   // ends between the reaper's look and its write still holds the sweep.
   if (hearing_->HearingForMs() < options_.dead_after_ms) return store::kNothingSilent;
-  return HeardUntil(lane) - options_.dead_after_ms;
+  return BackByHearing(HeardUntil(lane));
+}
+
+int64_t Batcher::BackByHearing(int64_t wall_ms) const {
+  // wall_ms is now or before (a watermark): onto the steady clock by its
+  // distance from now, so that a step of the wall clock moves nothing.
+  const int64_t wall_now = base::NowMs();
+  const int64_t end = Hearing::SteadyNowMs() - std::max<int64_t>(0, wall_now - wall_ms);
+  return wall_ms - (end - hearing_->StartOfHearing(end, options_.dead_after_ms));
 }
 
 int64_t Batcher::HeardUntil(Lane* lane) const {

@@ -177,11 +177,18 @@ class Batcher {
   void ReaperLoop();
   // The reaper's cutoff for a lane: a container whose stored heartbeat is
   // older is silent. Every heartbeat accepted up to the lane's watermark is
-  // stored, so the cutoff is min(now, watermark) - dead_after_ms: a heartbeat
-  // still queued is liveness from the moment it was accepted. And deafness is
-  // not death: until the server has heard for dead_after_ms without a break,
-  // nothing is silent (kNothingSilent).
+  // stored, so the cutoff is dead_after_ms of hearing before min(now,
+  // watermark): a heartbeat still queued is liveness from the moment it was
+  // accepted. And deafness is not death: until the server has heard for
+  // dead_after_ms without a break, nothing is silent (kNothingSilent); after,
+  // the time it could not hear is passed over (BackByHearing).
   int64_t SilenceCutoff(Lane* lane) const;
+  // The wall instant dead_after_ms of this server's hearing before wall_ms
+  // (<= now): wall_ms - dead_after_ms, earlier by the spans of deafness in
+  // between (Hearing::StartOfHearing). A container that reported just before
+  // a pause of the server, and whose next reports were refused or never
+  // read during it, is not silent for the pause.
+  int64_t BackByHearing(int64_t wall_ms) const;
   // The lane's watermark: every heartbeat it accepted before it is stored
   // (queued ones, the batch being written, and those the storage held back
   // for a lock are not), on this node's clock.

@@ -5,9 +5,11 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/mutex.h"
@@ -83,6 +85,16 @@ class Hearing {
   // a source is late (deaf right now).
   int64_t HearingForMs() const;
 
+  // The steady instant from which [that instant, end_ms] holds hearing_ms
+  // of hearing: end_ms - hearing_ms, earlier by every span of deafness in
+  // between (those ended within kSpanMemoryMs, and those going on). A
+  // container's silence is measured so: a report refused while the server
+  // could not hear is no silence of the container's.
+  int64_t StartOfHearing(int64_t end_ms, int64_t hearing_ms) const;
+  // How long spans of deafness are remembered, and at most how many.
+  static constexpr int64_t kSpanMemoryMs = 3600 * 1000;
+  static constexpr size_t kMaxSpans = 4096;
+
   // Spans of deafness noticed, and the ms they lasted, by cause (/metrics).
   uint64_t spans(Cause cause) const;
   uint64_t deaf_ms(Cause cause) const;
@@ -113,8 +125,9 @@ class Hearing {
   void WatchLoop();
   // Ends the spans of holds that have heard for a whole watch period.
   void PollHolds(int64_t period_ms);
-  // Counts a span and hands it to on_span_; restarts the hearing if `restart`.
-  void Record(const Span& span, int64_t now_ms, bool restart);
+  // Counts a span that ended at end_ms, keeps it for StartOfHearing and
+  // hands it to on_span_; restarts the hearing (at now_ms) if `restart`.
+  void Record(const Span& span, int64_t end_ms, int64_t now_ms, bool restart);
 
   const int64_t gap_ms_;
   const std::function<void(const Span&)> on_span_;
@@ -123,6 +136,8 @@ class Hearing {
   // The steady ms since which the server has heard without a break.
   int64_t hearing_since_ms_ GUARDED_BY(mu_);
   std::vector<Hold> holds_ GUARDED_BY(mu_);
+  // The spans of deafness that ended, [start, end] in steady ms, by end.
+  std::deque<std::pair<int64_t, int64_t>> ended_spans_ GUARDED_BY(mu_);
   std::array<std::atomic<uint64_t>, kCauses> spans_{};
   std::array<std::atomic<uint64_t>, kCauses> deaf_ms_{};
 

@@ -43,7 +43,12 @@ Status PostgresStorage::PublishHeardUntil(const std::vector<int64_t>& heard_unti
     heard.push_back(P(heard_until_ms[p] + offset));
   }
   const int64_t dead_after = DeadAfterMs();
-  return WithReader([&](PgConn* conn) {
+  // Not WithReader, which refuses while a writer cannot reach the database:
+  // after an outage a lane's writer may still be reconnecting while this
+  // node takes reports again, and a node that stops publishing is, after
+  // dead_after_ms, no longer waited for (the reports it holds would count
+  // as silence). The reader's own bounds keep a dead link short.
+  return readers_.With([&](PgConn* conn) {
     RETURN_IF_ERROR(conn->Exec("BEGIN; SET LOCAL synchronous_commit = off"));
     Status s = conn->Run(pgsql::kPublishHeardUntil,
                          {P(node_id_), P(static_cast<int64_t>(writers_.size())),

@@ -45,14 +45,17 @@ bool Within(int64_t bound_ms, const std::function<bool()>& done) {
 }
 
 // Node B's store: its heartbeat writes take `delay_ms` while `slow` is set
-// (a database restarting, a slow fsync), its sweeps and publishes do not.
+// (a database restarting, a slow fsync), and fail while `failing` is (its
+// link to the database cut); its sweeps and publishes do neither.
 class SlowWrites : public testing::ForwardingStorage {
  public:
   using ForwardingStorage::ForwardingStorage;
   std::atomic<bool> slow{false};
+  std::atomic<bool> failing{false};
   std::atomic<int64_t> delay_ms{0};
   store::Status WriteHeartbeats(int partition, const std::vector<store::HeartbeatRow>& rows,
                                 store::HeartbeatWriteResult* result) override {
+    if (failing.load()) return store::Status::IOError("injected: node B cannot write");
     if (slow.load()) SleepMs(delay_ms.load());
     return ForwardingStorage::WriteHeartbeats(partition, rows, result);
   }
@@ -137,6 +140,43 @@ TEST_CASE("heard nodes: a node sweeping waits for another node's lagging lane, a
   INFO("c-1 dead " << base::NowMs() - b_gone << " ms after B stopped");
   CHECK(DiedAtMs(engine, "c-1") - c1_last >= 400);
   CHECK(a.stats().dead_marked.load() + b.stats().dead_marked.load() == 2);
+  a.Stop();
+  engine->StopWriters();
+  node_b->StopWriters();
+}
+
+// Node B cannot write heartbeats for 2.5 times dead_after (its reports are
+// refused meanwhile); c-1 reported to it just before, and again right after,
+// a report slow to write. Node A heard all along: the time B could not hear
+// is no silence of c-1's, so A must not end it while B still writes its
+// report (B publishes its "heard until" with its deafness passed over).
+TEST_CASE("heard nodes: another node's deafness is no silence of the containers reporting "
+          "to it") {
+  testing::Engine engine("postgres", {}, /*pg_writers=*/1);
+  std::unique_ptr<store::Storage> node_b = engine.Open();
+  RegisterAll(engine.storage.get(), {"c-1", "c-2"});
+  Batcher a(engine.storage.get(), Options());
+  SlowWrites b_store(node_b.get());
+  Batcher b(&b_store, Options());
+  a.Start();
+  b.Start();
+  REQUIRE(b.Submit(Beat("c-1")).accepted());
+  REQUIRE(Within(10000, [&] { return b.stats().written.load() >= 1; }));
+  b_store.failing = true;
+  REQUIRE(b.Submit(Beat("c-2")).accepted());  // retried: B is deaf
+  SleepMs(1000);
+  b_store.failing = false;
+  REQUIRE(Within(10000, [&] { return b.stats().written.load() >= 2; }));
+  b_store.delay_ms = 1500;
+  b_store.slow = true;
+  REQUIRE(b.Submit(Beat("c-1")).accepted());
+  // Past dead_after of B's hearing again, while c-1's report is written.
+  SleepMs(1000);
+  CHECK(b.stats().written.load() == 2);
+  CHECK(StatusOf(engine.storage.get(), "c-1") == "available");
+  CHECK(a.stats().dead_marked.load() + b.stats().dead_marked.load() <= 1);  // c-2 at most
+  REQUIRE(Within(10000, [&] { return b.stats().written.load() >= 3; }));
+  b.Stop();
   a.Stop();
   engine->StopWriters();
   node_b->StopWriters();

@@ -75,15 +75,40 @@ TEST_CASE("hearing: a hold deaf now is no hearing, and once clear hearing counts
   h.Stop();
 }
 
+TEST_CASE("hearing: the start of a stretch of hearing passes over the spans of deafness") {
+  Hearing h(1000);
+  const int64_t before = Hearing::SteadyNowMs();
+  CHECK(h.StartOfHearing(before, 200) == before - 200);
+  h.NoteDeaf(Hearing::Cause::kPause, "test", 300);  // [t - 300, t]
+  const int64_t t = Hearing::SteadyNowMs();
+  // 100 ms heard after the span, 100 more before it.
+  CHECK(h.StartOfHearing(t + 100, 200) <= t - 300 - 100);
+  CHECK(h.StartOfHearing(t + 100, 200) >= before - 300 - 100);
+  // Within the hearing after it: untouched.
+  CHECK(h.StartOfHearing(t + 100, 50) == t + 50);
+  // A second span inside the first counts once.
+  h.NoteDeaf(Hearing::Cause::kIoStall, "test", 100);
+  const int64_t t2 = Hearing::SteadyNowMs();
+  const int64_t start = h.StartOfHearing(t2, 500);
+  CHECK(start <= t2 - 500 - 300);
+  CHECK(start >= before - 500 - 300 - 100 - (t2 - before));
+}
+
 // A store whose heartbeat writes fail while `failing` is set, as a full
-// disk or a database out of reach would.
+// disk or a database out of reach would; and whose writes of a batch naming
+// `slow_id` take slow_ms, as a database slow to commit after an outage.
 class FailingWrites : public testing::ForwardingStorage {
  public:
   using ForwardingStorage::ForwardingStorage;
   std::atomic<bool> failing{false};
+  std::string slow_id;
+  std::atomic<int64_t> slow_ms{0};
   store::Status WriteHeartbeats(int partition, const std::vector<store::HeartbeatRow>& rows,
                                 store::HeartbeatWriteResult* result) override {
     if (failing.load()) return store::Status::IOError("injected: heartbeat write fails");
+    for (const auto& row : rows) {
+      if (row.container_id == slow_id) SleepMs(slow_ms.load());
+    }
     return ForwardingStorage::WriteHeartbeats(partition, rows, result);
   }
 };
@@ -128,6 +153,47 @@ TEST_CASE("hearing: heartbeat writes failing longer than dead-after kill nobody 
   // On PostgreSQL the two may lie in different lanes, swept one after the
   // other: c-2 (silent longer) is due at the same moment, maybe a lane later.
   CHECK(WaitFor([&] { return StatusOf(engine.storage.get(), "c-2") == "dead"; }));
+  b.Stop();
+  engine->StopWriters();
+}
+
+// A container reports just before the node goes deaf (its heartbeat writes
+// fail longer than dead_after_ms: its next reports are refused) and again
+// right after; that report's write is slow. The node's watermark holds at
+// its acceptance, yet the gap before it is mostly the node's deafness: a
+// cutoff of the watermark less dead_after_ms (wall time) ends it, one of
+// dead_after_ms of hearing does not.
+TEST_CASE("hearing: a report refused while the node was deaf, the next one slow to write, is "
+          "no silence") {
+  testing::Engine engine(EDGEALLOC_ENGINES);
+  FailingWrites store(engine.storage.get());
+  std::promise<store::ContainerResult> registered;
+  engine->Register({{"c-1", "weur", "chrome", 0, "{}"}, {"c-2", "weur", "chrome", 0, "{}"}},
+                   [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
+  REQUIRE(registered.get_future().get().outcome == store::Outcome::kOk);
+
+  BatcherOptions options;
+  options.dead_after_ms = 1000;
+  options.reaper_interval_ms = 5;
+  Batcher b(&store, options);
+  b.Start();
+  REQUIRE(b.Submit(Beat("c-1")).accepted());
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == 1; }));
+  store.failing = true;
+  REQUIRE(b.Submit(Beat("c-2")).accepted());  // fails, retried: the node is deaf
+  SleepMs(1500);
+  store.slow_id = "c-1";
+  store.slow_ms = 2500;
+  store.failing = false;
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == 2; }));
+  REQUIRE(b.Submit(Beat("c-1")).accepted());  // written 2.5 s from now
+  // Past dead_after_ms of hearing, while c-1's report is still being written.
+  SleepMs(1600);
+  CHECK(b.stats().written.load() == 2);
+  CHECK(StatusOf(engine.storage.get(), "c-1") == "available");
+  // Once it lands, c-1 (and c-2, silent since the node went deaf) fall
+  // silent as any container that stops reporting.
+  REQUIRE(WaitFor([&] { return b.stats().written.load() == 3; }));
   b.Stop();
   engine->StopWriters();
 }
