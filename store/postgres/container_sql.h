@@ -1,9 +1,9 @@
 #ifndef EDGEALLOC_STORE_POSTGRES_CONTAINER_SQL_H_
 #define EDGEALLOC_STORE_POSTGRES_CONTAINER_SQL_H_
 
-// The PostgreSQL statements of the containers (store/postgres/containers.cc,
-// pools.cc, capacity_reader.cc): register, read, list, drain, remove, probe,
-// count.
+// The PostgreSQL statements of the containers
+// (store/postgres/postgres_storage_containers.cc, postgres_storage_pools.cc,
+// capacity_reader.cc): register, read, list, drain, remove, probe, count.
 
 #include "store/postgres/lifecycle_sql.h"
 #include "store/row_columns.h"

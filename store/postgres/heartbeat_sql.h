@@ -1,7 +1,8 @@
 #ifndef EDGEALLOC_STORE_POSTGRES_HEARTBEAT_SQL_H_
 #define EDGEALLOC_STORE_POSTGRES_HEARTBEAT_SQL_H_
 
-// The PostgreSQL statements of heartbeat batches (store/postgres/heartbeats.cc).
+// The PostgreSQL statements of heartbeat batches
+// (store/postgres/postgres_storage_heartbeats.cc).
 
 #include "store/postgres/lifecycle_sql.h"
 #include "store/report_counts_sql.h"
@@ -9,9 +10,9 @@
 // A row's acceptance on the database's clock: the node's accept time plus
 // the node's measured offset from the database and that measure's error
 // (WriterStats::clock_offset_ms, clock_offset_error_ms: the latest it may
-// have been, store/postgres/heartbeats.cc), never later than the write
-// itself (an offset gone stale by a step of the node's clock must not date
-// a report in the future: it would keep a dead container claimable).
+// have been, store/postgres/postgres_storage_heartbeats.cc), never later than
+// the write itself (an offset gone stale by a step of the node's clock must not
+// date a report in the future: it would keep a dead container claimable).
 #define EDGEALLOC_PG_ACCEPTED(param) "LEAST(" param "::bigint, " EDGEALLOC_PG_NOW_MS ")"
 
 namespace store::pgsql {

@@ -30,17 +30,19 @@ bool IsPostgresUri(std::string_view db);
 // dead-container sweeps of the containers whose LaneHash % partitions is p
 // (store/postgres/lane.h), so that several batches commit at once; every
 // session and container write goes through writer 0, whose groups then
-// share a commit. The methods are defined by topic (sessions.cc,
-// containers.cc, heartbeats.cc, sweeps.cc, pools.cc, claim_counts.cc;
-// the reads' connections are a PgReaderPool, readers.h), their
-// statements by the job that runs them (lifecycle_sql.h says which file
-// has which). Any number of nodes may run on one database: claims lock
+// share a commit. Its members are defined by topic, each group below in the
+// file its comment names: postgres_storage.cc (opening, the writers, the
+// reads' PgReaderPool of readers.h) and postgres_storage_<topic>.cc for
+// sessions, containers, pools, heartbeats, heard, sweeps and claim_counts;
+// their statements by the job that runs them (lifecycle_sql.h says which
+// file has which). Any number of nodes may run on one database: claims lock
 // their candidates FOR UPDATE SKIP LOCKED, a tenant's quota is counted
 // under an advisory lock, idempotency keys are a unique index whose claims
 // take the key's advisory lock before their group starts, and sweeps
 // skip rows another node holds.
 class PostgresStorage : public Storage {
  public:
+  // postgres_storage.cc
   // Connects (a clear IOError if the server is unreachable), creates or
   // migrates the schema, starts the writer.
   static Status Open(const StorageOptions& options, std::unique_ptr<PostgresStorage>* out);
@@ -48,6 +50,7 @@ class PostgresStorage : public Storage {
   PostgresStorage& operator=(const PostgresStorage&) = delete;
   ~PostgresStorage() override;
 
+  // postgres_storage_sessions.cc
   void Claim(ClaimRequest req, SessionCallback done) override;
   void Release(const Caller& caller, std::string session_id, int64_t token,
                SessionCallback done) override;
@@ -60,6 +63,7 @@ class PostgresStorage : public Storage {
                            std::vector<EndedSession>* page, std::string* next_after) override;
   Status CountTenantSessions(const std::string& tenant, int64_t* sessions) override;
 
+  // postgres_storage_containers.cc (ProbePools: postgres_storage_pools.cc)
   void Register(std::vector<ContainerSpec> specs, ContainerCallback done) override;
   ContainerResult GetContainer(std::string_view id) override;
   Status ProbePools(std::vector<PoolProbe>* pools) override;
@@ -69,6 +73,7 @@ class PostgresStorage : public Storage {
   void Undrain(std::string id, ContainerCallback done) override;
   void Remove(std::string id, ContainerCallback done) override;
 
+  // postgres_storage_heartbeats.cc
   int partitions() const override { return static_cast<int>(writers_.size()); }
   // LaneOf the id, known or not (an unknown one is found at write time).
   Status PartitionOf(const std::string& container_id, int* partition) override;
@@ -78,18 +83,19 @@ class PostgresStorage : public Storage {
   Status WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
                          HeartbeatWriteResult* result) override;
 
+  // postgres_storage_sweeps.cc (OldestHeldBackMs: postgres_storage_heartbeats.cc)
   Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) override;
   Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
                                const HeldPools& held, int max_rows, SilenceSweep* sweep) override;
   Status CountSilent(int64_t cutoff_ms, std::vector<PoolSilence>* silent) override;
   int64_t OldestHeldBackMs(int partition) override;
-  // heard.cc: as node_id_, on a pooled connection (schema_sql.h kNodeHeardUntil).
+  // postgres_storage_heard.cc: as node_id_, on a pooled connection (schema_sql.h kNodeHeardUntil).
   Status PublishHeardUntil(const std::vector<int64_t>& heard_until_ms,
                            int64_t dead_after_ms) override;
   Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
                              int max_rows, int64_t* pruned) override;
 
-  // claim_counts.cc
+  // postgres_storage_claim_counts.cc
   Status PublishClaimCounts(const std::string& node_id, const std::vector<PoolClaimTally>& counts,
                             int64_t prune_after_ms, int max_pruned) override;
   Status ReadFleetClaimCounts(int64_t window_ms, FleetClaimCounts* fleet) override;
@@ -97,6 +103,7 @@ class PostgresStorage : public Storage {
                              const std::vector<TenantLimitsDigest>& mine, int64_t window_ms,
                              std::vector<TenantLimitsDigest>* fleet) override;
 
+  // postgres_storage.cc
   std::unique_ptr<CapacityReader> NewCapacityReader(int partition, int busy_timeout_ms) override;
   const WriterStats& writer_stats(int partition) const override {
     return writers_[static_cast<size_t>(partition)]->stats();
@@ -112,8 +119,9 @@ class PostgresStorage : public Storage {
 
  private:
   PostgresStorage(const StorageOptions& options);
+  // postgres_storage.cc
   // Runs `fn` on a read connection of readers_, unless the writers find the
-  // database unreachable (postgres_storage.cc).
+  // database unreachable.
   Status WithReader(const std::function<Status(PgConn*)>& fn);
   // Queues a job of `work` filling a Result; a refused one answers at once.
   // `lock_keys`: the advisory locks (pgsql::kLockTenant's keys) `work` needs
@@ -142,7 +150,8 @@ class PostgresStorage : public Storage {
     std::vector<int64_t> deferred_since GUARDED_BY(mu);
     std::vector<int64_t> taken_since GUARDED_BY(mu);
   };
-  // heartbeats.cc: one batch as one job of the partition's writer.
+  // postgres_storage_heartbeats.cc: one batch as one job of the partition's
+  // writer.
   Status WriteRows(int partition, const std::vector<HeartbeatRow>& rows,
                    HeartbeatWriteResult* result);
   // Becomes the partition's one write (waiting for one under way, if
@@ -155,12 +164,14 @@ class PostgresStorage : public Storage {
   // Writes the partition's deferred rows, unless a write is under way (it
   // takes them). The reaper's, before it judges silence.
   void FlushDeferredHeartbeats(int partition);
-  // sweeps.cc: a sweep's check of the database's clock.
+  // postgres_storage_sweeps.cc: a sweep's check of the database's clock.
   struct SweepClock;
-  // The dead_after_ms the reaper last published with, else the policy's.
+  // postgres_storage_heard.cc: the dead_after_ms the reaper last published
+  // with, else the policy's.
   int64_t DeadAfterMs() const;
-  // Drain and Undrain: `statement` (pgsql::kDrain, kUndrain) on `id`,
-  // answered with the container as it left it.
+  // postgres_storage_containers.cc: Drain and Undrain, `statement`
+  // (pgsql::kDrain, kUndrain) on `id`, answered with the container as it
+  // left it.
   void ChangeDrain(std::string id, const char* statement, ContainerCallback done);
 
   const std::string uri_;

@@ -1,7 +1,8 @@
 #ifndef EDGEALLOC_STORE_POSTGRES_SESSION_SQL_H_
 #define EDGEALLOC_STORE_POSTGRES_SESSION_SQL_H_
 
-// The PostgreSQL statements of the sessions (store/postgres/sessions.cc):
+// The PostgreSQL statements of the sessions
+// (store/postgres/postgres_storage_sessions.cc):
 // claim, idempotent replay, release, renew, reads and lists.
 
 #include "store/postgres/lifecycle_sql.h"

@@ -1,7 +1,8 @@
 #ifndef EDGEALLOC_STORE_POSTGRES_SWEEP_SQL_H_
 #define EDGEALLOC_STORE_POSTGRES_SWEEP_SQL_H_
 
-// The PostgreSQL statements of the reapers' sweeps (store/postgres/sweeps.cc).
+// The PostgreSQL statements of the reapers' sweeps
+// (store/postgres/postgres_storage_sweeps.cc).
 
 #include "store/postgres/lifecycle_sql.h"
 

@@ -233,8 +233,8 @@ DELETE FROM containers WHERE id = ?1 AND status <> 'picked'
 // to a container whose own clock is skewed; a row accepted before the
 // container was judged dead changes nothing (store/report_counts_sql.h). The report (reported_ts_ms, load,
 // state) applies only if it is not older than the newest one taken (?3 NULL
-// counts as current). WriteHeartbeats (sqlite/heartbeats.cc) runs
-// kHeartbeatPlain first for every row; if it changed no row
+// counts as current). WriteHeartbeats (sqlite/sqlite_storage_heartbeats.cc)
+// runs kHeartbeatPlain first for every row; if it changed no row
 // (sqlite3_changes() == 0) and the row carries a state,
 // kHeartbeatReport; if that changed none either, kHeartbeatStale writes the
 // liveness alone, and if that changes no row the id is not in this shard.

@@ -24,10 +24,13 @@ namespace store {
 // shard: one SQLite file in WAL mode with its one Writer (group commit) and
 // its pool of read-only connections; --shards N splits the pool over N files
 // by region (ShardMap). Every statement it runs is in sqlite/lifecycle_sql.h.
-// The methods are defined by topic: sessions.cc, containers.cc,
-// heartbeats.cc, sweeps.cc, claim_counts.cc; the rest in sqlite_storage.cc.
+// Its members are defined by topic, each group below in the file its
+// comment names: sqlite_storage.cc (opening, the writers) and
+// sqlite_storage_<topic>.cc for sessions, containers, pools, heartbeats,
+// sweeps, claim_counts and clock_shift.
 class SqliteStorage : public Storage {
  public:
+  // sqlite_storage.cc
   // Opens (creating, migrating) every shard of `options` and starts their
   // writers; the storage owns them.
   static Status Open(const StorageOptions& options, std::unique_ptr<SqliteStorage>* out);
@@ -39,6 +42,7 @@ class SqliteStorage : public Storage {
   // Stops the writers of the shards it owns.
   ~SqliteStorage() override;
 
+  // sqlite_storage_sessions.cc
   void Claim(ClaimRequest req, SessionCallback done) override;
   void Release(const Caller& caller, std::string session_id, int64_t token,
                SessionCallback done) override;
@@ -53,6 +57,7 @@ class SqliteStorage : public Storage {
     return SessionsElsewhere(tenant, /*shard=*/-1, sessions);  // -1: no shard left out
   }
 
+  // sqlite_storage_containers.cc (ProbePools: sqlite_storage_pools.cc)
   void Register(std::vector<ContainerSpec> specs, ContainerCallback done) override;
   ContainerResult GetContainer(std::string_view id) override;
   Status ProbePools(std::vector<PoolProbe>* pools) override;
@@ -62,11 +67,13 @@ class SqliteStorage : public Storage {
   void Undrain(std::string id, ContainerCallback done) override;
   void Remove(std::string id, ContainerCallback done) override;
 
+  // sqlite_storage_heartbeats.cc
   int partitions() const override { return map_.shards(); }
   Status PartitionOf(const std::string& container_id, int* partition) override;
   Status WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
                          HeartbeatWriteResult* result) override;
 
+  // sqlite_storage_sweeps.cc
   Status SweepExpiredLeases(int partition, int max_rows, int64_t* ended) override;
   Status SweepSilentContainers(int partition, const std::function<int64_t()>& cutoff_ms,
                                const HeldPools& held, int max_rows, SilenceSweep* sweep) override;
@@ -74,11 +81,12 @@ class SqliteStorage : public Storage {
   Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
                              int max_rows, int64_t* pruned) override;
 
-  // claim_counts.cc
+  // sqlite_storage_claim_counts.cc
   Status PublishClaimCounts(const std::string& node_id, const std::vector<PoolClaimTally>& counts,
                             int64_t prune_after_ms, int max_pruned) override;
   Status ReadFleetClaimCounts(int64_t window_ms, FleetClaimCounts* fleet) override;
 
+  // sqlite_storage.cc (clock_steps: sqlite_storage_clock_shift.cc)
   std::unique_ptr<CapacityReader> NewCapacityReader(int partition, int busy_timeout_ms) override;
   const WriterStats& writer_stats(int partition) const override;
   std::optional<uint64_t> clock_steps() const override;
@@ -103,7 +111,7 @@ class SqliteStorage : public Storage {
   class ClaimJob;
   class SessionCasJob;
 
-  // sessions.cc
+  // sqlite_storage_sessions.cc, with the jobs ClaimJob and SessionCasJob.
   // Runs the claim for the regions of attempt from `first` that share its
   // shard; the job goes on to the next shard's regions if nothing fitted.
   void RunClaim(std::shared_ptr<ClaimAttempt> attempt, size_t first);
@@ -116,7 +124,7 @@ class SqliteStorage : public Storage {
   void RunSessionCas(CasKind kind, const Caller& caller, std::string session_id, int64_t token,
                      int64_t lease_ms, SessionCallback done);
 
-  // clock_shift.cc: the wall clock's steps (store/clock_steps.h). Each
+  // sqlite_storage_clock_shift.cc: the wall clock's steps (store/clock_steps.h). Each
   // shard's stored instants (lease ends, heartbeats) are shifted by every
   // step found, in a transaction of the shard's writer (ApplyClockShift),
   // at the start of each sweep and heartbeat write; until then ShardNow
@@ -140,7 +148,7 @@ class SqliteStorage : public Storage {
   // timeline; Busy if the clock stepped while it was read.
   Status ShardCutoff(int shard, const std::function<int64_t()>& cutoff_ms, int64_t* cutoff);
 
-  // containers.cc
+  // sqlite_storage_containers.cc
   // Sets *shard to the shard holding `id`, or -1. Reads every shard unless
   // `cached` and the id is in the cache. A failed read is returned as it is.
   Status FindShard(const std::string& id, bool cached, int* shard);

@@ -1,5 +1,5 @@
-// What waiting claims ask of pools (Storage::ProbePools): one statement on a
-// reader connection, never the write path.
+// PostgresStorage: what waiting claims ask of pools (Storage::ProbePools):
+// one statement on a reader connection, never the write path.
 #include <string>
 #include <vector>
 

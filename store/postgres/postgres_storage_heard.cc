@@ -32,7 +32,8 @@ Status PostgresStorage::PublishHeardUntil(const std::vector<int64_t>& heard_unti
   for (size_t p = 0; p < heard_until_ms.size() && p < writers_.size(); ++p) {
     // This node's clock onto the database's, the earliest it may have been
     // (the offset less its error): a report accepted at or after the
-    // instant is stamped no earlier (heartbeats.cc AcceptedOnDbClock).
+    // instant is stamped no earlier (postgres_storage_heartbeats.cc
+    // AcceptedOnDbClock).
     const WriterStats& clock = writers_[p]->stats();
     if (clock.clock_offset_known.load(std::memory_order_relaxed) == 0) {
       return Status::Busy("this node's offset from the database's clock is not measured yet");

@@ -1,5 +1,5 @@
-// What waiting claims ask of pools (Storage::ProbePools), on the reader
-// connections: never the write path.
+// SqliteStorage: what waiting claims ask of pools (Storage::ProbePools), on
+// the reader connections: never the write path.
 #include <string>
 #include <vector>
 
