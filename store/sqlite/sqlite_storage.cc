@@ -26,7 +26,10 @@ Status SqliteStorage::Open(const StorageOptions& options, std::unique_ptr<Sqlite
 }
 
 SqliteStorage::SqliteStorage(std::vector<Shard*> shards, ShardMap map, ClaimPolicy policy)
-    : shards_(std::move(shards)), map_(std::move(map)), policy_(policy) {
+    : shards_(std::move(shards)),
+      map_(std::move(map)),
+      policy_(policy),
+      registration_(map_.base_path() + ".register.lock") {
   assert(static_cast<int>(shards_.size()) == map_.shards());
   // Steps found before this storage opened were never on its rows' timeline.
   const int64_t stepped = WallClockSteps::Process().Read().stepped_ms;

@@ -9,13 +9,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
-#include "base/mutex.h"
+#include "store/sqlite/registration_gate.h"
 #include "store/sqlite/shard.h"
+#include "store/sqlite/shard_id_cache.h"
 #include "store/sqlite/shard_map.h"
-#include "store/sqlite/write_lock.h"
 #include "store/storage.h"
 
 namespace store {
@@ -27,7 +26,9 @@ namespace store {
 // Its members are defined by topic, each group below in the file its
 // comment names: sqlite_storage.cc (opening, the writers) and
 // sqlite_storage_<topic>.cc for sessions, containers, pools, heartbeats,
-// sweeps, claim_counts and clock_shift.
+// sweeps, claim_counts and clock_shift. Two collaborators it owns have
+// headers of their own: the container -> shard cache (ShardIdCache) and the
+// one-registration-at-a-time gate (RegistrationGate).
 class SqliteStorage : public Storage {
  public:
   // sqlite_storage.cc
@@ -104,7 +105,7 @@ class SqliteStorage : public Storage {
   static constexpr size_t kMaxRidingRows = 100;
   // Ids the container -> shard cache of PartitionOf holds (several shards
   // only); cleared when full, which costs one lookup per id afterwards.
-  static constexpr size_t kMaxCachedIds = 1 << 20;
+  static constexpr size_t kMaxCachedIds = ShardIdCache::kMaxIds;
 
  private:
   struct ClaimAttempt;
@@ -150,9 +151,8 @@ class SqliteStorage : public Storage {
 
   // sqlite_storage_containers.cc
   // Sets *shard to the shard holding `id`, or -1. Reads every shard unless
-  // `cached` and the id is in the cache. A failed read is returned as it is.
+  // `cached` and the id is in shard_of_id_. A failed read is returned as it is.
   Status FindShard(const std::string& id, bool cached, int* shard);
-  void ForgetCachedShard(const std::string& id);
   // The highest token floor of all shards (sqlite/schema.cc, version 4).
   Status HighestTokenFloor(int64_t* floor);
   // Runs `work` (one statement at most that writes: no savepoint) at the
@@ -163,16 +163,6 @@ class SqliteStorage : public Storage {
   // Drain and Undrain: `statement` (kDrain, kUndrain) on `id`, answered
   // with the container as it left it.
   void ChangeDrain(std::string id, const char* statement, ContainerCallback done);
-  // Several shards only: makes this registration the only one running, in
-  // this process and across processes (an exclusive flock on
-  // `<db>.register.lock`), from its checks until its last shard's commit,
-  // so that no two registrations put one id into two shards. Busy after
-  // kRegistrationLockTimeoutMs. LeaveRegistration may run on another thread
-  // (a writer's, after the commit).
-  Status EnterRegistration();
-  void LeaveRegistration();
-  static constexpr int kRegistrationLockTimeoutMs = 10000;
-
   std::vector<std::unique_ptr<Shard>> owned_;
   std::vector<Shard*> shards_;
   const ShardMap map_;
@@ -181,14 +171,12 @@ class SqliteStorage : public Storage {
   std::vector<std::unique_ptr<ShardClock>> clocks_;  // one a shard
   std::function<void(const std::string&)> warn_;
 
-  base::SharedMutex cache_mu_;
-  std::unordered_map<std::string, int> shard_of_id_ GUARDED_BY(cache_mu_);
-
-  base::Mutex registration_mu_;
-  base::CondVar registration_cv_;
-  bool registering_ GUARDED_BY(registration_mu_) = false;
-  // Opened on first use; touched only by the registration that is running.
-  std::unique_ptr<WriteLock> register_lock_;
+  // Several shards: the container -> shard cache of FindShard
+  // (sqlite_storage_containers.cc), which WriteHeartbeats clears of ids found
+  // unknown (sqlite_storage_heartbeats.cc).
+  ShardIdCache shard_of_id_;
+  // Several shards: one registration at a time (sqlite_storage_containers.cc).
+  RegistrationGate registration_;
 };
 
 }  // namespace store

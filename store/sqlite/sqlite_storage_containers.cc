@@ -67,12 +67,8 @@ Status Upsert(Db* db, const std::vector<ContainerSpec>& specs, int64_t floor, in
 Status SqliteStorage::FindShard(const std::string& id, bool cached, int* shard) {
   *shard = -1;
   if (cached) {
-    base::ReaderLock lock(&cache_mu_);
-    auto it = shard_of_id_.find(id);
-    if (it != shard_of_id_.end()) {
-      *shard = it->second;
-      return Status::Ok();
-    }
+    *shard = shard_of_id_.Find(id);
+    if (*shard >= 0) return Status::Ok();
   }
   for (Shard* s : shards_) {
     bool found = false;
@@ -83,17 +79,10 @@ Status SqliteStorage::FindShard(const std::string& id, bool cached, int* shard) 
     *shard = s->index;
     // Unknown ids are never cached: a container registered a moment later
     // must be found by its next heartbeat.
-    base::WriterLock lock(&cache_mu_);
-    if (shard_of_id_.size() >= kMaxCachedIds) shard_of_id_.clear();
-    shard_of_id_.insert_or_assign(id, s->index);
+    shard_of_id_.Remember(id, s->index);
     return Status::Ok();
   }
   return Status::Ok();
-}
-
-void SqliteStorage::ForgetCachedShard(const std::string& id) {
-  base::WriterLock lock(&cache_mu_);
-  shard_of_id_.erase(id);
 }
 
 Status SqliteStorage::HighestTokenFloor(int64_t* floor) {
@@ -129,10 +118,10 @@ void SqliteStorage::Register(std::vector<ContainerSpec> specs, ContainerCallback
     // From here until every shard's write has ended, no other registration,
     // in this process or another, checks or writes: so none can put the same
     // new id into another shard meanwhile.
-    Status s = EnterRegistration();
+    Status s = registration_.Enter(program_);
     if (!s.ok()) return done(Failed<ContainerResult>(OutcomeOfError(s), s.ToString()));
     done = [this, done = std::move(done)](ContainerResult r) {
-      LeaveRegistration();
+      registration_.Leave();
       done(std::move(r));
     };
     for (const auto& [id, shard] : wanted) {
@@ -175,29 +164,6 @@ void SqliteStorage::Register(std::vector<ContainerSpec> specs, ContainerCallback
         },
         [pending](ContainerResult r) { pending->Finish(std::move(r)); });
   }
-}
-
-Status SqliteStorage::EnterRegistration() {
-  {
-    base::MutexLock lock(&registration_mu_);
-    while (registering_) registration_cv_.Wait(&registration_mu_);
-    registering_ = true;
-  }
-  Status s = register_lock_ != nullptr
-                 ? Status::Ok()
-                 : WriteLock::Open(map_.base_path() + ".register.lock", program_, &register_lock_);
-  if (s.ok()) s = register_lock_->Acquire(kRegistrationLockTimeoutMs);
-  if (!s.ok()) LeaveRegistration();
-  return s;
-}
-
-void SqliteStorage::LeaveRegistration() {
-  if (register_lock_ != nullptr && register_lock_->held()) register_lock_->Release();
-  {
-    base::MutexLock lock(&registration_mu_);
-    registering_ = false;
-  }
-  registration_cv_.Signal();
 }
 
 ContainerResult SqliteStorage::GetContainer(std::string_view id) {

@@ -115,7 +115,7 @@ Status SqliteStorage::WriteHeartbeats(int partition, const std::vector<Heartbeat
       [shard] { return shard->writer->Refusal("the write queue of " + shard->path); });
   if (s.ok() && map_.shards() > 1) {
     // Removed since its shard was cached: look again next time.
-    for (size_t i : result->unknown) ForgetCachedShard(rows[i].container_id);
+    for (size_t i : result->unknown) shard_of_id_.Forget(rows[i].container_id);
   }
   return s;
 }
