@@ -74,7 +74,7 @@ Status PostgresStorage::Open(const StorageOptions& options, std::unique_ptr<Post
     storage->writers_.push_back(std::make_unique<PgWriter>(
         options.db, options.program + " writer " + std::to_string(p), writer_options));
     storage->writers_.back()->Start();
-    storage->retries_.push_back(std::make_unique<HeartbeatRetry>());
+    storage->deferred_.push_back(std::make_unique<DeferredHeartbeats>());
   }
   *out = std::move(storage);
   return Status::Ok();

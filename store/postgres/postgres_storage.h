@@ -11,6 +11,7 @@
 
 #include "base/mutex.h"
 #include "store/postgres/db_clock.h"
+#include "store/postgres/deferred_heartbeats.h"
 #include "store/postgres/fence.h"
 #include "store/postgres/pg.h"
 #include "store/postgres/pg_writer.h"
@@ -35,7 +36,9 @@ bool IsPostgresUri(std::string_view db);
 // reads' PgReaderPool of readers.h) and postgres_storage_<topic>.cc for
 // sessions, containers, pools, heartbeats, heard, sweeps and claim_counts;
 // their statements by the job that runs them (lifecycle_sql.h says which
-// file has which). Any number of nodes may run on one database: claims lock
+// file has which). Its collaborators have headers of their own: each
+// partition's DeferredHeartbeats, the PgWriters, the PgReaderPool, the
+// PgFence and the DbClockSteps. Any number of nodes may run on one database: claims lock
 // their candidates FOR UPDATE SKIP LOCKED, a tenant's quota is counted
 // under an advisory lock, idempotency keys are a unique index whose claims
 // take the key's advisory lock before their group starts, and sweeps
@@ -135,30 +138,12 @@ class PostgresStorage : public Storage {
               std::vector<std::string> lock_keys = {},
               std::optional<PgStatement> first = std::nullopt,
               PgRowLocks rows = {});
-  // A partition's heartbeat rows skipped for a lock another transaction
-  // held, until a write of the partition takes them.
-  struct HeartbeatRetry {
-    base::Mutex mu;
-    base::CondVar idle;  // signalled when `writing` ends
-    // A write of the partition is under way, and has taken `deferred`:
-    // one at a time, so that a container's rows are written in order.
-    bool writing GUARDED_BY(mu) = false;
-    std::vector<HeartbeatRow> deferred GUARDED_BY(mu);
-    // Of each deferred row, the oldest acceptance folded into it (its
-    // accepted_ms is the newest); of the rows the write under way took, the
-    // same. Until stored they hold the reaper's watermark (OldestHeldBackMs).
-    std::vector<int64_t> deferred_since GUARDED_BY(mu);
-    std::vector<int64_t> taken_since GUARDED_BY(mu);
-  };
   // postgres_storage_heartbeats.cc: one batch as one job of the partition's
   // writer.
   Status WriteRows(int partition, const std::vector<HeartbeatRow>& rows,
                    HeartbeatWriteResult* result);
-  // Becomes the partition's one write (waiting for one under way, if
-  // `wait`; else false) and takes the deferred rows into *taken.
-  bool BeginHeartbeatWrite(HeartbeatRetry* retry, bool wait, std::vector<HeartbeatRow>* taken);
-  // Ends it: `batch`'s first `taken` rows were the deferred ones; they are
-  // kept again if `s` failed, and the rows `result` skipped are kept.
+  // Ends the partition's write (DeferredHeartbeats::End) and gives its
+  // writer's gauges the rows skipped and deferred.
   void EndHeartbeatWrite(int partition, const std::vector<HeartbeatRow>& batch, size_t taken,
                          const Status& s, const HeartbeatWriteResult& result);
   // Writes the partition's deferred rows, unless a write is under way (it
@@ -187,7 +172,8 @@ class PostgresStorage : public Storage {
   const std::shared_ptr<DbClockSteps> clock_steps_;
   // [0] also writes sessions and containers; each is one partition.
   std::vector<std::unique_ptr<PgWriter>> writers_;
-  std::vector<std::unique_ptr<HeartbeatRetry>> retries_;  // one a partition
+  // One a partition: its rows skipped for a row lock, and its one write.
+  std::vector<std::unique_ptr<DeferredHeartbeats>> deferred_;
   PgReaderPool readers_;
 };
 

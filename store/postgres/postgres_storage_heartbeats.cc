@@ -170,79 +170,21 @@ Status PostgresStorage::WriteRows(int partition, const std::vector<HeartbeatRow>
       [writer] { return writer->Refusal("the PostgreSQL heartbeat queue"); });
 }
 
-namespace {
-
-// Adds `row` to `deferred`, folded into its container's last deferred row
-// when neither carries a state and both carry a ts_ms or both do not (as
-// batcher/coalesce.h folds a batch), so that a container that keeps
-// reporting while its row stays locked keeps one row, not one a report.
-// `since`: the oldest acceptance the row stands for, kept beside it in
-// *deferred_since (a fold keeps the older).
-void Defer(const HeartbeatRow& row, int64_t since, std::vector<HeartbeatRow>* deferred,
-           std::vector<int64_t>* deferred_since) {
-  for (auto it = deferred->rbegin(); it != deferred->rend(); ++it) {
-    if (it->container_id != row.container_id) continue;
-    if (it->state != ReportedState::kNone || row.state != ReportedState::kNone ||
-        it->ts_ms.has_value() != row.ts_ms.has_value()) {
-      break;
-    }
-    const bool newer = !row.ts_ms || *row.ts_ms >= *it->ts_ms;
-    if (newer) {
-      it->ts_ms = row.ts_ms;
-      if (row.load) it->load = row.load;
-    }
-    it->accepted_ms = std::max(it->accepted_ms, row.accepted_ms);
-    int64_t& oldest = (*deferred_since)[static_cast<size_t>(deferred->rend() - it - 1)];
-    oldest = std::min(oldest, since);
-    return;
-  }
-  deferred->push_back(row);
-  deferred_since->push_back(since);
-}
-
-}  // namespace
-
-bool PostgresStorage::BeginHeartbeatWrite(HeartbeatRetry* retry, bool wait,
-                                          std::vector<HeartbeatRow>* taken) {
-  base::MutexLock lock(&retry->mu);
-  while (retry->writing) {
-    if (!wait) return false;
-    retry->idle.Wait(&retry->mu);
-  }
-  retry->writing = true;
-  *taken = std::exchange(retry->deferred, {});
-  retry->taken_since = std::exchange(retry->deferred_since, {});
-  return true;
-}
-
 void PostgresStorage::EndHeartbeatWrite(int partition, const std::vector<HeartbeatRow>& batch,
                                         size_t taken, const Status& s,
                                         const HeartbeatWriteResult& result) {
-  HeartbeatRetry* retry = retries_[static_cast<size_t>(partition)].get();
-  base::MutexLock lock(&retry->mu);
-  if (!s.ok()) {
-    // Nothing was written: the rows taken back wait for the next try (the
-    // caller's own are its to retry).
-    retry->deferred.assign(batch.begin(), batch.begin() + static_cast<ptrdiff_t>(taken));
-    retry->deferred_since = std::move(retry->taken_since);
-  } else {
-    for (size_t i : result.skipped) {
-      const int64_t since = i < taken ? retry->taken_since[i] : batch[i].accepted_ms;
-      Defer(batch[i], since, &retry->deferred, &retry->deferred_since);
-    }
-  }
-  retry->taken_since.clear();
-  writers_[static_cast<size_t>(partition)]->CountHeartbeatRetries(
-      s.ok() ? result.skipped.size() : 0, static_cast<int64_t>(retry->deferred.size()));
-  retry->writing = false;
-  retry->idle.SignalAll();
+  PgWriter* writer = writers_[static_cast<size_t>(partition)].get();
+  deferred_[static_cast<size_t>(partition)]->End(
+      batch, taken, s, result,
+      [writer](uint64_t skipped, int64_t deferred) {
+        writer->CountHeartbeatRetries(skipped, deferred);
+      });
 }
 
 Status PostgresStorage::WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
                                         HeartbeatWriteResult* result) {
-  HeartbeatRetry* retry = retries_[static_cast<size_t>(partition)].get();
   std::vector<HeartbeatRow> batch;
-  (void)BeginHeartbeatWrite(retry, /*wait=*/true, &batch);
+  (void)deferred_[static_cast<size_t>(partition)]->Begin(/*wait=*/true, &batch);
   const size_t taken = batch.size();
   if (taken == 0) {
     const Status s = WriteRows(partition, rows, result);
@@ -267,22 +209,13 @@ Status PostgresStorage::WriteHeartbeats(int partition, const std::vector<Heartbe
 }
 
 int64_t PostgresStorage::OldestHeldBackMs(int partition) {
-  HeartbeatRetry* retry = retries_[static_cast<size_t>(partition)].get();
-  base::MutexLock lock(&retry->mu);
-  // A row moves from deferred to taken, and out of taken once stored, under
-  // this lock: it is seen in one of them until then.
-  int64_t oldest = 0;
-  for (const std::vector<int64_t>* since : {&retry->deferred_since, &retry->taken_since}) {
-    for (int64_t ms : *since) oldest = oldest == 0 ? ms : std::min(oldest, ms);
-  }
-  return oldest;
+  return deferred_[static_cast<size_t>(partition)]->OldestHeldBackMs();
 }
 
 void PostgresStorage::FlushDeferredHeartbeats(int partition) {
-  HeartbeatRetry* retry = retries_[static_cast<size_t>(partition)].get();
   // A write under way writes them itself.
   std::vector<HeartbeatRow> batch;
-  if (!BeginHeartbeatWrite(retry, /*wait=*/false, &batch)) return;
+  if (!deferred_[static_cast<size_t>(partition)]->Begin(/*wait=*/false, &batch)) return;
   HeartbeatWriteResult result;
   const Status s = batch.empty() ? Status::Ok() : WriteRows(partition, batch, &result);
   EndHeartbeatWrite(partition, batch, batch.size(), s, result);
