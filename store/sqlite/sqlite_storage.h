@@ -103,9 +103,6 @@ class SqliteStorage : public Storage {
   // its purpose: no long hold of the write lock in one piece); a larger one
   // gets a transaction of its own.
   static constexpr size_t kMaxRidingRows = 100;
-  // Ids the container -> shard cache of PartitionOf holds (several shards
-  // only); cleared when full, which costs one lookup per id afterwards.
-  static constexpr size_t kMaxCachedIds = ShardIdCache::kMaxIds;
 
  private:
   struct ClaimAttempt;
@@ -125,12 +122,13 @@ class SqliteStorage : public Storage {
   void RunSessionCas(CasKind kind, const Caller& caller, std::string session_id, int64_t token,
                      int64_t lease_ms, SessionCallback done);
 
-  // sqlite_storage_clock_shift.cc: the wall clock's steps (store/clock_steps.h). Each
-  // shard's stored instants (lease ends, heartbeats) are shifted by every
-  // step found, in a transaction of the shard's writer (ApplyClockShift),
-  // at the start of each sweep and heartbeat write; until then ShardNow
-  // reads the clock as it was before the steps not yet applied, so a
-  // decision never compares a stepped clock with unshifted rows.
+  // sqlite_storage_clock_shift.cc: the wall clock's steps
+  // (store/clock_steps.h). Each shard's stored instants (lease ends,
+  // heartbeats) are shifted by every step found, in a transaction of the
+  // shard's writer (ApplyClockShift), at the start of each sweep and
+  // heartbeat write; until then ShardNow reads the clock as it was before
+  // the steps not yet applied, so a decision never compares a stepped clock
+  // with unshifted rows.
   struct ShardClock {
     std::atomic<int64_t> shifted_ms{0};  // the steps (Reading::stepped_ms) applied
     std::atomic<uint64_t> shifting{0};   // odd while a shift commits (readers wait)
@@ -163,6 +161,7 @@ class SqliteStorage : public Storage {
   // Drain and Undrain: `statement` (kDrain, kUndrain) on `id`, answered
   // with the container as it left it.
   void ChangeDrain(std::string id, const char* statement, ContainerCallback done);
+
   std::vector<std::unique_ptr<Shard>> owned_;
   std::vector<Shard*> shards_;
   const ShardMap map_;
