@@ -9,7 +9,6 @@
 #include <string_view>
 #include <vector>
 
-#include "base/mutex.h"
 #include "store/postgres/db_clock.h"
 #include "store/postgres/deferred_heartbeats.h"
 #include "store/postgres/fence.h"
@@ -38,11 +37,11 @@ bool IsPostgresUri(std::string_view db);
 // their statements by the job that runs them (lifecycle_sql.h says which
 // file has which). Its collaborators have headers of their own: each
 // partition's DeferredHeartbeats, the PgWriters, the PgReaderPool, the
-// PgFence and the DbClockSteps. Any number of nodes may run on one database: claims lock
-// their candidates FOR UPDATE SKIP LOCKED, a tenant's quota is counted
-// under an advisory lock, idempotency keys are a unique index whose claims
-// take the key's advisory lock before their group starts, and sweeps
-// skip rows another node holds.
+// PgFence and the DbClockSteps. Any number of nodes may run on one
+// database: claims lock their candidates FOR UPDATE SKIP LOCKED, a tenant's
+// quota is counted under an advisory lock, idempotency keys are a unique
+// index whose claims take the key's advisory lock before their group
+// starts, and sweeps skip rows another node holds.
 class PostgresStorage : public Storage {
  public:
   // postgres_storage.cc
@@ -92,7 +91,8 @@ class PostgresStorage : public Storage {
                                const HeldPools& held, int max_rows, SilenceSweep* sweep) override;
   Status CountSilent(int64_t cutoff_ms, std::vector<PoolSilence>* silent) override;
   int64_t OldestHeldBackMs(int partition) override;
-  // postgres_storage_heard.cc: as node_id_, on a pooled connection (schema_sql.h kNodeHeardUntil).
+  // postgres_storage_heard.cc: as node_id_, on a pooled connection
+  // (schema_sql.h kNodeHeardUntil).
   Status PublishHeardUntil(const std::vector<int64_t>& heard_until_ms,
                            int64_t dead_after_ms) override;
   Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
@@ -121,8 +121,8 @@ class PostgresStorage : public Storage {
   void StopWriters() override;
 
  private:
-  PostgresStorage(const StorageOptions& options);
   // postgres_storage.cc
+  PostgresStorage(const StorageOptions& options);
   // Runs `fn` on a read connection of readers_, unless the writers find the
   // database unreachable.
   Status WithReader(const std::function<Status(PgConn*)>& fn);
