@@ -116,6 +116,22 @@ class FailingWrites : public testing::ForwardingStorage {
 using testing::Beat;
 using testing::StatusOf;
 
+// c-1 and c-2, available in weur/chrome.
+void RegisterTwo(store::Storage* storage) {
+  std::promise<store::ContainerResult> registered;
+  storage->Register({{"c-1", "weur", "chrome", 0, "{}"}, {"c-2", "weur", "chrome", 0, "{}"}},
+                    [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
+  REQUIRE(registered.get_future().get().outcome == store::Outcome::kOk);
+}
+
+// Dead after 1 s, swept every 5 ms.
+BatcherOptions FastReaper() {
+  BatcherOptions options;
+  options.dead_after_ms = 1000;
+  options.reaper_interval_ms = 5;
+  return options;
+}
+
 // The database outage of a node: its heartbeat writes fail for longer than
 // dead_after_ms. When they succeed again, the fleet's containers report
 // within dead_after_ms, and none may have been judged silent for the time
@@ -123,15 +139,8 @@ using testing::StatusOf;
 TEST_CASE("hearing: heartbeat writes failing longer than dead-after kill nobody once they recover") {
   testing::Engine engine(EDGEALLOC_ENGINES);
   FailingWrites store(engine.storage.get());
-  std::promise<store::ContainerResult> registered;
-  engine->Register({{"c-1", "weur", "chrome", 0, "{}"}, {"c-2", "weur", "chrome", 0, "{}"}},
-                   [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
-  REQUIRE(registered.get_future().get().outcome == store::Outcome::kOk);
-
-  BatcherOptions options;
-  options.dead_after_ms = 1000;
-  options.reaper_interval_ms = 5;
-  Batcher b(&store, options);
+  RegisterTwo(engine.storage.get());
+  Batcher b(&store, FastReaper());
   b.Start();
   store.failing = true;
   REQUIRE(b.Submit(Beat("c-2")).accepted());  // retried while the writes fail
@@ -167,15 +176,8 @@ TEST_CASE("hearing: a report refused while the node was deaf, the next one slow 
           "no silence") {
   testing::Engine engine(EDGEALLOC_ENGINES);
   FailingWrites store(engine.storage.get());
-  std::promise<store::ContainerResult> registered;
-  engine->Register({{"c-1", "weur", "chrome", 0, "{}"}, {"c-2", "weur", "chrome", 0, "{}"}},
-                   [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
-  REQUIRE(registered.get_future().get().outcome == store::Outcome::kOk);
-
-  BatcherOptions options;
-  options.dead_after_ms = 1000;
-  options.reaper_interval_ms = 5;
-  Batcher b(&store, options);
+  RegisterTwo(engine.storage.get());
+  Batcher b(&store, FastReaper());
   b.Start();
   REQUIRE(b.Submit(Beat("c-1")).accepted());
   REQUIRE(WaitFor([&] { return b.stats().written.load() == 1; }));
