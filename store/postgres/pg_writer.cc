@@ -308,9 +308,9 @@ Status PgWriter::BeginPipelined(std::span<PgJob*> group, bool* failed_job,
   std::vector<PgResult> results;
   size_t failed = 0;
   reading->wall_before_ms = base::NowMs();
-  reading->monotonic_before_ms = SteadyNowMs();
+  reading->monotonic_before_ms = base::SteadyNowMs();
   Status s = conn_->RunPipeline(statements, &results, &failed);
-  reading->monotonic_after_ms = SteadyNowMs();
+  reading->monotonic_after_ms = base::SteadyNowMs();
   reading->wall_after_ms = base::NowMs();
   if (s.ok() && read_clock) RETURN_IF_ERROR(TakeDbClockReading(results[1], reading));
   if (!s.ok()) {

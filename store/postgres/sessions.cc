@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "base/clock.h"
 #include "store/claim_regions.h"
 #include "store/list_page.h"
 #include "store/postgres/postgres_storage.h"
@@ -121,9 +122,9 @@ Status ReadSessionOrEnd(PgConn* conn, const std::string& id, std::optional<Sessi
                         const DbClockSteps* steps = nullptr) {
   PgResult r;
   DbClockReading reading;
-  reading.monotonic_before_ms = SteadyNowMs();
+  reading.monotonic_before_ms = base::SteadyNowMs();
   RETURN_IF_ERROR(conn->Run(pgsql::kGetSession, {P(id)}, &r));
-  reading.monotonic_after_ms = SteadyNowMs();
+  reading.monotonic_after_ms = base::SteadyNowMs();
   if (r.rows() > 0) {
     ReadSessionRow(r, 0, &found->emplace());
     *now = r.Int64(0, kSessionColumnCount);

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "batcher/batcher.h"
 #include "tests/batcher/reports.h"
 #include "tests/support/engines.h"
@@ -60,7 +61,7 @@ TEST_CASE("hearing: a hold deaf now is no hearing, and once clear hearing counts
   std::atomic<bool> failing{false};
   std::atomic<int64_t> last{0};
   h.AddHold(Hearing::Cause::kWriteFailing, "writes", [&] {
-    if (failing.load()) last.store(Hearing::SteadyNowMs());
+    if (failing.load()) last.store(base::SteadyNowMs());
     return last.load();
   });
   h.Start();
@@ -68,19 +69,19 @@ TEST_CASE("hearing: a hold deaf now is no hearing, and once clear hearing counts
   SleepMs(100);
   CHECK(h.HearingForMs() == 0);
   failing = false;
-  const int64_t cleared = Hearing::SteadyNowMs();
+  const int64_t cleared = base::SteadyNowMs();
   REQUIRE(WaitFor([&] { return h.spans(Hearing::Cause::kWriteFailing) == 1; }));
   CHECK(h.deaf_ms(Hearing::Cause::kWriteFailing) >= 50);
-  CHECK(h.HearingForMs() <= Hearing::SteadyNowMs() - cleared + 20);
+  CHECK(h.HearingForMs() <= base::SteadyNowMs() - cleared + 20);
   h.Stop();
 }
 
 TEST_CASE("hearing: the start of a stretch of hearing passes over the spans of deafness") {
   Hearing h(1000);
-  const int64_t before = Hearing::SteadyNowMs();
+  const int64_t before = base::SteadyNowMs();
   CHECK(h.StartOfHearing(before, 200) == before - 200);
   h.NoteDeaf(Hearing::Cause::kPause, "test", 300);  // [t - 300, t]
-  const int64_t t = Hearing::SteadyNowMs();
+  const int64_t t = base::SteadyNowMs();
   // 100 ms heard after the span, 100 more before it.
   CHECK(h.StartOfHearing(t + 100, 200) <= t - 300 - 100);
   CHECK(h.StartOfHearing(t + 100, 200) >= before - 300 - 100);
@@ -88,7 +89,7 @@ TEST_CASE("hearing: the start of a stretch of hearing passes over the spans of d
   CHECK(h.StartOfHearing(t + 100, 50) == t + 50);
   // A second span inside the first counts once.
   h.NoteDeaf(Hearing::Cause::kIoStall, "test", 100);
-  const int64_t t2 = Hearing::SteadyNowMs();
+  const int64_t t2 = base::SteadyNowMs();
   const int64_t start = h.StartOfHearing(t2, 500);
   CHECK(start <= t2 - 500 - 300);
   CHECK(start >= before - 500 - 300 - 100 - (t2 - before));
