@@ -116,7 +116,9 @@ void AddSessionFlags(CLI::App* serve, ServeConfig* s) {
 // Silence, and the batches heartbeats are written in.
 void AddHeartbeatFlags(CLI::App* serve, ServeConfig* s) {
   AddNumber(serve, "--dead-after-ms", &s->dead_after_ms,
-            "a container without a heartbeat this long is dead", 1, kBig,
+            "a container without a heartbeat this long is dead (counted in time this node "
+            "could hear: see --deaf-gap-ms)",
+            1, kBig,
             "heartbeat timeout in ms");
   AddNumber(serve, "--deaf-gap-ms", &s->deaf_gap_ms,
             "this node could not hear (a pause, a stalled io loop) when a beat of its watch is "
