@@ -23,6 +23,7 @@
 #include "tests/support/await.h"
 #include "tests/support/engines.h"
 #include "tests/support/forwarding_storage.h"
+#include "tests/support/eventually.h"
 
 namespace {
 
@@ -36,12 +37,7 @@ void SleepMs(int64_t ms) { std::this_thread::sleep_for(milliseconds(ms)); }
 
 // Polls `done` every 5 ms for at most `bound_ms`; whether it came true.
 bool Within(int64_t bound_ms, const std::function<bool()>& done) {
-  const int64_t until = base::NowMs() + bound_ms;
-  while (!done()) {
-    if (base::NowMs() >= until) return false;
-    SleepMs(5);
-  }
-  return true;
+  return testing::Eventually(done, milliseconds(bound_ms));
 }
 
 // Node B's store: its heartbeat writes take `delay_ms` while `slow` is set

@@ -14,6 +14,7 @@
 #include "tests/batcher/reports.h"
 #include "tests/support/engines.h"
 #include "tests/support/forwarding_storage.h"
+#include "tests/support/eventually.h"
 
 namespace {
 
@@ -27,12 +28,7 @@ void SleepMs(int64_t ms) { std::this_thread::sleep_for(milliseconds(ms)); }
 // Polls `done` until it holds or `limit` passes: no test here assumes how
 // fast a loaded machine runs.
 bool WaitFor(const std::function<bool()>& done, milliseconds limit = milliseconds(5000)) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    SleepMs(2);
-  }
-  return done();
+  return testing::Eventually(done, limit);
 }
 
 TEST_CASE("hearing: a source that beats late is a span of deafness, and hearing starts again") {
