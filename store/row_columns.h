@@ -211,7 +211,8 @@ namespace row_columns_internal {
 // octet_length: bytes, as the engine hands the texts over in UTF-8):
 // "coalesce(octet_length(id), 0) + ...", a NULL counting its if_null.
 inline constexpr std::string_view kBytesHead = "coalesce(octet_length(";
-inline constexpr std::string_view kBytesTail = "), 0)";  // 0: the digit of the if_null's size
+// Its tail's size: "), ", the if_null's size (one digit), ")".
+inline constexpr std::string_view kBytesTail = "), 0)";
 
 template <const auto& kColumns>
 constexpr auto TextBytesSql() {
