@@ -63,7 +63,9 @@ void AddServingFlags(CLI::App* serve, ServeConfig* s) {
             "threads for the database reads of the API (a session, a list, limits, a container), "
             "kept off the HTTP io threads; one tenant's reads run on at most half of them at once; "
             "each may have " +
-                std::to_string(kReaderQueuePerThread) + " reads waiting, more are 503 overloaded",
+                std::to_string(kReaderQueuePerThread) +
+                " reads waiting, more are 503 overloaded, and one tenant's reads may fill a "
+                "quarter of that",
             1, kMaxReaderThreads, "reader threads");
 }
 
