@@ -14,6 +14,14 @@ inline int64_t NowMs() {
       .count();
 }
 
+// Milliseconds of the steady clock: spans and deadlines, which a step of
+// the wall clock must neither lengthen nor shorten. Safe from any thread.
+inline int64_t SteadyNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace base
 
 #endif  // EDGEALLOC_BASE_CLOCK_H_

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "base/clock.h"
+
 namespace base {
 
 // Lets one log line a period through and counts the ones it holds back: for
@@ -32,10 +34,7 @@ class LogGate {
   }
   // Due, now.
   bool Due(uint64_t* held) {
-    return Due(std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::steady_clock::now().time_since_epoch())
-                   .count(),
-               held);
+    return Due(SteadyNowMs(), held);
   }
 
  private:

@@ -100,7 +100,7 @@ void Batcher::AddHearingHolds() {
     Lane* l = lane.get();
     hearing_->AddHold(Hearing::Cause::kWriteFailing,
                       "heartbeat writes of partition " + std::to_string(l->partition), [l] {
-                        return l->failing_since_ms.load() != 0 ? Hearing::SteadyNowMs()
+                        return l->failing_since_ms.load() != 0 ? base::SteadyNowMs()
                                                                : l->last_failed_ms.load();
                       });
   }
@@ -109,7 +109,7 @@ void Batcher::AddHearingHolds() {
   hearing_->AddHold(Hearing::Cause::kWriteFailing, "the store's writers", [this] {
     for (int p = 0; p < storage_->partitions(); ++p) {
       if (storage_->writer_stats(p).failing.load(std::memory_order_relaxed) != 0) {
-        store_failing_seen_ms_.store(Hearing::SteadyNowMs());
+        store_failing_seen_ms_.store(base::SteadyNowMs());
         break;
       }
     }
@@ -148,11 +148,7 @@ void Batcher::Stop() {
   // A Submit that saw accepting_ before it flipped finishes its enqueue
   // before the lanes are told to drain, so no accepted item is stranded.
   while (submitting_.load() != 0) std::this_thread::yield();
-  {
-    base::MutexLock reaper_lock(&reaper_mu_);
-    reaper_stop_ = true;
-  }
-  reaper_cv_.SignalAll();
+  reaper_stop_.Stop();
   if (reaper_.joinable()) reaper_.join();
   hearing_->Stop();
   give_up_at_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -185,7 +181,7 @@ SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
     result.code = code;
     result.unknown = 0;
     result.unknown_ids.clear();
-    last_refused_ms_.store(Hearing::SteadyNowMs());
+    last_refused_ms_.store(base::SteadyNowMs());
     stats_.refused.fetch_add(static_cast<uint64_t>(result.items), std::memory_order_relaxed);
     return result;
   };
@@ -363,12 +359,12 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
       stats_.unknown.fetch_add(result.unknown.size(), std::memory_order_relaxed);
       if (lane->failing_since_ms.load() != 0) {
         // Heard again from now: the failing time was the server's deafness.
-        lane->last_failed_ms.store(Hearing::SteadyNowMs());
+        lane->last_failed_ms.store(base::SteadyNowMs());
         lane->failing_since_ms.store(0);
       }
       break;
     }
-    const int64_t failed_at = Hearing::SteadyNowMs();
+    const int64_t failed_at = base::SteadyNowMs();
     lane->last_failed_ms.store(failed_at);
     if (lane->failing_since_ms.load() == 0) lane->failing_since_ms.store(failed_at);
     stats_.write_retries.fetch_add(1, std::memory_order_relaxed);
@@ -386,15 +382,7 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
 
 void Batcher::ReaperLoop() {
   const auto interval = std::chrono::milliseconds(options_.reaper_interval_ms);
-  for (;;) {
-    {
-      base::MutexLock lock(&reaper_mu_);
-      const auto until = std::chrono::steady_clock::now() + interval;
-      while (!reaper_stop_ && std::chrono::steady_clock::now() < until) {
-        reaper_cv_.WaitFor(&reaper_mu_, until - std::chrono::steady_clock::now());
-      }
-      if (reaper_stop_) return;
-    }
+  while (!reaper_stop_.WaitFor(interval)) {
     const store::HeldPools held = HeldPoolsNow();
     for (auto& lane : lanes_) ReapPartition(lane.get(), held);
   }
@@ -411,7 +399,7 @@ int64_t Batcher::BackByHearing(int64_t wall_ms) const {
   // wall_ms is now or before (a watermark): onto the steady clock by its
   // distance from now, so that a step of the wall clock moves nothing.
   const int64_t wall_now = base::NowMs();
-  const int64_t end = Hearing::SteadyNowMs() - std::max<int64_t>(0, wall_now - wall_ms);
+  const int64_t end = base::SteadyNowMs() - std::max<int64_t>(0, wall_now - wall_ms);
   return wall_ms - (end - hearing_->StartOfHearing(end, options_.dead_after_ms));
 }
 
@@ -472,9 +460,7 @@ void Batcher::ReapPartition(Lane* lane, const store::HeldPools& held) {
                                     std::memory_order_relaxed);
     stats_.dead_marked.fetch_add(static_cast<uint64_t>(dead), std::memory_order_relaxed);
     if (!sweep.dead.empty()) NoteDeaths(sweep.dead);
-    if (dead < kReapBatchRows) return;
-    base::MutexLock lock(&reaper_mu_);
-    if (reaper_stop_) return;
+    if (dead < kReapBatchRows || reaper_stop_.stopped()) return;
   }
 }
 

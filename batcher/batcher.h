@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "base/stop_signal.h"
 #include "batcher/coalesce.h"
 #include "batcher/deaths.h"
 #include "batcher/heard_publisher.h"
@@ -236,9 +237,7 @@ class Batcher {
   std::atomic<bool> stopped_{false};
   base::Mutex stop_mu_;  // serializes Start and Stop
 
-  base::Mutex reaper_mu_;
-  base::CondVar reaper_cv_;
-  bool reaper_stop_ GUARDED_BY(reaper_mu_) = false;
+  base::StopSignal reaper_stop_;
   std::thread reaper_;
 };
 

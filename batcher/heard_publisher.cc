@@ -18,27 +18,16 @@ void HeardPublisher::Start() {
 }
 
 void HeardPublisher::Stop() {
-  {
-    base::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  cv_.SignalAll();
+  stop_.Stop();
   if (thread_.joinable()) thread_.join();
 }
 
 void HeardPublisher::Loop() {
-  const auto interval = std::chrono::milliseconds(interval_ms_);
-  for (;;) {
+  do {
     if (!storage_->PublishHeardUntil(heard_until_(), dead_after_ms_).ok()) {
       failures_.fetch_add(1, std::memory_order_relaxed);
     }
-    base::MutexLock lock(&mu_);
-    const auto until = std::chrono::steady_clock::now() + interval;
-    while (!stop_ && std::chrono::steady_clock::now() < until) {
-      cv_.WaitFor(&mu_, until - std::chrono::steady_clock::now());
-    }
-    if (stop_) return;
-  }
+  } while (!stop_.WaitFor(std::chrono::milliseconds(interval_ms_)));
 }
 
 }  // namespace batcher

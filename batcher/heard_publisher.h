@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "base/mutex.h"
+#include "base/stop_signal.h"
 #include "store/storage.h"
 
 namespace batcher {
@@ -43,9 +43,7 @@ class HeardPublisher {
   const int interval_ms_;
   const std::function<std::vector<int64_t>()> heard_until_;
   std::atomic<uint64_t> failures_{0};
-  base::Mutex mu_;
-  base::CondVar cv_;
-  bool stop_ GUARDED_BY(mu_) = false;
+  base::StopSignal stop_;
   std::thread thread_;
 };
 

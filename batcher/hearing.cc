@@ -4,6 +4,8 @@
 #include <chrono>
 #include <utility>
 
+#include "base/clock.h"
+
 namespace batcher {
 
 const char* Hearing::CauseName(Cause cause) {
@@ -16,47 +18,28 @@ const char* Hearing::CauseName(Cause cause) {
   return "unknown";
 }
 
-int64_t Hearing::SteadyNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 Hearing::Hearing(int64_t gap_ms, std::function<void(const Span&)> on_span)
     : gap_ms_(std::max<int64_t>(gap_ms, 10)),
       on_span_(std::move(on_span)),
-      hearing_since_ms_(SteadyNowMs()) {}
+      hearing_since_ms_(base::SteadyNowMs()) {}
 
 Hearing::~Hearing() { Stop(); }
 
 void Hearing::Start() {
-  base::MutexLock lock(&watch_mu_);
-  if (watch_.joinable() || watch_stop_) return;
+  if (watch_.joinable() || watch_stop_.stopped()) return;
   // A source from now on: until the watch runs it is not late.
   watch_source_ = AddSource("watch");
   watch_ = std::thread([this] { WatchLoop(); });
 }
 
 void Hearing::Stop() {
-  {
-    base::MutexLock lock(&watch_mu_);
-    watch_stop_ = true;
-  }
-  watch_cv_.SignalAll();
+  watch_stop_.Stop();
   if (watch_.joinable()) watch_.join();
 }
 
 void Hearing::WatchLoop() {
   const auto period = std::chrono::milliseconds(beat_period_ms());
-  for (;;) {
-    {
-      base::MutexLock lock(&watch_mu_);
-      const auto until = std::chrono::steady_clock::now() + period;
-      while (!watch_stop_ && std::chrono::steady_clock::now() < until) {
-        watch_cv_.WaitFor(&watch_mu_, until - std::chrono::steady_clock::now());
-      }
-      if (watch_stop_) return;
-    }
+  while (!watch_stop_.WaitFor(period)) {
     Beat(watch_source_);
     PollHolds(period.count());
   }
@@ -68,7 +51,7 @@ void Hearing::AddHold(Cause cause, std::string name, std::function<int64_t()> la
 }
 
 void Hearing::PollHolds(int64_t period_ms) {
-  const int64_t now = SteadyNowMs();
+  const int64_t now = base::SteadyNowMs();
   std::vector<std::pair<Span, int64_t>> ended;  // and when each ended
   {
     base::MutexLock lock(&mu_);
@@ -90,7 +73,7 @@ void Hearing::PollHolds(int64_t period_ms) {
 
 int Hearing::AddSource(std::string name) {
   base::MutexLock lock(&mu_);
-  const Source fresh{std::move(name), true, SteadyNowMs()};
+  const Source fresh{std::move(name), true, base::SteadyNowMs()};
   for (size_t i = 0; i < sources_.size(); ++i) {
     if (!sources_[i].live) {
       sources_[i] = fresh;
@@ -107,7 +90,7 @@ void Hearing::RemoveSource(int source) {
 }
 
 void Hearing::Beat(int source) {
-  const int64_t now = SteadyNowMs();
+  const int64_t now = base::SteadyNowMs();
   Span span{};
   {
     base::MutexLock lock(&mu_);
@@ -121,7 +104,7 @@ void Hearing::Beat(int source) {
 }
 
 void Hearing::NoteDeaf(Cause cause, const std::string& source, int64_t deaf_ms) {
-  const int64_t now = SteadyNowMs();
+  const int64_t now = base::SteadyNowMs();
   Record(Span{cause, source, std::max<int64_t>(deaf_ms, 0)}, now, now, /*restart=*/true);
 }
 
@@ -150,7 +133,7 @@ void Hearing::Record(const Span& span, int64_t end_ms, int64_t now_ms, bool rest
 }
 
 int64_t Hearing::HearingForMs() const {
-  const int64_t now = SteadyNowMs();
+  const int64_t now = base::SteadyNowMs();
   base::MutexLock lock(&mu_);
   for (const Source& s : sources_) {
     if (s.live && now - s.last_beat_ms > gap_ms_) return 0;  // deaf right now
@@ -161,7 +144,7 @@ int64_t Hearing::HearingForMs() const {
 }
 
 int64_t Hearing::StartOfHearing(int64_t end_ms, int64_t hearing_ms) const {
-  const int64_t now = SteadyNowMs();
+  const int64_t now = base::SteadyNowMs();
   std::vector<std::pair<int64_t, int64_t>> deaf;
   {
     base::MutexLock lock(&mu_);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "base/stop_signal.h"
 
 namespace batcher {
 
@@ -23,7 +24,7 @@ namespace batcher {
 // has heard again for dead_after_ms (docs/design.md, "Deafness is not death").
 //
 // Hearing keeps since when the server has heard without a break, on the
-// steady clock, so that a step of the wall clock neither makes deafness nor
+// steady clock (base::SteadyNowMs), so that a step of the wall clock neither makes deafness nor
 // hides it. It learns of deafness three ways:
 //  - a gap: a source that beats on a period (its own watch thread, each io
 //    loop of the server) beat more than gap_ms late. The server could not
@@ -104,8 +105,6 @@ class Hearing {
   // least every 250 ms. The watch beats so, and the server's io watch too.
   int64_t beat_period_ms() const { return std::clamp<int64_t>(gap_ms_ / 4, 5, 250); }
 
-  // The steady clock in ms (what every time here is on).
-  static int64_t SteadyNowMs();
 
  private:
   struct Source {
@@ -142,9 +141,7 @@ class Hearing {
   std::array<std::atomic<uint64_t>, kCauses> deaf_ms_{};
 
   std::atomic<int> watch_source_{-1};
-  base::Mutex watch_mu_;
-  base::CondVar watch_cv_;
-  bool watch_stop_ GUARDED_BY(watch_mu_) = false;
+  base::StopSignal watch_stop_;
   std::thread watch_;
 };
 

@@ -63,7 +63,9 @@ void AddServingFlags(CLI::App* serve, ServeConfig* s) {
             "threads for the database reads of the API (a session, a list, limits, a container), "
             "kept off the HTTP io threads; one tenant's reads run on at most half of them at once; "
             "each may have " +
-                std::to_string(kReaderQueuePerThread) + " reads waiting, more are 503 overloaded",
+                std::to_string(kReaderQueuePerThread) +
+                " reads waiting, more are 503 overloaded, and one tenant's reads may fill a "
+                "quarter of that",
             1, kMaxReaderThreads, "reader threads");
 }
 
@@ -116,7 +118,9 @@ void AddSessionFlags(CLI::App* serve, ServeConfig* s) {
 // Silence, and the batches heartbeats are written in.
 void AddHeartbeatFlags(CLI::App* serve, ServeConfig* s) {
   AddNumber(serve, "--dead-after-ms", &s->dead_after_ms,
-            "a container without a heartbeat this long is dead", 1, kBig,
+            "a container without a heartbeat this long is dead (counted in time this node "
+            "could hear: see --deaf-gap-ms)",
+            1, kBig,
             "heartbeat timeout in ms");
   AddNumber(serve, "--deaf-gap-ms", &s->deaf_gap_ms,
             "this node could not hear (a pause, a stalled io loop) when a beat of its watch is "

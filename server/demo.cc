@@ -78,25 +78,13 @@ bool Demo::Start(std::string* error) {
 }
 
 void Demo::Stop() {
-  {
-    base::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  cv_.SignalAll();
+  stop_.Stop();
   if (thread_.joinable()) thread_.join();
 }
 
 void Demo::Loop() {
   bool refused = false;  // log a refusal once, not once a round
-  for (;;) {
-    {
-      base::MutexLock lock(&mu_);
-      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(period_ms_);
-      while (!stop_ && std::chrono::steady_clock::now() < until) {
-        cv_.WaitFor(&mu_, until - std::chrono::steady_clock::now());
-      }
-      if (stop_) return;
-    }
+  while (!stop_.WaitFor(std::chrono::milliseconds(period_ms_))) {
     batcher::SubmitResult r = HeartbeatOnce();
     if (!r.accepted() && !refused) {
       LogWarn(std::string("edgealloc: demo heartbeats refused (") +

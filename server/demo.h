@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "base/mutex.h"
+#include "base/stop_signal.h"
 #include "store/storage.h"
 #include "batcher/batcher.h"
 
@@ -52,9 +52,7 @@ class Demo {
   store::Storage* storage_;
   batcher::Batcher* batcher_;
   int64_t period_ms_;
-  base::Mutex mu_;
-  base::CondVar cv_;
-  bool stop_ GUARDED_BY(mu_) = false;
+  base::StopSignal stop_;
   std::thread thread_;
 };
 

@@ -313,6 +313,7 @@ void Service::AddOpsRoutes() {
   metrics.batcher = batcher_.get();
   metrics.heartbeat_keys = {&heartbeat_budget_->refused_budget, &heartbeat_budget_->refused_items,
                             &heartbeat_budget_->folded};
+  metrics.reads_refused = {&readers_->refusals().full, &readers_->refusals().owner_share};
   metrics.mirror = mirror_.get();
   metrics.storage = storage_.get();
   metrics.requests = &request_metrics_;

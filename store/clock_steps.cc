@@ -7,11 +7,6 @@
 namespace store {
 namespace {
 
-int64_t MonotonicMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // A pair read further apart than this (the thread was descheduled, or the
 // process stopped, between the two reads) is read again: its difference
@@ -45,9 +40,9 @@ WallClockSteps::Reading WallClockSteps::Read() {
   int64_t wall = 0;
   int64_t monotonic = 0;
   for (int attempt = 0; attempt < kPairAttempts; ++attempt) {
-    const int64_t before = MonotonicMs();
+    const int64_t before = base::SteadyNowMs();
     wall = base::NowMs();
-    monotonic = MonotonicMs();
+    monotonic = base::SteadyNowMs();
     if (monotonic - before <= kMaxPairGapMs) break;
   }
   const int64_t step = tracker_.Observe(wall, monotonic);

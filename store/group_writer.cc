@@ -1,39 +1,29 @@
 #include "store/group_writer.h"
 
 #include <chrono>
-#include <exception>
-
-#include "concurrentqueue/blockingconcurrentqueue.h"
 
 namespace store {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-
 int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
 }  // namespace
 
-// Lock-free for submitters: a Submit is one enqueue, and the writer takes a
-// whole group in one dequeue. A null entry only wakes the writer (Stop).
-struct GroupWriter::Queue {
-  moodycamel::BlockingConcurrentQueue<GroupJob*> q;
-};
+GroupWriterBase::GroupWriterBase(std::string name, GroupWriterOptions options)
+    : name_(std::move(name)), options_(options) {}
 
-GroupWriter::GroupWriter(std::string name, GroupWriterOptions options)
-    : name_(std::move(name)), options_(options), queue_(new Queue) {}
+GroupWriterBase::~GroupWriterBase() = default;
 
-GroupWriter::~GroupWriter() = default;
-
-void GroupWriter::Start() {
+void GroupWriterBase::Start() {
   accepting_ = true;
   if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
 }
 
-void GroupWriter::Stop() {
+void GroupWriterBase::Stop() {
   accepting_ = false;
   // A Submit that saw accepting_ before it flipped finishes its enqueue
   // before the writer is told to stop, so no accepted job is stranded.
@@ -43,11 +33,11 @@ void GroupWriter::Stop() {
   }
   stop_ = true;
   if (!thread_.joinable()) return;
-  queue_->q.enqueue(nullptr);  // wakes an idle writer now
+  Wake();  // an idle writer now
   thread_.join();
 }
 
-bool GroupWriter::Enqueue(GroupJob* job) {
+bool GroupWriterBase::Admit() {
   submitting_.fetch_add(1);
   // Reserve the slot first and give it back on refusal, so that concurrent
   // Submits cannot together pass the bound.
@@ -56,98 +46,23 @@ bool GroupWriter::Enqueue(GroupJob* job) {
     ok = stats_.queued.fetch_add(1, std::memory_order_relaxed) < options_.max_queued_jobs;
     if (!ok) stats_.queued.fetch_sub(1, std::memory_order_relaxed);
   }
-  if (ok) {
-    queue_->q.enqueue(job);
-  } else {
+  if (!ok) {
     stats_.refused.fetch_add(1, std::memory_order_relaxed);
+    submitting_.fetch_sub(1);
   }
-  submitting_.fetch_sub(1);
   return ok;
 }
 
-Status GroupWriter::Refusal(const std::string& queue) const {
+Status GroupWriterBase::Refusal(const std::string& queue) const {
   if (down()) return Status::IOError("unavailable: this node cannot reach its database now; retry");
   return Status::Busy(queue + " is full or stopping; retry shortly");
 }
 
-void GroupWriter::Loop() {
-  std::vector<GroupJob*> bulk(static_cast<size_t>(options_.max_group_jobs));
-  auto last_active = SteadyClock::now();
-  for (;;) {
-    size_t n = 0;
-    if (stop_.load()) {
-      // stop_ is set only after the last Submit finished: empty is done.
-      n = queue_->q.try_dequeue_bulk(bulk.data(), bulk.size());
-      if (n == 0) return;
-    } else if (probe_interval_ms() < 0) {
-      n = queue_->q.wait_dequeue_bulk(bulk.data(), bulk.size());
-    } else {
-      const auto due = last_active + std::chrono::milliseconds(probe_interval_ms());
-      const auto now = SteadyClock::now();
-      if (now >= due) {
-        (void)Catching("the idle probe", [this] {
-          Probe();
-          return Status::Ok();
-        });
-        last_active = SteadyClock::now();
-        continue;
-      }
-      n = queue_->q.wait_dequeue_bulk_timed(bulk.data(), bulk.size(), due - now);
-      if (n == 0) continue;
-    }
-    RunBulk(bulk.data(), n);
-    last_active = SteadyClock::now();
-  }
-}
-
-bool GroupWriter::PastStopDeadline() const {
+bool GroupWriterBase::PastStopDeadline() const {
   return stop_.load() && options_.stop_timeout_ms >= 0 && NowNs() >= stop_deadline_ns_.load();
 }
 
-void GroupWriter::RunBulk(GroupJob** jobs, size_t n) {
-  size_t m = 0;  // Stop's wake-up entries out
-  for (size_t i = 0; i < n; ++i) {
-    if (jobs[i] != nullptr) jobs[m++] = jobs[i];
-  }
-  stats_.queued.fetch_sub(static_cast<int64_t>(m), std::memory_order_relaxed);
-  // Consecutive ordinary jobs share one transaction; a solo job gets its own.
-  size_t start = 0;
-  while (start < m) {
-    if (PastStopDeadline()) {
-      return DropQueued({jobs + start, m - start},
-                        Status::IOError("unavailable: the server is stopping and the database "
-                                        "could not be written in time; not written"),
-                        /*at_stop=*/true);
-    }
-    size_t end = start + 1;
-    if (!jobs[start]->solo()) {
-      while (end < m && !jobs[end]->solo()) ++end;
-    }
-    const bool drop = RunGroup({jobs + start, end - start});
-    start = end;
-    if (drop) {
-      return DropQueued({jobs + start, m - start},
-                        Status::IOError("unavailable: the database cannot be reached from this "
-                                        "node; not written"),
-                        /*at_stop=*/false);
-    }
-  }
-}
-
-void GroupWriter::DropQueued(std::span<GroupJob*> in_hand, const Status& status, bool at_stop) {
-  size_t dropped = in_hand.size();
-  for (GroupJob* job : in_hand) Finish(job, status);
-  GroupJob* job = nullptr;
-  while (queue_->q.try_dequeue(job)) {
-    if (job == nullptr) continue;
-    stats_.queued.fetch_sub(1, std::memory_order_relaxed);
-    ++dropped;
-    Finish(job, status);
-  }
-  if (at_stop) stats_.dropped_at_stop.fetch_add(dropped, std::memory_order_relaxed);
-}
-
-void GroupWriter::Finish(GroupJob* job, Status status) {
+void GroupWriterBase::Finish(GroupJob* job, Status status) {
   (status.ok() ? stats_.jobs_ok : stats_.jobs_failed).fetch_add(1, std::memory_order_relaxed);
   try {
     job->Done(std::move(status));
@@ -157,135 +72,6 @@ void GroupWriter::Finish(GroupJob* job, Status status) {
     stats_.done_exceptions.fetch_add(1, std::memory_order_relaxed);
   }
   delete job;
-}
-
-// Turns an exception from Apply into a failed Status: an exception escaping
-// the writer thread would end the process with accepted work (queued
-// heartbeats, claims waiting for their reply) unanswered.
-Status GroupWriter::ApplyCatching(GroupJob* job, size_t index, bool* threw) {
-  Status s;
-  *threw = false;
-  try {
-    s = Apply(job, index);
-  } catch (const std::exception& e) {
-    *threw = true;
-    s = Status::IOError(std::string("a write job threw: ") + e.what());
-  } catch (...) {
-    *threw = true;
-    s = Status::IOError("a write job threw");
-  }
-  AfterApply(&s);
-  return s;
-}
-
-// Runs the group's jobs inside its open transaction. `savepoints`: each job
-// (that needs one) under one of its own, so a failing job is undone alone and
-// the rest go on; without, the first failing job stops the run and sets
-// *again. Returns a transaction-level error (the group fails whole), else Ok
-// with each job's outcome in outcomes_.
-Status GroupWriter::RunJobs(std::span<GroupJob*> group, bool savepoints, bool* again) {
-  *again = false;
-  outcomes_.assign(group.size(), Status::Ok());
-  for (size_t i = 0; i < group.size(); ++i) {
-    const bool savepoint = savepoints && NeedsSavepoint(group[i]);
-    // Without its savepoint the job cannot be undone alone; nothing of it ran.
-    if (savepoint) RETURN_IF_ERROR(Savepoint());
-    bool threw = false;
-    Status s = ApplyCatching(group[i], i, &threw);
-    // The jobs before this one are gone with the transaction, and the ones
-    // after must not run outside one: the whole group fails.
-    if (TransactionLost(s)) return s.ok() ? Status::IOError("unavailable: transaction lost") : s;
-    if (savepoint) {
-      // If the savepoint cannot be ended, the job's changes may still be in
-      // the transaction: committing could write what this job is told failed.
-      RETURN_IF_ERROR(EndSavepoint(/*undo=*/!s.ok()));
-    } else if (!s.ok()) {
-      if (!savepoints) {
-        *again = true;
-        return Status::Ok();
-      }
-      // A job without a savepoint writes with one statement, which undid
-      // itself if it failed; but one that threw may have thrown after its
-      // statement, and one HalfWritten says it failed after a write: neither
-      // can be undone alone, so the whole group fails.
-      if (threw || IsHalfWritten(s)) return s;
-    }
-    outcomes_[i] = std::move(s);
-  }
-  return Status::Ok();
-}
-
-template <typename Fn>
-Status GroupWriter::Catching(const char* what, Fn fn, bool* threw) {
-  if (threw != nullptr) *threw = false;
-  std::string why;
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    why = e.what();
-  } catch (...) {
-    why = "not a std::exception";
-  }
-  // Out of the catch block: AfterThrow may throw too, which nothing here
-  // could then catch.
-  if (threw != nullptr) *threw = true;
-  stats_.writer_exceptions.fetch_add(1, std::memory_order_relaxed);
-  try {
-    AfterThrow();
-  } catch (...) {
-  }
-  return Status::IOError(std::string(what) + " threw: " + why);
-}
-
-Status GroupWriter::BeginAndRun(std::span<GroupJob*>* group) {
-  bool again = false;
-  Status s = Begin(group, Run::kFirst, &again);
-  if (s.ok() && !again) s = RunJobs(*group, first_run_savepoints(), &again);
-  if (s.ok() && again) {
-    stats_.groups_rerun.fetch_add(1, std::memory_order_relaxed);
-    s = Rollback();
-    if (s.ok()) s = Begin(group, Run::kAgain, &again);
-    if (s.ok()) s = RunJobs(*group, /*savepoints=*/true, &again);
-  }
-  if (!s.ok() && lock_timed_out()) {
-    // A lock (or a row) another transaction kept past the lock timeout
-    // fails only the jobs that needed it.
-    stats_.groups_rerun.fetch_add(1, std::memory_order_relaxed);
-    s = Rollback();
-    if (s.ok()) s = Begin(group, Run::kWithoutWaiting, &again);
-    if (s.ok()) s = RunJobs(*group, /*savepoints=*/true, &again);
-  }
-  return s;
-}
-
-bool GroupWriter::RunGroup(std::span<GroupJob*> group) {
-  const auto t0 = SteadyClock::now();
-  // An exception escaping the writer thread would end the process with
-  // every accepted job unanswered: one from the engine fails this group.
-  Status s = Catching("the writer (beginning or running a group)",
-                      [&] { return BeginAndRun(&group); });
-  if (s.ok()) {
-    bool threw = false;
-    s = Catching("COMMIT", [this] { return Commit(); }, &threw);
-    // It may have thrown after the COMMIT went out.
-    if (threw) s = Status::IOError(std::string(kCommitOutcomeUnknown) + s.message());
-  } else {
-    (void)Catching("ROLLBACK", [this] { return Rollback(); });
-  }
-  if (!s.ok()) {
-    stats_.transactions_lost.fetch_add(1, std::memory_order_relaxed);
-    for (GroupJob* job : group) Finish(job, s);
-    return GroupLost(s);
-  }
-  stats_.failing.store(0, std::memory_order_relaxed);
-  stats_.transactions.fetch_add(1, std::memory_order_relaxed);
-  stats_.commit_micros_total.fetch_add(
-      static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t0).count()),
-      std::memory_order_relaxed);
-  // Done only now: no reply leaves before its commit has returned.
-  for (size_t i = 0; i < group.size(); ++i) Finish(group[i], std::move(outcomes_[i]));
-  return false;
 }
 
 }  // namespace store

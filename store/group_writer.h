@@ -60,16 +60,21 @@ struct GroupWriterOptions {
 // does. Submit is safe from any thread; the connection is the writer
 // thread's.
 //
-// This class is the engine-neutral part; an engine derives from it and says
-// how a group's transaction is begun, how a job runs with or without a
-// savepoint, how the group commits or rolls back, and (if it has one) how its
-// connection is probed while idle. The derived class's destructor must call
-// Stop(): the thread calls those functions.
-class GroupWriter {
+// GroupWriterBase is what does not depend on the engine's job type: the
+// writer's life (Start, Stop), its state and its counters. GroupWriter<Job>
+// is the core proper, its queue and hooks typed by the engine's job
+// (WriteJob, PgJob), so no engine casts a job; an engine derives from it and
+// says how a group's transaction is begun, how a job runs with or without a
+// savepoint, how the group commits or rolls back, and (if it has one) how
+// its connection is probed while idle. Its members are defined in
+// store/group_writer_impl.h, instantiated by each engine's writer for its
+// job type. The derived class's destructor must call Stop(): the thread
+// calls those functions.
+class GroupWriterBase {
  public:
-  GroupWriter(const GroupWriter&) = delete;
-  GroupWriter& operator=(const GroupWriter&) = delete;
-  virtual ~GroupWriter();
+  GroupWriterBase(const GroupWriterBase&) = delete;
+  GroupWriterBase& operator=(const GroupWriterBase&) = delete;
+  virtual ~GroupWriterBase();
 
   // Starts the writer thread.
   void Start();
@@ -95,14 +100,52 @@ class GroupWriter {
   };
 
   // `name` says which writer a refusal is about.
+  GroupWriterBase(std::string name, GroupWriterOptions options);
+
+  // Answers `job` (counted ok or failed), catching what Done throws, and
+  // deletes it.
+  void Finish(GroupJob* job, Status status);
+  void set_down(bool down) { down_.store(down, std::memory_order_relaxed); }
+  const std::string& name() const { return name_; }
+  const GroupWriterOptions& options() const { return options_; }
+  // Reserves a place in the queue for one job: false (counted refused) when
+  // the writer is full, stopping or down(). Release it after the enqueue.
+  bool Admit();
+  void Admitted() { submitting_.fetch_sub(1); }
+  bool stopping() const { return stop_.load(); }
+  bool PastStopDeadline() const;
+
+  WriterStats stats_;
+
+ private:
+  // The typed core's: the thread's loop, and a wake-up of an idle writer.
+  virtual void Loop() = 0;
+  virtual void Wake() = 0;
+
+  const std::string name_;
+  const GroupWriterOptions options_;
+  std::thread thread_;
+  std::atomic<bool> accepting_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> submitting_{0};
+  std::atomic<bool> down_{false};
+  std::atomic<int64_t> stop_deadline_ns_{0};  // steady clock; set by Stop
+};
+
+template <typename Job>
+class GroupWriter : public GroupWriterBase {
+ public:
+  ~GroupWriter() override;
+
+ protected:
   GroupWriter(std::string name, GroupWriterOptions options);
 
   // Queues `job` and takes it, or returns false leaving it with the caller,
   // Done not called: the writer is full, stopping or down().
-  bool Enqueue(GroupJob* job);
-  // Runs `fn` as one job of type Job (WriteJob, PgJob) and waits for its
-  // durable outcome. Never from the writer thread.
-  template <typename Job, typename Conn>
+  bool Enqueue(Job* job);
+  // Runs `fn` as one job and waits for its durable outcome. Never from the
+  // writer thread.
+  template <typename Conn>
   Status RunFunction(std::function<Status(Conn*)> fn, bool solo);
 
   // The engine's part: the hooks, all called on the writer thread, never
@@ -147,18 +190,18 @@ class GroupWriter {
   // statements of the jobs ahead, then *again if one of them failed (the
   // group is then run kAgain). kWithoutWaiting may answer (Finish) and drop
   // from *group the jobs that need what another transaction holds.
-  virtual Status Begin(std::span<GroupJob*>* group, Run run, bool* again) = 0;
+  virtual Status Begin(std::span<Job*>* group, Run run, bool* again) = 0;
   // Whether the kFirst run gives each job a savepoint; without, a job that
   // fails makes the group run again with them (fewer round trips while no
   // job fails).
   virtual bool first_run_savepoints() const = 0;
   // Whether `job` needs a savepoint to be undone alone on a run with them.
-  virtual bool NeedsSavepoint(const GroupJob* job) const { return true; }
+  virtual bool NeedsSavepoint(const Job& job) const { return true; }
   virtual Status Savepoint() = 0;
   // Releases the savepoint; `undo`: rolls back to it first.
   virtual Status EndSavepoint(bool undo) = 0;
-  // Runs job->Apply, the group's index-th job, on the connection.
-  virtual Status Apply(GroupJob* job, size_t index) = 0;
+  // Runs the group's index-th job on the connection.
+  virtual Status Apply(Job* job, size_t index) = 0;
   // After Apply returned or threw; may turn an Ok into an error.
   virtual void AfterApply(Status* outcome) {}
   // Whether the transaction is gone (the connection lost, or the database
@@ -180,45 +223,29 @@ class GroupWriter {
   // read), so it is not to be used again as it is.
   virtual void AfterThrow() {}
 
-  // Answers `job` (counted ok or failed), catching what Done throws, and
-  // deletes it.
-  void Finish(GroupJob* job, Status status);
-  void set_down(bool down) { down_.store(down, std::memory_order_relaxed); }
-  const std::string& name() const { return name_; }
-
-  WriterStats stats_;
-
  private:
   struct Queue;
-  void Loop();
+  void Loop() override;
+  void Wake() override;
   // Runs a bulk of dequeued jobs as its groups.
-  void RunBulk(GroupJob** jobs, size_t n);
+  void RunBulk(Job** jobs, size_t n);
   // Runs one group in one transaction and answers its jobs; true if what is
   // queued is to be answered with the group's error too.
-  bool RunGroup(std::span<GroupJob*> group);
+  bool RunGroup(std::span<Job*> group);
   // Begin, the jobs, and the runs again they may need; *group may shrink
   // (Run::kWithoutWaiting).
-  Status BeginAndRun(std::span<GroupJob*>* group);
+  Status BeginAndRun(std::span<Job*>* group);
   // fn(), with an exception turned into an IOError saying `what` threw
   // (and AfterThrow called); *threw says whether it did.
   template <typename Fn>
   Status Catching(const char* what, Fn fn, bool* threw = nullptr);
-  Status RunJobs(std::span<GroupJob*> group, bool savepoints, bool* again);
-  Status ApplyCatching(GroupJob* job, size_t index, bool* threw);
+  Status RunJobs(std::span<Job*> group, bool savepoints, bool* again);
+  Status ApplyCatching(Job* job, size_t index, bool* threw);
   // Answers the jobs in hand and every queued one with `status`, unwritten.
-  void DropQueued(std::span<GroupJob*> in_hand, const Status& status, bool at_stop);
-  bool PastStopDeadline() const;
+  void DropQueued(std::span<Job*> in_hand, const Status& status, bool at_stop);
 
-  const std::string name_;
-  const GroupWriterOptions options_;
   std::unique_ptr<Queue> queue_;
-  std::thread thread_;
-  std::atomic<bool> accepting_{false};
-  std::atomic<bool> stop_{false};
-  std::atomic<int> submitting_{0};
-  std::atomic<bool> down_{false};
-  std::atomic<int64_t> stop_deadline_ns_{0};  // steady clock; set by Stop
-  std::vector<Status> outcomes_;              // the writer thread's: the group's
+  std::vector<Status> outcomes_;  // the writer thread's: the group's
 };
 
 namespace internal {
@@ -242,11 +269,12 @@ class FunctionJob final : public Job {
 
 }  // namespace internal
 
-template <typename Job, typename Conn>
-Status GroupWriter::RunFunction(std::function<Status(Conn*)> fn, bool solo) {
+template <typename Job>
+template <typename Conn>
+Status GroupWriter<Job>::RunFunction(std::function<Status(Conn*)> fn, bool solo) {
   auto job = std::make_unique<internal::FunctionJob<Job, Conn>>(std::move(fn), solo);
   std::future<Status> done = job->future();
-  if (!Enqueue(job.get())) return Refusal("the write queue of " + name_);
+  if (!Enqueue(job.get())) return Refusal("the write queue of " + name());
   job.release();  // the writer's now
   return done.get();
 }

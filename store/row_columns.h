@@ -191,6 +191,67 @@ inline constexpr auto kContainerNullList =
 inline constexpr auto kSessionOldList =
     row_columns_internal::List<kSessionColumns, row_columns_internal::Item::kOldName>();
 
+// The bytes of a row's texts (its text columns' values, NULL as the row
+// reads it; numbers and flags count nothing): how big a list measures a row
+// (store/list_page.h). Never more than the row's JSON in a reply, which holds
+// each text with quotes, escapes and its key besides.
+template <typename Row, size_t N>
+size_t RowTextBytes(const Column<Row> (&columns)[N], const Row& row) {
+  size_t bytes = 0;
+  for (const Column<Row>& c : columns) {
+    if (c.text != nullptr) bytes += (row.*c.text).size();
+    if (c.maybe != nullptr && (row.*c.maybe).has_value()) bytes += (row.*c.maybe)->size();
+  }
+  return bytes;
+}
+
+namespace row_columns_internal {
+
+// RowTextBytes as an SQL expression over the row's columns (PostgreSQL's
+// octet_length: bytes, as the engine hands the texts over in UTF-8):
+// "coalesce(octet_length(id), 0) + ...", a NULL counting its if_null.
+inline constexpr std::string_view kBytesHead = "coalesce(octet_length(";
+// Its tail's size: "), ", the if_null's size (one digit), ")".
+inline constexpr std::string_view kBytesTail = "), 0)";
+
+template <const auto& kColumns>
+constexpr auto TextBytesSql() {
+  constexpr size_t length = [] {
+    size_t n = 0;
+    for (size_t i = 0; i < std::size(kColumns); ++i) {
+      if (kColumns[i].text == nullptr && kColumns[i].maybe == nullptr) continue;
+      n += (n > 0 ? 3 : 0) + kBytesHead.size() + std::string_view(kColumns[i].name).size() +
+           kBytesTail.size();
+    }
+    return n;
+  }();
+  SqlText<length + 1> out;
+  size_t at = 0;
+  auto append = [&](std::string_view piece) {
+    for (char c : piece) out.text[at++] = c;
+  };
+  for (size_t i = 0; i < std::size(kColumns); ++i) {
+    if (kColumns[i].text == nullptr && kColumns[i].maybe == nullptr) continue;
+    const size_t if_null =
+        kColumns[i].text != nullptr ? std::string_view(kColumns[i].if_null).size() : 0;
+    if (if_null > 9) throw "an if_null of more than 9 bytes";  // one digit below
+    if (at > 0) append(" + ");
+    append(kBytesHead);
+    append(kColumns[i].name);
+    append("), ");
+    out.text[at++] = static_cast<char>('0' + if_null);
+    append(")");
+  }
+  return out;
+}
+
+}  // namespace row_columns_internal
+
+// RowTextBytes of a session row or a container row, in SQL.
+inline constexpr auto kSessionTextBytesSql = row_columns_internal::TextBytesSql<kSessionColumns>();
+inline constexpr auto kContainerTextBytesSql =
+    row_columns_internal::TextBytesSql<kContainerColumns>();
+
 // Fills *row from a statement's row whose first columns are `columns`, in
 // order. `cells` is an engine's accessor of the row: IsNull(i), Text(i),
 // Int64(i) and Bool(i) of column i.

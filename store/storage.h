@@ -112,7 +112,10 @@ class Storage {
   // sessions (an index leads with the tenant), and each partition examines
   // at most ListExamineBound(limit) sessions, so when the other filters
   // reject many, the page may hold fewer than `limit` (even none) yet carry
-  // a *next_after past the last session examined. Keyset pages: a session
+  // a *next_after past the last session examined. With
+  // filter.page_budget_bytes, a page also ends at the session that brings
+  // its sessions' bytes (ListRowBytes, store/list_page.h) to it, and no
+  // engine reads a row past that one. Keyset pages: a session
   // that lives through a listing is on exactly one page, whatever is claimed
   // or released meanwhile. Every partition; a read.
   virtual Status ListSessions(const SessionFilter& filter, const std::string& after, int limit,
@@ -149,7 +152,8 @@ class Storage {
   virtual ContainerResult GetContainer(std::string_view id) = 0;
   // A page of the containers `filter` matches, in id order, after `after`:
   // as ListSessions (at most ListExamineBound(limit) containers examined a
-  // partition, so a page may be short or empty yet carry *next_after).
+  // partition, so a page may be short or empty yet carry *next_after; and
+  // ended at filter.page_budget_bytes).
   virtual Status ListContainers(const ContainerFilter& filter, const std::string& after,
                                 int limit, std::vector<ContainerInfo>* page,
                                 std::string* next_after) = 0;

@@ -130,11 +130,17 @@ struct ClaimRequest {
 struct SessionFilter {
   std::string tenant, region, pool;
   std::string label_key, label_value;
+  // Not a filter: where a page ends by size. The storage stops reading rows
+  // at the one that brings the page's rows to this many bytes of text
+  // (store/list_page.h, ListRowBytes), and the next page starts after it.
+  // 0: pages end by count alone.
+  size_t page_budget_bytes = 0;
 };
 
 // Which containers a list shows; an empty field matches any.
 struct ContainerFilter {
   std::string region, pool, status;
+  size_t page_budget_bytes = 0;  // as SessionFilter's
 };
 
 // One container to register or update.

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <chrono>
 
+#include "base/clock.h"
 #include "server/client/http_client.h"
 #include "server/agent/retry_delay.h"
 #include "server/agent/shell_command.h"
@@ -22,18 +23,6 @@ constexpr int64_t kRequestTimeoutMs = 5000;
 // How often, while it drains at SIGTERM, the agent asks whether its
 // container is still picked.
 constexpr int64_t kDrainPollMs = 500;
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Whether a 400 refused the heartbeat's ts_ms (too far ahead of the server's
 // clock: --max-clock-skew-ms), and not something else of it.
@@ -78,10 +67,10 @@ class Agent {
       if (!Register(&exit_code)) return exit_code;
     }
     for (;;) {
-      const int64_t start = NowMs();
+      const int64_t start = base::SteadyNowMs();
       ReapOnDrain();
       const int64_t wait = Beat(HealthState());
-      if (int signo = Sleep(std::max<int64_t>(0, wait - (NowMs() - start)))) {
+      if (int signo = Sleep(std::max<int64_t>(0, wait - (base::SteadyNowMs() - start)))) {
         return DrainAndExit(signo);
       }
     }
@@ -96,9 +85,9 @@ class Agent {
 
   // Waits up to `ms` for SIGTERM or SIGINT: the signal, or 0.
   int Sleep(int64_t ms) {
-    const int64_t until = NowMs() + ms;
+    const int64_t until = base::SteadyNowMs() + ms;
     for (;;) {
-      const int64_t left = std::max<int64_t>(0, until - NowMs());
+      const int64_t left = std::max<int64_t>(0, until - base::SteadyNowMs());
       timespec ts{static_cast<time_t>(left / 1000), static_cast<long>(left % 1000) * 1000000};
       const int signo = sigtimedwait(&signals_, nullptr, &ts);
       if (signo > 0) return signo;
@@ -180,7 +169,7 @@ class Agent {
   // older than the one before it, which the server would take for liveness
   // only). ts_ms orders this container's reports when they reach the
   // database through different nodes, one of them late.
-  int64_t NextTsMs() const { return std::max(WallMs(), last_ts_ms_ + 1); }
+  int64_t NextTsMs() const { return std::max(base::NowMs(), last_ts_ms_ + 1); }
 
   // POSTs one heartbeat of `state` with ts_ms; if the server refuses ts_ms
   // (this host's clock too far ahead of the fleet's), again without it, so
@@ -310,11 +299,11 @@ class Agent {
     LogLine("agent: " + SignalName(signo) + ": " + cfg_.id +
             " reports draining; exiting once it is not picked, at most " +
             std::to_string(cfg_.drain_timeout_ms) + " ms");
-    const int64_t deadline = NowMs() + cfg_.drain_timeout_ms;
-    int64_t next_beat = NowMs();
+    const int64_t deadline = base::SteadyNowMs() + cfg_.drain_timeout_ms;
+    int64_t next_beat = base::SteadyNowMs();
     for (;;) {
       ReapOnDrain();
-      if (NowMs() >= next_beat) next_beat = NowMs() + Beat("draining");
+      if (base::SteadyNowMs() >= next_beat) next_beat = base::SteadyNowMs() + Beat("draining");
       std::string why;
       const Picked picked = ReadPicked(&why);
       if (picked == Picked::kNo && failures_ == 0) {
@@ -326,7 +315,7 @@ class Agent {
                 "); exiting now");
         return 0;
       }
-      const int64_t now = NowMs();
+      const int64_t now = base::SteadyNowMs();
       if (now >= deadline) {
         LogLine("agent: --drain-timeout-ms passed; exiting");
         return 0;

@@ -84,6 +84,7 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
   if (auto refused = ReadPageParams(req, *cursor_key_, fingerprint, &limit, &after)) {
     return reply(std::move(*refused));
   }
+  filter.page_budget_bytes = kListPageBudgetBytes;  // as ListSessions
   ReadListPage<store::ContainerInfo>(
       readers_, TenantReads(req.who.tenant), io_, reply, cursor_key_, fingerprint, req.RequestId(),
       "containers",

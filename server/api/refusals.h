@@ -26,6 +26,10 @@ inline constexpr Refusal kHeartbeatsUnreadable{
 inline constexpr Refusal kReadersBusy{
     ApiError::kOverloaded,
     "too many reads are waiting for the database on this node; retry after a second"};
+inline constexpr Refusal kReaderShareFull{
+    ApiError::kOverloaded,
+    "too many of your reads are waiting for the database on this node (your share of its "
+    "reader queue); retry after a second"};
 inline constexpr Refusal kOwnLimitsOnly{ApiError::kForbidden,
                                         "a tenant key reads its own limits only"};
 inline constexpr Refusal kOwnSessionsOnly{ApiError::kForbidden,

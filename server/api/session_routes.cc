@@ -173,6 +173,8 @@ void SessionRoutes::ListSessions(RouteRequest req, Reply reply) {
   if (auto refused = ReadPageParams(req, *options_.cursor_key, fingerprint, &limit, &after)) {
     return reply(std::move(*refused));
   }
+  // The storage stops reading at the page's bytes too, not only at `limit`.
+  filter.page_budget_bytes = kListPageBudgetBytes;
   if (ended) {
     return ReadListPage<store::EndedSession>(
         options_.readers, TenantReads(req.who.tenant), io_, reply, options_.cursor_key,

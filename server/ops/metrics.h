@@ -37,6 +37,14 @@ struct MetricsSources {
     const std::atomic<uint64_t>* refused_items = nullptr;
     const std::atomic<uint64_t>* folded = nullptr;
   } heartbeat_keys;
+  // The API's reads the reader pool refused 503 overloaded: its queue full,
+  // or the share of it one tenant's reads (or one key's heartbeats) may fill
+  // (edgealloc_reads_refused_total; server/api/reader_pool.h, which ops/
+  // does not include). Null: left out.
+  struct ReadRefusals {
+    const std::atomic<uint64_t>* full = nullptr;
+    const std::atomic<uint64_t>* owner_share = nullptr;
+  } reads_refused;
   const kvmirror::Mirror* mirror = nullptr;
   const store::Storage* storage = nullptr;  // its writers' counters
   const RequestMetrics* requests = nullptr;

@@ -26,10 +26,23 @@ void HeartbeatKeyFamilies(const MetricsSources::HeartbeatKeyCounters& b, Exposit
               b.folded->load(std::memory_order_relaxed));
 }
 
+void ReadRefusalFamily(const MetricsSources::ReadRefusals& r, Exposition* out) {
+  out->Family("edgealloc_reads_refused_total", "counter",
+              "API reads (a session, a list page, limits, a container) refused 503 overloaded "
+              "before they reached a reader thread, by reason: full (the reader queue, "
+              "--reader-threads times 64) or share (one tenant's reads, or one key's "
+              "heartbeats, filled their quarter of it).");
+  for (const auto& [reason, n] : {std::pair{"full", r.full}, std::pair{"share", r.owner_share}}) {
+    out->Sample("edgealloc_reads_refused_total", {{"reason", reason}},
+                n->load(std::memory_order_relaxed));
+  }
+}
+
 }  // namespace
 
 void KeysFileFamilies(const MetricsSources& src, Exposition* out) {
   if (src.heartbeat_keys.refused_budget != nullptr) HeartbeatKeyFamilies(src.heartbeat_keys, out);
+  if (src.reads_refused.full != nullptr) ReadRefusalFamily(src.reads_refused, out);
   if (src.keys_reloads != nullptr) {
     out->Family("edgealloc_keys_reloads_total", "counter",
                 "Reloads of the keys file (SIGHUP), by result: ok (its keys serve from then on) "

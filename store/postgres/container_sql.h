@@ -6,26 +6,31 @@
 // capacity_reader.cc): register, read, list, drain, remove, probe, count.
 
 #include "store/postgres/lifecycle_sql.h"
+#include "store/postgres/list_sql.h"
 #include "store/row_columns.h"
 #include "store/sql_text.h"
 
 namespace store::pgsql {
 
 // A page of containers after $1 in id order (byte order, containers_id_c),
-// as kListSessions: at most $6 examined, the first $5 (limit + 1) that the
-// filters match (the column after the container true), then the last id
-// examined when all $6 were there (that column false, the id last).
+// as kListSessions: at most $6 examined, walked as ListWalk with the filters
+// (the kept ones up to where the walk stops: the $5-th, limit + 1, or the
+// one that brings their bytes to $7; the column after the container true),
+// then the last id examined when the walk stopped (that column false, the
+// id last).
 //   $1 after $2 region $3 pool $4 status $5 limit + 1 $6 examined at most
-inline constexpr auto kListContainers = Sql("WITH examined AS MATERIALIZED (SELECT ",
-                                            kContainerColumnList, R"sql(
-  FROM containers WHERE id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $6::bigint)
-(SELECT )sql", kContainerColumnList, R"sql(, true, NULL FROM examined
- WHERE ($2::text IS NULL OR region = $2) AND ($3::text IS NULL OR pool = $3)
-   AND ($4::text IS NULL OR status = $4)
- ORDER BY id COLLATE "C" LIMIT $5::bigint)
+//   $7 byte budget (0: none)
+inline constexpr auto kListContainers = Sql(
+    "WITH examined AS MATERIALIZED (SELECT ", kContainerColumnList, R"sql(
+  FROM containers WHERE id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $6::bigint))sql",
+    ListWalk(kContainerTextBytesSql, R"sql(($2::text IS NULL OR region = $2)
+        AND ($3::text IS NULL OR pool = $3) AND ($4::text IS NULL OR status = $4))sql",
+             R"sql(id COLLATE "C")sql", "$5", "$6", "$7"),
+    "SELECT ", kContainerColumnList, R"sql(, true, NULL FROM walked
+ WHERE kept AND n <= coalesce((SELECT n FROM stop), $6::bigint)
 UNION ALL
-SELECT )sql", kContainerNullList, R"sql(, false, max(id COLLATE "C")
-FROM examined HAVING count(*) = $6::bigint
+SELECT )sql", kContainerNullList, R"sql(, false, id
+FROM walked WHERE n = (SELECT n FROM stop)
 )sql");
 
 //   $1 id $2 region $3 pool $4 latency_ms $5 data $6 LaneHash(id)

@@ -7,12 +7,6 @@
 #include "store/postgres/clock_sql.h"
 
 namespace store {
-int64_t SteadyNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 namespace {
 
 // The database read its clock somewhere in the round trip: taking its
@@ -35,10 +29,10 @@ bool DbClockReading::trusted() const {
 Status ReadDbClock(PgConn* conn, DbClockReading* reading, bool with_shifts) {
   *reading = DbClockReading{};
   reading->wall_before_ms = base::NowMs();
-  reading->monotonic_before_ms = SteadyNowMs();
+  reading->monotonic_before_ms = base::SteadyNowMs();
   PgResult r;
   RETURN_IF_ERROR(conn->Run(with_shifts ? pgsql::kDbClockReading : pgsql::kDbClockMs, {}, &r));
-  reading->monotonic_after_ms = SteadyNowMs();
+  reading->monotonic_after_ms = base::SteadyNowMs();
   reading->wall_after_ms = base::NowMs();
   if (with_shifts) return TakeDbClockReading(r, reading);
   if (r.rows() != 1) return Status::IOError("the database's clock read returned no row");

@@ -14,9 +14,6 @@
 
 namespace store {
 
-// std::chrono::steady_clock in ms: the clock no step moves.
-int64_t SteadyNowMs();
-
 // One reading of the database's clock (pgsql::kDbClockReading): its value,
 // this node's clocks before and after the round trip, and the fleet's
 // record of the shifts applied so far (db_clock_shifts) as of the statement.

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "base/clock.h"
 #include "store/postgres/pg.h"
 
 namespace store {
@@ -102,9 +103,7 @@ Status PgFence::Admit(const FenceMark& server, const std::string& where) {
       "fenced: the PostgreSQL primary at " + where + " " + why +
       "; an old primary back after a failover? Nothing is written there; this node waits for "
       "the current primary (fence it or rebuild it as a standby: pg_rewind)";
-  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = base::SteadyNowMs();
   if (warn_ && (message != last_warned_ || now - last_warned_ms_ >= kRewarnMs)) {
     last_warned_ = message;
     last_warned_ms_ = now;

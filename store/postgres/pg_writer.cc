@@ -8,14 +8,16 @@
 
 #include "base/clock.h"
 #include "store/postgres/clock_sql.h"
+#include "store/group_writer_impl.h"
 #include "store/postgres/lifecycle_sql.h"
 
 namespace store {
+
+template class GroupWriter<PgJob>;
+
 namespace {
 
 constexpr int64_t kMaxBackoffMs = 1000;
-
-const PgJob* AsPg(const GroupJob* job) { return static_cast<const PgJob*>(job); }
 
 }  // namespace
 
@@ -120,7 +122,7 @@ void PgWriter::AfterThrow() {
   stats_.connected.store(0, std::memory_order_relaxed);
 }
 
-Status PgWriter::Begin(std::span<GroupJob*>* group, Run run, bool* again) {
+Status PgWriter::Begin(std::span<PgJob*>* group, Run run, bool* again) {
   *again = false;
   lock_timeout_ = false;
   firsts_.clear();
@@ -215,11 +217,11 @@ Status PgWriter::EndSavepoint(bool undo) {
   return conn_->Exec("RELEASE SAVEPOINT job");
 }
 
-Status PgWriter::Apply(GroupJob* job, size_t index) {
+Status PgWriter::Apply(PgJob* job, size_t index) {
   if (index < firsts_.size() && firsts_[index]) {
     conn_->Expect(std::move(firsts_[index]->first), std::move(firsts_[index]->second));
   }
-  return static_cast<PgJob*>(job)->Apply(conn_.get());
+  return job->Apply(conn_.get());
 }
 
 void PgWriter::AfterApply(Status* outcome) {
@@ -270,13 +272,13 @@ bool PgWriter::GroupLost(const Status& status) {
 // nodes' groups never wait on each other in a cycle, even for keys whose
 // hashes collide (ordered by key, they could). Then the rows the jobs named
 // (PgJob::AddRowLocks), in id order, for the same reason.
-std::vector<PgStatement> PgWriter::Preamble(std::span<GroupJob*> group) const {
+std::vector<PgStatement> PgWriter::Preamble(std::span<PgJob*> group) const {
   std::vector<PgStatement> statements;
   statements.push_back({"BEGIN", {}, /*prepare=*/false});
   std::vector<std::string> keys, ids, sessions;
-  for (const GroupJob* job : group) {
-    AsPg(job)->AddLockKeys(&keys);
-    AsPg(job)->AddRowLocks(&ids, &sessions);
+  for (const PgJob* job : group) {
+    job->AddLockKeys(&keys);
+    job->AddRowLocks(&ids, &sessions);
   }
   if (!keys.empty()) statements.push_back({pgsql::kLockTenants, {TextArrayParam(keys)}});
   if (!ids.empty() || !sessions.empty()) {
@@ -285,7 +287,7 @@ std::vector<PgStatement> PgWriter::Preamble(std::span<GroupJob*> group) const {
   return statements;
 }
 
-Status PgWriter::BeginPipelined(std::span<GroupJob*> group, bool* failed_job,
+Status PgWriter::BeginPipelined(std::span<PgJob*> group, bool* failed_job,
                                 DbClockReading* reading) {
   *failed_job = false;
   firsts_.resize(group.size());
@@ -298,7 +300,7 @@ Status PgWriter::BeginPipelined(std::span<GroupJob*> group, bool* failed_job,
   const size_t preamble = statements.size();
   std::vector<size_t> job_of;  // statement index - preamble -> job index
   for (size_t i = 0; i < group.size(); ++i) {
-    std::optional<PgStatement> first = AsPg(group[i])->First();
+    std::optional<PgStatement> first = group[i]->First();
     if (!first) continue;
     statements.push_back(std::move(*first));
     job_of.push_back(i);
@@ -306,9 +308,9 @@ Status PgWriter::BeginPipelined(std::span<GroupJob*> group, bool* failed_job,
   std::vector<PgResult> results;
   size_t failed = 0;
   reading->wall_before_ms = base::NowMs();
-  reading->monotonic_before_ms = SteadyNowMs();
+  reading->monotonic_before_ms = base::SteadyNowMs();
   Status s = conn_->RunPipeline(statements, &results, &failed);
-  reading->monotonic_after_ms = SteadyNowMs();
+  reading->monotonic_after_ms = base::SteadyNowMs();
   reading->wall_after_ms = base::NowMs();
   if (s.ok() && read_clock) RETURN_IF_ERROR(TakeDbClockReading(results[1], reading));
   if (!s.ok()) {
@@ -330,10 +332,10 @@ Status PgWriter::BeginPipelined(std::span<GroupJob*> group, bool* failed_job,
   return Status::Ok();
 }
 
-Status PgWriter::BeginWithoutWaiting(std::span<GroupJob*>* group) {
+Status PgWriter::BeginWithoutWaiting(std::span<PgJob*>* group) {
   RETURN_IF_ERROR(conn_->Exec("BEGIN"));
   std::vector<std::string> keys;
-  for (const GroupJob* job : *group) AsPg(job)->AddLockKeys(&keys);
+  for (const PgJob* job : *group) job->AddLockKeys(&keys);
   if (keys.empty()) return Status::Ok();
   PgResult held;
   RETURN_IF_ERROR(conn_->Run(pgsql::kTryLockTenants, {TextArrayParam(keys)}, &held));
@@ -341,9 +343,9 @@ Status PgWriter::BeginWithoutWaiting(std::span<GroupJob*>* group) {
   for (int i = 0; i < held.rows(); ++i) not_had.insert(held.String(i, 0));
   if (not_had.empty()) return Status::Ok();
   size_t kept = 0;  // the jobs that go on, moved to the front in order
-  for (GroupJob* job : *group) {
+  for (PgJob* job : *group) {
     std::vector<std::string> needs;
-    AsPg(job)->AddLockKeys(&needs);
+    job->AddLockKeys(&needs);
     const bool blocked = std::any_of(needs.begin(), needs.end(),
                                      [&](const std::string& k) { return not_had.count(k) > 0; });
     if (!blocked) {

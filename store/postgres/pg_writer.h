@@ -105,14 +105,14 @@ struct PgWriterOptions : GroupWriterOptions {
 };
 
 // A PgWriter is the one writer of a PostgreSQL partition on this node: one
-// connection under a GroupWriter, so a synchronous commit costs one WAL
+// connection under a GroupWriter<PgJob>, so a synchronous commit costs one WAL
 // flush (and one standby round trip) per group, not per claim. A group's
 // BEGIN, its locks and its jobs' first statements go in one pipeline, and its
 // jobs run without savepoints until one fails. A lost connection fails the
 // jobs of the group in hand with "unavailable" (the server answers 503) and
 // is made again before the next group, with backoff. Submit and RunSync are
 // safe from any thread.
-class PgWriter final : public GroupWriter {
+class PgWriter final : public GroupWriter<PgJob> {
  public:
   PgWriter(std::string uri, std::string application_name, PgWriterOptions options = {});
   ~PgWriter() override;
@@ -125,7 +125,7 @@ class PgWriter final : public GroupWriter {
   // Runs `fn` as one job and waits for its durable outcome. Never from the
   // writer thread.
   Status RunSync(std::function<Status(PgConn*)> fn, bool solo = false) {
-    return RunFunction<PgJob, PgConn>(std::move(fn), solo);
+    return RunFunction<PgConn>(std::move(fn), solo);
   }
   // A reading of the database's clock taken on this writer's connection:
   // its offset (WriterStats::clock_offset_ms) and the warnings about it.
@@ -143,11 +143,11 @@ class PgWriter final : public GroupWriter {
 
   // kFirst: connects if need be, then BeginPipelined; kAgain: the preamble
   // alone; kWithoutWaiting: BeginWithoutWaiting.
-  Status Begin(std::span<GroupJob*>* group, Run run, bool* again) override;
+  Status Begin(std::span<PgJob*>* group, Run run, bool* again) override;
   bool first_run_savepoints() const override { return false; }
   Status Savepoint() override;
   Status EndSavepoint(bool undo) override;
-  Status Apply(GroupJob* job, size_t index) override;
+  Status Apply(PgJob* job, size_t index) override;
   // A first statement the pipeline ran that Apply never asked for.
   void AfterApply(Status* outcome) override;
   // A lost connection is the transaction's, not the job's.
@@ -165,13 +165,13 @@ class PgWriter final : public GroupWriter {
 
   // The statements that open a group's transaction: BEGIN, the advisory
   // locks, the row locks.
-  std::vector<PgStatement> Preamble(std::span<GroupJob*> group) const;
+  std::vector<PgStatement> Preamble(std::span<PgJob*> group) const;
   // The preamble and the jobs' First() statements, in one pipeline; their
   // results in firsts_[job] (nullopt for a job without). *failed_job if a
   // first statement failed (the transaction is then aborted); lock_timeout_
   // if a lock of the preamble was not had in lock_timeout_ms.
   // *reading: the database's clock, read in the same pipeline.
-  Status BeginPipelined(std::span<GroupJob*> group, bool* failed_job, DbClockReading* reading);
+  Status BeginPipelined(std::span<PgJob*> group, bool* failed_job, DbClockReading* reading);
   // The shift due for a step of the database's clock no one has shifted
   // for, as `reading` finds it (taken in by the node's DbClockSteps; the
   // offset follows a step); 0: none. *expected_shifts: for the claim.
@@ -188,7 +188,7 @@ class PgWriter final : public GroupWriter {
   // by each job as it goes (each job under a savepoint, so one whose row
   // stays locked fails alone). Only the jobs that needed a lock another
   // transaction holds may fail: the rest of the group goes on.
-  Status BeginWithoutWaiting(std::span<GroupJob*>* group);
+  Status BeginWithoutWaiting(std::span<PgJob*>* group);
   // Connects if there is no usable connection; backs off after a failure.
   Status EnsureConnected();
   // Reads the database's clock (WriterStats::clock_offset_ms) on the open

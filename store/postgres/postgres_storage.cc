@@ -22,7 +22,7 @@ std::string NewNodeId(const std::string& program) {
   std::string error;
   if (!base::KernelRandomBytes(bits, sizeof(bits), &error)) {
     // Unlikely; then the clocks tell this start from others.
-    const int64_t now = SteadyNowMs() ^ base::NowMs();
+    const int64_t now = base::SteadyNowMs() ^ base::NowMs();
     std::memcpy(bits, &now, sizeof(bits));
   }
   char hex[17];

@@ -49,14 +49,15 @@ Status PostgresStorage::ListContainers(const ContainerFilter& filter, const std:
                                        std::string* next_after) {
   page->clear();
   next_after->clear();
+  const PageBounds bounds{limit, ListExamineBound(limit), filter.page_budget_bytes};
   return WithReader([&](PgConn* conn) {
     PgResult r;
-    RETURN_IF_ERROR(
-        conn->Run(pgsql::kListContainers,
-                  {P(after), OrNull(filter.region), OrNull(filter.pool), OrNull(filter.status),
-                   P(static_cast<int64_t>(limit) + 1), P(ListExamineBound(limit))},
-                  &r));
-    MergePartitionPages(ListedPage(r, kContainerColumns), limit, page, next_after);
+    RETURN_IF_ERROR(conn->Run(pgsql::kListContainers,
+                              {P(after), OrNull(filter.region), OrNull(filter.pool),
+                               OrNull(filter.status), P(static_cast<int64_t>(limit) + 1),
+                               P(bounds.examine), P(static_cast<int64_t>(bounds.budget_bytes))},
+                              &r));
+    MergePartitionPages(ListedPage(r, kContainerColumns), bounds, page, next_after);
     return Status::Ok();
   });
 }

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "base/clock.h"
 #include "store/claim_regions.h"
 #include "store/list_page.h"
 #include "store/postgres/postgres_storage.h"
@@ -121,9 +122,9 @@ Status ReadSessionOrEnd(PgConn* conn, const std::string& id, std::optional<Sessi
                         const DbClockSteps* steps = nullptr) {
   PgResult r;
   DbClockReading reading;
-  reading.monotonic_before_ms = SteadyNowMs();
+  reading.monotonic_before_ms = base::SteadyNowMs();
   RETURN_IF_ERROR(conn->Run(pgsql::kGetSession, {P(id)}, &r));
-  reading.monotonic_after_ms = SteadyNowMs();
+  reading.monotonic_after_ms = base::SteadyNowMs();
   if (r.rows() > 0) {
     ReadSessionRow(r, 0, &found->emplace());
     *now = r.Int64(0, kSessionColumnCount);
@@ -260,6 +261,7 @@ Status PostgresStorage::ListSessions(const SessionFilter& filter, const std::str
   page->clear();
   next_after->clear();
   const bool one_tenant = !filter.tenant.empty();
+  const PageBounds bounds{limit, ListExamineBound(limit), filter.page_budget_bytes};
   return WithReader([&](PgConn* conn) {
     PgResult r;
     std::vector<PgParam> params = {P(after),
@@ -268,12 +270,13 @@ Status PostgresStorage::ListSessions(const SessionFilter& filter, const std::str
                                    OrNull(filter.label_key),
                                    P(filter.label_value),
                                    P(static_cast<int64_t>(limit) + 1),
-                                   P(ListExamineBound(limit))};
+                                   P(bounds.examine),
+                                   P(static_cast<int64_t>(bounds.budget_bytes))};
     if (one_tenant) params.push_back(P(filter.tenant));
     RETURN_IF_ERROR(conn->Run(
         one_tenant ? pgsql::kListTenantSessions.c_str() : pgsql::kListSessions.c_str(), params,
         &r));
-    MergePartitionPages(ListedPage(r, kSessionColumns), limit, page, next_after);
+    MergePartitionPages(ListedPage(r, kSessionColumns), bounds, page, next_after);
     return Status::Ok();
   });
 }
@@ -283,16 +286,18 @@ Status PostgresStorage::ListEndedSessions(const SessionFilter& filter, const std
                                          std::string* next_after) {
   page->clear();
   next_after->clear();
+  const PageBounds bounds{limit, ListExamineBound(limit), filter.page_budget_bytes};
   return WithReader([&](PgConn* conn) {
     PgResult r;
     RETURN_IF_ERROR(conn->Run(pgsql::kListEndedSessions.c_str(),
                               {P(after.empty() ? std::string("~") : after), OrNull(filter.tenant),
                                OrNull(filter.region), OrNull(filter.pool),
                                OrNull(filter.label_key), P(filter.label_value),
-                               P(static_cast<int64_t>(limit) + 1), P(ListExamineBound(limit))},
+                               P(static_cast<int64_t>(limit) + 1), P(bounds.examine),
+                               P(static_cast<int64_t>(bounds.budget_bytes))},
                               &r));
     MergePartitionPages(ListedPage<EndedSession>(r, kSessionColumnCount + 2, ReadEndedSession),
-                        limit, page, next_after, KeyOrder::kDescending);
+                        bounds, page, next_after, KeyOrder::kDescending);
     return Status::Ok();
   });
 }

@@ -6,6 +6,7 @@
 // claim, idempotent replay, release, renew, reads and lists.
 
 #include "store/postgres/lifecycle_sql.h"
+#include "store/postgres/list_sql.h"
 #include "store/row_columns.h"
 #include "store/sql_text.h"
 
@@ -113,55 +114,59 @@ inline constexpr auto kGetEndedSession =
 // (Storage::ListEndedSessions; store/sqlite's kListEndedSessions), shaped as
 // kListSessions below: the first $8 before $1 in the UNIQUE index's order
 // (session_history.session_id is COLLATE "C", so its index is the cursor's
-// byte order in any database collation) are `examined`; the rows are the
-// first $7 (limit + 1) the filters (NULL for any; the tenant too, as no index
-// leads with it) match, then, when all $8 were there, one row carrying the
-// last id examined.
+// byte order in any database collation) are `examined`, walked as
+// ListWalk (store/postgres/list_sql.h) with the filters (NULL for any; the
+// tenant too, as no index leads with it); a row's bytes count its end reason.
 //   $1 before $2 tenant $3 region $4 pool $5 label key $6 label value
-//   $7 limit + 1 $8 examined at most
-inline constexpr auto kListEndedSessions = Sql("WITH examined AS MATERIALIZED (SELECT ",
-                                               kSessionColumnList, R"sql(, end_reason, ended_at_ms
-  FROM session_history WHERE session_id < $1 ORDER BY session_id DESC LIMIT $8::bigint)
-(SELECT )sql", kSessionColumnList, R"sql(, end_reason, ended_at_ms, true, NULL FROM examined
- WHERE ($2::text IS NULL OR tenant = $2) AND ($3::text IS NULL OR region = $3)
-   AND ($4::text IS NULL OR pool = $4)
-   AND ($5::text IS NULL OR (labels IS NOT NULL AND labels::jsonb ->> $5 = $6::text))
- ORDER BY session_id DESC LIMIT $7::bigint)
+//   $7 limit + 1 $8 examined at most $9 byte budget (0: none)
+inline constexpr auto kListEndedSessions = Sql(
+    "WITH examined AS MATERIALIZED (SELECT ", kSessionColumnList, R"sql(, end_reason, ended_at_ms
+  FROM session_history WHERE session_id < $1 ORDER BY session_id DESC LIMIT $8::bigint))sql",
+    ListWalk(Sql(kSessionTextBytesSql, " + coalesce(octet_length(end_reason), 0)"), R"sql(
+        ($2::text IS NULL OR tenant = $2) AND ($3::text IS NULL OR region = $3)
+        AND ($4::text IS NULL OR pool = $4)
+        AND ($5::text IS NULL OR (labels IS NOT NULL AND labels::jsonb ->> $5 = $6::text)))sql",
+             "session_id DESC", "$7", "$8", "$9"),
+    "SELECT ", kSessionColumnList, R"sql(, end_reason, ended_at_ms, true, NULL FROM walked
+ WHERE kept AND n <= coalesce((SELECT n FROM stop), $8::bigint)
 UNION ALL
-SELECT )sql", kSessionNullList, R"sql(, NULL, NULL, false, min(session_id)
-FROM examined HAVING count(*) = $8::bigint
+SELECT )sql", kSessionNullList, R"sql(, NULL, NULL, false, session_id
+FROM walked WHERE n = (SELECT n FROM stop)
 )sql");
 
 // A page of live sessions after $1 in session id order (store/sqlite's
-// kListSessions), examining at most $7 sessions (ListExamineBound): the
-// first $7 after $1, in an index's order, are `examined`; the rows are the
-// first $6 (limit + 1) of them that the filters (NULL for any) match, the
-// column after the session true, then, when all $7 were there to examine,
-// one row (that column false) whose last column is the last session id
-// examined, where the next page starts (store/list_page.h). Ordered by
-// session_id COLLATE "C" (byte order, as SQLite's and the cursor's), which
+// kListSessions): the first $7 after $1 (ListExamineBound), in an index's
+// order, are `examined`, walked as ListWalk (store/postgres/list_sql.h):
+// the rows are the ones the filters (NULL for any) keep up to where the walk
+// stops (the $6-th, limit + 1, or the one that brings their bytes to $8),
+// the column after the session true, then, when the walk stopped, one row
+// (that column false) whose last column is the last session id examined,
+// where the next page starts (store/list_page.h). Ordered by session_id
+// COLLATE "C" (byte order, as SQLite's and the cursor's), which
 // containers_session_c serves in any database collation. Two shapes: every
-// tenant's, and one tenant's ($8), which walks containers_tenant_session and
+// tenant's, and one tenant's ($9), which walks containers_tenant_session and
 // reads no other tenant's rows.
 //   $1 after $2 region $3 pool $4 label key $5 label value $6 limit + 1
-//   $7 examined at most [$8 tenant]
+//   $7 examined at most $8 byte budget (0: none) [$9 tenant]
 inline constexpr auto kListSessionsExamined =
     Sql("WITH examined AS MATERIALIZED (SELECT ", kSessionColumnList, R"sql(
   FROM containers WHERE session_id IS NOT NULL AND session_id COLLATE "C" > $1)sql");
-inline constexpr auto kListSessionsPage = Sql(R"sql(
-  ORDER BY session_id COLLATE "C" LIMIT $7::bigint)
-(SELECT )sql", kSessionColumnList, R"sql(, true, NULL FROM examined
- WHERE lease_expires_at_ms > )sql" EDGEALLOC_PG_NOW_MS R"sql(
-   AND ($2::text IS NULL OR region = $2) AND ($3::text IS NULL OR pool = $3)
-   AND ($4::text IS NULL OR (labels IS NOT NULL AND labels::jsonb ->> $4 = $5::text))
- ORDER BY session_id COLLATE "C" LIMIT $6::bigint)
+inline constexpr auto kListSessionsPage = Sql(
+    R"sql(
+  ORDER BY session_id COLLATE "C" LIMIT $7::bigint))sql",
+    ListWalk(kSessionTextBytesSql, R"sql(lease_expires_at_ms > )sql" EDGEALLOC_PG_NOW_MS R"sql(
+        AND ($2::text IS NULL OR region = $2) AND ($3::text IS NULL OR pool = $3)
+        AND ($4::text IS NULL OR (labels IS NOT NULL AND labels::jsonb ->> $4 = $5::text)))sql",
+             R"sql(session_id COLLATE "C")sql", "$6", "$7", "$8"),
+    "SELECT ", kSessionColumnList, R"sql(, true, NULL FROM walked
+ WHERE kept AND n <= coalesce((SELECT n FROM stop), $7::bigint)
 UNION ALL
-SELECT )sql", kSessionNullList, R"sql(, false, max(session_id COLLATE "C")
-FROM examined HAVING count(*) = $7::bigint
+SELECT )sql", kSessionNullList, R"sql(, false, session_id
+FROM walked WHERE n = (SELECT n FROM stop)
 )sql");
 inline constexpr auto kListSessions = Sql(kListSessionsExamined, kListSessionsPage);
 inline constexpr auto kListTenantSessions =
-    Sql(kListSessionsExamined, " AND tenant = $8", kListSessionsPage);
+    Sql(kListSessionsExamined, " AND tenant = $9", kListSessionsPage);
 
 }  // namespace store::pgsql
 

@@ -66,18 +66,20 @@ Status AnyRow(Db* db, const char* sql, bool* any, const Args&... args) {
 
 // One partition's share of a list page (ListSessions, ListContainers): steps
 // `q`, whose rows come in key order with column `kept` 1 where the filters
-// keep the row and column `key` its key, until the rows run out, `bound`
-// rows were examined, or limit + 1 were kept; `read(q)` makes a kept row.
+// keep the row and column `key` its key, until the rows run out or
+// WalkStopsAfter says the walk ends (store/list_page.h: the examine bound,
+// limit + 1 kept, or the kept rows' bytes at the budget), reading no row
+// after that; `read(q)` makes a kept row.
 template <typename Row, typename Read>
-Status CollectPartitionPage(Statement& q, int64_t bound, int limit, int kept, int key, Read read,
+Status CollectPartitionPage(Statement& q, const PageBounds& bounds, int kept, int key, Read read,
                             PartitionPage<Row>* part) {
-  for (int64_t examined = 0;;) {
+  for (;;) {
     bool row = false;
     RETURN_IF_ERROR(q.Step(&row));
     if (!row) return Status::Ok();
-    ++examined;
-    if (q.ColumnInt64(kept) != 0) part->hits.push_back(read(q));
-    if (examined == bound || part->hits.size() > static_cast<size_t>(limit)) {
+    std::optional<Row> hit;
+    if (q.ColumnInt64(kept) != 0) hit = read(q);
+    if (WalkStopsAfter(bounds, std::move(hit), part)) {
       part->stopped_at = q.ColumnString(key);
       return Status::Ok();
     }
@@ -85,24 +87,25 @@ Status CollectPartitionPage(Statement& q, int64_t bound, int limit, int kept, in
 }
 
 // A page of a list (ListSessions, ListEndedSessions, ListContainers) over
-// every shard, in `order`: on each shard's reader, `query(db, &q)` readies
-// the list statement, whose rows carry the filters' verdict in column
-// `kept`; each shard's walk is CollectPartitionPage's, `read(q)` makes a
-// kept row, and MergePartitionPages makes the page.
+// every shard, in `order`, of at most `limit` items and about
+// `budget_bytes` of them (0: no byte budget): on each shard's reader,
+// `query(db, &q)` readies the list statement, whose rows carry the filters'
+// verdict in column `kept`; each shard's walk is CollectPartitionPage's,
+// `read(q)` makes a kept row, and MergePartitionPages makes the page.
 template <typename Row, typename Query, typename Read>
 Status ListOverShards(const std::vector<Shard*>& shards, int kept, int key, int limit,
-                      KeyOrder order, Query query, Read read, std::vector<Row>* page,
-                      std::string* next_after) {
-  const int64_t bound = ListExamineBound(limit);
+                      size_t budget_bytes, KeyOrder order, Query query, Read read,
+                      std::vector<Row>* page, std::string* next_after) {
+  const PageBounds bounds{limit, ListExamineBound(limit), budget_bytes};
   std::vector<PartitionPage<Row>> parts(shards.size());
   for (size_t i = 0; i < shards.size(); ++i) {
     RETURN_IF_ERROR(shards[i]->reads->With([&](Db* db) {
       StatementRef q;
       RETURN_IF_ERROR(query(db, &q));
-      return CollectPartitionPage(*q, bound, limit, kept, key, read, &parts[i]);
+      return CollectPartitionPage(*q, bounds, kept, key, read, &parts[i]);
     }));
   }
-  MergePartitionPages(std::move(parts), limit, page, next_after, order);
+  MergePartitionPages(std::move(parts), bounds, page, next_after, order);
   return Status::Ok();
 }
 
@@ -110,9 +113,10 @@ Status ListOverShards(const std::vector<Shard*>& shards, int kept, int key, int 
 // filters' verdict.
 template <typename Row, size_t N, typename Query>
 Status ListOverShards(const std::vector<Shard*>& shards, const Column<Row> (&columns)[N], int key,
-                      int limit, Query query, std::vector<Row>* page, std::string* next_after) {
+                      int limit, size_t budget_bytes, Query query, std::vector<Row>* page,
+                      std::string* next_after) {
   return ListOverShards(
-      shards, /*kept=*/static_cast<int>(N), key, limit, KeyOrder::kAscending, query,
+      shards, /*kept=*/static_cast<int>(N), key, limit, budget_bytes, KeyOrder::kAscending, query,
       [&columns](const Statement& row) {
         Row read;
         ReadRow(columns, SqliteCells(row), &read);

@@ -183,7 +183,7 @@ Status SqliteStorage::ListContainers(const ContainerFilter& filter, const std::s
                                     std::string* next_after) {
   // As ListSessions: a bounded walk of each shard, merged.
   return ListOverShards(
-      shards_, kContainerColumns, kContainerKeyColumn, limit,
+      shards_, kContainerColumns, kContainerKeyColumn, limit, filter.page_budget_bytes,
       [&](Db* db, StatementRef* q) {
         RETURN_IF_ERROR(db->Cached(sql::kListContainers, q));
         (*q)->Bind(1, after);

@@ -347,10 +347,11 @@ Status SqliteStorage::ListSessions(const SessionFilter& filter, const std::strin
     return now_of[0];
   };
   // Each shard walks its sessions after `after` in id order and stops after
-  // ListExamineBound(limit) of them, or at limit + 1 hits (one more than a
-  // page says a next page exists); MergePartitionPages makes the page.
+  // ListExamineBound(limit) of them, at limit + 1 hits (one more than a page
+  // says a next page exists), or at the page's byte budget;
+  // MergePartitionPages makes the page.
   return ListOverShards(
-      shards_, kSessionColumns, kSessionKeyColumn, limit,
+      shards_, kSessionColumns, kSessionKeyColumn, limit, filter.page_budget_bytes,
       [&](Db* db, StatementRef* q) {
         RETURN_IF_ERROR(
             db->Cached(filter.tenant.empty() ? sql::kListSessions : sql::kListTenantSessions, q));
@@ -372,7 +373,8 @@ Status SqliteStorage::ListEndedSessions(const SessionFilter& filter, const std::
   // As ListSessions, newest first: "~" sorts after every id ("s_...").
   const std::string before = after.empty() ? "~" : after;
   return ListOverShards(
-      shards_, /*kept=*/kSessionColumnCount + 2, kSessionKeyColumn, limit, KeyOrder::kDescending,
+      shards_, /*kept=*/kSessionColumnCount + 2, kSessionKeyColumn, limit,
+      filter.page_budget_bytes, KeyOrder::kDescending,
       [&](Db* db, StatementRef* q) {
         RETURN_IF_ERROR(db->Cached(sql::kListEndedSessions, q));
         (*q)->Bind(1, before);

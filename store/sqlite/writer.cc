@@ -2,7 +2,12 @@
 
 #include <utility>
 
+#include "store/group_writer_impl.h"
+
 namespace store {
+
+template class GroupWriter<WriteJob>;
+
 namespace {
 
 constexpr char kSavepointSql[] = "SAVEPOINT job";
@@ -28,13 +33,9 @@ bool Writer::Submit(std::unique_ptr<WriteJob>&& job) {
   return true;
 }
 
-Status Writer::Begin(std::span<GroupJob*>*, Run, bool* again) {
+Status Writer::Begin(std::span<WriteJob*>*, Run, bool* again) {
   *again = false;
   return txn_.Begin();
-}
-
-bool Writer::NeedsSavepoint(const GroupJob* job) const {
-  return static_cast<const WriteJob*>(job)->needs_savepoint();
 }
 
 Status Writer::Savepoint() { return RunCached(db_.get(), kSavepointSql); }
@@ -43,10 +44,6 @@ Status Writer::EndSavepoint(bool undo) {
   // On failure only this job's changes go; the savepoint is then released.
   if (undo) RETURN_IF_ERROR(RunCached(db_.get(), kRollbackToSql));
   return RunCached(db_.get(), kReleaseSql);
-}
-
-Status Writer::Apply(GroupJob* job, size_t) {
-  return static_cast<WriteJob*>(job)->Apply(db_.get());
 }
 
 bool Writer::TransactionLost(const Status& outcome) { return !outcome.ok() && db_->InAutocommit(); }

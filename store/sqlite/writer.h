@@ -41,9 +41,9 @@ class WriteJob : public GroupJob {
 using WriterOptions = GroupWriterOptions;
 
 // A Writer is the one writer of a shard: it owns the shard's writable
-// connection, and its GroupWriter commits the jobs in groups, so
+// connection, and its GroupWriter<WriteJob> commits the jobs in groups, so
 // synchronous=FULL costs one fsync per group instead of one per job.
-class Writer final : public GroupWriter {
+class Writer final : public GroupWriter<WriteJob> {
  public:
   // Takes ownership of `db`, which must be writable and migrated.
   Writer(std::unique_ptr<Db> db, WriterOptions options = {});
@@ -59,7 +59,7 @@ class Writer final : public GroupWriter {
   // Runs `fn` as one job and waits for its durable outcome. For admin paths,
   // tests and tools; never from an io thread or from the writer thread.
   Status RunSync(std::function<Status(Db*)> fn, bool solo = false) {
-    return RunFunction<WriteJob, Db>(std::move(fn), solo);
+    return RunFunction<Db>(std::move(fn), solo);
   }
 
   const std::string& path() const { return name(); }
@@ -67,12 +67,12 @@ class Writer final : public GroupWriter {
  private:
   // The SQLite transaction of a group: BEGIN IMMEDIATE under the shard's
   // write lock, a SAVEPOINT per job that needs one.
-  Status Begin(std::span<GroupJob*>* group, Run run, bool* again) override;
+  Status Begin(std::span<WriteJob*>* group, Run run, bool* again) override;
   bool first_run_savepoints() const override { return true; }
-  bool NeedsSavepoint(const GroupJob* job) const override;
+  bool NeedsSavepoint(const WriteJob& job) const override { return job.needs_savepoint(); }
   Status Savepoint() override;
   Status EndSavepoint(bool undo) override;
-  Status Apply(GroupJob* job, size_t index) override;
+  Status Apply(WriteJob* job, size_t index) override { return job->Apply(db_.get()); }
   // Some errors (I/O, full disk) make SQLite roll the whole transaction back.
   bool TransactionLost(const Status& outcome) override;
   Status Commit() override;

@@ -20,6 +20,7 @@
 #include "tests/support/broken_reads.h"
 #include "tests/support/engines.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/eventually.h"
 
 namespace {
 
@@ -282,12 +283,7 @@ std::vector<Heartbeat> Beats(const std::vector<std::string>& ids) {
 // Polls `done` every few ms for at most `limit`; true once it holds.
 bool WaitFor(const std::function<bool()>& done,
              std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return done();
+  return testing::Eventually(done, limit);
 }
 
 }  // namespace

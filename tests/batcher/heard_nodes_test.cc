@@ -23,6 +23,7 @@
 #include "tests/support/await.h"
 #include "tests/support/engines.h"
 #include "tests/support/forwarding_storage.h"
+#include "tests/support/eventually.h"
 
 namespace {
 
@@ -36,12 +37,7 @@ void SleepMs(int64_t ms) { std::this_thread::sleep_for(milliseconds(ms)); }
 
 // Polls `done` every 5 ms for at most `bound_ms`; whether it came true.
 bool Within(int64_t bound_ms, const std::function<bool()>& done) {
-  const int64_t until = base::NowMs() + bound_ms;
-  while (!done()) {
-    if (base::NowMs() >= until) return false;
-    SleepMs(5);
-  }
-  return true;
+  return testing::Eventually(done, milliseconds(bound_ms));
 }
 
 // Node B's store: its heartbeat writes take `delay_ms` while `slow` is set
@@ -76,6 +72,25 @@ void RegisterAll(store::Storage* storage, const std::vector<std::string>& ids) {
   REQUIRE(r.outcome == store::Outcome::kOk);
 }
 
+// Nodes A and B on one database, c-1 and c-2 registered, both batchers
+// started; B's heartbeat writes go through SlowWrites.
+struct TwoNodes {
+  TwoNodes()
+      : node_b(engine.Open()),
+        a(engine.storage.get(), Options()),
+        b_store(node_b.get()),
+        b(&b_store, Options()) {
+    RegisterAll(engine.storage.get(), {"c-1", "c-2"});
+    a.Start();
+    b.Start();
+  }
+  testing::Engine engine{"postgres", {}, /*pg_writers=*/1};
+  std::unique_ptr<store::Storage> node_b;
+  Batcher a;
+  SlowWrites b_store;
+  Batcher b;
+};
+
 int64_t LastHeartbeatMs(testing::Engine& engine, const std::string& id) {
   return std::stoll(testing::SharedPg().Query(
       engine.db, "SELECT last_heartbeat_ms FROM containers WHERE id = '" + id + "'"));
@@ -98,14 +113,8 @@ int64_t DiedAtMs(testing::Engine& engine, const std::string& id) {
 // last report (within about two: one for B's row to age, one of silence).
 TEST_CASE("heard nodes: a node sweeping waits for another node's lagging lane, and still "
           "kills the silent") {
-  testing::Engine engine("postgres", {}, /*pg_writers=*/1);
-  std::unique_ptr<store::Storage> node_b = engine.Open();
-  RegisterAll(engine.storage.get(), {"c-1", "c-2"});
-  Batcher a(engine.storage.get(), Options());
-  SlowWrites b_store(node_b.get());
-  Batcher b(&b_store, Options());
-  a.Start();
-  b.Start();
+  TwoNodes nodes;
+  auto& [engine, node_b, a, b_store, b] = nodes;
   REQUIRE(b.Submit(Beat("c-1")).accepted());
   REQUIRE(b.Submit(Beat("c-2")).accepted());
   REQUIRE(Within(10000, [&] { return b.stats().written.load() >= 2; }));
@@ -152,14 +161,8 @@ TEST_CASE("heard nodes: a node sweeping waits for another node's lagging lane, a
 // report (B publishes its "heard until" with its deafness passed over).
 TEST_CASE("heard nodes: another node's deafness is no silence of the containers reporting "
           "to it") {
-  testing::Engine engine("postgres", {}, /*pg_writers=*/1);
-  std::unique_ptr<store::Storage> node_b = engine.Open();
-  RegisterAll(engine.storage.get(), {"c-1", "c-2"});
-  Batcher a(engine.storage.get(), Options());
-  SlowWrites b_store(node_b.get());
-  Batcher b(&b_store, Options());
-  a.Start();
-  b.Start();
+  TwoNodes nodes;
+  auto& [engine, node_b, a, b_store, b] = nodes;
   REQUIRE(b.Submit(Beat("c-1")).accepted());
   REQUIRE(Within(10000, [&] { return b.stats().written.load() >= 1; }));
   b_store.failing = true;

@@ -9,10 +9,12 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "batcher/batcher.h"
 #include "tests/batcher/reports.h"
 #include "tests/support/engines.h"
 #include "tests/support/forwarding_storage.h"
+#include "tests/support/eventually.h"
 
 namespace {
 
@@ -26,12 +28,7 @@ void SleepMs(int64_t ms) { std::this_thread::sleep_for(milliseconds(ms)); }
 // Polls `done` until it holds or `limit` passes: no test here assumes how
 // fast a loaded machine runs.
 bool WaitFor(const std::function<bool()>& done, milliseconds limit = milliseconds(5000)) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    SleepMs(2);
-  }
-  return done();
+  return testing::Eventually(done, limit);
 }
 
 TEST_CASE("hearing: a source that beats late is a span of deafness, and hearing starts again") {
@@ -60,7 +57,7 @@ TEST_CASE("hearing: a hold deaf now is no hearing, and once clear hearing counts
   std::atomic<bool> failing{false};
   std::atomic<int64_t> last{0};
   h.AddHold(Hearing::Cause::kWriteFailing, "writes", [&] {
-    if (failing.load()) last.store(Hearing::SteadyNowMs());
+    if (failing.load()) last.store(base::SteadyNowMs());
     return last.load();
   });
   h.Start();
@@ -68,19 +65,19 @@ TEST_CASE("hearing: a hold deaf now is no hearing, and once clear hearing counts
   SleepMs(100);
   CHECK(h.HearingForMs() == 0);
   failing = false;
-  const int64_t cleared = Hearing::SteadyNowMs();
+  const int64_t cleared = base::SteadyNowMs();
   REQUIRE(WaitFor([&] { return h.spans(Hearing::Cause::kWriteFailing) == 1; }));
   CHECK(h.deaf_ms(Hearing::Cause::kWriteFailing) >= 50);
-  CHECK(h.HearingForMs() <= Hearing::SteadyNowMs() - cleared + 20);
+  CHECK(h.HearingForMs() <= base::SteadyNowMs() - cleared + 20);
   h.Stop();
 }
 
 TEST_CASE("hearing: the start of a stretch of hearing passes over the spans of deafness") {
   Hearing h(1000);
-  const int64_t before = Hearing::SteadyNowMs();
+  const int64_t before = base::SteadyNowMs();
   CHECK(h.StartOfHearing(before, 200) == before - 200);
   h.NoteDeaf(Hearing::Cause::kPause, "test", 300);  // [t - 300, t]
-  const int64_t t = Hearing::SteadyNowMs();
+  const int64_t t = base::SteadyNowMs();
   // 100 ms heard after the span, 100 more before it.
   CHECK(h.StartOfHearing(t + 100, 200) <= t - 300 - 100);
   CHECK(h.StartOfHearing(t + 100, 200) >= before - 300 - 100);
@@ -88,7 +85,7 @@ TEST_CASE("hearing: the start of a stretch of hearing passes over the spans of d
   CHECK(h.StartOfHearing(t + 100, 50) == t + 50);
   // A second span inside the first counts once.
   h.NoteDeaf(Hearing::Cause::kIoStall, "test", 100);
-  const int64_t t2 = Hearing::SteadyNowMs();
+  const int64_t t2 = base::SteadyNowMs();
   const int64_t start = h.StartOfHearing(t2, 500);
   CHECK(start <= t2 - 500 - 300);
   CHECK(start >= before - 500 - 300 - 100 - (t2 - before));
@@ -116,6 +113,22 @@ class FailingWrites : public testing::ForwardingStorage {
 using testing::Beat;
 using testing::StatusOf;
 
+// c-1 and c-2, available in weur/chrome.
+void RegisterTwo(store::Storage* storage) {
+  std::promise<store::ContainerResult> registered;
+  storage->Register({{"c-1", "weur", "chrome", 0, "{}"}, {"c-2", "weur", "chrome", 0, "{}"}},
+                    [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
+  REQUIRE(registered.get_future().get().outcome == store::Outcome::kOk);
+}
+
+// Dead after 1 s, swept every 5 ms.
+BatcherOptions FastReaper() {
+  BatcherOptions options;
+  options.dead_after_ms = 1000;
+  options.reaper_interval_ms = 5;
+  return options;
+}
+
 // The database outage of a node: its heartbeat writes fail for longer than
 // dead_after_ms. When they succeed again, the fleet's containers report
 // within dead_after_ms, and none may have been judged silent for the time
@@ -123,15 +136,8 @@ using testing::StatusOf;
 TEST_CASE("hearing: heartbeat writes failing longer than dead-after kill nobody once they recover") {
   testing::Engine engine(EDGEALLOC_ENGINES);
   FailingWrites store(engine.storage.get());
-  std::promise<store::ContainerResult> registered;
-  engine->Register({{"c-1", "weur", "chrome", 0, "{}"}, {"c-2", "weur", "chrome", 0, "{}"}},
-                   [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
-  REQUIRE(registered.get_future().get().outcome == store::Outcome::kOk);
-
-  BatcherOptions options;
-  options.dead_after_ms = 1000;
-  options.reaper_interval_ms = 5;
-  Batcher b(&store, options);
+  RegisterTwo(engine.storage.get());
+  Batcher b(&store, FastReaper());
   b.Start();
   store.failing = true;
   REQUIRE(b.Submit(Beat("c-2")).accepted());  // retried while the writes fail
@@ -167,15 +173,8 @@ TEST_CASE("hearing: a report refused while the node was deaf, the next one slow 
           "no silence") {
   testing::Engine engine(EDGEALLOC_ENGINES);
   FailingWrites store(engine.storage.get());
-  std::promise<store::ContainerResult> registered;
-  engine->Register({{"c-1", "weur", "chrome", 0, "{}"}, {"c-2", "weur", "chrome", 0, "{}"}},
-                   [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
-  REQUIRE(registered.get_future().get().outcome == store::Outcome::kOk);
-
-  BatcherOptions options;
-  options.dead_after_ms = 1000;
-  options.reaper_interval_ms = 5;
-  Batcher b(&store, options);
+  RegisterTwo(engine.storage.get());
+  Batcher b(&store, FastReaper());
   b.Start();
   REQUIRE(b.Submit(Beat("c-1")).accepted());
   REQUIRE(WaitFor([&] { return b.stats().written.load() == 1; }));

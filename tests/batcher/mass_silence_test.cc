@@ -11,6 +11,7 @@
 #include "batcher/batcher.h"
 #include "tests/support/await.h"
 #include "tests/support/engines.h"
+#include "tests/support/eventually.h"
 
 namespace {
 
@@ -61,12 +62,7 @@ store::Session Claim(store::Storage* s) {
 }
 
 bool WaitFor(const std::function<bool()>& done, milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return done();
+  return testing::Eventually(done, limit);
 }
 
 // The whole pool goes silent at once: its free containers are dead as ever

@@ -38,7 +38,8 @@ def defines(rel, name):
     text = "\n".join(line.split("//")[0] for line in read(rel).splitlines())
     parts = name.split("::")
     last, owner = re.escape(parts[-1]), parts[-2] if len(parts) > 1 else None
-    if owner and re.search(r"\b%s::%s\s*\(" % (owner, last), text):
+    # The owner maybe a template's (GroupWriter<Job>::Enqueue).
+    if owner and re.search(r"\b%s(?:<[\w, ]*>)?::%s\s*\(" % (owner, last), text):
         return True
     if re.search(r"\bconstexpr\b[^=;]*\b%s\b(?:\[\])?\s*=" % last, text):
         return True

@@ -6,6 +6,7 @@ death by the test's own monotonic clock, and the revival after a step back.
 
 import http.client
 import json
+import re
 import threading
 import time
 
@@ -148,3 +149,66 @@ def revive(port, step_back, reporter):
     finally:
         reporter.halt.set()
     return ["%s, reporting again after a step back, stayed dead" % reporter.cid]
+
+
+def metric_sum(ports, pattern):
+    """The sum over the nodes of the samples matching pattern (bytes regex
+    with one group), and each node's list."""
+    each = []
+    for port in ports:
+        _, metrics = request(port, "GET", "/metrics")
+        each.append([int(float(n)) for n in re.findall(pattern, metrics, re.M)])
+    return sum(sum(e) for e in each), each
+
+
+def step_scenario(ports, step):
+    """The steps under a lease and heartbeats, the same on either engine:
+    ports = (a, b), the node that registers, claims and takes held's and
+    quits' reports, and the node watched and taking steady's (the same one
+    on SQLite); step(s) steps the clock to s seconds off. Returns the
+    violations, the Watch, and the count of steps wanted."""
+    a, b = ports
+    status, body = request(a, "POST", "/v1/containers", {"containers": [
+        {"id": "held", "region": "r", "pool": "leased"},
+        {"id": "steady", "region": "r", "pool": "other"},
+        {"id": "quits", "region": "r", "pool": "other"}]})
+    if status != 200:
+        return ["registration answered %d %s" % (status, body)], None, 0
+    reporters = [Reporter(a, "held"), Reporter(b, "steady"), Reporter(a, "quits")]
+    for r in reporters:
+        r.start()
+    try:
+        time.sleep(1)
+        sent = time.monotonic()
+        status, session = request(a, "POST", "/v1/sessions",
+                                  {"region": "r", "pool": "leased", "lease_ms": LEASE_MS})
+        if status != 201:
+            return ["the claim answered %d %s" % (status, session)], None, 0
+        watch = Watch(b, a, session["session_id"], sent, reporters, reporters[2])
+        watcher = threading.Thread(target=watch.run)
+        watcher.start()
+        time.sleep(1.5)
+        step(STEP_S)  # forward: the lease and the silences must keep their length
+        time.sleep(1.5)
+        reporters[2].halt.set()
+        time.sleep(1.0)
+        step(0)  # back: the silent container must still die in time
+        watcher.join()
+    finally:
+        for r in reporters:
+            r.halt.set()
+    violations = watch.violations
+    if watch.dead_at is not None:
+        # A third step, back again, after quits' death: its death time must
+        # move with the rest, or its reports stay refused for the step.
+        violations += revive(a, lambda: step(-STEP_S), Reporter(a, "quits"))
+    for r in reporters:
+        if r.errors:
+            violations.append("%s: %d heartbeats failed, the first %s" %
+                              (r.cid, len(r.errors), r.errors[0]))
+    want = 3 if watch.dead_at is not None else 2
+    steps, each = metric_sum(set(ports), rb"^edgealloc_clock_steps_total (\d+)$")
+    if steps != want:
+        violations.append("edgealloc_clock_steps_total summed over the nodes is %d (%s), not %d"
+                          % (steps, each, want))
+    return violations, watch, want

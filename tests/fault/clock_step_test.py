@@ -33,14 +33,11 @@ import re
 import shutil
 import sys
 import tempfile
-import threading
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import edgealloc_server  # noqa: E402
 from edgealloc_server import die_with_parent, free_port  # noqa: E402
-from clock_step_checks import (DEAD_AFTER_MS, LEASE_MS, STEP_S, Reporter, Watch,  # noqa: E402
-                               request, revive)
+from clock_step_checks import DEAD_AFTER_MS, request, step_scenario  # noqa: E402
 from pg_server import FAKETIME_LIB  # noqa: E402
 
 
@@ -61,50 +58,10 @@ class ClockFile:
 
 def scenario(port, clock):
     """The steps under a lease and heartbeats; returns the violations."""
-    status, body = request(port, "POST", "/v1/containers", {"containers": [
-        {"id": "held", "region": "r", "pool": "leased"},
-        {"id": "steady", "region": "r", "pool": "other"},
-        {"id": "quits", "region": "r", "pool": "other"}]})
-    if status != 200:
-        return ["registration answered %d %s" % (status, body)]
-    reporters = [Reporter(port, cid) for cid in ("held", "steady", "quits")]
-    for r in reporters:
-        r.start()
-    try:
-        time.sleep(1)
-        sent = time.monotonic()
-        status, session = request(port, "POST", "/v1/sessions",
-                                  {"region": "r", "pool": "leased", "lease_ms": LEASE_MS})
-        if status != 201:
-            return ["the claim answered %d %s" % (status, session)]
-        watch = Watch(port, port, session["session_id"], sent, reporters, reporters[2])
-        watcher = threading.Thread(target=watch.run)
-        watcher.start()
-        time.sleep(1.5)
-        clock.set(STEP_S)  # forward: the lease and the silences must keep their length
-        time.sleep(1.5)
-        reporters[2].halt.set()
-        time.sleep(1.0)
-        clock.set(0)  # back: the silent container must still die in time
-        watcher.join()
-    finally:
-        for r in reporters:
-            r.halt.set()
-    violations = watch.violations
-    if watch.dead_at is not None:
-        # A third step, back again, after quits' death: its death time must
-        # move with the rest, or its reports stay refused for the step.
-        violations += revive(port, lambda: clock.set(-STEP_S), Reporter(port, "quits"))
-    for r in reporters:
-        if r.errors:
-            violations.append("%s: %d heartbeats failed, the first %s" %
-                              (r.cid, len(r.errors), r.errors[0]))
-    status, metrics = request(port, "GET", "/metrics")
-    m = re.search(rb"^edgealloc_clock_steps_total (\d+)$", metrics, re.M)
-    want = 3 if watch.dead_at is not None else 2
-    if not m or int(m.group(1)) != want:
-        violations.append("edgealloc_clock_steps_total is %s, not %d" %
-                          (m.group(1).decode() if m else "missing", want))
+    violations, watch, _ = step_scenario((port, port), clock.set)
+    if watch is None:
+        return violations
+    _, metrics = request(port, "GET", "/metrics")
     # The reaper's own count: a reporting container killed and revived
     # between two polls is still counted here.
     dead = re.findall(rb'^edgealloc_containers_marked_dead_total\{reason="silent"\} (\d+)$',

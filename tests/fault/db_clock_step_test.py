@@ -32,77 +32,24 @@ Exits 1 naming each violation. Servers are stopped, also on failure.
 
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import edgealloc_server  # noqa: E402
 from edgealloc_server import die_with_parent, free_port  # noqa: E402
 from pg_server import DBNAME, FAKETIME_LIB, PG_USER, PgServer, psql  # noqa: E402
-from clock_step_checks import (DEAD_AFTER_MS, LEASE_MS, STEP_S, Reporter, Watch,  # noqa: E402
-                               request, revive)
-
-
-def metric_sum(ports, pattern):
-    """The sum over the nodes of the samples matching pattern (bytes regex
-    with one group), and each node's list."""
-    each = []
-    for port in ports:
-        _, metrics = request(port, "GET", "/metrics")
-        each.append([int(float(n)) for n in re.findall(pattern, metrics, re.M)])
-    return sum(sum(e) for e in each), each
+from clock_step_checks import DEAD_AFTER_MS, STEP_S, metric_sum, step_scenario  # noqa: E402
 
 
 def scenario(a, b, pg):
     """The steps under a lease and heartbeats; returns the violations."""
-    status, body = request(a, "POST", "/v1/containers", {"containers": [
-        {"id": "held", "region": "r", "pool": "leased"},
-        {"id": "steady", "region": "r", "pool": "other"},
-        {"id": "quits", "region": "r", "pool": "other"}]})
-    if status != 200:
-        return ["registration answered %d %s" % (status, body)]
-    reporters = [Reporter(a, "held"), Reporter(b, "steady"), Reporter(a, "quits")]
-    for r in reporters:
-        r.start()
-    try:
-        time.sleep(1)
-        sent = time.monotonic()
-        status, session = request(a, "POST", "/v1/sessions",
-                                  {"region": "r", "pool": "leased", "lease_ms": LEASE_MS})
-        if status != 201:
-            return ["the claim answered %d %s" % (status, session)]
-        watch = Watch(b, a, session["session_id"], sent, reporters, reporters[2])
-        watcher = threading.Thread(target=watch.run)
-        watcher.start()
-        time.sleep(1.5)
-        pg.step_clock(STEP_S)  # forward: the lease and the silences must keep their length
-        time.sleep(1.5)
-        reporters[2].halt.set()
-        time.sleep(1.0)
-        pg.step_clock(0)  # back: the silent container must still die in time
-        watcher.join()
-    finally:
-        for r in reporters:
-            r.halt.set()
-    violations = watch.violations
-    if watch.dead_at is not None:
-        # A third step, back again, after quits' death: its death time must
-        # move with the rest, or its reports stay refused for the step.
-        violations += revive(a, lambda: pg.step_clock(-STEP_S), Reporter(a, "quits"))
-    for r in reporters:
-        if r.errors:
-            violations.append("%s: %d heartbeats failed, the first %s" %
-                              (r.cid, len(r.errors), r.errors[0]))
-    steps, each = metric_sum((a, b), rb"^edgealloc_clock_steps_total (\d+)$")
-    want = 3 if watch.dead_at is not None else 2
-    if steps != want:
-        violations.append("edgealloc_clock_steps_total summed over the nodes is %d (%s), not %d"
-                          % (steps, each, want))
+    violations, watch, want = step_scenario((a, b), pg.step_clock)
+    if watch is None:
+        return violations
+    each = metric_sum((a, b), rb"^edgealloc_clock_steps_total (\d+)$")[1]
     shifts = psql(pg.port, "SELECT shifts, shifted_ms FROM db_clock_shifts").strip()
     count, shifted = (int(x) for x in shifts.split("|"))
     print("db_clock_shifts: %d shifts, %+d ms in all; nodes' counts %s" % (count, shifted, each))

@@ -17,13 +17,16 @@
 #include <string>
 #include <thread>
 
+// The core's members, for its instantiation on the plain GroupJob here.
+#include "store/group_writer_impl.h"
+
 namespace {
 
 using store::GroupJob;
 using store::Status;
 
 // An engine whose hooks named in `throwing` each throw once.
-class ThrowingWriter final : public store::GroupWriter {
+class ThrowingWriter final : public store::GroupWriter<GroupJob> {
  public:
   explicit ThrowingWriter(std::set<std::string> throwing)
       : GroupWriter("throwing writer", {}), throwing_(std::move(throwing)) {}

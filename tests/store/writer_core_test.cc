@@ -27,7 +27,7 @@
 
 namespace {
 
-using store::GroupWriter;
+using store::GroupWriterBase;
 using store::GroupWriterOptions;
 using store::Status;
 using testing::Outcomes;
@@ -87,7 +87,7 @@ class TestJob final : public Job {
 class Subject {
  public:
   virtual ~Subject() = default;
-  virtual GroupWriter& writer() = 0;
+  virtual GroupWriterBase& writer() = 0;
   virtual bool Submit(Work work, Reply reply, bool solo) = 0;
   virtual Status RunSync(Work work) = 0;
   // count(*) of t's rows, or of those whose v is `v` if not empty; false if
@@ -99,7 +99,7 @@ class Subject {
 template <typename EngineWriter, typename Job, typename Conn, typename EngineTable>
 class SubjectOf : public Subject {
  public:
-  GroupWriter& writer() override { return *writer_; }
+  GroupWriterBase& writer() override { return *writer_; }
   bool Submit(Work work, Reply reply, bool solo) override {
     return writer_->Submit(std::make_unique<TestJob<Job, Conn, EngineTable>>(
         std::move(work), std::move(reply), solo));
@@ -184,7 +184,7 @@ struct Fixture {
     writer().Start();
   }
 
-  GroupWriter& writer() { return subject->writer(); }
+  GroupWriterBase& writer() { return subject->writer(); }
   const store::WriterStats& stats() { return writer().stats(); }
   bool Submit(Work work, Reply reply, bool solo = false) {
     return subject->Submit(std::move(work), std::move(reply), solo);

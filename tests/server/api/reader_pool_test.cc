@@ -178,34 +178,80 @@ TEST_CASE("reader pool: with SQLite shards, writes that read first are submitted
   CHECK(statuses == std::vector<int>{201, 200, 200, 204, 202});
 }
 
-TEST_CASE("reader pool: a read past the full queue is 503 overloaded at once, with Retry-After") {
-  BlockingService b(1);
-  HttpClient admin = b.t.Client();
-  fixture::RegisterFleet(admin, "rd", 1);
-  b.storage->Block();
-  const size_t queue = kReaderQueuePerThread;
-  std::vector<std::future<HttpReply>> reads;
-  for (size_t i = 0; i < queue + 1; ++i) {  // one running, the queue full
-    reads.push_back(std::async(std::launch::async, [&b] {
-      HttpClient c = b.t.Client();
+// GETs of `target` with `key`, `n` of them at once, each on a connection of
+// its own, into *reads.
+void ReadAsTenant(BlockingService& b, const std::string& key, const std::string& target,
+                  size_t n, std::vector<std::future<HttpReply>>* reads) {
+  for (size_t i = 0; i < n; ++i) {
+    reads->push_back(std::async(std::launch::async, [&b, key, target] {
+      HttpClient c = b.t.Client(key);
       c.set_timeout(std::chrono::seconds(20));
-      return c.Get("/v1/containers/rd-0");
+      return c.Get(target);
     }));
   }
-  REQUIRE(Eventually([&] {
-    return b.storage->blocked() == 1 && b.t.service->readers()->queued() == queue;
-  }, std::chrono::seconds(10)));
-  HttpClient late = b.t.Client();
+}
+
+TEST_CASE("reader pool: a read past the full queue is 503 overloaded at once, with Retry-After") {
+  // One tenant's reads fill at most its share of the queue: four tenants
+  // fill it.
+  BlockingService b(1, 1,
+                    "adm admin\nk0 tenant t0\nk1 tenant t1\nk2 tenant t2\nk3 tenant t3\n"
+                    "k4 tenant t4\n");
+  b.storage->Block();
+  ReaderPool* pool = b.t.service->readers();
+  const size_t queue = kReaderQueuePerThread;
+  REQUIRE(pool->per_owner_queued() * 4 == queue);
+  std::vector<std::future<HttpReply>> reads;
+  ReadAsTenant(b, "k0", "/v1/sessions", 1, &reads);  // the one running
+  REQUIRE(Eventually([&] { return b.storage->blocked() == 1; }));
+  for (const char* key : {"k0", "k1", "k2", "k3"}) {
+    ReadAsTenant(b, key, "/v1/sessions", pool->per_owner_queued(), &reads);
+  }
+  REQUIRE(Eventually([&] { return pool->queued() == queue; }, std::chrono::seconds(10)));
+  HttpClient late = b.t.Client("k4");
   late.set_timeout(std::chrono::seconds(3));
   const auto started = std::chrono::steady_clock::now();
-  HttpReply r = late.Get("/v1/containers");
+  HttpReply r = late.Get("/v1/sessions");
   CHECK(r.status == 503);
   CHECK(r.ErrorCode() == "overloaded");
   CHECK(r.Header("retry-after") == "1");
   CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(1));
-  CHECK(b.t.service->readers()->queued() == queue);  // nothing queued past the bound
+  CHECK(pool->queued() == queue);  // nothing queued past the bound
+  HttpClient admin = b.t.Client("adm");
+  CHECK(fixture::MetricValue(admin, R"(edgealloc_reads_refused_total{reason="full"})") == 1);
   b.storage->Unblock();
   for (auto& f : reads) CHECK(f.get().status == 200);
+}
+
+TEST_CASE("reader pool: a tenant's reads past its share of the queue are 503 overloaded at once, "
+          "and another tenant's read is served meanwhile") {
+  BlockingService b(2, 1, "adm admin\nacme-key tenant acme\nbolt-key tenant bolt\n");
+  b.storage->BlockTenant("acme");  // acme's lists stall, as heavy pages on a slow database
+  ReaderPool* pool = b.t.service->readers();
+  const size_t share = pool->per_owner_queued();
+  REQUIRE(share == 2 * kReaderQueuePerThread / 4);
+  std::vector<std::future<HttpReply>> acme;
+  ReadAsTenant(b, "acme-key", "/v1/sessions?limit=1000", share + 1, &acme);
+  // One holds acme's reader thread, the others fill its share of the queue.
+  REQUIRE(Eventually([&] { return b.storage->blocked() == 1 && pool->queued() == share; },
+                     std::chrono::seconds(10)));
+  HttpClient more = b.t.Client("acme-key");
+  more.set_timeout(std::chrono::seconds(3));
+  const auto started = std::chrono::steady_clock::now();
+  HttpReply r = more.Get("/v1/sessions?limit=1000");  // before the share: queued, HttpTimeout
+  CHECK(r.status == 503);
+  CHECK(r.ErrorCode() == "overloaded");
+  CHECK(r.Header("retry-after") == "1");
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(1));
+  CHECK(pool->queued() == share);
+  HttpClient bolt = b.t.Client("bolt-key");
+  bolt.set_timeout(std::chrono::seconds(5));
+  CHECK(bolt.Get("/v1/sessions").status == 200);  // not refused, not behind acme's
+  HttpClient admin = b.t.Client("adm");
+  CHECK(fixture::MetricValue(admin, R"(edgealloc_reads_refused_total{reason="share"})") == 1);
+  CHECK(fixture::MetricValue(admin, R"(edgealloc_reads_refused_total{reason="full"})") == 0);
+  b.storage->Unblock();
+  for (auto& f : acme) CHECK(f.get().status == 200);
 }
 
 TEST_CASE("reader pool: Stop answers the reads still queued 503 and lets the running one end") {

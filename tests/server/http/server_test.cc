@@ -11,17 +11,13 @@
 #include <thread>
 
 #include "tests/support/http_client.h"
+#include "tests/support/eventually.h"
 
 namespace server {
 namespace {
 
 bool WaitFor(const std::function<bool()>& done) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
+  return testing::Eventually(done, std::chrono::seconds(5));
 }
 
 // A server whose handler echoes the body, answers from another thread on

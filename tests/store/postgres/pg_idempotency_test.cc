@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "store/postgres/pg.h"
 #include "tests/support/pg_server.h"
 #include "tests/support/requests.h"
+#include "tests/support/eventually.h"
 
 namespace {
 
@@ -44,13 +46,8 @@ void Claim(store::Storage* node, const std::string& key,
   node->Claim(req, [done](store::SessionResult r) { done->set_value(std::move(r)); });
 }
 
-template <typename Done>
-bool WaitFor(Done done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!done() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return done();
+bool WaitFor(const std::function<bool()>& done) {
+  return testing::Eventually(done, std::chrono::seconds(30));
 }
 
 }  // namespace

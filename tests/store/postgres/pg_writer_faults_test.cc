@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "tests/support/pg_server.h"
+#include "tests/support/eventually.h"
 
 namespace {
 
@@ -61,13 +63,8 @@ store::Status Run(store::PgWriter* writer, const std::string& sql) {
   return done.get_future().get();
 }
 
-template <typename Done>
-bool WaitFor(Done done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!done() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return done();
+bool WaitFor(const std::function<bool()>& done) {
+  return testing::Eventually(done, std::chrono::seconds(30));
 }
 
 }  // namespace

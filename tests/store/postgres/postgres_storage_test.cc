@@ -272,13 +272,14 @@ TEST_CASE("postgres_storage: a tenant's session list walks its tenant's index in
   testing::PgServer::Query(uri, "ANALYZE containers");
 
   // At most 100 examined (a bound well below the rows, as in a fleet). What
-  // the page examines (CTE examined) is an index's walk, in order; the hits
-  // among those few are sorted again, which costs a page.
+  // the page examines (CTE examined) is an index's walk, in order; the walk
+  // over those few (CTE walked) sorts them again, which costs a page.
   auto examined = [](const std::string& plan) {
     const size_t from = plan.find("CTE examined");
-    return plan.substr(from, plan.find("Subquery Scan", from) - from);
+    return plan.substr(from, plan.find("CTE walked", from) - from);
   };
-  const std::vector<std::string> params = {"''", "NULL", "NULL", "'k'", "'v'", "11", "100", "'b'"};
+  const std::vector<std::string> params = {"''",  "NULL", "NULL",    "'k'", "'v'",
+                                           "11",  "100",  "1048576", "'b'"};
   const std::string tenant = PlanOf(uri, store::pgsql::kListTenantSessions, params);
   INFO(tenant);
   CHECK(examined(tenant).find("Index Scan using containers_tenant_session on containers") !=
@@ -291,7 +292,8 @@ TEST_CASE("postgres_storage: a tenant's session list walks its tenant's index in
   CHECK(examined(all).find("Sort") == std::string::npos);
   CHECK(all.find("Seq Scan") == std::string::npos);
   const std::string containers =
-      PlanOf(uri, store::pgsql::kListContainers, {"''", "NULL", "NULL", "'dead'", "11", "100"});
+      PlanOf(uri, store::pgsql::kListContainers,
+             {"''", "NULL", "NULL", "'dead'", "11", "100", "1048576"});
   INFO(containers);
   CHECK(examined(containers).find("Index Scan using containers_id_c") != std::string::npos);
   CHECK(examined(containers).find("Sort") == std::string::npos);
