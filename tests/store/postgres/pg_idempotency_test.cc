@@ -15,21 +15,14 @@
 
 #include "store/postgres/pg.h"
 #include "tests/support/pg_server.h"
+#include "tests/support/pg_storage.h"
 #include "tests/support/requests.h"
 #include "tests/support/eventually.h"
 
 namespace {
 
 std::unique_ptr<store::PostgresStorage> Open(const std::string& uri, const std::string& node) {
-  store::StorageOptions options;
-  options.db = uri;
-  options.pg_writers = 1;
-  options.program = node;
-  std::unique_ptr<store::PostgresStorage> storage;
-  const store::Status s = store::PostgresStorage::Open(options, &storage);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return storage;
+  return testing::OpenPgOrDie(uri, 1, node);
 }
 
 std::vector<store::ContainerSpec> Specs(const std::string& prefix, int n) {

@@ -13,21 +13,14 @@
 #include "tests/store/history_columns.h"
 #include "tests/support/await.h"
 #include "tests/support/pg_server.h"
+#include "tests/support/pg_storage.h"
 
 namespace {
 
 using testing::PgServer;
 
 std::unique_ptr<store::PostgresStorage> Open(const std::string& uri) {
-  store::StorageOptions options;
-  options.db = uri;
-  options.pg_writers = 1;
-  options.program = "pg_schema_test";
-  std::unique_ptr<store::PostgresStorage> storage;
-  store::Status s = store::PostgresStorage::Open(options, &storage);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return storage;
+  return testing::OpenPgOrDie(uri, 1, "pg_schema_test");
 }
 
 // Publishes once the node's writer has measured its offset from the

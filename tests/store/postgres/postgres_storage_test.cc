@@ -14,20 +14,13 @@
 #include "store/postgres/session_sql.h"
 #include "tests/support/await.h"
 #include "tests/support/pg_server.h"
+#include "tests/support/pg_storage.h"
 #include "tests/support/requests.h"
 
 namespace {
 
 std::unique_ptr<store::PostgresStorage> Open(const std::string& uri, int writers) {
-  store::StorageOptions options;
-  options.db = uri;
-  options.pg_writers = writers;
-  options.program = "postgres_storage_test";
-  std::unique_ptr<store::PostgresStorage> storage;
-  store::Status s = store::PostgresStorage::Open(options, &storage);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return storage;
+  return testing::OpenPgOrDie(uri, writers, "postgres_storage_test");
 }
 
 void Register(store::Storage* storage, const std::vector<std::string>& ids) {
@@ -327,10 +320,7 @@ TEST_CASE("postgres_storage: a role that may not make the schema is told in one 
   testing::PgServer::Query(uri, "CREATE ROLE lowly LOGIN");
   std::string lowly = uri;
   lowly.replace(lowly.find("://") + 3, lowly.find('@') - lowly.find("://") - 3, "lowly");
-  store::StorageOptions options;
-  options.db = lowly;
-  options.pg_writers = 1;
-  options.program = "postgres_storage_test";
+  const store::StorageOptions options = testing::PgOptions(lowly, 1, "postgres_storage_test");
   std::unique_ptr<store::PostgresStorage> storage;
   store::Status s = store::PostgresStorage::Open(options, &storage);
   INFO(s.ToString());
