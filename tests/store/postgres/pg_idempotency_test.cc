@@ -6,7 +6,6 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -39,10 +38,6 @@ void Claim(store::Storage* node, const std::string& key,
   node->Claim(req, [done](store::SessionResult r) { done->set_value(std::move(r)); });
 }
 
-bool WaitFor(const std::function<bool()>& done) {
-  return testing::Eventually(done, std::chrono::seconds(30));
-}
-
 }  // namespace
 
 // Each node runs one group of two keyed claims, in opposite key orders,
@@ -73,11 +68,14 @@ TEST_CASE("pg idempotency: two nodes claiming the same keys in opposite orders n
   std::promise<store::ContainerResult> drained_a, drained_b;
   a->Drain("hold-a", [&](store::ContainerResult r) { drained_a.set_value(std::move(r)); });
   b->Drain("hold-b", [&](store::ContainerResult r) { drained_b.set_value(std::move(r)); });
-  REQUIRE(WaitFor([&] {
-    return testing::PgServer::Query(
-               uri, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                    "AND application_name LIKE 'node _ writer 0'") == "2";
-  }));
+  // Both writers wait on the drained rows' locks (30 s at most).
+  REQUIRE(testing::Eventually(
+      [&] {
+        return testing::PgServer::Query(
+                   uri, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND application_name LIKE 'node _ writer 0'") == "2";
+      },
+      std::chrono::seconds(30)));
 
   std::promise<store::SessionResult> a1, a2, b1, b2;
   std::promise<store::ContainerResult> a_reg, b_reg;
