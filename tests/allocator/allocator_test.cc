@@ -1173,6 +1173,21 @@ std::string LiveSession(allocator::Allocator& alloc, const std::string& tenant,
   return r.outcome == Outcome::kOk ? r.session.session_id : Name(r.outcome);
 }
 
+// Tenant t0 holds the pool's container `id`, and an Allocator under test,
+// started, claims through a Probe of the pool's storage, its waiters retrying
+// every retry_ms (so they find a release made through the pool's own
+// allocator). Members die in the order they must: the Allocator first.
+struct ProbedAllocator {
+  ProbedAllocator(Pool& pool, const std::string& id, int retry_ms)
+      : held(HoldOne(pool, id)), probe(&pool.seam()), alloc(&probe, RetryEvery(retry_ms)) {
+    alloc.Start();
+    probe.ResetClaimed();
+  }
+  SessionResult held;
+  Probe probe;
+  allocator::Allocator alloc;
+};
+
 }  // namespace
 
 // Issue: a waiting claim with an idempotency key whose client left after the
@@ -1180,11 +1195,8 @@ std::string LiveSession(allocator::Allocator& alloc, const std::string& tenant,
 // or node, perhaps already answered) replays that session: it must live on.
 TEST_CASE("wait: a session claimed for a keyed waiter that left is kept for the key's retry") {
   Pool pool(EDGEALLOC_ENGINES);
-  SessionResult held = HoldOne(pool, "only");
-  Probe probe(&pool.seam());
-  allocator::Allocator alloc(&probe, RetryEvery(20));  // finds the release made through the pool's own allocator
-  alloc.Start();
-  probe.ResetClaimed();
+  ProbedAllocator probed(pool, "only", 20);
+  auto& [held, probe, alloc] = probed;
   auto req = Waiting(20000);
   req.idempotency_key = "k-wait";
   // Gone as soon as the storage gave it a session.
@@ -1259,11 +1271,8 @@ TEST_CASE("wait: a first attempt whose client left meanwhile releases its sessio
 // busy) was dropped, leaving the container held until the lease ended.
 TEST_CASE("wait: an abandoned session whose release fails is released on a later try") {
   Pool pool(EDGEALLOC_ENGINES);
-  SessionResult held = HoldOne(pool, "only");
-  Probe probe(&pool.seam());
-  allocator::Allocator alloc(&probe, RetryEvery(20));
-  alloc.Start();
-  probe.ResetClaimed();
+  ProbedAllocator probed(pool, "only", 20);
+  auto& [held, probe, alloc] = probed;
   probe.fail_releases = 1;
   auto waiter = ClaimLeaving(alloc, probe, Waiting(20000));
   REQUIRE(WaitersReach(alloc, 1));
@@ -1283,11 +1292,8 @@ TEST_CASE("wait: an abandoned session whose release fails is released on a later
 // then) was never released: nothing was left to release it.
 TEST_CASE("stop: a session claimed for a client that left is released before Stop returns") {
   Pool pool(EDGEALLOC_ENGINES);
-  SessionResult held = HoldOne(pool, "only");
-  Probe probe(&pool.seam());
-  allocator::Allocator alloc(&probe, RetryEvery(20));
-  alloc.Start();
-  probe.ResetClaimed();
+  ProbedAllocator probed(pool, "only", 20);
+  auto& [held, probe, alloc] = probed;
   auto waiter = ClaimLeaving(alloc, probe, Waiting(20000));
   REQUIRE(WaitersReach(alloc, 1));
   // The waiter's claim gets the container; its answer is held back.
@@ -1358,10 +1364,8 @@ store::ClaimRequest WaitingFor(const std::string& tenant, const std::string& reg
 // retry tick: 1,000 of them slowed every other tenant's claims 200-fold.
 TEST_CASE("wait: a claim for a pool nobody registered answers at once and never waits") {
   Pool pool(EDGEALLOC_ENGINES);
-  HoldOne(pool, "held");
-  Probe probe(&pool.seam());
-  allocator::Allocator alloc(&probe, RetryEvery(20));
-  alloc.Start();
+  ProbedAllocator probed(pool, "held", 20);
+  auto& [held, probe, alloc] = probed;
   auto made_up = ClaimAsync(alloc, WaitingFor("t1", "nowhere", {"nowhere-2", "nowhere-3"}));
   REQUIRE(made_up->future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
   SessionResult r = made_up->future.get();
@@ -1383,10 +1387,8 @@ TEST_CASE("wait: a claim for a pool nobody registered answers at once and never 
 // retry tick, whether or not anything had changed.
 TEST_CASE("wait: a waiter claims only when a probe finds a container it could take") {
   Pool pool(EDGEALLOC_ENGINES);
-  SessionResult held = HoldOne(pool, "held");
-  Probe probe(&pool.seam());
-  allocator::Allocator alloc(&probe, RetryEvery(10));
-  alloc.Start();
+  ProbedAllocator probed(pool, "held", 10);
+  auto& [held, probe, alloc] = probed;
   auto waiter = ClaimAsync(alloc, WaitingFor("t1", "weur"));
   REQUIRE(WaitersReach(alloc, 1));
   const uint64_t probes_before = alloc.stats().wait_probes.load();

@@ -14,13 +14,7 @@
 
 namespace {
 
-using allocator::AllocatorOptions;
 using store::Outcome;
-using store::SessionResult;
-using testing::Pool;
-using testing::Req;
-using testing::Spec;
-using testing::Tenant;
 
 // Every claim ends in one history row (its release keeps it). Pruned only
 // once a second, 8,000 rows at most, the history ran up to a second of
@@ -29,12 +23,14 @@ using testing::Tenant;
 // to --history-prune-rows-per-s: past its bound by the rows of about one
 // period.
 TEST_CASE("history: pruning keeps the history bounded while claims and releases run flat out") {
-  AllocatorOptions options;
+  allocator::AllocatorOptions options;
   options.session_history_max_rows = 500;
-  Pool pool(options, 1);  // SQLite, kNormal: as fast as the store goes
+  testing::Pool pool(options, 1);  // SQLite, kNormal: as fast as the store goes
   constexpr int kThreads = 8;
   std::vector<store::ContainerSpec> specs;
-  for (int i = 0; i < kThreads * 2; ++i) specs.push_back(Spec("c" + std::to_string(i), "weur"));
+  for (int i = 0; i < kThreads * 2; ++i) {
+    specs.push_back(testing::Spec("c" + std::to_string(i), "weur"));
+  }
   pool.Add(specs);
   pool.alloc().Start();
 
@@ -44,12 +40,12 @@ TEST_CASE("history: pruning keeps the history bounded while claims and releases 
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       while (!stop.load()) {
-        SessionResult r = pool.Claim(Req("weur"));
+        store::SessionResult r = pool.Claim(testing::Req("weur"));
         if (r.outcome != Outcome::kOk) {
           if (r.outcome != Outcome::kNoCapacity) ++failures;
           continue;
         }
-        if (pool.Release(Tenant("t1"), r.session.session_id, r.session.token).outcome !=
+        if (pool.Release(testing::Tenant("t1"), r.session.session_id, r.session.token).outcome !=
             Outcome::kOk) {
           ++failures;
         }

@@ -24,9 +24,6 @@ using store::Outcome;
 using store::SessionResult;
 using testing::Eventually;
 using testing::Pool;
-using testing::Req;
-using testing::Spec;
-using testing::Tenant;
 
 // Counts the Claims the allocator asks of the storage (each a writer job).
 class ClaimCounter : public testing::ForwardingStorage {
@@ -53,7 +50,7 @@ std::shared_ptr<Pending> ClaimAsync(allocator::Allocator& alloc, store::ClaimReq
 
 store::ClaimRequest WaitingIn(const std::string& tenant, const std::string& region,
                               const std::vector<std::string>& fallbacks = {}) {
-  auto req = Req(region, tenant, "chrome");
+  auto req = testing::Req(region, tenant, "chrome");
   req.wait_ms = 20000;
   req.fallback_regions = fallbacks;
   return req;
@@ -67,15 +64,15 @@ allocator::AllocatorOptions RetryEvery(int wait_retry_ms) {
 
 // Registers weur/chrome's only container and has tenant t0 hold it.
 SessionResult HoldOnly(Pool& pool) {
-  pool.Add({Spec("only", "weur", "chrome")});
-  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
+  pool.Add({testing::Spec("only", "weur", "chrome")});
+  SessionResult held = pool.Claim(testing::Req("weur", "t0", "chrome"));
   REQUIRE(held.outcome == Outcome::kOk);
   return held;
 }
 
 std::string Release(Pool& pool, const std::string& tenant, const SessionResult& held) {
   return store::OutcomeName(
-      pool.Release(Tenant(tenant), held.session.session_id, held.session.token).outcome);
+      pool.Release(testing::Tenant(tenant), held.session.session_id, held.session.token).outcome);
 }
 
 }  // namespace

@@ -96,11 +96,19 @@ class StallingStorage : public testing::ForwardingStorage {
   std::vector<std::pair<store::ClaimRequest, store::SessionCallback>> held_claims_;
 };
 
-// Ends the stall before the allocator goes (declared after it), so that a
-// failed check does not leave its Stop waiting on a held probe.
-struct ResumeAtEnd {
-  StallingStorage* stalling;
-  ~ResumeAtEnd() { stalling->Resume(); }
+// A pool on `engine`, and the Allocator under test, started, on a
+// StallingStorage of the pool's storage. The stall ends before the Allocator
+// goes, so that a failed check does not leave its Stop waiting on a held
+// probe.
+struct StalledPool {
+  explicit StalledPool(const std::string& engine)
+      : pool(engine), stalling(&pool.seam()), alloc(&stalling, {}) {
+    alloc.Start();
+  }
+  ~StalledPool() { stalling.Resume(); }
+  Pool pool;
+  StallingStorage stalling;
+  allocator::Allocator alloc;
 };
 
 struct Pending {
@@ -140,6 +148,22 @@ SessionResult HoldOnly(Pool& pool) {
   return held;
 }
 
+// Tenant t0 holds the pool's only container, a claim of wait_ms waits for
+// it; claims stall, t0 releases it (the next probe finds it), and the
+// waiter's claim for it is held by the store. Returns the waiter, not yet
+// answered.
+std::shared_ptr<Pending> WaiterWithClaimHeld(Pool& pool, StallingStorage& stalling,
+                                             allocator::Allocator& alloc, int64_t wait_ms) {
+  const SessionResult held = HoldOnly(pool);
+  auto waiter = ClaimAsync(alloc, Waiting(wait_ms));
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
+  stalling.StallClaims();
+  REQUIRE(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome ==
+          Outcome::kOk);
+  REQUIRE(Eventually([&] { return stalling.held_claims() == 1; }));
+  return waiter;
+}
+
 }  // namespace
 
 // Issue: the waiters' thread read the waiting pools itself, with no bound of
@@ -147,12 +171,9 @@ SessionResult HoldOnly(Pool& pool) {
 // came back: a database stalled 16-21 s answered claims of wait_ms 2 s after
 // the stall, past the clients' 15 s.
 TEST_CASE("wait: a waiting claim is answered in time while the store's reads stall") {
-  Pool pool(EDGEALLOC_ENGINES);
+  StalledPool stalled(EDGEALLOC_ENGINES);
+  auto& [pool, stalling, alloc] = stalled;
   HoldOnly(pool);
-  StallingStorage stalling(&pool.seam());
-  allocator::Allocator alloc(&stalling, {});
-  ResumeAtEnd resume{&stalling};
-  alloc.Start();
   stalling.StallProbes();
   const int64_t began = base::NowMs();
   auto waiter = ClaimAsync(alloc, Waiting(400));
@@ -174,19 +195,9 @@ TEST_CASE("wait: a waiting claim is answered in time while the store's reads sta
 // Issue: a waiter whose claim was with the storage was answered by that
 // claim's callback alone, however long the database took to give it.
 TEST_CASE("wait: a waiter whose claim the store holds is answered, and the late session released") {
-  Pool pool(EDGEALLOC_ENGINES);
-  SessionResult held = HoldOnly(pool);
-  StallingStorage stalling(&pool.seam());
-  allocator::Allocator alloc(&stalling, {});
-  ResumeAtEnd resume{&stalling};
-  alloc.Start();
-  auto waiter = ClaimAsync(alloc, Waiting(600));
-  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
-  stalling.StallClaims();
-  // Freed: the next probe finds it, and the waiter's claim is held.
-  REQUIRE(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome ==
-          Outcome::kOk);
-  REQUIRE(Eventually([&] { return stalling.held_claims() == 1; }));
+  StalledPool stalled(EDGEALLOC_ENGINES);
+  auto& [pool, stalling, alloc] = stalled;
+  auto waiter = WaiterWithClaimHeld(pool, stalling, alloc, 600);
 
   REQUIRE(AnsweredInTime(*waiter, 600));
   CHECK(stalling.held_claims() == 1);  // the claim is still with the store
@@ -207,12 +218,9 @@ TEST_CASE("wait: a waiter whose claim the store holds is answered, and the late 
 
 TEST_CASE("wait: a waiting claim whose first attempt the store holds is answered, keyed or not") {
   const bool keyed = GENERATE(false, true);
-  Pool pool(EDGEALLOC_ENGINES);
+  StalledPool stalled(EDGEALLOC_ENGINES);
+  auto& [pool, stalling, alloc] = stalled;
   pool.Add({Spec("only", "weur", "chrome")});
-  StallingStorage stalling(&pool.seam());
-  allocator::Allocator alloc(&stalling, {});
-  ResumeAtEnd resume{&stalling};
-  alloc.Start();
   stalling.StallClaims();
   auto req = Waiting(300);
   if (keyed) req.idempotency_key = "k-1";
@@ -242,18 +250,9 @@ TEST_CASE("wait: a waiting claim whose first attempt the store holds is answered
 // At SIGTERM (EndWaits) a waiter whose claim the store holds is answered at
 // once too, instead of holding the shutdown until the store answers.
 TEST_CASE("wait: EndWaits answers at once a waiter whose claim the store holds") {
-  Pool pool(EDGEALLOC_ENGINES);
-  SessionResult held = HoldOnly(pool);
-  StallingStorage stalling(&pool.seam());
-  allocator::Allocator alloc(&stalling, {});
-  ResumeAtEnd resume{&stalling};
-  alloc.Start();
-  auto waiter = ClaimAsync(alloc, Waiting(20000));
-  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
-  stalling.StallClaims();
-  REQUIRE(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome ==
-          Outcome::kOk);
-  REQUIRE(Eventually([&] { return stalling.held_claims() == 1; }));
+  StalledPool stalled(EDGEALLOC_ENGINES);
+  auto& [pool, stalling, alloc] = stalled;
+  auto waiter = WaiterWithClaimHeld(pool, stalling, alloc, 20000);
 
   alloc.EndWaits();
   REQUIRE(waiter->future.wait_for(std::chrono::seconds(3)) == std::future_status::ready);

@@ -70,30 +70,38 @@ using testing::FaultVfs;
 
 FaultVfs& Vfs() { return FaultVfs::Install(); }
 
+// The fault VFS, installed, with nothing armed and nothing counted.
+FaultVfs& ResetVfs() {
+  FaultVfs& vfs = Vfs();
+  vfs.Reset();
+  return vfs;
+}
+
 // ---- small helpers that report instead of REQUIRE (a sweep goes on) ----
 
-bool QueryInt(Db* db, const std::string& sql, int64_t* out, std::string* err) {
-  store::Statement q;
-  Status s = db->Prepare(sql, &q);
+// Prepares `sql` into *q and steps it to its first row; false (and *err
+// says why) when that fails or there is no row.
+bool FirstRow(Db* db, const std::string& sql, store::Statement* q, std::string* err) {
+  Status s = db->Prepare(sql, q);
   bool row = false;
-  if (s.ok()) s = q.Step(&row);
+  if (s.ok()) s = q->Step(&row);
   if (!s.ok() || !row) {
     *err = sql + ": " + (s.ok() ? std::string("no row") : s.ToString());
     return false;
   }
+  return true;
+}
+
+bool QueryInt(Db* db, const std::string& sql, int64_t* out, std::string* err) {
+  store::Statement q;
+  if (!FirstRow(db, sql, &q, err)) return false;
   *out = q.ColumnInt64(0);
   return true;
 }
 
 bool QueryText(Db* db, const std::string& sql, std::string* out, std::string* err) {
   store::Statement q;
-  Status s = db->Prepare(sql, &q);
-  bool row = false;
-  if (s.ok()) s = q.Step(&row);
-  if (!s.ok() || !row) {
-    *err = sql + ": " + (s.ok() ? std::string("no row") : s.ToString());
-    return false;
-  }
+  if (!FirstRow(db, sql, &q, err)) return false;
   *out = q.ColumnString(0);
   return true;
 }
@@ -213,8 +221,7 @@ struct RunStats {
 };
 
 void RunWriterCase(const WriterCase& c, Findings* f, RunStats* out) {
-  FaultVfs& vfs = Vfs();
-  vfs.Reset();
+  FaultVfs& vfs = ResetVfs();
   testing::TempDir dir;
   const std::string path = dir.File("w.db");
   std::vector<std::unique_ptr<JobRecord>> records;
@@ -439,8 +446,7 @@ struct Row {
 };
 
 void RunAllocCase(const AllocCase& c, Findings* f, RunStats* out) {
-  FaultVfs& vfs = Vfs();
-  vfs.Reset();
+  FaultVfs& vfs = ResetVfs();
   testing::TempDir dir;
   store::ShardMap map(dir.File("pool.db"), c.shards);
   std::vector<RegRec> regs;
@@ -900,29 +906,50 @@ void CheckClean(Findings& f) {
   CHECK(f.fired * 2 >= f.cases);
 }
 
+WriterCase SpillingWriterCase() {
+  WriterCase c;
+  c.spill = true;
+  return c;
+}
+
+AllocCase TwoShardAllocCase() {
+  AllocCase c;
+  c.shards = 2;
+  return c;
+}
+
+// A sweep named `sweep` (Sweep) over the fault VFS, checked clean.
+template <typename Case, typename RunFn>
+void SweepClean(const std::string& sweep, const Case& base, RunFn run, int stride,
+                const std::vector<Plan>& plans = AllPlans()) {
+  Vfs();
+  Findings f(sweep);
+  Sweep(&f, base, run, stride, plans);
+  CheckClean(f);
+}
+
+// A power-loss sweep named `sweep` (PowerLossSweep), checked clean.
+template <typename Case, typename RunFn>
+void PowerLossSweepClean(const std::string& sweep, const Case& base, RunFn run, int stride) {
+  Vfs();
+  Findings f(sweep);
+  PowerLossSweep(&f, base, run, stride);
+  CheckClean(f);
+}
+
 TEST_CASE("fault: store::Writer with every write sync read and truncate failing in turn",
           "[fault]") {
-  Vfs();
-  Findings f("writer sweep");
-  Sweep(&f, WriterCase{}, RunWriterCase, 1);
-  CheckClean(f);
+  SweepClean("writer sweep", WriterCase{}, RunWriterCase, 1);
 }
 
 TEST_CASE("fault: store::Writer with spilling transactions and every operation failing in turn",
           "[fault]") {
-  Vfs();
-  Findings f("writer sweep, spilling (10-page cache)");
-  WriterCase base;
-  base.spill = true;
-  Sweep(&f, base, RunWriterCase, 1);
-  CheckClean(f);
+  SweepClean("writer sweep, spilling (10-page cache)", SpillingWriterCase(), RunWriterCase, 1);
 }
 
 TEST_CASE("fault: store::Writer with every write failing for good from the Nth on", "[fault]") {
-  Vfs();
-  Findings f("writer sweep, sticky write faults (disk full for good)");
-  Sweep(&f, WriterCase{}, RunWriterCase, 1, StickyWritePlans());
-  CheckClean(f);
+  SweepClean("writer sweep, sticky write faults (disk full for good)", WriterCase{}, RunWriterCase,
+             1, StickyWritePlans());
 }
 
 TEST_CASE("fault: store::Writer with every fsync failing for good from the Nth on", "[fault]") {
@@ -931,61 +958,37 @@ TEST_CASE("fault: store::Writer with every fsync failing for good from the Nth o
   // close cannot checkpoint (every fsync fails), so the WAL stays, and the
   // next open's recovery replays the group whole. That is allowed (whole or
   // nothing); a part of a group, or a group answered plainly failed, is not.
-  Vfs();
-  Findings f("writer sweep, sticky fsync faults");
-  Sweep(&f, WriterCase{}, RunWriterCase, 1, StickySyncPlans());
-  CheckClean(f);
+  SweepClean("writer sweep, sticky fsync faults", WriterCase{}, RunWriterCase, 1,
+             StickySyncPlans());
 }
 
 TEST_CASE("fault: store::Writer with power lost at every mutating operation", "[fault]") {
-  Vfs();
-  Findings f("writer power-loss sweep");
-  PowerLossSweep(&f, WriterCase{}, RunWriterCase, 1);
-  CheckClean(f);
+  PowerLossSweepClean("writer power-loss sweep", WriterCase{}, RunWriterCase, 1);
 }
 
 TEST_CASE("fault: store::Writer with spilling transactions and power lost at every point",
           "[fault]") {
-  Vfs();
-  Findings f("writer power-loss sweep, spilling (10-page cache)");
-  WriterCase base;
-  base.spill = true;
-  PowerLossSweep(&f, base, RunWriterCase, 1);
-  CheckClean(f);
+  PowerLossSweepClean("writer power-loss sweep, spilling (10-page cache)",
+                      SpillingWriterCase(), RunWriterCase, 1);
 }
 
 TEST_CASE("fault: allocator registry and batcher with every operation failing in turn", "[fault]") {
-  Vfs();
-  Findings f("allocator sweep (1 shard)");
-  Sweep(&f, AllocCase{}, RunAllocCase, 1);
-  CheckClean(f);
+  SweepClean("allocator sweep (1 shard)", AllocCase{}, RunAllocCase, 1);
 }
 
 TEST_CASE("fault: allocator registry and batcher on two shards with sampled faults", "[fault]") {
-  Vfs();
-  Findings f("allocator sweep (2 shards, sampled)");
-  AllocCase base;
-  base.shards = 2;
-  Sweep(&f, base, RunAllocCase, 2);
-  CheckClean(f);
+  SweepClean("allocator sweep (2 shards, sampled)", TwoShardAllocCase(), RunAllocCase, 2);
 }
 
 TEST_CASE("fault: allocator registry and batcher with power lost at every mutating operation",
           "[fault]") {
-  Vfs();
-  Findings f("allocator power-loss sweep");
-  PowerLossSweep(&f, AllocCase{}, RunAllocCase, 1);
-  CheckClean(f);
+  PowerLossSweepClean("allocator power-loss sweep", AllocCase{}, RunAllocCase, 1);
 }
 
 TEST_CASE("fault: allocator registry and batcher on two shards with power lost at every point",
           "[fault]") {
-  Vfs();
-  Findings f("allocator power-loss sweep (2 shards)");
-  AllocCase base;
-  base.shards = 2;
-  PowerLossSweep(&f, base, RunAllocCase, 1);
-  CheckClean(f);
+  PowerLossSweepClean("allocator power-loss sweep (2 shards)", TwoShardAllocCase(),
+                      RunAllocCase, 1);
 }
 
 TEST_CASE("fault: the power-loss sweep sees lost acknowledgements under synchronous=NORMAL",
@@ -1024,8 +1027,7 @@ struct RawDb {
 };
 
 TEST_CASE("fault_vfs: the Nth operation fails with the code asked, once or sticky", "[fault]") {
-  FaultVfs& vfs = Vfs();
-  vfs.Reset();
+  FaultVfs& vfs = ResetVfs();
   testing::TempDir dir;
   RawDb db(dir.File("a.db"));
   REQUIRE(db.Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
@@ -1144,6 +1146,32 @@ std::string IntegrityOf(Db* db) {
   return ic.substr(0, 300);
 }
 
+// A defect case's start: the fault VFS reset, and a database path in a
+// temporary folder of the case's own.
+struct FreshVfs {
+  FaultVfs& vfs = ResetVfs();
+  testing::TempDir dir;
+  const std::string path = dir.File("a.db");
+};
+
+// Runs the test case once with ENOSPC, once with EIO (a SECTION each, named
+// "ENOSPC on <what>", "EIO on <what>"); returns this run's kind.
+FaultKind EachFailureKind(const std::string& what) {
+  FaultKind kind = FaultKind::kNoSpace;
+  SECTION("ENOSPC on " + what) { kind = FaultKind::kNoSpace; }
+  SECTION("EIO on " + what) { kind = FaultKind::kIoError; }
+  return kind;
+}
+
+// FreshVfs, and the kind of failure this run injects (EachFailureKind).
+struct FreshVfsEachKind {
+  explicit FreshVfsEachKind(const std::string& what) : kind(EachFailureKind(what)) {}
+  FaultVfs& vfs = ResetVfs();
+  testing::TempDir dir;
+  const std::string path = dir.File("a.db");
+  const FaultKind kind;
+};
+
 TEST_CASE("defect: rolled-back WAL frames of one connection never overwrite another's commit",
           "[fault][defect]") {
   // Issue #11 item 2. A is a writable Db whose transaction spills pages into
@@ -1151,10 +1179,8 @@ TEST_CASE("defect: rolled-back WAL frames of one connection never overwrite anot
   // coalescing buffer. B, a second writable Db of the file (its own <db>.lock
   // description, as another process), commits frames at the same offsets.
   // A's next read flushes its buffer over them.
-  FaultVfs& vfs = Vfs();
-  vfs.Reset();
-  testing::TempDir dir;
-  const std::string path = dir.File("a.db");
+  FreshVfs fresh;
+  auto& [vfs, dir, path] = fresh;
   auto a = OpenDb(path);
   REQUIRE(a->Exec(kSpillTable).ok());
   REQUIRE(a->Exec("INSERT INTO t (k, v, u) VALUES (0, randomblob(100), 'u0')").ok());
@@ -1206,13 +1232,8 @@ TEST_CASE("defect: a failed flush of the coalescing WAL VFS fails the whole tran
   // the flush's write fails. A multi-row UPDATE with a UNIQUE index uses a
   // statement journal, so on SQLITE_FULL SQLite rolls back that statement
   // only and the transaction goes on, believing its spilled frames written.
-  FaultVfs& vfs = Vfs();
-  FaultKind kind = FaultKind::kNoSpace;
-  SECTION("ENOSPC on the flush's write") { kind = FaultKind::kNoSpace; }
-  SECTION("EIO on the flush's write") { kind = FaultKind::kIoError; }
-  vfs.Reset();
-  testing::TempDir dir;
-  const std::string path = dir.File("a.db");
+  FreshVfsEachKind fresh("the flush's write");
+  auto& [vfs, dir, path, kind] = fresh;
   auto a = OpenSpillingDb(path);
   store::Transaction txn(a.get());
   REQUIRE(txn.Begin().ok());
@@ -1242,10 +1263,8 @@ TEST_CASE("defect: a job failing on a flush error is not committed half, nor its
   // runs into the failing flush (ENOSPC) and fails; SQLite rolled back only
   // job 2's statement, the Writer rolls back job 2's savepoint and commits
   // the group: job 1 is answered Ok. Its rows must then all be there.
-  FaultVfs& vfs = Vfs();
-  vfs.Reset();
-  testing::TempDir dir;
-  const std::string path = dir.File("a.db");
+  FreshVfs fresh;
+  auto& [vfs, dir, path] = fresh;
   Status job1, job2;
   {
     store::Writer writer(OpenSpillingDb(path));
@@ -1296,13 +1315,8 @@ TEST_CASE("defect (not reachable by a VFS): a job whose ROLLBACK TO fails fails 
   // journal), which the Writer sees (InAutocommit) and fails the group for.
   // A ROLLBACK TO that fails with the transaction still open needs
   // SQLITE_NOMEM or similar: a malloc fault injector, not a VFS.
-  FaultVfs& vfs = Vfs();
-  FaultKind kind = FaultKind::kIoError;
-  SECTION("EIO on reads during ROLLBACK TO") { kind = FaultKind::kIoError; }
-  SECTION("ENOSPC on reads during ROLLBACK TO") { kind = FaultKind::kNoSpace; }
-  vfs.Reset();
-  testing::TempDir dir;
-  const std::string path = dir.File("a.db");
+  FreshVfsEachKind fresh("reads during ROLLBACK TO");
+  auto& [vfs, dir, path, kind] = fresh;
   Status job1, job2, job3;
   int64_t fired = 0;
   int64_t fired_before_job3 = -1;  // -1: job 3 never ran

@@ -32,28 +32,32 @@ class Checker(HeardChecks):
     def was_down(self, node, t0, t1):
         return any(s <= t1 and (e is None or e >= t0) for s, e in self.nodes_down.get(node, []))
 
+    def granted(self):
+        """(op, reply) for each claim answered 201 with a body."""
+        for op in self.h.ops:
+            if op["kind"] == "claim" and op["status"] == 201 and isinstance(op["resp"], dict):
+                yield op, op["resp"]
+
     def sessions(self):
         """Per acknowledged session: its claims' answers, renews, releases,
         and the earliest moment its hold can have ended, by the client's
         knowledge (release sent, lease end, a 404/409 about it)."""
         ses = {}
-        for op in self.h.ops:
-            if op["kind"] == "claim" and op["status"] == 201 and isinstance(op["resp"], dict):
-                r = op["resp"]
-                s = ses.setdefault(r["session_id"], {
-                    "sid": r["session_id"], "cid": r["container_id"], "token": r["token"],
-                    "tenant": op.get("tenant"), "key": op["req"].get("idempotency_key"),
-                    "start": op["t1"], "answers": [], "releases": [], "renews": [],
-                    "gone": None, "gone_at": [], "first": op, "claims": []})
-                s["claims"].append(op)
-                s["start"] = min(s["start"], op["t1"])
-                if op["t1"] <= s["first"]["t1"]:
-                    s["first"] = op
-                s["answers"].append((op["t1"], r["lease_expires_at_ms"]))
-                if r["container_id"] != s["cid"] or r["token"] != s["token"]:
-                    self.v("session answered two ways",
-                           "session %s answered as %s/%d and %s/%d" % (
-                               s["sid"], s["cid"], s["token"], r["container_id"], r["token"]))
+        for op, r in self.granted():
+            s = ses.setdefault(r["session_id"], {
+                "sid": r["session_id"], "cid": r["container_id"], "token": r["token"],
+                "tenant": op.get("tenant"), "key": op["req"].get("idempotency_key"),
+                "start": op["t1"], "answers": [], "releases": [], "renews": [],
+                "gone": None, "gone_at": [], "first": op, "claims": []})
+            s["claims"].append(op)
+            s["start"] = min(s["start"], op["t1"])
+            if op["t1"] <= s["first"]["t1"]:
+                s["first"] = op
+            s["answers"].append((op["t1"], r["lease_expires_at_ms"]))
+            if r["container_id"] != s["cid"] or r["token"] != s["token"]:
+                self.v("session answered two ways",
+                       "session %s answered as %s/%d and %s/%d" % (
+                           s["sid"], s["cid"], s["token"], r["container_id"], r["token"]))
         for op in self.h.ops:
             sid = op.get("sid")
             if sid not in ses:

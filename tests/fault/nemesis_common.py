@@ -1,13 +1,15 @@
 """The nemesis test's settings, clock, recorded history and HTTP client, and
 its fleet (tests/fault/nemesis_test.py says what the test does)."""
 
+import collections
 import http.client
 import json
 import threading
 import time
 
-from fleet_names import fleet_id, region_of
+from fleet_names import churn_id, fleet_id, region_of
 import nemesis_faults
+import nemesis_limits
 from nemesis_limits import WAIT_POOL
 
 NODES = 3
@@ -124,3 +126,29 @@ def fleet_bodies():
     return [container_body(c) for c in fleet_ids()]
 
 
+def register_fleet(hist, nodes, rng):
+    """Registers the fleet and every region's churn containers; raises unless
+    the server answers 200."""
+    op = request(hist, nodes, rng, "setup", "register", "POST", "/v1/containers", ADMIN_KEY,
+                 {"containers": fleet_bodies() + [container_body(churn_id(r, j))
+                                                  for r in REGIONS
+                                                  for j in range(CHURN_PER_REGION)]},
+                 ids=fleet_ids())
+    if op["status"] != 200:
+        raise RuntimeError("fleet registration: %s %s" % (op["status"], op["resp"]))
+
+
+def print_counts(hist, prefix, kinds, width):
+    """Prints the operations by kind and outcome (a refusal with its code) and
+    the nemesis's actions by kind (each of kinds), lines led by prefix."""
+    by = collections.Counter()
+    for op in hist.ops:
+        code = nemesis_limits.code_of(op) if op["status"] in (409, 429, 503) else None
+        by[(op["kind"], "no answer" if op["status"] is None else
+            "%s %s" % (op["status"], code) if code else str(op["status"]))] += 1
+    print(prefix + ": operations by kind and outcome:")
+    for k in sorted({k for k, _ in by}):
+        print("  %-*s %s" % (width, k, ", ".join("%s: %d" % (st, n) for (kk, st), n
+                                                in sorted(by.items()) if kk == k)))
+    acts = collections.Counter(a["kind"] for a in hist.actions)
+    print(prefix + ": actions by kind: " + ", ".join("%s %d" % (k, acts[k]) for k in kinds))

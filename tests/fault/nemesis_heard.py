@@ -72,11 +72,7 @@ class HeardChecks:
     def first_take(self, o):
         """The earliest a request may have been taken: its send, or, sent
         to a node paused or down meanwhile, the end of that spell."""
-        start = o["t0"]
-        for s, e in self.nodes_down.get(o["node"], []):
-            if s <= o["t0"] and (e is None or e >= o["t0"]):
-                start = max(start, e if e is not None else float("inf"))
-        return start
+        return self.after_spells(o["node"], o["t0"], o["t0"])
 
     def taken_by(self, o):
         """The latest a request may have been taken: its answer; one the
@@ -87,11 +83,16 @@ class HeardChecks:
         rightly claimed at 40.9 s)."""
         if o["status"] is not None:
             return o["t1"]
-        end = o["t1"]
-        for s, e in self.nodes_down.get(o["node"], []):
-            if s <= o["t1"] and (e is None or e >= o["t0"]):
-                end = max(end, e if e is not None else float("inf"))
-        return end
+        return self.after_spells(o["node"], o["t0"], o["t1"])
+
+    def after_spells(self, node, t0, t1):
+        """t1, or the end of the latest spell the node was paused or down
+        that overlaps t0..t1 when later (never, for a spell not ended)."""
+        t = t1
+        for s, e in self.nodes_down.get(node, []):
+            if s <= t1 and (e is None or e >= t0):
+                t = max(t, e if e is not None else float("inf"))
+        return t
 
     def check_claims(self, maybe):
         """8. A claim (201, not a replay) of a container that could not have

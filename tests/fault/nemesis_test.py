@@ -130,11 +130,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import nemesis_faults  # noqa: E402
 import nemesis_limits  # noqa: E402
-from fleet_names import churn_id  # noqa: E402
 from nemesis_checker import Checker  # noqa: E402
-from nemesis_common import (ADMIN_KEY, AGENT_KEY, CHURN_PER_REGION, KINDS, NODES,  # noqa: E402
-                            REGIONS, SHORT_KINDS, History, container_body, fleet_bodies,
-                            fleet_ids, log, now, request)
+from nemesis_common import (ADMIN_KEY, AGENT_KEY, KINDS, NODES, SHORT_KINDS, History,  # noqa: E402
+                            log, now, print_counts, register_fleet, request)
 from nemesis_schedule import AUDIT_SQL, Nemesis, Sampler, read_audit, take_sample  # noqa: E402
 from nemesis_servers import Node, Proxy  # noqa: E402
 from nemesis_workload import Workload  # noqa: E402
@@ -168,18 +166,7 @@ def recheck(path):
 
 def summary(hist, violations, missing, nem, proxies, nodes, sampler, secs, ends=None,
             notes=()):
-    by = collections.Counter()
-    for op in hist.ops:
-        code = nemesis_limits.code_of(op) if op["status"] in (409, 429, 503) else None
-        by[(op["kind"], "no answer" if op["status"] is None else
-            "%s %s" % (op["status"], code) if code else str(op["status"]))] += 1
-    print("nemesis: operations by kind and outcome:")
-    kinds = sorted({k for k, _ in by})
-    for k in kinds:
-        print("  %-10s %s" % (k, ", ".join("%s: %d" % (st, n) for (kk, st), n
-                                           in sorted(by.items()) if kk == k)))
-    acts = collections.Counter(a["kind"] for a in hist.actions)
-    print("nemesis: actions by kind: " + ", ".join("%s %d" % (k, acts.get(k, 0)) for k in KINDS))
+    print_counts(hist, "nemesis", KINDS, 10)
     print("nemesis: proxy drops %d, connections cut with a statement in flight %d, with a COMMIT "
           "in flight %d; COMMIT answers cut (commitcut): %d; node start attempts that exited: %d; "
           "samples %d (%d failed); audit rows %d; %.0f s" % (
@@ -309,13 +296,7 @@ def main():
                 raise RuntimeError("node %d did not start; log %s:\n%s" % (
                     n.idx, n.log_path, open(n.log_path, errors="replace").read()[-2000:]))
         psql(primary.port, AUDIT_SQL)
-        op = request(hist, nodes, rng, "setup", "register", "POST", "/v1/containers", ADMIN_KEY,
-                     {"containers": fleet_bodies() + [container_body(churn_id(r, j))
-                                                      for r in REGIONS
-                                                      for j in range(CHURN_PER_REGION)]},
-                     ids=fleet_ids())
-        if op["status"] != 200:
-            raise RuntimeError("fleet registration: %s %s" % (op["status"], op["resp"]))
+        register_fleet(hist, nodes, rng)
         log("3 nodes up on :%s (%.1f s)" % (",".join(str(n.port) for n in nodes),
                                             now() - t_start))
 

@@ -51,18 +51,16 @@ class SqliteChecker(Checker):
             if op["kind"] == "claim" and key[1]:
                 first_sent[key] = min(first_sent.get(key, op["t0"]), op["t0"])
         ses = {}
-        for op in self.h.ops:
-            if op["kind"] == "claim" and op["status"] == 201 and isinstance(op["resp"], dict):
-                r = op["resp"]
-                s = ses.setdefault(r["session_id"], {
-                    "sid": r["session_id"], "cid": r["container_id"], "start": op["t1"],
-                    "grants": [], "inflight": [], "ends": [], "first": op})
-                s["start"] = min(s["start"], op["t1"])
-                sent = op["t0"]
-                if op["replayed"]:
-                    sent = first_sent.get((op.get("tenant"), op["req"].get("idempotency_key")),
-                                          float("-inf"))
-                s["grants"].append((op["t1"], sent + op["req"]["lease_ms"] / 1000.0))
+        for op, r in self.granted():
+            s = ses.setdefault(r["session_id"], {
+                "sid": r["session_id"], "cid": r["container_id"], "start": op["t1"],
+                "grants": [], "inflight": [], "ends": [], "first": op})
+            s["start"] = min(s["start"], op["t1"])
+            sent = op["t0"]
+            if op["replayed"]:
+                sent = first_sent.get((op.get("tenant"), op["req"].get("idempotency_key")),
+                                      float("-inf"))
+            s["grants"].append((op["t1"], sent + op["req"]["lease_ms"] / 1000.0))
         for op in self.h.ops:
             s = ses.get(op.get("sid"))
             if s is None:

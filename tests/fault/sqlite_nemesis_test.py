@@ -46,9 +46,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import nemesis_limits  # noqa: E402
 from edgealloc_server import die_with_parent  # noqa: E402
-from fleet_names import churn_id  # noqa: E402
-from nemesis_common import (ADMIN_KEY, AGENT_KEY, CHURN_PER_REGION, REGIONS, History,  # noqa: E402
-                            container_body, fleet_bodies, fleet_ids, log, now, request)
+from nemesis_common import (ADMIN_KEY, AGENT_KEY, History, log, now, print_counts,  # noqa: E402
+                            register_fleet, request)
 from nemesis_servers import Node  # noqa: E402
 from nemesis_workload import Workload  # noqa: E402
 from sqlite_nemesis_checks import SqliteChecker, self_test  # noqa: E402
@@ -123,17 +122,7 @@ def poll_containers(hist, nodes, stop):
 
 
 def summary(hist, violations, secs):
-    by = collections.Counter()
-    for op in hist.ops:
-        code = nemesis_limits.code_of(op) if op["status"] in (409, 429, 503) else None
-        by[(op["kind"], "no answer" if op["status"] is None else
-            "%s %s" % (op["status"], code) if code else str(op["status"]))] += 1
-    print("sqlite nemesis: operations by kind and outcome:")
-    for k in sorted({k for k, _ in by}):
-        print("  %-15s %s" % (k, ", ".join("%s: %d" % (st, n) for (kk, st), n
-                                            in sorted(by.items()) if kk == k)))
-    acts = collections.Counter(a["kind"] for a in hist.actions)
-    print("sqlite nemesis: actions by kind: " + ", ".join("%s %d" % (k, acts[k]) for k in KINDS))
+    print_counts(hist, "sqlite nemesis", KINDS, 15)
     for k, n in sorted(collections.Counter(k for k, _ in violations).items()):
         print('  violations of "%s": %d' % (k, n))
     for k, d in violations[:20]:
@@ -171,14 +160,7 @@ def run(args, tmp):
     try:
         if not node.start():
             raise RuntimeError("the node did not start: " + open(node.log_path).read()[-2000:])
-        op = request(hist, [node], random.Random(1), "setup", "register", "POST",
-                     "/v1/containers", ADMIN_KEY,
-                     {"containers": fleet_bodies() + [container_body(churn_id(r, j))
-                                                      for r in REGIONS
-                                                      for j in range(CHURN_PER_REGION)]},
-                     ids=fleet_ids())
-        if op["status"] != 200:
-            raise RuntimeError("fleet registration: %s %s" % (op["status"], op["resp"]))
+        register_fleet(hist, [node], random.Random(1))
         nem = Nemesis(hist, node, random.Random(args.seed))
         work = Workload(hist, [node], args.seed, False)
         stop = threading.Event()

@@ -9,16 +9,15 @@ containers two at a time:
 
     python3 tests/server/cursor_nodes_test.py --bin build/edgealloc
 """
-import argparse
 import json
 import os
 import subprocess
 import sys
-import tempfile
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from edgealloc_server import call, die_with_parent, free_port, serve, stop, wait_answers  # noqa: E402
+from edgealloc_server import (call, die_with_parent, free_port, main_with_bin, serve, stop,  # noqa: E402
+                              wait_answers)
 from pg_server import DBNAME, PG_USER, PgServer, psql  # noqa: E402
 
 IDS = ["w-%d" % i for i in range(7)]
@@ -105,13 +104,5 @@ def run(binary, tmp):
         pg.stop_immediate()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        run(args.bin, tmp)
-
-
 if __name__ == "__main__":
-    main()
+    main_with_bin(run)

@@ -15,17 +15,15 @@ SIGHUP:
 
     python3 tests/server/keys_reload_test.py --bin build/edgealloc
 """
-import argparse
 import json
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from edgealloc_server import call, free_port, serve, stop, wait_answers  # noqa: E402
+from edgealloc_server import call, free_port, main_with_bin, serve, stop, wait_answers  # noqa: E402
 
 ADMIN, ACME, BOLT, CRAY = "adm-K1", "acme-K2", "bolt-K3", "cray-K4"
 FLEET = json.dumps({"containers": [{"id": "c-%d" % i, "region": "weur", "pool": "chrome"}
@@ -164,14 +162,5 @@ def refused_beyond_loopback(binary, tmp):
     print("ok beyond loopback, a keys file its group or every user may write is refused at start")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        refused_beyond_loopback(args.bin, tmp)
-        run(args.bin, tmp)
-
-
 if __name__ == "__main__":
-    main()
+    main_with_bin(refused_beyond_loopback, run)

@@ -11,17 +11,15 @@ connection:
 
     python3 tests/server/refusal_log_test.py --bin build/edgealloc
 """
-import argparse
 import http.client
 import json
 import os
 import re
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from edgealloc_server import free_port, serve, stop, wait_answers  # noqa: E402
+from edgealloc_server import free_port, main_with_bin, serve, stop, wait_answers  # noqa: E402
 
 ADMIN, ACME, BOLT = "adm-R1", "acme-R2", "bolt-R3"
 REFUSED = 300
@@ -114,13 +112,5 @@ def run(binary, tmp):
         fail("exit %d after SIGTERM" % code)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        run(args.bin, tmp)
-
-
 if __name__ == "__main__":
-    main()
+    main_with_bin(run)

@@ -91,6 +91,23 @@ std::map<std::string, int> PageThrough(const ListFn<Row>& list, int* pages) {
   }
 }
 
+// Pages through a list of kRows rows with `list` (PageThrough), and checks
+// that it took at least 4 pages and listed each of `keys` once.
+template <typename Row>
+void CheckPagedOnce(const ListFn<Row>& list, const std::vector<std::string>& keys) {
+  int pages = 0;
+  auto seen = PageThrough<Row>(list, &pages);
+  CHECK(seen.size() == static_cast<size_t>(kRows));
+  for (const std::string& key : keys) CHECK(seen[key] == 1);
+  CHECK(pages >= 4);
+}
+
+std::vector<std::string> SessionIds(const std::vector<store::Session>& sessions) {
+  std::vector<std::string> ids;
+  for (const auto& s : sessions) ids.push_back(s.session_id);
+  return ids;
+}
+
 // Registers kRows containers whose data is about 20 KB and claims each,
 // with HeavyLabels: the sessions, and the containers' specs in *specs.
 std::vector<store::Session> ClaimHeavy(Engine& e, std::vector<store::ContainerSpec>* specs) {
@@ -123,34 +140,29 @@ TEST_CASE("list pages: rows with labels or data at their limit end a page at its
   Engine e(EDGEALLOC_ENGINES_AND_SHARDS);
   std::vector<store::ContainerSpec> specs;
   const std::vector<store::Session> claimed = ClaimHeavy(e, &specs);
-  int pages = 0;
 
   SECTION("live sessions, every tenant's and one tenant's") {
     for (const std::string tenant : {"", "t1"}) {
       store::SessionFilter filter;
       filter.tenant = tenant;
       filter.page_budget_bytes = kBudget;
-      auto seen = PageThrough<store::Session>(
+      CheckPagedOnce<store::Session>(
           [&](const std::string& after, auto* page, auto* next) {
             return e->ListSessions(filter, after, kLimit, page, next);
           },
-          &pages);
-      CHECK(seen.size() == static_cast<size_t>(kRows));
-      for (const auto& s : claimed) CHECK(seen[s.session_id] == 1);
-      CHECK(pages >= 4);
+          SessionIds(claimed));
     }
   }
   SECTION("containers") {
     store::ContainerFilter filter;
     filter.page_budget_bytes = kBudget;
-    auto seen = PageThrough<store::ContainerInfo>(
+    std::vector<std::string> ids;
+    for (const auto& s : specs) ids.push_back(s.id);
+    CheckPagedOnce<store::ContainerInfo>(
         [&](const std::string& after, auto* page, auto* next) {
           return e->ListContainers(filter, after, kLimit, page, next);
         },
-        &pages);
-    CHECK(seen.size() == static_cast<size_t>(kRows));
-    for (const auto& s : specs) CHECK(seen[s.id] == 1);
-    CHECK(pages >= 4);
+        ids);
   }
   SECTION("ended sessions, newest first") {
     for (const auto& s : claimed) {
@@ -161,14 +173,11 @@ TEST_CASE("list pages: rows with labels or data at their limit end a page at its
     }
     store::SessionFilter filter;
     filter.page_budget_bytes = kBudget;
-    auto seen = PageThrough<store::EndedSession>(
+    CheckPagedOnce<store::EndedSession>(
         [&](const std::string& after, auto* page, auto* next) {
           return e->ListEndedSessions(filter, after, kLimit, page, next);
         },
-        &pages);
-    CHECK(seen.size() == static_cast<size_t>(kRows));
-    for (const auto& s : claimed) CHECK(seen[s.session_id] == 1);
-    CHECK(pages >= 4);
+        SessionIds(claimed));
   }
   SECTION("without a budget a page ends by count alone") {
     std::vector<store::Session> page;

@@ -6,11 +6,13 @@ Standard library only; a script imports it with
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 """
 
+import argparse
 import ctypes
 import http.client
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 
@@ -104,3 +106,14 @@ def kill(proc):
         proc.send_signal(signal.SIGCONT)
         proc.kill()
     return proc.wait()
+
+
+def main_with_bin(*steps):
+    """A test script's main: parses --bin (the edgealloc binary) and calls
+    each step(binary, tmp) in turn, with one temporary folder removed after."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        for step in steps:
+            step(args.bin, tmp)

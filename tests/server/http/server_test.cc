@@ -50,6 +50,22 @@ struct EchoServer {
   std::unique_ptr<HttpServer> server;
 };
 
+// Checks that `r` was refused with `status` and error `code`, and that the
+// server answers the client's next request.
+void CheckRefusedThenServes(testing::HttpClient& client, const testing::HttpReply& r, int status,
+                            const std::string& code) {
+  CHECK(r.status == status);
+  CHECK(r.ErrorCode() == code);
+  CHECK(client.Get("/echo").status == 200);
+}
+
+// What a fresh EchoServer sends back on one connection given `raw`.
+std::string EchoTranscript(const std::string& raw) {
+  EchoServer s;
+  testing::HttpClient client(s.server->port());
+  return client.RawTranscript(raw);
+}
+
 TEST_CASE("http_server: one connection carries many requests, answered from any thread") {
   EchoServer s;
   testing::HttpClient client(s.server->port());
@@ -85,9 +101,7 @@ TEST_CASE("http_server: headers over 8 KiB are 431 headers_too_large") {
   EchoServer s;
   testing::HttpClient client(s.server->port());
   testing::HttpReply r = client.Request("GET", "/echo", "", {{"X-Big", std::string(9000, 'h')}});
-  CHECK(r.status == 431);
-  CHECK(r.ErrorCode() == "headers_too_large");
-  CHECK(client.Get("/echo").status == 200);
+  CheckRefusedThenServes(client, r, 431, "headers_too_large");
 }
 
 TEST_CASE("http_server: a malformed request is 400 and the server lives on") {
@@ -145,9 +159,7 @@ TEST_CASE("http_server: a coding other than chunked is 501 not_implemented and c
 }
 
 TEST_CASE("http_server: a request refused for framing never answers what follows it") {
-  EchoServer s;
-  testing::HttpClient client(s.server->port());
-  std::string wire = client.RawTranscript(
+  const std::string wire = EchoTranscript(
       "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"
       "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n");
   CHECK(wire.rfind("HTTP/1.1 400 ", 0) == 0);
@@ -155,9 +167,7 @@ TEST_CASE("http_server: a request refused for framing never answers what follows
 }
 
 TEST_CASE("http_server: a HEAD response has the GET's headers and no body") {
-  EchoServer s;
-  testing::HttpClient client(s.server->port());
-  std::string wire = client.RawTranscript(
+  const std::string wire = EchoTranscript(
       "HEAD /echo HTTP/1.1\r\nHost: x\r\n\r\nGET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   size_t end = wire.find("\r\n\r\n");
   REQUIRE(end != std::string::npos);
@@ -208,9 +218,7 @@ TEST_CASE("http_server: an exception in a handler is a JSON 500, not a crash") {
   EchoServer s;
   testing::HttpClient client(s.server->port());
   testing::HttpReply r = client.Get("/throw");
-  CHECK(r.status == 500);
-  CHECK(r.ErrorCode() == "internal");
-  CHECK(client.Get("/echo").status == 200);
+  CheckRefusedThenServes(client, r, 500, "internal");
 }
 
 TEST_CASE("http_server: Expect 100-continue gets its go-ahead") {
@@ -230,9 +238,7 @@ TEST_CASE("http_server: Expect 100-continue gets its go-ahead") {
 // RFC 9110 15.2: a server must not send a 1xx to an HTTP/1.0 client, which
 // sends its body without waiting for one.
 TEST_CASE("http_server: an HTTP/1.0 request with Expect 100-continue gets no 100") {
-  EchoServer s;
-  testing::HttpClient client(s.server->port());
-  std::string wire = client.RawTranscript(
+  const std::string wire = EchoTranscript(
       "POST /echo HTTP/1.0\r\nHost: x\r\nExpect: 100-continue\r\n"
       "Content-Length: 2\r\n\r\n{}");
   INFO(wire);

@@ -517,24 +517,27 @@ def scene_load(checks, args, chromium, tmp, base, port, capacity):
     stopping = threading.Event()
     errors = []
 
+    def answered(api, want, what, method, path, body=None):
+        """Whether the call answered want, and its body; another status is an error."""
+        status, reply = api.call(method, path, body)
+        if status != want:
+            errors.append(f"{what}: {status} {reply}")
+        return status == want, reply
+
     def claim_and_release():
         api = Api(port)
         while not stopping.is_set():
-            status, s = api.call("POST", "/v1/sessions", {"region": churn[0], "pool": churn[1]})
-            if status != 201:
-                errors.append(f"churn claim {status}")
-                return
-            status, _ = api.call("DELETE", f"/v1/sessions/{s['session_id']}?token={s['token']}")
-            if status != 204:
-                errors.append(f"churn release {status}")
+            ok, s = answered(api, 201, "churn claim", "POST", "/v1/sessions",
+                             {"region": churn[0], "pool": churn[1]})
+            if not ok or not answered(api, 204, "churn release", "DELETE",
+                                      f"/v1/sessions/{s['session_id']}?token={s['token']}")[0]:
                 return
 
     def refused_claims():
         api = Api(port)
         while not stopping.is_set():
-            status, body = api.call("POST", "/v1/sessions", {"region": full[0], "pool": full[1]})
-            if status != 503:
-                errors.append(f"claim on the full pool: {status} {body}")
+            if not answered(api, 503, "claim on the full pool", "POST", "/v1/sessions",
+                            {"region": full[0], "pool": full[1]})[0]:
                 return
             time.sleep(0.01)
 

@@ -16,6 +16,14 @@ store::DbClockReading At(int64_t db, int64_t mono, int64_t shifts = 0, int64_t s
   return r;
 }
 
+// A node's steps after its first reading (the database at 1,000,000 ms, at
+// monotonic 0); `expected` is the fleet's shift count it expects.
+struct AfterFirstReading {
+  AfterFirstReading() { node.Observe(At(1'000'000, 0), &expected); }
+  store::DbClockSteps node;
+  int64_t expected = -1;
+};
+
 }  // namespace
 
 TEST_CASE("db clock: a step one node sees and shifts for is shifted once, and counted") {
@@ -35,9 +43,8 @@ TEST_CASE("db clock: a step one node sees and shifts for is shifted once, and co
 }
 
 TEST_CASE("db clock: a node that sees a step another node already shifted for shifts nothing") {
-  store::DbClockSteps node;
-  int64_t expected = -1;
-  node.Observe(At(1'000'000, 0), &expected);
+  AfterFirstReading first;
+  auto& [node, expected] = first;
   // Between its readings the clock stepped +60 s and another node shifted.
   CHECK(node.Observe(At(1'061'000, 1'000, 1, 60'010), &expected) == 0);
   CHECK_FALSE(node.pending());
@@ -45,9 +52,8 @@ TEST_CASE("db clock: a node that sees a step another node already shifted for sh
 }
 
 TEST_CASE("db clock: a node paused across two steps shifts for the one no one shifted for") {
-  store::DbClockSteps node;
-  int64_t expected = -1;
-  node.Observe(At(1'000'000, 0), &expected);
+  AfterFirstReading first;
+  auto& [node, expected] = first;
   // Paused 10 s; meanwhile +60 s (shifted by another node), then -20 s
   // (not yet shifted by anyone): it saw +40 s in all.
   CHECK(node.Observe(At(1'050'000, 10'000, 1, 60'000), &expected) == -20'000);
@@ -55,9 +61,8 @@ TEST_CASE("db clock: a node paused across two steps shifts for the one no one sh
 }
 
 TEST_CASE("db clock: a claim lost to another node is settled by the next reading") {
-  store::DbClockSteps node;
-  int64_t expected = -1;
-  node.Observe(At(1'000'000, 0), &expected);
+  AfterFirstReading first;
+  auto& [node, expected] = first;
   CHECK(node.Observe(At(939'000, 1'000), &expected) == -62'000);  // a step back
   // Its compare-and-set lost: the other node's shift shows at the next
   // reading, and nothing is left to do.
@@ -67,9 +72,8 @@ TEST_CASE("db clock: a claim lost to another node is settled by the next reading
 }
 
 TEST_CASE("db clock: a read takes off a step its node has seen and no one has shifted for") {
-  store::DbClockSteps node;
-  int64_t expected = -1;
-  node.Observe(At(1'000'000, 0), &expected);
+  AfterFirstReading first;
+  auto& [node, expected] = first;
   CHECK(node.Unshifted(At(1'000'500, 500)) == 0);
   // A read after a step no reading has taken in yet.
   CHECK(node.Unshifted(At(1'061'000, 1'000)) == 60'000);

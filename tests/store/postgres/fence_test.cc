@@ -13,6 +13,7 @@
 #include "store/postgres/postgres_storage.h"
 #include "tests/support/await.h"
 #include "tests/support/pg_server.h"
+#include "tests/support/pg_storage.h"
 
 namespace {
 
@@ -20,15 +21,7 @@ using Clock = std::chrono::steady_clock;
 using testing::PgServer;
 
 std::unique_ptr<store::PostgresStorage> OpenNode(const std::string& uri, const std::string& name) {
-  store::StorageOptions options;
-  options.db = uri;
-  options.pg_writers = 2;
-  options.program = name;
-  std::unique_ptr<store::PostgresStorage> storage;
-  store::Status s = store::PostgresStorage::Open(options, &storage);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return storage;
+  return testing::OpenPgOrDie(uri, 2, name);
 }
 
 store::ContainerResult Register(store::Storage* storage, const std::string& id) {

@@ -6,7 +6,6 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -15,21 +14,14 @@
 
 #include "store/postgres/pg.h"
 #include "tests/support/pg_server.h"
+#include "tests/support/pg_storage.h"
 #include "tests/support/requests.h"
 #include "tests/support/eventually.h"
 
 namespace {
 
 std::unique_ptr<store::PostgresStorage> Open(const std::string& uri, const std::string& node) {
-  store::StorageOptions options;
-  options.db = uri;
-  options.pg_writers = 1;
-  options.program = node;
-  std::unique_ptr<store::PostgresStorage> storage;
-  const store::Status s = store::PostgresStorage::Open(options, &storage);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return storage;
+  return testing::OpenPgOrDie(uri, 1, node);
 }
 
 std::vector<store::ContainerSpec> Specs(const std::string& prefix, int n) {
@@ -44,10 +36,6 @@ void Claim(store::Storage* node, const std::string& key,
   req.lease_ms = 600000;
   req.idempotency_key = key;
   node->Claim(req, [done](store::SessionResult r) { done->set_value(std::move(r)); });
-}
-
-bool WaitFor(const std::function<bool()>& done) {
-  return testing::Eventually(done, std::chrono::seconds(30));
 }
 
 }  // namespace
@@ -80,11 +68,14 @@ TEST_CASE("pg idempotency: two nodes claiming the same keys in opposite orders n
   std::promise<store::ContainerResult> drained_a, drained_b;
   a->Drain("hold-a", [&](store::ContainerResult r) { drained_a.set_value(std::move(r)); });
   b->Drain("hold-b", [&](store::ContainerResult r) { drained_b.set_value(std::move(r)); });
-  REQUIRE(WaitFor([&] {
-    return testing::PgServer::Query(
-               uri, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                    "AND application_name LIKE 'node _ writer 0'") == "2";
-  }));
+  // Both writers wait on the drained rows' locks (30 s at most).
+  REQUIRE(testing::Eventually(
+      [&] {
+        return testing::PgServer::Query(
+                   uri, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND application_name LIKE 'node _ writer 0'") == "2";
+      },
+      std::chrono::seconds(30)));
 
   std::promise<store::SessionResult> a1, a2, b1, b2;
   std::promise<store::ContainerResult> a_reg, b_reg;

@@ -13,21 +13,14 @@
 #include "tests/store/history_columns.h"
 #include "tests/support/await.h"
 #include "tests/support/pg_server.h"
+#include "tests/support/pg_storage.h"
 
 namespace {
 
 using testing::PgServer;
 
 std::unique_ptr<store::PostgresStorage> Open(const std::string& uri) {
-  store::StorageOptions options;
-  options.db = uri;
-  options.pg_writers = 1;
-  options.program = "pg_schema_test";
-  std::unique_ptr<store::PostgresStorage> storage;
-  store::Status s = store::PostgresStorage::Open(options, &storage);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return storage;
+  return testing::OpenPgOrDie(uri, 1, "pg_schema_test");
 }
 
 // Publishes once the node's writer has measured its offset from the
@@ -43,6 +36,20 @@ bool PublishHeard(store::PostgresStorage* storage) {
 
 std::string SchemaVersion(const std::string& uri) {
   return PgServer::Query(uri, "SELECT value FROM edgealloc_meta WHERE key = 'schema_version'");
+}
+
+// Sets `uri`'s schema version to `from`, opens it as a node of the current
+// version, and checks that it upgraded the schema with the containers' `rows`
+// (a query of them) unchanged.
+std::unique_ptr<store::PostgresStorage> OpenUpgradedKeeping(const std::string& uri, int from,
+                                                            const std::string& rows) {
+  PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '" + std::to_string(from) +
+                           "' WHERE key = 'schema_version'");
+  const std::string before = PgServer::Query(uri, rows);
+  auto storage = Open(uri);
+  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+  CHECK(PgServer::Query(uri, rows) == before);
+  return storage;
 }
 
 }  // namespace
@@ -64,15 +71,10 @@ TEST_CASE("pg schema: version 8 adds died_at_ms to a version 7 database, every r
   // As a version 7 node left it, v7-2 dead.
   PgServer::Query(uri, "ALTER TABLE containers DROP COLUMN died_at_ms");
   PgServer::Query(uri, "UPDATE containers SET status = 'dead' WHERE id = 'v7-2'");
-  PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '7' WHERE key = 'schema_version'");
-  const std::string kRows =
+  auto storage = OpenUpgradedKeeping(
+      uri, 7,
       "SELECT string_agg(id || status || last_heartbeat_ms || generation || lane_hash || "
-      "latency_ms, ',' ORDER BY id) FROM containers";
-  const std::string before = PgServer::Query(uri, kRows);
-
-  auto storage = Open(uri);
-  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
-  CHECK(PgServer::Query(uri, kRows) == before);
+      "latency_ms, ',' ORDER BY id) FROM containers");
   CHECK(PgServer::Query(uri, "SELECT count(*) FROM containers WHERE died_at_ms IS NULL") == "2");
   int partition = -1;
   REQUIRE(storage->PartitionOf("v7-2", &partition).ok());
@@ -107,17 +109,11 @@ TEST_CASE("pg schema: a version 9 or 10 database is brought to the current versi
   PgServer::Query(uri, "DROP TABLE node_heard_until");
   if (from < 10) PgServer::Query(uri, "DROP TABLE node_tenant_limits");
   PgServer::Query(uri, "UPDATE db_clock_shifts SET shifts = 2, shifted_ms = 1500");
-  PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '" + std::to_string(from) +
-                           "' WHERE key = 'schema_version'");
-  const std::string kRows =
+  auto storage = OpenUpgradedKeeping(
+      uri, from,
       "SELECT string_agg(id || status || last_heartbeat_ms || lane_hash, ',' ORDER BY id) "
-      "FROM containers";
-  const std::string before = PgServer::Query(uri, kRows);
-
-  auto storage = Open(uri);
-  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+      "FROM containers");
   CHECK(store::pgsql::kSchemaVersion == 11);
-  CHECK(PgServer::Query(uri, kRows) == before);
   CHECK(PgServer::Query(uri, "SELECT shifts || '/' || shifted_ms FROM db_clock_shifts") ==
         "2/1500");
   CHECK(PgServer::Query(uri, "SELECT count(*) FROM node_tenant_limits") == "0");

@@ -14,20 +14,13 @@
 #include "store/postgres/session_sql.h"
 #include "tests/support/await.h"
 #include "tests/support/pg_server.h"
+#include "tests/support/pg_storage.h"
 #include "tests/support/requests.h"
 
 namespace {
 
 std::unique_ptr<store::PostgresStorage> Open(const std::string& uri, int writers) {
-  store::StorageOptions options;
-  options.db = uri;
-  options.pg_writers = writers;
-  options.program = "postgres_storage_test";
-  std::unique_ptr<store::PostgresStorage> storage;
-  store::Status s = store::PostgresStorage::Open(options, &storage);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return storage;
+  return testing::OpenPgOrDie(uri, writers, "postgres_storage_test");
 }
 
 void Register(store::Storage* storage, const std::vector<std::string>& ids) {
@@ -56,6 +49,16 @@ std::string SchemaVersion(const std::string& uri) {
 void SetSchemaVersion(const std::string& uri, int version) {
   testing::PgServer::Query(uri, "UPDATE edgealloc_meta SET value = '" + std::to_string(version) +
                                     "' WHERE key = 'schema_version'");
+}
+
+// Sets `uri`'s schema to version `from`, opens it (with `writers` writers)
+// as a node of the current version, and checks that it upgraded it.
+std::unique_ptr<store::PostgresStorage> OpenUpgraded(const std::string& uri, int from,
+                                                     int writers = 1) {
+  SetSchemaVersion(uri, from);
+  auto storage = Open(uri, writers);
+  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+  return storage;
 }
 
 }  // namespace
@@ -94,9 +97,7 @@ TEST_CASE("postgres_storage: migrating from schema version 1 hashes the existing
   for (int i = 0; i < 30; ++i) ids.push_back("m" + std::to_string(i));
   const std::string uri = DatabaseWith(server, ids, 2);
   testing::PgServer::Query(uri, "UPDATE containers SET lane_hash = 0");
-  SetSchemaVersion(uri, 1);
-  auto storage = Open(uri, 2);
-  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+  auto storage = OpenUpgraded(uri, 1, 2);
   for (const std::string& id : ids) {
     CHECK(testing::PgServer::Query(uri, "SELECT lane_hash FROM containers WHERE id = '" + id + "'") ==
           std::to_string(store::LaneHash(id)));
@@ -108,10 +109,8 @@ TEST_CASE("postgres_storage: version 3 adds labels to a version 2 database, and 
   const std::string uri = DatabaseWith(server, {"v2-1"}, 1);
   // As a version 2 node left it: no labels column.
   testing::PgServer::Query(uri, "ALTER TABLE containers DROP COLUMN labels");
-  SetSchemaVersion(uri, 2);
   {
-    auto storage = Open(uri, 1);
-    CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+    auto storage = OpenUpgraded(uri, 2);
     CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM containers WHERE labels IS NULL") == "1");
   }
   SetSchemaVersion(uri, store::pgsql::kSchemaVersion + 1);
@@ -134,9 +133,7 @@ TEST_CASE("postgres_storage: version 4 adds the lists' indexes to a version 3 da
   testing::PgServer::Query(uri, "DROP INDEX IF EXISTS containers_id_c");
   testing::PgServer::Query(uri, "CREATE INDEX IF NOT EXISTS containers_tenant ON containers (tenant) "
                                 "WHERE session_id IS NOT NULL");
-  SetSchemaVersion(uri, 3);
-  auto storage = Open(uri, 1);
-  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+  auto storage = OpenUpgraded(uri, 3);
   const std::string tenant_index = testing::PgServer::Query(
       uri, "SELECT indexdef FROM pg_indexes WHERE indexname = 'containers_tenant_session'");
   INFO(tenant_index);
@@ -164,9 +161,7 @@ TEST_CASE("postgres_storage: version 5 makes a version 4 database's drains the c
   testing::PgServer::Query(uri, "UPDATE containers SET status = 'picked', session_id = 's_1', "
                                 "tenant = 't1', lease_expires_at_ms = 1, drain_requested = true "
                                 "WHERE id = 'v4-2'");
-  SetSchemaVersion(uri, 4);
-  auto storage = Open(uri, 1);
-  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+  auto storage = OpenUpgraded(uri, 4);
   CHECK(testing::PgServer::Query(
             uri, "SELECT string_agg(id || ':' || status || ':' || drain_requested || ':' || "
                  "drain_reported, ' ' ORDER BY id) FROM containers") ==
@@ -194,9 +189,7 @@ TEST_CASE("postgres_storage: version 6 adds the session history to a version 5 d
   testing::PgServer::Query(uri, "DROP TABLE session_history");
   testing::PgServer::Query(uri, "DROP FUNCTION edgealloc_keep_ended_session CASCADE");
   testing::PgServer::Query(uri, "ALTER TABLE containers DROP COLUMN end_reason");
-  SetSchemaVersion(uri, 5);
-  auto storage = Open(uri, 1);
-  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+  auto storage = OpenUpgraded(uri, 5);
   CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM containers") == "1");
   store::ClaimRequest req = testing::Req("weur", "t1", "chrome");
   req.lease_ms = 60000;
@@ -216,9 +209,7 @@ TEST_CASE("postgres_storage: version 7 adds node_claim_counts to a version 6 dat
   testing::PgServer server;
   const std::string uri = DatabaseWith(server, {"v6-1"}, 1);
   testing::PgServer::Query(uri, "DROP TABLE node_claim_counts");
-  SetSchemaVersion(uri, 6);
-  auto storage = Open(uri, 1);
-  CHECK(SchemaVersion(uri) == std::to_string(store::pgsql::kSchemaVersion));
+  auto storage = OpenUpgraded(uri, 6);
   REQUIRE(storage->PublishClaimCounts("n1", {{"weur", "chrome", 3, 1}}, 60000, 100).ok());
   CHECK(testing::PgServer::Query(uri, "SELECT node_id || ':' || ok || ':' || no_capacity FROM "
                                       "node_claim_counts") == "n1:3:1");
@@ -327,10 +318,7 @@ TEST_CASE("postgres_storage: a role that may not make the schema is told in one 
   testing::PgServer::Query(uri, "CREATE ROLE lowly LOGIN");
   std::string lowly = uri;
   lowly.replace(lowly.find("://") + 3, lowly.find('@') - lowly.find("://") - 3, "lowly");
-  store::StorageOptions options;
-  options.db = lowly;
-  options.pg_writers = 1;
-  options.program = "postgres_storage_test";
+  const store::StorageOptions options = testing::PgOptions(lowly, 1, "postgres_storage_test");
   std::unique_ptr<store::PostgresStorage> storage;
   store::Status s = store::PostgresStorage::Open(options, &storage);
   INFO(s.ToString());

@@ -10,9 +10,6 @@ namespace {
 
 using store::Outcome;
 using testing::Pool;
-using testing::Req;
-using testing::Spec;
-using testing::Tenant;
 
 // Makes every insert into session_history fail, as a full disk or an I/O
 // error at that statement would, or lets them through again.
@@ -29,15 +26,15 @@ void FailHistoryWrites(Pool& pool, bool fail) {
 
 TEST_CASE("release: the history row is written with the release, by the release, with its reason") {
   Pool pool;
-  pool.Add({Spec("c1", "weur")});
-  auto s = pool.Claim(Req("weur"));
+  pool.Add({testing::Spec("c1", "weur")});
+  auto s = pool.Claim(testing::Req("weur"));
   REQUIRE(s.outcome == Outcome::kOk);
   const std::string id = s.session.session_id;
   store::Caller admin;
   admin.tenant = "ops";
   admin.admin = true;
   REQUIRE(pool.Release(admin, id, s.session.token).outcome == Outcome::kOk);
-  auto ended = pool.storage().GetSession(Tenant(s.session.tenant), id);
+  auto ended = pool.storage().GetSession(testing::Tenant(s.session.tenant), id);
   CHECK(ended.outcome == Outcome::kSessionEnded);
   CHECK(ended.end.reason == "released_by_admin");
   CHECK(ended.session.container_id == "c1");
@@ -46,10 +43,10 @@ TEST_CASE("release: the history row is written with the release, by the release,
 
 TEST_CASE("release: a release whose history row cannot be written is not committed either") {
   Pool pool;
-  pool.Add({Spec("c1", "weur")});
-  auto s = pool.Claim(Req("weur"));
+  pool.Add({testing::Spec("c1", "weur")});
+  auto s = pool.Claim(testing::Req("weur"));
   REQUIRE(s.outcome == Outcome::kOk);
-  const store::Caller owner = Tenant(s.session.tenant);
+  const store::Caller owner = testing::Tenant(s.session.tenant);
   const std::string id = s.session.session_id;
 
   FailHistoryWrites(pool, true);

@@ -38,6 +38,13 @@ constexpr char kHeldContainer[] =
     "session_id, tenant, lease_expires_at_ms) VALUES ('c-1', 'weur', 'chrome', 'picked', 1000, "
     "7, 's_1', 't1', 99)";
 
+// A file at `version` whose container c-1 is held (kHeldContainer).
+std::unique_ptr<Db> HeldAtVersion(const testing::TempDir& dir, int version) {
+  auto db = FileAtVersion(dir, version);
+  REQUIRE(db->Exec(kHeldContainer).ok());
+  return db;
+}
+
 int Version(Db* db) {
   int v = -1;
   REQUIRE(store::SchemaVersion(db, &v).ok());
@@ -162,8 +169,7 @@ TEST_CASE("schema: version 4 keeps the highest generation of deleted rows as the
 
 TEST_CASE("schema: version 5 adds a session's labels to a version 4 file, rows kept") {
   testing::TempDir dir;
-  auto db = FileAtVersion(dir, 4);
-  REQUIRE(db->Exec(kHeldContainer).ok());
+  auto db = HeldAtVersion(dir, 4);
   REQUIRE(store::MigrateTo(db.get(), 5).ok());
   CHECK(Version(db.get()) == 5);
   // The session of the older binary lives on, with no labels.
@@ -175,8 +181,7 @@ TEST_CASE("schema: version 5 adds a session's labels to a version 4 file, rows k
 TEST_CASE("schema: version 6 adds the (tenant, session_id) index a tenant's list walks, in place "
           "of (tenant), to a version 5 file, rows kept") {
   testing::TempDir dir;
-  auto db = FileAtVersion(dir, 5);
-  REQUIRE(db->Exec(kHeldContainer).ok());
+  auto db = HeldAtVersion(dir, 5);
   const std::string kIndexSql =
       "SELECT sql FROM sqlite_schema WHERE type = 'index' AND name = "
       "'containers_tenant_session'";
@@ -230,8 +235,7 @@ TEST_CASE("schema: version 7 adds drain_reported to a version 6 file and makes i
 TEST_CASE("schema: version 8 keeps every session ended from then on, with its reason, in "
           "session_history, a live session of version 7 included") {
   testing::TempDir dir;
-  auto db = FileAtVersion(dir, 7);
-  REQUIRE(db->Exec(kHeldContainer).ok());
+  auto db = HeldAtVersion(dir, 7);
   REQUIRE(store::MigrateTo(db.get(), 8).ok());
   CHECK(Version(db.get()) == 8);
   CHECK(Columns(db.get(), "containers").count("end_reason") == 1);
