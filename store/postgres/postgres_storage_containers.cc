@@ -53,9 +53,9 @@ Status PostgresStorage::ListContainers(const ContainerFilter& filter, const std:
   return WithReader([&](PgConn* conn) {
     PgResult r;
     RETURN_IF_ERROR(conn->Run(pgsql::kListContainers,
-                              {P(after), OrNull(filter.region), OrNull(filter.pool),
-                               OrNull(filter.status), P(static_cast<int64_t>(limit) + 1),
-                               P(bounds.examine), P(static_cast<int64_t>(bounds.budget_bytes))},
+                              WithWalkParams({P(after), OrNull(filter.region),
+                                              OrNull(filter.pool), OrNull(filter.status)},
+                                             bounds),
                               &r));
     MergePartitionPages(ListedPage(r, kContainerColumns), bounds, page, next_after);
     return Status::Ok();

@@ -264,14 +264,10 @@ Status PostgresStorage::ListSessions(const SessionFilter& filter, const std::str
   const PageBounds bounds{limit, ListExamineBound(limit), filter.page_budget_bytes};
   return WithReader([&](PgConn* conn) {
     PgResult r;
-    std::vector<PgParam> params = {P(after),
-                                   OrNull(filter.region),
-                                   OrNull(filter.pool),
-                                   OrNull(filter.label_key),
-                                   P(filter.label_value),
-                                   P(static_cast<int64_t>(limit) + 1),
-                                   P(bounds.examine),
-                                   P(static_cast<int64_t>(bounds.budget_bytes))};
+    std::vector<PgParam> params =
+        WithWalkParams({P(after), OrNull(filter.region), OrNull(filter.pool),
+                        OrNull(filter.label_key), P(filter.label_value)},
+                       bounds);
     if (one_tenant) params.push_back(P(filter.tenant));
     RETURN_IF_ERROR(conn->Run(
         one_tenant ? pgsql::kListTenantSessions.c_str() : pgsql::kListSessions.c_str(), params,
@@ -290,11 +286,11 @@ Status PostgresStorage::ListEndedSessions(const SessionFilter& filter, const std
   return WithReader([&](PgConn* conn) {
     PgResult r;
     RETURN_IF_ERROR(conn->Run(pgsql::kListEndedSessions.c_str(),
-                              {P(after.empty() ? std::string("~") : after), OrNull(filter.tenant),
-                               OrNull(filter.region), OrNull(filter.pool),
-                               OrNull(filter.label_key), P(filter.label_value),
-                               P(static_cast<int64_t>(limit) + 1), P(bounds.examine),
-                               P(static_cast<int64_t>(bounds.budget_bytes))},
+                              WithWalkParams({P(after.empty() ? std::string("~") : after),
+                                              OrNull(filter.tenant), OrNull(filter.region),
+                                              OrNull(filter.pool), OrNull(filter.label_key),
+                                              P(filter.label_value)},
+                                             bounds),
                               &r));
     MergePartitionPages(ListedPage<EndedSession>(r, kSessionColumnCount + 2, ReadEndedSession),
                         bounds, page, next_after, KeyOrder::kDescending);

@@ -13,6 +13,17 @@
 
 namespace store {
 
+// The list walk's three parameters (store/postgres/list_sql.h ListWalk),
+// which every list statement takes in this order: the hits wanted (the
+// page's limit and one more, to know a next page exists), the examine bound
+// and the byte budget.
+inline std::vector<PgParam> WithWalkParams(std::vector<PgParam> params, const PageBounds& bounds) {
+  params.push_back(P(static_cast<int64_t>(bounds.limit) + 1));
+  params.push_back(P(bounds.examine));
+  params.push_back(P(static_cast<int64_t>(bounds.budget_bytes)));
+  return params;
+}
+
 // The cells of one row of a result, as ReadRow (store/row_columns.h) reads
 // them: results come as text, booleans as "t" or "f".
 class PgCells {
