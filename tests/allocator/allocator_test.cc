@@ -1196,7 +1196,10 @@ struct ProbedAllocator {
 TEST_CASE("wait: a session claimed for a keyed waiter that left is kept for the key's retry") {
   Pool pool(EDGEALLOC_ENGINES);
   ProbedAllocator probed(pool, "only", 20);
-  auto& [held, probe, alloc] = probed;
+  // One by one: clang 14 cannot capture structured bindings.
+  auto& held = probed.held;
+  auto& probe = probed.probe;
+  auto& alloc = probed.alloc;
   auto req = Waiting(20000);
   req.idempotency_key = "k-wait";
   // Gone as soon as the storage gave it a session.
@@ -1272,7 +1275,10 @@ TEST_CASE("wait: a first attempt whose client left meanwhile releases its sessio
 TEST_CASE("wait: an abandoned session whose release fails is released on a later try") {
   Pool pool(EDGEALLOC_ENGINES);
   ProbedAllocator probed(pool, "only", 20);
-  auto& [held, probe, alloc] = probed;
+  // One by one: clang 14 cannot capture structured bindings.
+  auto& held = probed.held;
+  auto& probe = probed.probe;
+  auto& alloc = probed.alloc;
   probe.fail_releases = 1;
   auto waiter = ClaimLeaving(alloc, probe, Waiting(20000));
   REQUIRE(WaitersReach(alloc, 1));
@@ -1293,7 +1299,10 @@ TEST_CASE("wait: an abandoned session whose release fails is released on a later
 TEST_CASE("stop: a session claimed for a client that left is released before Stop returns") {
   Pool pool(EDGEALLOC_ENGINES);
   ProbedAllocator probed(pool, "only", 20);
-  auto& [held, probe, alloc] = probed;
+  // One by one: clang 14 cannot capture structured bindings.
+  auto& held = probed.held;
+  auto& probe = probed.probe;
+  auto& alloc = probed.alloc;
   auto waiter = ClaimLeaving(alloc, probe, Waiting(20000));
   REQUIRE(WaitersReach(alloc, 1));
   // The waiter's claim gets the container; its answer is held back.
@@ -1365,7 +1374,9 @@ store::ClaimRequest WaitingFor(const std::string& tenant, const std::string& reg
 TEST_CASE("wait: a claim for a pool nobody registered answers at once and never waits") {
   Pool pool(EDGEALLOC_ENGINES);
   ProbedAllocator probed(pool, "held", 20);
-  auto& [held, probe, alloc] = probed;
+  // One by one: clang 14 cannot capture structured bindings.
+  auto& probe = probed.probe;
+  auto& alloc = probed.alloc;
   auto made_up = ClaimAsync(alloc, WaitingFor("t1", "nowhere", {"nowhere-2", "nowhere-3"}));
   REQUIRE(made_up->future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
   SessionResult r = made_up->future.get();
@@ -1388,7 +1399,10 @@ TEST_CASE("wait: a claim for a pool nobody registered answers at once and never 
 TEST_CASE("wait: a waiter claims only when a probe finds a container it could take") {
   Pool pool(EDGEALLOC_ENGINES);
   ProbedAllocator probed(pool, "held", 10);
-  auto& [held, probe, alloc] = probed;
+  // One by one: clang 14 cannot capture structured bindings.
+  auto& held = probed.held;
+  auto& probe = probed.probe;
+  auto& alloc = probed.alloc;
   auto waiter = ClaimAsync(alloc, WaitingFor("t1", "weur"));
   REQUIRE(WaitersReach(alloc, 1));
   const uint64_t probes_before = alloc.stats().wait_probes.load();

@@ -172,7 +172,10 @@ std::shared_ptr<Pending> WaiterWithClaimHeld(Pool& pool, StallingStorage& stalli
 // the stall, past the clients' 15 s.
 TEST_CASE("wait: a waiting claim is answered in time while the store's reads stall") {
   StalledPool stalled(EDGEALLOC_ENGINES);
-  auto& [pool, stalling, alloc] = stalled;
+  // One by one: clang 14 cannot capture structured bindings.
+  auto& pool = stalled.pool;
+  auto& stalling = stalled.stalling;
+  auto& alloc = stalled.alloc;
   HoldOnly(pool);
   stalling.StallProbes();
   const int64_t began = base::NowMs();
@@ -196,7 +199,10 @@ TEST_CASE("wait: a waiting claim is answered in time while the store's reads sta
 // claim's callback alone, however long the database took to give it.
 TEST_CASE("wait: a waiter whose claim the store holds is answered, and the late session released") {
   StalledPool stalled(EDGEALLOC_ENGINES);
-  auto& [pool, stalling, alloc] = stalled;
+  // One by one: clang 14 cannot capture structured bindings.
+  auto& pool = stalled.pool;
+  auto& stalling = stalled.stalling;
+  auto& alloc = stalled.alloc;
   auto waiter = WaiterWithClaimHeld(pool, stalling, alloc, 600);
 
   REQUIRE(AnsweredInTime(*waiter, 600));
@@ -219,7 +225,10 @@ TEST_CASE("wait: a waiter whose claim the store holds is answered, and the late 
 TEST_CASE("wait: a waiting claim whose first attempt the store holds is answered, keyed or not") {
   const bool keyed = GENERATE(false, true);
   StalledPool stalled(EDGEALLOC_ENGINES);
-  auto& [pool, stalling, alloc] = stalled;
+  // One by one: clang 14 cannot capture structured bindings.
+  auto& pool = stalled.pool;
+  auto& stalling = stalled.stalling;
+  auto& alloc = stalled.alloc;
   pool.Add({Spec("only", "weur", "chrome")});
   stalling.StallClaims();
   auto req = Waiting(300);
@@ -251,7 +260,10 @@ TEST_CASE("wait: a waiting claim whose first attempt the store holds is answered
 // once too, instead of holding the shutdown until the store answers.
 TEST_CASE("wait: EndWaits answers at once a waiter whose claim the store holds") {
   StalledPool stalled(EDGEALLOC_ENGINES);
-  auto& [pool, stalling, alloc] = stalled;
+  // One by one: clang 14 cannot capture structured bindings.
+  auto& pool = stalled.pool;
+  auto& stalling = stalled.stalling;
+  auto& alloc = stalled.alloc;
   auto waiter = WaiterWithClaimHeld(pool, stalling, alloc, 20000);
 
   alloc.EndWaits();

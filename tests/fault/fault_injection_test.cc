@@ -1180,7 +1180,9 @@ TEST_CASE("defect: rolled-back WAL frames of one connection never overwrite anot
   // description, as another process), commits frames at the same offsets.
   // A's next read flushes its buffer over them.
   FreshVfs fresh;
-  auto& [vfs, dir, path] = fresh;
+  // Named one by one: clang 14 cannot capture structured bindings.
+  FaultVfs& vfs = fresh.vfs;
+  const std::string& path = fresh.path;
   auto a = OpenDb(path);
   REQUIRE(a->Exec(kSpillTable).ok());
   REQUIRE(a->Exec("INSERT INTO t (k, v, u) VALUES (0, randomblob(100), 'u0')").ok());
@@ -1233,7 +1235,10 @@ TEST_CASE("defect: a failed flush of the coalescing WAL VFS fails the whole tran
   // statement journal, so on SQLITE_FULL SQLite rolls back that statement
   // only and the transaction goes on, believing its spilled frames written.
   FreshVfsEachKind fresh("the flush's write");
-  auto& [vfs, dir, path, kind] = fresh;
+  // Named one by one: clang 14 cannot capture structured bindings.
+  FaultVfs& vfs = fresh.vfs;
+  const std::string& path = fresh.path;
+  const FaultKind kind = fresh.kind;
   auto a = OpenSpillingDb(path);
   store::Transaction txn(a.get());
   REQUIRE(txn.Begin().ok());
@@ -1264,7 +1269,9 @@ TEST_CASE("defect: a job failing on a flush error is not committed half, nor its
   // job 2's statement, the Writer rolls back job 2's savepoint and commits
   // the group: job 1 is answered Ok. Its rows must then all be there.
   FreshVfs fresh;
-  auto& [vfs, dir, path] = fresh;
+  // Named one by one: clang 14 cannot capture structured bindings.
+  FaultVfs& vfs = fresh.vfs;
+  const std::string& path = fresh.path;
   Status job1, job2;
   {
     store::Writer writer(OpenSpillingDb(path));
@@ -1316,7 +1323,10 @@ TEST_CASE("defect (not reachable by a VFS): a job whose ROLLBACK TO fails fails 
   // A ROLLBACK TO that fails with the transaction still open needs
   // SQLITE_NOMEM or similar: a malloc fault injector, not a VFS.
   FreshVfsEachKind fresh("reads during ROLLBACK TO");
-  auto& [vfs, dir, path, kind] = fresh;
+  // Named one by one: clang 14 cannot capture structured bindings.
+  FaultVfs& vfs = fresh.vfs;
+  const std::string& path = fresh.path;
+  const FaultKind kind = fresh.kind;
   Status job1, job2, job3;
   int64_t fired = 0;
   int64_t fired_before_job3 = -1;  // -1: job 3 never ran
