@@ -11,11 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/nearest_word.h"
+
 namespace server {
 
-// The word of `known` nearest to `word` by edit distance, if it is near
-// enough to be a typo of it (at most a third of its letters off); else "".
-std::string NearestWord(std::string_view word, const std::vector<std::string>& known);
+// The nearest word to a typo, shared with the request bodies' field check.
+using base::NearestWord;
 
 // The long flags of `app` ("--listen"), for suggesting one for a typo.
 std::vector<std::string> LongFlagsOf(const CLI::App* app);

@@ -120,6 +120,8 @@ void ContainerRoutes::Undrain(RouteRequest req, Reply reply) {
 }
 
 void ContainerRoutes::ChangeDrain(RouteRequest req, Reply reply, DrainCall call) {
+  BodyError error;
+  if (!ParseNoBody(req.http.body(), &error)) return reply(BodyErrorResponse(error));
   // 200 with the container as the drain's statement left it (the body of
   // GET /v1/containers/{id}), made on the io thread.
   store::ContainerCallback done = [io = io_, reply, request_id = req.RequestId()](
@@ -135,6 +137,8 @@ void ContainerRoutes::ChangeDrain(RouteRequest req, Reply reply, DrainCall call)
 }
 
 void ContainerRoutes::Remove(RouteRequest req, Reply reply) {
+  BodyError error;
+  if (!ParseNoBody(req.http.body(), &error)) return reply(BodyErrorResponse(error));
   store::ContainerCallback done = [io = io_, reply, id = req.RequestId()](
                                       store::ContainerResult r) {
     ReplyOnIo(io, reply, [r = std::move(r), id] {

@@ -125,7 +125,8 @@ Response RateLimitedResponse(const std::string& tenant, double rate, int64_t ret
 
 Response BodyErrorResponse(const BodyError& error) {
   // A body parser words its refusal with a code of the table (invalid_json,
-  // invalid_field); one that is not is a bug, answered as a bad request.
+  // invalid_field, invalid_request); one that is not is a bug, answered as a
+  // bad request.
   const ErrorRow* row = RowOfCode(error.code);
   return ErrorResponse(row != nullptr ? row->error : ApiError::kBadRequest, error.message);
 }

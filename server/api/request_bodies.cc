@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "allocator/allocator.h"
+#include "server/api/json_body.h"
 #include "server/http/error_table.h"
 
 #include <charconv>
@@ -16,33 +17,6 @@ namespace {
 
 using batcher::Heartbeat;
 using nlohmann::json;
-
-// The deepest nesting of arrays and objects in `text`, strings skipped. Run
-// before parsing so a body of a million '[' never reaches a recursive walk.
-int NestingDepth(std::string_view text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > deepest) deepest = depth;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
 
 bool Fail(BodyError* error, ApiError code, std::string message) {
   error->code = CodeOf(code);
@@ -124,20 +98,6 @@ std::string Dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// Parses `body` as one JSON object into *out: invalid_json if it nests deeper
-// than kMaxJsonDepth, is not JSON or is not an object.
-bool ParseJsonObject(std::string_view body, json* out, BodyError* error) {
-  if (NestingDepth(body) > kMaxJsonDepth) {
-    return Fail(error, ApiError::kInvalidJson,
-                "body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  }
-  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Fail(error, ApiError::kInvalidJson, "body is not valid JSON");
-  if (!j.is_object()) return Fail(error, ApiError::kInvalidJson, "body must be a JSON object");
-  *out = std::move(j);
-  return true;
-}
-
 // Null counts as absent, as GetName and GetInt take it.
 const json* Optional(const json& obj, const char* key) {
   auto it = obj.find(key);
@@ -147,6 +107,7 @@ const json* Optional(const json& obj, const char* key) {
 bool ParseItem(const json& item, const std::string& at, int64_t accepted_ms, int64_t max_ts_ms,
                int64_t max_clock_skew_ms, Heartbeat* out, BodyError* error) {
   if (!item.is_object()) return FieldFail(error, at, "must be an object");
+  if (!KnownFieldsOnly(item, at, kHeartbeatFields, error)) return false;
   const json* id = Optional(item, "container_id");
   if (!id) return FieldFail(error, at + ".container_id", "is required");
   if (!id->is_string()) return FieldFail(error, at + ".container_id", "must be a string");
@@ -212,7 +173,7 @@ bool ParseItem(const json& item, const std::string& at, int64_t accepted_ms, int
 bool ParseClaim(std::string_view body, int64_t max_lease_ms, store::ClaimRequest* out,
                 BodyError* error) {
   json j;
-  if (!ParseJsonObject(body, &j, error)) return false;
+  if (!ParseJsonObject(body, kClaimFields, &j, error)) return false;
   if (!GetName(j, "region", "region", true, &out->region, error)) return false;
   if (!GetName(j, "pool", "pool", false, &out->pool, error)) return false;
   if (!GetInt(j, "lease_ms", "lease_ms", false, 1, max_lease_ms, &out->lease_ms, error)) {
@@ -283,7 +244,7 @@ bool ParseClaim(std::string_view body, int64_t max_lease_ms, store::ClaimRequest
 bool ParseRenew(std::string_view body, int64_t max_lease_ms, int64_t* token, int64_t* lease_ms,
                 BodyError* error) {
   json j;
-  if (!ParseJsonObject(body, &j, error)) return false;
+  if (!ParseJsonObject(body, kRenewFields, &j, error)) return false;
   if (!GetInt(j, "token", "token", true, std::numeric_limits<int64_t>::min(),
               std::numeric_limits<int64_t>::max(), token, error)) {
     return false;
@@ -295,7 +256,7 @@ bool ParseRenew(std::string_view body, int64_t max_lease_ms, int64_t* token, int
 bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>* out,
                        BodyError* error) {
   json j;
-  if (!ParseJsonObject(body, &j, error)) return false;
+  if (!ParseJsonObject(body, kRegistrationFields, &j, error)) return false;
   auto it = j.find("containers");
   if (it == j.end() || it->is_null()) return FieldFail(error, "containers", "is required");
   if (!it->is_array()) return FieldFail(error, "containers", "must be an array of containers");
@@ -306,6 +267,7 @@ bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>*
     std::string at = "containers[" + std::to_string(i) + "]";
     const json& c = (*it)[i];
     if (!c.is_object()) return FieldFail(error, at, "must be an object");
+    if (!KnownFieldsOnly(c, at, kContainerSpecFields, error)) return false;
     store::ContainerSpec spec;
     if (!GetName(c, "id", at + ".id", true, &spec.id, error)) return false;
     auto [first, fresh] = index_of_id.emplace(spec.id, i);
@@ -347,9 +309,11 @@ bool ParseHeartbeats(std::string_view body, int64_t accepted_ms, std::vector<Hea
   json j;
   if (!ParseJsonObject(body, &j, error)) return false;
   const json* list = Optional(j, "heartbeats");
+  if (items_sent != nullptr && list && list->is_array()) *items_sent = list->size();
+  // After the count: a refused body's items are spent from its key's budget.
+  if (!KnownFieldsOnly(j, "", kHeartbeatsFields, error)) return false;
   if (!list) return FieldFail(error, "heartbeats", "is required");
   if (!list->is_array()) return FieldFail(error, "heartbeats", "must be an array of heartbeats");
-  if (items_sent != nullptr) *items_sent = list->size();
   if (list->empty()) return FieldFail(error, "heartbeats", "must hold at least one heartbeat");
   if (list->size() > kMaxHeartbeatsPerRequest) {
     return FieldFail(error, "heartbeats",
@@ -365,6 +329,12 @@ bool ParseHeartbeats(std::string_view body, int64_t accepted_ms, std::vector<Hea
     }
   }
   return true;
+}
+
+bool ParseNoBody(std::string_view body, BodyError* error) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return true;
+  json j;
+  return ParseJsonObject(body, FieldNames{}, &j, error);
 }
 
 bool HasNul(std::string_view s) { return s.find('\0') != std::string_view::npos; }

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,12 +73,29 @@ inline constexpr size_t kMaxHeartbeatsPerRequest = 10000;
 // "older" and so freeze the container's state.
 inline constexpr int64_t kDefaultMaxClockSkewMs = 60000;
 
-// Why a body was refused: code is invalid_json or invalid_field (error_table.h
-// CodeOf), the message names the field (with its index in arrays).
+// Why a body was refused: code is invalid_json, invalid_field or
+// invalid_request (error_table.h CodeOf), the message names the field (with
+// its index in arrays).
 struct BodyError {
   std::string code;
   std::string message;
 };
+
+// The fields each request body, and each object of fixed shape in one, may
+// hold; any other is refused 400 invalid_request naming it (json_body.h), so
+// that a mistyped field, or one only a newer server knows, is told rather
+// than ignored. Free-form maps (a claim's labels, a container's data) are a
+// known field's value and not looked into. docs/openapi.json's request
+// schemas list the same (request_bodies_test holds them to it).
+using FieldNames = std::span<const std::string_view>;
+inline constexpr std::string_view kClaimFields[] = {
+    "region", "pool", "lease_ms", "idempotency_key", "fallback_regions", "wait_ms", "labels"};
+inline constexpr std::string_view kRenewFields[] = {"token", "lease_ms"};
+inline constexpr std::string_view kRegistrationFields[] = {"containers"};
+inline constexpr std::string_view kContainerSpecFields[] = {"id", "region", "pool", "latency_ms",
+                                                            "data"};
+inline constexpr std::string_view kHeartbeatsFields[] = {"heartbeats"};
+inline constexpr std::string_view kHeartbeatFields[] = {"container_id", "ts_ms", "load", "state"};
 
 // Every request body of the API is read here. Each Parse* reads one, checks
 // it as docs/api.md says and fills *out. Pure functions of their arguments, so
@@ -106,19 +124,26 @@ bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>*
 // and at most `accepted_ms` + `engine_offset_ms` + `max_clock_skew_ms` (the
 // engine's clock, store::EngineClockOffsetMs: the database's on PostgreSQL,
 // whose nodes' clocks may be off; `accepted_ms` is this node's); load: a number; state:
-// "ready", "draining" or "dead"; null is the same as absent; unknown fields
-// are ignored. `heartbeats` must be an array of 1 to
+// "ready", "draining" or "dead"; null is the same as absent; another field
+// is invalid_request. `heartbeats` must be an array of 1 to
 // kMaxHeartbeatsPerRequest objects. On success, fills *out with one Heartbeat
 // an item, in order, each with accepted_ms = `accepted_ms`, and returns true.
 // *items_sent, when given, is the items the body's array held, set as soon
 // as the array is seen (before an item is checked), refused or not.
 // Otherwise returns false with *error: invalid_json if the body is not a JSON
 // object, else invalid_field naming the first bad field, for an item with its
-// index ("heartbeats[3].ts_ms: ..."); *out must not be used then.
+// index ("heartbeats[3].ts_ms: ...") (invalid_request an unknown field, after
+// *items_sent is set); *out must not be used then.
 bool ParseHeartbeats(std::string_view body, int64_t accepted_ms,
                      std::vector<batcher::Heartbeat>* out, BodyError* error,
                      int64_t max_clock_skew_ms = kDefaultMaxClockSkewMs,
                      int64_t engine_offset_ms = 0, size_t* items_sent = nullptr);
+
+// The body of a request that takes none: drain, undrain, and DELETE of a
+// session or a container. Empty (or only whitespace) or an object without
+// members is fine; another JSON object is invalid_request naming its first
+// field, anything else invalid_json.
+bool ParseNoBody(std::string_view body, BodyError* error);
 
 // True if `s` holds U+0000. PostgreSQL text cannot hold it and libpq would
 // cut a parameter at it, so every Parse* refuses it (invalid_field) in any

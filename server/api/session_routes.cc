@@ -263,6 +263,8 @@ void SessionRoutes::Renew(RouteRequest req, Reply reply) {
 }
 
 void SessionRoutes::Release(RouteRequest req, Reply reply) {
+  BodyError error;
+  if (!ParseNoBody(req.http.body(), &error)) return reply(BodyErrorResponse(error));
   std::string text;
   int64_t token = 0;
   if (!req.QueryParam("token", &text)) {

@@ -160,6 +160,7 @@ class ErrorsFromReplies(unittest.TestCase):
         self.assertEqual((e.status, e.code, e.message, e.request_id, e.retry_after), (503, "no_capacity", "none",
                                                                                        "r1", 2.0))
         for code, cls in (("invalid_json", ec.InvalidRequest), ("invalid_field", ec.InvalidRequest),
+                          ("invalid_request", ec.InvalidRequest),
                           ("bad_request", ec.InvalidRequest), ("overloaded", ec.Overloaded),
                           ("unavailable", ec.Unavailable), ("rate_limited", ec.RateLimited),
                           ("quota_exceeded", ec.QuotaExceeded), ("conflict", ec.Conflict)):

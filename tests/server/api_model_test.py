@@ -78,7 +78,7 @@ SERVE_FLAGS = [
 ]
 
 ERROR_CODES = {
-    400: {"invalid_json", "invalid_field", "bad_request"},
+    400: {"invalid_json", "invalid_field", "invalid_request", "bad_request"},
     401: {"unauthorized"}, 403: {"forbidden"}, 404: {"not_found"},
     405: {"method_not_allowed"}, 409: {"stale_token", "conflict"}, 410: {"session_ended"},
     413: {"body_too_large"}, 429: {"quota_exceeded"},

@@ -39,8 +39,9 @@ class ConnectionFailed(EdgeallocError):
 
 
 class InvalidRequest(EdgeallocError):
-    """400: bad_request, invalid_json or invalid_field (the message names the
-    field). Retrying the same request cannot help."""
+    """400: bad_request, invalid_json, invalid_field or invalid_request (an
+    unknown field; the message names the field). Retrying the same request
+    cannot help."""
 
 
 class BodyTooLarge(InvalidRequest):
@@ -140,6 +141,7 @@ BY_CODE = {
     "bad_request": InvalidRequest,
     "invalid_json": InvalidRequest,
     "invalid_field": InvalidRequest,
+    "invalid_request": InvalidRequest,
     "body_too_large": BodyTooLarge,
     "headers_too_large": HeadersTooLarge,
     "unauthorized": Unauthorized,

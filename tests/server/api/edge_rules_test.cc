@@ -141,7 +141,8 @@ TEST_CASE("edge: claim and renew bodies are bounded by what a valid one can be")
   INFO(r.body);
   CHECK(r.status == 503);  // valid, and nothing serves its region
   CHECK(r.ErrorCode() == "no_capacity");
-  // A valid claim padded past the bound (unknown fields are ignored).
+  // A claim padded past the bound: refused on its length, before its
+  // unknown field is seen.
   std::string padded = R"({"region":"weur","pool":"chrome","pad":")";
   padded += std::string(kMaxClaimBodyBytes + 1 - padded.size() - 2, 'x') + "\"}";
   REQUIRE(padded.size() == kMaxClaimBodyBytes + 1);

@@ -16,7 +16,7 @@ using batcher::Heartbeat;
 TEST_CASE("json_io: a claim body is read with its defaults") {
   store::ClaimRequest claim;
   BodyError e;
-  REQUIRE(ParseClaim(R"({"region":"weur","fallback_regions":["eeur","wnam"],"x":1})", 1000,
+  REQUIRE(ParseClaim(R"({"region":"weur","fallback_regions":["eeur","wnam"]})", 1000,
                      &claim, &e));
   CHECK(claim.region == "weur");
   CHECK(claim.pool == "default");
@@ -232,7 +232,7 @@ TEST_CASE("heartbeats: a valid body is read whole with the server's accept time 
   BodyError error;
   REQUIRE(ParseHeartbeats(
       R"({"heartbeats":[{"container_id":"c-1","ts_ms":1790000000000,"load":0.4,"state":"ready"},)"
-      R"({"container_id":"c-2","state":"draining","extra":true},{"container_id":"c-3","state":"dead"},)"
+      R"({"container_id":"c-2","state":"draining"},{"container_id":"c-3","state":"dead"},)"
       R"({"container_id":"c-4","ts_ms":null,"load":null,"state":null}]})",
       1790000000000, &out, &error));
   REQUIRE(out.size() == 4);
