@@ -1,10 +1,10 @@
 #include "server/admin.h"
 
-#include <fstream>
 #include <future>
 #include <iostream>
 #include <sstream>
 
+#include "base/read_file.h"
 #include "server/api/request_bodies.h"
 #include "store/storage.h"
 
@@ -12,20 +12,18 @@ namespace server {
 
 int RunRegister(const RegisterConfig& cfg, std::istream& in, std::ostream& out,
                 std::ostream& err) {
-  std::stringstream text;
+  std::string text;
   if (cfg.file == "-") {
-    text << in.rdbuf();
-  } else {
-    std::ifstream file(cfg.file, std::ios::binary);
-    if (!file) {
-      err << "edgealloc register: cannot read " << cfg.file << "\n";
-      return 2;
-    }
-    text << file.rdbuf();
+    std::stringstream stdin_text;
+    stdin_text << in.rdbuf();
+    text = stdin_text.str();
+  } else if (!base::ReadFile(cfg.file, &text)) {
+    err << "edgealloc register: cannot read " << cfg.file << "\n";
+    return 2;
   }
   std::vector<store::ContainerSpec> specs;
   BodyError error;
-  if (!ParseRegistration(text.str(), &specs, &error)) {
+  if (!ParseRegistration(text, &specs, &error)) {
     err << "edgealloc register: " << cfg.file << ": " << error.message << "\n";
     return 2;
   }

@@ -4,10 +4,9 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "base/random.h"
+#include "base/read_file.h"
 
 namespace server {
 
@@ -22,11 +21,10 @@ store::Status CursorKey::Random(CursorKey* out) {
 }
 
 store::Status CursorKey::FromFile(const std::string& path, CursorKey* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return store::Status::IOError("cannot read the cursor secret file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string secret = text.str();
+  std::string secret;
+  if (!base::ReadFile(path, &secret)) {
+    return store::Status::IOError("cannot read the cursor secret file " + path);
+  }
   while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r' ||
                              secret.back() == ' ' || secret.back() == '\t')) {
     secret.pop_back();

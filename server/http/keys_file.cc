@@ -6,14 +6,14 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/read_file.h"
 
 // Reading a keys file into a KeyStore (KeyStore::Load, KeyStore::Parse), and
 // checking who may read it; the keys' use is in auth.cc.
@@ -297,11 +297,9 @@ store::Status CheckKeysFileAccess(const std::string& path, bool beyond_loopback,
 }
 
 store::Status KeyStore::Load(const std::string& path, KeyStore* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return store::Status::IOError("cannot read keys file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return Parse(text.str(), path, out);
+  std::string text;
+  if (!base::ReadFile(path, &text)) return store::Status::IOError("cannot read keys file " + path);
+  return Parse(text, path, out);
 }
 
 store::Status KeyStore::Parse(std::string_view text, const std::string& name, KeyStore* out) {

@@ -26,12 +26,7 @@ inline constexpr auto kListContainers = Sql(
     ListWalk(kContainerTextBytesSql, R"sql(($2::text IS NULL OR region = $2)
         AND ($3::text IS NULL OR pool = $3) AND ($4::text IS NULL OR status = $4))sql",
              R"sql(id COLLATE "C")sql", "$5", "$6", "$7"),
-    "SELECT ", kContainerColumnList, R"sql(, true, NULL FROM walked
- WHERE kept AND n <= coalesce((SELECT n FROM stop), $6::bigint)
-UNION ALL
-SELECT )sql", kContainerNullList, R"sql(, false, id
-FROM walked WHERE n = (SELECT n FROM stop)
-)sql");
+    ListPageRows(kContainerColumnList, kContainerNullList, "$6", "id"));
 
 //   $1 id $2 region $3 pool $4 latency_ms $5 data $6 LaneHash(id)
 inline constexpr char kUpsertContainer[] = R"sql(

@@ -41,6 +41,21 @@ stop AS (SELECT min(n) AS n FROM walked
 )sql");
 }
 
+// What a list statement returns after ListWalk: each kept row of `columns`
+// up to the stop (at most the `examine`-th), then true and NULL; and, when
+// the walk stopped, one row of `nulls` (a NULL for each of `columns`), then
+// false and the stop's `key` (store/postgres/rows.h, ListedPage).
+template <size_t C, size_t N, size_t E, size_t K>
+constexpr auto ListPageRows(const SqlText<C>& columns, const SqlText<N>& nulls,
+                            const char (&examine)[E], const char (&key)[K]) {
+  return Sql("SELECT ", columns, R"sql(, true, NULL FROM walked
+ WHERE kept AND n <= coalesce((SELECT n FROM stop), )sql", examine, R"sql(::bigint)
+UNION ALL
+SELECT )sql", nulls, ", false, ", key, R"sql(
+FROM walked WHERE n = (SELECT n FROM stop)
+)sql");
+}
+
 }  // namespace store::pgsql
 
 #endif  // EDGEALLOC_STORE_POSTGRES_LIST_SQL_H_

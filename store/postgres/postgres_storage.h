@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "store/list_page.h"
 #include "store/postgres/db_clock.h"
 #include "store/postgres/deferred_heartbeats.h"
 #include "store/postgres/fence.h"
@@ -126,6 +127,14 @@ class PostgresStorage : public Storage {
   // Runs `fn` on a read connection of readers_, unless the writers find the
   // database unreachable.
   Status WithReader(const std::function<Status(PgConn*)>& fn);
+  // A list's page (ListSessions, ListEndedSessions, ListContainers) of at
+  // most `limit` items and about `budget_bytes`, in `order`: on a reader,
+  // `run(conn, bounds, &r)` runs the list statement with the walk's
+  // parameters (WithWalkParams), `read(r)` makes its rows the one
+  // partition's share (ListedPage), and MergePartitionPages the page.
+  template <typename Row, typename Run, typename Read>
+  Status ListPage(int limit, size_t budget_bytes, KeyOrder order, Run run, Read read,
+                  std::vector<Row>* page, std::string* next_after);
   // Queues a job of `work` filling a Result; a refused one answers at once.
   // `lock_keys`: the advisory locks (pgsql::kLockTenant's keys) `work` needs
   // held; the writer takes them before the group's statements
@@ -176,6 +185,20 @@ class PostgresStorage : public Storage {
   std::vector<std::unique_ptr<DeferredHeartbeats>> deferred_;
   PgReaderPool readers_;
 };
+
+template <typename Row, typename Run, typename Read>
+Status PostgresStorage::ListPage(int limit, size_t budget_bytes, KeyOrder order, Run run,
+                                 Read read, std::vector<Row>* page, std::string* next_after) {
+  page->clear();
+  next_after->clear();
+  const PageBounds bounds{limit, ListExamineBound(limit), budget_bytes};
+  return WithReader([&](PgConn* conn) {
+    PgResult r;
+    RETURN_IF_ERROR(run(conn, bounds, &r));
+    MergePartitionPages(read(r), bounds, page, next_after, order);
+    return Status::Ok();
+  });
+}
 
 }  // namespace store
 

@@ -47,19 +47,16 @@ ContainerResult PostgresStorage::GetContainer(std::string_view id) {
 Status PostgresStorage::ListContainers(const ContainerFilter& filter, const std::string& after,
                                        int limit, std::vector<ContainerInfo>* page,
                                        std::string* next_after) {
-  page->clear();
-  next_after->clear();
-  const PageBounds bounds{limit, ListExamineBound(limit), filter.page_budget_bytes};
-  return WithReader([&](PgConn* conn) {
-    PgResult r;
-    RETURN_IF_ERROR(conn->Run(pgsql::kListContainers,
-                              WithWalkParams({P(after), OrNull(filter.region),
-                                              OrNull(filter.pool), OrNull(filter.status)},
-                                             bounds),
-                              &r));
-    MergePartitionPages(ListedPage(r, kContainerColumns), bounds, page, next_after);
-    return Status::Ok();
-  });
+  return ListPage(
+      limit, filter.page_budget_bytes, KeyOrder::kAscending,
+      [&](PgConn* conn, const PageBounds& bounds, PgResult* r) {
+        return conn->Run(pgsql::kListContainers,
+                         WithWalkParams({P(after), OrNull(filter.region), OrNull(filter.pool),
+                                         OrNull(filter.status)},
+                                        bounds),
+                         r);
+      },
+      [](const PgResult& r) { return ListedPage(r, kContainerColumns); }, page, next_after);
 }
 
 void PostgresStorage::Drain(std::string id, ContainerCallback done) {

@@ -258,44 +258,41 @@ Status PostgresStorage::CountTenantSessions(const std::string& tenant, int64_t* 
 Status PostgresStorage::ListSessions(const SessionFilter& filter, const std::string& after,
                                     int limit, std::vector<Session>* page,
                                     std::string* next_after) {
-  page->clear();
-  next_after->clear();
   const bool one_tenant = !filter.tenant.empty();
-  const PageBounds bounds{limit, ListExamineBound(limit), filter.page_budget_bytes};
-  return WithReader([&](PgConn* conn) {
-    PgResult r;
-    std::vector<PgParam> params =
-        WithWalkParams({P(after), OrNull(filter.region), OrNull(filter.pool),
-                        OrNull(filter.label_key), P(filter.label_value)},
-                       bounds);
-    if (one_tenant) params.push_back(P(filter.tenant));
-    RETURN_IF_ERROR(conn->Run(
-        one_tenant ? pgsql::kListTenantSessions.c_str() : pgsql::kListSessions.c_str(), params,
-        &r));
-    MergePartitionPages(ListedPage(r, kSessionColumns), bounds, page, next_after);
-    return Status::Ok();
-  });
+  return ListPage(
+      limit, filter.page_budget_bytes, KeyOrder::kAscending,
+      [&](PgConn* conn, const PageBounds& bounds, PgResult* r) {
+        std::vector<PgParam> params =
+            WithWalkParams({P(after), OrNull(filter.region), OrNull(filter.pool),
+                            OrNull(filter.label_key), P(filter.label_value)},
+                           bounds);
+        if (one_tenant) params.push_back(P(filter.tenant));
+        return conn->Run(
+            one_tenant ? pgsql::kListTenantSessions.c_str() : pgsql::kListSessions.c_str(),
+            params, r);
+      },
+      [](const PgResult& r) { return ListedPage(r, kSessionColumns); }, page, next_after);
 }
 
 Status PostgresStorage::ListEndedSessions(const SessionFilter& filter, const std::string& after,
                                          int limit, std::vector<EndedSession>* page,
                                          std::string* next_after) {
-  page->clear();
-  next_after->clear();
-  const PageBounds bounds{limit, ListExamineBound(limit), filter.page_budget_bytes};
-  return WithReader([&](PgConn* conn) {
-    PgResult r;
-    RETURN_IF_ERROR(conn->Run(pgsql::kListEndedSessions.c_str(),
-                              WithWalkParams({P(after.empty() ? std::string("~") : after),
-                                              OrNull(filter.tenant), OrNull(filter.region),
-                                              OrNull(filter.pool), OrNull(filter.label_key),
-                                              P(filter.label_value)},
-                                             bounds),
-                              &r));
-    MergePartitionPages(ListedPage<EndedSession>(r, kSessionColumnCount + 2, ReadEndedSession),
-                        bounds, page, next_after, KeyOrder::kDescending);
-    return Status::Ok();
-  });
+  // Newest first: "~" sorts after every id ("s_...").
+  const std::string before = after.empty() ? std::string("~") : after;
+  return ListPage(
+      limit, filter.page_budget_bytes, KeyOrder::kDescending,
+      [&](PgConn* conn, const PageBounds& bounds, PgResult* r) {
+        return conn->Run(pgsql::kListEndedSessions.c_str(),
+                         WithWalkParams({P(before), OrNull(filter.tenant), OrNull(filter.region),
+                                         OrNull(filter.pool), OrNull(filter.label_key),
+                                         P(filter.label_value)},
+                                        bounds),
+                         r);
+      },
+      [](const PgResult& r) {
+        return ListedPage<EndedSession>(r, kSessionColumnCount + 2, ReadEndedSession);
+      },
+      page, next_after);
 }
 
 }  // namespace store

@@ -28,20 +28,12 @@ Status ConnectReader(const std::string& uri, const std::string& name, std::uniqu
 Status PgReaderPool::Connect() {
   std::unique_ptr<PgConn> conn;
   RETURN_IF_ERROR(ConnectReader(uri_, name_, &conn, fence_));
-  base::MutexLock lock(&mu_);
-  idle_.push_back(std::move(conn));
+  idle_.Put(std::move(conn));
   return Status::Ok();
 }
 
 Status PgReaderPool::With(const std::function<Status(PgConn*)>& fn) {
-  std::unique_ptr<PgConn> conn;
-  {
-    base::MutexLock lock(&mu_);
-    if (!idle_.empty()) {
-      conn = std::move(idle_.back());
-      idle_.pop_back();
-    }
-  }
+  std::unique_ptr<PgConn> conn = idle_.Take();
   bool pooled = conn != nullptr && conn->ok();
   if (!pooled) {
     conn.reset();
@@ -59,10 +51,7 @@ Status PgReaderPool::With(const std::function<Status(PgConn*)>& fn) {
     RETURN_IF_ERROR(ConnectReader(uri_, name_, &conn, fence_));
     s = fn(conn.get());
   }
-  if (conn->ok()) {
-    base::MutexLock lock(&mu_);
-    idle_.push_back(std::move(conn));
-  }
+  if (conn->ok()) idle_.Put(std::move(conn));
   return s;
 }
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "base/mutex.h"
+#include "base/idle_stack.h"
 #include "store/postgres/pg.h"
 #include "store/status.h"
 
@@ -39,8 +39,7 @@ class PgReaderPool {
   const std::string uri_;
   const std::string name_;
   const std::shared_ptr<PgFence> fence_;
-  base::Mutex mu_;
-  std::vector<std::unique_ptr<PgConn>> idle_ GUARDED_BY(mu_);
+  base::IdleStack<PgConn> idle_;
 };
 
 }  // namespace store

@@ -127,12 +127,8 @@ inline constexpr auto kListEndedSessions = Sql(
         AND ($4::text IS NULL OR pool = $4)
         AND ($5::text IS NULL OR (labels IS NOT NULL AND labels::jsonb ->> $5 = $6::text)))sql",
              "session_id DESC", "$7", "$8", "$9"),
-    "SELECT ", kSessionColumnList, R"sql(, end_reason, ended_at_ms, true, NULL FROM walked
- WHERE kept AND n <= coalesce((SELECT n FROM stop), $8::bigint)
-UNION ALL
-SELECT )sql", kSessionNullList, R"sql(, NULL, NULL, false, session_id
-FROM walked WHERE n = (SELECT n FROM stop)
-)sql");
+    ListPageRows(Sql(kSessionColumnList, ", end_reason, ended_at_ms"),
+                 Sql(kSessionNullList, ", NULL, NULL"), "$8", "session_id"));
 
 // A page of live sessions after $1 in session id order (store/sqlite's
 // kListSessions): the first $7 after $1 (ListExamineBound), in an index's
@@ -158,12 +154,7 @@ inline constexpr auto kListSessionsPage = Sql(
         AND ($2::text IS NULL OR region = $2) AND ($3::text IS NULL OR pool = $3)
         AND ($4::text IS NULL OR (labels IS NOT NULL AND labels::jsonb ->> $4 = $5::text)))sql",
              R"sql(session_id COLLATE "C")sql", "$6", "$7", "$8"),
-    "SELECT ", kSessionColumnList, R"sql(, true, NULL FROM walked
- WHERE kept AND n <= coalesce((SELECT n FROM stop), $7::bigint)
-UNION ALL
-SELECT )sql", kSessionNullList, R"sql(, false, session_id
-FROM walked WHERE n = (SELECT n FROM stop)
-)sql");
+    ListPageRows(kSessionColumnList, kSessionNullList, "$7", "session_id"));
 inline constexpr auto kListSessions = Sql(kListSessionsExamined, kListSessionsPage);
 inline constexpr auto kListTenantSessions =
     Sql(kListSessionsExamined, " AND tenant = $9", kListSessionsPage);

@@ -12,20 +12,12 @@ ReadPool::ReadPool(std::string path, DbOptions options)
 }
 
 Status ReadPool::With(const std::function<Status(Db*)>& fn) {
-  std::unique_ptr<Db> db;
-  {
-    base::MutexLock lock(&mu_);
-    if (!free_.empty()) {
-      db = std::move(free_.back());
-      free_.pop_back();
-    }
-  }
+  std::unique_ptr<Db> db = free_.Take();
   if (db == nullptr) {
     RETURN_IF_ERROR(Db::Open(path_, options_, &db));
   }
   Status s = fn(db.get());
-  base::MutexLock lock(&mu_);
-  free_.push_back(std::move(db));
+  free_.Put(std::move(db));
   return s;
 }
 

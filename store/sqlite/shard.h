@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "base/mutex.h"
+#include "base/idle_stack.h"
 #include "store/sqlite/db.h"
 #include "store/sqlite/shard_map.h"
 #include "store/status.h"
@@ -28,8 +28,7 @@ class ReadPool {
  private:
   std::string path_;
   DbOptions options_;
-  base::Mutex mu_;
-  std::vector<std::unique_ptr<Db>> free_ GUARDED_BY(mu_);
+  base::IdleStack<Db> free_;
 };
 
 // A Shard is one database file with its one Writer and its readers.

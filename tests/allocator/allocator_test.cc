@@ -1196,29 +1196,26 @@ struct ProbedAllocator {
 TEST_CASE("wait: a session claimed for a keyed waiter that left is kept for the key's retry") {
   Pool pool(EDGEALLOC_ENGINES);
   ProbedAllocator probed(pool, "only", 20);
-  // One by one: clang 14 cannot capture structured bindings.
-  auto& held = probed.held;
-  auto& probe = probed.probe;
-  auto& alloc = probed.alloc;
   auto req = Waiting(20000);
   req.idempotency_key = "k-wait";
   // Gone as soon as the storage gave it a session.
-  auto waiter = ClaimLeaving(alloc, probe, req);
-  REQUIRE(WaitersReach(alloc, 1));
-  REQUIRE(ReleaseHeld(pool, held) == "ok");
+  auto waiter = ClaimLeaving(probed.alloc, probed.probe, req);
+  REQUIRE(WaitersReach(probed.alloc, 1));
+  REQUIRE(ReleaseHeld(pool, probed.held) == "ok");
   SessionResult r = waiter->future.get();
   CHECK(Name(r.outcome) == "no_capacity");
-  CHECK(alloc.stats().waits_abandoned.load() == 1);
-  CHECK(alloc.stats().abandoned_sessions_kept.load() == 1);
-  const store::Session kept = probe.last_claimed();
+  CHECK(probed.alloc.stats().waits_abandoned.load() == 1);
+  CHECK(probed.alloc.stats().abandoned_sessions_kept.load() == 1);
+  const store::Session kept = probed.probe.last_claimed();
   REQUIRE_FALSE(kept.session_id.empty());
   // Long enough for the waiters' thread to have released it, were it to.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  CHECK(LiveSession(alloc, "t1", kept.session_id) == kept.session_id);
+  CHECK(LiveSession(probed.alloc, "t1", kept.session_id) == kept.session_id);
   CHECK(pool.Get("only").status == "picked");
   auto retry = req;
   retry.wait_ms = 0;
-  SessionResult replay = testing::Await<SessionResult>([&](auto cb) { alloc.Claim(retry, cb); });
+  SessionResult replay =
+      testing::Await<SessionResult>([&](auto cb) { probed.alloc.Claim(retry, cb); });
   CHECK(Name(replay.outcome) == "replayed");
   CHECK(replay.session.session_id == kept.session_id);
   CHECK(replay.session.token == kept.token);
@@ -1275,23 +1272,19 @@ TEST_CASE("wait: a first attempt whose client left meanwhile releases its sessio
 TEST_CASE("wait: an abandoned session whose release fails is released on a later try") {
   Pool pool(EDGEALLOC_ENGINES);
   ProbedAllocator probed(pool, "only", 20);
-  // One by one: clang 14 cannot capture structured bindings.
-  auto& held = probed.held;
-  auto& probe = probed.probe;
-  auto& alloc = probed.alloc;
-  probe.fail_releases = 1;
-  auto waiter = ClaimLeaving(alloc, probe, Waiting(20000));
-  REQUIRE(WaitersReach(alloc, 1));
-  REQUIRE(ReleaseHeld(pool, held) == "ok");
+  probed.probe.fail_releases = 1;
+  auto waiter = ClaimLeaving(probed.alloc, probed.probe, Waiting(20000));
+  REQUIRE(WaitersReach(probed.alloc, 1));
+  REQUIRE(ReleaseHeld(pool, probed.held) == "ok");
   CHECK(Name(waiter->future.get().outcome) == "no_capacity");
-  const store::Session abandoned = probe.last_claimed();
-  REQUIRE(abandoned.token > held.session.token);
+  const store::Session abandoned = probed.probe.last_claimed();
+  REQUIRE(abandoned.token > probed.held.session.token);
   CHECK(Eventually([&] {
     auto c = pool.Get("only");
     return c.status == "available" && c.generation == abandoned.token;
   }));
-  CHECK(probe.releases.load() == 2);  // the one that failed, then the one that did it
-  CHECK(alloc.stats().abandoned_releases_failed.load() == 0);
+  CHECK(probed.probe.releases.load() == 2);  // the one that failed, then the one that did it
+  CHECK(probed.alloc.stats().abandoned_releases_failed.load() == 0);
 }
 
 // Issue: a session abandoned as the Allocator stops (its claim in flight
@@ -1299,39 +1292,36 @@ TEST_CASE("wait: an abandoned session whose release fails is released on a later
 TEST_CASE("stop: a session claimed for a client that left is released before Stop returns") {
   Pool pool(EDGEALLOC_ENGINES);
   ProbedAllocator probed(pool, "only", 20);
-  // One by one: clang 14 cannot capture structured bindings.
-  auto& held = probed.held;
-  auto& probe = probed.probe;
-  auto& alloc = probed.alloc;
-  auto waiter = ClaimLeaving(alloc, probe, Waiting(20000));
-  REQUIRE(WaitersReach(alloc, 1));
+  auto waiter = ClaimLeaving(probed.alloc, probed.probe, Waiting(20000));
+  REQUIRE(WaitersReach(probed.alloc, 1));
   // The waiter's claim gets the container; its answer is held back.
-  probe.hold_claims = true;
-  probe.fail_releases = 1;  // and the first release of it fails
-  REQUIRE(ReleaseHeld(pool, held) == "ok");
-  REQUIRE(Eventually([&] { return probe.holding(); }));
+  probed.probe.hold_claims = true;
+  probed.probe.fail_releases = 1;  // and the first release of it fails
+  REQUIRE(ReleaseHeld(pool, probed.held) == "ok");
+  REQUIRE(Eventually([&] { return probed.probe.holding(); }));
   std::atomic<bool> stopped{false};
   std::thread stopper([&] {
-    alloc.Stop();
+    probed.alloc.Stop();
     stopped = true;
   });
   // Stopping now; the answer comes back to a stopping Allocator, which
   // waits for it (the storage's writers still run).
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   CHECK_FALSE(stopped.load());
-  probe.Deliver();
+  probed.probe.Deliver();
   stopper.join();
   // Its claim was with the store at the stop: the outcome was unknown then.
   CHECK(Name(waiter->future.get().outcome) == "error");
-  const store::Session abandoned = probe.last_claimed();
+  const store::Session abandoned = probed.probe.last_claimed();
   auto c = pool.Get("only");
   CHECK(c.status == "available");
   CHECK(c.generation == abandoned.token);
-  CHECK(probe.releases.load() == 2);
-  CHECK(alloc.stats().abandoned_releases_failed.load() == 0);
+  CHECK(probed.probe.releases.load() == 2);
+  CHECK(probed.alloc.stats().abandoned_releases_failed.load() == 0);
 }
 
-TEST_CASE("wait: an abandoned session whose release keeps failing is given up when its lease ends") {
+TEST_CASE(
+    "wait: an abandoned session whose release keeps failing is given up when its lease ends") {
   Pool pool(EDGEALLOC_ENGINES);
   pool.Add({Spec("only", "weur", "chrome")});
   Probe probe(&pool.seam());
@@ -1374,23 +1364,20 @@ store::ClaimRequest WaitingFor(const std::string& tenant, const std::string& reg
 TEST_CASE("wait: a claim for a pool nobody registered answers at once and never waits") {
   Pool pool(EDGEALLOC_ENGINES);
   ProbedAllocator probed(pool, "held", 20);
-  // One by one: clang 14 cannot capture structured bindings.
-  auto& probe = probed.probe;
-  auto& alloc = probed.alloc;
-  auto made_up = ClaimAsync(alloc, WaitingFor("t1", "nowhere", {"nowhere-2", "nowhere-3"}));
+  auto made_up = ClaimAsync(probed.alloc, WaitingFor("t1", "nowhere", {"nowhere-2", "nowhere-3"}));
   REQUIRE(made_up->future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
   SessionResult r = made_up->future.get();
   CHECK(Name(r.outcome) == "no_capacity");
   CHECK_THAT(r.message, Catch::Contains("is registered"));
-  CHECK(probe.claims.load() == 1);  // its first attempt only
-  CHECK(alloc.stats().waits_unregistered.load() == 1);
-  CHECK(alloc.stats().waiting.load() == 0);
+  CHECK(probed.probe.claims.load() == 1);  // its first attempt only
+  CHECK(probed.alloc.stats().waits_unregistered.load() == 1);
+  CHECK(probed.alloc.stats().waiting.load() == 0);
   // A made-up region whose fallback has the pool waits: that one may free up.
-  auto fallback = ClaimAsync(alloc, WaitingFor("t1", "nowhere", {"weur"}));
-  REQUIRE(WaitersReach(alloc, 1));
+  auto fallback = ClaimAsync(probed.alloc, WaitingFor("t1", "nowhere", {"weur"}));
+  REQUIRE(WaitersReach(probed.alloc, 1));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   CHECK_FALSE(fallback->Ready());
-  alloc.Stop();
+  probed.alloc.Stop();
   CHECK(Name(fallback->future.get().outcome) == "no_capacity");
 }
 
@@ -1399,22 +1386,18 @@ TEST_CASE("wait: a claim for a pool nobody registered answers at once and never 
 TEST_CASE("wait: a waiter claims only when a probe finds a container it could take") {
   Pool pool(EDGEALLOC_ENGINES);
   ProbedAllocator probed(pool, "held", 10);
-  // One by one: clang 14 cannot capture structured bindings.
-  auto& held = probed.held;
-  auto& probe = probed.probe;
-  auto& alloc = probed.alloc;
-  auto waiter = ClaimAsync(alloc, WaitingFor("t1", "weur"));
-  REQUIRE(WaitersReach(alloc, 1));
-  const uint64_t probes_before = alloc.stats().wait_probes.load();
+  auto waiter = ClaimAsync(probed.alloc, WaitingFor("t1", "weur"));
+  REQUIRE(WaitersReach(probed.alloc, 1));
+  const uint64_t probes_before = probed.alloc.stats().wait_probes.load();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  CHECK(probe.claims.load() == 1);  // the first attempt; no retry while the pool is full
-  CHECK(alloc.stats().wait_probes.load() > probes_before + 5);  // it kept looking, by reads
+  CHECK(probed.probe.claims.load() == 1);  // the first attempt; no retry while the pool is full
+  CHECK(probed.alloc.stats().wait_probes.load() > probes_before + 5);  // it kept looking, by reads
   // Freed behind its back (no release through this Allocator): the probe
   // finds it and the waiter claims once.
-  REQUIRE(ReleaseHeld(pool, held) == "ok");
+  REQUIRE(ReleaseHeld(pool, probed.held) == "ok");
   SessionResult got = waiter->future.get();
   REQUIRE(got.outcome == Outcome::kOk);
-  CHECK(probe.claims.load() == 2);
+  CHECK(probed.probe.claims.load() == 2);
 }
 
 TEST_CASE("wait: when probing fails the first waiter still claims, as before probes") {

@@ -152,15 +152,14 @@ SessionResult HoldOnly(Pool& pool) {
 // it; claims stall, t0 releases it (the next probe finds it), and the
 // waiter's claim for it is held by the store. Returns the waiter, not yet
 // answered.
-std::shared_ptr<Pending> WaiterWithClaimHeld(Pool& pool, StallingStorage& stalling,
-                                             allocator::Allocator& alloc, int64_t wait_ms) {
-  const SessionResult held = HoldOnly(pool);
-  auto waiter = ClaimAsync(alloc, Waiting(wait_ms));
-  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 1; }));
-  stalling.StallClaims();
-  REQUIRE(pool.Release(Tenant("t0"), held.session.session_id, held.session.token).outcome ==
-          Outcome::kOk);
-  REQUIRE(Eventually([&] { return stalling.held_claims() == 1; }));
+std::shared_ptr<Pending> WaiterWithClaimHeld(StalledPool& stalled, int64_t wait_ms) {
+  const SessionResult held = HoldOnly(stalled.pool);
+  auto waiter = ClaimAsync(stalled.alloc, Waiting(wait_ms));
+  REQUIRE(Eventually([&] { return stalled.alloc.stats().waiting.load() == 1; }));
+  stalled.stalling.StallClaims();
+  REQUIRE(stalled.pool.Release(Tenant("t0"), held.session.session_id, held.session.token)
+              .outcome == Outcome::kOk);
+  REQUIRE(Eventually([&] { return stalled.stalling.held_claims() == 1; }));
   return waiter;
 }
 
@@ -172,110 +171,96 @@ std::shared_ptr<Pending> WaiterWithClaimHeld(Pool& pool, StallingStorage& stalli
 // the stall, past the clients' 15 s.
 TEST_CASE("wait: a waiting claim is answered in time while the store's reads stall") {
   StalledPool stalled(EDGEALLOC_ENGINES);
-  // One by one: clang 14 cannot capture structured bindings.
-  auto& pool = stalled.pool;
-  auto& stalling = stalled.stalling;
-  auto& alloc = stalled.alloc;
-  HoldOnly(pool);
-  stalling.StallProbes();
+  HoldOnly(stalled.pool);
+  stalled.stalling.StallProbes();
   const int64_t began = base::NowMs();
-  auto waiter = ClaimAsync(alloc, Waiting(400));
-  REQUIRE(Eventually([&] { return stalling.blocked_probes() == 1; }));
+  auto waiter = ClaimAsync(stalled.alloc, Waiting(400));
+  REQUIRE(Eventually([&] { return stalled.stalling.blocked_probes() == 1; }));
 
   REQUIRE(AnsweredInTime(*waiter, 400));
-  CHECK(stalling.blocked_probes() == 1);  // the read is still stalled
+  CHECK(stalled.stalling.blocked_probes() == 1);  // the read is still stalled
   SessionResult r = waiter->future.get();
   CHECK(store::OutcomeName(r.outcome) == std::string("no_capacity"));
   CHECK_THAT(r.message, Catch::Contains("after waiting"));
   INFO("answered after " << waiter->answered_ms - began << " ms");
   CHECK(waiter->answered_ms - began >= 400);
-  CHECK(alloc.stats().waits_timed_out.load() == 1);
-  CHECK(alloc.stats().waiting.load() == 0);
-  stalling.Resume();
-  alloc.Stop();
+  CHECK(stalled.alloc.stats().waits_timed_out.load() == 1);
+  CHECK(stalled.alloc.stats().waiting.load() == 0);
+  stalled.stalling.Resume();
+  stalled.alloc.Stop();
 }
 
 // Issue: a waiter whose claim was with the storage was answered by that
 // claim's callback alone, however long the database took to give it.
 TEST_CASE("wait: a waiter whose claim the store holds is answered, and the late session released") {
   StalledPool stalled(EDGEALLOC_ENGINES);
-  // One by one: clang 14 cannot capture structured bindings.
-  auto& pool = stalled.pool;
-  auto& stalling = stalled.stalling;
-  auto& alloc = stalled.alloc;
-  auto waiter = WaiterWithClaimHeld(pool, stalling, alloc, 600);
+  auto waiter = WaiterWithClaimHeld(stalled, 600);
 
   REQUIRE(AnsweredInTime(*waiter, 600));
-  CHECK(stalling.held_claims() == 1);  // the claim is still with the store
+  CHECK(stalled.stalling.held_claims() == 1);  // the claim is still with the store
   SessionResult r = waiter->future.get();
   // Unknown, not no_capacity: the claim may yet make a session.
   CHECK(r.outcome == Outcome::kError);
-  CHECK_THAT(r.message, Catch::Contains("had not answered") && Catch::Contains("outcome is unknown"));
-  CHECK(alloc.stats().waits_stalled.load() == 1);
+  CHECK_THAT(r.message,
+             Catch::Contains("had not answered") && Catch::Contains("outcome is unknown"));
+  CHECK(stalled.alloc.stats().waits_stalled.load() == 1);
 
   // The stall ends and the claim makes its session: nobody holds it, so it
   // is released and the container is free again.
-  stalling.Resume();
-  REQUIRE(Eventually([&] { return alloc.stats().sessions_abandoned.load() == 1; }));
-  CHECK(pool.Get("only").status == "available");
-  CHECK(alloc.stats().waiting.load() == 0);
-  alloc.Stop();
+  stalled.stalling.Resume();
+  REQUIRE(Eventually([&] { return stalled.alloc.stats().sessions_abandoned.load() == 1; }));
+  CHECK(stalled.pool.Get("only").status == "available");
+  CHECK(stalled.alloc.stats().waiting.load() == 0);
+  stalled.alloc.Stop();
 }
 
 TEST_CASE("wait: a waiting claim whose first attempt the store holds is answered, keyed or not") {
   const bool keyed = GENERATE(false, true);
   StalledPool stalled(EDGEALLOC_ENGINES);
-  // One by one: clang 14 cannot capture structured bindings.
-  auto& pool = stalled.pool;
-  auto& stalling = stalled.stalling;
-  auto& alloc = stalled.alloc;
-  pool.Add({Spec("only", "weur", "chrome")});
-  stalling.StallClaims();
+  stalled.pool.Add({Spec("only", "weur", "chrome")});
+  stalled.stalling.StallClaims();
   auto req = Waiting(300);
   if (keyed) req.idempotency_key = "k-1";
-  auto waiter = ClaimAsync(alloc, req);
-  REQUIRE(Eventually([&] { return stalling.held_claims() == 1; }));
+  auto waiter = ClaimAsync(stalled.alloc, req);
+  REQUIRE(Eventually([&] { return stalled.stalling.held_claims() == 1; }));
 
   REQUIRE(AnsweredInTime(*waiter, 300));
   SessionResult r = waiter->future.get();
   // Unknown, not no_capacity: the claim may yet make a session.
   CHECK(r.outcome == Outcome::kError);
-  CHECK_THAT(r.message, Catch::Contains("had not answered") && Catch::Contains("outcome is unknown"));
+  CHECK_THAT(r.message,
+             Catch::Contains("had not answered") && Catch::Contains("outcome is unknown"));
 
-  stalling.Resume();
+  stalled.stalling.Resume();
   if (keyed) {
     // Kept for the key: its retry replays the session the claim made.
-    REQUIRE(Eventually([&] { return alloc.stats().abandoned_sessions_kept.load() == 1; }));
-    SessionResult retry = pool.Claim(req);
+    REQUIRE(Eventually([&] { return stalled.alloc.stats().abandoned_sessions_kept.load() == 1; }));
+    SessionResult retry = stalled.pool.Claim(req);
     CHECK(store::OutcomeName(retry.outcome) == std::string("replayed"));
     CHECK(retry.session.container_id == "only");
   } else {
-    REQUIRE(Eventually([&] { return alloc.stats().sessions_abandoned.load() == 1; }));
-    CHECK(pool.Get("only").status == "available");
+    REQUIRE(Eventually([&] { return stalled.alloc.stats().sessions_abandoned.load() == 1; }));
+    CHECK(stalled.pool.Get("only").status == "available");
   }
-  alloc.Stop();
+  stalled.alloc.Stop();
 }
 
 // At SIGTERM (EndWaits) a waiter whose claim the store holds is answered at
 // once too, instead of holding the shutdown until the store answers.
 TEST_CASE("wait: EndWaits answers at once a waiter whose claim the store holds") {
   StalledPool stalled(EDGEALLOC_ENGINES);
-  // One by one: clang 14 cannot capture structured bindings.
-  auto& pool = stalled.pool;
-  auto& stalling = stalled.stalling;
-  auto& alloc = stalled.alloc;
-  auto waiter = WaiterWithClaimHeld(pool, stalling, alloc, 20000);
+  auto waiter = WaiterWithClaimHeld(stalled, 20000);
 
-  alloc.EndWaits();
+  stalled.alloc.EndWaits();
   REQUIRE(waiter->future.wait_for(std::chrono::seconds(3)) == std::future_status::ready);
-  CHECK(stalling.held_claims() == 1);
+  CHECK(stalled.stalling.held_claims() == 1);
   const SessionResult stopped = waiter->future.get();
   CHECK(stopped.outcome == Outcome::kError);
   CHECK_THAT(stopped.message, Catch::Contains("stopping") && Catch::Contains("outcome is unknown"));
   // The session the claim makes when the stall ends is released by Stop,
   // which follows EndWaits at a shutdown.
-  stalling.Resume();
-  alloc.Stop();
-  CHECK(alloc.stats().sessions_abandoned.load() == 1);
-  CHECK(pool.Get("only").status == "available");
+  stalled.stalling.Resume();
+  stalled.alloc.Stop();
+  CHECK(stalled.alloc.stats().sessions_abandoned.load() == 1);
+  CHECK(stalled.pool.Get("only").status == "available");
 }

@@ -125,9 +125,7 @@ def exposed_families(binary):
     in its keys file (the per-tenant families have a series for each) and
     one claim made, so that every family that has samples on SQLite shows."""
     with tempfile.TemporaryDirectory() as tmp:
-        keys = os.path.join(tmp, "keys")
-        with open(keys, "w") as f:
-            f.write("k-admin admin\nk-acme tenant acme claims_per_s=5\n")
+        keys = edgealloc_server.keys_file(tmp, "k-admin admin\nk-acme tenant acme claims_per_s=5\n")
         port = edgealloc_server.free_port()
         proc = edgealloc_server.serve(binary, os.path.join(tmp, "m.db"), port,
                                       ["--demo", "--keys", keys],

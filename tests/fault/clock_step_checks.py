@@ -4,9 +4,14 @@ timings, a client, a container that reports, the watch of a lease and of a
 death by the test's own monotonic clock, and the revival after a step back.
 """
 
+import argparse
 import http.client
 import json
+import os
 import re
+import shutil
+import sys
+import tempfile
 import threading
 import time
 
@@ -212,3 +217,27 @@ def step_scenario(ports, step):
         violations.append("edgealloc_clock_steps_total summed over the nodes is %d (%s), not %d"
                           % (steps, each, want))
     return violations, watch, want
+
+
+def clock_step_main(name, description, faketime_lib, run, show_logs):
+    """A clock-step test's main: parses --bin and calls run(binary, workdir),
+    which returns the violations it found. On any it prints them and
+    show_logs(workdir), keeps the folder and returns 1; else it removes the
+    folder and returns 0. Without libfaketime (faketime_lib) it returns 1."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--bin", required=True)
+    args = parser.parse_args()
+    if not os.path.exists(faketime_lib):
+        print("%s: no %s (scripts/setup.sh installs faketime)" % (name, faketime_lib))
+        return 1
+    workdir = tempfile.mkdtemp(prefix=name + "-")
+    violations = run(os.path.abspath(args.bin), workdir)
+    if violations:
+        for v in violations:
+            print("VIOLATION: " + v)
+        show_logs(workdir)
+        print("%s: %d violations (files kept in %s)" % (name, len(violations), workdir))
+        return 1
+    shutil.rmtree(workdir, ignore_errors=True)
+    print("%s: 0 violations" % name)
+    return 0

@@ -27,17 +27,14 @@ test's own monotonic clock, each answer timed when it arrived:
 Exits 1 naming each violation. The server is stopped, also on failure.
 """
 
-import argparse
 import os
 import re
-import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import edgealloc_server  # noqa: E402
 from edgealloc_server import die_with_parent, free_port  # noqa: E402
-from clock_step_checks import DEAD_AFTER_MS, request, step_scenario  # noqa: E402
+from clock_step_checks import DEAD_AFTER_MS, clock_step_main, request, step_scenario  # noqa: E402
 from pg_server import FAKETIME_LIB  # noqa: E402
 
 
@@ -84,7 +81,7 @@ def run(binary, workdir):
                                       stdout=log, stderr=log, preexec_fn=die_with_parent)
         try:
             if not edgealloc_server.wait_answers(port, "/readyz", proc, timeout=30):
-                return ["the server did not start"], log_path
+                return ["the server did not start"]
             violations = scenario(port, clock)
         finally:
             edgealloc_server.stop(proc)
@@ -95,28 +92,16 @@ def run(binary, workdir):
         print(line)
     if len(said) < 2:
         violations.append("the log does not say twice that the wall clock stepped")
-    return violations, log_path
+    return violations
+
+
+def show_log(workdir):
+    with open(os.path.join(workdir, "server.log"), "rb") as f:
+        sys.stdout.write(f.read().decode(errors="replace")[-3000:])
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--bin", required=True)
-    args = parser.parse_args()
-    if not os.path.exists(FAKETIME_LIB):
-        print("clock-step: no %s (scripts/setup.sh installs faketime)" % FAKETIME_LIB)
-        return 1
-    workdir = tempfile.mkdtemp(prefix="clock-step-")
-    violations, log_path = run(os.path.abspath(args.bin), workdir)
-    if violations:
-        for v in violations:
-            print("VIOLATION: " + v)
-        with open(log_path, "rb") as f:
-            sys.stdout.write(f.read().decode(errors="replace")[-3000:])
-        print("clock-step: %d violations (files in %s)" % (len(violations), workdir))
-        return 1
-    shutil.rmtree(workdir, ignore_errors=True)
-    print("clock-step: 0 violations")
-    return 0
+    return clock_step_main("clock-step", __doc__.split("\n")[0], FAKETIME_LIB, run, show_log)
 
 
 if __name__ == "__main__":

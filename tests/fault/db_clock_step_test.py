@@ -30,18 +30,16 @@ answer timed when it arrived:
 Exits 1 naming each violation. Servers are stopped, also on failure.
 """
 
-import argparse
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import edgealloc_server  # noqa: E402
 from edgealloc_server import die_with_parent, free_port  # noqa: E402
 from pg_server import DBNAME, FAKETIME_LIB, PG_USER, PgServer, psql  # noqa: E402
-from clock_step_checks import DEAD_AFTER_MS, STEP_S, metric_sum, step_scenario  # noqa: E402
+from clock_step_checks import (DEAD_AFTER_MS, STEP_S, clock_step_main, metric_sum,  # noqa: E402
+                              step_scenario)
 
 
 def scenario(a, b, pg):
@@ -107,29 +105,18 @@ def run(binary, workdir):
     return violations
 
 
+def show_node_logs(workdir):
+    for name in ("a", "b"):
+        path = os.path.join(workdir, name + ".log")
+        if os.path.exists(path):
+            with open(path, errors="replace") as f:
+                sys.stdout.write("--- node %s log (last 30 lines)\n" % name +
+                                 "".join(f.readlines()[-30:]))
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--bin", required=True)
-    args = parser.parse_args()
-    if not os.path.exists(FAKETIME_LIB):
-        print("db-clock-step: no %s (scripts/setup.sh installs faketime)" % FAKETIME_LIB)
-        return 1
-    workdir = tempfile.mkdtemp(prefix="db-clock-step-")
-    violations = run(os.path.abspath(args.bin), workdir)
-    if violations:
-        for v in violations:
-            print("VIOLATION: " + v)
-        for name in ("a", "b"):
-            path = os.path.join(workdir, name + ".log")
-            if os.path.exists(path):
-                with open(path, errors="replace") as f:
-                    sys.stdout.write("--- node %s log (last 30 lines)\n" % name +
-                                     "".join(f.readlines()[-30:]))
-        print("kept for a look: " + workdir)
-        return 1
-    shutil.rmtree(workdir, ignore_errors=True)
-    print("db-clock-step: ok")
-    return 0
+    return clock_step_main("db-clock-step", __doc__.split("\n")[0], FAKETIME_LIB, run,
+                           show_node_logs)
 
 
 if __name__ == "__main__":

@@ -1189,12 +1189,11 @@ TEST_CASE("defect: rolled-back WAL frames of one connection never overwrite anot
   // description, as another process), commits frames at the same offsets.
   // A's next read flushes its buffer over them.
   FreshVfs fresh;
-  const std::string& path = fresh.path;
-  auto a = OpenDb(path);
+  auto a = OpenDb(fresh.path);
   REQUIRE(a->Exec(kSpillTable).ok());
   REQUIRE(a->Exec("INSERT INTO t (k, v, u) VALUES (0, randomblob(100), 'u0')").ok());
   REQUIRE(a->Exec("PRAGMA wal_checkpoint(TRUNCATE)").ok());
-  auto b = OpenDb(path);
+  auto b = OpenDb(fresh.path);
   REQUIRE(a->Exec("PRAGMA cache_size=10").ok());
 
   const auto before = store::GetCoalescingWalStats();
@@ -1225,7 +1224,7 @@ TEST_CASE("defect: rolled-back WAL frames of one connection never overwrite anot
   a.reset();
   b.reset();
   std::unique_ptr<Db> c;
-  Status reopened = Db::Open(path, DbOptions{}, &c);
+  Status reopened = Db::Open(fresh.path, DbOptions{}, &c);
   INFO("reopen: " << reopened.ToString());
   CHECK(reopened.ok());
   if (!reopened.ok()) return;
@@ -1242,28 +1241,24 @@ TEST_CASE("defect: a failed flush of the coalescing WAL VFS fails the whole tran
   // statement journal, so on SQLITE_FULL SQLite rolls back that statement
   // only and the transaction goes on, believing its spilled frames written.
   FreshVfsEachKind fresh("the flush's write");
-  // Named one by one: clang 14 cannot capture structured bindings.
-  FaultVfs& vfs = fresh.vfs;
-  const std::string& path = fresh.path;
-  const FaultKind kind = fresh.kind;
-  auto a = OpenSpillingDb(path);
+  auto a = OpenSpillingDb(fresh.path);
   store::Transaction txn(a.get());
   REQUIRE(txn.Begin().ok());
   REQUIRE(a->Exec(SpillInsert(300, 1)).ok());
-  const FaultSpec spec{.op = FaultOp::kWrite, .target = FaultTarget::kWal, .kind = kind};
-  vfs.Arm(spec);
+  const FaultSpec spec{.op = FaultOp::kWrite, .target = FaultTarget::kWal, .kind = fresh.kind};
+  fresh.vfs.Arm(spec);
   Status s = a->Exec("UPDATE t SET u = u || 'x'");
   const int code = sqlite3_extended_errcode(a->raw());
-  vfs.Disarm();
+  fresh.vfs.Disarm();
   INFO(spec.ToString() << ": " << s.ToString() << " (code " << code << ")");
-  REQUIRE(vfs.fired() == 1);  // the flush did write, and that write failed
+  REQUIRE(fresh.vfs.fired() == 1);  // the flush did write, and that write failed
   CHECK(!s.ok());
   CHECK((code & 0xff) == SQLITE_IOERR);  // not SQLITE_FULL "from a read"
   CHECK(a->InAutocommit());              // the whole transaction is gone
   Status commit = txn.Commit();
   INFO("commit: " << commit.ToString());
   a.reset();
-  auto c = OpenDb(path);
+  auto c = OpenDb(fresh.path);
   CHECK(IntegrityOf(c.get()) == "ok");
   // Committed whole, or not at all.
   CHECK(CountOrDie(c.get(), "SELECT count(*) FROM t") == (commit.ok() ? 301 : 1));
@@ -1276,12 +1271,9 @@ TEST_CASE("defect: a job failing on a flush error is not committed half, nor its
   // job 2's statement, the Writer rolls back job 2's savepoint and commits
   // the group: job 1 is answered Ok. Its rows must then all be there.
   FreshVfs fresh;
-  // Named one by one: clang 14 cannot capture structured bindings.
-  FaultVfs& vfs = fresh.vfs;
-  const std::string& path = fresh.path;
   Status job1, job2;
   {
-    store::Writer writer(OpenSpillingDb(path));
+    store::Writer writer(OpenSpillingDb(fresh.path));
     writer.Start();
     auto open = Gate(&writer);
     std::promise<void> p1, p2;
@@ -1289,10 +1281,11 @@ TEST_CASE("defect: a job failing on a flush error is not committed half, nor its
         writer, [](Db* db) { return db->Exec(SpillInsert(300, 1)); }, &job1, &p1));
     REQUIRE(SubmitJob(
         writer,
-        [&vfs](Db* db) {
-          vfs.Arm({.op = FaultOp::kWrite, .target = FaultTarget::kWal, .kind = FaultKind::kNoSpace});
+        [&fresh](Db* db) {
+          fresh.vfs.Arm(
+              {.op = FaultOp::kWrite, .target = FaultTarget::kWal, .kind = FaultKind::kNoSpace});
           Status s = db->Exec("UPDATE t SET u = u || 'x'");
-          vfs.Disarm();
+          fresh.vfs.Disarm();
           return s;
         },
         &job2, &p2));
@@ -1302,9 +1295,9 @@ TEST_CASE("defect: a job failing on a flush error is not committed half, nor its
     writer.Stop();
   }
   INFO("job 1: " << job1.ToString() << "; job 2: " << job2.ToString());
-  REQUIRE(vfs.fired() == 1);
+  REQUIRE(fresh.vfs.fired() == 1);
   CHECK(!job2.ok());
-  auto c = OpenDb(path);
+  auto c = OpenDb(fresh.path);
   CHECK(IntegrityOf(c.get()) == "ok");
   CHECK(CountOrDie(c.get(), "SELECT count(*) FROM t WHERE k BETWEEN 1 AND 300") ==
         (job1.ok() ? 300 : 0));
@@ -1330,16 +1323,12 @@ TEST_CASE("defect (not reachable by a VFS): a job whose ROLLBACK TO fails fails 
   // A ROLLBACK TO that fails with the transaction still open needs
   // SQLITE_NOMEM or similar: a malloc fault injector, not a VFS.
   FreshVfsEachKind fresh("reads during ROLLBACK TO");
-  // Named one by one: clang 14 cannot capture structured bindings.
-  FaultVfs& vfs = fresh.vfs;
-  const std::string& path = fresh.path;
-  const FaultKind kind = fresh.kind;
   Status job1, job2, job3;
   int64_t fired = 0;
   int64_t fired_before_job3 = -1;  // -1: job 3 never ran
   uint64_t spilled = 0;
   {
-    auto db = OpenDb(path);
+    auto db = OpenDb(fresh.path);
     REQUIRE(db->Exec(kSpillTable).ok());
     REQUIRE(db->Exec(SpillInsert(200, 1)).ok());
     REQUIRE(db->Exec("PRAGMA wal_checkpoint(TRUNCATE)").ok());
@@ -1354,25 +1343,25 @@ TEST_CASE("defect (not reachable by a VFS): a job whose ROLLBACK TO fails fails 
         &job1, &p1));
     REQUIRE(SubmitJob(
         writer,
-        [&vfs, kind, &spilled](Db* db) {
+        [&fresh, &spilled](Db* db) {
           const uint64_t w0 = store::GetCoalescingWalStats().writes;
           Status s = db->Exec("UPDATE t SET v = randomblob(1000), u = u || 'x' WHERE k <= 200");
           spilled = store::GetCoalescingWalStats().writes - w0;
-          vfs.Arm({.op = FaultOp::kRead, .kind = kind, .sticky = true});
+          fresh.vfs.Arm({.op = FaultOp::kRead, .kind = fresh.kind, .sticky = true});
           return s.ok() ? Status::InvalidArgument("job 2 fails after writing") : s;
         },
         &job2, &p2,
         [&] {
-          fired = vfs.fired();
-          vfs.Disarm();
+          fired = fresh.vfs.fired();
+          fresh.vfs.Disarm();
         }));
     REQUIRE(SubmitJob(
         writer,
         [&](Db* db) {
           // Job 3 runs only if job 2's ROLLBACK TO succeeded: how many reads
           // failed until then says whether the fault reached it.
-          fired_before_job3 = vfs.fired();
-          vfs.Disarm();
+          fired_before_job3 = fresh.vfs.fired();
+          fresh.vfs.Disarm();
           return db->Exec("INSERT INTO t (k, v, u) VALUES (5001, x'00', 'job3')");
         },
         &job3, &p3));
@@ -1380,7 +1369,7 @@ TEST_CASE("defect (not reachable by a VFS): a job whose ROLLBACK TO fails fails 
     p1.get_future().wait();
     p2.get_future().wait();
     p3.get_future().wait();
-    vfs.Disarm();
+    fresh.vfs.Disarm();
     writer.Stop();
   }
   INFO("WAL writes (spills) of job 2: " << spilled << "; reads failed: " << fired
@@ -1392,7 +1381,7 @@ TEST_CASE("defect (not reachable by a VFS): a job whose ROLLBACK TO fails fails 
          "page of the savepoint in its cache, or read none)");
   }
   CHECK(!job2.ok());
-  auto c = OpenDb(path);
+  auto c = OpenDb(fresh.path);
   CHECK(IntegrityOf(c.get()) == "ok");
   CHECK(CountOrDie(c.get(), "SELECT count(*) FROM t WHERE u LIKE '%x'") == 0);
   CHECK(CountOrDie(c.get(), "SELECT count(*) FROM t WHERE k = 5000") == (job1.ok() ? 1 : 0));

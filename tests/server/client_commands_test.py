@@ -29,9 +29,7 @@ def run(args, key=None, env_key=None):
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        keys = os.path.join(tmp, "keys")
-        with open(keys, "w") as f:
-            f.write("k-admin admin\nk-acme tenant acme\n")
+        keys = edgealloc_server.keys_file(tmp, "k-admin admin\nk-acme tenant acme\n")
         port = edgealloc_server.free_port()
         server = edgealloc_server.serve(BIN, os.path.join(tmp, "c.db"), port,
                                         ["--keys", keys, "--demo"],

@@ -24,7 +24,7 @@ import tempfile
 import http.client
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from edgealloc_server import free_port, serve, stop, wait_answers  # noqa: E402
+from edgealloc_server import free_port, keys_file, serve, stop, wait_answers  # noqa: E402
 
 KEYS = {"admin": "adm-SECRET-6d1f0a", "tenant": "acme-SECRET-93be77", "wrong": "WRONG-SECRET-55aa01"}
 FLEET = json.dumps({"containers": [{"id": "c-%d" % i, "region": "weur", "pool": "chrome"} for i in range(3)]})
@@ -60,9 +60,7 @@ def limit_files():
 
 
 def run(binary, fmt, tmp, storage_fault=False):
-    keys = os.path.join(tmp, "keys")
-    with open(keys, "w") as f:
-        f.write("%s admin\n%s tenant acme\n" % (KEYS["admin"], KEYS["tenant"]))
+    keys = keys_file(tmp, "%s admin\n%s tenant acme\n" % (KEYS["admin"], KEYS["tenant"]))
     port = free_port()
     log_path = os.path.join(tmp, "server-%s.log" % fmt)
     log = open(log_path, "w")

@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from edgealloc_server import free_port, main_with_bin, serve, stop, wait_answers  # noqa: E402
+from edgealloc_server import free_port, keys_file, main_with_bin, serve, stop, wait_answers  # noqa: E402
 
 ADMIN, ACME, BOLT = "adm-R1", "acme-R2", "bolt-R3"
 REFUSED = 300
@@ -60,10 +60,8 @@ def check_refusal(status, body):
 
 
 def run(binary, tmp):
-    keys = os.path.join(tmp, "keys")
-    with open(keys, "w") as f:
-        f.write("%s admin\n%s tenant acme max_waiters=0\n%s tenant bolt\n" % (ADMIN, ACME, BOLT))
-    os.chmod(keys, 0o600)
+    keys = keys_file(tmp, "%s admin\n%s tenant acme max_waiters=0\n%s tenant bolt\n"
+                     % (ADMIN, ACME, BOLT), mode=0o600)
     port = free_port()
     log_path = os.path.join(tmp, "server.log")
     log = open(log_path, "w")

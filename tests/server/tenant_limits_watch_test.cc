@@ -28,21 +28,15 @@ class FleetOf : public testing::ForwardingStorage {
   std::vector<store::TenantLimitsDigest> others_;
 };
 
-store::TenantLimits Sessions(int64_t n) {
-  store::TenantLimits limits;
-  limits.max_sessions = n;
-  return limits;
-}
-
 }  // namespace
 
 TEST_CASE("tenant limits: the text is the quota the store shares, the tenant's or the default") {
-  CHECK(server::TenantLimitsText(Sessions(5), store::kUnlimited) == "max_sessions=5");
+  CHECK(server::TenantLimitsText({.max_sessions = 5}, store::kUnlimited) == "max_sessions=5");
   CHECK(server::TenantLimitsText(store::TenantLimits{}, 7) == "max_sessions=7");
   CHECK(server::TenantLimitsText(store::TenantLimits{}, store::kUnlimited) ==
         "max_sessions=unlimited");
   // Each node's own limits do not make a difference.
-  store::TenantLimits per_node = Sessions(5);
+  store::TenantLimits per_node{.max_sessions = 5};
   per_node.claims_per_s = 20;
   per_node.max_waiters = 3;
   CHECK(server::TenantLimitsText(per_node, 7) == "max_sessions=5");

@@ -91,12 +91,21 @@ std::map<std::string, int> PageThrough(const ListFn<Row>& list, int* pages) {
   }
 }
 
-// Pages through a list of kRows rows with `list` (PageThrough), and checks
-// that it took at least 4 pages and listed each of `keys` once.
-template <typename Row>
-void CheckPagedOnce(const ListFn<Row>& list, const std::vector<std::string>& keys) {
+// Pages through a list of kRows rows, the storage's `list` of `filter` with
+// kBudget, kLimit rows at most a page (PageThrough), and checks that it took
+// at least 4 pages and listed each of `keys` once.
+template <typename Row, typename Filter>
+void CheckPagedOnce(store::Storage* storage,
+                    store::Status (store::Storage::*list)(const Filter&, const std::string&, int,
+                                                          std::vector<Row>*, std::string*),
+                    Filter filter, const std::vector<std::string>& keys) {
+  filter.page_budget_bytes = kBudget;
   int pages = 0;
-  auto seen = PageThrough<Row>(list, &pages);
+  auto seen = PageThrough<Row>(
+      [&](const std::string& after, std::vector<Row>* page, std::string* next) {
+        return (storage->*list)(filter, after, kLimit, page, next);
+      },
+      &pages);
   CHECK(seen.size() == static_cast<size_t>(kRows));
   for (const std::string& key : keys) CHECK(seen[key] == 1);
   CHECK(pages >= 4);
@@ -145,24 +154,13 @@ TEST_CASE("list pages: rows with labels or data at their limit end a page at its
     for (const std::string tenant : {"", "t1"}) {
       store::SessionFilter filter;
       filter.tenant = tenant;
-      filter.page_budget_bytes = kBudget;
-      CheckPagedOnce<store::Session>(
-          [&](const std::string& after, auto* page, auto* next) {
-            return e->ListSessions(filter, after, kLimit, page, next);
-          },
-          SessionIds(claimed));
+      CheckPagedOnce(e.storage.get(), &store::Storage::ListSessions, filter, SessionIds(claimed));
     }
   }
   SECTION("containers") {
-    store::ContainerFilter filter;
-    filter.page_budget_bytes = kBudget;
     std::vector<std::string> ids;
     for (const auto& s : specs) ids.push_back(s.id);
-    CheckPagedOnce<store::ContainerInfo>(
-        [&](const std::string& after, auto* page, auto* next) {
-          return e->ListContainers(filter, after, kLimit, page, next);
-        },
-        ids);
+    CheckPagedOnce(e.storage.get(), &store::Storage::ListContainers, store::ContainerFilter{}, ids);
   }
   SECTION("ended sessions, newest first") {
     for (const auto& s : claimed) {
@@ -171,13 +169,8 @@ TEST_CASE("list pages: rows with labels or data at their limit end a page at its
       });
       REQUIRE(r.outcome == Outcome::kOk);
     }
-    store::SessionFilter filter;
-    filter.page_budget_bytes = kBudget;
-    CheckPagedOnce<store::EndedSession>(
-        [&](const std::string& after, auto* page, auto* next) {
-          return e->ListEndedSessions(filter, after, kLimit, page, next);
-        },
-        SessionIds(claimed));
+    CheckPagedOnce(e.storage.get(), &store::Storage::ListEndedSessions, store::SessionFilter{},
+                   SessionIds(claimed));
   }
   SECTION("without a budget a page ends by count alone") {
     std::vector<store::Session> page;

@@ -9,6 +9,7 @@ Standard library only; a script imports it with
 import argparse
 import ctypes
 import http.client
+import os
 import signal
 import socket
 import subprocess
@@ -31,6 +32,17 @@ def die_with_parent():
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:
         pass
+
+
+def keys_file(folder, text, mode=None):
+    """Writes `text` (lines of `key role [limits]`, docs/api.md) as the file
+    keys in folder, with `mode` when given; returns its path, for --keys."""
+    path = os.path.join(folder, "keys")
+    with open(path, "w") as f:
+        f.write(text)
+    if mode is not None:
+        os.chmod(path, mode)
+    return path
 
 
 def serve(binary, db, port, args=(), **popen):

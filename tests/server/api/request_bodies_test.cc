@@ -227,6 +227,13 @@ BodyError ParseError(const std::string& body) {
   return error;
 }
 
+// `body` is refused as invalid_field, the message naming `field` first.
+void CheckInvalidField(const std::string& body, const std::string& field) {
+  BodyError e = ParseError(body);
+  CHECK(e.code == "invalid_field");
+  CHECK(e.message.rfind(field + ":", 0) == 0);
+}
+
 TEST_CASE("heartbeats: a valid body is read whole with the server's accept time on every item") {
   std::vector<Heartbeat> out;
   BodyError error;
@@ -270,9 +277,7 @@ TEST_CASE("heartbeats: an invalid item rejects the whole body and the message na
   for (const Case& c : cases) {
     std::string body = std::string(R"({"heartbeats":[{"container_id":"ok"},)") + c.item + "]}";
     INFO(body);
-    BodyError e = ParseError(body);
-    CHECK(e.code == "invalid_field");
-    CHECK(e.message.rfind(std::string(c.field) + ":", 0) == 0);
+    CheckInvalidField(body, c.field);
   }
   std::string long_id(kMaxNameChars + 1, 'x');
   BodyError e = ParseError(R"({"heartbeats":[{"container_id":")" + long_id + R"("}]})");
@@ -298,9 +303,7 @@ TEST_CASE("heartbeats: a missing or empty or non-array list is invalid_field nam
   for (const char* body : {R"({})", R"({"heartbeats":null})", R"({"heartbeats":[]})",
                            R"({"heartbeats":"nope"})", R"({"heartbeats":{"container_id":"c"}})"}) {
     INFO(body);
-    BodyError e = ParseError(body);
-    CHECK(e.code == "invalid_field");
-    CHECK(e.message.rfind("heartbeats:", 0) == 0);
+    CheckInvalidField(body, "heartbeats");
   }
 }
 
@@ -340,9 +343,7 @@ TEST_CASE("heartbeats: more items than the per-request bound are refused whole")
     body += (i ? "," : "") + std::string(R"({"container_id":"c"})");
   }
   body += "]}";
-  BodyError e = ParseError(body);
-  CHECK(e.code == "invalid_field");
-  CHECK(e.message.rfind("heartbeats:", 0) == 0);
+  CheckInvalidField(body, "heartbeats");
 }
 
 TEST_CASE("heartbeats: ts_ms may be ahead of the accept time by the skew and not a millisecond more") {

@@ -40,13 +40,19 @@ struct Counts {
   }
 };
 
-}  // namespace
-
-TEST_CASE("deferred_heartbeats: a skipped row is taken by the next write, and holds the "
-          "watermark") {
+// Each test's partition: its deferred rows, the gauges End gave, and the
+// rows its Begin took.
+struct Deferred {
   DeferredHeartbeats d;
   Counts counts;
   std::vector<HeartbeatRow> taken;
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(Deferred,
+                 "deferred_heartbeats: a skipped row is taken by the next write, and holds the "
+                 "watermark") {
   REQUIRE(d.Begin(/*wait=*/true, &taken));
   CHECK(taken.empty());
   const std::vector<HeartbeatRow> batch = {Row("a", 1000, 1, 0.1), Row("b", 1100, 1, 0.2)};
@@ -64,11 +70,9 @@ TEST_CASE("deferred_heartbeats: a skipped row is taken by the next write, and ho
   CHECK(d.OldestHeldBackMs() == 0);
 }
 
-TEST_CASE("deferred_heartbeats: a container skipped twice keeps one row, its newest report, "
-          "held since its oldest") {
-  DeferredHeartbeats d;
-  Counts counts;
-  std::vector<HeartbeatRow> taken;
+TEST_CASE_METHOD(Deferred,
+                 "deferred_heartbeats: a container skipped twice keeps one row, its newest report, "
+                 "held since its oldest") {
   REQUIRE(d.Begin(true, &taken));
   d.End({Row("a", 1000, 5, 0.5)}, 0, Status::Ok(), Skipped({0}), std::ref(counts));
   REQUIRE(d.Begin(true, &taken));
@@ -87,10 +91,8 @@ TEST_CASE("deferred_heartbeats: a container skipped twice keeps one row, its new
   d.End(taken, taken.size(), Status::Ok(), HeartbeatWriteResult{}, std::ref(counts));
 }
 
-TEST_CASE("deferred_heartbeats: a failed write keeps the rows it took back, not the caller's") {
-  DeferredHeartbeats d;
-  Counts counts;
-  std::vector<HeartbeatRow> taken;
+TEST_CASE_METHOD(
+    Deferred, "deferred_heartbeats: a failed write keeps the rows it took back, not the caller's") {
   REQUIRE(d.Begin(true, &taken));
   d.End({Row("a", 1000, 1, 0.1)}, 0, Status::Ok(), Skipped({0}), std::ref(counts));
   REQUIRE(d.Begin(true, &taken));
@@ -106,11 +108,9 @@ TEST_CASE("deferred_heartbeats: a failed write keeps the rows it took back, not 
   d.End(taken, taken.size(), Status::Ok(), HeartbeatWriteResult{}, std::ref(counts));
 }
 
-TEST_CASE("deferred_heartbeats: one write at a time, and the flush does not wait for one "
-          "under way") {
-  DeferredHeartbeats d;
-  Counts counts;
-  std::vector<HeartbeatRow> taken;
+TEST_CASE_METHOD(Deferred,
+                 "deferred_heartbeats: one write at a time, and the flush does not wait for one "
+                 "under way") {
   REQUIRE(d.Begin(true, &taken));
   std::vector<HeartbeatRow> other;
   CHECK_FALSE(d.Begin(/*wait=*/false, &other));
