@@ -83,7 +83,7 @@ deps() { scripts/setup.sh --deps-only clang-14 libfuzzer-14-dev; }
 # Everything but the benchmark programs: the fuzz targets, edgealloc and
 # every test binary.
 asan_build() {
-  cmake -S . -B build-fuzz -DEDGEALLOC_FUZZ=ON -DEDGEALLOC_BENCH=OFF -DEDGEALLOC_PG_ONLY_TESTS=OFF \
+  cmake -S . -B build-fuzz -DEDGEALLOC_FUZZ=ON -DEDGEALLOC_UNITY_BUILD=ON -DEDGEALLOC_BENCH=OFF -DEDGEALLOC_PG_ONLY_TESTS=OFF \
     -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="$sanitizer_cxx_flags" \
     >/dev/null && nice cmake --build build-fuzz -j2
 }
@@ -118,7 +118,7 @@ fuzz_together() {
 }
 
 tsan_build() {
-  cmake -S . -B build-tsan -DEDGEALLOC_BENCH=OFF -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Debug \
+  cmake -S . -B build-tsan -DEDGEALLOC_UNITY_BUILD=ON -DEDGEALLOC_BENCH=OFF -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS_DEBUG="$sanitizer_cxx_flags" -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null &&
     nice cmake --build build-tsan -j2 --target "${tsan_binaries[@]}"

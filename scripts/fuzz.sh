@@ -37,7 +37,7 @@ if [[ -z ${FUZZ_NO_BUILD:-} ]]; then
   scripts/setup.sh --deps-only clang-14 libfuzzer-14-dev
   # The flags scripts/deep_checks.sh gives build-fuzz/ (line tables only), so
   # that neither run rebuilds the other's tree.
-  cmake -S . -B build-fuzz -DEDGEALLOC_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++-14 \
+  cmake -S . -B build-fuzz -DEDGEALLOC_FUZZ=ON -DEDGEALLOC_UNITY_BUILD=ON -DCMAKE_CXX_COMPILER=clang++-14 \
     -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" >/dev/null
   nice cmake --build build-fuzz -j2 --target "${run[@]/#/fuzz_}"
 fi
