@@ -31,7 +31,8 @@ SIGNATURE_END = re.compile(
 # A constructor's head: `) : member(...)` or `) : member{...}`, ending with
 # the last initializer; and a brace initializer's own `{` inside it.
 INITIALIZERS = re.compile(r"\)\s*(?:noexcept\s*)?:\s*[\w:]+\s*[({].*[)}]$", re.S)
-BRACE_INITIALIZER = re.compile(r"\)\s*(?:noexcept\s*)?:\s*(?:[\w:]+\s*[({].*[)}]\s*,\s*)?[\w:]+$", re.S)
+BRACE_INITIALIZER = re.compile(
+    r"\)\s*(?:noexcept\s*)?:\s*(?:[\w:]+\s*[({].*[)}]\s*,\s*)?[\w:]+$", re.S)
 NOT_A_FUNCTION = re.compile(r"(?:^|[\s;}])(?:namespace|class|struct|enum|union)\b[^()]*$")
 
 
@@ -52,7 +53,8 @@ def blank(text):
         elif text.startswith("/*", i):
             j = text.find("*/", i + 2)
             i = skip_to(n if j < 0 else j + 2)
-        elif (m := RAW_STRING.match(text, i)) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+        elif (m := RAW_STRING.match(text, i)) and not (i > 0 and (text[i - 1].isalnum()
+                                                                  or text[i - 1] == "_")):
             end = ")" + m.group(1) + '"'
             j = text.find(end, m.end())
             i = skip_to(n if j < 0 else j + len(end))
@@ -120,7 +122,8 @@ def product_files(root):
 
 
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(here)
     problems, longest_file, longest_function = [], (0, ""), (0, "")
     for rel in sorted(product_files(root)):
         with open(os.path.join(root, rel), encoding="utf-8") as f:
@@ -128,7 +131,8 @@ def main():
         lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
         longest_file = max(longest_file, (lines, rel))
         if lines > MAX_FILE_LINES:
-            problems.append("%s: %d lines (at most %d: split it by topic)" % (rel, lines, MAX_FILE_LINES))
+            problems.append("%s: %d lines (at most %d: split it by topic)"
+                            % (rel, lines, MAX_FILE_LINES))
         for first, length, head in long_functions(text, 0):
             longest_function = max(longest_function, (length, "%s:%d %s" % (rel, first, head)))
             if length > MAX_FUNCTION_LINES:

@@ -13,13 +13,14 @@ namespace store::sql {
 // time (never at enqueue time, so a claim that landed in between is seen).
 // Liveness advances: last_heartbeat_ms is the server's clock at accept, fair
 // to a container whose own clock is skewed; a row accepted before the
-// container was judged dead changes nothing (store/report_counts_sql.h). The report (reported_ts_ms, load,
-// state) applies only if it is not older than the newest one taken (?3 NULL
-// counts as current). WriteHeartbeats (sqlite/sqlite_storage_heartbeats.cc)
-// runs kHeartbeatPlain first for every row; if it changed no row
-// (sqlite3_changes() == 0) and the row carries a state,
-// kHeartbeatReport; if that changed none either, kHeartbeatStale writes the
-// liveness alone, and if that changes no row the id is not in this shard.
+// container was judged dead changes nothing (store/report_counts_sql.h).
+// The report (reported_ts_ms, load, state) applies only if it is not older
+// than the newest one taken (?3 NULL counts as current). WriteHeartbeats
+// (sqlite/sqlite_storage_heartbeats.cc) runs kHeartbeatPlain first for every
+// row; if it changed no row (sqlite3_changes() == 0) and the row carries a
+// state, kHeartbeatReport; if that changed none either, kHeartbeatStale
+// writes the liveness alone, and if that changes no row the id is not in
+// this shard.
 //
 // Three statements, and no RETURNING, because kHeartbeatPlain rewrites one
 // index entry where kHeartbeatReport rewrites four, and RETURNING costs a
