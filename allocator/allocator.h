@@ -25,9 +25,9 @@ namespace allocator {
 // release, renew and exact session reads, over the storage seam, with the
 // lease policy (defaults and bounds), the counters and the messages a client
 // reads; and the lease reaper thread, which ends sessions whose lease is over.
-// Its parts live apart: the claims (claims.cc, counted by claim_counts.h and
-// worded by claim_messages.h), the waiting room (waiting_room.h) and the
-// lease reaper (lease_reaper.h).
+// Its parts live apart: the claims (allocator_claims.cc, counted by
+// claim_counts.h and worded by claim_messages.h), the waiting room
+// (waiting_room.h) and the lease reaper (lease_reaper.h).
 // The lifecycle itself (one atomic claim statement, compare-and-swap on the
 // fencing token) is the storage engine's. Safe from any thread; results come
 // back through callbacks on writer threads, after the commit. The storage

@@ -29,7 +29,7 @@ namespace allocator {
 // (its region's and each fallback region's), so the claims that share a pool
 // are served first come first served, whatever else they name. A session
 // claimed for a waiter whose client went away, or was answered without its
-// claim's answer, is released here too (abandoned_releases.cc).
+// claim's answer, is released here too (waiting_room_abandoned.cc).
 // Allocator::Claim's comment tells what a client sees. Safe from any thread.
 //
 // The storage, options, stats and claim counts must outlive it. Callbacks it
@@ -133,7 +133,7 @@ class WaitingRoom {
   // Why `w` may not wait now (empty: it may): a full pool, tenant or total.
   std::string OverBoundLocked(const Waiter& w) REQUIRES(mu_);
 
-  // ---- The waiters' thread (waiter_rounds.cc) ----
+  // ---- The waiters' thread (waiting_room_rounds.cc) ----
   // Never waits on the storage: its reads are the prober's, and its claims
   // and releases answer through callbacks.
   void Loop();
@@ -152,7 +152,7 @@ class WaitingRoom {
   // has them read again as soon as it is back.
   void HandToProberLocked(std::vector<store::PoolProbe> probes, bool woken) REQUIRES(mu_);
 
-  // ---- The prober (waiter_rounds.cc): reads, then lets waiters claim ----
+  // ---- The prober (waiting_room_rounds.cc): reads, then lets waiters claim ----
   void ProbeLoop();
   // One read for every waiting pool, then each pool's first in line claims
   // if its pools may serve it; claims that no registered container could
@@ -170,7 +170,7 @@ class WaitingRoom {
   // in line (the one place to change for another order, e.g. by tenant).
   static WaiterPtr NextInLine(const std::deque<WaiterPtr>& queue);
 
-  // ---- Sessions of clients that went away (abandoned_releases.cc) ----
+  // ---- Sessions of clients that went away (waiting_room_abandoned.cc) ----
   // A session claimed for a waiter whose client went away, or that was
   // answered without it: queued to be released, or kept when the claim has
   // an idempotency key (counted as kept).

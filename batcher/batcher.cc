@@ -4,28 +4,18 @@
 #include <cassert>
 #include <chrono>
 #include <iterator>
-#include <map>
 #include <new>
 #include <string_view>
 #include <unordered_set>
 #include <utility>
 
 #include "base/clock.h"
-#include "concurrentqueue/blockingconcurrentqueue.h"
+#include "batcher/lane.h"
 
 namespace batcher {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Takes n slots of a queue bounded at `capacity`, or none.
-bool Reserve(std::atomic<int64_t>* depth, int64_t n, int64_t capacity) {
-  int64_t current = depth->load(std::memory_order_relaxed);
-  do {
-    if (current + n > capacity) return false;
-  } while (!depth->compare_exchange_weak(current, current + n, std::memory_order_acq_rel));
-  return true;
-}
 
 // Keeps the first of each id of *ids, in order.
 void KeepFirstOfEach(std::vector<std::string>* ids) {
@@ -34,33 +24,6 @@ void KeepFirstOfEach(std::vector<std::string>* ids) {
 }
 
 }  // namespace
-
-// One partition's queue and its batching thread.
-struct Batcher::Lane {
-  explicit Lane(int p) : partition(p) {}
-  const int partition;
-  // Moodycamel's ConcurrentQueue with a semaphore, so the batching thread can
-  // sleep until an item comes or its batch_wait runs out. Unbounded by
-  // itself: `depth` is the bound.
-  moodycamel::BlockingConcurrentQueue<Heartbeat> queue;
-  // Items reserved or queued and not yet taken into a batch. Submit reserves
-  // before it enqueues, so depth never exceeds queue_capacity.
-  std::atomic<int64_t> depth{0};
-  // How many items of each accepted_ms are queued or being written: the
-  // oldest key is the lane's watermark (everything accepted before it is
-  // stored), which the reaper judges silence from, so that neither a backlog
-  // nor a batch still filling is taken for death.
-  base::Mutex queued_mu;
-  std::map<int64_t, int64_t> queued_by_accepted_ms GUARDED_BY(queued_mu);
-  // Steady ms since the batch being written first failed (0 while writes
-  // succeed), and of the last failed attempt: the lane's hold on the hearing.
-  std::atomic<int64_t> failing_since_ms{0};
-  std::atomic<int64_t> last_failed_ms{0};
-  // The batching thread's reused buffers.
-  Scratch scratch;
-  store::HeartbeatWriteResult result;
-  std::thread thread;
-};
 
 Batcher::Batcher(store::Storage* storage, BatcherOptions options)
     : storage_(storage), options_(options) {
@@ -99,10 +62,8 @@ void Batcher::AddHearingHolds() {
   for (auto& lane : lanes_) {
     Lane* l = lane.get();
     hearing_->AddHold(Hearing::Cause::kWriteFailing,
-                      "heartbeat writes of partition " + std::to_string(l->partition), [l] {
-                        return l->failing_since_ms.load() != 0 ? base::SteadyNowMs()
-                                                               : l->last_failed_ms.load();
-                      });
+                      "heartbeat writes of partition " + std::to_string(l->partition()),
+                      [l] { return l->HearingHoldMs(); });
   }
   // A writer that cannot reach its database (PostgreSQL) also makes the
   // heartbeat route refuse: remembered here, since the flag itself clears.
@@ -121,7 +82,7 @@ void Batcher::AddHearingHolds() {
 
 bool Batcher::AnyLaneFailing() const {
   for (const auto& lane : lanes_) {
-    if (lane->failing_since_ms.load(std::memory_order_relaxed) != 0) return true;
+    if (lane->failing()) return true;
   }
   return false;
 }
@@ -214,16 +175,16 @@ SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
   // All or nothing: a slot in every partition the request touches, or none.
   for (size_t i = 0; i < lanes_.size(); ++i) {
     const auto n = static_cast<int64_t>(per_partition[i].size());
-    if (n == 0 || Reserve(&lanes_[i]->depth, n, options_.queue_capacity)) continue;
+    if (n == 0 || lanes_[i]->Reserve(n, options_.queue_capacity)) continue;
     for (size_t j = 0; j < i; ++j) {
-      lanes_[j]->depth.fetch_sub(static_cast<int64_t>(per_partition[j].size()));
+      lanes_[j]->Unreserve(static_cast<int64_t>(per_partition[j].size()));
     }
     return refuse(SubmitResult::Code::kOverloaded);
   }
   for (size_t i = 0; i < lanes_.size(); ++i) {
     std::vector<Heartbeat>& share = per_partition[i];
     if (share.empty()) continue;
-    MarkQueued(lanes_[i].get(), share.data(), share.size());
+    lanes_[i]->MarkQueued(share.data(), share.size());
     // The slots are reserved, so room is not the question: enqueue_bulk
     // fails only when malloc does, which is what bad_alloc says everywhere
     // else (the vectors above would throw it too).
@@ -239,54 +200,18 @@ SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
 }
 
 int64_t Batcher::QueueDepth(int partition) const {
-  return lanes_[static_cast<size_t>(partition)]->depth.load(std::memory_order_relaxed);
+  return lanes_[static_cast<size_t>(partition)]->depth();
 }
 
 int64_t Batcher::QueueDepth() const {
   int64_t total = 0;
-  for (const auto& lane : lanes_) total += lane->depth.load(std::memory_order_relaxed);
+  for (const auto& lane : lanes_) total += lane->depth();
   return total;
 }
 
 int64_t Batcher::LagMs(int partition) const {
   const int64_t heard_until = HeardUntil(lanes_[static_cast<size_t>(partition)].get());
   return std::max<int64_t>(0, base::NowMs() - 1 - heard_until);
-}
-
-namespace {
-
-// Where the run of items with items[i]'s accepted_ms ends: a request's items
-// share one, so a batch has few runs and the lane's map is touched a few
-// times, not once an item.
-size_t AcceptedRunEnd(const Heartbeat* items, size_t n, size_t i) {
-  size_t j = i + 1;
-  while (j < n && items[j].accepted_ms == items[i].accepted_ms) ++j;
-  return j;
-}
-
-}  // namespace
-
-void Batcher::MarkQueued(Lane* lane, Heartbeat* items, size_t n) {
-  base::MutexLock lock(&lane->queued_mu);
-  // Taken under the lock the reaper reads the watermark under: an item is
-  // either in the set when the reaper looks, or stamped after it looked.
-  const int64_t now = base::NowMs();
-  for (size_t i = 0; i < n; ++i) items[i].accepted_ms = std::max(items[i].accepted_ms, now);
-  for (size_t i = 0, end; i < n; i = end) {
-    end = AcceptedRunEnd(items, n, i);
-    lane->queued_by_accepted_ms[items[i].accepted_ms] += static_cast<int64_t>(end - i);
-  }
-}
-
-void Batcher::MarkWritten(Lane* lane, const Heartbeat* items, size_t n) {
-  base::MutexLock lock(&lane->queued_mu);
-  for (size_t i = 0, end; i < n; i = end) {
-    end = AcceptedRunEnd(items, n, i);
-    auto it = lane->queued_by_accepted_ms.find(items[i].accepted_ms);
-    if (it == lane->queued_by_accepted_ms.end()) continue;
-    it->second -= static_cast<int64_t>(end - i);
-    if (it->second <= 0) lane->queued_by_accepted_ms.erase(it);
-  }
 }
 
 void Batcher::LaneLoop(Lane* lane) {
@@ -321,7 +246,7 @@ void Batcher::LaneLoop(Lane* lane) {
       n +=
           lane->queue.wait_dequeue_bulk_timed(buf.data() + n, max - n, std::max<int64_t>(usecs, 1));
     }
-    lane->depth.fetch_sub(static_cast<int64_t>(n));
+    lane->Unreserve(static_cast<int64_t>(n));
     WriteBatch(lane, buf.data(), n);
   }
 }
@@ -344,7 +269,7 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
     const auto t0 = Clock::now();
     // At most one batch in flight per partition: the queue stays the only
     // buffer, and its bound the only bound.
-    store::Status s = storage_->WriteHeartbeats(lane->partition, rows, &result);
+    store::Status s = storage_->WriteHeartbeats(lane->partition(), rows, &result);
     if (s.ok()) {
       // Before the counts: a caller that sees the batch counted sees its ids
       // named or forgotten.
@@ -357,23 +282,17 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
       stats_.stale.fetch_add(result.stale, std::memory_order_relaxed);
       stats_.coalesced.fetch_add(coalesced, std::memory_order_relaxed);
       stats_.unknown.fetch_add(result.unknown.size(), std::memory_order_relaxed);
-      if (lane->failing_since_ms.load() != 0) {
-        // Heard again from now: the failing time was the server's deafness.
-        lane->last_failed_ms.store(base::SteadyNowMs());
-        lane->failing_since_ms.store(0);
-      }
+      lane->NoteWriteSucceeded();
       break;
     }
-    const int64_t failed_at = base::SteadyNowMs();
-    lane->last_failed_ms.store(failed_at);
-    if (lane->failing_since_ms.load() == 0) lane->failing_since_ms.store(failed_at);
+    lane->NoteWriteFailed(base::SteadyNowMs());
     stats_.write_retries.fetch_add(1, std::memory_order_relaxed);
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
     backoff_ms = std::min(backoff_ms * 2, kRetryMaxMs);
   }
   // Durable (or, stopping against a failing store, given up and counted):
   // these items no longer hold the lane's watermark back.
-  MarkWritten(lane, items, n);
+  lane->MarkWritten(items, n);
   // Release the strings now (the ids moved into the rows; the rest is small).
   for (size_t i = 0; i < n; ++i) items[i] = Heartbeat();
   lane->scratch.index.clear();
@@ -404,18 +323,10 @@ int64_t Batcher::BackByHearing(int64_t wall_ms) const {
 }
 
 int64_t Batcher::HeardUntil(Lane* lane) const {
-  int64_t watermark = 0;
-  {
-    base::MutexLock lock(&lane->queued_mu);
-    watermark = base::NowMs();
-    if (!lane->queued_by_accepted_ms.empty()) {
-      // Items accepted at this ms are not all stored yet; those before it are.
-      watermark = std::min(watermark, lane->queued_by_accepted_ms.begin()->first - 1);
-    }
-  }
+  const int64_t watermark = lane->Watermark();
   // Asked after the lane's set: an item leaves the set only once stored or
   // held back by the storage, so it is seen in one of the two.
-  const int64_t held = storage_->OldestHeldBackMs(lane->partition);
+  const int64_t held = storage_->OldestHeldBackMs(lane->partition());
   return held != 0 ? std::min(watermark, held - 1) : watermark;
 }
 
@@ -452,7 +363,7 @@ void Batcher::ReapPartition(Lane* lane, const store::HeldPools& held) {
   for (;;) {
     store::SilenceSweep sweep;
     store::Status s = storage_->SweepSilentContainers(
-        lane->partition, [this, lane] { return SilenceCutoff(lane); }, held, kReapBatchRows,
+        lane->partition(), [this, lane] { return SilenceCutoff(lane); }, held, kReapBatchRows,
         &sweep);
     if (!s.ok()) return;  // Busy or an error: nothing written; the next tick retries
     const int64_t dead = sweep.sessions_ended + sweep.marked_dead;

@@ -23,6 +23,8 @@
 
 namespace batcher {
 
+class Lane;
+
 // Bounds of the heartbeat path (every queue and batch bound is named).
 // Rows a batch at most, whatever BatcherOptions::batch_max says.
 inline constexpr int kMaxBatchRows = 1000;
@@ -107,7 +109,8 @@ struct SubmitResult {
 // (Storage::WriteHeartbeats); its reaper marks silent containers dead
 // (Storage::SweepSilentContainers). Submit and every reader are safe from
 // any thread; each partition has one batching thread that alone writes its
-// queue out, and one reaper thread serves all partitions. The storage must
+// queue out (its queue, bound and watermark are a Lane, lane.h), and one
+// reaper thread serves all partitions. The storage must
 // outlive the Batcher, its writers running until Stop() has returned.
 class Batcher {
  public:
@@ -169,8 +172,6 @@ class Batcher {
   bool AnyLaneFailing() const;
 
  private:
-  struct Lane;
-
   void LaneLoop(Lane* lane);
   // Writes one batch of the lane's partition, retrying until it is durable
   // (or, while stopping, until kStopGiveUpMs of failures).
@@ -197,10 +198,6 @@ class Batcher {
   // The hearing's holds: each lane's failing writes, the store's writers
   // that cannot reach their database, requests refused for want of room.
   void AddHearingHolds();
-  // Stamps items[0..n) accepted now, into lane's queued set (before they
-  // are enqueued), and takes them out once written (durable or lost).
-  void MarkQueued(Lane* lane, Heartbeat* items, size_t n);
-  void MarkWritten(Lane* lane, const Heartbeat* items, size_t n);
   void ReapPartition(Lane* lane, const store::HeldPools& held);
   // The pools in a mass silence now, and their longer grace's cutoff; none
   // without options_.live_by_pool, or while nothing can be silent.

@@ -36,8 +36,8 @@ namespace server {
 // A Service is one running edgealloc: the storage (its writers inside), the
 // allocator, the heartbeat batcher, the capacity mirror, the
 // routes and the HTTP server, and the demo fleet when asked: it wires
-// server/http, server/api and server/ops together. main() and the tests own
-// one. Start and Stop are for the owning thread; everything else it holds is
+// server/http, server/api and server/ops together (each part's options from
+// the config: service_options.h). main() and the tests own one. Start and Stop are for the owning thread; everything else it holds is
 // used from io and writer threads.
 class Service {
  public:

@@ -15,7 +15,7 @@
 namespace store {
 
 // The statements a heartbeat row is written by, in every engine (their
-// why: store/sqlite/lifecycle_sql.h): the plain one (liveness, and a report
+// why: store/sqlite/heartbeat_sql.h): the plain one (liveness, and a report
 // of the state the row already has), the report one (a state change), and
 // the stale one (liveness alone: an older report, or no such container).
 enum class HeartbeatStatement { kPlain, kReport, kStale };

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-// Whose a key is and what it may call; reading a keys file is keys_file.cc.
+// Whose a key is and what it may call; reading a keys file is auth_keys_file.cc.
 
 namespace server {
 namespace {

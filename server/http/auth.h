@@ -66,7 +66,8 @@ enum class AuthVerdict { kAllowed, kUnauthorized, kForbidden };
 // Safe to share between io threads. Assigning another KeyStore to it
 // replaces its keys at once (a reload): each call reads one set, the old or
 // the new, never a mix. Keys are compared in constant time and never logged
-// or put into messages.
+// or put into messages. Reading a keys file (Load, Parse, and
+// CheckKeysFileAccess above) is in auth_keys_file.cc; the rest in auth.cc.
 class KeyStore {
  public:
   static constexpr size_t kMaxKeyBytes = 256;

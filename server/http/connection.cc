@@ -16,7 +16,7 @@
 
 // One connection's reading of a request and handing it to the handler; its
 // writing is in connection_write.cc, its watch for a client that goes away
-// in client_gone_watch.cc.
+// in connection_client_gone.cc.
 
 namespace server {
 

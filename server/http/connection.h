@@ -33,7 +33,7 @@ namespace server {
 //
 // Its parts: reading a request and handing it over (connection.cc), writing
 // the answer and closing (connection_write.cc), watching for a client that
-// goes away while its request waits (client_gone_watch.cc).
+// goes away while its request waits (connection_client_gone.cc).
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // `counted`: the connection is within the cap; if not, it is answered 503

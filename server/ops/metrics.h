@@ -78,7 +78,8 @@ struct MetricsSources {
 // latency and heartbeat histograms, and the container gauges from the
 // mirror's current snapshot. Reads atomics and the mirror's snapshot only:
 // never SQLite, never a lock that a writer holds (the per-pool claim
-// counts' lock is held for a map copy).
+// counts' lock is held for a map copy). The storage's families are written
+// by store_metrics.h, the keys file's by tenant_metrics.h.
 std::string RenderMetrics(const MetricsSources& sources, int64_t now_ms);
 
 }  // namespace server

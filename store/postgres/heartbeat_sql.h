@@ -17,7 +17,7 @@
 
 namespace store::pgsql {
 
-// Heartbeats: the three statements of store/sqlite/lifecycle_sql.h. The
+// Heartbeats: the three statements of store/sqlite/heartbeat_sql.h. The
 // liveness stamp (last_heartbeat_ms) is when the row was accepted, on the
 // database's clock (EDGEALLOC_PG_ACCEPTED), not when it is written: a
 // report queued on a node counts as of when the node heard it, and silence
@@ -105,7 +105,7 @@ WITH held AS MATERIALIZED (
 SELECT c.id, c.id IN (SELECT id FROM held) FROM containers c WHERE c.id = ANY($1::text[])
 )sql";
 
-// Liveness alone (store/sqlite/lifecycle_sql.h kHeartbeatStale).
+// Liveness alone (store/sqlite/heartbeat_sql.h kHeartbeatStale).
 //   $1 id $2 accepted_ms, on the database's clock
 inline constexpr char kHeartbeatStale[] = R"sql(
 UPDATE containers SET last_heartbeat_ms =

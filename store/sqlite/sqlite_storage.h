@@ -22,7 +22,8 @@ namespace store {
 // The SQLite engine of the storage seam (store/storage.h). A partition is a
 // shard: one SQLite file in WAL mode with its one Writer (group commit) and
 // its pool of read-only connections; --shards N splits the pool over N files
-// by region (ShardMap). Every statement it runs is in sqlite/lifecycle_sql.h.
+// by region (ShardMap). Every statement it runs is in sqlite/lifecycle_sql.h
+// (the heartbeat rows' in sqlite/heartbeat_sql.h).
 // Its members are defined by topic, each group below in the file its
 // comment names: sqlite_storage.cc (opening, the writers) and
 // sqlite_storage_<topic>.cc for sessions, containers, pools, heartbeats,

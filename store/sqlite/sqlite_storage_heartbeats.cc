@@ -7,7 +7,7 @@
 
 #include "store/clock_steps.h"
 #include "store/heartbeat_job.h"
-#include "store/sqlite/lifecycle_sql.h"
+#include "store/sqlite/heartbeat_sql.h"
 #include "store/sqlite/sqlite_storage.h"
 
 namespace store {
