@@ -1,6 +1,7 @@
 #ifndef EDGEALLOC_SERVER_OPS_EXPOSITION_H_
 #define EDGEALLOC_SERVER_OPS_EXPOSITION_H_
 
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -50,6 +51,10 @@ class Exposition {
             std::string_view value);
   std::string out_;
 };
+
+// A counter of the process, read for a sample: no order with other memory
+// is needed, a scrape only wants a recent value.
+inline uint64_t Load(const std::atomic<uint64_t>& x) { return x.load(std::memory_order_relaxed); }
 
 }  // namespace server
 

@@ -32,8 +32,6 @@ void WriteHistogram(Exposition* out, std::string_view name, size_t bounds, Bound
   out->Sample(std::string(name) + "_count", total);
 }
 
-uint64_t Load(const std::atomic<uint64_t>& x) { return x.load(std::memory_order_relaxed); }
-
 // A family of one unlabelled sample.
 template <typename Value>
 void One(Exposition* out, std::string_view name, std::string_view type, std::string_view help,

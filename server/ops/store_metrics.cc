@@ -10,8 +10,6 @@
 namespace server {
 namespace {
 
-uint64_t Load(const std::atomic<uint64_t>& x) { return x.load(std::memory_order_relaxed); }
-
 // One family of the storage's writers, a sample each (labelled "shard", as
 // the SQLite engine's partitions are its shard files); `value` reads a
 // writer's stats, nullopt for none.
