@@ -45,12 +45,6 @@ int NestingDepth(std::string_view text) {
   return deepest;
 }
 
-bool Fail(BodyError* error, ApiError code, std::string message) {
-  error->code = CodeOf(code);
-  error->message = std::move(message);
-  return false;
-}
-
 std::string UnknownFieldMessage(std::string_view name, std::string_view at, FieldNames known) {
   const std::string shown = name.size() > kMaxNameEcho
                                 ? std::string(name.substr(0, kMaxNameEcho)) + "..."
@@ -70,14 +64,24 @@ std::string UnknownFieldMessage(std::string_view name, std::string_view at, Fiel
 
 }  // namespace
 
+bool RefuseBody(BodyError* error, ApiError code, std::string message) {
+  error->code = CodeOf(code);
+  error->message = std::move(message);
+  return false;
+}
+
 bool ParseJsonObject(std::string_view body, json* out, BodyError* error) {
   if (NestingDepth(body) > kMaxJsonDepth) {
-    return Fail(error, ApiError::kInvalidJson,
+    return RefuseBody(error, ApiError::kInvalidJson,
                 "body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
   json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Fail(error, ApiError::kInvalidJson, "body is not valid JSON");
-  if (!j.is_object()) return Fail(error, ApiError::kInvalidJson, "body must be a JSON object");
+  if (j.is_discarded()) {
+    return RefuseBody(error, ApiError::kInvalidJson, "body is not valid JSON");
+  }
+  if (!j.is_object()) {
+    return RefuseBody(error, ApiError::kInvalidJson, "body must be a JSON object");
+  }
   *out = std::move(j);
   return true;
 }
@@ -90,7 +94,7 @@ bool KnownFieldsOnly(const json& object, std::string_view at, FieldNames known, 
   for (auto member = object.begin(); member != object.end(); ++member) {
     const std::string& name = member.key();
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
-    return Fail(error, ApiError::kInvalidRequest, UnknownFieldMessage(name, at, known));
+    return RefuseBody(error, ApiError::kInvalidRequest, UnknownFieldMessage(name, at, known));
   }
   return true;
 }

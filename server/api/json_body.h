@@ -3,15 +3,21 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <string>
 #include <string_view>
 
 #include "server/api/request_bodies.h"
+#include "server/http/error_table.h"
 
 namespace server {
 
 // The one place a request body's fields are held to the ones its request
 // knows (request_bodies.h lists them beside each parser). Pure functions,
 // safe from any thread.
+
+// Fills *error with `code` and `message` and returns false: how every
+// parser of a request body refuses it.
+bool RefuseBody(BodyError* error, ApiError code, std::string message);
 
 // Parses `body` as one JSON object into *out: invalid_json if it nests
 // deeper than kMaxJsonDepth, is not JSON or is not an object. Its fields are

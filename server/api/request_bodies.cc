@@ -18,14 +18,8 @@ namespace {
 using batcher::Heartbeat;
 using nlohmann::json;
 
-bool Fail(BodyError* error, ApiError code, std::string message) {
-  error->code = CodeOf(code);
-  error->message = std::move(message);
-  return false;
-}
-
 bool FieldFail(BodyError* error, const std::string& field, const std::string& what) {
-  return Fail(error, ApiError::kInvalidField, field + ": " + what);
+  return RefuseBody(error, ApiError::kInvalidField, field + ": " + what);
 }
 
 // PostgreSQL text cannot hold U+0000 (and libpq would cut a parameter at
