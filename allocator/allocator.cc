@@ -11,12 +11,14 @@ Allocator::~Allocator() { Stop(); }
 
 void Allocator::Start() {
   reaper_.Start();
+  backups_.Start();
   fleet_claims_.Start();
   waiting_room_.Start();
 }
 
 void Allocator::Stop() {
   reaper_.Stop();
+  backups_.Stop();
   fleet_claims_.Stop();
   waiting_room_.Stop();
 }

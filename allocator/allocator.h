@@ -15,6 +15,7 @@
 #include "allocator/claim_counts.h"
 #include "allocator/fleet_claims.h"
 #include "allocator/lease_reaper.h"
+#include "allocator/region_backups.h"
 #include "allocator/waiting_room.h"
 #include "store/storage.h"
 #include "store/types.h"
@@ -60,6 +61,12 @@ class Allocator {
   // kOverloaded or kError, each with a message for people when not kOk.
   // REQUIRES: req.lease_ms in [0, max_lease_ms]; fields validated.
   //
+  // The regions tried: req.region, req.fallback_regions, then the region's
+  // designated backup (options.backup_regions); a region whose heartbeat
+  // lag is past max_heartbeat_lag_ms is replaced by its backup and never
+  // tried itself (RegionBackups::Routed), at each attempt. A session's
+  // result says which served it (SessionResult::served_by).
+  //
   // With req.wait_ms > 0, a claim that finds nothing waits up to that long,
   // first come first served among the claims waiting for its region and
   // pool: the first of them claims again when a release through this
@@ -80,8 +87,9 @@ class Allocator {
   // Storage::Release and Storage::Renew (lease_ms 0: the default), counted.
   void Release(const store::Caller& caller, std::string session_id, int64_t token,
                store::SessionCallback done);
+  // A renew never shortens the lease unless `shorten` (Storage::Renew).
   void Renew(const store::Caller& caller, std::string session_id, int64_t token,
-             int64_t lease_ms, store::SessionCallback done);
+             int64_t lease_ms, store::SessionCallback done, bool shorten = false);
   // The session as committed now (Storage::GetSession), on the calling thread.
   store::SessionResult GetSession(const store::Caller& caller, std::string_view session_id);
 
@@ -94,6 +102,10 @@ class Allocator {
   store::Status Limits(const std::string& tenant, TenantLimits* out);
   // What `tenant`'s waiting claims count now against its max_waiters.
   int64_t WaitingOf(const std::string& tenant) const;
+  // The claims waiting now for a container of `region`'s `pool`.
+  int64_t WaitingOn(const std::string& region, const std::string& pool) const {
+    return waiting_room_.WaitingOn({region, pool});
+  }
   // A page of live sessions (Storage::ListSessions), on the calling thread.
   store::Status ListSessions(const store::SessionFilter& filter, const std::string& after,
                              int limit, std::vector<store::Session>* page,
@@ -121,16 +133,27 @@ class Allocator {
   }
   store::Status RefreshFleetClaims() { return fleet_claims_.Refresh(); }
   const AllocatorOptions& options() const { return options_; }
-  // Whether a region's pool exists (the capacity mirror's view), so that
-  // per-pool counts keep only real pools however many names clients make
-  // up; without one every pool is counted (up to kMaxCountedPools). Set it
-  // before Start.
-  void SetPoolDirectory(std::function<bool(const std::string& region, const std::string& pool)>
-                            exists) {
-    claims_.SetPoolDirectory(std::move(exists));
+  // The pools the capacity mirror saw lately, so that per-pool counts keep
+  // only real pools however many names clients make up (without one every
+  // pool is counted, up to kMaxCountedPools); a claim refused no_capacity
+  // whose pools it does not know is checked in the store before it is
+  // answered (unknown_pool, naming the region's pools), and one it knows is
+  // answered at once. Set it before Start.
+  void SetPoolDirectory(PoolDirectory directory) {
+    claims_.SetPoolDirectory(directory.exists);
+    directory_ = std::move(directory);
   }
 
+  // The designated backups and which regions are on theirs (RegionBackups).
+  // Set the lag (RegionBackups::SetLag) before Start.
+  RegionBackups& backups() { return backups_; }
+  const RegionBackups& backups() const { return backups_; }
+
  private:
+  // `done`, after the session's served_by is set and counted.
+  store::SessionCallback CountServedBy(const std::string& home, store::SessionCallback done);
+  // Whether the directory saw the claim's pool in a region it names.
+  bool KnownToDirectory(const store::ClaimRequest& req) const;
   // `done`, after counting its result: in *ok if kOk, as a stale token if that.
   store::SessionCallback Counted(std::atomic<uint64_t>* ok, store::SessionCallback done);
 
@@ -140,7 +163,9 @@ class Allocator {
   // The parts, each told what it shares (declared after what they point to,
   // so built after it): their threads end in Stop, before any of it goes.
   ClaimCounts claims_{&stats_};
-  WaitingRoom waiting_room_{storage_, &options_, &stats_, &claims_};
+  PoolDirectory directory_;
+  RegionBackups backups_{options_.backup_regions, options_.max_heartbeat_lag_ms};
+  WaitingRoom waiting_room_{storage_, &options_, &stats_, &claims_, &directory_, &backups_};
   LeaseReaper reaper_{storage_, &options_, &stats_, [this] { waiting_room_.Wake(); }};
   FleetClaims fleet_claims_{storage_, &options_, &stats_, &claims_};
 };

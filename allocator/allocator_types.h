@@ -4,8 +4,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "store/types.h"
 
@@ -34,6 +37,9 @@ struct AllocatorOptions {
   int history_prune_interval_ms = 100;
   int history_prune_rows = 1000;
   int64_t history_prune_rows_per_s = 100000;
+  // How long the event log keeps an event (store/events.h), pruned with
+  // the history, at the same pace and in the same bounded transactions.
+  int64_t event_retention_ms = 3600000;
   // Claims that may wait (wait_ms) for one pool at once; past it a waiting
   // claim is refused as kOverloaded.
   int max_waiters_per_pool = 1000;
@@ -54,6 +60,11 @@ struct AllocatorOptions {
   // empty id: never.
   std::string node_id;
   int64_t claims_publish_ms = 0;
+  // Each region's designated backup (region -> backup; no cycle: BackupCycle),
+  // and the heartbeat lag past which a region's claims go to it
+  // (RegionBackups).
+  std::map<std::string, std::string> backup_regions;
+  int64_t max_heartbeat_lag_ms = 2000;
 };
 
 // The fleet's claim counts sum the nodes that published within this long
@@ -86,6 +97,14 @@ struct PoolClaimCounts {
 };
 using PoolKey = std::pair<std::string, std::string>;  // region, pool
 
+// The pools as the capacity mirror saw them lately (Allocator::
+// SetPoolDirectory): whether a region's pool exists, and a region's pools,
+// sorted. Either may be empty (no mirror: every pool may exist).
+struct PoolDirectory {
+  std::function<bool(const std::string& region, const std::string& pool)> exists;
+  std::function<std::vector<std::string>(const std::string& region)> pools_of;
+};
+
 // Pools counted one by one at most; a claim for any other pool is counted in
 // the totals only, so that clients naming made-up regions cannot grow
 // /metrics without bound. Well above the 300 pools of a large fleet.
@@ -94,8 +113,8 @@ inline constexpr size_t kMaxCountedPools = 4096;
 // Counters, read from any thread (metrics, benches).
 struct AllocatorStats {
   std::atomic<uint64_t> claims_ok{0}, claims_replayed{0}, claims_no_capacity{0},
-      claims_quota{0}, claims_error{0}, releases{0}, renewals{0}, stale_tokens{0},
-      lease_expiries{0};
+      claims_quota{0}, claims_no_match{0}, claims_error{0}, releases{0}, renewals{0},
+      stale_tokens{0}, lease_expiries{0};
   // Sessions this node ended, by end reason (store/types.h kEndReasons), as
   // far as it knows them: its API releases (released and released_by_admin
   // together, as released; a repeated release not again), its lease
@@ -115,8 +134,8 @@ struct AllocatorStats {
   // Waiting claims answered at once: no container of their pool is
   // registered in their region or any fallback region.
   std::atomic<uint64_t> waits_unregistered{0};
-  // Refused claims (no_capacity, not waiting) naming a pool that does not
-  // exist (SetPoolDirectory): counted here, never one series per name.
+  // Claims answered unknown_pool: no container of their pool is registered
+  // in any region they name. Counted here, never one series per name.
   std::atomic<uint64_t> claims_unknown_pool{0};
   // Probes of the waiting pools (one read each) and those that failed.
   std::atomic<uint64_t> wait_probes{0}, wait_probes_failed{0};
@@ -130,6 +149,10 @@ struct AllocatorStats {
   // or Stop's deadline passing first), which end by expiry instead.
   std::atomic<uint64_t> abandoned_sessions_kept{0}, abandoned_releases_failed{0};
   std::atomic<int64_t> waiting{0};  // claims waiting now
+  // Claims that made or replayed a session, by the region that served it:
+  // the claim's own, a fallback region, or its region's backup
+  // (edgealloc_claims_served_total{served_by}).
+  std::atomic<uint64_t> served_home{0}, served_fallback{0}, served_backup{0};
 };
 
 }  // namespace allocator

@@ -1,14 +1,19 @@
 #include "allocator/claim_counts.h"
 
 #include "allocator/claim_messages.h"
+#include "store/selector.h"
 
 namespace allocator {
 
 using store::Outcome;
 
 ClaimContext ContextOf(const store::ClaimRequest& req, int64_t max_sessions) {
-  return ClaimContext{req.caller.tenant, req.region, req.pool, !req.fallback_regions.empty(),
-                      max_sessions};
+  return ClaimContext{req.caller.tenant,
+                      req.region,
+                      req.pool,
+                      !req.fallback_regions.empty(),
+                      max_sessions,
+                      req.selector.empty() ? "" : store::SelectorJson(req.selector)};
 }
 
 void ClaimCounts::Finish(const ClaimContext& claim, store::SessionResult* r) {
@@ -29,16 +34,22 @@ void ClaimCounts::Finish(const ClaimContext& claim, store::SessionResult* r) {
       CountPoolClaim(claim.region, claim.pool, false);
       r->message = NoCapacityMessage(claim.region, claim.pool, claim.has_fallbacks);
       break;
+    case Outcome::kUnknownPool:  // its message names the region's pools (the waiting room's)
+      stats_->claims_unknown_pool.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case Outcome::kNoMatch:
+      stats_->claims_no_match.fetch_add(1, std::memory_order_relaxed);
+      r->message = NoMatchMessage(claim.selector, claim.region, claim.pool, claim.has_fallbacks);
+      break;
     default: stats_->claims_error.fetch_add(1, std::memory_order_relaxed); break;
   }
 }
 
 void ClaimCounts::CountPoolClaim(const std::string& region, const std::string& pool, bool ok) {
-  // A session's pool exists; a refused claim may name any made-up one.
-  if (!ok && pool_exists_ && !pool_exists_(region, pool)) {
-    stats_->claims_unknown_pool.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
+  // A session's pool exists; a refused claim's pool, registered since the
+  // mirror's last look, gets no series of its own (unknown pools are
+  // answered unknown_pool, counted apart).
+  if (!ok && pool_exists_ && !pool_exists_(region, pool)) return;
   base::MutexLock lock(&mu_);
   auto it = pool_claims_.find(PoolKey(region, pool));
   if (it == pool_claims_.end()) {

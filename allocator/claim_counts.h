@@ -17,6 +17,7 @@ struct ClaimContext {
   std::string tenant, region, pool;
   bool has_fallbacks = false;
   int64_t max_sessions = store::kUnlimited;  // the quota its tenant is held to
+  std::string selector;  // its selector as JSON (store::SelectorJson); "" for none
 };
 // The context of `req`, held to `max_sessions` (only a quota refusal names it).
 ClaimContext ContextOf(const store::ClaimRequest& req, int64_t max_sessions = store::kUnlimited);

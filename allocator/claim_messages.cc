@@ -13,6 +13,13 @@ std::string NoCapacityMessage(const std::string& region, const std::string& pool
          (has_fallbacks ? " or its fallback regions" : "");
 }
 
+std::string NoMatchMessage(const std::string& selector, const std::string& region,
+                           const std::string& pool, bool has_fallbacks) {
+  return "no container registered in pool " + pool + " of region " + region +
+         (has_fallbacks ? " or its fallback regions" : "") + " matches the selector " + selector +
+         ": the claim does not wait";
+}
+
 std::string WaitedSuffix(int64_t waited_ms) {
   return " after waiting " + std::to_string(waited_ms) + " ms";
 }
@@ -25,10 +32,18 @@ std::string InFlightClaimMessage(bool stopping, int64_t waited_ms, bool keyed) {
                 : "a session it makes is released");
 }
 
-std::string NotRegisteredMessage(const std::string& region, const std::string& pool,
-                                 bool has_fallbacks) {
+std::string UnknownPoolMessage(const std::string& region, const std::string& pool,
+                               bool has_fallbacks, const std::vector<std::string>& region_pools) {
+  constexpr size_t kNamed = 20;  // a region may have many pools: the first few
+  std::string known;
+  for (size_t i = 0; i < region_pools.size() && i < kNamed; ++i) {
+    known += (i > 0 ? ", " : "") + region_pools[i];
+  }
+  if (region_pools.size() > kNamed) known += ", ...";
   return "no container of pool " + pool + " is registered in region " + region +
-         (has_fallbacks ? " or its fallback regions" : "") + ": the claim does not wait";
+         (has_fallbacks ? " or its fallback regions" : "") + " (a pool is known once a " +
+         "container of it registered, until all are deleted); region " + region +
+         (region_pools.empty() ? " has no pools" : " has pools " + known);
 }
 
 std::string ClientGoneMessage() { return "the client went away while its claim waited"; }

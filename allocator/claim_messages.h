@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace allocator {
 
@@ -15,6 +16,10 @@ std::string QuotaExceededMessage(const std::string& tenant, int64_t max_sessions
 // kNoCapacity: nothing free in the pool (or in any fallback region's).
 std::string NoCapacityMessage(const std::string& region, const std::string& pool,
                               bool has_fallbacks);
+// kNoMatch: the selector (its JSON) matches no container registered in the
+// pool of the region or its fallback regions; the claim does not wait.
+std::string NoMatchMessage(const std::string& selector, const std::string& region,
+                           const std::string& pool, bool has_fallbacks);
 // What a waiting claim answered kNoCapacity adds: how long it waited.
 std::string WaitedSuffix(int64_t waited_ms);
 // The answer (503 unavailable) to a waiting claim whose claim is still
@@ -22,10 +27,11 @@ std::string WaitedSuffix(int64_t waited_ms);
 // the outcome is unknown, and what that claim makes is released, or kept
 // for a retry with its idempotency key.
 std::string InFlightClaimMessage(bool stopping, int64_t waited_ms, bool keyed);
-// kNoCapacity at once for a waiting claim: no container of its pool is
-// registered, so it does not wait.
-std::string NotRegisteredMessage(const std::string& region, const std::string& pool,
-                                 bool has_fallbacks);
+// kUnknownPool: no container of its pool is registered in its region (nor
+// its fallback regions), so it does not wait; `region_pools` are the pools
+// its region has (the mirror's view), named for a mistyped one.
+std::string UnknownPoolMessage(const std::string& region, const std::string& pool,
+                               bool has_fallbacks, const std::vector<std::string>& region_pools);
 // kNoCapacity for a waiting claim whose client went away.
 std::string ClientGoneMessage();
 

@@ -1,6 +1,7 @@
 #include "allocator/lease_reaper.h"
 
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -47,29 +48,44 @@ int64_t LeaseReaper::PruneRowsPerPass() const {
   return std::max<int64_t>(1, (rate * period_ms + 999) / 1000);
 }
 
-int64_t LeaseReaper::PruneSessionHistory() {
+LeaseReaper::Pruned LeaseReaper::PruneInPasses(
+    const std::function<store::Status(int partition, int rows, int64_t* pruned)>& prune) {
   const int64_t budget = PruneRowsPerPass();
   const int batch = std::max(1, options_->history_prune_rows);
-  int64_t pruned_total = 0;
+  Pruned total;
   for (int p = 0; p < storage_->partitions(); ++p) {
     // A backlog goes in several short transactions, never more than the
     // budget: the claims' writer keeps its turn between them.
     for (int64_t left = budget; left > 0;) {
       const int rows = static_cast<int>(std::min<int64_t>(batch, left));
       int64_t pruned = 0;
-      if (!storage_->PruneSessionHistory(p, options_->session_history_ms,
-                                         options_->session_history_max_rows, rows, &pruned)
-               .ok()) {
-        stats_->history_prunes_failed.fetch_add(1, std::memory_order_relaxed);
-        break;
+      if (!prune(p, rows, &pruned).ok()) {
+        ++total.failures;
+        break;  // the next partition still gets its turn
       }
-      pruned_total += pruned;
-      stats_->history_pruned.fetch_add(static_cast<uint64_t>(pruned), std::memory_order_relaxed);
+      total.rows += pruned;
       left -= pruned;
       if (pruned < rows) break;
     }
   }
-  return pruned_total;
+  return total;
+}
+
+int64_t LeaseReaper::PruneSessionHistory() {
+  const Pruned pruned = PruneInPasses([this](int p, int rows, int64_t* out) {
+    return storage_->PruneSessionHistory(p, options_->session_history_ms,
+                                         options_->session_history_max_rows, rows, out);
+  });
+  stats_->history_prunes_failed.fetch_add(static_cast<uint64_t>(pruned.failures),
+                                          std::memory_order_relaxed);
+  stats_->history_pruned.fetch_add(static_cast<uint64_t>(pruned.rows), std::memory_order_relaxed);
+  return pruned.rows;
+}
+
+int64_t LeaseReaper::PruneEvents() {
+  return PruneInPasses([this](int p, int rows, int64_t* out) {
+           return storage_->PruneEvents(p, options_->event_retention_ms, rows, out);
+         }).rows;
 }
 
 void LeaseReaper::Loop(std::stop_token stop) {
@@ -91,6 +107,7 @@ void LeaseReaper::Loop(std::stop_token stop) {
     // the history is pruned every time the reaper wakes.
     if (woke >= next_prune) {
       PruneSessionHistory();
+      PruneEvents();
       next_prune = woke + prune_interval;
     }
   }

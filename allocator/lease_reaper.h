@@ -39,11 +39,23 @@ class LeaseReaper {
   // returns how many went. The thread calls this every
   // history_prune_interval_ms; tests may too.
   int64_t PruneSessionHistory();
+  // Prunes the event log of every partition (older than
+  // event_retention_ms), as PruneSessionHistory the history; returns how
+  // many went. The thread calls it with PruneSessionHistory.
+  int64_t PruneEvents();
 
  private:
   void Loop(std::stop_token stop);
   // The rows one PruneSessionHistory deletes at most from each partition.
   int64_t PruneRowsPerPass() const;
+  struct Pruned {
+    int64_t rows = 0;
+    int64_t failures = 0;  // partitions whose pass a failed batch cut short
+  };
+  // Runs `prune` over every partition in batches of history_prune_rows, up
+  // to PruneRowsPerPass rows a partition.
+  Pruned PruneInPasses(
+      const std::function<store::Status(int partition, int rows, int64_t* pruned)>& prune);
 
   store::Storage* const storage_;
   const AllocatorOptions* const options_;

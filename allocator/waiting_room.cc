@@ -12,13 +12,16 @@ namespace allocator {
 using store::Outcome;
 
 WaitingRoom::WaitingRoom(store::Storage* storage, const AllocatorOptions* options,
-                         AllocatorStats* stats, ClaimCounts* claims)
-    : storage_(storage), options_(options), stats_(stats), claims_(claims) {}
+                         AllocatorStats* stats, ClaimCounts* claims,
+                         const PoolDirectory* directory, RegionBackups* backups)
+    : storage_(storage), options_(options), stats_(stats), claims_(claims),
+      directory_(directory), backups_(backups) {}
 
 void WaitingRoom::Start() {
   base::MutexLock lock(&mu_);
   wait_stop_ = false;
   stopped_ = false;
+  started_ = true;
   if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
   if (!prober_.joinable()) prober_ = std::thread([this] { ProbeLoop(); });
 }
@@ -33,6 +36,10 @@ void WaitingRoom::Stop() {
   if (thread_.joinable()) thread_.join();
   // A read it is in ends by the storage's own bounds; it claims no more.
   if (prober_.joinable()) prober_.join();
+  {
+    base::MutexLock lock(&mu_);
+    started_ = false;
+  }
   // Never started, or queued since it stopped: answered here, so that every
   // claim is answered exactly once.
   std::vector<WaiterPtr> left;
@@ -67,20 +74,35 @@ void WaitingRoom::Claim(store::ClaimRequest req, store::SessionCallback done,
   w->req = req;
   w->done = std::move(done);
   w->abandoned = std::move(abandoned);
-  bool others_wait = false;
+  bool queued = false;
   {
     base::MutexLock lock(&mu_);
-    // Behind anyone waiting for any pool it names.
-    for (const auto& key : PoolsOf(req)) others_wait = others_wait || waiters_.contains(key);
-    if (!others_wait) {
+    // First come, first served: behind anyone waiting for any pool it names.
+    // A claim with a selector is tried once first all the same, so that a
+    // selector that matches nothing registered is answered at once
+    // (no_match), never after a wait.
+    for (const auto& key : PoolsOf(req)) queued = queued || waiters_.contains(key);
+    queued = queued && req.selector.empty();
+    if (!queued) {
       ++first_claims_in_flight_;
       first_attempts_.insert(w);
     }
   }
-  // First come, first served: behind the claims already waiting.
-  if (others_wait) return Enqueue(std::move(w));
-  storage_->Claim(std::move(req),
+  if (queued) return Enqueue(std::move(w));
+  // Routed at each attempt: a region that went on its backup meanwhile is
+  // not tried.
+  storage_->Claim(backups_->Routed(req),
                   [this, w](store::SessionResult r) { OnFirstClaimed(w, std::move(r)); });
+}
+
+void WaitingRoom::AnswerOnceProbed(store::ClaimRequest req, store::SessionCallback done) {
+  auto w = std::make_shared<Waiter>();
+  w->started_ms = base::NowMs();
+  w->deadline_ms = w->started_ms;
+  w->req = std::move(req);
+  w->done = std::move(done);
+  w->probe_only = true;
+  Enqueue(std::move(w));
 }
 
 void WaitingRoom::Wake() {
@@ -187,14 +209,25 @@ int64_t WaitingRoom::WaitingOf(const std::string& tenant) const {
   return t == tenant_waiting_.end() ? 0 : t->second;
 }
 
+int64_t WaitingRoom::WaitingOn(const PoolKey& pool) const {
+  base::MutexLock lock(&mu_);
+  auto q = waiters_.find(pool);
+  if (q == waiters_.end()) return 0;
+  // A claim that does not wait, queued only to be probed, waits for nothing.
+  return static_cast<int64_t>(std::count_if(q->second.begin(), q->second.end(),
+                                            [](const WaiterPtr& w) { return !w->probe_only; }));
+}
+
 void WaitingRoom::Enqueue(WaiterPtr w) {
   bool ended = false;
   std::string refused;
   w->pools = PoolsOf(w->req);
   {
     base::MutexLock lock(&mu_);
-    ended = wait_stop_;
-    if (!wait_stop_) {
+    // Not started (an Allocator used without Start): no prober would read
+    // a claim that did not wait, so it is answered as before it came here.
+    ended = wait_stop_ || (w->probe_only && !started_);
+    if (!ended) {
       refused = OverBoundLocked(*w);
       if (refused.empty()) {
         w->arrival = next_arrival_++;
@@ -212,7 +245,8 @@ void WaitingRoom::Enqueue(WaiterPtr w) {
     }
   }
   // Stopping: nothing waits any more; the claim found nothing.
-  if (ended) return AnswerWaiter(w, Outcome::kNoCapacity, "");
+  // A claim that did not wait is answered as before it came here.
+  if (ended || w->probe_only) return AnswerWaiter(w, Outcome::kNoCapacity, "");
   stats_->waits_refused.fetch_add(1, std::memory_order_relaxed);
   AnswerWaiter(w, Outcome::kOverloaded, std::move(refused));
 }
@@ -224,7 +258,10 @@ void WaitingRoom::AnswerWaiter(const WaiterPtr& w, Outcome outcome, std::string 
   // A waiter is refused overloaded by a bound of the room only (Enqueue).
   r.waiter_bound = outcome == Outcome::kOverloaded;
   claims_->Finish(ContextOf(w->req), &r);
-  if (outcome == Outcome::kNoCapacity) r.message += WaitedSuffix(base::NowMs() - w->started_ms);
+  if (outcome == Outcome::kNoCapacity && !w->probe_only) {
+    r.message += WaitedSuffix(base::NowMs() - w->started_ms);
+    r.retry_after_s = w->retry_after_s;
+  }
   w->done(std::move(r));
 }
 
@@ -237,7 +274,10 @@ void WaitingRoom::RemoveLocked(const WaiterPtr& w) {
     auto it = waiters_.find(key);
     if (it == waiters_.end()) continue;
     std::erase(it->second, w);
-    if (it->second.empty()) waiters_.erase(it);
+    if (it->second.empty()) {
+      waiters_.erase(it);
+      turns_.Forget(key);
+    }
   }
 }
 
@@ -247,10 +287,13 @@ void WaitingRoom::OnWaiterClaimed(const WaiterPtr& w, store::SessionResult r) {
   {
     base::MutexLock lock(&mu_);
     w->in_flight = false;
+    const int64_t now = base::NowMs();
     if (r.outcome == Outcome::kNoCapacity && !wait_stop_ && !w->answered &&
-        base::NowMs() < w->deadline_ms && !Abandoned(*w)) {
+        now < w->deadline_ms && !Abandoned(*w)) {
       return;  // still first in line; tries again when woken
     }
+    if (r.outcome == Outcome::kOk) turns_.Served({r.session.region, r.session.pool}, now);
+    if (r.outcome == Outcome::kNoCapacity) r.retry_after_s = RetryAfterLocked(*w, now);
     RemoveLocked(w);
     any_waiters_.store(!waiters_.empty());
     drain_cv_.SignalAll();  // Stop may wait for this answer

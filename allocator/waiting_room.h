@@ -14,6 +14,8 @@
 
 #include "allocator/allocator_types.h"
 #include "allocator/claim_counts.h"
+#include "allocator/pool_turns.h"
+#include "allocator/region_backups.h"
 #include "base/mutex.h"
 #include "store/storage.h"
 
@@ -26,8 +28,10 @@ namespace allocator {
 // claim; the waiters' thread answers the waiters whose time is up and never
 // waits on the storage, so a stalled read or claim holds no answer past
 // wait_ms and kWaitAnswerGraceMs. A waiter queues under every pool it names
-// (its region's and each fallback region's), so the claims that share a pool
-// are served first come first served, whatever else they name. A session
+// (its region's and each fallback region's). The tenants waiting on a pool
+// take turns (PoolTurns), and a tenant's own claims are served first come
+// first served, whatever else they name. One that gives up is told when to
+// retry from its pool's recent pace and its place (PoolTurns::RetryAfterS). A session
 // claimed for a waiter whose client went away, or was answered without its
 // claim's answer, is released here too (waiting_room_abandoned.cc).
 // Allocator::Claim's comment tells what a client sees. Safe from any thread.
@@ -39,7 +43,7 @@ namespace allocator {
 class WaitingRoom {
  public:
   WaitingRoom(store::Storage* storage, const AllocatorOptions* options, AllocatorStats* stats,
-              ClaimCounts* claims);
+              ClaimCounts* claims, const PoolDirectory* directory, RegionBackups* backups);
   WaitingRoom(const WaitingRoom&) = delete;
   WaitingRoom& operator=(const WaitingRoom&) = delete;
 
@@ -55,10 +59,17 @@ class WaitingRoom {
   // A claim with req.wait_ms > 0 and its lease set (Allocator::Claim).
   void Claim(store::ClaimRequest req, store::SessionCallback done,
              std::function<bool()> abandoned);
+  // A claim that did not wait and found nothing, for a pool the directory
+  // does not know: answered no_capacity once the prober found its pool
+  // registered in a region it names, else unknown_pool. It never claims
+  // here, and counts against the bounds meanwhile (a read each).
+  void AnswerOnceProbed(store::ClaimRequest req, store::SessionCallback done);
   // Capacity may have come back (a release, an expiry): wakes the thread.
   void Wake();
   // What `tenant`'s waiting claims count now against its max_waiters.
   int64_t WaitingOf(const std::string& tenant) const;
+  // The claims waiting now on `pool` (each of a waiter's pools counts it).
+  int64_t WaitingOn(const PoolKey& pool) const;
 
  private:
   // A claim waiting for capacity.
@@ -70,10 +81,12 @@ class WaitingRoom {
     int64_t deadline_ms = 0;
     bool in_flight = false;  // its claim is with the storage now
     bool probed = false;     // found registered (or probing failed): may wait
+    bool probe_only = false;  // AnswerOnceProbed: answered once probed, never claims
     // Answered without its claim's answer (kWaitAnswerGraceMs past its time,
     // or stopping): whatever that claim brings is abandoned.
     bool answered = false;
     uint64_t arrival = 0;    // its place in arrivals_, set when it is queued
+    int64_t retry_after_s = 0;  // set when it gives up (no_capacity): see RetryAfterLocked
     // The pools it may take a container of (its region's, then each
     // fallback region's), set when it is queued. It counts once for each
     // against its tenant's and the total bound: each is probed and tried.
@@ -167,8 +180,16 @@ class WaitingRoom {
   void TakeUnregisteredLocked(const std::vector<store::PoolProbe>& probes, bool probed,
                               std::vector<WaiterPtr>* unregistered) REQUIRES(mu_);
   // Who of a pool's queue claims next when it has a container: the first
-  // in line (the one place to change for another order, e.g. by tenant).
-  static WaiterPtr NextInLine(const std::deque<WaiterPtr>& queue);
+  // in line of the tenant whose turn it is (PoolTurns).
+  WaiterPtr NextInLineLocked(const PoolKey& pool, const std::deque<WaiterPtr>& queue) const
+      REQUIRES(mu_);
+  // How many waiters of `pool` would claim before `w` as tenants take turns:
+  // its tenant's waiters before it, and of each other tenant as many as `w`
+  // has (and one more).
+  int64_t AheadOfLocked(const Waiter& w, const PoolKey& pool) const REQUIRES(mu_);
+  // The Retry-After for `w` giving up now: the soonest any of its pools
+  // would serve it at that pool's recent pace.
+  int64_t RetryAfterLocked(const Waiter& w, int64_t now_ms) const REQUIRES(mu_);
 
   // ---- Sessions of clients that went away (waiting_room_abandoned.cc) ----
   // A session claimed for a waiter whose client went away, or that was
@@ -190,6 +211,8 @@ class WaitingRoom {
   const AllocatorOptions* const options_;
   AllocatorStats* const stats_;
   ClaimCounts* const claims_;
+  const PoolDirectory* const directory_;
+  RegionBackups* const backups_;  // routes each attempt of a claim
 
   mutable base::Mutex mu_;
   base::CondVar wait_cv_;
@@ -198,6 +221,7 @@ class WaitingRoom {
   // answers: one claim for a pool at a time.
   std::map<PoolKey, std::deque<WaiterPtr>> waiters_ GUARDED_BY(mu_);
   std::map<uint64_t, WaiterPtr> arrivals_ GUARDED_BY(mu_);  // every waiter, once
+  PoolTurns turns_ GUARDED_BY(mu_);  // the tenants' turns and each pool's pace
   uint64_t next_arrival_ GUARDED_BY(mu_) = 1;
   std::vector<PendingRelease> to_release_ GUARDED_BY(mu_);  // abandoned waiters' sessions
   int releases_in_flight_ GUARDED_BY(mu_) = 0;      // of those, with the storage now
@@ -206,6 +230,7 @@ class WaitingRoom {
   // storage holds them past their time and the grace.
   std::set<WaiterPtr> first_attempts_ GUARDED_BY(mu_);
   bool stopped_ GUARDED_BY(mu_) = false;  // Stop is over: nothing releases any more
+  bool started_ GUARDED_BY(mu_) = false;  // its threads run (Start, until Stop)
   base::CondVar drain_cv_;  // one of the four above changed (Stop waits on it)
   bool wake_ GUARDED_BY(mu_) = false;
   bool wait_stop_ GUARDED_BY(mu_) = false;

@@ -99,8 +99,11 @@ void WaitingRoom::SortOutLocked(Round* round) {
       out = &round->stopping;
     } else if (Abandoned(*w)) {
       out = &round->gone;
+    } else if (w->probe_only && !w->probed && now < w->deadline_ms + kWaitAnswerGraceMs) {
+      continue;  // answered once its pools were read, or the grace is over
     } else if (now >= w->deadline_ms) {
       out = &round->timed_out;
+      w->retry_after_s = RetryAfterLocked(*w, now);
     } else {
       continue;
     }
@@ -109,6 +112,7 @@ void WaitingRoom::SortOutLocked(Round* round) {
   }
   for (const auto& w : leaving) RemoveLocked(w);
   any_waiters_.store(!waiters_.empty());
+  turns_.PruneBefore(now);
   if (stop) return;
   // Every waiting pool with no claim for it in flight: new waiters are
   // probed for being registered at all, every queue for a container its
@@ -138,7 +142,7 @@ void WaitingRoom::AnswerRound(Round* round) {
   for (const auto& w : round->stalled) AnswerInFlight(w, /*stopping=*/false);
   for (const auto& w : round->stopped_in_flight) AnswerInFlight(w, /*stopping=*/true);
   for (const auto& w : round->timed_out) {
-    stats_->waits_timed_out.fetch_add(1, std::memory_order_relaxed);
+    if (!w->probe_only) stats_->waits_timed_out.fetch_add(1, std::memory_order_relaxed);
     AnswerWaiter(w, Outcome::kNoCapacity, "");
   }
   for (const auto& w : round->gone) {
@@ -162,7 +166,7 @@ void WaitingRoom::ProbeAndTry(std::vector<store::PoolProbe> probes) {
   }
   for (const auto& w : unregistered) AnswerUnregistered(w);
   for (const auto& w : to_try) {
-    storage_->Claim(w->req,
+    storage_->Claim(backups_->Routed(w->req),
                     [this, w](store::SessionResult r) { OnWaiterClaimed(w, std::move(r)); });
   }
 }
@@ -200,8 +204,53 @@ void WaitingRoom::TakeUnregisteredLocked(const std::vector<store::PoolProbe>& pr
   }
 }
 
-WaitingRoom::WaiterPtr WaitingRoom::NextInLine(const std::deque<WaiterPtr>& queue) {
-  return queue.empty() ? nullptr : queue.front();
+WaitingRoom::WaiterPtr WaitingRoom::NextInLineLocked(const PoolKey& pool,
+                                                     const std::deque<WaiterPtr>& queue) const {
+  // The queue is in arrival order: the first waiter of the tenant whose last
+  // turn is the oldest, the earliest arrival among tenants never served.
+  WaiterPtr next;
+  uint64_t oldest = UINT64_MAX;
+  for (const auto& w : queue) {
+    if (w->probe_only) continue;  // it never claims
+    const uint64_t turn = turns_.LastTurn(pool, w->req.caller.tenant);
+    if (turn < oldest) {
+      next = w;
+      oldest = turn;
+      if (turn == 0) break;
+    }
+  }
+  return next;
+}
+
+int64_t WaitingRoom::AheadOfLocked(const Waiter& w, const PoolKey& pool) const {
+  auto it = waiters_.find(pool);
+  if (it == waiters_.end()) return 0;
+  const std::string& tenant = w.req.caller.tenant;
+  std::map<std::string, int64_t> others;  // each other tenant's waiters in the queue
+  int64_t own_before = 0;
+  bool found = false;
+  for (const auto& q : it->second) {
+    if (q.get() == &w) {
+      found = true;
+    } else if (q->req.caller.tenant != tenant) {
+      ++others[q->req.caller.tenant];
+    } else if (!found) {
+      ++own_before;
+    }
+  }
+  int64_t ahead = own_before;
+  for (const auto& [other, count] : others) ahead += std::min(count, own_before + 1);
+  return ahead;
+}
+
+int64_t WaitingRoom::RetryAfterLocked(const Waiter& w, int64_t now_ms) const {
+  int64_t best = PoolTurns::kMaxRetryAfterS;
+  for (const auto& pool : w.pools) {
+    best = std::min(best, PoolTurns::RetryAfterS(AheadOfLocked(w, pool),
+                                                 turns_.ServesPerSecond(pool, now_ms),
+                                                 now_ms - w.started_ms));
+  }
+  return best;
 }
 
 void WaitingRoom::PickLocked(const std::vector<store::PoolProbe>& probes, bool probed,
@@ -223,14 +272,17 @@ void WaitingRoom::PickLocked(const std::vector<store::PoolProbe>& probes, bool p
     PoolKey key(p.region, p.pool);
     auto it = waiters_.find(key);
     if (it == waiters_.end() || busy.contains(key) || (probed && !p.claimable)) continue;
-    if (WaiterPtr next = NextInLine(it->second)) candidates.emplace_back(next->arrival, key);
+    if (WaiterPtr next = NextInLineLocked(key, it->second)) {
+      candidates.emplace_back(next->arrival, key);
+    }
   }
   std::sort(candidates.begin(), candidates.end());
   for (const auto& [arrival, key] : candidates) {
     if (busy.contains(key)) continue;
-    WaiterPtr w = NextInLine(waiters_.at(key));
+    WaiterPtr w = NextInLineLocked(key, waiters_.at(key));
     if (w == nullptr || w->in_flight) continue;
     w->in_flight = true;
+    for (const auto& pool : w->pools) turns_.Take(pool, w->req.caller.tenant);
     busy.insert(w->pools.begin(), w->pools.end());
     to_try->push_back(w);
   }
@@ -249,11 +301,14 @@ void WaitingRoom::AnswerInFlight(const WaiterPtr& w, bool stopping) {
 }
 
 void WaitingRoom::AnswerUnregistered(const WaiterPtr& w) {
-  stats_->waits_unregistered.fetch_add(1, std::memory_order_relaxed);
+  if (!w->probe_only) stats_->waits_unregistered.fetch_add(1, std::memory_order_relaxed);
   store::SessionResult r;
-  r.outcome = Outcome::kNoCapacity;
+  r.outcome = Outcome::kUnknownPool;
   claims_->Finish(ContextOf(w->req), &r);
-  r.message = NotRegisteredMessage(w->req.region, w->req.pool, !w->req.fallback_regions.empty());
+  const std::vector<std::string> region_pools =
+      directory_->pools_of ? directory_->pools_of(w->req.region) : std::vector<std::string>{};
+  r.message = UnknownPoolMessage(w->req.region, w->req.pool, !w->req.fallback_regions.empty(),
+                                 region_pools);
   w->done(std::move(r));
 }
 

@@ -184,6 +184,7 @@ SubmitResult Batcher::Submit(std::vector<Heartbeat>&& items) {
   for (size_t i = 0; i < lanes_.size(); ++i) {
     std::vector<Heartbeat>& share = per_partition[i];
     if (share.empty()) continue;
+    regions_.Stamp(share.data(), share.size());
     lanes_[i]->MarkQueued(share.data(), share.size());
     // The slots are reserved, so room is not the question: enqueue_bulk
     // fails only when malloc does, which is what bad_alloc says everywhere
@@ -212,6 +213,20 @@ int64_t Batcher::QueueDepth() const {
 int64_t Batcher::LagMs(int partition) const {
   const int64_t heard_until = HeardUntil(lanes_[static_cast<size_t>(partition)].get());
   return std::max<int64_t>(0, base::NowMs() - 1 - heard_until);
+}
+
+int64_t Batcher::RegionLagMs(const std::string& region) const {
+  const int index = regions_.IndexOf(region);
+  int64_t oldest = 0;  // the oldest acceptance not yet stored; 0: none
+  const auto older = [&oldest](int64_t ms) {
+    if (ms != 0 && (oldest == 0 || ms < oldest)) oldest = ms;
+  };
+  for (int p : storage_->PartitionsOfRegion(region)) {
+    if (p < 0 || p >= partitions()) continue;
+    older(lanes_[static_cast<size_t>(p)]->OldestOf(index));
+    older(storage_->OldestHeldBackMs(p));  // after the lane, as HeardUntil asks
+  }
+  return oldest == 0 ? 0 : std::max<int64_t>(0, base::NowMs() - oldest);
 }
 
 void Batcher::LaneLoop(Lane* lane) {
@@ -274,6 +289,7 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
       // Before the counts: a caller that sees the batch counted sees its ids
       // named or forgotten.
       recently_unknown_.Update(rows, result.unknown);
+      regions_.Learn(rows, result);
       stats_.write_latency_us.Observe(
           std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
       stats_.batch_size.Observe(static_cast<int64_t>(rows.size()));
@@ -366,7 +382,7 @@ void Batcher::ReapPartition(Lane* lane, const store::HeldPools& held) {
         lane->partition(), [this, lane] { return SilenceCutoff(lane); }, held, kReapBatchRows,
         &sweep);
     if (!s.ok()) return;  // Busy or an error: nothing written; the next tick retries
-    const int64_t dead = sweep.sessions_ended + sweep.marked_dead;
+    const int64_t dead = sweep.held_dead + sweep.marked_dead;
     stats_.sessions_ended.fetch_add(static_cast<uint64_t>(sweep.sessions_ended),
                                     std::memory_order_relaxed);
     stats_.dead_marked.fetch_add(static_cast<uint64_t>(dead), std::memory_order_relaxed);

@@ -17,6 +17,7 @@
 #include "batcher/hearing.h"
 #include "batcher/heartbeat.h"
 #include "batcher/mass_silence.h"
+#include "batcher/region_cache.h"
 #include "batcher/stats.h"
 #include "batcher/unknown_ids.h"
 #include "store/storage.h"
@@ -154,6 +155,18 @@ class Batcher {
   // reaper judges that lane's silence only up to that acceptance, and so do
   // the other nodes' (HeardPublisher).
   int64_t LagMs(int partition) const;
+  // A region's heartbeat lag: how long the oldest heartbeat of the region's
+  // containers accepted and not yet stored has waited, in ms; 0 if none.
+  // Each heartbeat counts for its container's region as the node's writes
+  // found it (RegionCache); one whose container's region the node has not
+  // learned yet, and a row the storage held back for a lock
+  // (OldestHeldBackMs), counts for every region whose heartbeats its
+  // partition carries (Storage::PartitionsOfRegion): a region's lag is never
+  // less than its own heartbeats' wait. So regions lag apart on either
+  // engine, whether their heartbeats share a lane (PostgreSQL spreads a
+  // node's containers over its writers by id) or not (SQLite shards). Only
+  // this node's heartbeats count (each node has its own queues).
+  int64_t RegionLagMs(const std::string& region) const;
   int partitions() const { return static_cast<int>(lanes_.size()); }
   const BatcherOptions& options() const { return options_; }
   const BatcherStats& stats() const { return stats_; }
@@ -212,6 +225,7 @@ class Batcher {
   BatcherStats stats_;
   RecentDeaths recent_deaths_;
   RecentlyUnknown recently_unknown_;
+  RegionCache regions_;
   std::unique_ptr<Hearing> hearing_;
   std::unique_ptr<MassSilence> mass_silence_;
   std::unique_ptr<HeardPublisher> heard_publisher_;

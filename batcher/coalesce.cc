@@ -22,6 +22,7 @@ bool Joins(const Row& row, const Heartbeat& h) {
 template <typename Row>
 void Fold(const Heartbeat& h, Row* row) {
   row->accepted_ms = std::max(row->accepted_ms, h.accepted_ms);
+  row->learn_region = row->learn_region || h.learn_region;
   if (h.ts_ms && *h.ts_ms < *row->ts_ms) return;  // older report: liveness only
   if (h.ts_ms) row->ts_ms = h.ts_ms;
   if (h.load) row->load = h.load;
@@ -40,7 +41,8 @@ uint64_t Coalesce(Heartbeat* items, size_t n, Scratch* scratch) {
     Heartbeat& h = items[i];
     auto it = index.find(std::string_view(h.container_id));
     if (it == index.end() || !Joins(rows[it->second], h)) {
-      rows.push_back({std::move(h.container_id), h.accepted_ms, h.ts_ms, h.load, h.state});
+      rows.push_back(
+          {std::move(h.container_id), h.accepted_ms, h.ts_ms, h.load, h.state, h.learn_region});
       if (it == index.end()) {
         index.emplace(std::string_view(rows.back().container_id), rows.size() - 1);
       } else {

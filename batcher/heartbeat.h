@@ -9,6 +9,10 @@
 
 namespace batcher {
 
+// A heartbeat's region_index while its container's region is not known
+// (RegionCache).
+inline constexpr int kUnknownRegion = -1;
+
 // A Heartbeat is one validated report of a container (docs/api.md "Heartbeats"),
 // as the HTTP handler hands it to the Batcher. A plain value: it is moved into
 // a queue on the io thread and read by the shard's batching thread.
@@ -26,6 +30,12 @@ struct Heartbeat {
   // The server's clock (ms since the epoch) when the request was accepted;
   // liveness (last_heartbeat_ms) is judged by it, never by ts_ms.
   int64_t accepted_ms = 0;
+  // The container's region as the batcher's RegionCache knew it when it took
+  // the heartbeat (its lag counts there: Batcher::RegionLagMs), or
+  // kUnknownRegion; and whether its write is to name the region
+  // (store::HeartbeatRow::learn_region).
+  int region_index = kUnknownRegion;
+  bool learn_region = true;
 };
 
 }  // namespace batcher

@@ -7,13 +7,24 @@
 namespace batcher {
 namespace {
 
-// Where the run of items with items[i]'s accepted_ms ends: a request's items
-// share one, so a batch has few runs and the lane's map is touched a few
-// times, not once an item.
+// Where the run of items with items[i]'s accepted_ms and region ends: a
+// request's items share one acceptance (and mostly one region), so a batch
+// has few runs and the lane's maps are touched a few times, not once an item.
 size_t AcceptedRunEnd(const Heartbeat* items, size_t n, size_t i) {
   size_t j = i + 1;
-  while (j < n && items[j].accepted_ms == items[i].accepted_ms) ++j;
+  while (j < n && items[j].accepted_ms == items[i].accepted_ms &&
+         items[j].region_index == items[i].region_index) {
+    ++j;
+  }
   return j;
+}
+
+// Takes `n` items accepted at `accepted_ms` out of *counts.
+void Uncount(std::map<int64_t, int64_t>* counts, int64_t accepted_ms, int64_t n) {
+  auto it = counts->find(accepted_ms);
+  if (it == counts->end()) return;
+  it->second -= n;
+  if (it->second <= 0) counts->erase(it);
 }
 
 }  // namespace
@@ -34,7 +45,9 @@ void Lane::MarkQueued(Heartbeat* items, size_t n) {
   for (size_t i = 0; i < n; ++i) items[i].accepted_ms = std::max(items[i].accepted_ms, now);
   for (size_t i = 0, end; i < n; i = end) {
     end = AcceptedRunEnd(items, n, i);
-    queued_by_accepted_ms_[items[i].accepted_ms] += static_cast<int64_t>(end - i);
+    const auto count = static_cast<int64_t>(end - i);
+    queued_by_accepted_ms_[items[i].accepted_ms] += count;
+    queued_by_region_[items[i].region_index][items[i].accepted_ms] += count;
   }
 }
 
@@ -42,10 +55,9 @@ void Lane::MarkWritten(const Heartbeat* items, size_t n) {
   base::MutexLock lock(&queued_mu_);
   for (size_t i = 0, end; i < n; i = end) {
     end = AcceptedRunEnd(items, n, i);
-    auto it = queued_by_accepted_ms_.find(items[i].accepted_ms);
-    if (it == queued_by_accepted_ms_.end()) continue;
-    it->second -= static_cast<int64_t>(end - i);
-    if (it->second <= 0) queued_by_accepted_ms_.erase(it);
+    Uncount(&queued_by_accepted_ms_, items[i].accepted_ms, static_cast<int64_t>(end - i));
+    Uncount(&queued_by_region_[items[i].region_index], items[i].accepted_ms,
+            static_cast<int64_t>(end - i));
   }
 }
 
@@ -55,6 +67,18 @@ int64_t Lane::Watermark() const {
   if (queued_by_accepted_ms_.empty()) return now;
   // Items accepted at this ms are not all stored yet; those before it are.
   return std::min(now, queued_by_accepted_ms_.begin()->first - 1);
+}
+
+int64_t Lane::OldestOf(int region_index) const {
+  base::MutexLock lock(&queued_mu_);
+  int64_t oldest = 0;
+  for (int index : {region_index, kUnknownRegion}) {
+    const auto it = queued_by_region_.find(index);
+    if (it == queued_by_region_.end() || it->second.empty()) continue;
+    const int64_t first = it->second.begin()->first;
+    if (oldest == 0 || first < oldest) oldest = first;
+  }
+  return oldest;
 }
 
 void Lane::NoteWriteFailed(int64_t now_ms) {

@@ -45,6 +45,10 @@ class Lane {
   // or just before the oldest acceptance still queued or being written. A
   // backlog or a batch still filling is not taken for silence.
   int64_t Watermark() const;
+  // The oldest acceptance among the items of region `region_index`
+  // (Heartbeat::region_index) or of a region not known (kUnknownRegion)
+  // still queued or being written; 0 if none. A region's lag in this lane.
+  int64_t OldestOf(int region_index) const;
 
   // A write of the lane's batch failed at steady `now_ms`, or one succeeded.
   void NoteWriteFailed(int64_t now_ms);
@@ -71,6 +75,8 @@ class Lane {
   // oldest key is the lane's watermark.
   mutable base::Mutex queued_mu_;
   std::map<int64_t, int64_t> queued_by_accepted_ms_ GUARDED_BY(queued_mu_);
+  // The same, by region_index (kUnknownRegion included).
+  std::map<int, std::map<int64_t, int64_t>> queued_by_region_ GUARDED_BY(queued_mu_);
   // Steady ms since the batch being written first failed (0 while writes
   // succeed), and of the last failed attempt (or of the success after it).
   std::atomic<int64_t> failing_since_ms_{0};

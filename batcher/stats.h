@@ -48,7 +48,7 @@ struct BatcherStats {
   // Items given up on: only when Stop() could not write them within
   // kStopGiveUpMs because the store kept failing. Zero in a healthy run.
   std::atomic<uint64_t> lost{0};
-  // Containers the reaper marked dead, and of them those whose session it ended.
+  // Containers the reaper marked dead, and the sessions of those it ended.
   std::atomic<uint64_t> dead_marked{0};
   std::atomic<uint64_t> sessions_ended{0};
   // Of dead_marked, by reason: silent past dead_after_ms, or a held container

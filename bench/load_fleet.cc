@@ -7,17 +7,22 @@
 // The rows are the ones `edgealloc register` writes, by construction: the
 // file is opened and migrated by store::OpenShardDb (the real schema, the
 // shard layout check), and every row goes through store::sql::
-// kUpsertContainer, the statement SqliteStorage::Register runs, with the same
-// binds (id, region, pool, latency_ms, data, now as the registration's
-// heartbeat). Only the batching differs: kBatchRows rows a transaction, on a
-// connection with a large page cache and synchronous=NORMAL, checkpointed at
-// the end so that the server starts on a file without a WAL to replay.
+// kUpsertContainer, the statement SqliteStorage::Register runs (then its
+// copy of the attributes for the selectors), with the same binds (id,
+// region, pool, latency_ms, data, now as the registration's heartbeat,
+// slots, attributes). Only the batching differs: kBatchRows rows a
+// transaction, on a connection with a large page cache and
+// synchronous=NORMAL, checkpointed at the end so that the server starts on a
+// file without a WAL to replay.
 //
 //   load_fleet --db /tmp/x.db bench:default:1000:c- fill:p0:999000:f-
 //
-// Each SPEC is region:pool:count:idprefix, like bench/lib.sh's Fleet: ids
-// idprefix0.., latency_ms = i % --latency-mod, data {} or, with
-// --data endpoint, {"endpoint":"ws://10.a.b.c:9222"} (a typical payload).
+// Each SPEC is region:pool:count:idprefix[:slots[:attributes]], like
+// bench/lib.sh's Fleet: ids idprefix0.., latency_ms = i % --latency-mod,
+// data {} or, with --data endpoint, {"endpoint":"ws://10.a.b.c:9222"} (a
+// typical payload); slots 1 unless given; attributes none, or `gpu`:
+// {"arch":"x86","gpu":"yes"} for even i, "no" for odd (bench/placement.sh's
+// two-key selector matches half).
 // Prints `name value unit` lines.
 
 #include <sqlite3.h>
@@ -25,6 +30,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,8 +39,10 @@
 #include "base/clock.h"
 #include "store/sqlite/db.h"
 #include "store/sqlite/lifecycle_sql.h"
+#include "store/sqlite/selector_sql.h"
 #include "store/sqlite/shard.h"
 #include "store/sqlite/shard_map.h"
+#include "store/types.h"
 
 namespace {
 
@@ -49,6 +57,8 @@ constexpr int64_t kLoaderCacheKib = 512 * 1024;
 struct Spec {
   std::string region, pool, prefix;
   int64_t count = 0;
+  int64_t slots = 1;
+  std::string attributes = "none";
 };
 
 bool ParseSpec(const std::string& text, Spec* out) {
@@ -60,11 +70,23 @@ bool ParseSpec(const std::string& text, Spec* out) {
     if (colon == std::string::npos) break;
     start = colon + 1;
   }
-  if (parts.size() != 4 || parts[0].empty() || parts[1].empty()) return false;
+  if (parts.size() < 4 || parts.size() > 6 || parts[0].empty() || parts[1].empty()) return false;
   char* end = nullptr;
   const long long n = std::strtoll(parts[2].c_str(), &end, 10);
   if (end == parts[2].c_str() || *end != '\0' || n < 0) return false;
   *out = Spec{parts[0], parts[1], parts[3], n};
+  if (parts.size() >= 5) {
+    const long long slots = std::strtoll(parts[4].c_str(), &end, 10);
+    if (end == parts[4].c_str() || *end != '\0' || slots < store::kMinSlots ||
+        slots > store::kMaxSlots) {
+      return false;
+    }
+    out->slots = slots;
+  }
+  if (parts.size() == 6) {
+    if (parts[5] != "none" && parts[5] != "gpu") return false;
+    out->attributes = parts[5];
+  }
   return true;
 }
 
@@ -74,6 +96,13 @@ std::string Data(const std::string& kind, int64_t i) {
   // object serialized compactly.
   return "{\"endpoint\":\"ws://10." + std::to_string((i >> 16) & 255) + "." +
          std::to_string((i >> 8) & 255) + "." + std::to_string(i & 255) + ":9222\"}";
+}
+
+// A container's attributes as Register stores them (a JSON object, keys
+// sorted), or nullopt for none.
+std::optional<std::string> Attributes(const std::string& kind, int64_t i) {
+  if (kind != "gpu") return std::nullopt;
+  return std::string("{\"arch\":\"x86\",\"gpu\":\"") + (i % 2 == 0 ? "yes" : "no") + "\"}";
 }
 
 void Die(const store::Status& s) {
@@ -103,7 +132,8 @@ int main(int argc, char** argv) {
   for (const std::string& t : spec_texts) {
     Spec s;
     if (!ParseSpec(t, &s)) {
-      std::fprintf(stderr, "load_fleet: bad spec '%s' (want region:pool:count:idprefix)\n",
+      std::fprintf(stderr,
+                   "load_fleet: bad spec '%s' (want region:pool:count:idprefix[:slots[:none|gpu]])\n",
                    t.c_str());
       return 2;
     }
@@ -186,8 +216,26 @@ int main(int argc, char** argv) {
         up->Bind(5, Data(data, i));
         up->Bind(6, base::NowMs());
         up->Bind(7, int64_t{0});  // one shard: its own token floor is enough
+        up->Bind(8, spec.slots);
+        const std::optional<std::string> attributes = Attributes(spec.attributes, i);
+        if (attributes) {
+          up->Bind(9, *attributes);
+        } else {
+          up->BindNull(9);
+        }
         s = up->Run();
         if (!s.ok()) Die(s);
+        // The selector's copy, as Register writes it (sqlite_storage_containers.cc).
+        for (const char* copy : {store::sql::kDropAttributes, store::sql::kCopyAttributes}) {
+          if (!attributes) break;
+          store::StatementRef q;
+          s = db->Cached(copy, &q);
+          if (s.ok()) {
+            q->Bind(1, spec.prefix + std::to_string(i));
+            s = q->Run();
+          }
+          if (!s.ok()) Die(s);
+        }
       }
       ++rows;
       if (++in_txn[shard] == kBatchRows) {

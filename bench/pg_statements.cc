@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  const bool ok = Write(dir + "/pg_claim.sql", store::pgsql::kClaim) &&
+  const bool ok = Write(dir + "/pg_claim.sql", store::pgsql::kClaimFittest) &&
                   Write(dir + "/pg_release.sql", store::pgsql::kRelease);
   return ok ? 0 : 1;
 }

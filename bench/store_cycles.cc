@@ -2,7 +2,10 @@
 // and the shard's group-commit Writer, no HTTP. C client threads each run
 // claim -> release in a closed loop over a pool of P containers; the same run
 // measures the baseline of one autocommit transaction per statement on its
-// own connection, so the figure is a ratio. Prints `name value unit`.
+// own connection, so the figure is a ratio. Prints `name value unit`. With
+// --cycles N it runs until N cycles are done instead of for --seconds, and
+// skips the baseline: a run whose length is the cost of N cycles, for a tool
+// that times whole processes against another build's.
 
 #include <sqlite3.h>
 
@@ -12,12 +15,16 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "allocator/allocator.h"
 #include "bench/bench_support.h"
+#include "base/clock.h"
+#include "store/sqlite/claim_sql.h"
+#include "store/sqlite/lifecycle_sql.h"
 #include "store/sqlite/shard.h"
 #include "store/sqlite/sqlite_storage.h"
 
@@ -28,9 +35,36 @@ using bench::ProcessCpuSeconds;
 
 struct Options : bench::StoreOptions {
   int clients = 64;
+  int64_t cycles = 0;  // > 0: run until this many, not for --seconds
   std::string sync = "full";
   bool coalesce = true;
+  bool without_events = false;  // the event log's triggers dropped: its cost, by difference
+  bool baseline = true;         // the autocommit run after the group-commit one
 };
+
+// Drops every trigger that writes the event log (store/sqlite/events_sql.h),
+// through a connection of its own, before the storage prepares a statement:
+// the same file and statements, with no event written.
+void DropEventTriggers(const std::string& path) {
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  std::vector<std::string> names;
+  const char* list =
+      "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'events\\_%' ESCAPE "
+      "'\\'";
+  sqlite3_exec(
+      db, list,
+      [](void* out, int, char** row, char**) {
+        static_cast<std::vector<std::string>*>(out)->push_back(row[0]);
+        return 0;
+      },
+      &names, nullptr);
+  for (const auto& name : names) {
+    sqlite3_exec(db, ("DROP TRIGGER " + name).c_str(), nullptr, nullptr, nullptr);
+  }
+  sqlite3_close(db);
+  std::printf("# event log off: %zu triggers dropped\n", names.size());
+}
 
 double GroupCommitCycles(const Options& o, const std::string& path, uint64_t* doubles) {
   store::ShardMap map(path, 1);
@@ -42,6 +76,7 @@ double GroupCommitCycles(const Options& o, const std::string& path, uint64_t* do
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
     std::exit(1);
   }
+  if (o.without_events) DropEventTriggers(map.PathOf(0));
   std::vector<store::Shard*> ptrs{shards[0].get()};
   store::SqliteStorage storage(ptrs, map, store::ClaimPolicy{});
   std::vector<store::ContainerSpec> specs;
@@ -76,7 +111,13 @@ double GroupCommitCycles(const Options& o, const std::string& path, uint64_t* do
   auto t0 = Clock::now();
   const double cpu0 = ProcessCpuSeconds();
   uint64_t c0 = cycles.load();
-  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.seconds * 1000)));
+  if (o.cycles > 0) {
+    while (cycles.load() - c0 < static_cast<uint64_t>(o.cycles)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  } else {
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.seconds * 1000)));
+  }
   uint64_t n = cycles.load() - c0;
   const double cpu = ProcessCpuSeconds() - cpu0;
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -89,45 +130,78 @@ double GroupCommitCycles(const Options& o, const std::string& path, uint64_t* do
   return n / secs;
 }
 
-// The baseline: the same statements, one autocommit transaction each.
+// The baseline: the same statements (the claim and its session's row, the
+// release and its slot freed), one transaction a claim and one a release,
+// each its own commit, on one connection.
 double AutocommitCycles(const Options& o, const std::string& path) {
   sqlite3* db = nullptr;
   sqlite3_open(path.c_str(), &db);
   sqlite3_exec(db, o.sync == "full" ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
                nullptr, nullptr, nullptr);
   sqlite3_busy_timeout(db, 5000);
-  sqlite3_stmt *claim = nullptr, *release = nullptr;
-  sqlite3_prepare_v2(db,
-                     "UPDATE containers SET status='picked', generation=generation+1, "
-                     "session_id=?1, tenant='default', lease_expires_at_ms=?2 WHERE id = "
-                     "(SELECT id FROM (SELECT id FROM containers WHERE region='bench' AND "
-                     "pool='default' AND status='available' ORDER BY latency_ms LIMIT 5) "
-                     "ORDER BY RANDOM() LIMIT 1) RETURNING generation",
-                     -1, &claim, nullptr);
-  sqlite3_prepare_v2(db,
-                     "UPDATE containers SET status='available', session_id=NULL, tenant=NULL, "
-                     "lease_expires_at_ms=NULL WHERE session_id=?1 AND generation=?2",
-                     -1, &release, nullptr);
+  sqlite3_stmt *claim = nullptr, *insert = nullptr, *release = nullptr, *free_slot = nullptr;
+  for (auto [text, st] : {std::pair{store::sql::kClaimFittest, &claim},
+                          std::pair{store::sql::kInsertSession, &insert},
+                          std::pair{store::sql::kRelease, &release},
+                          std::pair{store::sql::kFreeSlot, &free_slot}}) {
+    if (sqlite3_prepare_v2(db, text, -1, st, nullptr) != SQLITE_OK) {
+      std::fprintf(stderr, "store_cycles: %s\n", sqlite3_errmsg(db));
+      std::exit(1);
+    }
+  }
+  auto step = [](sqlite3_stmt* st) {
+    while (sqlite3_step(st) == SQLITE_ROW) {
+    }
+    sqlite3_reset(st);
+  };
   uint64_t n = 0;
   auto t0 = Clock::now();
   auto end = t0 + std::chrono::milliseconds(static_cast<int>(o.seconds * 1000));
   while (Clock::now() < end) {
-    std::string sid = "s_auto_" + std::to_string(n);
-    sqlite3_bind_text(claim, 1, sid.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(claim, 2, 1LL << 50);
-    int64_t gen = -1;
-    while (sqlite3_step(claim) == SQLITE_ROW) gen = sqlite3_column_int64(claim, 0);
+    const std::string sid = "s_auto_" + std::to_string(n);
+    const int64_t now = base::NowMs();
+    sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+    sqlite3_bind_text(claim, 1, "bench", -1, SQLITE_STATIC);
+    sqlite3_bind_text(claim, 2, "default", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(claim, 3, 0);
+    sqlite3_bind_int64(claim, 4, 5);
+    sqlite3_bind_text(claim, 5, "default", -1, SQLITE_STATIC);
+    sqlite3_bind_null(claim, 6);
+    sqlite3_bind_int64(claim, 7, -1);
+    std::string cid;
+    int64_t gen = -1, slot = 0;
+    if (sqlite3_step(claim) == SQLITE_ROW) {
+      cid = reinterpret_cast<const char*>(sqlite3_column_text(claim, 0));
+      gen = sqlite3_column_int64(claim, 1);
+      slot = sqlite3_column_int64(claim, 2);
+    }
     sqlite3_reset(claim);
     if (gen < 0) break;
+    sqlite3_bind_text(insert, 1, sid.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(insert, 2, cid.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(insert, 3, slot);
+    sqlite3_bind_int64(insert, 4, gen);
+    sqlite3_bind_text(insert, 5, "default", -1, SQLITE_STATIC);
+    sqlite3_bind_null(insert, 6);
+    sqlite3_bind_int64(insert, 7, 1LL << 50);
+    sqlite3_bind_int64(insert, 8, now);
+    sqlite3_bind_null(insert, 9);
+    step(insert);
+    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
     sqlite3_bind_text(release, 1, sid.c_str(), -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(release, 2, gen);
-    sqlite3_step(release);
-    sqlite3_reset(release);
+    sqlite3_bind_null(release, 3);
+    sqlite3_bind_int64(release, 4, now);
+    step(release);
+    sqlite3_bind_text(free_slot, 1, cid.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(free_slot, 2, slot);
+    step(free_slot);
+    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
     ++n;
   }
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  sqlite3_finalize(claim);
-  sqlite3_finalize(release);
+  for (sqlite3_stmt* st : {claim, insert, release, free_slot}) sqlite3_finalize(st);
   sqlite3_close(db);
   return n / secs;
 }
@@ -139,8 +213,12 @@ int main(int argc, char** argv) {
   CLI::App app{"store-level durable claim+release cycles: group commit against autocommit"};
   bench::AddStoreOptions(app, &o);
   app.add_option("--clients", o.clients);
+  app.add_option("--cycles", o.cycles, "run until this many cycles, no baseline (0: --seconds)");
   app.add_option("--sync", o.sync)->check(CLI::IsMember({"full", "normal"}));
   app.add_flag("!--no-coalesce", o.coalesce, "SQLite's own two pwrites a WAL frame (store/sqlite/wal_vfs.h)");
+  app.add_flag("--without-events", o.without_events,
+               "drop the event log's triggers first (bench/events.sh: what the log costs)");
+  app.add_flag("!--no-baseline", o.baseline, "skip the autocommit run");
   CLI11_PARSE(app, argc, argv);
 #ifndef NDEBUG
   std::printf("# WARNING: debug build; figures are not representative\n");
@@ -150,7 +228,7 @@ int main(int argc, char** argv) {
   const std::string path = o.dir + "/store_cycles_" + std::to_string(::getpid()) + ".db";
   uint64_t stolen = 0;
   double group = GroupCommitCycles(o, path, &stolen);
-  double autoc = AutocommitCycles(o, path);
+  double autoc = o.cycles > 0 || !o.baseline ? 0 : AutocommitCycles(o, path);
   std::printf("store_durable_cycles_per_s %.0f 1/s\n", group);
   std::printf("store_autocommit_cycles_per_s %.0f 1/s\n", autoc);
   std::printf("group_vs_autocommit_ratio %.1f x\n", autoc > 0 ? group / autoc : 0);

@@ -13,6 +13,18 @@ namespace {
 // -1 marks a sample the pool was not in.
 constexpr int64_t kAbsent = -1;
 
+// The body's series of a pool, in Series::values' order, and each one's
+// count in a snapshot.
+struct Field {
+  const char* name;
+  int64_t StatusCounts::*count;
+};
+constexpr Field kFields[] = {
+    {"available", &StatusCounts::available}, {"picked", &StatusCounts::picked},
+    {"slots", &StatusCounts::slots},         {"slots_used", &StatusCounts::slots_used},
+    {"slots_free", &StatusCounts::slots_free},
+};
+
 void AppendSeries(const std::deque<int64_t>& values, std::string* out) {
   out->push_back('[');
   bool first = true;
@@ -23,6 +35,8 @@ void AppendSeries(const std::deque<int64_t>& values, std::string* out) {
   }
   out->push_back(']');
 }
+
+static_assert(std::size(kFields) == CapacityHistory::kSeriesFields);
 
 }  // namespace
 
@@ -48,8 +62,7 @@ bool CapacityHistory::Add(const Snapshot& snap) {
   // snapshot has it.
   for (auto& [region, pools] : regions_) {
     for (auto& [pool, series] : pools) {
-      series.available.push_back(kAbsent);
-      series.picked.push_back(kAbsent);
+      for (auto& values : series.values) values.push_back(kAbsent);
     }
   }
   omitted_ = 0;
@@ -68,11 +81,9 @@ bool CapacityHistory::Add(const Snapshot& snap) {
         }
         ++pools_;
         series = &regions_[region][pool];
-        series->available.assign(earlier + 1, kAbsent);
-        series->picked.assign(earlier + 1, kAbsent);
+        for (auto& values : series->values) values.assign(earlier + 1, kAbsent);
       }
-      series->available.back() = counts.available;
-      series->picked.back() = counts.picked;
+      for (size_t f = 0; f < kSeriesFields; ++f) series->values[f].back() = counts.*kFields[f].count;
     }
   }
 
@@ -82,10 +93,9 @@ bool CapacityHistory::Add(const Snapshot& snap) {
       Pools& pools = r->second;
       for (auto p = pools.begin(); p != pools.end();) {
         Series& s = p->second;
-        s.available.pop_front();
-        s.picked.pop_front();
+        for (auto& values : s.values) values.pop_front();
         // A pool in none of the kept samples is gone from the history.
-        if (std::all_of(s.available.begin(), s.available.end(),
+        if (std::all_of(s.values[0].begin(), s.values[0].end(),
                         [](int64_t v) { return v == kAbsent; })) {
           p = pools.erase(p);
           --pools_;
@@ -108,10 +118,10 @@ void CapacityHistory::Render() {
   AppendSeries(times_, out.get());
   out->append(",\"regions\":");
   AppendRegionsJson(regions_, out.get(), [](const Series& series, std::string* into) {
-    into->append("{\"available\":");
-    AppendSeries(series.available, into);
-    into->append(",\"picked\":");
-    AppendSeries(series.picked, into);
+    for (size_t f = 0; f < kSeriesFields; ++f) {
+      into->append(f == 0 ? "{\"" : ",\"").append(kFields[f].name).append("\":");
+      AppendSeries(series.values[f], into);
+    }
     into->push_back('}');
   });
   out->push_back('}');

@@ -26,7 +26,8 @@ inline constexpr int kHistorySamples = 60;
 inline constexpr size_t kMaxHistoryPools = 4096;
 
 // A CapacityHistory is the short utilisation history of every pool: the
-// available and picked counts of the snapshots the Mirror publishes, sampled
+// available and picked counts and the slots (total, used, free) of the
+// snapshots the Mirror publishes, sampled
 // at most once an interval (the first snapshot of each interval-long slot of
 // the clock), the last kHistorySamples of them. Add() may be called from any
 // thread (it takes a lock of its own; the Mirror calls it from its publisher);
@@ -50,17 +51,22 @@ class CapacityHistory {
   // oldest first, and for every pool seen in any kept sample its counts at
   // those times, null where the pool was not in that sample:
   //   {"interval_ms":10000,"pools_omitted":0,"as_of_ms":[t0,t1],
-  //    "regions":{"weur":{"pools":{"chrome":{"available":[3,2],"picked":[5,6]}}}}}
+  //    "regions":{"weur":{"pools":{"chrome":{"available":[3,2],"picked":[5,6],
+  //      "slots":[24,24],"slots_used":[9,11],"slots_free":[12,10]}}}}}
   // Names are escaped as in Snapshot::ToCapacityJson. Never null.
   std::shared_ptr<const std::string> Json() const { return json_.Load(); }
 
   int64_t interval_ms() const { return interval_ms_; }
 
+  // The series a pool has in the body: available, picked, slots,
+  // slots_used, slots_free.
+  static constexpr size_t kSeriesFields = 5;
+
  private:
-  // Counts of one pool, one entry a kept sample; -1 where it was absent.
+  // Counts of one pool, one series a field in the body's order, one entry a
+  // kept sample; -1 where the pool was absent.
   struct Series {
-    std::deque<int64_t> available;
-    std::deque<int64_t> picked;
+    std::deque<int64_t> values[kSeriesFields];
   };
   using Pools = std::map<std::string, Series, std::less<>>;
 

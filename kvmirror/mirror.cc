@@ -170,7 +170,7 @@ store::Status Mirror::ReadPart(ShardState* shard, std::shared_ptr<const Snapshot
   for (const store::CapacityCount& c : shard->read.counts) {
     // An unknown status (none exists under the schema's CHECK) is skipped.
     StatusCounts& counts = regions[c.region][c.pool];
-    (void)counts.Add(c.status, c.count);
+    if (counts.Add(c.status, c.count)) counts.AddSlots(c.status, c.slots, c.slots_used);
     // Drained counts as such only once it drains (a picked one finishes
     // its session first).
     if (c.status == "draining") counts.drained += c.drained;
@@ -185,7 +185,7 @@ store::Status Mirror::ReadPart(ShardState* shard, std::shared_ptr<const Snapshot
 void Mirror::Publish(int i, std::shared_ptr<const Snapshot> part) {
   base::MutexLock lock(&publish_mu_);
   parts_[i] = std::move(part);
-  std::shared_ptr<const Snapshot> merged = Snapshot::Merge(parts_);
+  std::shared_ptr<const Snapshot> merged = Snapshot::Merge(parts_, ++published_);
   current_.Store(merged);
   // At most one sample an interval: most publishes are only compared.
   (void)history_.Add(*merged);

@@ -184,6 +184,8 @@ class Mirror {
   // never during a read; readers of Current() never take it.
   base::Mutex publish_mu_;
   std::vector<std::shared_ptr<const Snapshot>> parts_ GUARDED_BY(publish_mu_);
+  // The version of the latest merge published (Snapshot::version).
+  uint64_t published_ GUARDED_BY(publish_mu_) = 0;
 
   base::SharedSlot<const Snapshot> current_;
   // Offered every merged snapshot Publish() makes.

@@ -14,6 +14,9 @@ void AppendCounts(const StatusCounts& c, std::string* out) {
   out->append(",\"draining\":").append(std::to_string(c.draining));
   out->append(",\"dead\":").append(std::to_string(c.dead));
   out->append(",\"drained\":").append(std::to_string(c.drained));
+  out->append(",\"slots\":").append(std::to_string(c.slots));
+  out->append(",\"slots_used\":").append(std::to_string(c.slots_used));
+  out->append(",\"slots_free\":").append(std::to_string(c.slots_free));
   out->push_back('}');
 }
 
@@ -31,6 +34,18 @@ void StatusCounts::Add(const StatusCounts& other) {
   draining += other.draining;
   dead += other.dead;
   drained += other.drained;
+  slots += other.slots;
+  slots_used += other.slots_used;
+  slots_free += other.slots_free;
+}
+
+void StatusCounts::AddSlots(std::string_view status, int64_t n, int64_t used) {
+  slots += n;
+  slots_used += used;
+  // An available container has fewer sessions than slots (the schema's
+  // CHECK); a picked one has none free, even with slots lowered under its
+  // sessions.
+  if (status == "available") slots_free += std::max<int64_t>(0, n - used);
 }
 
 bool StatusCounts::Add(std::string_view status, int64_t n) {
@@ -50,8 +65,10 @@ bool StatusCounts::Add(std::string_view status, int64_t n) {
 
 Snapshot::Snapshot() : drained_(NoDrainedIds()), regions_json_("{}") {}
 
-Snapshot::Snapshot(int64_t as_of_ms, Regions regions, std::shared_ptr<const DrainedIds> drained)
+Snapshot::Snapshot(int64_t as_of_ms, Regions regions, std::shared_ptr<const DrainedIds> drained,
+                   uint64_t version)
     : as_of_ms_(as_of_ms),
+      version_(version),
       regions_(std::move(regions)),
       drained_(drained != nullptr ? std::move(drained) : NoDrainedIds()) {
   AppendRegionsJson(regions_, &regions_json_, [this](const StatusCounts& counts, std::string* out) {
@@ -61,8 +78,8 @@ Snapshot::Snapshot(int64_t as_of_ms, Regions regions, std::shared_ptr<const Drai
 }
 
 std::shared_ptr<const Snapshot> Snapshot::Merge(
-    const std::vector<std::shared_ptr<const Snapshot>>& parts) {
-  if (parts.size() == 1 && parts[0] != nullptr) return parts[0];  // nothing to add
+    const std::vector<std::shared_ptr<const Snapshot>>& parts, uint64_t version) {
+  if (version == 0 && parts.size() == 1 && parts[0] != nullptr) return parts[0];  // nothing to add
   int64_t as_of_ms = parts.empty() ? 0 : INT64_MAX;
   Regions regions;
   // Shared, not copied, while only one part has drained ids (the usual case).
@@ -89,7 +106,8 @@ std::shared_ptr<const Snapshot> Snapshot::Merge(
     }
     joined->insert(part->drained_ids()->begin(), part->drained_ids()->end());
   }
-  return std::make_shared<const Snapshot>(as_of_ms, std::move(regions), std::move(drained));
+  return std::make_shared<const Snapshot>(as_of_ms, std::move(regions), std::move(drained),
+                                          version);
 }
 
 int64_t Snapshot::AgeMs(int64_t now_ms) const {
@@ -118,6 +136,7 @@ std::string Snapshot::ToCapacityJson(int64_t now_ms) const {
   out.append("{\"as_of_ms\":").append(std::to_string(as_of_ms_));
   out.append(",\"age_ms\":");
   out.append(as_of_ms_ == 0 ? std::string("null") : std::to_string(AgeMs(now_ms)));
+  out.append(",\"version\":").append(std::to_string(version_));
   out.append(",\"regions\":").append(regions_json_);
   out.push_back('}');
   return out;

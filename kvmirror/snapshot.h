@@ -22,6 +22,12 @@ struct StatusCounts {
   // Of the draining ones, those an operator drained (the others drain by
   // their own report). Not a state of its own: not in total().
   int64_t drained = 0;
+  // Slots (docs/api.md, "Slots"): of every container, whatever its state;
+  // the live sessions on them; and the free slots of the available ones,
+  // which claims may take (a draining or dead container's are not).
+  int64_t slots = 0;
+  int64_t slots_used = 0;
+  int64_t slots_free = 0;
 
   int64_t total() const { return available + picked + draining + dead; }
   void Add(const StatusCounts& other);
@@ -30,6 +36,9 @@ struct StatusCounts {
   // name (the schema's CHECK allows none, so a newer schema's state is not
   // guessed at).
   bool Add(std::string_view status, int64_t n);
+  // Adds a state's `slots` and `used` slots; the free ones of an available
+  // state to slots_free.
+  void AddSlots(std::string_view status, int64_t slots, int64_t used);
   bool operator==(const StatusCounts&) const = default;
 };
 
@@ -56,16 +65,19 @@ class Snapshot {
   Snapshot();
   // A snapshot of `regions` as read by a read that began at `as_of_ms`
   // (milliseconds since the Unix epoch).
+  // `version`: the mirror's number for it (version()).
   Snapshot(int64_t as_of_ms, Regions regions,
-           std::shared_ptr<const DrainedIds> drained = nullptr);
+           std::shared_ptr<const DrainedIds> drained = nullptr, uint64_t version = 0);
 
   // Sums parts that each cover some regions (one part a shard). The result's
   // as_of_ms is the oldest of the parts', since that is the oldest data it
   // holds; it is 0 if any part is null (a shard not read yet) or none is
   // given. Counts of a region and pool found in several parts are added;
-  // the drained ids are the parts' together.
+  // the drained ids are the parts' together. A version other than 0 is the
+  // result's (a new snapshot even for one part); with 0, one part is
+  // returned as it is.
   static std::shared_ptr<const Snapshot> Merge(
-      const std::vector<std::shared_ptr<const Snapshot>>& parts);
+      const std::vector<std::shared_ptr<const Snapshot>>& parts, uint64_t version = 0);
 
   // When the read that built this began, in ms since the epoch; the oldest
   // data in it. 0 for the empty snapshot.
@@ -73,6 +85,11 @@ class Snapshot {
   // How stale this is at `now_ms`: now_ms - as_of_ms(), never below 0 (the
   // system clock may step back). -1 for a snapshot with as_of_ms() == 0.
   int64_t AgeMs(int64_t now_ms) const;
+  // The Mirror's number for this snapshot, one more at each publish; 0 for
+  // one no Mirror published. Two snapshots of one mirror with the same
+  // version are the same snapshot; two with the same as_of_ms need not be
+  // (with several shards, a publish by any but the oldest keeps as_of_ms).
+  uint64_t version() const { return version_; }
 
   const Regions& regions() const { return regions_; }
   // Sums over every region and pool.
@@ -87,8 +104,9 @@ class Snapshot {
 
   // The body of GET /v1/capacity (docs/api.md), on one line, regions and pools in
   // name order:
-  //   {"as_of_ms":1700000000000,"age_ms":12,"regions":{"weur":{"pools":
-  //   {"chrome":{"available":3,"picked":5,"draining":2,"dead":1,"drained":1}}}}}
+  //   {"as_of_ms":1700000000000,"age_ms":12,"version":7,"regions":{"weur":{"pools":
+  //   {"chrome":{"available":3,"picked":5,"draining":2,"dead":1,"drained":1,
+  //   "slots":22,"slots_used":9,"slots_free":4}}}}}
   // age_ms is AgeMs(now_ms), or null for the empty snapshot (nothing has been
   // read, so no age can be told). Names are escaped for JSON: quote and
   // backslash, control characters as \u00XX, and bytes that are not valid
@@ -97,6 +115,7 @@ class Snapshot {
 
  private:
   int64_t as_of_ms_ = 0;
+  uint64_t version_ = 0;
   Regions regions_;
   StatusCounts totals_;
   std::shared_ptr<const DrainedIds> drained_;  // never null

@@ -34,8 +34,10 @@ packages+=(postgresql libpq-dev)
 packages+=(libsystemd-dev systemd)
 # The log (server/http/log.cc) is spdlog's; the --config file is read by toml++.
 packages+=(libspdlog-dev libtomlplusplus-dev)
-# List cursors are signed with HMAC-SHA256 from OpenSSL's libcrypto.
-packages+=(libssl-dev)
+# List cursors are signed with HMAC-SHA256 from OpenSSL's libcrypto; webhooks
+# go over OpenSSL's TLS to receivers the system's CA store vouches for, and
+# the webhooks test makes its own CA with the openssl command.
+packages+=(libssl-dev ca-certificates openssl)
 # The OpenAPI document's response check (tests/server/openapi_validator.py).
 packages+=(python3-jsonschema)
 # The nemesis test (tests/fault/nemesis_test.py) restarts nodes with a skewed clock.

@@ -4,6 +4,7 @@
 
 #include "server/client/http_client.h"
 #include "server/cli_flags.h"
+#include "store/types.h"
 
 namespace server {
 namespace {
@@ -34,6 +35,11 @@ void AddRegisterFlags(CLI::App* agent, AgentConfig* a, AgentWords* words) {
       ->check(InRange(0, kBigFlagValue, "the container's latency in ms"));
   AddFlag(agent, "--data", &a->data,
           "a JSON object handed to whoever claims the container, for --register");
+  AddFlag(agent, "--slots", &words->slots,
+          "sessions the container holds at once, for --register (the server's default: 1)")
+      ->check(InRange(store::kMinSlots, store::kMaxSlots, "the container's slots"));
+  AddFlag(agent, "--attributes", &a->attributes,
+          "a JSON object of strings that claims' selectors match, for --register");
 }
 
 void AddHealthFlags(CLI::App* agent, AgentConfig* a) {
@@ -74,6 +80,7 @@ std::string FinishAgent(const AgentWords& words, AgentConfig* a) {
   ParseLogLevel(words.log_level, &a->log.level);  // IsMember checked it
   a->log.format = words.log_format == "json" ? LogFormat::kJson : LogFormat::kText;
   if (words.latency_ms >= 0) a->latency_ms = words.latency_ms;
+  if (words.slots >= 0) a->slots = words.slots;
   HttpUrl url;
   std::string error;
   if (!ParseHttpUrl(a->server, &url, &error)) return "--server: " + error;
@@ -83,6 +90,12 @@ std::string FinishAgent(const AgentWords& words, AgentConfig* a) {
   if (a->register_container && a->region.empty()) return "--register needs --region";
   if (!a->data.empty() && !nlohmann::json::parse(a->data, nullptr, false).is_object()) {
     return "--data: '" + a->data + "' is not a JSON object";
+  }
+  if (!a->attributes.empty()) {
+    const nlohmann::json attributes = nlohmann::json::parse(a->attributes, nullptr, false);
+    bool strings = attributes.is_object();
+    for (const auto& value : attributes) strings = strings && value.is_string();
+    if (!strings) return "--attributes: '" + a->attributes + "' is not a JSON object of strings";
   }
   return "";
 }

@@ -14,6 +14,7 @@ struct AgentWords {
   std::string log_level = "info";
   std::string log_format = "text";
   int64_t latency_ms = -1;  // -1: not given
+  int64_t slots = -1;       // -1: not given
 };
 
 // `edgealloc agent` and its flags (docs/agent.md), filling *a and *words.

@@ -12,6 +12,12 @@ namespace server {
 // The largest number a millisecond or count flag takes: past any real use,
 // far from overflow when added to a clock.
 constexpr int64_t kBigFlagValue = int64_t{1} << 50;
+// The most shard files --shards takes.
+constexpr int kMaxShards = 256;
+
+struct RegisterConfig;
+// The `register` subcommand and its flags, into *r.
+CLI::App* AddRegisterCommand(CLI::App* app, RegisterConfig* r);
 
 // A validator for an integer flag in [lo, hi]; the message says what the flag
 // is for, so that a newcomer sees why the value was refused.

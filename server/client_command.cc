@@ -41,6 +41,7 @@ std::string FilterHelp(const std::string& name) {
   if (name == "tenant") return "only this tenant's (an admin key; a tenant key sees its own)";
   if (name == "state") return "live (the default: not ended) or ended (newest first)";
   if (name == "status") return "only this status: available, picked, draining or dead";
+  if (name == "attribute") return "KEY=VALUE, only containers with this attribute";
   if (name == "limit") return "items a page, 1 to 1000 (default 100)";
   if (name == "cursor") return "the next_cursor of the page before";
   return name;
@@ -64,10 +65,32 @@ CLI::App* Verb(CLI::App* parent, ClientCommand* c, const std::string& name,
 }
 
 struct ClaimFlags {
-  std::string region, pool, idempotency_key;
+  std::string region, pool, idempotency_key, placement;
   int64_t lease_ms = 0, wait_ms = 0;
-  std::vector<std::string> labels, fallback_regions;
+  std::vector<std::string> labels, fallback_regions, selector;
 };
+
+// --selector KEY=VALUE or KEY=V1,V2 (one of them), repeatable (a key given
+// again adds its values) into the claim's `selector`.
+std::string SelectorJson(const std::vector<std::string>& terms, json* out) {
+  *out = json::object();
+  for (const std::string& term : terms) {
+    const size_t eq = term.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return "--selector: '" + term + "' is not KEY=VALUE or KEY=V1,V2";
+    }
+    json& values = (*out)[term.substr(0, eq)];
+    if (values.is_null()) values = json::array();
+    const std::string list = term.substr(eq + 1);
+    for (size_t start = 0;;) {
+      const size_t comma = list.find(',', start);
+      values.push_back(list.substr(start, comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return "";
+}
 
 std::string ClaimBody(const ClaimFlags& f, std::string* body) {
   json j = {{"region", f.region}};
@@ -75,6 +98,7 @@ std::string ClaimBody(const ClaimFlags& f, std::string* body) {
   if (f.lease_ms > 0) j["lease_ms"] = f.lease_ms;
   if (f.wait_ms > 0) j["wait_ms"] = f.wait_ms;
   if (!f.idempotency_key.empty()) j["idempotency_key"] = f.idempotency_key;
+  if (!f.placement.empty()) j["placement"] = f.placement;
   if (!f.fallback_regions.empty()) j["fallback_regions"] = f.fallback_regions;
   if (!f.labels.empty()) {
     json labels = json::object();
@@ -84,6 +108,11 @@ std::string ClaimBody(const ClaimFlags& f, std::string* body) {
       labels[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
     j["labels"] = labels;
+  }
+  if (!f.selector.empty()) {
+    json selector;
+    if (std::string bad = SelectorJson(f.selector, &selector); !bad.empty()) return bad;
+    j["selector"] = selector;
   }
   *body = j.dump();
   return "";
@@ -108,6 +137,13 @@ void AddSessionCommands(CLI::App* app, ClientCommand* c) {
                   "the same key returns the same session when a claim is retried");
   cmd->add_option("--label", claim->labels, "KEY=VALUE, stored with the session (repeat)");
   cmd->add_option("--fallback-region", claim->fallback_regions, "tried in order (repeat)");
+  cmd->add_option("--placement", claim->placement,
+                  "fittest, packed (fill a container before opening another) or distributed "
+                  "(the server's default: --placement)")
+      ->check(CLI::IsMember({"fittest", "packed", "distributed"}));
+  cmd->add_option("--selector", claim->selector,
+                  "KEY=VALUE or KEY=V1,V2 (one of them): only containers with that attribute "
+                  "(repeat: every key must match)");
 
   auto id = std::make_shared<std::string>();
   auto token = std::make_shared<int64_t>(0);
@@ -157,10 +193,21 @@ void AddContainerCommands(CLI::App* app, ClientCommand* c) {
   containers->require_subcommand(1);
   auto filters = std::make_shared<std::vector<std::pair<std::string, std::string>>>(
       std::vector<std::pair<std::string, std::string>>{
-          {"region", ""}, {"pool", ""}, {"status", ""}, {"limit", ""}, {"cursor", ""}});
+          {"region", ""}, {"pool", ""}, {"status", ""}, {"attribute", ""}, {"limit", ""},
+          {"cursor", ""}});
   CLI::App* cmd = Verb(containers, c, "list", "one page of containers (GET /v1/containers)",
                        [filters](ClientRequest* r) {
-                         *r = {"GET", "/v1/containers" + Query(*filters), ""};
+                         // KEY=VALUE on the command line, KEY:VALUE in the query.
+                         auto query = *filters;
+                         for (auto& [name, value] : query) {
+                           if (name != "attribute" || value.empty()) continue;
+                           const size_t eq = value.find('=');
+                           if (eq == std::string::npos) {
+                             return "--attribute: '" + value + "' is not KEY=VALUE";
+                           }
+                           value[eq] = ':';
+                         }
+                         *r = {"GET", "/v1/containers" + Query(query), ""};
                          return std::string();
                        });
   for (auto& [name, value] : *filters) cmd->add_option("--" + name, value, FilterHelp(name));
@@ -185,11 +232,48 @@ void AddContainerCommands(CLI::App* app, ClientCommand* c) {
   }
 }
 
+// `edgealloc pressure --region R [--pool P]`: one pool's pressure.
+void AddPressureCommand(CLI::App* app, ClientCommand* c) {
+  auto where = std::make_shared<std::vector<std::pair<std::string, std::string>>>(
+      std::vector<std::pair<std::string, std::string>>{{"region", ""}, {"pool", ""}});
+  CLI::App* cmd = Verb(app, c, "pressure",
+                       "One pool's counts, slots, waiting claims, claim rates and the containers "
+                       "to add to keep its warm buffer (GET /v1/pressure; a tenant, admin or "
+                       "metrics key). Exit 4 for a pool nobody registered.",
+                       [where](ClientRequest* r) {
+                         *r = {"GET", "/v1/pressure" + Query(*where), ""};
+                         return std::string();
+                       });
+  cmd->add_option("--region", (*where)[0].second, "region")->required();
+  cmd->add_option("--pool", (*where)[1].second, "pool (the server's default: default)");
+}
+
+void AddEventsCommand(CLI::App* app, ClientCommand* c) {
+  CLI::App* events = app->add_subcommand(
+      "events", "Follow the events of a running server (a tenant key: its own sessions').");
+  events->require_subcommand(1);
+  auto watch = std::make_shared<EventsWatch>();
+  CLI::App* cmd = Verb(events, c, "watch",
+                       "print each event as one line of JSON as it commits, resuming after a "
+                       "dropped connection (GET /v1/events)",
+                       [c, watch](ClientRequest* r) {
+                         c->watch_events = true;
+                         c->watch = *watch;
+                         *r = {"GET", "/v1/events", ""};
+                         return std::string();
+                       });
+  cmd->add_option("--after", watch->after, "the seq (cursor) to start after; default the oldest");
+  cmd->add_option("--type", watch->type, "only events of this type (session.ended, ...)");
+  cmd->add_option("--max-events", watch->max_events, "stop after this many (default: never)");
+}
+
 }  // namespace
 
 void AddClientCommands(CLI::App* app, ClientCommand* c) {
   AddSessionCommands(app, c);
   AddContainerCommands(app, c);
+  AddPressureCommand(app, c);
+  AddEventsCommand(app, c);
 }
 
 }  // namespace server

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "server/client/client_request.h"
+#include "server/client/events_watch.h"
 
 namespace server {
 
@@ -16,6 +17,9 @@ struct ClientCommand {
   // Makes the request from the parsed flags; "" or a usage error.
   std::function<std::string(ClientRequest*)> make;
   ClientRequest request;
+  // `edgealloc events watch`: a long-running follow instead of one request.
+  bool watch_events = false;
+  EventsWatch watch;
 };
 
 // `edgealloc sessions claim|get|renew|release|list` and `edgealloc

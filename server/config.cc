@@ -2,10 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include <arpa/inet.h>
-
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <ostream>
@@ -16,6 +13,8 @@
 
 #include "base/build_info.h"
 #include "server/agent_command.h"
+#include "server/backup_region_flags.h"
+#include "server/capacity_flags.h"
 #include "server/cli_flags.h"
 #include "server/client_command.h"
 #include "server/api/reader_pool.h"
@@ -26,7 +25,6 @@
 namespace server {
 namespace {
 
-constexpr int kMaxShards = 256;
 constexpr int kMaxPgWriters = 64;
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxReaderThreads = 256;
@@ -39,6 +37,7 @@ struct WordFlags {
   std::string sync = "full";
   std::string log_level = "info";
   std::string log_format = "text";
+  std::string placement = "fittest";
 };
 
 // Where the API is served, and by how many threads.
@@ -105,6 +104,10 @@ void AddSessionFlags(CLI::App* serve, ServeConfig* s) {
             "how long after a session ends its GET, renew and release answer 410 session_ended "
             "with its end_reason (then 404)",
             0, kBig, "session history in ms");
+  AddNumber(serve, "--event-retention-ms", &s->event_retention_ms,
+            "how long the event log keeps an event (GET /v1/events); a cursor older is 410 "
+            "events_expired",
+            0, kBig, "event retention in ms");
   AddNumber(serve, "--session-history-max-rows", &s->session_history_max_rows,
             "ended sessions kept at most (the oldest are pruned first)", 0, kBig,
             "ended sessions kept");
@@ -148,24 +151,8 @@ void AddHeartbeatFlags(CLI::App* serve, ServeConfig* s) {
             0, 100000000, "heartbeat items a key may send a second");
 }
 
-// The capacity mirror and its history.
-void AddMirrorFlags(CLI::App* serve, ServeConfig* s) {
-  AddNumber(serve, "--mirror-refresh-ms", &s->mirror_refresh_ms, "capacity mirror refresh period",
-            1, kBig, "capacity mirror refresh period in ms");
-  AddNumber(serve, "--history-interval-ms", &s->history_interval_ms,
-            "capacity history (GET /v1/capacity/history, the dashboard's utilisation lines): one "
-            "sample of every pool this often, the last 60 kept",
-            100, 3600 * 1000, "capacity history sampling interval in ms");
-  // At most a third of the window the fleet's sums count nodes in
-  // (allocator::kFleetClaimWindowMs), so a live node never drops out of them.
-  AddNumber(serve, "--claims-publish-ms", &s->claims_publish_ms,
-            "this node's claim counts go to the database, and the fleet's are read back "
-            "(GET /v1/capacity/claims, the dashboard's rates), this often",
-            100, 10000, "claim counts publish period in ms");
-}
-
 // Bounds on what a tenant or a request may ask.
-void AddLimitFlags(CLI::App* serve, ServeConfig* s) {
+void AddLimitFlags(CLI::App* serve, ServeConfig* s, WordFlags* words) {
   // No default shown: inside, unlimited is a number nobody should read.
   AddFlag(serve, "--max-sessions-per-tenant", &s->max_sessions_per_tenant,
           "concurrent sessions a tenant may hold (default: unlimited; 0 = unlimited)")
@@ -180,6 +167,11 @@ void AddLimitFlags(CLI::App* serve, ServeConfig* s) {
   AddNumber(serve, "--candidates", &s->candidates,
             "size of the candidate pool a claim picks from at random", 1, 1000,
             "claim candidate pool size");
+  AddWord(serve, "--placement", &words->placement,
+          "how a claim that says none chooses among the containers that fit: fittest (the "
+          "--candidates lowest-latency, one at random), packed (the most used slots first: fill "
+          "one before opening another) or distributed (the fewest used slots first)",
+          {"fittest", "packed", "distributed"});
   AddNumber(serve, "--max-clock-skew-ms", &s->max_clock_skew_ms,
             "a heartbeat whose ts_ms is more than this ahead of the server's clock (on "
             "PostgreSQL, the database's) is refused (400 invalid_field)",
@@ -229,22 +221,10 @@ CLI::App* AddServeCommand(CLI::App* app, ServeConfig* s, WordFlags* words,
   AddSessionFlags(serve, s);
   AddHeartbeatFlags(serve, s);
   AddMirrorFlags(serve, s);
-  AddLimitFlags(serve, s);
+  AddBackupRegionFlags(serve, s);
+  AddLimitFlags(serve, s, words);
   AddLogAndDemoFlags(serve, s, words);
   return serve;
-}
-
-CLI::App* AddRegisterCommand(CLI::App* app, RegisterConfig* r) {
-  CLI::App* reg = app->add_subcommand(
-      "register",
-      "Register containers from a JSON file ({\"containers\":[...]}, as POST /v1/containers), "
-      "also while a server runs.");
-  AddFlag(reg, "--db", &r->db, "SQLite database file, or a PostgreSQL URI (postgresql://...)")
-      ->capture_default_str();
-  AddNumber(reg, "--shards", &r->shards, "database files the pool is split over (as the server)", 1,
-            kMaxShards, "database files the pool is split over");
-  reg->add_option("file", r->file, "JSON file, or - for stdin")->required();
-  return reg;
 }
 
 // Parses; false with cmd->exit_code set if the command ends here (help,
@@ -279,6 +259,7 @@ std::string FinishServe(const WordFlags& words, ServeConfig* s) {
   s->sync = words.sync == "normal" ? store::Sync::kNormal : store::Sync::kFull;
   ParseLogLevel(words.log_level, &s->log.level);  // IsMember checked it
   s->log.format = words.log_format == "json" ? LogFormat::kJson : LogFormat::kText;
+  store::ParsePlacement(words.placement, &s->placement);  // IsMember checked it
   std::string error;
   if (!SplitHostPort(s->listen, &s->host, &s->port, &error)) return "--listen: " + error;
   // "0 = unlimited" on the command line; one spelling of unlimited inside.
@@ -287,6 +268,7 @@ std::string FinishServe(const WordFlags& words, ServeConfig* s) {
     return "--lease-ms (" + std::to_string(s->default_lease_ms) +
            ") is longer than --max-lease-ms (" + std::to_string(s->max_lease_ms) + ")";
   }
+  if (std::string backups = FinishBackupRegions(s); !backups.empty()) return backups;
   if (s->keys_file.empty() && !IsLoopbackHost(s->host)) {
     return "refusing to listen on " + s->listen +
            " without keys: anyone who can reach it could claim and remove containers. "
@@ -296,52 +278,6 @@ std::string FinishServe(const WordFlags& words, ServeConfig* s) {
 }
 
 }  // namespace
-
-bool SplitHostPort(const std::string& listen, std::string* host, uint16_t* port,
-                   std::string* error) {
-  std::string h, p;
-  if (!listen.empty() && listen[0] == '[') {
-    size_t close = listen.find(']');
-    if (close == std::string::npos || close + 1 >= listen.size() || listen[close + 1] != ':') {
-      *error = "'" + listen + "' is not [IPv6]:PORT";
-      return false;
-    }
-    h = listen.substr(1, close - 1);
-    p = listen.substr(close + 2);
-  } else {
-    size_t colon = listen.rfind(':');
-    if (colon == std::string::npos || listen.find(':') != colon) {
-      *error = "'" + listen + "' is not HOST:PORT (write IPv6 as [::1]:8080)";
-      return false;
-    }
-    h = listen.substr(0, colon);
-    p = listen.substr(colon + 1);
-  }
-  int v = -1;
-  auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), v);
-  if (h.empty() || p.empty() || ec != std::errc() || end != p.data() + p.size() || v < 0 ||
-      v > 65535) {
-    *error = "'" + listen + "' is not HOST:PORT with a port in 0..65535";
-    return false;
-  }
-  *host = h;
-  *port = static_cast<uint16_t>(v);
-  return true;
-}
-
-bool IsLoopbackHost(const std::string& host) {
-  if (host == "localhost") return true;
-  in_addr v4{};
-  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
-    return (ntohl(v4.s_addr) >> 24) == 127;
-  }
-  in6_addr v6{};
-  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
-    return IN6_IS_ADDR_LOOPBACK(&v6);
-  }
-  return false;
-}
-
 
 Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   Command cmd;

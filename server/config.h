@@ -3,11 +3,14 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "server/agent/agent_config.h"
 #include "server/client_command.h"
 #include "server/http/log.h"
+#include "server/listen_address.h"
 #include "store/types.h"
 
 namespace server {
@@ -33,7 +36,8 @@ struct ServeConfig {
   int max_claim_waiters = 1000;    // claims waiting (wait_ms) for one pool at once
   int64_t max_claim_waiters_per_tenant = 1000;  // one tenant's, unless its keys line says
   int64_t max_claim_waiters_total = 10000;      // every tenant's together
-  int64_t session_history_ms = 86400000;         // an ended session says why this long
+  int64_t session_history_ms = 86400000;
+  int64_t event_retention_ms = 3600000;          // GET /v1/events reads back this far         // an ended session says why this long
   int64_t session_history_max_rows = 1000000;    // ended sessions kept at most
   int64_t history_prune_rows_per_s = 100000;     // ended sessions pruned a second at most
   int64_t dead_after_ms = store::kDefaultDeadAfterMs;
@@ -48,13 +52,21 @@ struct ServeConfig {
   int64_t mirror_refresh_ms = 1000;  // capacity mirror refresh period
   int64_t history_interval_ms = 10000;  // a capacity history sample this often
   int64_t claims_publish_ms = 3000;     // the fleet's claim counts, published and read this often
+  // --warm-buffer: "N", "P%", "POOL=N|P%" or "REGION/POOL=N|P%" (kvmirror::WarmBuffers).
+  std::vector<std::string> warm_buffer;
   int64_t max_sessions_per_tenant = store::kUnlimited;  // the flag's 0 is kUnlimited too
   int64_t max_body_bytes = 1 << 20;
   // A request not answered this long after it was read (more by a claim's
   // wait_ms) is answered 503 unavailable in its handler's place.
   int64_t request_deadline_ms = 30000;
   int candidates = 5;
+  store::Placement placement = store::Placement::kFittest;  // --placement
   int64_t max_clock_skew_ms = 60000;  // a heartbeat's ts_ms at most this far ahead
+  // --backup-region REGION=BACKUP as given, and the map FinishServe makes of
+  // them (region -> its backup, no cycle); --max-heartbeat-lag-ms.
+  std::vector<std::string> backup_region_pairs;
+  std::map<std::string, std::string> backup_regions;
+  int64_t max_heartbeat_lag_ms = 2000;
   bool demo = false;
 };
 
@@ -82,13 +94,6 @@ struct Command {
 // Also refuses, as a usage error, to serve without --keys on an address that
 // is not loopback.
 Command ParseCommandLine(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
-
-// Splits "HOST:PORT" or "[V6]:PORT". Returns false with *error set if malformed.
-bool SplitHostPort(const std::string& listen, std::string* host, uint16_t* port,
-                   std::string* error);
-
-// True for localhost, 127.0.0.0/8 and ::1.
-bool IsLoopbackHost(const std::string& host);
 
 }  // namespace server
 

@@ -31,8 +31,37 @@ bool ValueText(const toml::node& node, ConfigSetting* setting) {
   } else if (const auto* b = node.as_boolean()) {
     setting->value = b->get() ? "true" : "false";
     setting->is_switch = true;
+  } else if (const auto* list = node.as_array()) {
+    // A flag given several times (--warm-buffer): its values joined by
+    // commas, as its environment variable takes them.
+    for (const toml::node& item : *list) {
+      ConfigSetting one;
+      if (item.is_array() || !ValueText(item, &one) || one.is_switch) return false;
+      setting->value += (setting->value.empty() ? "" : ",") + one.value;
+    }
   } else {
     return false;
+  }
+  return true;
+}
+
+// The one setting written as a table of pairs, each a flag's REGION=BACKUP:
+// [serve.backup-region] weur = "eeur".
+constexpr std::string_view kPairTableKey = "backup-region";
+
+bool PairSettings(const std::string& path, const toml::table& table, const ConfigSetting& head,
+                  std::vector<ConfigSetting>* settings, std::string* error) {
+  for (const auto& [name, value] : table) {
+    const auto* text = value.as_string();
+    if (text == nullptr) {
+      *error = Where(path, value.source()) + ": " + head.key + "." + std::string(name.str()) +
+               ": takes a region's name in quotes";
+      return false;
+    }
+    ConfigSetting pair = head;
+    pair.line = static_cast<int>(value.source().begin.line);
+    pair.value = std::string(name.str()) + "=" + text->get();
+    settings->push_back(std::move(pair));
   }
   return true;
 }
@@ -67,6 +96,10 @@ bool ReadConfigFile(const std::string& path, std::vector<ConfigSetting>* setting
     ConfigSetting setting;
     setting.key = std::string(key.str());
     setting.line = static_cast<int>(node.source().begin.line);
+    if (setting.key == kPairTableKey && node.is_table()) {
+      if (!PairSettings(path, *node.as_table(), setting, settings, error)) return false;
+      continue;
+    }
     if (&keys == &file && node.is_table()) {
       *error = Where(path, node.source()) + ": [" + setting.key +
                "] is not a section edgealloc reads";
@@ -74,7 +107,7 @@ bool ReadConfigFile(const std::string& path, std::vector<ConfigSetting>* setting
     }
     if (!ValueText(node, &setting)) {
       *error = Where(path, node.source()) + ": " + setting.key +
-               ": takes a text, a number or true/false";
+               ": takes a text, a number, true/false or a list of texts or numbers";
       return false;
     }
     settings->push_back(std::move(setting));

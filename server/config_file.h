@@ -25,7 +25,9 @@ struct ConfigSetting {
 // Reads a TOML config file (toml++): the keys of its [serve] table, or of
 // its top level for a file without one. A value is a string, a whole
 // number, a number or true/false; anything else (an array, a table, a date)
-// is refused. False with *error naming the file, the line and the key, or
+// is refused, but for backup-region, a table of REGION = "BACKUP" pairs
+// (`[serve.backup-region]`), each a setting "backup-region" of value
+// "REGION=BACKUP". False with *error naming the file, the line and the key, or
 // the parser's own words and position for a file that is not TOML.
 bool ReadConfigFile(const std::string& path, std::vector<ConfigSetting>* settings,
                     std::string* error);

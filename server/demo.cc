@@ -12,6 +12,21 @@ namespace {
 constexpr const char* kRegions[] = {"weur", "eeur", "wnam"};
 constexpr const char* kPools[] = {"chrome", "firefox"};
 constexpr int kPerPool = 8;
+// The pool of containers holding several sessions each, with an attribute
+// a selector can name: a packed claim and a selector have somewhere to go.
+constexpr const char* kSlotsPool = "workers";
+constexpr int kSlotsPerPool = 4;
+constexpr int kSlotsEach = 4;
+
+store::ContainerSpec DemoContainer(const char* region, const char* pool, int i, int64_t latency_ms) {
+  store::ContainerSpec c;
+  c.id = std::string("demo-") + region + "-" + pool + "-" + std::to_string(i);
+  c.region = region;
+  c.pool = pool;
+  c.latency_ms = latency_ms;
+  c.data = "{\"endpoint\":\"ws://" + c.id + ":9222\"}";
+  return c;
+}
 
 }  // namespace
 
@@ -28,14 +43,14 @@ std::vector<store::ContainerSpec> Demo::Fleet() {
   for (const char* region : kRegions) {
     for (const char* pool : kPools) {
       for (int i = 0; i < kPerPool; ++i) {
-        store::ContainerSpec c;
-        c.id = std::string("demo-") + region + "-" + pool + "-" + std::to_string(i);
-        c.region = region;
-        c.pool = pool;
-        c.latency_ms = 5 + region_index * 20 + i * 3;
-        c.data = "{\"endpoint\":\"ws://" + c.id + ":9222\"}";
-        fleet.push_back(std::move(c));
+        fleet.push_back(DemoContainer(region, pool, i, 5 + region_index * 20 + i * 3));
       }
+    }
+    for (int i = 0; i < kSlotsPerPool; ++i) {
+      store::ContainerSpec c = DemoContainer(region, kSlotsPool, i, 5 + region_index * 20 + i * 3);
+      c.slots = kSlotsEach;
+      c.attributes = std::string("{\"arch\":\"") + (i % 2 == 0 ? "x86" : "arm") + "\"}";
+      fleet.push_back(std::move(c));
     }
     ++region_index;
   }
@@ -72,7 +87,8 @@ bool Demo::Start(std::string* error) {
     return false;
   }
   LogLine("edgealloc: demo fleet of " + std::to_string(r.count) +
-          " containers registered (regions weur, eeur, wnam; pools chrome, firefox)");
+          " containers registered (regions weur, eeur, wnam; pools chrome, firefox, and workers "
+          "of 4 slots each, attribute arch x86 or arm)");
   thread_ = std::thread([this] { Loop(); });
   return true;
 }

@@ -12,8 +12,9 @@
 
 namespace server {
 
-// A Demo is the `--demo` fleet: 48 containers (regions weur, eeur, wnam;
-// pools chrome and firefox; 8 each) registered once at start through the
+// A Demo is the `--demo` fleet: 60 containers (regions weur, eeur, wnam;
+// pools chrome and firefox, 8 each of one slot; pool workers, 4 each of 4
+// slots, attribute arch x86 or arm) registered once at start through the
 // storage, then kept alive the way real containers are: a heartbeat with
 // state "ready" for each through the Batcher every kMaxPeriodMs or a third of
 // --dead-after-ms, whichever is smaller, so the demo exercises the real
@@ -39,7 +40,8 @@ class Demo {
   void Stop();
 
   // The demo containers: ids "demo-<region>-<pool>-<i>", data
-  // {"endpoint":"ws://demo-<id>:9222"}.
+  // {"endpoint":"ws://demo-<id>:9222"}; a workers container's attributes
+  // {"arch":"x86"} for an even i, {"arch":"arm"} for an odd one.
   static std::vector<store::ContainerSpec> Fleet();
 
  private:

@@ -1,5 +1,7 @@
 #include "server/keys_reload.h"
 
+#include "server/webhooks/webhook_post.h"
+#include "server/webhooks/webhook_signature.h"
 #include "server/http/log.h"
 
 namespace server {
@@ -15,6 +17,16 @@ store::Status ReadKeysFile(const std::string& path, bool beyond_loopback, KeySto
     LogWarn("edgealloc: " + std::to_string(n) +
             " container key(s) in the keys file may report any container id; give each the "
             "ids it may report as a third field ('KEY container weur-1*')");
+  }
+  // A webhook that could never be signed or sent is refused now, not at
+  // its first event.
+  for (const auto& [tenant, target] : next.webhooks()) {
+    std::string key, error;
+    WebhookUrl url;
+    if (!ParseWebhookUrl(target.url, &url, &error) ||
+        !ReadWebhookSecret(target.secret_file, &key, &error)) {
+      return store::Status::InvalidArgument(path + ": tenant " + tenant + "'s webhook: " + error);
+    }
   }
   *out = next;
   return store::Status::Ok();

@@ -99,6 +99,9 @@ int main(int argc, char** argv) {
     case server::Command::Kind::kAgent:
       return server::RunAgent(cmd.agent);
     case server::Command::Kind::kClient:
+      if (cmd.client.watch_events) {
+        return server::RunEventsWatch(cmd.client.options, cmd.client.watch, std::cout, std::cerr);
+      }
       return server::RunClientRequest(cmd.client.options, cmd.client.request, std::cout,
                                       std::cerr);
     case server::Command::Kind::kServe:

@@ -42,6 +42,7 @@ store::Status Service::Start() {
   if (s.ok()) mirror_for_reaper_.store(mirror_.get());
   if (s.ok()) {
     StartAllocator();
+    StartWebhooks();
     MakeHttpServer();
     io_watch_ = std::make_unique<IoWatch>(http_->executor(), &batcher_->hearing());
     // Added in this order, which is also the order of the routes' series in
@@ -108,12 +109,25 @@ store::Status Service::StartMirror() {
 void Service::StartAllocator() {
   allocator_ = std::make_unique<allocator::Allocator>(storage_.get(), AllocatorOptionsOf(config_));
   // Per-pool claim counts keep the pools the mirror knows (a pool registered
-  // since its last refresh counts as unknown until the next).
-  allocator_->SetPoolDirectory([mirror = mirror_.get()](const std::string& region,
-                                                        const std::string& pool) {
+  // since its last refresh counts as unknown until the next), and an
+  // unknown pool's answer names its region's pools.
+  allocator::PoolDirectory directory;
+  directory.exists = [mirror = mirror_.get()](const std::string& region, const std::string& pool) {
     auto snapshot = mirror->Current();
     return snapshot == nullptr || snapshot->Find(region, pool) != nullptr;
-  });
+  };
+  directory.pools_of = [mirror = mirror_.get()](const std::string& region) {
+    std::vector<std::string> pools;
+    auto snapshot = mirror->Current();
+    if (snapshot == nullptr) return pools;
+    auto it = snapshot->regions().find(region);
+    if (it == snapshot->regions().end()) return pools;
+    for (const auto& [pool, counts] : it->second) pools.push_back(pool);
+    return pools;
+  };
+  allocator_->SetPoolDirectory(std::move(directory));
+  allocator_->backups().SetLag(
+      [batcher = batcher_.get()](const std::string& region) { return batcher->RegionLagMs(region); });
   allocator_->Start();
   StartTenantLimitsWatch();
 }
@@ -140,6 +154,15 @@ std::vector<store::TenantLimitsDigest> Service::MyTenantLimits() const {
   return mine;
 }
 
+void Service::StartWebhooks() {
+  WebhookDelivererOptions options;
+  options.node_id = allocator_->options().node_id;
+  options.targets = [keys = &keys_] { return keys->webhooks(); };
+  options.warn = [](const std::string& message) { LogWarn("edgealloc: " + message); };
+  webhooks_ = std::make_unique<WebhookDeliverer>(storage_.get(), std::move(options));
+  webhooks_->Start();
+}
+
 void Service::MakeHttpServer() {
   router_ = std::make_unique<Router>(&keys_, &request_metrics_);
   HttpServerOptions http_options;
@@ -148,13 +171,7 @@ void Service::MakeHttpServer() {
   http_options.threads = config_.threads;
   http_options.max_body_bytes = config_.max_body_bytes;
   http_options.request_deadline = std::chrono::milliseconds(config_.request_deadline_ms);
-  Router* router = router_.get();
-  http_options.admit = [router](const Request& header) { return router->Admit(header); };
-  http_ = std::make_unique<HttpServer>(
-      http_options,
-      [router](Request req, Reply reply, ClientGoneWatch watch, ExtendDeadline extend) {
-        router->Handle(std::move(req), std::move(reply), std::move(watch), std::move(extend));
-      });
+  http_ = std::make_unique<HttpServer>(http_options, router_.get());
   readers_ = std::make_unique<ReaderPool>(
       config_.reader_threads,
       kReaderQueuePerThread * static_cast<size_t>(config_.reader_threads));
@@ -184,6 +201,10 @@ void Service::AddApiRoutes() {
       std::make_unique<ContainerRoutes>(storage_.get(), http_->executor(), readers_.get(),
                                         &cursor_key_, sharded);
   container_routes_->AddRoutes(router_.get());
+  event_routes_ = std::make_unique<EventRoutes>(storage_.get(), http_->executor(),
+                                                readers_.get(), kMaxEventWaiters,
+                                                kMaxEventWaitersPerTenant);
+  event_routes_->AddRoutes(router_.get());
   HeartbeatRoutesOptions heartbeat_options;
   heartbeat_options.max_clock_skew_ms = config_.max_clock_skew_ms;
   heartbeat_options.storage = storage_.get();
@@ -228,9 +249,14 @@ void Service::AddOpsRoutes() {
     return out;
   };
   metrics.keys_reloads = &keys_reloads_;
+  metrics.webhooks = &webhooks_->stats();
   metrics.build_info = {base::kVersion, base::kCommit, store::SqliteLibraryVersion(),
                         store::LibpqLibraryVersion()};
-  ops_routes_ = std::make_unique<OpsRoutes>(mirror_.get(), std::move(metrics));
+  kvmirror::WarmBuffers warm_buffers;
+  std::string warm_buffer_error;  // none: the flag's check read every value
+  (void)kvmirror::WarmBuffers::Parse(config_.warm_buffer, &warm_buffers, &warm_buffer_error);
+  ops_routes_ =
+      std::make_unique<OpsRoutes>(mirror_.get(), std::move(metrics), std::move(warm_buffers));
   ops_routes_->AddRoutes(router_.get());
 }
 
@@ -252,6 +278,10 @@ void Service::Stop(std::chrono::milliseconds grace) {
   if (io_watch_) io_watch_->Stop();
   // Waiting claims are answered at once (503), not held to the grace's end.
   if (allocator_) allocator_->EndWaits();
+  // So are readers waiting for events (with what they can read now).
+  if (event_routes_) event_routes_->Stop();
+  // Deliveries stop while the writers run: each lets its lease lapse.
+  if (webhooks_) webhooks_->Stop();
   if (http_) {
     http_->StopAccepting();
     if (!http_->WaitIdle(grace)) {
@@ -302,10 +332,12 @@ void Service::Stop(std::chrono::milliseconds grace) {
   }
   if (http_) http_->Stop();
   demo_.reset();
+  webhooks_.reset();
   io_watch_.reset();
   ops_routes_.reset();
   heartbeat_routes_.reset();
   container_routes_.reset();
+  event_routes_.reset();
   session_routes_.reset();
   health_routes_.reset();
   readers_.reset();

@@ -13,6 +13,8 @@
 #include "batcher/batcher.h"
 #include "kvmirror/mirror.h"
 #include "server/api/container_routes.h"
+#include "server/api/event_routes.h"
+#include "server/webhooks/webhook_deliverer.h"
 #include "server/api/heartbeat_routes.h"
 #include "server/api/reader_pool.h"
 #include "server/api/session_routes.h"
@@ -114,6 +116,8 @@ class Service {
   void StartAllocator();
   // Publishes the tenants' limits and compares them with the other nodes'.
   void StartTenantLimitsWatch();
+  // Each tenant's webhook deliveries (server/webhooks/).
+  void StartWebhooks();
   // The limits this node's keys file gives each tenant it names, and "" for
   // the rest, as TenantLimitsWatch publishes them.
   std::vector<store::TenantLimitsDigest> MyTenantLimits() const;
@@ -159,6 +163,8 @@ class Service {
   std::unique_ptr<HealthRoutes> health_routes_;
   std::unique_ptr<SessionRoutes> session_routes_;
   std::unique_ptr<ContainerRoutes> container_routes_;
+  std::unique_ptr<EventRoutes> event_routes_;
+  std::unique_ptr<WebhookDeliverer> webhooks_;
   std::unique_ptr<HeartbeatRoutes> heartbeat_routes_;
   std::unique_ptr<OpsRoutes> ops_routes_;
   std::unique_ptr<Demo> demo_;

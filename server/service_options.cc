@@ -21,6 +21,7 @@ store::StorageOptions StorageOptionsOf(const ServeConfig& config) {
   options.pg_writers = config.pg_writers;
   options.sync = config.sync;
   options.policy.candidates = config.candidates;
+  options.policy.placement = config.placement;
   options.policy.dead_after_ms = config.dead_after_ms;
   options.policy.max_sessions_per_tenant = config.max_sessions_per_tenant;
   return options;
@@ -85,7 +86,10 @@ allocator::AllocatorOptions AllocatorOptionsOf(const ServeConfig& config) {
   options.max_waiters_total = config.max_claim_waiters_total;
   options.session_history_ms = config.session_history_ms;
   options.session_history_max_rows = config.session_history_max_rows;
+  options.event_retention_ms = config.event_retention_ms;
   options.history_prune_rows_per_s = config.history_prune_rows_per_s;
+  options.backup_regions = config.backup_regions;
+  options.max_heartbeat_lag_ms = config.max_heartbeat_lag_ms;
   return options;
 }
 

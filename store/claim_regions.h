@@ -18,8 +18,10 @@ namespace store {
 // The engine supplies only its statements, as `Statements` with:
 //   Status FindIdempotent(SessionResult* found);  // kReplayed if found
 //   Status ClaimIn(const std::string& region, bool* claimed, SessionResult* out);
+//   Status KeyHeld(bool* held);  // a session, live or not, holds req's key
 //   Status ForgetExpiredKey();
 //   Status CountTenantSessions(int64_t* sessions);  // as `quota` counts them
+//   Status AnySelectorMatch(const std::string& region, bool* any);  // req.selector
 // regions[first, last) are tried; `quota` is what the claim statement held
 // the tenant to (kUnlimited: none).
 template <typename Statements>
@@ -35,13 +37,20 @@ Status ClaimInRegions(Statements& statements, const ClaimRequest& req,
   for (size_t i = first; i < last; ++i) {
     bool claimed = false;
     Status s = statements.ClaimIn(regions[i], &claimed, out);
+    if (s.ok() && !claimed && keyed) {
+      // The claim statement takes nothing while any session holds the key,
+      // as the unique index on (tenant, idempotency_key) would refuse it:
+      // say so, as the index would.
+      bool held = false;
+      RETURN_IF_ERROR(statements.KeyHeld(&held));
+      if (held) s = Status::Conflict("idempotency key " + req.idempotency_key + " is held");
+    }
     if (s.IsConflict() && keyed) {
-      // The unique index on (tenant, idempotency_key) refused the key.
-      // Another claim of it committed meanwhile: that session is the answer
-      // (not on PostgreSQL, whose claims of one key take turns on the key's
-      // advisory lock before their groups start, never on the index). Or
-      // an expired session, not reaped yet, still holds it: let it go,
-      // claim again.
+      // The key is held. By a session written since the look above: that
+      // session is the answer (on PostgreSQL, a claim of the same key
+      // earlier in this group: the group's first statements, this claim's
+      // look among them, all ran before any of its jobs). Or by an expired
+      // session, not reaped yet: let it go, claim again.
       // Only this rare path pays for the extra statements.
       RETURN_IF_ERROR(statements.FindIdempotent(out));
       if (out->outcome == Outcome::kReplayed) return Status::Ok();
@@ -57,6 +66,16 @@ Status ClaimInRegions(Statements& statements, const ClaimRequest& req,
     int64_t sessions = 0;
     RETURN_IF_ERROR(statements.CountTenantSessions(&sessions));
     if (sessions >= quota) out->outcome = Outcome::kQuotaExceeded;
+  }
+  // A selector that matches no container of the pool in these regions,
+  // whatever their state, is no_match: a claim never waits for it. Only
+  // this path pays for the reads.
+  if (out->outcome == Outcome::kNoCapacity && !req.selector.empty()) {
+    bool any = false;
+    for (size_t i = first; i < last && !any; ++i) {
+      RETURN_IF_ERROR(statements.AnySelectorMatch(regions[i], &any));
+    }
+    if (!any) out->outcome = Outcome::kNoMatch;
   }
   return Status::Ok();
 }

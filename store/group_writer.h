@@ -12,16 +12,17 @@
 #include <utility>
 #include <vector>
 
+#include "store/events.h"
 #include "store/status.h"
 #include "store/writer_stats.h"
 
 namespace store {
 
 // What every job of a writer is, whatever its engine: one claim, release,
-// batch of heartbeats or sweep. An engine's job type (WriteJob for SQLite,
-// PgJob for PostgreSQL) adds Apply, which runs inside the group's
-// transaction. Done gets the durable outcome once the transaction ended; the
-// job is deleted right after. Apply and Done should not throw; if one does,
+// batch of heartbeats or sweep. An engine's job type (JobOn below: WriteJob
+// for SQLite, PgJob for PostgreSQL) adds Apply, which runs inside the
+// group's transaction. Done gets the durable outcome once the transaction
+// ended; the job is deleted right after. Apply and Done should not throw; if one does,
 // the writer catches it: an Apply that threw fails its job (undone by its
 // savepoint), a Done that threw loses only its own reply. So does whatever
 // else the writer thread runs (the engine's Begin, Commit, Rollback, Probe,
@@ -36,6 +37,24 @@ class GroupJob {
   // A solo job gets a transaction of its own instead of joining a group
   // commit: sweeps and large batches, so they never lengthen a claim's.
   virtual bool solo() const { return false; }
+  // Whether the job needs a savepoint to be undone alone on a run with them.
+  // False only for a SQLite job that writes with at most one statement: a
+  // failing statement undoes itself there, so a SAVEPOINT (two more
+  // statements and a statement journal per job, about a tenth of a claim's
+  // cost) buys nothing. PostgreSQL's jobs keep true: a failing statement
+  // aborts its whole transaction.
+  virtual bool needs_savepoint() const { return true; }
+};
+
+// An engine's job: a GroupJob that runs on the engine's connection (Db for
+// SQLite's WriteJob, PgConn for PostgreSQL's PgJob), the type the writer
+// core is instantiated for. Apply runs inside the group's transaction; the
+// engine's job type says what more it asks of it.
+template <typename Conn>
+class JobOn : public GroupJob {
+ public:
+  using Connection = Conn;
+  virtual Status Apply(Conn* conn) = 0;
 };
 
 struct GroupWriterOptions {
@@ -87,6 +106,11 @@ class GroupWriterBase {
   // waiting a connect timeout each.
   bool down() const { return down_.load(std::memory_order_relaxed); }
   const WriterStats& stats() const { return stats_; }
+  // Where each successful commit is signalled (readers waiting for events);
+  // null: nowhere. May be set while the writer runs.
+  void set_commit_signal(CommitSignal* signal) {
+    commit_signal_.store(signal, std::memory_order_release);
+  }
   // The answer of a job Submit refused, `queue` naming the write queue:
   // unavailable while down(), else Busy (the server answers 503 overloaded).
   Status Refusal(const std::string& queue) const;
@@ -116,6 +140,7 @@ class GroupWriterBase {
   bool PastStopDeadline() const;
 
   WriterStats stats_;
+  std::atomic<CommitSignal*> commit_signal_{nullptr};
 
  private:
   // The typed core's: the thread's loop, and a wake-up of an idle writer.
@@ -135,26 +160,30 @@ class GroupWriterBase {
 template <typename Job>
 class GroupWriter : public GroupWriterBase {
  public:
+  using Connection = typename Job::Connection;
+
   ~GroupWriter() override;
+
+  // Queues `job` and takes it. Returns false if the writer is full,
+  // stopping or down(): then `job` is left with the caller, untouched and
+  // with Done not called, so it can answer for itself, e.g.
+  // `job->Done(Refusal(...))` (the server answers 503). Safe from any
+  // thread.
+  bool Submit(std::unique_ptr<Job>&& job);
+  // Runs `fn` as one job on the writer's connection and waits for its
+  // durable outcome. For sweeps, admin paths, tests and tools; never from an
+  // io thread or from the writer thread.
+  Status RunSync(std::function<Status(Connection*)> fn, bool solo = false);
 
  protected:
   GroupWriter(std::string name, GroupWriterOptions options);
-
-  // Queues `job` and takes it, or returns false leaving it with the caller,
-  // Done not called: the writer is full, stopping or down().
-  bool Enqueue(Job* job);
-  // Runs `fn` as one job and waits for its durable outcome. Never from the
-  // writer thread.
-  template <typename Conn>
-  Status RunFunction(std::function<Status(Conn*)> fn, bool solo);
 
   // The engine's part: the hooks, all called on the writer thread, never
   // two at once.
   //
   // Required (pure virtual): Begin, first_run_savepoints, Savepoint,
-  // EndSavepoint, Apply, TransactionLost, Commit, Rollback. Optional:
-  // NeedsSavepoint (SQLite's jobs that write one statement need none), and
-  // these, which only PostgreSQL overrides (a connection over a network,
+  // EndSavepoint, Apply, TransactionLost, Commit, Rollback. Optional, and
+  // only PostgreSQL overrides them (a connection over a network,
   // which can be lost or stall, whose lock waits time out, and which is
   // probed while idle): AfterApply, lock_timed_out, GroupLost,
   // probe_interval_ms, Probe, AfterThrow. Begin's *again, and so
@@ -166,7 +195,7 @@ class GroupWriter : public GroupWriterBase {
   //
   //   Begin(group, kFirst, &again)
   //   unless again, for each job i (RunJobs):
-  //     Savepoint()                  if first_run_savepoints() && NeedsSavepoint(job)
+  //     Savepoint()                  if first_run_savepoints() && job->needs_savepoint()
   //     Apply(job, i), AfterApply(&outcome)
   //     TransactionLost(outcome)     true: the group fails (to Rollback below)
   //     EndSavepoint(!outcome.ok())  if it had a savepoint; a failed job without
@@ -174,7 +203,7 @@ class GroupWriter : public GroupWriterBase {
   //                                  and stops the run; on a run with them, fails
   //                                  alone (the group, if it threw or half wrote)
   //   if again:     Rollback(), Begin(group, kAgain, &again), the jobs each
-  //                 under a savepoint (if NeedsSavepoint)
+  //                 under a savepoint (if it needs one)
   //   if that failed and lock_timed_out():
   //                 Rollback(), Begin(group, kWithoutWaiting, &again), the
   //                 jobs as for kAgain
@@ -195,8 +224,6 @@ class GroupWriter : public GroupWriterBase {
   // fails makes the group run again with them (fewer round trips while no
   // job fails).
   virtual bool first_run_savepoints() const = 0;
-  // Whether `job` needs a savepoint to be undone alone on a run with them.
-  virtual bool NeedsSavepoint(const Job& job) const { return true; }
   virtual Status Savepoint() = 0;
   // Releases the savepoint; `undo`: rolls back to it first.
   virtual Status EndSavepoint(bool undo) = 0;
@@ -250,7 +277,7 @@ class GroupWriter : public GroupWriterBase {
 
 namespace internal {
 
-// A job made of a function, for RunFunction. It owns its promise, so that
+// A job made of a function, for RunSync. It owns its promise, so that
 // the caller's future outlives nothing of the writer's.
 template <typename Job, typename Conn>
 class FunctionJob final : public Job {
@@ -270,12 +297,10 @@ class FunctionJob final : public Job {
 }  // namespace internal
 
 template <typename Job>
-template <typename Conn>
-Status GroupWriter<Job>::RunFunction(std::function<Status(Conn*)> fn, bool solo) {
-  auto job = std::make_unique<internal::FunctionJob<Job, Conn>>(std::move(fn), solo);
+Status GroupWriter<Job>::RunSync(std::function<Status(Connection*)> fn, bool solo) {
+  auto job = std::make_unique<internal::FunctionJob<Job, Connection>>(std::move(fn), solo);
   std::future<Status> done = job->future();
-  if (!Enqueue(job.get())) return Refusal("the write queue of " + name());
-  job.release();  // the writer's now
+  if (!Submit(std::move(job))) return Refusal("the write queue of " + name());
   return done.get();
 }
 

@@ -34,9 +34,10 @@ void GroupWriter<Job>::Wake() {
 }
 
 template <typename Job>
-bool GroupWriter<Job>::Enqueue(Job* job) {
+bool GroupWriter<Job>::Submit(std::unique_ptr<Job>&& job) {
   if (!Admit()) return false;
-  queue_->q.enqueue(job);
+  queue_->q.enqueue(job.get());
+  job.release();  // the writer's now
   Admitted();
   return true;
 }
@@ -148,7 +149,7 @@ Status GroupWriter<Job>::RunJobs(std::span<Job*> group, bool savepoints, bool* a
   *again = false;
   outcomes_.assign(group.size(), Status::Ok());
   for (size_t i = 0; i < group.size(); ++i) {
-    const bool savepoint = savepoints && NeedsSavepoint(*group[i]);
+    const bool savepoint = savepoints && group[i]->needs_savepoint();
     // Without its savepoint the job cannot be undone alone; nothing of it ran.
     if (savepoint) RETURN_IF_ERROR(Savepoint());
     bool threw = false;
@@ -248,6 +249,7 @@ bool GroupWriter<Job>::RunGroup(std::span<Job*> group) {
           std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
               .count()),
       std::memory_order_relaxed);
+  if (CommitSignal* signal = commit_signal_.load(std::memory_order_acquire)) signal->Notify();
   // Done only now: no reply leaves before its commit has returned.
   for (size_t i = 0; i < group.size(); ++i) Finish(group[i], std::move(outcomes_[i]));
   return false;

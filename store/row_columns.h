@@ -52,6 +52,7 @@ inline constexpr Column<Session> kSessionColumns[] = {
     {.name = "labels", .json = "labels", .text = &Session::labels, .if_null = "{}"},
     {.name = "tenant", .json = "tenant", .text = &Session::tenant},
     {.name = "session_id", .json = "session_id", .text = &Session::session_id},
+    {.name = "slot", .json = "slot", .number = &Session::slot},
 };
 
 // A container as GET /v1/containers/{id} shows it.
@@ -70,8 +71,18 @@ inline constexpr Column<ContainerInfo> kContainerColumns[] = {
     {.name = "drain_requested", .json = "drain_requested", .flag = &ContainerInfo::drain_requested},
     {.name = "drain_reported", .json = "drain_reported", .flag = &ContainerInfo::drain_reported},
     {.name = "data", .json = "data", .text = &ContainerInfo::data},
-    // The holder's session when picked; a reply leaves it out when NULL.
+    // The holder's session, for a container of one slot that holds one (a
+    // container of several shows slots_used; its sessions are in the
+    // session list); a reply leaves it out when NULL. Read through the view
+    // container_rows (both schemas), which takes it from the sessions table.
     {.name = "session_id", .json = "session_id", .maybe = &ContainerInfo::session_id},
+    {.name = "slots", .json = "slots", .number = &ContainerInfo::slots},
+    {.name = "slots_used", .json = "slots_used", .number = &ContainerInfo::slots_used},
+    // What a claim's selector matches (NULL, as in rows from before it: none).
+    {.name = "attributes",
+     .json = "attributes",
+     .text = &ContainerInfo::attributes,
+     .if_null = "{}"},
 };
 
 // One line of the capacity counts (CapacityReader): a GROUP BY's row, which
@@ -82,6 +93,8 @@ inline constexpr Column<CapacityCount> kCapacityColumns[] = {
     {.name = "status", .text = &CapacityCount::status},
     {.name = "count(*)", .number = &CapacityCount::count},
     {.name = "count(CASE WHEN drain_requested THEN 1 END)", .number = &CapacityCount::drained},
+    {.name = "sum(slots)", .number = &CapacityCount::slots},
+    {.name = "sum(slots_used)", .number = &CapacityCount::slots_used},
 };
 
 // How many columns a row has: a statement's own columns after the row start

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "store/events.h"
 #include "store/status.h"
 #include "store/types.h"
 #include "store/writer_stats.h"
@@ -63,9 +64,8 @@ inline constexpr size_t kMaxPublishedTallies = 4097;
 // writer that commits in groups; a container's heartbeats and sweeps belong
 // to exactly one (PartitionOf). (SQLite: one file a partition, by region,
 // sessions included; PostgreSQL: one writer connection a partition,
-// containers spread by a hash of their id, sessions all through the
-// first.) Every method is
-// safe from any thread. Asynchronous ones call `done` exactly once, after
+// containers spread by a hash of their id, sessions all through the first.)
+// Every method is safe from any thread. Asynchronous ones call `done` once, after
 // the outcome is durable, on a writer thread (or at once on the calling
 // thread for a refusal): a callback must only hand its result on.
 // Synchronous reads return committed state, never wait for a writer.
@@ -89,17 +89,21 @@ class Storage {
   // for caller.abandoning, abandoned). kOk (the session id only; also a
   // release again with the token of a session a release ended),
   // kStaleToken, kSessionEnded (the history's, or an expired lease),
-  // kNotFound, kForbidden (another
-  // tenant's, unless the caller is admin), kOverloaded or kError.
+  // kNotFound, kForbidden (another tenant's, unless the caller is admin),
+  // kOverloaded or kError.
   virtual void Release(const Caller& caller, std::string session_id, int64_t token,
                        SessionCallback done) = 0;
   // Extends the lease to now + lease_ms if `token` is current: kOk with the
-  // session, or as Release. REQUIRES: lease_ms > 0.
+  // session, or as Release. A lease that would end sooner than it now ends
+  // keeps its later end, unless `shorten`. REQUIRES: lease_ms > 0.
   virtual void Renew(const Caller& caller, std::string session_id, int64_t token,
-                     int64_t lease_ms, SessionCallback done) = 0;
+                     int64_t lease_ms, bool shorten, SessionCallback done) = 0;
+  void Renew(const Caller& caller, std::string session_id, int64_t token, int64_t lease_ms,
+             SessionCallback done) {
+    Renew(caller, std::move(session_id), token, lease_ms, /*shorten=*/false, std::move(done));
+  }
   // The session as committed now: kOk, kSessionEnded (its lease is over, or
-  // it ended and the history keeps it), kNotFound, kForbidden, kOverloaded
-  // or kError.
+  // the history keeps it), kNotFound, kForbidden, kOverloaded or kError.
   virtual SessionResult GetSession(const Caller& caller, std::string_view session_id) = 0;
   // The tenant's sessions as committed now, as its quota counts them (every
   // partition). A read: never waits for a writer.
@@ -114,10 +118,9 @@ class Storage {
   // reject many, the page may hold fewer than `limit` (even none) yet carry
   // a *next_after past the last session examined. With
   // filter.page_budget_bytes, a page also ends at the session that brings
-  // its sessions' bytes (ListRowBytes, store/list_page.h) to it, and no
-  // engine reads a row past that one. Keyset pages: a session
-  // that lives through a listing is on exactly one page, whatever is claimed
-  // or released meanwhile. Every partition; a read.
+  // its bytes (ListRowBytes, store/list_page.h) to it; no engine reads past
+  // it. Keyset pages: a session living through a listing is on exactly one
+  // page, whatever is claimed or released meanwhile. Every partition; a read.
   virtual Status ListSessions(const SessionFilter& filter, const std::string& after, int limit,
                               std::vector<Session>* page, std::string* next_after) = 0;
   // A page of the ended sessions the history keeps (GET, renew and release
@@ -166,8 +169,7 @@ class Storage {
   // Ends an operator's drain: a draining container becomes available, unless
   // it reported itself draining (drain_reported). As Drain.
   virtual void Undrain(std::string id, ContainerCallback done) = 0;
-  // Removes a container that is not picked. kOk, kConflict (picked),
-  // kNotFound, kOverloaded or kError.
+  // Removes a container not picked: kOk, kConflict, kNotFound, kOverloaded, kError.
   virtual void Remove(std::string id, ContainerCallback done) = 0;
 
   // ---- Heartbeats (batcher/) ----
@@ -176,6 +178,16 @@ class Storage {
   // Sets *partition to the one holding the container, or -1 if none does.
   // A failed read is returned, never taken for an unknown id.
   virtual Status PartitionOf(const std::string& container_id, int* partition) = 0;
+  // The partitions whose heartbeat queues carry the heartbeats of the
+  // region's containers: every one (PostgreSQL spreads containers over its
+  // writers by id), or one (SQLite: the region's shard). A region's
+  // heartbeat lag counts its own heartbeats waiting there, and those whose
+  // region is not known (Batcher::RegionLagMs).
+  virtual std::vector<int> PartitionsOfRegion(const std::string& /*region*/) const {
+    std::vector<int> all;
+    for (int p = 0; p < partitions(); ++p) all.push_back(p);
+    return all;
+  }
   // Writes rows[0..n) of one partition as one atomic unit, in order, so that
   // they end as if written one after another: liveness always advances; a
   // report older than the stored one changes nothing else; a reported state
@@ -229,6 +241,36 @@ class Storage {
   // thread.
   virtual Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
                                      int max_rows, int64_t* pruned) = 0;
+
+  // ---- Events (store/events.h) ----
+
+  // Seqs in a cursor (EventCursor): 1, or one a shard for SQLite shards.
+  virtual int event_streams() const { return 1; }
+  // The events after `after` that `query` matches, in commit order, each
+  // stream examining at most EventExamineBound(limit); an `after` past a
+  // stream's pruned end sets page->expired and page->oldest, reading nothing.
+  // Never waits for a writer. REQUIRES: after.seqs.size() == event_streams().
+  virtual Status ReadEvents(const EventQuery& query, const EventCursor& after,
+                            EventPage* page) = 0;
+  // Deletes up to max_rows events older than retention_ms, oldest first,
+  // raising the pruned end; sets *pruned. Own transaction, never a writer's.
+  virtual Status PruneEvents(int partition, int64_t retention_ms, int max_rows,
+                             int64_t* pruned) = 0;
+  // Bumped at every commit of this storage's writers (and on PostgreSQL of
+  // another node's that wrote events): what waiting readers wait on.
+  virtual CommitSignal* commit_signal() = 0;
+
+  // ---- Webhook delivery (server/webhooks/) ----
+
+  // Takes or keeps, if free, lapsed or its own, `owner`'s lease on
+  // delivering `tenant`'s webhook for lease_ms (the database's clock on
+  // PostgreSQL); *held, and then *cursor (EventCursor text, "" at first).
+  virtual Status LeaseWebhook(const std::string& tenant, const std::string& owner,
+                              int64_t lease_ms, bool* held, std::string* cursor) = 0;
+  // Moves `tenant`'s cursor to `cursor` and extends the lease, if `owner`
+  // still holds it (*held); else changes nothing (another node took over).
+  virtual Status AckWebhook(const std::string& tenant, const std::string& owner,
+                            const std::string& cursor, int64_t lease_ms, bool* held) = 0;
 
   // ---- Capacity and observability ----
 

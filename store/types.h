@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,12 +28,14 @@ enum class Outcome {
   kOk,
   kReplayed,       // an idempotent retry: the session that already exists
   kNoCapacity,     // no healthy available container fits
+  kUnknownPool,    // no container of the pool is registered in any region the claim names
   kQuotaExceeded,  // the tenant holds its maximum of sessions
   kStaleToken,     // the session exists, the fencing token is not its current one
   kNotFound,       // no such session or container (or the session's lease is over)
   kForbidden,      // the session belongs to another tenant
   kSessionEnded,   // the session ended within the history window: SessionResult::end says how
   kConflict,       // contradicts the current state (e.g. removing a picked container)
+  kNoMatch,        // the claim's selector matches no registered container of its pool
   kOverloaded,     // the shard's write queue is full; nothing was done
   kError,          // storage failed; message says how
 };
@@ -76,6 +79,7 @@ struct Session {
   std::string data;
   std::string labels = "{}";  // the claim's labels, a JSON object's text
   std::string tenant;         // whose session it is (its claimer's tenant)
+  int64_t slot = 0;           // which of its container's slots it holds (0 to slots - 1)
 };
 
 // How a session ended, as its history row keeps it for the history window
@@ -104,12 +108,39 @@ struct SessionResult {
   // naming the bound, for the client), not by the storage (whose text may
   // name the database's host: for the log only).
   bool waiter_bound = false;
+  // kNoCapacity after waiting: when a retry may succeed, from the pool's
+  // recent pace and the claim's place (whole seconds; 0: the default 1 s).
+  int64_t retry_after_s = 0;
+  // A claim's session (kOk, kReplayed): which of its regions served it,
+  // "home", "fallback" or "backup" (set by the Allocator); else empty.
+  std::string served_by{};
 };
 
 // An ended session as the history keeps it (Storage::ListEndedSessions).
 struct EndedSession {
   Session session;
   SessionEnd end;
+};
+
+// How a claim chooses among the containers that fit (API 1.3 `placement`):
+// kFittest, among the K lowest-latency ones at random; kPacked, the one with
+// the most used slots (fill one before opening another); kDistributed, the
+// one with the fewest. kDefault: the server's --placement.
+enum class Placement { kDefault, kFittest, kPacked, kDistributed };
+// "fittest", "packed" or "distributed"; kDefault reads "fittest".
+const char* PlacementName(Placement placement);
+// The placement a name spells; false if it spells none.
+bool ParsePlacement(std::string_view name, Placement* placement);
+
+// The slots a container may have (API 1.3 `slots`), a session a slot.
+inline constexpr int64_t kMinSlots = 1;
+inline constexpr int64_t kMaxSlots = 1024;
+
+// One key of a claim's selector (API 1.3 `selector`): the container's
+// attribute `key` must have one of `values` (one value: exactly it).
+struct SelectorTerm {
+  std::string key;
+  std::vector<std::string> values;
 };
 
 struct ClaimRequest {
@@ -123,6 +154,12 @@ struct ClaimRequest {
   // How long the Allocator may wait for a container when none fits (API
   // 1.1 `wait_ms`); storage engines ignore it. 0: answer at once.
   int64_t wait_ms = 0;
+  // Which free slot the claim takes (API 1.3 `placement`); kDefault: the
+  // server's --placement.
+  Placement placement = Placement::kDefault;
+  // Only containers whose attributes match every term are candidates, in
+  // key order (validated); empty: any container.
+  std::vector<SelectorTerm> selector;
 };
 
 // Which sessions a list shows; an empty field matches any. label_key set:
@@ -140,6 +177,8 @@ struct SessionFilter {
 // Which containers a list shows; an empty field matches any.
 struct ContainerFilter {
   std::string region, pool, status;
+  // attribute_key set: only containers with that attribute and value.
+  std::string attribute_key, attribute_value;
   size_t page_budget_bytes = 0;  // as SessionFilter's
 };
 
@@ -150,6 +189,10 @@ struct ContainerSpec {
   std::string pool = "default";
   int64_t latency_ms = 0;
   std::string data = "{}";  // JSON object text
+  int64_t slots = 1;         // sessions it holds at once (kMinSlots to kMaxSlots)
+  // Its attributes, a JSON object of strings (validated; keys sorted);
+  // nullopt keeps what is stored (a new container: none).
+  std::optional<std::string> attributes;
 };
 
 // A container as GET /v1/containers/{id} shows it.
@@ -167,7 +210,11 @@ struct ContainerInfo {
   // The container's own `draining` report, until it reports `ready`.
   bool drain_reported = false;
   std::string data;
+  // The holder's session, for a container of one slot that is picked.
   std::optional<std::string> session_id;
+  int64_t slots = 1;       // sessions it may hold at once
+  int64_t slots_used = 0;  // sessions it holds (more than slots after slots was lowered)
+  std::string attributes = "{}";  // a JSON object of strings' text
 };
 
 struct ContainerResult {
@@ -196,6 +243,9 @@ struct HeartbeatRow {
   std::optional<int64_t> ts_ms;   // the container's clock: orders its reports only
   std::optional<double> load;
   ReportedState state = ReportedState::kNone;
+  // The writer does not know the container's region: the write is to name
+  // it (HeartbeatWriteResult::regions).
+  bool learn_region = false;
 };
 
 // What writing a batch of heartbeat rows did.
@@ -208,6 +258,10 @@ struct HeartbeatWriteResult {
   // node's claim at that instant): the engine keeps them and writes them
   // with a later batch of the partition, or before its next silence sweep.
   std::vector<size_t> skipped;
+  // (row index, region) of the rows whose container the write found and
+  // whose region it names: at least those with learn_region (PostgreSQL
+  // names every one: its write reads them anyway), a container's once.
+  std::vector<std::pair<size_t, std::string>> regions;
 };
 
 // A container a sweep marked dead, and why: what the reaper logs and counts.
@@ -219,7 +273,8 @@ struct DeadContainer {
 
 // What one sweep of silent or dead-reported containers did.
 struct SilenceSweep {
-  int64_t sessions_ended = 0;  // held containers that became dead, their session ended
+  int64_t held_dead = 0;       // held containers that became dead, their sessions ended
+  int64_t sessions_ended = 0;  // the sessions they held (several a container of several slots)
   int64_t marked_dead = 0;     // free (available or draining) containers that became dead
   // Every container of the two counts, held ones first (at most the sweep's
   // max_rows: read back from the sweep's own statements, never a scan).
@@ -288,6 +343,8 @@ struct CapacityCount {
   std::string status;  // available | picked | draining | dead
   int64_t count = 0;
   int64_t drained = 0;  // of them, under an operator's drain (drain_requested)
+  int64_t slots = 0;       // their slots, summed
+  int64_t slots_used = 0;  // their sessions (may pass slots where slots were lowered)
 };
 
 // What a CapacityReader reads of a partition: its counts, and the ids of its
@@ -312,6 +369,7 @@ struct ClaimPolicy {
   int candidates = 5;                         // K: the pool a claim picks from at random
   int64_t dead_after_ms = kDefaultDeadAfterMs;  // an older heartbeat: not healthy
   int64_t max_sessions_per_tenant = kUnlimited;
+  Placement placement = Placement::kFittest;  // a claim's that says none
 };
 
 // A SessionResult or ContainerResult that is not kOk, with its message.

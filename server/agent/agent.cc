@@ -109,6 +109,8 @@ class Agent {
     json c = {{"id", cfg_.id}, {"region", cfg_.region}, {"pool", cfg_.pool}};
     if (cfg_.latency_ms) c["latency_ms"] = *cfg_.latency_ms;
     if (!cfg_.data.empty()) c["data"] = json::parse(cfg_.data);  // checked by the flag
+    if (cfg_.slots) c["slots"] = *cfg_.slots;
+    if (!cfg_.attributes.empty()) c["attributes"] = json::parse(cfg_.attributes);  // checked too
     return json{{"containers", json::array({c})}}.dump();
   }
 

@@ -21,6 +21,8 @@ struct AgentConfig {
   std::string pool = "default";
   std::optional<int64_t> latency_ms;
   std::string data;  // a JSON object, or empty
+  std::optional<int64_t> slots;  // sessions it holds at once; nullopt: the server's default
+  std::string attributes;        // a JSON object of strings, or empty
   // Well under the server's --dead-after-ms (30000 by default), so that a
   // lost heartbeat or two never makes the container dead.
   int64_t interval_ms = 5000;

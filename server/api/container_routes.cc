@@ -1,11 +1,14 @@
 #include "server/api/container_routes.h"
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "server/api/errors.h"
 #include "server/api/list_pages.h"
+#include "server/api/list_query.h"
+#include "server/api/refusals.h"
 #include "server/api/reply_bodies.h"
 #include "server/api/reply_on_io.h"
 #include "server/api/request_bodies.h"
@@ -34,7 +37,8 @@ void ContainerRoutes::Submit(const Reply& reply, Call call) {
 
 void ContainerRoutes::AddRoutes(Router* router) {
   using http::verb;
-  auto bind = [this](void (ContainerRoutes::*fn)(RouteRequest, Reply)) { return BindRoute(this, fn); };
+  // Each route calls its member function straight: no hop between.
+  const auto bind = [this](auto fn) { return std::bind_front(fn, this); };
   router->Add(verb::post, "/v1/containers", Access::kAdmin, bind(&ContainerRoutes::Register));
   router->Add(verb::get, "/v1/containers", Access::kAdmin,
               bind(&ContainerRoutes::ListContainers));
@@ -77,8 +81,20 @@ void ContainerRoutes::ListContainers(RouteRequest req, Reply reply) {
       filter.status != "dead") {
     return reply(RefusalResponse(kUnknownContainerStatus));
   }
-  const uint64_t fingerprint =
-      ListFingerprint({"containers", filter.region, filter.pool, filter.status});
+  // One attribute a request, as a session list's label.
+  if (req.QueryParamCount("attribute") > 1) return reply(RefusalResponse(kOneAttributeOnly));
+  std::string attribute;
+  BodyError error;
+  if (req.QueryParam("attribute", &attribute) &&
+      !ParseLabelFilter(attribute, &filter.attribute_key, &filter.attribute_value, &error,
+                        "attribute")) {
+    return reply(BodyErrorResponse(error));
+  }
+  // The attribute's presence is part of the query, as the label's.
+  const uint64_t fingerprint = ListFingerprint(
+      {"containers", filter.region, filter.pool, filter.status,
+       filter.attribute_key.empty() ? "" : "attribute", filter.attribute_key,
+       filter.attribute_value});
   int limit = 0;
   std::string after;
   if (auto refused = ReadPageParams(req, *cursor_key_, fingerprint, &limit, &after)) {
@@ -112,44 +128,34 @@ void ContainerRoutes::GetContainer(RouteRequest req, Reply reply) {
 }
 
 void ContainerRoutes::Drain(RouteRequest req, Reply reply) {
-  ChangeDrain(std::move(req), std::move(reply), &store::Storage::Drain);
+  ChangeContainer(std::move(req), std::move(reply), &store::Storage::Drain, false);
 }
 
 void ContainerRoutes::Undrain(RouteRequest req, Reply reply) {
-  ChangeDrain(std::move(req), std::move(reply), &store::Storage::Undrain);
+  ChangeContainer(std::move(req), std::move(reply), &store::Storage::Undrain, false);
 }
 
-void ContainerRoutes::ChangeDrain(RouteRequest req, Reply reply, DrainCall call) {
+void ContainerRoutes::Remove(RouteRequest req, Reply reply) {
+  ChangeContainer(std::move(req), std::move(reply), &store::Storage::Remove, true);
+}
+
+void ContainerRoutes::ChangeContainer(RouteRequest req, Reply reply, ContainerCall call,
+                                      bool no_content) {
   BodyError error;
   if (!ParseNoBody(req.http.body(), &error)) return reply(BodyErrorResponse(error));
-  // 200 with the container as the drain's statement left it (the body of
+  // A drain's 200 has the container as its statement left it (the body of
   // GET /v1/containers/{id}), made on the io thread.
-  store::ContainerCallback done = [io = io_, reply, request_id = req.RequestId()](
-                                      store::ContainerResult r) {
-    ReplyOnIo(io, reply, [r = std::move(r), request_id] {
+  store::ContainerCallback done = [io = io_, reply, request_id = req.RequestId(),
+                                   no_content](store::ContainerResult r) {
+    ReplyOnIo(io, reply, [r = std::move(r), request_id, no_content] {
       if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message, request_id);
+      if (no_content) return Response{http::status::no_content, 11};
       return JsonResponse(200, ContainerJson(r.container));
     });
   };
   Submit(reply, [storage = storage_, call, id = req.params[0], done = std::move(done)]() mutable {
     (storage->*call)(std::move(id), std::move(done));
   });
-}
-
-void ContainerRoutes::Remove(RouteRequest req, Reply reply) {
-  BodyError error;
-  if (!ParseNoBody(req.http.body(), &error)) return reply(BodyErrorResponse(error));
-  store::ContainerCallback done = [io = io_, reply, id = req.RequestId()](
-                                      store::ContainerResult r) {
-    ReplyOnIo(io, reply, [r = std::move(r), id] {
-      if (r.outcome != Outcome::kOk) return OutcomeResponse(r.outcome, r.message, id);
-      return Response{http::status::no_content, 11};
-    });
-  };
-  Submit(reply,
-         [storage = storage_, container_id = req.params[0], done = std::move(done)]() mutable {
-           storage->Remove(container_id, std::move(done));
-         });
 }
 
 }  // namespace server

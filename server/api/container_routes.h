@@ -41,11 +41,12 @@ class ContainerRoutes {
   void ListContainers(RouteRequest req, Reply reply);
   void Drain(RouteRequest req, Reply reply);
   void Undrain(RouteRequest req, Reply reply);
-  // Drain and Undrain: `call` on the id of the path, answered with the
-  // container it returns.
-  using DrainCall = void (store::Storage::*)(std::string, store::ContainerCallback);
-  void ChangeDrain(RouteRequest req, Reply reply, DrainCall call);
   void Remove(RouteRequest req, Reply reply);
+  // Drain, Undrain and Remove: `call` on the id of the path (no body), its
+  // refusal answered by its outcome, else with 200 and the container it
+  // returns, or 204 if `no_content`.
+  using ContainerCall = void (store::Storage::*)(std::string, store::ContainerCallback);
+  void ChangeContainer(RouteRequest req, Reply reply, ContainerCall call, bool no_content);
   // Calls `call` (which submits a write) here, or from a reader thread when
   // writes_off_io.
   template <typename Call>

@@ -21,12 +21,14 @@ ApiError ErrorOf(store::Outcome outcome) {
   using store::Outcome;
   switch (outcome) {
     case Outcome::kNoCapacity: return ApiError::kNoCapacity;
+    case Outcome::kUnknownPool: return ApiError::kUnknownPool;
     case Outcome::kQuotaExceeded: return ApiError::kQuotaExceeded;
     case Outcome::kStaleToken: return ApiError::kStaleToken;
     case Outcome::kNotFound: return ApiError::kNotFound;
     case Outcome::kForbidden: return ApiError::kForbidden;
     case Outcome::kSessionEnded: return ApiError::kSessionEnded;
     case Outcome::kConflict: return ApiError::kConflict;
+    case Outcome::kNoMatch: return ApiError::kNoMatch;
     case Outcome::kOverloaded: return ApiError::kOverloaded;
     case Outcome::kError: return ApiError::kUnavailable;
     case Outcome::kOk:

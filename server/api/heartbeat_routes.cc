@@ -1,6 +1,7 @@
 #include "server/api/heartbeat_routes.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,8 +77,7 @@ void HeartbeatRoutes::AddRoutes(Router* router) {
     };
   }
   router->Add(http::verb::post, "/v1/heartbeats", Access::kContainer,
-              [this](RouteRequest req, Reply reply) { Post(std::move(req), std::move(reply)); },
-              std::move(options));
+              std::bind_front(&HeartbeatRoutes::Post, this), std::move(options));
 }
 
 std::optional<Response> HeartbeatRoutes::Read(const RouteRequest& req,

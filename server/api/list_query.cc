@@ -135,30 +135,26 @@ bool ParseListPage(const std::string* limit_param, const std::string* cursor_par
 }
 
 bool ParseLabelFilter(std::string_view param, std::string* key, std::string* value,
-                      BodyError* error) {
-  const size_t colon = param.find(':');
-  if (colon == std::string_view::npos) {
-    *error = {CodeOf(ApiError::kInvalidField), "label: must be KEY:VALUE"};
+                      BodyError* error, std::string_view name) {
+  auto fail = [&](const std::string& why) {
+    *error = {CodeOf(ApiError::kInvalidField), std::string(name) + ": " + why};
     return false;
-  }
+  };
+  const size_t colon = param.find(':');
+  if (colon == std::string_view::npos) return fail("must be KEY:VALUE");
   const std::string_view k = param.substr(0, colon), v = param.substr(colon + 1);
   const size_t kn = Utf8Chars(k);
   if (kn < 1 || kn > kMaxLabelKeyChars) {
-    *error = {CodeOf(ApiError::kInvalidField), "label: the key must be 1 to " +
-                                   std::to_string(kMaxLabelKeyChars) + " characters long"};
-    return false;
+    return fail("the key must be 1 to " + std::to_string(kMaxLabelKeyChars) +
+                " characters long");
   }
   if (Utf8Chars(v) > kMaxLabelValueChars) {
-    *error = {CodeOf(ApiError::kInvalidField), "label: the value must be at most " +
-                                   std::to_string(kMaxLabelValueChars) + " characters long"};
-    return false;
+    return fail("the value must be at most " + std::to_string(kMaxLabelValueChars) +
+                " characters long");
   }
   // As a claim's labels (ParseClaim): PostgreSQL text cannot hold NUL, and
   // such a filter made every list fail there with 503.
-  if (HasNul(k) || HasNul(v)) {
-    *error = {CodeOf(ApiError::kInvalidField), "label: the key and value must not contain U+0000 (NUL)"};
-    return false;
-  }
+  if (HasNul(k) || HasNul(v)) return fail("the key and value must not contain U+0000 (NUL)");
   key->assign(k);
   value->assign(v);
   return true;

@@ -52,9 +52,10 @@ bool ParseListPage(const std::string* limit_param, const std::string* cursor_par
 
 // ?label=KEY:VALUE (split at the first ':'): a key of 1 to 64 characters and
 // a value of 0 to 256, as claim labels, neither holding U+0000. False with
-// *error otherwise.
+// *error (naming the parameter `name`) otherwise. Container lists'
+// ?attribute=KEY:VALUE is read alike.
 bool ParseLabelFilter(std::string_view param, std::string* key, std::string* value,
-                      BodyError* error);
+                      BodyError* error, std::string_view name = "label");
 
 }  // namespace server
 

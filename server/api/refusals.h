@@ -36,6 +36,8 @@ inline constexpr Refusal kOwnSessionsOnly{ApiError::kForbidden,
                                           "a tenant key lists its own sessions only"};
 inline constexpr Refusal kOneLabelOnly{ApiError::kInvalidField,
                                        "label: give at most one label=KEY:VALUE"};
+inline constexpr Refusal kOneAttributeOnly{ApiError::kInvalidField,
+                                           "attribute: give at most one attribute=KEY:VALUE"};
 inline constexpr Refusal kUnknownContainerStatus{
     ApiError::kInvalidField, "status: must be available, picked, draining or dead"};
 inline constexpr Refusal kUnknownSessionState{ApiError::kInvalidField,

@@ -37,6 +37,7 @@ std::string SessionJson(const store::Session& s) {
   out += ",\"pool\":" + JsonQuote(s.pool);
   out += ",\"tenant\":" + JsonQuote(s.tenant);
   out += ",\"token\":" + std::to_string(s.token);
+  out += ",\"slot\":" + std::to_string(s.slot);
   out += ",\"lease_expires_at_ms\":" + std::to_string(s.lease_expires_at_ms);
   out += ",\"data\":";
   out += s.data.empty() ? "{}" : s.data;
@@ -82,9 +83,13 @@ std::string ContainerJson(const store::ContainerInfo& c) {
   out += c.drain_requested ? "true" : "false";
   out += ",\"drain_reported\":";
   out += c.drain_reported ? "true" : "false";
+  out += ",\"slots\":" + std::to_string(c.slots);
+  out += ",\"slots_used\":" + std::to_string(c.slots_used);
   if (c.session_id) out += ",\"session_id\":" + JsonQuote(*c.session_id);
   out += ",\"data\":";
   out += c.data.empty() ? "{}" : c.data;
+  out += ",\"attributes\":";
+  out += c.attributes.empty() ? "{}" : c.attributes;
   out += "}";
   return out;
 }

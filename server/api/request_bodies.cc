@@ -4,6 +4,7 @@
 
 #include "allocator/allocator.h"
 #include "server/api/json_body.h"
+#include "server/api/tag_bodies.h"
 #include "server/http/error_table.h"
 
 #include <charconv>
@@ -24,8 +25,6 @@ bool FieldFail(BodyError* error, const std::string& field, const std::string& wh
 
 // PostgreSQL text cannot hold U+0000 (and libpq would cut a parameter at
 // it), so no string bound for the database may: refused on both engines.
-constexpr char kNoNul[] = "must not contain U+0000 (NUL)";
-
 // True if any string of `j` (values and object keys, at any depth) holds NUL.
 bool JsonHasNul(const json& j) {
   if (j.is_string()) return HasNul(j.get_ref<const std::string&>());
@@ -200,45 +199,32 @@ bool ParseClaim(std::string_view body, int64_t max_lease_ms, store::ClaimRequest
               error)) {
     return false;
   }
-  it = j.find("labels");
+  it = j.find("placement");
   if (it != j.end() && !it->is_null()) {
-    if (!it->is_object()) return FieldFail(error, "labels", "must be an object of strings");
-    if (it->size() > kMaxLabels) {
-      return FieldFail(error, "labels", "at most " + std::to_string(kMaxLabels) + " labels");
+    if (!it->is_string() || !store::ParsePlacement(it->get_ref<const std::string&>(),
+                                                   &out->placement)) {
+      return FieldFail(error, "placement", "must be \"fittest\", \"packed\" or \"distributed\"");
     }
-    for (const auto& [key, value] : it->items()) {
-      const std::string field = "labels." + key;
-      const size_t kn = Utf8Chars(key);
-      if (kn < 1 || kn > kMaxLabelKeyChars) {
-        return FieldFail(error, "labels",
-                         "keys must be 1 to " + std::to_string(kMaxLabelKeyChars) +
-                             " characters long");
-      }
-      // Not the key itself in the message: it holds the NUL.
-      if (HasNul(key)) return FieldFail(error, "labels", "keys " + std::string(kNoNul));
-      // A list's ?label=KEY:VALUE splits at the first ':', so such a key
-      // could be stored but never matched.
-      if (key.find(':') != std::string::npos) {
-        return FieldFail(error, "labels", "keys must not contain ':' (?label=KEY:VALUE)");
-      }
-      if (!value.is_string()) return FieldFail(error, field, "must be a string");
-      if (Utf8Chars(value.get_ref<const std::string&>()) > kMaxLabelValueChars) {
-        return FieldFail(error, field,
-                         "must be at most " + std::to_string(kMaxLabelValueChars) +
-                             " characters long");
-      }
-      if (HasNul(value.get_ref<const std::string&>())) return FieldFail(error, field, kNoNul);
-    }
-    // nlohmann's object is a std::map: the keys come out sorted.
-    if (!it->empty()) out->labels = it->dump();
+  }
+  if (const json* labels = Optional(j, "labels")) {
+    if (!ParseTags(*labels, "labels", "labels", &out->labels, error)) return false;
+    if (labels->empty()) out->labels.clear();
+  }
+  if (const json* selector = Optional(j, "selector")) {
+    if (!ParseSelector(*selector, &out->selector, error)) return false;
   }
   return true;
 }
 
 bool ParseRenew(std::string_view body, int64_t max_lease_ms, int64_t* token, int64_t* lease_ms,
-                BodyError* error) {
+                bool* shorten, BodyError* error) {
   json j;
   if (!ParseJsonObject(body, kRenewFields, &j, error)) return false;
+  *shorten = false;
+  if (auto it = j.find("shorten"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) return FieldFail(error, "shorten", "must be true or false");
+    *shorten = it->get<bool>();
+  }
   if (!GetInt(j, "token", "token", true, std::numeric_limits<int64_t>::min(),
               std::numeric_limits<int64_t>::max(), token, error)) {
     return false;
@@ -276,6 +262,10 @@ bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>*
                 std::numeric_limits<int32_t>::max(), &spec.latency_ms, error)) {
       return false;
     }
+    if (!GetInt(c, "slots", at + ".slots", false, store::kMinSlots, store::kMaxSlots, &spec.slots,
+                error)) {
+      return false;
+    }
     auto d = c.find("data");
     if (d != c.end() && !d->is_null()) {
       if (!d->is_object()) return FieldFail(error, at + ".data", "must be a JSON object");
@@ -283,6 +273,11 @@ bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>*
         return FieldFail(error, at + ".data", "no key or string in it " + std::string(kNoNul));
       }
       spec.data = Dump(*d);
+    }
+    if (const json* attributes = Optional(c, "attributes")) {
+      std::string text;
+      if (!ParseTags(*attributes, at + ".attributes", "attributes", &text, error)) return false;
+      spec.attributes = std::move(text);
     }
     out->push_back(std::move(spec));
   }

@@ -20,6 +20,8 @@ inline constexpr int kMaxJsonDepth = 64;            // deeper bodies are invalid
 inline constexpr size_t kMaxLabels = 16;            // a claim's labels
 inline constexpr size_t kMaxLabelKeyChars = 64;
 inline constexpr size_t kMaxLabelValueChars = 256;
+// A claim's selector: at most kMaxLabels keys, and this many values in all.
+inline constexpr size_t kMaxSelectorValues = 64;
 
 // The most bytes a valid claim or renew body can be, computed from the
 // field limits above: every field present at its limit, every character
@@ -55,13 +57,21 @@ inline constexpr size_t kMaxClaimBodyBytes =
     body_bound::Member("fallback_regions",
                        body_bound::List(kMaxFallbackRegions, body_bound::String(kMaxNameChars))) +
     body_bound::Member("wait_ms", body_bound::kIntegerBytes) +
+    body_bound::Member("placement", body_bound::String(11)) +
     body_bound::Member("labels", body_bound::List(kMaxLabels,
                                                   body_bound::String(kMaxLabelKeyChars) + 1 +
-                                                      body_bound::String(kMaxLabelValueChars)));
+                                                      body_bound::String(kMaxLabelValueChars))) +
+    // Every key an array (its empty shell in the list), every value in one.
+    body_bound::Member("selector",
+                       body_bound::List(kMaxLabels, body_bound::String(kMaxLabelKeyChars) + 1 +
+                                                        body_bound::List(0, 0)) +
+                           kMaxSelectorValues * (body_bound::String(kMaxLabelValueChars) + 1 +
+                                                 body_bound::kLayoutBytes));
 
 inline constexpr size_t kMaxRenewBodyBytes =
     body_bound::List(0, 0) + body_bound::Member("token", body_bound::kIntegerBytes) +
-    body_bound::Member("lease_ms", body_bound::kIntegerBytes);
+    body_bound::Member("lease_ms", body_bound::kIntegerBytes) +
+    body_bound::Member("shorten", 5);  // false
 
 // Heartbeats one request may carry: well below a shard's default queue
 // capacity, so that a single request cannot fill a queue alone.
@@ -89,11 +99,12 @@ struct BodyError {
 // schemas list the same (request_bodies_test holds them to it).
 using FieldNames = std::span<const std::string_view>;
 inline constexpr std::string_view kClaimFields[] = {
-    "region", "pool", "lease_ms", "idempotency_key", "fallback_regions", "wait_ms", "labels"};
-inline constexpr std::string_view kRenewFields[] = {"token", "lease_ms"};
+    "region",  "pool",   "lease_ms",  "idempotency_key", "fallback_regions",
+    "wait_ms", "labels", "placement", "selector"};
+inline constexpr std::string_view kRenewFields[] = {"token", "lease_ms", "shorten"};
 inline constexpr std::string_view kRegistrationFields[] = {"containers"};
-inline constexpr std::string_view kContainerSpecFields[] = {"id", "region", "pool", "latency_ms",
-                                                            "data"};
+inline constexpr std::string_view kContainerSpecFields[] = {
+    "id", "region", "pool", "latency_ms", "data", "slots", "attributes"};
 inline constexpr std::string_view kHeartbeatsFields[] = {"heartbeats"};
 inline constexpr std::string_view kHeartbeatFields[] = {"container_id", "ts_ms", "load", "state"};
 
@@ -105,15 +116,25 @@ inline constexpr std::string_view kHeartbeatFields[] = {"container_id", "ts_ms",
 
 // POST /v1/sessions. The caller is not set here. `labels`, an object of at
 // most kMaxLabels string values, becomes out->labels as compact JSON with its
-// keys sorted (empty when there are none).
+// keys sorted (empty when there are none). `selector` becomes out->selector
+// (tag_bodies.h ParseSelector).
 bool ParseClaim(std::string_view body, int64_t max_lease_ms, store::ClaimRequest* out,
                 BodyError* error);
 
-// POST /v1/sessions/{id}/renew: token required, lease_ms optional (0: default).
+// POST /v1/sessions/{id}/renew: token required, lease_ms optional (0: default),
+// shorten optional (a boolean; false: a renew never ends a lease sooner).
 bool ParseRenew(std::string_view body, int64_t max_lease_ms, int64_t* token, int64_t* lease_ms,
-                BodyError* error);
+                bool* shorten, BodyError* error);
+inline bool ParseRenew(std::string_view body, int64_t max_lease_ms, int64_t* token,
+                       int64_t* lease_ms, BodyError* error) {
+  bool shorten = false;
+  return ParseRenew(body, max_lease_ms, token, lease_ms, &shorten, error);
+}
 
-// POST /v1/containers (and `edgealloc register`).
+// POST /v1/containers (and `edgealloc register`). A container's
+// `attributes`, checked as a claim's labels, become spec.attributes as
+// compact JSON, keys sorted; absent or null leaves it unset (the stored
+// ones are kept).
 bool ParseRegistration(std::string_view body, std::vector<store::ContainerSpec>* out,
                        BodyError* error);
 
@@ -150,6 +171,8 @@ bool ParseNoBody(std::string_view body, BodyError* error);
 // string bound for the database, on both engines, as the routes do in query
 // parameters.
 bool HasNul(std::string_view s);
+// What a refusal for HasNul says after the field's name.
+inline constexpr char kNoNul[] = "must not contain U+0000 (NUL)";
 
 // The characters (code points) of UTF-8 text: the unit of docs/api.md's 1 to 256.
 size_t Utf8Chars(std::string_view s);

@@ -1,6 +1,7 @@
 #include "server/api/session_routes.h"
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -26,7 +27,11 @@ Response SessionErrorResponse(const store::SessionResult& r, std::string_view re
   if (r.outcome == Outcome::kOverloaded && r.waiter_bound) {
     return WaiterBoundResponse(r.message, request_id);
   }
-  return OutcomeResponse(r.outcome, r.message, request_id);
+  Response res = OutcomeResponse(r.outcome, r.message, request_id);
+  if (r.outcome == Outcome::kNoCapacity && r.retry_after_s > 0) {
+    res.set(http::field::retry_after, std::to_string(r.retry_after_s));
+  }
+  return res;
 }
 
 Response SessionResponse(const store::SessionResult& r, int ok_status,
@@ -34,7 +39,13 @@ Response SessionResponse(const store::SessionResult& r, int ok_status,
   if (r.outcome != Outcome::kOk && r.outcome != Outcome::kReplayed) {
     return SessionErrorResponse(r, request_id);
   }
-  Response res = JsonResponse(ok_status, SessionJson(r.session));
+  std::string body = SessionJson(r.session);
+  if (!r.served_by.empty()) {
+    // A claim's: which of its regions served it (home, fallback, backup).
+    body.pop_back();
+    body += ",\"served_by\":" + JsonQuote(r.served_by) + "}";
+  }
+  Response res = JsonResponse(ok_status, std::move(body));
   if (r.outcome == Outcome::kReplayed) res.set("Idempotent-Replayed", "true");
   return res;
 }
@@ -55,7 +66,8 @@ SessionRoutes::SessionRoutes(allocator::Allocator* allocator, boost::asio::any_i
 
 void SessionRoutes::AddRoutes(Router* router) {
   using http::verb;
-  auto bind = [this](void (SessionRoutes::*fn)(RouteRequest, Reply)) { return BindRoute(this, fn); };
+  // Each route calls its member function straight: no hop between.
+  const auto bind = [this](auto fn) { return std::bind_front(fn, this); };
   // A claim's body is read only once its tenant's claims_per_s has a token
   // for it (on this node): a tenant past its rate spends nothing more here.
   RouteOptions claim;
@@ -251,15 +263,17 @@ void SessionRoutes::GetSession(RouteRequest req, Reply reply) {
 
 void SessionRoutes::Renew(RouteRequest req, Reply reply) {
   int64_t token = 0, lease_ms = 0;
+  bool shorten = false;
   BodyError error;
-  if (!ParseRenew(req.http.body(), options_.max_lease_ms, &token, &lease_ms, &error)) {
+  if (!ParseRenew(req.http.body(), options_.max_lease_ms, &token, &lease_ms, &shorten, &error)) {
     return reply(BodyErrorResponse(error));
   }
-  allocator_->Renew(CallerOf(req.who), req.params[0], token, lease_ms,
-                    [io = io_, reply, id = req.RequestId()](store::SessionResult r) {
-                      ReplyOnIo(io, reply,
-                                [r = std::move(r), id] { return SessionResponse(r, 200, id); });
-                    });
+  allocator_->Renew(
+      CallerOf(req.who), req.params[0], token, lease_ms,
+      [io = io_, reply, id = req.RequestId()](store::SessionResult r) {
+        ReplyOnIo(io, reply, [r = std::move(r), id] { return SessionResponse(r, 200, id); });
+      },
+      shorten);
 }
 
 void SessionRoutes::Release(RouteRequest req, Reply reply) {

@@ -29,7 +29,8 @@ struct ClientRequest {
 int ExitCodeOf(int status);
 
 // Sends `request` to `options.server`, prints the reply's body on `out` (a
-// 204 prints nothing), says on `err` what went wrong when nothing answered,
+// 204 prints nothing; a claim's 201 served by a fallback or backup region
+// says which on `err` too), says on `err` what went wrong when nothing answered,
 // and returns ExitCodeOf its status.
 int RunClientRequest(const ClientOptions& options, const ClientRequest& request, std::ostream& out,
                      std::ostream& err);

@@ -59,6 +59,16 @@ struct Principal {
 store::Status CheckKeysFileAccess(const std::string& path, bool beyond_loopback,
                                   std::string* warning);
 
+// A tenant's webhook: where its events are POSTed, and the file holding
+// the secret that signs them (read when delivering, not by Parse).
+struct WebhookTarget {
+  std::string url;
+  std::string secret_file;
+  bool operator==(const WebhookTarget& o) const {
+    return url == o.url && secret_file == o.secret_file;
+  }
+};
+
 // Outcome of checking a request against a route's Access.
 enum class AuthVerdict { kAllowed, kUnauthorized, kForbidden };
 
@@ -97,7 +107,8 @@ class KeyStore {
   // overrides --max-sessions-per-tenant), claims_per_s=R (a decimal number,
   // 0 to 1e6, 0 none; new claims a second on this node, burst R),
   // max_waiters=N (0 to 1e6; claims waiting at once, overriding
-  // --max-claim-waiters-per-tenant). The limits are the tenant's: given on
+  // --max-claim-waiters-per-tenant); webhook=URL (http:// or https://) with
+  // webhook_secret_file=PATH, both or neither (server/webhooks/). The limits are the tenant's: given on
   // one of its lines they hold for all its keys (admin keys naming it too);
   // the same limit given on two of its lines must have the same value.
   // `#` starts a comment; blank lines are ignored; a UTF-8 byte order mark at
@@ -119,6 +130,8 @@ class KeyStore {
   // one), with its limits (unset where none were given), by name: a copy,
   // as a reload may replace them.
   std::map<std::string, store::TenantLimits> tenants() const { return table_.Load()->tenants; }
+  // The tenants that name a webhook, by name: a copy, as tenants().
+  std::map<std::string, WebhookTarget> webhooks() const { return table_.Load()->webhooks; }
   // The limits of `tenant`: unset for a tenant the file does not name.
   store::TenantLimits LimitsOf(const std::string& tenant) const;
 
@@ -136,6 +149,7 @@ class KeyStore {
   struct Table {
     std::vector<Entry> keys;
     std::map<std::string, store::TenantLimits> tenants;
+    std::map<std::string, WebhookTarget> webhooks;
     size_t metrics_keys = 0;
   };
   static bool LookupIn(const Table& table, std::string_view key, Principal* who);

@@ -52,7 +52,26 @@ constexpr double kMaxClaimsPerSecond = 1000000;
 struct GivenLimits {
   std::optional<int64_t> max_sessions, max_waiters;
   std::optional<double> claims_per_s;
+  std::optional<std::string> webhook, webhook_secret_file;
 };
+
+constexpr size_t kMaxWebhookTextBytes = 2048;
+
+// webhook= and webhook_secret_file=, as ParseLimit takes a limit.
+std::string ParseWebhookField(std::string_view name, std::string_view value,
+                              const std::string& where, GivenLimits* given) {
+  const bool url = name == "webhook";
+  std::optional<std::string>& slot = url ? given->webhook : given->webhook_secret_file;
+  if (slot) return where + std::string(name) + " given twice on the line";
+  if (value.empty() || value.size() > kMaxWebhookTextBytes) {
+    return where + std::string(name) + " must be 1 to 2048 bytes";
+  }
+  if (url && value.substr(0, 7) != "http://" && value.substr(0, 8) != "https://") {
+    return where + "webhook must be an http:// or https:// URL";
+  }
+  slot = std::string(value);
+  return "";
+}
 
 bool ParseCount(std::string_view text, int64_t max, int64_t* out) {
   if (text.empty() || text.size() > 12) return false;
@@ -86,7 +105,8 @@ std::string ParseLimit(std::string_view word, size_t field, GivenLimits* given) 
   const std::string where = "field " + std::to_string(field + 1) + ": ";
   const size_t eq = word.find('=');
   if (eq == std::string_view::npos) {
-    return where + "expected a limit as NAME=VALUE (max_sessions, claims_per_s, max_waiters)";
+    return where + "expected a limit as NAME=VALUE (max_sessions, claims_per_s, max_waiters, "
+                   "webhook, webhook_secret_file)";
   }
   const std::string_view name = word.substr(0, eq), value = word.substr(eq + 1);
   if (name == "max_sessions" || name == "max_waiters") {
@@ -111,13 +131,18 @@ std::string ParseLimit(std::string_view word, size_t field, GivenLimits* given) 
     given->claims_per_s = rate;
     return "";
   }
-  return where + "unknown limit; the limits are max_sessions, claims_per_s, max_waiters";
+  if (name == "webhook" || name == "webhook_secret_file") {
+    return ParseWebhookField(name, value, where, given);
+  }
+  return where + "unknown limit; the limits are max_sessions, claims_per_s, max_waiters, "
+                 "webhook, webhook_secret_file";
 }
 
 // True if `word` looks like a limit (NAME=...), for a clearer refusal of one
 // on a line that takes none.
 bool LooksLikeLimit(std::string_view word) {
-  for (std::string_view name : {"max_sessions=", "claims_per_s=", "max_waiters="}) {
+  for (std::string_view name : {"max_sessions=", "claims_per_s=", "max_waiters=", "webhook=",
+                                "webhook_secret_file="}) {
     if (word.substr(0, name.size()) == name) return true;
   }
   return false;
@@ -140,6 +165,10 @@ std::string MergeLimits(const GivenLimits& line, GivenLimits* tenant) {
   std::string error = merge(line.max_sessions, &tenant->max_sessions, "max_sessions");
   if (error.empty()) error = merge(line.claims_per_s, &tenant->claims_per_s, "claims_per_s");
   if (error.empty()) error = merge(line.max_waiters, &tenant->max_waiters, "max_waiters");
+  if (error.empty()) error = merge(line.webhook, &tenant->webhook, "webhook");
+  if (error.empty()) {
+    error = merge(line.webhook_secret_file, &tenant->webhook_secret_file, "webhook_secret_file");
+  }
   return error;
 }
 
@@ -339,7 +368,14 @@ store::Status KeyStore::Parse(std::string_view text, const std::string& name, Ke
     return store::Status::InvalidArgument(name + ": no keys; a keys file needs at least one line");
   }
   // The limits are the tenant's, whichever line gave them.
-  for (const auto& [tenant, limits] : given) result.tenants[tenant] = LimitsOfGiven(limits);
+  for (const auto& [tenant, limits] : given) {
+    result.tenants[tenant] = LimitsOfGiven(limits);
+    if (limits.webhook.has_value() != limits.webhook_secret_file.has_value()) {
+      return store::Status::InvalidArgument(
+          name + ": tenant " + tenant + ": webhook and webhook_secret_file go together");
+    }
+    if (limits.webhook) result.webhooks[tenant] = {*limits.webhook, *limits.webhook_secret_file};
+  }
   for (Entry& entry : result.keys) {
     auto it = result.tenants.find(entry.who.tenant);
     if (it != result.tenants.end() && entry.who.role != Role::kContainer) {

@@ -147,11 +147,7 @@ void Connection::OnReadHeader(beast::error_code ec, std::size_t) {
 
 bool Connection::AdmitRequest() {
   body_limit_ = static_cast<uint64_t>(host_->max_body_bytes);
-  if (!host_->admit) {
-    handler_ = host_->handler;
-    return true;
-  }
-  Admission admission = host_->admit(parser_->get());
+  Admission admission = host_->admitter->Admit(parser_->get());
   if (admission.refusal) {
     // Answered before its body is read, or sent (a client waiting for its
     // 100 Continue never sends it): a request with a body cannot be

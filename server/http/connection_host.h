@@ -12,13 +12,12 @@
 
 namespace server {
 
-// All a Connection needs from the HttpServer that accepted it: the handler
+// All a Connection needs from the HttpServer that accepted it: its admitter
 // and the request limits it was given, the counters the server reports, and
 // the idle list it sheds from. Owned by the server, which outlives its
 // connections; the connections update it from their strands.
 struct ConnectionHost {
-  Handler handler;
-  Admit admit;  // HttpServerOptions::admit
+  const Admitter* admitter = nullptr;  // HttpServer's
   int64_t max_body_bytes = 0;
   // The connection cap in force, set before the io threads start.
   int max_connections = 0;

@@ -55,7 +55,7 @@ using ExtendDeadline = std::function<void(std::chrono::milliseconds)>;
 // dropped.
 using Handler = std::function<void(Request, Reply, ClientGoneWatch, ExtendDeadline)>;
 
-// What a server's admission (HttpServerOptions::admit, server.h) says of a
+// What a server's Admitter (below) says of a
 // request once its header is read and before any of its body is: refused
 // (answered at once; its body is never read), or let in with the most body
 // it may have and the handler that answers it once that body is read.
@@ -66,9 +66,14 @@ struct Admission {
   Handler handler;  // set unless refused
 };
 
-// Looks at a request's header before its body is read. Called once for
-// every request, on an io thread.
-using Admit = std::function<Admission(const Request& header)>;
+// Looks at a request's header before its body is read: the Router
+// (router.h), or a test's own. Called once for every request, on an io
+// thread, from every io thread at once.
+class Admitter {
+ public:
+  virtual ~Admitter() = default;
+  virtual Admission Admit(const Request& header) const = 0;
+};
 
 // A response with a JSON body (which the caller made valid JSON).
 Response JsonResponse(int status, std::string body);

@@ -69,20 +69,11 @@ struct RouteOptions {
   std::function<std::optional<Response>(const Principal& who)> before_body;
 };
 
-// The handler that calls `routes->*fn`: how a route class hands its member
-// functions to Router::Add. `routes` must outlive the router.
-template <typename Routes>
-RouteHandler BindRoute(Routes* routes, void (Routes::*fn)(RouteRequest, Reply)) {
-  return [routes, fn](RouteRequest req, Reply reply) {
-    (routes->*fn)(std::move(req), std::move(reply));
-  };
-}
-
 // A Router is the routing table: (method, pattern) -> who may call it and the
 // handler. The route classes of server/api and server/ops add theirs with
 // Add. Fill it before serving; afterwards it is read only and safe from every
 // io thread.
-class Router {
+class Router final : public Admitter {
  public:
   // `keys` must outlive the Router; an empty KeyStore is open mode. With
   // `metrics`, which must outlive it too, every answer is counted by route
@@ -96,7 +87,7 @@ class Router {
            RouteOptions options = {});
 
   // Admits a request on its header alone, before its body is read
-  // (HttpServerOptions::admit), refusing in this order: in open mode (no
+  // (HttpServer asks it), refusing in this order: in open mode (no
   // keys) a request for a host that is not loopback or from another origin
   // (403 host_not_allowed, cross_origin: front_rules.h); 400 bad_request for
   // a malformed target, 404 not_found for an unknown path, 405
@@ -110,7 +101,7 @@ class Router {
   // pattern that matched the path), or "unmatched" for a refusal before a
   // path matched. The route's handler is given `watch` and `extend` in its
   // RouteRequest. Safe from every io thread.
-  Admission Admit(const Request& header) const;
+  Admission Admit(const Request& header) const override;
 
   // Answers a whole request as Admit and its handler would (a body over the
   // route's max_body_bytes: 413): for callers without a connection

@@ -59,11 +59,10 @@ int64_t RaiseDescriptorLimit() {
 // still hold Connections) dies before the host those Connections touch in
 // their destructors.
 struct HttpServer::Impl {
-  Impl(HttpServerOptions o, Handler h)
+  Impl(HttpServerOptions o, const Admitter* admitter)
       : options(std::move(o)), ioc(options.threads), acceptor(net::make_strand(ioc)),
         retry_timer(acceptor.get_executor()) {
-    host.handler = std::move(h);
-    host.admit = options.admit;
+    host.admitter = admitter;
     host.max_body_bytes = options.max_body_bytes;
     host.request_deadline = options.request_deadline;
   }
@@ -136,8 +135,8 @@ void HttpServer::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
   DoAccept();
 }
 
-HttpServer::HttpServer(HttpServerOptions options, Handler handler)
-    : impl_(std::make_unique<Impl>(std::move(options), std::move(handler))) {}
+HttpServer::HttpServer(HttpServerOptions options, const Admitter* admitter)
+    : impl_(std::make_unique<Impl>(std::move(options), admitter)) {}
 
 HttpServer::~HttpServer() { Stop(); }
 

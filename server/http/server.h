@@ -26,14 +26,6 @@ struct HttpServerOptions {
   // (raised to its hard limit at Start) less kReservedDescriptors, at most
   // kMaxConnections.
   int max_connections = 0;
-  // Called on an io thread for every request once its header is read,
-  // before any of its body (and before the 100 of `Expect: 100-continue`):
-  // a refusal (401, 404, 429, ...) is answered at once and the body never
-  // read (a request that has one is answered with Connection: close, what it
-  // sends after drained); else the body is read, up to the admission's
-  // max_body_bytes, and handed with the header to its handler. Empty: every
-  // request goes to the server's handler.
-  Admit admit;
   // A request whose handler has not answered this long after it was read
   // (plus what the handler added through its ExtendDeadline) is answered
   // 503 unavailable with Retry-After: its answer was lost (a store callback
@@ -46,7 +38,8 @@ struct HttpServerOptions {
 // example/advanced/server: a listener and one Connection object per client
 // (connection.h), keep-alive, one request in flight per connection, every
 // read under a timeout. `threads` io threads run one io_context; each
-// connection lives on its own strand. The handler is called on an io thread
+// connection lives on its own strand. A request's handler, the one its
+// admission names, is called on an io thread
 // and answers through its Reply from any thread, and may watch for its
 // client's going away through its ClientGoneWatch. A handler that does not
 // answer by the request's deadline (HttpServerOptions::request_deadline) has
@@ -90,7 +83,14 @@ class HttpServer {
   static constexpr std::chrono::seconds kDrainTimeout = ConnectionLimits::kDrainTimeout;
   static constexpr size_t kMaxDrainBytes = ConnectionLimits::kMaxDrainBytes;
 
-  HttpServer(HttpServerOptions options, Handler handler);
+  // `admitter` (the Router) is asked on an io thread about every request
+  // once its header is read, before any of its body (and before the 100 of
+  // `Expect: 100-continue`): a refusal (401, 404, 429, ...) is answered at
+  // once and the body never read (a request that has one is answered with
+  // Connection: close, what it sends after drained); else the body is read,
+  // up to the admission's max_body_bytes, and handed with the header to its
+  // handler. It must outlive the server.
+  HttpServer(HttpServerOptions options, const Admitter* admitter);
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
   // Stops if still running. Must outlive every Reply still held elsewhere

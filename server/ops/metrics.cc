@@ -1,5 +1,6 @@
 #include "server/ops/metrics.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "server/ops/exposition.h"
+#include "server/ops/region_metrics.h"
 #include "server/ops/store_metrics.h"
 #include "server/ops/tenant_metrics.h"
 
@@ -52,10 +54,13 @@ void ClaimFamilies(const allocator::AllocatorStats& a, const allocator::Allocato
                    Exposition* out) {
   ByLabel(out, "edgealloc_claims_total",
           "Claims answered, by result: ok (a new session), replayed (an idempotent retry), "
-          "no_capacity, quota, error.",
+          "no_capacity, unknown_pool, quota, no_match (a selector that matches no registered "
+          "container), error.",
           "result", {{"ok", Load(a.claims_ok)}, {"replayed", Load(a.claims_replayed)},
                      {"no_capacity", Load(a.claims_no_capacity)},
-                     {"quota", Load(a.claims_quota)}, {"error", Load(a.claims_error)}});
+                     {"unknown_pool", Load(a.claims_unknown_pool)},
+                     {"quota", Load(a.claims_quota)}, {"no_match", Load(a.claims_no_match)},
+                     {"error", Load(a.claims_error)}});
   if (pool_claims) {
     out->Family("edgealloc_pool_claims_total", "counter",
                 "Claims by pool: ok where a session was made, no_capacity where it was asked; "
@@ -69,8 +74,8 @@ void ClaimFamilies(const allocator::AllocatorStats& a, const allocator::Allocato
     }
   }
   One(out, "edgealloc_claims_unknown_pool_total", "counter",
-      "Claims refused (no_capacity) that named a region and pool with no container registered, "
-      "all such names together.",
+      "Claims answered 404 unknown_pool (no container of the pool registered in any region "
+      "they name), all such names together.",
       Load(a.claims_unknown_pool));
 }
 
@@ -221,12 +226,32 @@ void BatcherFamilies(const batcher::Batcher& b, Exposition* out) {
   out->Family("edgealloc_heartbeat_queue_depth", "gauge",
               "Heartbeats queued, all shards, not yet taken into a batch.");
   out->Sample("edgealloc_heartbeat_queue_depth", static_cast<double>(b.QueueDepth()));
-  out->Family("edgealloc_heartbeat_lag_seconds", "gauge",
+  out->Family("edgealloc_heartbeat_lane_lag_seconds", "gauge",
               "How long the oldest heartbeat of a shard's lane accepted and not yet written has "
               "waited (0: none); its lane judges silence only up to that heartbeat's acceptance.");
   for (int p = 0; p < b.partitions(); ++p) {
-    out->Sample("edgealloc_heartbeat_lag_seconds", {{"shard", std::to_string(p)}},
+    out->Sample("edgealloc_heartbeat_lane_lag_seconds", {{"shard", std::to_string(p)}},
                 static_cast<double>(b.LagMs(p)) / 1e3);
+  }
+}
+
+// Slots by region, pool and state: used (a session each), free (an
+// available container's, claimable) and unavailable (a draining or dead
+// container's free ones); the three add up to the pool's slots.
+void SlotFamily(const kvmirror::Snapshot& snap, Exposition* out) {
+  out->Family("edgealloc_slots", "gauge",
+              "Slots by region, pool and state (used, free: claimable, unavailable: a draining or "
+              "dead container's), as of the capacity mirror's snapshot.");
+  for (const auto& [region, pools] : snap.regions()) {
+    for (const auto& [pool, c] : pools) {
+      const int64_t unavailable = std::max<int64_t>(0, c.slots - c.slots_used - c.slots_free);
+      const std::pair<const char*, int64_t> states[] = {
+          {"used", c.slots_used}, {"free", c.slots_free}, {"unavailable", unavailable}};
+      for (const auto& [state, n] : states) {
+        out->Sample("edgealloc_slots", {{"region", region}, {"pool", pool}, {"state", state}},
+                    static_cast<double>(n));
+      }
+    }
   }
 }
 
@@ -245,6 +270,7 @@ void MirrorFamilies(const kvmirror::Mirror& m, int64_t now_ms, Exposition* out) 
       }
     }
   }
+  SlotFamily(*snap, out);
   out->Family("edgealloc_mirror_age_seconds", "gauge",
               "How stale the capacity mirror's snapshot is (absent until its first read).");
   const int64_t age_ms = snap->AgeMs(now_ms);
@@ -276,6 +302,7 @@ std::string RenderMetrics(const MetricsSources& src, int64_t now_ms) {
   AllocatorFamilies(src, &out);
   if (src.batcher) BatcherFamilies(*src.batcher, &out);
   if (src.mirror) MirrorFamilies(*src.mirror, now_ms, &out);
+  RegionFamilies(src, &out);
   if (src.storage != nullptr) StoreFamilies(*src.storage, &out);
   KeysFileFamilies(src, &out);
   if (src.requests) {

@@ -15,6 +15,7 @@
 #include "kvmirror/mirror.h"
 #include "server/http/request_metrics.h"
 #include "server/http/server.h"
+#include "server/webhooks/webhook_stats.h"
 #include "store/storage.h"
 
 namespace server {
@@ -67,6 +68,8 @@ struct MetricsSources {
     std::atomic<uint64_t> ok{0}, failed{0};
   };
   const KeysReloads* keys_reloads = nullptr;
+  // Webhook deliveries (edgealloc_webhook_*). Null: left out.
+  const WebhookStats* webhooks = nullptr;
   // edgealloc_build_info's labels; the family is left out while version is empty.
   struct BuildInfo {
     std::string version, commit, sqlite_version, libpq_version;

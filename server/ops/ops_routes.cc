@@ -7,10 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "allocator/claim_messages.h"
 #include "base/clock.h"
 #include "server/ops/dashboard.h"
 #include "server/ops/openapi.h"
+#include "server/ops/region_metrics.h"
 #include "server/ops/exposition.h"
+#include "server/ops/pressure.h"
 
 namespace server {
 namespace {
@@ -58,8 +61,43 @@ std::string FleetClaimsJson(const allocator::FleetClaimsSnapshot& fleet,
 
 }  // namespace
 
-OpsRoutes::OpsRoutes(const kvmirror::Mirror* mirror, MetricsSources metrics)
-    : mirror_(mirror), metrics_(std::move(metrics)) {}
+OpsRoutes::OpsRoutes(const kvmirror::Mirror* mirror, MetricsSources metrics,
+                     kvmirror::WarmBuffers warm_buffers)
+    : mirror_(mirror), metrics_(std::move(metrics)), warm_buffers_(std::move(warm_buffers)) {}
+
+Response OpsRoutes::Pressure(const RouteRequest& req) const {
+  std::string region;
+  std::string pool = "default";  // as a claim that names none
+  if (!req.QueryParam("region", &region) || region.empty()) {
+    return ErrorResponse(ApiError::kInvalidRequest,
+                         "region is required: GET /v1/pressure?region=R&pool=P");
+  }
+  if (req.QueryParamCount("pool") > 0 && (!req.QueryParam("pool", &pool) || pool.empty())) {
+    return ErrorResponse(ApiError::kInvalidRequest, "pool: must not be empty");
+  }
+  // One snapshot for every count, so that each is /v1/capacity's of the
+  // same version.
+  std::shared_ptr<const kvmirror::Snapshot> snap = mirror_->Current();
+  const kvmirror::StatusCounts* counts = snap->Find(region, pool);
+  if (counts == nullptr) {
+    std::vector<std::string> region_pools;
+    if (auto r = snap->regions().find(region); r != snap->regions().end()) {
+      for (const auto& entry : r->second) region_pools.push_back(entry.first);
+    }
+    return ErrorResponse(ApiError::kUnknownPool,
+                         allocator::UnknownPoolMessage(region, pool, false, region_pools));
+  }
+  PoolPressure pressure;
+  if (metrics_.pool_claims != nullptr) {
+    pressure.waiting = metrics_.pool_claims->WaitingOn(region, pool);
+  }
+  FleetClaimRates(metrics_.pool_claims, region, pool, &pressure);
+  pressure.heartbeat_lag_ms = HeartbeatLagMs(metrics_.batcher, region);
+  pressure.warm_buffer = warm_buffers_.For(region, pool);
+  Response res = JsonResponse(200, PressureJson(*snap, base::NowMs(), region, pool, *counts, pressure));
+  res.set(http::field::cache_control, "no-store");
+  return res;
+}
 
 int64_t OpsRoutes::CapacityMaxAgeSeconds(int64_t refresh_ms) {
   // max-age counts whole seconds. Rounding down would say 0 (do not reuse)
@@ -81,6 +119,8 @@ void OpsRoutes::AddCapacityRoutes(Router* router) {
                 res.set(http::field::cache_control, max_age);
                 reply(std::move(res));
               });
+  router->Add(verb::get, "/v1/pressure", Access::kCapacity,
+              [this](RouteRequest req, Reply reply) { reply(Pressure(req)); });
   const std::string history_max_age =
       "max-age=" + std::to_string(CapacityMaxAgeSeconds(mirror_->history().interval_ms()));
   router->Add(verb::get, "/v1/capacity/history", Access::kCapacity,
@@ -94,6 +134,12 @@ void OpsRoutes::AddCapacityRoutes(Router* router) {
               [this, max_age](RouteRequest, Reply reply) {
                 Response res = JsonResponse(200, DeathsJson(metrics_.batcher, base::NowMs()));
                 res.set(http::field::cache_control, max_age);
+                reply(std::move(res));
+              });
+  router->Add(verb::get, "/v1/capacity/regions", Access::kCapacity,
+              [this](RouteRequest, Reply reply) {
+                Response res = JsonResponse(200, RegionsJson(metrics_));
+                res.set(http::field::cache_control, "no-store");
                 reply(std::move(res));
               });
   const std::string claims_max_age =

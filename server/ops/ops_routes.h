@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "kvmirror/mirror.h"
+#include "kvmirror/warm_buffer.h"
 #include "server/ops/metrics.h"
 #include "server/http/router.h"
 
@@ -14,6 +15,9 @@ namespace server {
 //   GET /v1/capacity/history  (tenant, admin or metrics) the mirror's utilisation history;
 //   GET /v1/capacity/deaths   (tenant, admin or metrics) the reaper's deaths of the
 //                             last ten minutes by pool (batcher::RecentDeaths);
+//   GET /v1/pressure          (tenant, admin or metrics) one pool's counts from the
+//                             mirror's snapshot, its waiting claims, claim rates,
+//                             heartbeat lag and recommended_buffer;
 //   GET /v1/capacity/claims   (tenant, admin or metrics) every node's claim counts
 //                             summed, as the allocator last read them
 //                             (allocator::FleetClaims);
@@ -28,7 +32,9 @@ namespace server {
 // must outlive it.
 class OpsRoutes {
  public:
-  OpsRoutes(const kvmirror::Mirror* mirror, MetricsSources metrics);
+  // `warm_buffers`: each pool's buffer, for /v1/pressure's recommended_buffer.
+  OpsRoutes(const kvmirror::Mirror* mirror, MetricsSources metrics,
+            kvmirror::WarmBuffers warm_buffers = {});
 
   // Adds the routes above to `router`.
   void AddRoutes(Router* router);
@@ -40,9 +46,12 @@ class OpsRoutes {
  private:
   // The /v1/capacity routes (capacity, history, deaths, claims).
   void AddCapacityRoutes(Router* router);
+  // GET /v1/pressure?region=R&pool=P.
+  Response Pressure(const RouteRequest& req) const;
 
   const kvmirror::Mirror* mirror_;
   MetricsSources metrics_;
+  const kvmirror::WarmBuffers warm_buffers_;
 };
 
 }  // namespace server

@@ -38,6 +38,24 @@ void ReadRefusalFamily(const MetricsSources::ReadRefusals& r, Exposition* out) {
   }
 }
 
+void WebhookFamilies(const WebhookStats& w, Exposition* out) {
+  out->Family("edgealloc_webhook_deliveries_total", "counter",
+              "Batches of events POSTed to tenants' webhooks by this node, by result: "
+              "delivered (answered 2xx), rejected (answered otherwise) or unanswered (no "
+              "connection, TLS refused, or no answer in time); the last two are retried.");
+  for (const auto& [result, n] : {std::pair{"delivered", &w.delivered},
+                                  std::pair{"rejected", &w.rejected},
+                                  std::pair{"unanswered", &w.unanswered}}) {
+    out->Sample("edgealloc_webhook_deliveries_total", {{"result", result}},
+                n->load(std::memory_order_relaxed));
+  }
+  out->Family("edgealloc_webhook_delivery_lag_seconds", "gauge",
+              "Age of the oldest event not yet delivered of the tenants whose webhook this "
+              "node delivers (0: all delivered).");
+  out->Sample("edgealloc_webhook_delivery_lag_seconds",
+              w.lag_ms ? static_cast<double>(w.lag_ms()) / 1000.0 : 0.0);
+}
+
 }  // namespace
 
 void KeysFileFamilies(const MetricsSources& src, Exposition* out) {
@@ -54,6 +72,7 @@ void KeysFileFamilies(const MetricsSources& src, Exposition* out) {
                   n->load(std::memory_order_relaxed));
     }
   }
+  if (src.webhooks != nullptr) WebhookFamilies(*src.webhooks, out);
   if (!src.tenants) return;
   const std::vector<MetricsSources::TenantSample> tenants = src.tenants();
   if (tenants.empty()) return;

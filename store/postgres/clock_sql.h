@@ -36,11 +36,14 @@ WHERE shifts = $1::bigint
 // its own (lifecycle_sql.h kLockRows), so the shift never waits on a group
 // in a cycle. Run only by a transaction that holds no row of its own.
 inline constexpr char kShiftStoredInstants[] = R"sql(
-UPDATE containers SET last_heartbeat_ms = last_heartbeat_ms + $1::bigint,
-                      died_at_ms = died_at_ms + $1::bigint,
-                      lease_expires_at_ms = lease_expires_at_ms + $1::bigint,
-                      claimed_at_ms = claimed_at_ms + $1::bigint
-WHERE id IN (SELECT id FROM containers ORDER BY id COLLATE "C" FOR UPDATE)
+WITH containers_moved AS (
+  UPDATE containers SET last_heartbeat_ms = last_heartbeat_ms + $1::bigint,
+                        died_at_ms = died_at_ms + $1::bigint
+  WHERE id IN (SELECT id FROM containers ORDER BY id COLLATE "C" FOR UPDATE)
+  RETURNING id)
+UPDATE sessions SET lease_expires_at_ms = lease_expires_at_ms + $1::bigint,
+                    claimed_at_ms = claimed_at_ms + $1::bigint
+WHERE container_id IN (SELECT id FROM containers_moved)
 )sql";
 
 // The nodes' published "heard until" instants move with the rows they are

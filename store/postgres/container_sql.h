@@ -7,6 +7,7 @@
 
 #include "store/postgres/lifecycle_sql.h"
 #include "store/postgres/list_sql.h"
+#include "store/postgres/selector_sql.h"
 #include "store/row_columns.h"
 #include "store/sql_text.h"
 
@@ -18,56 +19,67 @@ namespace store::pgsql {
 // one that brings their bytes to $7; the column after the container true),
 // then the last id examined when the walk stopped (that column false, the
 // id last).
+// An attribute is one key ($8) and its value ($9), as a session list's label.
 //   $1 after $2 region $3 pool $4 status $5 limit + 1 $6 examined at most
-//   $7 byte budget (0: none)
+//   $7 byte budget (0: none) $8 attribute key $9 attribute value
 inline constexpr auto kListContainers = Sql(
     "WITH examined AS MATERIALIZED (SELECT ", kContainerColumnList, R"sql(
-  FROM containers WHERE id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $6::bigint))sql",
+  FROM container_rows WHERE id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $6::bigint))sql",
     ListWalk(kContainerTextBytesSql, R"sql(($2::text IS NULL OR region = $2)
-        AND ($3::text IS NULL OR pool = $3) AND ($4::text IS NULL OR status = $4))sql",
+        AND ($3::text IS NULL OR pool = $3) AND ($4::text IS NULL OR status = $4)
+        AND ($8::text IS NULL OR attributes::jsonb ->> $8 = $9::text))sql",
              R"sql(id COLLATE "C")sql", "$5", "$6", "$7"),
     ListPageRows(kContainerColumnList, kContainerNullList, "$6", "id"));
 
-//   $1 id $2 region $3 pool $4 latency_ms $5 data $6 LaneHash(id)
+// Attributes ($8) replace the stored ones whole; NULL keeps them
+// (selector_sql.h's kDropAttributes and kCopyAttributes then copy them).
+//   $1 id $2 region $3 pool $4 latency_ms $5 data $6 LaneHash(id) $7 slots
+//   $8 attributes (or NULL)
 inline constexpr char kUpsertContainer[] = R"sql(
 INSERT INTO containers (id, region, pool, status, latency_ms, data, last_heartbeat_ms, generation,
-                        lane_hash)
+                        lane_hash, slots, slot_map, attributes)
 VALUES ($1, $2, $3, 'available', $4::bigint, $5, )sql" EDGEALLOC_PG_NOW_MS R"sql(,
-        nextval('edgealloc_tokens'), $6::integer)
+        nextval('edgealloc_tokens'), $6::integer, $7::integer, repeat('0', $7::integer), $8)
 ON CONFLICT (id) DO UPDATE SET
   latency_ms = excluded.latency_ms,
   data = excluded.data,
+  attributes = COALESCE(excluded.attributes, containers.attributes),
   last_heartbeat_ms = GREATEST(containers.last_heartbeat_ms, excluded.last_heartbeat_ms),
   reported_ts_ms = 0,
-  region = CASE WHEN containers.status = 'picked' THEN containers.region ELSE excluded.region END,
-  pool = CASE WHEN containers.status = 'picked' THEN containers.pool ELSE excluded.pool END,
-  status = CASE WHEN containers.status <> 'dead' THEN containers.status
-                WHEN containers.drain_requested OR containers.drain_reported THEN 'draining'
-                ELSE 'available' END
+  region = CASE WHEN containers.slots_used > 0 THEN containers.region ELSE excluded.region END,
+  pool = CASE WHEN containers.slots_used > 0 THEN containers.pool ELSE excluded.pool END,
+  slots = excluded.slots,
+  slot_map = containers.slot_map ||
+             repeat('0', greatest(excluded.slots - length(containers.slot_map), 0)),
+  status = CASE WHEN containers.status = 'dead' THEN
+                  CASE WHEN containers.drain_requested OR containers.drain_reported
+                       THEN 'draining' ELSE 'available' END
+                ELSE )sql" EDGEALLOC_PG_STATUS_HOLDING("containers.", "containers.slots_used",
+                                                      "excluded.slots") R"sql( END
 )sql";
 
 inline constexpr auto kGetContainer =
-    Sql("SELECT ", kContainerColumnList, " FROM containers WHERE id = $1");
+    Sql("SELECT ", kContainerColumnList, " FROM container_rows WHERE id = $1");
 
 inline constexpr char kContainerExists[] = "SELECT 1 FROM containers WHERE id = $1";
 
 // An operator's drain and its end (kDrain, kUndrain of the SQLite engine).
-inline constexpr auto kDrain = Sql(R"sql(
+inline constexpr char kDrain[] = R"sql(
 UPDATE containers
 SET status = CASE WHEN status = 'available' THEN 'draining' ELSE status END,
     drain_requested = true
 WHERE id = $1
-RETURNING )sql", kContainerColumnList, "\n");
-inline constexpr auto kUndrain = Sql(R"sql(
+)sql";
+inline constexpr char kUndrain[] = R"sql(
 UPDATE containers
-SET status = CASE WHEN status = 'draining' AND NOT drain_reported THEN 'available'
-                  ELSE status END,
+SET status = CASE WHEN status = 'draining' AND NOT drain_reported AND NOT dead_reported
+                  THEN 'available' ELSE status END,
     drain_requested = false
 WHERE id = $1
-RETURNING )sql", kContainerColumnList, "\n");
+)sql";
 
 inline constexpr char kRemoveUnpicked[] =
-    "DELETE FROM containers WHERE id = $1 AND status <> 'picked'";
+    "DELETE FROM containers WHERE id = $1 AND slots_used = 0";
 
 // Pools as waiting claims see them (kProbePool of the SQLite engine), all
 // in one statement, healthy judged on the database's clock.
@@ -81,8 +93,8 @@ FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(region, pool, n)
 ORDER BY p.n
 )sql";
 
-// The mirror's read: the containers by region, pool and status (and how
-// many of them an operator drained), then the drained ids, from the partial
+// The mirror's read: the containers by region, pool and status (how many
+// of them an operator drained, their slots and used slots summed), then the drained ids, from the partial
 // index containers_drain_requested (the drained rows, never the fleet).
 inline constexpr auto kCapacityCounts =
     Sql("SELECT ", kCapacityColumnList,

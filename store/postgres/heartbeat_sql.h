@@ -36,7 +36,7 @@ WHERE id = $1 AND ($2::bigint IS NULL OR $2::bigint >= reported_ts_ms) AND (
       AND (status = 'available' OR status = 'picked'
            OR (status = 'draining' AND drain_requested)))
   OR ($4 = 'draining' AND drain_reported AND status <> 'available')
-  OR ($4 = 'dead' AND (status = 'dead' OR (status = 'picked' AND dead_reported))))
+  OR ($4 = 'dead' AND (status = 'dead' OR (slots_used > 0 AND dead_reported))))
   AND )sql" EDGEALLOC_SQL_REPORT_COUNTS(EDGEALLOC_PG_ACCEPTED("$5")) R"sql(
 )sql";
 
@@ -49,12 +49,13 @@ UPDATE containers SET
     WHEN $4 = 'ready' AND status IN ('dead', 'draining')
       THEN CASE WHEN drain_requested THEN 'draining' ELSE 'available' END
     WHEN $4 = 'draining' AND status = 'available' THEN 'draining'
-    WHEN $4 = 'dead' AND status <> 'picked' THEN 'dead'
+    WHEN $4 = 'dead' AND slots_used = 0 THEN 'dead'
+    WHEN $4 = 'dead' AND status = 'available' THEN 'draining'
     ELSE status END,
   drain_reported = CASE WHEN $4 = 'draining' THEN true
                         WHEN $4 = 'ready' THEN false
                         ELSE drain_reported END,
-  dead_reported = CASE WHEN $4 = 'dead' AND status = 'picked' THEN true
+  dead_reported = CASE WHEN $4 = 'dead' AND slots_used > 0 THEN true
                        WHEN $4 = 'ready' THEN false
                        ELSE dead_reported END
 WHERE id = $1 AND ($2::bigint IS NULL OR $2::bigint >= reported_ts_ms)
@@ -88,7 +89,7 @@ WHERE c.id = u.id AND )sql" EDGEALLOC_SQL_REPORT_COUNTS("u.accepted") R"sql( AND
       AND (c.status = 'available' OR c.status = 'picked'
            OR (c.status = 'draining' AND c.drain_requested)))
   OR (u.state = 'draining' AND c.drain_reported AND c.status <> 'available')
-  OR (u.state = 'dead' AND (c.status = 'dead' OR (c.status = 'picked' AND c.dead_reported))))
+  OR (u.state = 'dead' AND (c.status = 'dead' OR (c.slots_used > 0 AND c.dead_reported))))
 RETURNING c.id, u.ts_ms IS NOT NULL AND c.reported_ts_ms > u.ts_ms
 )sql";
 
@@ -98,11 +99,13 @@ RETURNING c.id, u.ts_ms IS NOT NULL AND c.reported_ts_ms > u.ts_ms
 // leaves the others for a later batch, so one row an outside transaction
 // keeps locked never stalls the lane (waited for, it failed the whole batch
 // after lock_timeout, again and again while the lock was kept). Never
-// waiting, it needs no place in the group's lock order.
+// waiting, it needs no place in the group's lock order. And each id's
+// region, which the batcher counts its heartbeats' lag in (read anyway).
 inline constexpr char kLockHeartbeatRows[] = R"sql(
 WITH held AS MATERIALIZED (
   SELECT id FROM containers WHERE id = ANY($1::text[]) FOR UPDATE SKIP LOCKED)
-SELECT c.id, c.id IN (SELECT id FROM held) FROM containers c WHERE c.id = ANY($1::text[])
+SELECT c.id, c.id IN (SELECT id FROM held), c.region
+FROM containers c WHERE c.id = ANY($1::text[])
 )sql";
 
 // Liveness alone (store/sqlite/heartbeat_sql.h kHeartbeatStale).

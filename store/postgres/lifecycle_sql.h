@@ -29,16 +29,21 @@
 // time column still serves a comparison with it).
 #define EDGEALLOC_PG_NOW_MS "(floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)"
 
-#define EDGEALLOC_PG_STATUS_AFTER_SESSION                                          \
-  "status = CASE WHEN dead_reported THEN 'dead' "                                   \
-  "WHEN drain_requested OR drain_reported THEN 'draining' ELSE 'available' END"
-// Ends the session, saying why (`reason`, an SQL expression): setting
-// end_reason fires the trigger that keeps it in session_history
-// (schema_sql.h, version 6), as store/sqlite/lifecycle_sql.h's.
-#define EDGEALLOC_PG_END_SESSION(reason)                                         \
-  "end_reason = " reason ", "                                                   \
-  "dead_reported = false, session_id = NULL, tenant = NULL, "                   \
-  "idempotency_key = NULL, lease_expires_at_ms = NULL, claimed_at_ms = NULL, labels = NULL"
+// The status of a container that is not dead and holds `used` sessions of
+// `slots`, as store/sqlite/lifecycle_sql.h's EDGEALLOC_SQL_STATUS_HOLDING.
+// `c` names the row ("c." or "").
+#define EDGEALLOC_PG_STATUS_HOLDING(c, used, slots)                                 \
+  "CASE WHEN " used " >= " slots " THEN 'picked' "                                  \
+  "WHEN " c "dead_reported AND " used " = 0 THEN 'dead' "                           \
+  "WHEN " c "drain_requested OR " c "drain_reported OR " c "dead_reported "         \
+  "THEN 'draining' ELSE 'available' END"
+// Ends every session of the container, saying why (`reason`, an SQL
+// expression): setting end_reason with slots_used = 0 fires the trigger
+// that keeps them in session_history and deletes them (schema_sql.h,
+// version 13), as store/sqlite/lifecycle_sql.h's.
+#define EDGEALLOC_PG_END_SESSIONS(reason)                                        \
+  "end_reason = " reason ", dead_reported = false, slots_used = 0, "            \
+  "slot_map = replace(slot_map, '1', '0')"
 
 namespace store::pgsql {
 
@@ -68,7 +73,9 @@ WHERE NOT pg_try_advisory_xact_lock(hashtextextended(k, 0))
 // Claims lock nothing here: they take only a row no one holds (SKIP LOCKED).
 inline constexpr char kLockRows[] = R"sql(
 SELECT count(*) FROM (
-  SELECT id FROM containers WHERE id = ANY($1::text[]) OR session_id = ANY($2::text[])
+  SELECT id FROM containers
+  WHERE id = ANY($1::text[])
+     OR id IN (SELECT container_id FROM sessions WHERE session_id = ANY($2::text[]))
   ORDER BY id COLLATE "C" FOR UPDATE) AS locked
 )sql";
 }  // namespace store::pgsql

@@ -29,12 +29,6 @@ PgWriter::PgWriter(std::string uri, std::string application_name, PgWriterOption
 
 PgWriter::~PgWriter() { Stop(); }
 
-bool PgWriter::Submit(std::unique_ptr<PgJob>&& job) {
-  if (!Enqueue(job.get())) return false;
-  job.release();  // the writer's now
-  return true;
-}
-
 int64_t PgWriter::probe_interval_ms() const {
   // Down: try to connect again soon (EnsureConnected backs off).
   return down() ? std::min<int64_t>(options_.probe_interval_ms, 100) : options_.probe_interval_ms;

@@ -19,16 +19,15 @@
 namespace store {
 
 // One unit of the PostgreSQL write path (a claim, a release, a batch of
-// heartbeats, a sweep), as WriteJob is for SQLite: Apply runs inside the
+// heartbeats, a sweep), as WriteJob is for SQLite: Apply(PgConn*) runs inside the
 // group's transaction; if it (or another job) fails, the group is run again
 // with each job under a savepoint of its own, so Apply must start afresh
 // each time it runs (reset its result). Done gets the durable outcome after
 // COMMIT (Ok), or the error with nothing of the job written (see GroupJob).
 // "unavailable" in an IOError's message: the connection was lost; if it was
 // lost during COMMIT, the outcome is unknown (kCommitOutcomeUnknown prefix).
-class PgJob : public GroupJob {
+class PgJob : public JobOn<PgConn> {
  public:
-  virtual Status Apply(PgConn* conn) = 0;
   // The statement Apply runs first, if it is known before the group starts
   // (its parameters depend on no earlier result): the writer sends the
   // first statements of a group's jobs in one pipeline after BEGIN and the
@@ -117,16 +116,9 @@ class PgWriter final : public GroupWriter<PgJob> {
   PgWriter(std::string uri, std::string application_name, PgWriterOptions options = {});
   ~PgWriter() override;
 
-  // Queues `job`, or returns false (full, stopping, or down()) leaving it
-  // with the caller, Done not called. down(): the writer's last attempt to
-  // connect failed; it tries again every probe, and a connect that succeeds
-  // ends it.
-  bool Submit(std::unique_ptr<PgJob>&& job);
-  // Runs `fn` as one job and waits for its durable outcome. Never from the
-  // writer thread.
-  Status RunSync(std::function<Status(PgConn*)> fn, bool solo = false) {
-    return RunFunction<PgConn>(std::move(fn), solo);
-  }
+  // Submit and RunSync are the core's (store/group_writer.h); both refuse
+  // while down(): the writer's last attempt to connect failed. It tries
+  // again every probe, and a connect that succeeds ends it.
   // A reading of the database's clock taken on this writer's connection:
   // its offset (WriterStats::clock_offset_ms) and the warnings about it.
   // Not a trusted one (a slow round trip): ignored once an offset is known.

@@ -73,9 +73,12 @@ Status PostgresStorage::Open(const StorageOptions& options, std::unique_ptr<Post
     writer_options.clock_steps = storage->clock_steps_;
     storage->writers_.push_back(std::make_unique<PgWriter>(
         options.db, options.program + " writer " + std::to_string(p), writer_options));
+    storage->writers_.back()->set_commit_signal(&storage->commit_signal_);
     storage->writers_.back()->Start();
     storage->deferred_.push_back(std::make_unique<DeferredHeartbeats>());
   }
+  storage->listener_ = std::make_unique<PgEventListener>(
+      options.db, options.program + " events", &storage->commit_signal_);
   *out = std::move(storage);
   return Status::Ok();
 }

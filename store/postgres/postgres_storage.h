@@ -12,6 +12,7 @@
 #include "store/list_page.h"
 #include "store/postgres/db_clock.h"
 #include "store/postgres/deferred_heartbeats.h"
+#include "store/postgres/event_listener.h"
 #include "store/postgres/fence.h"
 #include "store/postgres/pg.h"
 #include "store/postgres/pg_writer.h"
@@ -57,8 +58,9 @@ class PostgresStorage : public Storage {
   void Claim(ClaimRequest req, SessionCallback done) override;
   void Release(const Caller& caller, std::string session_id, int64_t token,
                SessionCallback done) override;
+  using Storage::Renew;
   void Renew(const Caller& caller, std::string session_id, int64_t token, int64_t lease_ms,
-             SessionCallback done) override;
+             bool shorten, SessionCallback done) override;
   SessionResult GetSession(const Caller& caller, std::string_view session_id) override;
   Status ListSessions(const SessionFilter& filter, const std::string& after, int limit,
                       std::vector<Session>* page, std::string* next_after) override;
@@ -120,6 +122,18 @@ class PostgresStorage : public Storage {
     return {true, fence_->seen().epoch, fence_->refusals()};
   }
   void StopWriters() override;
+
+  // postgres_storage_events.cc
+  Status ReadEvents(const EventQuery& query, const EventCursor& after, EventPage* page) override;
+  Status PruneEvents(int partition, int64_t retention_ms, int max_rows,
+                     int64_t* pruned) override;
+  CommitSignal* commit_signal() override { return &commit_signal_; }
+
+  // postgres_storage_webhooks.cc
+  Status LeaseWebhook(const std::string& tenant, const std::string& owner, int64_t lease_ms,
+                      bool* held, std::string* cursor) override;
+  Status AckWebhook(const std::string& tenant, const std::string& owner,
+                    const std::string& cursor, int64_t lease_ms, bool* held) override;
 
  private:
   // postgres_storage.cc
@@ -184,6 +198,10 @@ class PostgresStorage : public Storage {
   // One a partition: its rows skipped for a row lock, and its one write.
   std::vector<std::unique_ptr<DeferredHeartbeats>> deferred_;
   PgReaderPool readers_;
+  // This node's writers' commits, and every node's that wrote events
+  // (listener_).
+  CommitSignal commit_signal_;
+  std::unique_ptr<PgEventListener> listener_;
 };
 
 template <typename Row, typename Run, typename Read>

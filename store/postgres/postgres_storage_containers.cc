@@ -21,9 +21,13 @@ void PostgresStorage::Register(std::vector<ContainerSpec> specs, ContainerCallba
   Submit<ContainerResult>(
       [batch](PgConn* conn, ContainerResult* out) {
         for (const ContainerSpec& c : *batch) {
-          RETURN_IF_ERROR(
-              conn->Run(pgsql::kUpsertContainer, {P(c.id), P(c.region), P(c.pool), P(c.latency_ms),
-                                                  P(c.data), P(int64_t{LaneHash(c.id)})}));
+          RETURN_IF_ERROR(conn->Run(
+              pgsql::kUpsertContainer,
+              {P(c.id), P(c.region), P(c.pool), P(c.latency_ms), P(c.data),
+               P(int64_t{LaneHash(c.id)}), P(c.slots), c.attributes ? P(*c.attributes) : Null()}));
+          // The selector's copy, whatever changed: attributes, region, pool or latency.
+          RETURN_IF_ERROR(conn->Run(pgsql::kDropAttributes, {P(c.id)}));
+          RETURN_IF_ERROR(conn->Run(pgsql::kCopyAttributes, {P(c.id)}));
         }
         out->outcome = Outcome::kOk;
         out->count = static_cast<int64_t>(batch->size());
@@ -50,11 +54,12 @@ Status PostgresStorage::ListContainers(const ContainerFilter& filter, const std:
   return ListPage(
       limit, filter.page_budget_bytes, KeyOrder::kAscending,
       [&](PgConn* conn, const PageBounds& bounds, PgResult* r) {
-        return conn->Run(pgsql::kListContainers,
-                         WithWalkParams({P(after), OrNull(filter.region), OrNull(filter.pool),
-                                         OrNull(filter.status)},
-                                        bounds),
-                         r);
+        std::vector<PgParam> params = WithWalkParams(
+            {P(after), OrNull(filter.region), OrNull(filter.pool), OrNull(filter.status)},
+            bounds);
+        params.push_back(OrNull(filter.attribute_key));
+        params.push_back(P(filter.attribute_value));
+        return conn->Run(pgsql::kListContainers, params, r);
       },
       [](const PgResult& r) { return ListedPage(r, kContainerColumns); }, page, next_after);
 }
@@ -71,7 +76,8 @@ void PostgresStorage::ChangeDrain(std::string id, const char* statement, Contain
   Submit<ContainerResult>(
       [id, statement](PgConn* conn, ContainerResult* out) {
         PgResult r;
-        RETURN_IF_ERROR(conn->Run(statement, {P(id)}, &r));
+        RETURN_IF_ERROR(conn->Run(statement, {P(id)}));
+        RETURN_IF_ERROR(conn->Run(pgsql::kGetContainer.c_str(), {P(id)}, &r));
         std::optional<ContainerInfo> now;
         if (r.rows() > 0) ReadContainerRow(r, 0, &now.emplace());
         *out = AnswerContainerRead(id, Status::Ok(), std::move(now));

@@ -51,7 +51,12 @@ class PgHeartbeatJob : public HeartbeatJob<PgJob> {
     PgResult held;
     RETURN_IF_ERROR(conn->Run(lock.sql, lock.params, &held));
     std::unordered_map<std::string_view, bool> found;  // id -> held
-    for (int k = 0; k < held.rows(); ++k) found[held.Text(k, 0)] = held.Text(k, 1) == "t";
+    std::unordered_map<std::string_view, std::string_view> region_of;
+    for (int k = 0; k < held.rows(); ++k) {
+      found[held.Text(k, 0)] = held.Text(k, 1) == "t";
+      region_of[held.Text(k, 0)] = held.Text(k, 2);
+    }
+    NameRegions(&region_of);
     // The rows of containers that appear once in the batch go in one
     // statement; what it leaves (a state change) and the containers that
     // appear more than once go one at a time, in order. The two sets touch
@@ -88,6 +93,16 @@ class PgHeartbeatJob : public HeartbeatJob<PgJob> {
   // look older than it), and never past the statement's now
   // (store/postgres/heartbeat_sql.h).
   int64_t AcceptedOnDbClock(size_t i) const { return (*rows_)[i].accepted_ms + offset_now_; }
+
+  // Names each found container's region once (HeartbeatWriteResult::regions).
+  void NameRegions(std::unordered_map<std::string_view, std::string_view>* region_of) {
+    for (size_t i = 0; i < rows_->size(); ++i) {
+      const auto it = region_of->find((*rows_)[i].container_id);
+      if (it == region_of->end()) continue;
+      result_->regions.emplace_back(i, std::string(it->second));
+      region_of->erase(it);  // once a container
+    }
+  }
 
   // Writes indexes' rows in one statement; those it did not take go to *rest.
   Status WriteBulk(PgConn* conn, const std::vector<size_t>& indexes, std::vector<size_t>* rest,
@@ -205,6 +220,11 @@ Status PostgresStorage::WriteHeartbeats(int partition, const std::vector<Heartbe
   };
   mine(&result->unknown);
   mine(&result->skipped);
+  std::vector<std::pair<size_t, std::string>> regions;
+  for (auto& named : result->regions) {
+    if (named.first >= taken) regions.emplace_back(named.first - taken, std::move(named.second));
+  }
+  result->regions = std::move(regions);
   return s;
 }
 

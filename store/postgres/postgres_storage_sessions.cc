@@ -10,6 +10,7 @@
 #include "store/postgres/postgres_storage.h"
 #include "store/postgres/rows.h"
 #include "store/postgres/session_sql.h"
+#include "store/selector.h"
 #include "store/session_id.h"
 #include "store/session_rules.h"
 
@@ -39,14 +40,44 @@ Status FindIdempotent(PgConn* conn, const ClaimRequest& req, SessionResult* foun
   return Status::Ok();
 }
 
+// The placement a claim runs with: its own, else the server's.
+Placement PlacementOf(const ClaimRequest& req, const ClaimPolicy& policy) {
+  return req.placement == Placement::kDefault ? policy.placement : req.placement;
+}
+
+// The advisory lock of a pool's packed and distributed claims, kept apart
+// from tenants' locks by a prefix: they take turns, each seeing the pool as
+// the one before it left it.
+std::string PoolLockKey(const std::string& region, const std::string& pool) {
+  return "\x1fpool\x1f" + region + "\x1f" + pool;
+}
+
 // Durations only: the statement takes its now from the database.
+// The placement's statement; with a selector, its selected one and $11 to $13
+// (selector_sql.h).
 PgStatement ClaimStatement(const ClaimRequest& req, const std::string& region,
                            const ClaimPolicy& policy, const std::string& session_id) {
-  return {pgsql::kClaim,
-          {P(region), P(req.pool), P(policy.dead_after_ms), P(int64_t{policy.candidates}),
-           P(session_id), P(req.caller.tenant),
-           req.idempotency_key.empty() ? Null() : P(req.idempotency_key), P(req.lease_ms),
-           P(policy.max_sessions_per_tenant), req.labels.empty() ? Null() : P(req.labels)}};
+  const bool selected = !req.selector.empty();
+  const char* sql = selected ? pgsql::kClaimSelected : pgsql::kClaimFittest;
+  if (PlacementOf(req, policy) == Placement::kPacked) {
+    sql = selected ? pgsql::kClaimPackedSelected : pgsql::kClaimPacked;
+  }
+  if (PlacementOf(req, policy) == Placement::kDistributed) {
+    sql = selected ? pgsql::kClaimDistributedSelected : pgsql::kClaimDistributed;
+  }
+  PgStatement claim{sql,
+                    {P(region), P(req.pool), P(policy.dead_after_ms),
+                     P(int64_t{policy.candidates}), P(session_id), P(req.caller.tenant),
+                     req.idempotency_key.empty() ? Null() : P(req.idempotency_key),
+                     P(req.lease_ms), P(policy.max_sessions_per_tenant),
+                     req.labels.empty() ? Null() : P(req.labels)}};
+  if (selected) {
+    const SelectorTerm& driving = req.selector[DrivingTerm(req.selector)];
+    claim.params.push_back(P(driving.key));
+    claim.params.push_back(TextArrayParam(driving.values));
+    claim.params.push_back(P(SelectorJson(req.selector)));
+  }
+  return claim;
 }
 
 // What a claim runs first: the key's lookup, or the claim in its region.
@@ -93,8 +124,24 @@ struct ClaimStatements {
     }
     return Status::Ok();
   }
+  Status KeyHeld(bool* held) {
+    PgResult r;
+    RETURN_IF_ERROR(conn->Run(pgsql::kKeyHeld, {P(req.caller.tenant), P(req.idempotency_key)}, &r));
+    *held = r.rows() > 0;
+    return Status::Ok();
+  }
   Status ForgetExpiredKey() {
     return conn->Run(pgsql::kForgetExpiredKey, {P(req.caller.tenant), P(req.idempotency_key)});
+  }
+  Status AnySelectorMatch(const std::string& region, bool* any) {
+    const SelectorTerm& driving = req.selector[DrivingTerm(req.selector)];
+    PgResult r;
+    RETURN_IF_ERROR(conn->Run(pgsql::kAnySelectorMatch,
+                              {P(region), P(req.pool), P(driving.key),
+                               TextArrayParam(driving.values), P(SelectorJson(req.selector))},
+                              &r));
+    *any = r.rows() > 0;
+    return Status::Ok();
   }
   Status CountTenantSessions(int64_t* sessions) {
     PgResult count;
@@ -176,6 +223,13 @@ void PostgresStorage::Claim(ClaimRequest req, SessionCallback done) {
   if (!request->idempotency_key.empty()) {
     lock_keys.push_back(IdempotencyLockKey(request->caller.tenant, request->idempotency_key));
   }
+  // And, for packed or distributed, each pool it may claim in.
+  if (PlacementOf(*request, policy) != Placement::kFittest) {
+    lock_keys.push_back(PoolLockKey(request->region, request->pool));
+    for (const std::string& region : request->fallback_regions) {
+      lock_keys.push_back(PoolLockKey(region, request->pool));
+    }
+  }
   // No time is taken here: the statements read the database's clock when
   // they run (lifecycle_sql.h), however long the claim waited in the queue.
   PgStatement first = FirstOfClaim(*request, policy, session_id);
@@ -211,11 +265,11 @@ void PostgresStorage::Release(const Caller& caller, std::string session_id, int6
 }
 
 void PostgresStorage::Renew(const Caller& caller, std::string session_id, int64_t token,
-                            int64_t lease_ms, SessionCallback done) {
+                            int64_t lease_ms, bool shorten, SessionCallback done) {
   assert(lease_ms > 0);
   PgStatement renew{pgsql::kRenew,
                     {P(session_id), P(token), caller.admin ? Null() : P(caller.tenant),
-                     P(lease_ms)}};
+                     P(lease_ms), P(int64_t{shorten ? 1 : 0})}};
   Submit<SessionResult>(
       [caller, session_id, token, renew](PgConn* conn, SessionResult* out) {
         PgResult r;

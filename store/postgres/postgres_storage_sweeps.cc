@@ -43,8 +43,8 @@ Status PostgresStorage::SweepExpiredLeases(int partition, int max_rows, int64_t*
       [&](PgConn* conn) {
         RETURN_IF_ERROR(clock.Check(writers_[0].get(), clock_steps_.get(), conn));
         PgResult r;
-        RETURN_IF_ERROR(conn->Run(pgsql::kReapExpired, {P(int64_t{max_rows})}, &r));
-        changed = r.changed();
+        RETURN_IF_ERROR(conn->Run(pgsql::kReapExpired.c_str(), {P(int64_t{max_rows})}, &r));
+        changed = r.rows() > 0 ? r.Int64(0, 0) : 0;
         return Status::Ok();
       },
       /*solo=*/true);
@@ -109,10 +109,11 @@ Status PostgresStorage::SweepSilentContainers(int partition,
                                    P(node_id_), P(dead_after)},
                                   &r));
         AppendDead(r, &found.dead);
-        found.sessions_ended = r.rows();
-        if (found.sessions_ended >= max_rows) return Status::Ok();
+        found.held_dead = r.rows();
+        for (int i = 0; i < r.rows(); ++i) found.sessions_ended += r.Int64(i, 5);  // slot_taken
+        if (found.held_dead >= max_rows) return Status::Ok();
         RETURN_IF_ERROR(conn->Run(pgsql::kReapUnpicked,
-                                  {P(silence), P(int64_t{max_rows} - found.sessions_ended),
+                                  {P(silence), P(int64_t{max_rows} - found.held_dead),
                                    P(partitions), P(int64_t{partition}), P(node_id_),
                                    P(dead_after)},
                                   &r));

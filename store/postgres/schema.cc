@@ -8,6 +8,9 @@
 
 #include "store/postgres/lane.h"
 #include "store/postgres/schema_sql.h"
+#include "store/postgres/events_sql.h"
+#include "store/postgres/selector_sql.h"
+#include "store/postgres/webhook_sql.h"
 
 namespace store {
 namespace {
@@ -106,11 +109,15 @@ Status MigrateOnce(PgConn* conn) {
   if (s.ok()) s = SchemaVersion(conn, &version);
   if (s.ok() && version > pgsql::kSchemaVersion) s = TooNew(version);
   if (s.ok() && version < pgsql::kSchemaVersion) {
-    s = conn->Exec(pgsql::kSchema.c_str());
+    if (version >= 1 && version < pgsql::kSessionsVersion) s = conn->Exec(pgsql::kMoveSessionsOut);
+    if (s.ok()) s = conn->Exec(pgsql::kSchema.c_str());
     if (s.ok()) s = conn->Exec(pgsql::kNodeClaimCounts);
     if (s.ok()) s = conn->Exec(pgsql::kDbClockShifts);
     if (s.ok()) s = conn->Exec(pgsql::kNodeTenantLimits);
     if (s.ok()) s = conn->Exec(pgsql::kNodeHeardUntil);
+    if (s.ok()) s = conn->Exec(pgsql::kContainerAttributes);
+    if (s.ok()) s = conn->Exec(pgsql::kEvents);
+    if (s.ok()) s = conn->Exec(pgsql::kWebhookCursors);
     if (s.ok() && version == 1) s = HashLanes(conn);
     if (s.ok() && version >= 1 && version < pgsql::kDrainReportedVersion) {
       s = conn->Exec(pgsql::kOldDrainsAreReported);

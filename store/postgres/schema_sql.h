@@ -9,6 +9,21 @@
 
 namespace store::pgsql {
 
+// The sessions table's columns (schema version 13): one text for a new
+// database (kSchema) and for the move out of containers (kMoveSessionsOut).
+#define EDGEALLOC_PG_SESSIONS_TABLE                    \
+  "(\n"                                                \
+  "  session_id text COLLATE \"C\" PRIMARY KEY,\n"     \
+  "  container_id text NOT NULL,\n"                    \
+  "  slot integer NOT NULL,\n"                         \
+  "  generation bigint NOT NULL,\n"                    \
+  "  tenant text,\n"                                   \
+  "  idempotency_key text,\n"                          \
+  "  lease_expires_at_ms bigint NOT NULL,\n"           \
+  "  claimed_at_ms bigint,\n"                          \
+  "  labels text,\n"                                   \
+  "  UNIQUE (container_id, slot))"
+
 // The schema, version 2. Made by MigrateSchema (store/postgres/schema.cc) under an
 // advisory lock, so nodes starting together do not race. Version 2 added
 // lane_hash (LaneHash of the id, store/postgres/lane.h): a node's heartbeat
@@ -44,9 +59,20 @@ namespace store::pgsql {
 // (store/report_counts_sql.h); NULL on the rows it finds, whose next `ready`
 // revives them as before. Version 9 added db_clock_shifts (kDbClockShifts),
 // version 10 node_tenant_limits (kNodeTenantLimits), version 11
-// node_heard_until (kNodeHeardUntil). A node of an older version refuses a
-// newer schema.
-inline constexpr int kSchemaVersion = 11;
+// node_heard_until (kNodeHeardUntil), version 12 containers' attributes and
+// their table (selector_sql.h, kContainerAttributes). Version 13 gave
+// sessions a home of their own and containers slots, as
+// store/sqlite/schema.cc's version 12 says (the why of each column is there):
+// `sessions` (a row a live session, UNIQUE (container_id, slot)), slots,
+// slots_used, slot_map and slot_taken on the container, the view
+// session_rows (a session joined to its container: kSessionColumns), and the
+// trigger that keeps every session of a container whose sessions all end at
+// once (death, deletion) in session_history and deletes them;
+// kMoveSessionsOut moves an older schema's sessions there, before this text
+// runs. Version 14 added the event log and its triggers (events_sql.h,
+// kEvents), version 15 webhook delivery cursors (webhook_sql.h,
+// kWebhookCursors). A node of an older version refuses a newer schema.
+inline constexpr int kSchemaVersion = 15;
 inline constexpr auto kSchema = Sql(R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;
@@ -63,28 +89,27 @@ CREATE TABLE IF NOT EXISTS containers (
   generation bigint NOT NULL,
   drain_requested boolean NOT NULL DEFAULT false,
   dead_reported boolean NOT NULL DEFAULT false,
-  session_id text UNIQUE,
-  tenant text,
-  idempotency_key text,
-  lease_expires_at_ms bigint,
-  claimed_at_ms bigint);
+  slots integer NOT NULL DEFAULT 1 CHECK (slots >= 1),
+  slots_used integer NOT NULL DEFAULT 0 CHECK (slots_used >= 0),
+  slot_map text NOT NULL DEFAULT '0',
+  slot_taken integer,
+  CONSTRAINT containers_slot_state CHECK ((status = 'picked') = (slots_used >= slots)
+                                           AND (status <> 'dead' OR slots_used = 0)
+                                           AND length(slot_map) >= slots));
 ALTER TABLE containers ADD COLUMN IF NOT EXISTS lane_hash integer NOT NULL DEFAULT 0;
-ALTER TABLE containers ADD COLUMN IF NOT EXISTS labels text;
 ALTER TABLE containers ADD COLUMN IF NOT EXISTS drain_reported boolean NOT NULL DEFAULT false;
+CREATE TABLE IF NOT EXISTS sessions )sql" EDGEALLOC_PG_SESSIONS_TABLE R"sql(;
+CREATE UNIQUE INDEX IF NOT EXISTS sessions_idempotency ON sessions (tenant, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS sessions_tenant_session ON sessions (tenant, session_id);
+CREATE INDEX IF NOT EXISTS sessions_lease ON sessions (lease_expires_at_ms);
 -- Liveness (last_heartbeat_ms, reported_ts_ms, load) is in no index, so a
 -- plain heartbeat is a HOT update.
 CREATE INDEX IF NOT EXISTS containers_claimable ON containers (region, pool, latency_ms)
   WHERE status = 'available';
-CREATE UNIQUE INDEX IF NOT EXISTS containers_idempotency ON containers (tenant, idempotency_key)
-  WHERE idempotency_key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS containers_tenant_session ON containers (tenant, session_id COLLATE "C")
-  WHERE session_id IS NOT NULL;
-DROP INDEX IF EXISTS containers_tenant;
-CREATE INDEX IF NOT EXISTS containers_session_c ON containers (session_id COLLATE "C")
-  WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS containers_packing ON containers (region, pool, slots_used, latency_ms)
+  WHERE status = 'available';
 CREATE INDEX IF NOT EXISTS containers_id_c ON containers (id COLLATE "C");
-CREATE INDEX IF NOT EXISTS containers_lease ON containers (lease_expires_at_ms)
-  WHERE session_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS containers_dead_reported ON containers (id)
   WHERE dead_reported AND status <> 'dead';
 CREATE INDEX IF NOT EXISTS containers_drain_requested ON containers (id) WHERE drain_requested;
@@ -103,27 +128,82 @@ CREATE TABLE IF NOT EXISTS session_history (
   tenant text,
   end_reason text NOT NULL,
   ended_at_ms bigint NOT NULL);
-CREATE OR REPLACE FUNCTION edgealloc_keep_ended_session() RETURNS trigger
+ALTER TABLE session_history ADD COLUMN IF NOT EXISTS slot integer NOT NULL DEFAULT 0;
+-- The view's c.* is expanded now: the attributes column (selector_sql.h's
+-- kContainerAttributes, which runs after this text) must exist before it.
+ALTER TABLE containers ADD COLUMN IF NOT EXISTS attributes text;
+DROP VIEW IF EXISTS container_rows;
+CREATE VIEW container_rows AS
+SELECT c.*, (SELECT s.session_id FROM sessions s
+                WHERE s.container_id = c.id AND c.slots = 1 AND c.slots_used = 1)
+              AS session_id
+FROM containers c;
+DROP VIEW IF EXISTS session_rows;
+CREATE VIEW session_rows AS
+SELECT c.id, c.region, c.pool, s.generation, s.lease_expires_at_ms, c.data, s.labels, s.tenant,
+       s.session_id, s.slot, s.idempotency_key, s.claimed_at_ms
+FROM sessions s JOIN containers c ON c.id = s.container_id;
+CREATE OR REPLACE FUNCTION edgealloc_keep_ended_sessions() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
   INSERT INTO session_history ()sql", kSessionColumnList, R"sql(, end_reason, ended_at_ms)
-  VALUES ()sql", kSessionOldList, R"sql(,
-          CASE WHEN TG_OP = 'DELETE' THEN 'container_deleted' ELSE NEW.end_reason END,
-          CASE WHEN TG_OP = 'UPDATE' AND NEW.end_reason = 'expired' THEN OLD.lease_expires_at_ms
-               ELSE )sql" EDGEALLOC_PG_NOW_MS R"sql( END)
+  SELECT OLD.id, OLD.region, OLD.pool, s.generation, s.lease_expires_at_ms, OLD.data, s.labels,
+         s.tenant, s.session_id, s.slot,
+         CASE WHEN TG_OP = 'DELETE' THEN 'container_deleted' ELSE NEW.end_reason END,
+         CASE WHEN TG_OP = 'UPDATE' AND NEW.end_reason = 'expired' THEN s.lease_expires_at_ms
+              ELSE )sql" EDGEALLOC_PG_NOW_MS R"sql( END
+  FROM sessions s WHERE s.container_id = OLD.id
   ON CONFLICT (session_id) DO NOTHING;
+  DELETE FROM sessions WHERE container_id = OLD.id;
   RETURN NULL;
 END
 $fn$;
-DROP TRIGGER IF EXISTS containers_session_ended ON containers;
-CREATE TRIGGER containers_session_ended AFTER UPDATE OF end_reason ON containers FOR EACH ROW
-  WHEN (OLD.session_id IS NOT NULL AND NEW.session_id IS NULL)
-  EXECUTE FUNCTION edgealloc_keep_ended_session();
-DROP TRIGGER IF EXISTS containers_session_deleted ON containers;
-CREATE TRIGGER containers_session_deleted AFTER DELETE ON containers FOR EACH ROW
-  WHEN (OLD.session_id IS NOT NULL)
-  EXECUTE FUNCTION edgealloc_keep_ended_session();
+DROP TRIGGER IF EXISTS containers_sessions_ended ON containers;
+CREATE TRIGGER containers_sessions_ended AFTER UPDATE OF end_reason ON containers FOR EACH ROW
+  WHEN (OLD.slots_used > 0 AND NEW.slots_used = 0)
+  EXECUTE FUNCTION edgealloc_keep_ended_sessions();
+DROP TRIGGER IF EXISTS containers_sessions_deleted ON containers;
+CREATE TRIGGER containers_sessions_deleted AFTER DELETE ON containers FOR EACH ROW
+  WHEN (OLD.slots_used > 0)
+  EXECUTE FUNCTION edgealloc_keep_ended_sessions();
 )sql");
+
+// Migrating from before kSessionsVersion, before kSchema runs: the live
+// sessions move from their containers' rows to `sessions` (slot 0 of a
+// container of one slot), the containers gain their slots, and the session
+// columns, their indexes and the triggers that read them go. Nothing else is
+// read or changed: history rows stay (and read slot 0). Only where the
+// containers still hold sessions: a database whose version was set back
+// over the new shape (as tests do) is left to kSchema.
+inline constexpr int kSessionsVersion = 13;
+inline constexpr char kMoveSessionsOut[] = R"sql(
+DO $move$ BEGIN
+IF EXISTS (SELECT 1 FROM information_schema.columns
+           WHERE table_schema = current_schema() AND table_name = 'containers'
+             AND column_name = 'session_id') THEN
+ALTER TABLE containers ADD COLUMN IF NOT EXISTS labels text;
+CREATE TABLE sessions )sql" EDGEALLOC_PG_SESSIONS_TABLE R"sql(;
+INSERT INTO sessions (session_id, container_id, slot, generation, tenant, idempotency_key,
+                      lease_expires_at_ms, claimed_at_ms, labels)
+SELECT session_id, id, 0, generation, tenant, idempotency_key, lease_expires_at_ms,
+       claimed_at_ms, labels
+FROM containers WHERE session_id IS NOT NULL;
+ALTER TABLE containers ADD COLUMN slots integer NOT NULL DEFAULT 1 CHECK (slots >= 1),
+  ADD COLUMN slots_used integer NOT NULL DEFAULT 0 CHECK (slots_used >= 0),
+  ADD COLUMN slot_map text NOT NULL DEFAULT '0',
+  ADD COLUMN slot_taken integer;
+UPDATE containers SET slots_used = 1, slot_map = '1' WHERE session_id IS NOT NULL;
+DROP TRIGGER IF EXISTS containers_session_ended ON containers;
+DROP TRIGGER IF EXISTS containers_session_deleted ON containers;
+DROP FUNCTION IF EXISTS edgealloc_keep_ended_session();
+ALTER TABLE containers DROP COLUMN session_id, DROP COLUMN tenant, DROP COLUMN idempotency_key,
+  DROP COLUMN lease_expires_at_ms, DROP COLUMN claimed_at_ms, DROP COLUMN labels;
+ALTER TABLE containers ADD CONSTRAINT containers_slot_state
+  CHECK ((status = 'picked') = (slots_used >= slots) AND (status <> 'dead' OR slots_used = 0)
+         AND length(slot_map) >= slots);
+END IF;
+END $move$;
+)sql";
 
 // The claim counts each node publishes (Storage::PublishClaimCounts), so that
 // a dashboard shows the fleet's claim rates and not one node's: one row a
@@ -211,5 +291,7 @@ inline constexpr char kSetSchemaVersion[] =
     "ON CONFLICT (key) DO UPDATE SET value = excluded.value";
 
 }  // namespace store::pgsql
+
+#undef EDGEALLOC_PG_SESSIONS_TABLE
 
 #endif  // EDGEALLOC_STORE_POSTGRES_SCHEMA_SQL_H_

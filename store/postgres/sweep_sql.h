@@ -5,19 +5,47 @@
 // (store/postgres/postgres_storage_sweeps.cc).
 
 #include "store/postgres/lifecycle_sql.h"
+#include "store/row_columns.h"
+#include "store/sql_text.h"
 
 namespace store::pgsql {
 
+// The lease reaper: at most $1 expired sessions, oldest first (never one
+// another node is sweeping), deleted, kept in session_history (reason
+// expired, ended at the lease's end) and their slots given back, in one
+// statement: each container's row is written once, from its own columns,
+// so a claim or release of another of its slots meanwhile is kept. Returns
+// how many sessions it ended.
 //   $1 limit
-inline constexpr char kReapExpired[] = R"sql(
-UPDATE containers
-SET )sql" EDGEALLOC_PG_STATUS_AFTER_SESSION ", " EDGEALLOC_PG_END_SESSION("'expired'") R"sql(
-WHERE id IN (SELECT id FROM containers
-             WHERE session_id IS NOT NULL
-               AND lease_expires_at_ms <= )sql" EDGEALLOC_PG_NOW_MS R"sql(
-             ORDER BY lease_expires_at_ms LIMIT $1::bigint
-             FOR UPDATE SKIP LOCKED)
-)sql";
+inline constexpr auto kReapExpired = Sql(R"sql(
+WITH expired AS (
+  DELETE FROM sessions
+  WHERE session_id IN (SELECT session_id FROM sessions
+                       WHERE lease_expires_at_ms <= )sql" EDGEALLOC_PG_NOW_MS R"sql(
+                       ORDER BY lease_expires_at_ms LIMIT $1::bigint
+                       FOR UPDATE SKIP LOCKED)
+  RETURNING *),
+kept AS (
+  INSERT INTO session_history ()sql", kSessionColumnList, R"sql(, end_reason, ended_at_ms)
+  SELECT c.id, c.region, c.pool, e.generation, e.lease_expires_at_ms, c.data, e.labels, e.tenant,
+         e.session_id, e.slot, 'expired', e.lease_expires_at_ms
+  FROM expired e JOIN containers c ON c.id = e.container_id
+  ON CONFLICT (session_id) DO NOTHING),
+freed AS (
+  SELECT container_id, count(*) AS n, array_agg(slot) AS slots FROM expired GROUP BY container_id),
+given_back AS (
+UPDATE containers c
+SET status = )sql" EDGEALLOC_PG_STATUS_HOLDING("c.", "c.slots_used - f.n", "c.slots") R"sql(,
+    dead_reported = c.dead_reported AND c.slots_used > f.n,
+    slots_used = c.slots_used - f.n,
+    slot_map = (SELECT string_agg(CASE WHEN i - 1 = ANY(f.slots) THEN '0'
+                                       ELSE substr(c.slot_map, i, 1) END, '' ORDER BY i)
+                FROM generate_series(1, length(c.slot_map)) AS i)
+FROM freed f
+WHERE c.id = f.container_id
+RETURNING c.id)
+SELECT count(*) FROM expired
+)sql");
 
 // What both reaper statements return of each container they mark dead
 // (store::DeadContainer): who, where, how long it was silent by the
@@ -54,10 +82,10 @@ WHERE id IN (SELECT id FROM containers
 //   $6 held regions $7 held pools $8 node $9 dead_after_ms
 inline constexpr char kReapPicked[] = R"sql(
 UPDATE containers
-SET status = 'dead', died_at_ms = )sql" EDGEALLOC_PG_NOW_MS R"sql(,
-    )sql" EDGEALLOC_PG_END_SESSION("'container_dead'") R"sql(
+SET status = 'dead', died_at_ms = )sql" EDGEALLOC_PG_NOW_MS R"sql(, slot_taken = slots_used,
+    )sql" EDGEALLOC_PG_END_SESSIONS("'container_dead'") R"sql(
 WHERE id IN (SELECT id FROM containers
-             WHERE status = 'picked'
+             WHERE slots_used > 0
                AND ((last_heartbeat_ms < )sql" EDGEALLOC_PG_SILENT_BEFORE("$1", "$8", "$9", EDGEALLOC_PG_SWEPT_LANE) R"sql(
                      AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_NOW_MS R"sql( - $5::bigint
                           OR (region, pool) NOT IN (SELECT * FROM unnest($6::text[], $7::text[]))))
@@ -65,7 +93,8 @@ WHERE id IN (SELECT id FROM containers
                AND lane_hash % $3::integer = $4::integer
              LIMIT $2::bigint
              FOR UPDATE SKIP LOCKED)
-RETURNING )sql" EDGEALLOC_PG_DEATH_COLUMNS;
+RETURNING )sql" EDGEALLOC_PG_DEATH_COLUMNS R"sql(, slot_taken
+)sql";
 
 // Silent containers by pool, every partition (Storage::CountSilent), held
 // by every lane the other nodes published.
@@ -81,7 +110,7 @@ inline constexpr char kReapUnpicked[] = R"sql(
 UPDATE containers
 SET status = 'dead', dead_reported = false, died_at_ms = )sql" EDGEALLOC_PG_NOW_MS R"sql(
 WHERE id IN (SELECT id FROM containers
-             WHERE status IN ('available', 'draining')
+             WHERE status IN ('available', 'draining') AND slots_used = 0
                AND (last_heartbeat_ms < )sql" EDGEALLOC_PG_SILENT_BEFORE("$1", "$5", "$6", EDGEALLOC_PG_SWEPT_LANE) R"sql( OR dead_reported)
                AND lane_hash % $3::integer = $4::integer
              LIMIT $2::bigint

@@ -42,11 +42,12 @@ WHERE id = ?1 AND (?3 IS NULL OR ?3 >= reported_ts_ms) AND (
       AND (status = 'available' OR status = 'picked'
            OR (status = 'draining' AND drain_requested = 1)))
   OR (?5 = 'draining' AND drain_reported = 1 AND status <> 'available')
-  OR (?5 = 'dead' AND (status = 'dead' OR (status = 'picked' AND dead_reported = 1))))
+  OR (?5 = 'dead' AND (status = 'dead' OR (slots_used > 0 AND dead_reported = 1))))
   AND )sql" EDGEALLOC_SQL_REPORT_COUNTS("?2") R"sql(
 )sql";
 
-// As kHeartbeatPlain, and the reported state, never into or out of 'picked'.
+// As kHeartbeatPlain, and the reported state, never into or out of 'picked'
+// (every slot used), and never changing the sessions or slots a claim wrote.
 // In an SQLite UPDATE every SET expression sees the row as it was before the
 // statement, which these CASEs rely on.
 //   ready:    dead / draining -> available, or draining while an operator's
@@ -55,8 +56,9 @@ WHERE id = ?1 AND (?3 IS NULL OR ?3 >= reported_ts_ms) AND (
 //             on a picked row, an earlier dead report (dead_reported = 0).
 //   draining: available -> draining; picked stays picked; drain_reported = 1
 //             (the status it returns to when its session ends).
-//   dead:     not picked -> dead; picked stays picked, dead_reported = 1, and
-//             the reaper ends its session in its own transaction.
+//   dead:     holding no session -> dead; holding sessions, dead_reported = 1
+//             (available -> draining: no claim takes a slot of it), and the
+//             reaper ends its sessions in its own transaction.
 // A dead container stays dead until it reports ready (or is registered again).
 //   ?1 .. ?5 as kHeartbeatPlain, ?5 not NULL
 inline constexpr char kHeartbeatReport[] = R"sql(
@@ -68,14 +70,15 @@ UPDATE containers SET
     WHEN ?5 = 'ready' AND status IN ('dead', 'draining')
       THEN CASE WHEN drain_requested THEN 'draining' ELSE 'available' END
     WHEN ?5 = 'draining' AND status = 'available' THEN 'draining'
-    WHEN ?5 = 'dead' AND status <> 'picked' THEN 'dead'
+    WHEN ?5 = 'dead' AND slots_used = 0 THEN 'dead'
+    WHEN ?5 = 'dead' AND status = 'available' THEN 'draining'
     ELSE status END,
   drain_reported = CASE
     WHEN ?5 = 'draining' THEN 1
     WHEN ?5 = 'ready' THEN 0
     ELSE drain_reported END,
   dead_reported = CASE
-    WHEN ?5 = 'dead' AND status = 'picked' THEN 1
+    WHEN ?5 = 'dead' AND slots_used > 0 THEN 1
     WHEN ?5 = 'ready' THEN 0
     ELSE dead_reported END
 WHERE id = ?1 AND (?3 IS NULL OR ?3 >= reported_ts_ms)
@@ -92,6 +95,13 @@ UPDATE containers SET last_heartbeat_ms =
   CASE WHEN )sql" EDGEALLOC_SQL_REPORT_COUNTS("?2") R"sql( THEN MAX(last_heartbeat_ms, ?2)
        ELSE last_heartbeat_ms END
 WHERE id = ?1
+)sql";
+
+// A container's region, for a row whose writer does not know it
+// (HeartbeatRow::learn_region): the batcher counts its heartbeats' lag there.
+// A primary-key lookup, once a container a generation (batcher/region_cache.h).
+inline constexpr char kHeartbeatRegion[] = R"sql(
+SELECT region FROM containers WHERE id = ?1
 )sql";
 
 }  // namespace store::sql

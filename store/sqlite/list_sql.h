@@ -20,8 +20,8 @@ namespace store::sql {
 // filters that reject most rows cost a bounded walk, never the fleet (a
 // filter in the WHERE clause would make SQLite walk on, unseen, to the end).
 // Two shapes, each walking an index in session id order: every tenant's (the
-// admin's list, containers_session) and one tenant's
-// (containers_tenant_session, whose leading tenant keeps other tenants' rows
+// admin's list, the sessions' primary key) and one tenant's
+// (sessions_tenant_session, whose leading tenant keeps other tenants' rows
 // unread). Filters are NULL for any; a label is one key (?5) and its value (?6).
 // The filters' verdict is the column after the session's (kSessionColumnCount).
 //   ?1 after ?2 now_ms ?3 region ?4 pool ?5 label key ?6 label value [?7 tenant]
@@ -29,13 +29,13 @@ inline constexpr auto kListSessionsSelect = Sql("SELECT ", kSessionColumnList, R
        lease_expires_at_ms > ?2 AND (?3 IS NULL OR region = ?3) AND (?4 IS NULL OR pool = ?4)
        AND (?5 IS NULL OR EXISTS (SELECT 1 FROM json_each(labels)
                                   WHERE key = ?5 AND value = ?6))
-FROM containers )sql");
+FROM session_rows )sql");
 inline constexpr auto kListSessions = Sql(kListSessionsSelect, R"sql(
-WHERE session_id IS NOT NULL AND session_id > ?1
+WHERE session_id > ?1
 ORDER BY session_id
 )sql");
 inline constexpr auto kListTenantSessions = Sql(kListSessionsSelect, R"sql(
-WHERE session_id IS NOT NULL AND tenant = ?7 AND session_id > ?1
+WHERE tenant = ?7 AND session_id > ?1
 ORDER BY session_id
 )sql");
 
@@ -57,11 +57,14 @@ ORDER BY session_id DESC
 // A page of containers in id order, after ?1 (keyset pagination, as
 // kListSessions): every container after ?1 in id order (its primary key's
 // index), the last column whether the filters (NULL for any) match it; the
-// caller stops after ListExamineBound rows.
-//   ?1 after ?2 region ?3 pool ?4 status
+// caller stops after ListExamineBound rows. An attribute is one key (?5)
+// and its value (?6), read from the rows the walk reads, as a session list's label.
+//   ?1 after ?2 region ?3 pool ?4 status ?5 attribute key ?6 attribute value
 inline constexpr auto kListContainers = Sql("SELECT ", kContainerColumnList, R"sql(,
        (?2 IS NULL OR region = ?2) AND (?3 IS NULL OR pool = ?3) AND (?4 IS NULL OR status = ?4)
-FROM containers
+       AND (?5 IS NULL OR EXISTS (SELECT 1 FROM json_each(attributes)
+                                  WHERE key = ?5 AND value = ?6))
+FROM container_rows
 WHERE id > ?1
 ORDER BY id
 )sql");

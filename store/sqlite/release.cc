@@ -1,5 +1,8 @@
 #include "store/sqlite/release.h"
 
+#include <string>
+#include <vector>
+
 #include "store/row_columns.h"
 #include "store/session_rules.h"
 #include "store/sqlite/history_sql.h"
@@ -9,7 +12,47 @@ namespace store {
 namespace {
 
 constexpr int kTenantColumn = ColumnIndex(kSessionColumns, "tenant");
-static_assert(kTenantColumn >= 0);
+constexpr int kContainerColumn = ColumnIndex(kSessionColumns, "id");
+constexpr int kSlotColumn = ColumnIndex(kSessionColumns, "slot");
+constexpr int kLeaseColumn = ColumnIndex(kSessionColumns, "lease_expires_at_ms");
+static_assert(kTenantColumn >= 0 && kContainerColumn >= 0 && kSlotColumn >= 0 &&
+              kLeaseColumn >= 0);
+
+// A session's end, bound from the session as it was (`session`, a
+// statement stepped on its row, kSessionColumns first) before its row is
+// deleted: binding copies, so the writes may run after the row is gone.
+struct EndingSession {
+  StatementRef keep;       // its history row (kKeepEndedSession)
+  StatementRef free_slot;  // its slot back to its container (kFreeSlot)
+  std::string session_id;
+
+  Status Bind(Db* db, const Statement& session, const std::string& reason, int64_t ended_at_ms) {
+    RETURN_IF_ERROR(db->Cached(sql::kKeepEndedSession, &keep));
+    RETURN_IF_ERROR(db->Cached(sql::kFreeSlot, &free_slot));
+    for (int i = 0; i < kSessionColumnCount; ++i) keep->BindColumnOf(i + 1, session, i);
+    keep->Bind(kSessionColumnCount + 1, reason);
+    keep->Bind(kSessionColumnCount + 2, ended_at_ms);
+    free_slot->BindColumnOf(1, session, kContainerColumn);
+    free_slot->BindColumnOf(2, session, kSlotColumn);
+    session_id = session.ColumnString(kSessionKeyColumn);
+    return Status::Ok();
+  }
+
+  // After the session's row is deleted: its slot freed, its history kept. A
+  // failure leaves the session deleted without them: HalfWritten, which
+  // fails the whole group, so that none of the three is committed alone.
+  Status Write(Db* db) {
+    Status s = free_slot->Run();
+    if (s.ok() && db->Changes() != 1) {
+      s = Status::Corruption("its container had the slot free already");
+    }
+    if (s.ok()) s = keep->Run();
+    if (s.ok()) return s;
+    return HalfWritten(Status::IOError("session " + session_id +
+                                       " ended but its slot or history not written: " +
+                                       s.ToString()));
+  }
+};
 
 }  // namespace
 
@@ -28,34 +71,65 @@ void BindSessionCas(Statement* cas, const std::string& session_id, int64_t token
 Status ReleaseInTransaction(Db* db, const Caller& caller, const std::string& session_id,
                             int64_t token, int64_t now_ms, bool* released) {
   *released = false;
-  StatementRef row;
-  StatementRef keep;
-  RETURN_IF_ERROR(db->Cached(sql::kGetSession, &row));
-  RETURN_IF_ERROR(db->Cached(sql::kKeepEndedSession, &keep));
-  row->Bind(1, session_id);
-  bool found = false;
-  RETURN_IF_ERROR(row->Step(&found));
-  if (!found) return Status::Ok();
-  // The history row is bound from the row as it is before the release. One
-  // writer a file, inside its transaction: no other write comes between this
-  // read and the compare-and-swap, so it is the row the release ends.
-  // Binding copies, so the read may end before the row changes.
-  for (int i = 0; i < kSessionColumnCount; ++i) keep->BindColumnOf(i + 1, *row, i);
-  keep->Bind(kSessionColumnCount + 1, ReleaseEndReason(caller, row->ColumnText(kTenantColumn)));
-  keep->Bind(kSessionColumnCount + 2, now_ms);
-  row->Reset();
-
+  EndingSession end;
+  {
+    StatementRef row;
+    RETURN_IF_ERROR(db->Cached(sql::kGetSession, &row));
+    row->Bind(1, session_id);
+    bool found = false;
+    RETURN_IF_ERROR(row->Step(&found));
+    if (!found) return Status::Ok();
+    // One writer a file, inside its transaction: no other write comes
+    // between this read and the compare-and-swap, so it is the row the
+    // release ends.
+    RETURN_IF_ERROR(end.Bind(db, *row, ReleaseEndReason(caller, row->ColumnText(kTenantColumn)),
+                             now_ms));
+  }
   StatementRef cas;
   RETURN_IF_ERROR(db->Cached(sql::kRelease, &cas));
   BindSessionCas(&*cas, session_id, token, caller, now_ms);
   RETURN_IF_ERROR(cas->Run());
   if (db->Changes() != 1) return Status::Ok();
-  if (Status kept = keep->Run(); !kept.ok()) {
-    return HalfWritten(Status::IOError("session " + session_id +
-                                       " released but its history row not written: " +
-                                       kept.ToString()));
-  }
+  RETURN_IF_ERROR(end.Write(db));
   *released = true;
+  return Status::Ok();
+}
+
+Status EndExpiredSessions(Db* db, int64_t now_ms, int64_t limit, int64_t* ended) {
+  *ended = 0;
+  // Their ids first: no session is deleted under the walk that finds them.
+  std::vector<std::string> ids;
+  {
+    StatementRef expired;
+    RETURN_IF_ERROR(db->Cached(sql::kExpiredSessions, &expired));
+    expired->Bind(1, now_ms);
+    expired->Bind(2, limit);
+    for (;;) {
+      bool row = false;
+      RETURN_IF_ERROR(expired->Step(&row));
+      if (!row) break;
+      ids.push_back(expired->ColumnString(0));
+    }
+  }
+  for (const std::string& id : ids) {
+    EndingSession end;
+    {
+      StatementRef row;
+      RETURN_IF_ERROR(db->Cached(sql::kGetSession, &row));
+      row->Bind(1, id);
+      bool found = false;
+      RETURN_IF_ERROR(row->Step(&found));
+      if (!found) continue;
+      RETURN_IF_ERROR(end.Bind(db, *row, "expired", row->ColumnInt64(kLeaseColumn)));
+    }
+    StatementRef gone;
+    RETURN_IF_ERROR(db->Cached(sql::kDeleteSession, &gone));
+    gone->Bind(1, id);
+    RETURN_IF_ERROR(gone->Run());
+    if (db->Changes() != 1) continue;
+    RETURN_IF_ERROR(end.Write(db));
+    ++*ended;
+  }
   return Status::Ok();
 }
 

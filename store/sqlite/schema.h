@@ -9,7 +9,7 @@ namespace store {
 // The schema version this binary writes (PRAGMA user_version), and the oldest
 // version of the binary that can still use a file written by this one (kept in
 // the `meta` table as compatible_version, as in Chromium's MetaTable).
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 15;
 // 4: a binary before version 4 would insert rows below the token floor, so a
 // re-registered id could repeat a fencing token. 5: a binary before version 5
 // would claim without setting labels and end sessions without clearing them,
@@ -23,8 +23,17 @@ inline constexpr int kSchemaVersion = 10;
 // 10 only adds died_at_ms, which older binaries neither set nor read: their
 // heartbeats revive a dead container whatever they were accepted, as before,
 // and a death they judge leaves an older died_at_ms, which lets more through,
-// never less.)
-inline constexpr int kCompatibleVersion = 8;
+// never less. 11 only adds attributes and their table: an older binary's
+// registration leaves a container's attribute rows as they were, which the
+// claim re-checks against the container's row.)
+// 12: sessions moved out of the containers row into a table of their own
+// (store/sqlite/schema.cc, version 12): a binary before it finds no session
+// columns on a container. (13 only widens an index, containers_counts: a
+// version 12 binary still reads and writes it. 14 only adds the event
+// log, whose triggers are the file's: an older binary's writes write their
+// events too. 15 only adds webhook_cursors, which older binaries never
+// read.)
+inline constexpr int kCompatibleVersion = 12;
 
 // Brings the database up to kSchemaVersion, one version a step, each step in
 // its own write transaction together with its user_version bump, so a crash

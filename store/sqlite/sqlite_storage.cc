@@ -36,11 +36,13 @@ SqliteStorage::SqliteStorage(std::vector<Shard*> shards, ShardMap map, ClaimPoli
   for (size_t i = 0; i < shards_.size(); ++i) {
     clocks_.push_back(std::make_unique<ShardClock>());
     clocks_.back()->shifted_ms.store(stepped);
+    shards_[i]->writer->set_commit_signal(&commit_signal_);
   }
 }
 
 SqliteStorage::~SqliteStorage() {
   for (auto& shard : owned_) shard->writer->Stop();
+  for (Shard* shard : shards_) shard->writer->set_commit_signal(nullptr);
 }
 
 void SqliteStorage::StopWriters() {

@@ -48,8 +48,9 @@ class SqliteStorage : public Storage {
   void Claim(ClaimRequest req, SessionCallback done) override;
   void Release(const Caller& caller, std::string session_id, int64_t token,
                SessionCallback done) override;
+  using Storage::Renew;
   void Renew(const Caller& caller, std::string session_id, int64_t token, int64_t lease_ms,
-             SessionCallback done) override;
+             bool shorten, SessionCallback done) override;
   SessionResult GetSession(const Caller& caller, std::string_view session_id) override;
   Status ListSessions(const SessionFilter& filter, const std::string& after, int limit,
                       std::vector<Session>* page, std::string* next_after) override;
@@ -71,6 +72,9 @@ class SqliteStorage : public Storage {
 
   // sqlite_storage_heartbeats.cc
   int partitions() const override { return map_.shards(); }
+  std::vector<int> PartitionsOfRegion(const std::string& region) const override {
+    return {map_.ShardOf(region)};
+  }
   Status PartitionOf(const std::string& container_id, int* partition) override;
   Status WriteHeartbeats(int partition, const std::vector<HeartbeatRow>& rows,
                          HeartbeatWriteResult* result) override;
@@ -82,6 +86,19 @@ class SqliteStorage : public Storage {
   Status CountSilent(int64_t cutoff_ms, std::vector<PoolSilence>* silent) override;
   Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
                              int max_rows, int64_t* pruned) override;
+
+  // sqlite_storage_events.cc
+  int event_streams() const override { return map_.shards(); }
+  Status ReadEvents(const EventQuery& query, const EventCursor& after, EventPage* page) override;
+  Status PruneEvents(int partition, int64_t retention_ms, int max_rows,
+                     int64_t* pruned) override;
+  CommitSignal* commit_signal() override { return &commit_signal_; }
+
+  // sqlite_storage_webhooks.cc
+  Status LeaseWebhook(const std::string& tenant, const std::string& owner, int64_t lease_ms,
+                      bool* held, std::string* cursor) override;
+  Status AckWebhook(const std::string& tenant, const std::string& owner,
+                    const std::string& cursor, int64_t lease_ms, bool* held) override;
 
   // sqlite_storage_claim_counts.cc
   Status PublishClaimCounts(const std::string& node_id, const std::vector<PoolClaimTally>& counts,
@@ -119,7 +136,7 @@ class SqliteStorage : public Storage {
   Status FindIdempotentSession(const ClaimRequest& req, SessionResult* found);
   // The tenant's sessions in every shard but `shard` (its quota share there).
   Status SessionsElsewhere(const std::string& tenant, int shard, int64_t* count);
-  enum class CasKind { kRelease, kRenew };
+  enum class CasKind { kRelease, kRenew, kRenewShorten };
   void RunSessionCas(CasKind kind, const Caller& caller, std::string session_id, int64_t token,
                      int64_t lease_ms, SessionCallback done);
 
@@ -170,6 +187,7 @@ class SqliteStorage : public Storage {
   std::string program_ = "edgealloc";
   std::vector<std::unique_ptr<ShardClock>> clocks_;  // one a shard
   std::function<void(const std::string&)> warn_;
+  CommitSignal commit_signal_;  // every shard writer's commits
 
   // Several shards: the container -> shard cache of FindShard
   // (sqlite_storage_containers.cc), which WriteHeartbeats clears of ids found

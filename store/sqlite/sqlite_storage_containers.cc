@@ -57,7 +57,20 @@ Status Upsert(Db* db, const std::vector<ContainerSpec>& specs, int64_t floor, in
     up->Bind(5, c.data);
     up->Bind(6, now);
     up->Bind(7, floor);
+    up->Bind(8, c.slots);
+    if (c.attributes) {
+      up->Bind(9, *c.attributes);
+    } else {
+      up->BindNull(9);
+    }
     RETURN_IF_ERROR(up->Run());
+    // The selector's copy, whatever changed: attributes, region, pool or latency.
+    for (const char* copy : {sql::kDropAttributes, sql::kCopyAttributes}) {
+      StatementRef q;
+      RETURN_IF_ERROR(db->Cached(copy, &q));
+      q->Bind(1, c.id);
+      RETURN_IF_ERROR(q->Run());
+    }
   }
   return Status::Ok();
 }
@@ -190,6 +203,8 @@ Status SqliteStorage::ListContainers(const ContainerFilter& filter, const std::s
         BindOrNull(&**q, 2, filter.region);
         BindOrNull(&**q, 3, filter.pool);
         BindOrNull(&**q, 4, filter.status);
+        BindOrNull(&**q, 5, filter.attribute_key);
+        (*q)->Bind(6, filter.attribute_value);
         return Status::Ok();
       },
       page, next_after);
@@ -217,9 +232,14 @@ void SqliteStorage::Undrain(std::string id, ContainerCallback done) {
 
 void SqliteStorage::ChangeDrain(std::string id, const char* statement, ContainerCallback done) {
   WriteContainer(id, std::move(done), [id, statement](Db* db, ContainerResult* out) {
-    // The statement's changes are made at its first step (RETURNING).
+    {
+      StatementRef change;
+      RETURN_IF_ERROR(db->Cached(statement, &change));
+      change->Bind(1, id);
+      RETURN_IF_ERROR(change->Run());
+    }
     std::optional<ContainerInfo> now;
-    RETURN_IF_ERROR(ReadOneRow(db, statement, id, kContainerColumns, &now));
+    RETURN_IF_ERROR(ReadOneRow(db, sql::kGetContainer, id, kContainerColumns, &now));
     *out = AnswerContainerRead(id, Status::Ok(), std::move(now));
     return Status::Ok();
   });

@@ -3,6 +3,8 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "store/clock_steps.h"
@@ -59,6 +61,7 @@ class SqliteHeartbeatJob : public HeartbeatJob<WriteJob> {
     RETURN_IF_ERROR(db->Cached(sql::kHeartbeatPlain, &plain));
     RETURN_IF_ERROR(db->Cached(sql::kHeartbeatReport, &report));
     RETURN_IF_ERROR(db->Cached(sql::kHeartbeatStale, &stale));
+    std::unordered_set<std::string_view> named;
     for (size_t i = 0; i < rows_->size(); ++i) {
       const HeartbeatRow& row = (*rows_)[i];
       const int64_t accepted_ms =
@@ -79,7 +82,22 @@ class SqliteHeartbeatJob : public HeartbeatJob<WriteJob> {
         *changed = db->Changes() > 0;
         return Status::Ok();
       }));
+      if (row.learn_region && named.insert(row.container_id).second) {
+        RETURN_IF_ERROR(NameRegion(db, i));
+      }
     }
+    return Status::Ok();
+  }
+
+  // Names row i's container's region, if it is there
+  // (HeartbeatWriteResult::regions).
+  Status NameRegion(Db* db, size_t i) {
+    StatementRef region;
+    RETURN_IF_ERROR(db->Cached(sql::kHeartbeatRegion, &region));
+    region->Bind(1, (*rows_)[i].container_id);
+    bool has_row = false;
+    RETURN_IF_ERROR(region->Step(&has_row));
+    if (has_row) result_->regions.emplace_back(i, region->ColumnString(0));
     return Status::Ok();
   }
 

@@ -12,6 +12,7 @@
 #include "store/sqlite/history_sql.h"
 #include "store/sqlite/lifecycle_sql.h"
 #include "store/sqlite/list_sql.h"
+#include "store/sqlite/claim_selector.h"
 #include "store/sqlite/release.h"
 #include "store/session_id.h"
 #include "store/session_rules.h"
@@ -91,6 +92,7 @@ struct SqliteStorage::ClaimAttempt {
   ClaimRequest req;
   std::vector<std::string> regions;  // the region, then the fallbacks
   SessionCallback done;
+  bool selector_matched = false;  // in a shard tried before (TryNextShard)
 };
 
 // Runs the claim statement for regions[first, last) of one shard, in order:
@@ -107,7 +109,15 @@ class SqliteStorage::ClaimJob : public WriteJob {
     Status ClaimIn(const std::string& region, bool* claimed, SessionResult* out) {
       return job->ClaimIn(db, region, now, claimed, out);
     }
+    Status KeyHeld(bool* held) {
+      const ClaimRequest& req = job->attempt_->req;
+      return AnyRow(db, sql::kKeyHeld, held, req.caller.tenant, req.idempotency_key);
+    }
     Status ForgetExpiredKey() { return job->ForgetExpiredKey(db, now); }
+    Status AnySelectorMatch(const std::string& region, bool* any) {
+      const ClaimRequest& r = job->attempt_->req;
+      return store::AnySelectorMatch(db, region, r.pool, r.selector, any);
+    }
     Status CountTenantSessions(int64_t* sessions) {
       return store::CountTenantSessions(db, job->attempt_->req.caller.tenant, sessions);
     }
@@ -131,9 +141,10 @@ class SqliteStorage::ClaimJob : public WriteJob {
                           &result_);
   }
 
-  // Without an idempotency key the job writes with one statement at most:
-  // each region's claim either changes one row or nothing, and a failing one
-  // undoes itself. With a key, ForgetExpiredKey may write before the claim.
+  // Without an idempotency key the job writes one claim at most: a claim
+  // statement either changes one row or nothing, and a failing one undoes
+  // itself; a session row not written after it fails the group (ClaimIn).
+  // With a key, ForgetExpiredKey may write before the claim.
   bool needs_savepoint() const override { return !attempt_->req.idempotency_key.empty(); }
 
   void Done(Status status) override {
@@ -141,7 +152,8 @@ class SqliteStorage::ClaimJob : public WriteJob {
       attempt_->done(Failed<SessionResult>(OutcomeOfError(status), status.ToString()));
       return;
     }
-    if (result_.outcome == Outcome::kNoCapacity && last_ < attempt_->regions.size()) {
+    if (TryNextShard(&result_.outcome, last_ < attempt_->regions.size(),
+                     &attempt_->selector_matched)) {
       storage_->RunClaim(std::move(attempt_), last_);  // the next shard's regions
       return;
     }
@@ -149,37 +161,48 @@ class SqliteStorage::ClaimJob : public WriteJob {
   }
 
  private:
-  // The claim statement for one region; *claimed if it took a container.
+  // The claim statement for one region (the placement's), then the session's
+  // row: *claimed if it took a slot.
   Status ClaimIn(Db* db, const std::string& region, int64_t now, bool* claimed,
                  SessionResult* out) {
     const ClaimRequest& req = attempt_->req;
     const ClaimPolicy& policy = storage_->policy_;
     StatementRef claim;
-    RETURN_IF_ERROR(db->Cached(sql::kClaim, &claim));
+    RETURN_IF_ERROR(db->Cached(ClaimStatement(req, policy.placement), &claim));
     claim->Bind(1, region);
     claim->Bind(2, req.pool);
     claim->Bind(3, now - policy.dead_after_ms);
     claim->Bind(4, static_cast<int64_t>(policy.candidates));
-    claim->Bind(5, session_id_);
-    claim->Bind(6, req.caller.tenant);
-    if (req.idempotency_key.empty()) {
-      claim->BindNull(7);
-    } else {
-      claim->Bind(7, req.idempotency_key);
-    }
-    claim->Bind(8, now + req.lease_ms);
-    claim->Bind(9, now);
-    claim->Bind(10, quota_);
-    if (req.labels.empty()) {
-      claim->BindNull(11);
-    } else {
-      claim->Bind(11, req.labels);
-    }
+    claim->Bind(5, req.caller.tenant);
+    BindOrNull(&*claim, 6, req.idempotency_key);
+    claim->Bind(7, quota_);
+    BindSelector(&*claim, req.selector);
     RETURN_IF_ERROR(claim->Step(claimed));
     if (!*claimed) return Status::Ok();
-    ReadSessionRow(*claim, &out->session);
+    StatementRef insert;
+    RETURN_IF_ERROR(db->Cached(sql::kInsertSession, &insert));
+    insert->Bind(1, session_id_);
+    insert->BindColumnOf(2, *claim, 0);
+    insert->BindColumnOf(3, *claim, 2);
+    insert->BindColumnOf(4, *claim, 1);
+    insert->Bind(5, req.caller.tenant);
+    BindOrNull(&*insert, 6, req.idempotency_key);
+    insert->Bind(7, now + req.lease_ms);
+    insert->Bind(8, now);
+    BindOrNull(&*insert, 9, req.labels);
+    RETURN_IF_ERROR(claim->Run());  // finish the statement so its change is whole
+    if (Status s = insert->Run(); !s.ok()) {
+      // The slot is taken and its session not written: fail the group, so
+      // that neither is committed.
+      return HalfWritten(Status::IOError("a claim took a slot but its session was not written: " +
+                                         s.ToString()));
+    }
+    std::optional<Session> session;
+    RETURN_IF_ERROR(ReadOneRow(db, sql::kGetSession, session_id_, kSessionColumns, &session));
+    if (!session) return Status::Corruption("claimed session " + session_id_ + " not found");
+    out->session = std::move(*session);
     out->outcome = Outcome::kOk;
-    return claim->Run();  // finish the statement so its change is whole
+    return Status::Ok();
   }
 
   Status ForgetExpiredKey(Db* db, int64_t now) {
@@ -275,9 +298,10 @@ void SqliteStorage::Release(const Caller& caller, std::string session_id, int64_
 }
 
 void SqliteStorage::Renew(const Caller& caller, std::string session_id, int64_t token,
-                          int64_t lease_ms, SessionCallback done) {
+                          int64_t lease_ms, bool shorten, SessionCallback done) {
   assert(lease_ms > 0);
-  RunSessionCas(CasKind::kRenew, caller, std::move(session_id), token, lease_ms, std::move(done));
+  RunSessionCas(shorten ? CasKind::kRenewShorten : CasKind::kRenew, caller, std::move(session_id),
+                token, lease_ms, std::move(done));
 }
 
 void SqliteStorage::RunSessionCas(CasKind kind, const Caller& caller, std::string session_id,
@@ -298,10 +322,13 @@ void SqliteStorage::RunSessionCas(CasKind kind, const Caller& caller, std::strin
           RETURN_IF_ERROR(db->Cached(sql::kRenew, &cas));
           BindSessionCas(&*cas, session_id, token, caller, now);
           cas->Bind(5, now + lease_ms);
-          RETURN_IF_ERROR(cas->Step(&changed));
+          cas->Bind(6, int64_t{kind == CasKind::kRenewShorten ? 1 : 0});
+          RETURN_IF_ERROR(cas->Run());
+          changed = db->Changes() == 1;
           if (changed) {
-            ReadSessionRow(*cas, &out->session);
-            RETURN_IF_ERROR(cas->Run());
+            std::optional<Session> renewed;
+            RETURN_IF_ERROR(ReadOneRow(db, sql::kGetSession, session_id, kSessionColumns, &renewed));
+            if (renewed) out->session = std::move(*renewed);
           }
         }
         if (changed) {
@@ -331,61 +358,6 @@ SessionResult SqliteStorage::GetSession(const Caller& caller, std::string_view s
     });
   }
   return AnswerSessionRead(caller, id, s, std::move(found), std::move(ended), now);
-}
-
-Status SqliteStorage::ListSessions(const SessionFilter& filter, const std::string& after,
-                                  int limit, std::vector<Session>* page,
-                                  std::string* next_after) {
-  // Each shard's `now` is on its rows' timeline (a list that meets a shift
-  // of the clock committing may keep or drop a session at its edge).
-  std::vector<int64_t> now_of(shards_.size());
-  for (size_t i = 0; i < shards_.size(); ++i) now_of[i] = ShardNow(static_cast<int>(i));
-  const auto now_at = [&](const Db* db) {
-    for (size_t i = 0; i < shards_.size(); ++i) {
-      if (shards_[i]->path == db->path()) return now_of[i];
-    }
-    return now_of[0];
-  };
-  // Each shard walks its sessions after `after` in id order and stops after
-  // ListExamineBound(limit) of them, at limit + 1 hits (one more than a page
-  // says a next page exists), or at the page's byte budget;
-  // MergePartitionPages makes the page.
-  return ListOverShards(
-      shards_, kSessionColumns, kSessionKeyColumn, limit, filter.page_budget_bytes,
-      [&](Db* db, StatementRef* q) {
-        RETURN_IF_ERROR(
-            db->Cached(filter.tenant.empty() ? sql::kListSessions : sql::kListTenantSessions, q));
-        (*q)->Bind(1, after);
-        (*q)->Bind(2, now_at(db));
-        BindOrNull(&**q, 3, filter.region);
-        BindOrNull(&**q, 4, filter.pool);
-        BindOrNull(&**q, 5, filter.label_key);
-        (*q)->Bind(6, filter.label_value);
-        if (!filter.tenant.empty()) (*q)->Bind(7, filter.tenant);
-        return Status::Ok();
-      },
-      page, next_after);
-}
-
-Status SqliteStorage::ListEndedSessions(const SessionFilter& filter, const std::string& after,
-                                       int limit, std::vector<EndedSession>* page,
-                                       std::string* next_after) {
-  // As ListSessions, newest first: "~" sorts after every id ("s_...").
-  const std::string before = after.empty() ? "~" : after;
-  return ListOverShards(
-      shards_, /*kept=*/kSessionColumnCount + 2, kSessionKeyColumn, limit,
-      filter.page_budget_bytes, KeyOrder::kDescending,
-      [&](Db* db, StatementRef* q) {
-        RETURN_IF_ERROR(db->Cached(sql::kListEndedSessions, q));
-        (*q)->Bind(1, before);
-        BindOrNull(&**q, 2, filter.tenant);
-        BindOrNull(&**q, 3, filter.region);
-        BindOrNull(&**q, 4, filter.pool);
-        BindOrNull(&**q, 5, filter.label_key);
-        (*q)->Bind(6, filter.label_value);
-        return Status::Ok();
-      },
-      ReadEndedSession, page, next_after);
 }
 
 }  // namespace store

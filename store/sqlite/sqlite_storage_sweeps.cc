@@ -9,6 +9,7 @@
 #include "base/json_string.h"
 #include "store/sqlite/history_sql.h"
 #include "store/sqlite/lifecycle_sql.h"
+#include "store/sqlite/release.h"
 #include "store/sqlite/rows.h"
 #include "store/sqlite/sqlite_storage.h"
 
@@ -19,7 +20,7 @@ namespace {
 // kReapPicked also ?4 and ?5, the held pools): the containers it marked dead
 // appended to *dead, from its RETURNING rows.
 Status Reap(Db* db, const char* statement, int64_t cutoff, int64_t limit, const HeldPools* held,
-            std::vector<DeadContainer>* dead) {
+            std::vector<DeadContainer>* dead, int64_t* sessions = nullptr) {
   StatementRef q;
   RETURN_IF_ERROR(db->Cached(statement, &q));
   const int64_t now = base::NowMs();
@@ -46,6 +47,7 @@ Status Reap(Db* db, const char* statement, int64_t cutoff, int64_t limit, const 
     if (!row) return Status::Ok();
     dead->push_back({q->ColumnString(0), q->ColumnString(1), q->ColumnString(2),
                      now - q->ColumnInt64(3), q->ColumnInt64(4) == 0});
+    if (sessions != nullptr) *sessions += q->ColumnInt64(5);  // kReapPicked: sessions it held
   }
 }
 
@@ -61,13 +63,7 @@ Status SqliteStorage::SweepExpiredLeases(int partition, int max_rows, int64_t* e
   if (!any) return Status::Ok();
   Status s = shard->writer->RunSync(
       [&](Db* db) {
-        StatementRef q;
-        RETURN_IF_ERROR(db->Cached(sql::kReapExpired, &q));
-        q->Bind(1, ShardNow(partition));
-        q->Bind(2, static_cast<int64_t>(max_rows));
-        RETURN_IF_ERROR(q->Run());
-        *ended = db->Changes();
-        return Status::Ok();
+        return EndExpiredSessions(db, ShardNow(partition), static_cast<int64_t>(max_rows), ended);
       },
       /*solo=*/true);
   if (!s.ok()) *ended = 0;  // rolled back
@@ -97,12 +93,13 @@ Status SqliteStorage::SweepSilentContainers(int partition,
       [&](Db* db) {
         *sweep = SilenceSweep{};
         RETURN_IF_ERROR(ShardCutoff(partition, cutoff_ms, &cutoff));
-        RETURN_IF_ERROR(Reap(db, sql::kReapPicked, cutoff, max_rows, &held, &sweep->dead));
-        sweep->sessions_ended = static_cast<int64_t>(sweep->dead.size());
-        if (sweep->sessions_ended >= max_rows) return Status::Ok();
-        RETURN_IF_ERROR(Reap(db, sql::kReapUnpicked, cutoff, max_rows - sweep->sessions_ended,
+        RETURN_IF_ERROR(Reap(db, sql::kReapPicked, cutoff, max_rows, &held, &sweep->dead,
+                             &sweep->sessions_ended));
+        sweep->held_dead = static_cast<int64_t>(sweep->dead.size());
+        if (sweep->held_dead >= max_rows) return Status::Ok();
+        RETURN_IF_ERROR(Reap(db, sql::kReapUnpicked, cutoff, max_rows - sweep->held_dead,
                              nullptr, &sweep->dead));
-        sweep->marked_dead = static_cast<int64_t>(sweep->dead.size()) - sweep->sessions_ended;
+        sweep->marked_dead = static_cast<int64_t>(sweep->dead.size()) - sweep->held_dead;
         return Status::Ok();
       },
       /*solo=*/true);

@@ -27,12 +27,6 @@ Writer::Writer(std::unique_ptr<Db> db, WriterOptions options)
 
 Writer::~Writer() { Stop(); }
 
-bool Writer::Submit(std::unique_ptr<WriteJob>&& job) {
-  if (!Enqueue(job.get())) return false;
-  job.release();  // the writer's now
-  return true;
-}
-
 Status Writer::Begin(std::span<WriteJob*>*, Run, bool* again) {
   *again = false;
   return txn_.Begin();

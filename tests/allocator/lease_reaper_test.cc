@@ -21,10 +21,14 @@ using store::Outcome;
 // claims past its bound at any rate, and without bound at a rate above 8,000
 // a second (the store makes about 25,000). Now it is pruned every 100 ms, up
 // to --history-prune-rows-per-s: past its bound by the rows of about one
-// period.
-TEST_CASE("history: pruning keeps the history bounded while claims and releases run flat out") {
+// period. The event log (two events a cycle: claimed, ended) is pruned by
+// age in the same pass: it keeps --event-retention-ms of events and about
+// one period more.
+TEST_CASE("history: pruning keeps the history and the event log bounded while claims and "
+          "releases run flat out") {
   allocator::AllocatorOptions options;
   options.session_history_max_rows = 500;
+  options.event_retention_ms = 300;
   testing::Pool pool(options, 1);  // SQLite, kNormal: as fast as the store goes
   constexpr int kThreads = 8;
   std::vector<store::ContainerSpec> specs;
@@ -57,12 +61,15 @@ TEST_CASE("history: pruning keeps the history bounded while claims and releases 
   // and how far past its bound it was on average.
   auto reader = testing::OpenReadOnlyOrDie(pool.map().PathOf(0));
   const int64_t bound = options.session_history_max_rows;
-  int64_t peak = 0, samples = 0, over_sum = 0;
+  int64_t peak = 0, samples = 0, over_sum = 0, events_peak = 0, events_sum = 0;
   const auto start = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - start < std::chrono::seconds(3)) {
     const int64_t rows = testing::QueryInt(reader.get(), "SELECT count(*) FROM session_history");
     peak = std::max(peak, rows);
     over_sum += std::max<int64_t>(0, rows - bound);
+    const int64_t events = testing::QueryInt(reader.get(), "SELECT count(*) FROM events");
+    events_peak = std::max(events_peak, events);
+    events_sum += events;
     ++samples;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -89,6 +96,14 @@ TEST_CASE("history: pruning keeps the history bounded while claims and releases 
   CHECK(done >= 2000);  // it did run, past the bound several times over
   CHECK(mean_over_s <= 0.25);
   CHECK(peak_over_s <= 1.5);  // and never ran away
+  // The log's age in seconds of claims at this rate, beside its retention
+  // (0.3 s): with no pruning it grows by the whole run (3 s and more).
+  const double events_mean_s = static_cast<double>(events_sum) / samples / (2 * per_s);
+  const double events_peak_s = static_cast<double>(events_peak) / (2 * per_s);
+  INFO("the event log held " << events_mean_s << " s of events on average, " << events_peak_s
+                             << " s at the peak (" << events_peak << " rows)");
+  CHECK(events_mean_s <= 0.3 + 0.25);
+  CHECK(events_peak_s <= 0.3 + 1.5);
 }
 
 }  // namespace

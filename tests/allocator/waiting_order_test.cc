@@ -17,13 +17,18 @@
 #include "tests/support/eventually.h"
 #include "tests/support/forwarding_storage.h"
 #include "tests/support/pool_fixture.h"
+#include "tests/support/waiting_claims.h"
 
 namespace {
 
 using store::Outcome;
 using store::SessionResult;
+using testing::ClaimAsync;
 using testing::Eventually;
+using testing::HoldOnly;
+using testing::Pending;
 using testing::Pool;
+using testing::RetryEvery;
 
 // Counts the Claims the allocator asks of the storage (each a writer job).
 class ClaimCounter : public testing::ForwardingStorage {
@@ -36,38 +41,12 @@ class ClaimCounter : public testing::ForwardingStorage {
   }
 };
 
-struct Pending {
-  std::promise<SessionResult> promise;
-  std::future<SessionResult> future = promise.get_future();
-  bool Ready() { return future.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready; }
-};
-
-std::shared_ptr<Pending> ClaimAsync(allocator::Allocator& alloc, store::ClaimRequest req) {
-  auto p = std::make_shared<Pending>();
-  alloc.Claim(std::move(req), [p](SessionResult r) { p->promise.set_value(std::move(r)); }, {});
-  return p;
-}
-
 store::ClaimRequest WaitingIn(const std::string& tenant, const std::string& region,
                               const std::vector<std::string>& fallbacks = {}) {
   auto req = testing::Req(region, tenant, "chrome");
   req.wait_ms = 20000;
   req.fallback_regions = fallbacks;
   return req;
-}
-
-allocator::AllocatorOptions RetryEvery(int wait_retry_ms) {
-  allocator::AllocatorOptions options;
-  options.wait_retry_ms = wait_retry_ms;
-  return options;
-}
-
-// Registers weur/chrome's only container and has tenant t0 hold it.
-SessionResult HoldOnly(Pool& pool) {
-  pool.Add({testing::Spec("only", "weur", "chrome")});
-  SessionResult held = pool.Claim(testing::Req("weur", "t0", "chrome"));
-  REQUIRE(held.outcome == Outcome::kOk);
-  return held;
 }
 
 std::string Release(Pool& pool, const std::string& tenant, const SessionResult& held) {
@@ -166,4 +145,81 @@ TEST_CASE("wait: a claim counts against the per-pool bound of every region it na
   CHECK(one->future.get().outcome == Outcome::kNoCapacity);
   CHECK(two->future.get().outcome == Outcome::kNoCapacity);
   (void)held;
+}
+
+// Issue: waiters were served first come first served across tenants, so one
+// tenant's hundreds of waiters made another tenant's single waiter wait
+// behind all of them. Tenants now take turns in each pool.
+TEST_CASE("wait: a tenant's one waiter is served within two releases of another's 500") {
+  constexpr int kMany = 500;
+  allocator::AllocatorOptions options = RetryEvery(10);
+  options.max_waiters_per_tenant = 2 * kMany;
+  Pool pool(EDGEALLOC_ENGINES);
+  SessionResult held = HoldOnly(pool);
+  allocator::Allocator alloc(&pool.seam(), options);
+  alloc.Start();
+  std::vector<std::shared_ptr<Pending>> many;
+  for (int i = 0; i < kMany; ++i) many.push_back(ClaimAsync(alloc, WaitingIn("a", "weur")));
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == kMany; }));
+  auto one = ClaimAsync(alloc, WaitingIn("b", "weur"));
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == kMany + 1; }));
+
+  // a's claims made their first attempts side by side, so which of them
+  // queued first is the storage's order: the one served is found by looking.
+  auto served_of_many = [&] {
+    std::vector<size_t> ready;
+    for (size_t i = 0; i < many.size(); ++i) {
+      if (many[i]->future.valid() && many[i]->Ready()) ready.push_back(i);
+    }
+    return ready;
+  };
+  // Both never served: the earlier arrival, one of a's, goes first.
+  REQUIRE(Release(pool, "t0", held) == "ok");
+  REQUIRE(Eventually([&] { return alloc.stats().waits_served.load() == 1; }));
+  std::vector<size_t> ready = served_of_many();
+  REQUIRE(ready.size() == 1);
+  SessionResult first = many[ready[0]]->future.get();
+  REQUIRE(first.outcome == Outcome::kOk);
+  CHECK_FALSE(one->Ready());
+  // Then b's turn, ahead of a's other 499.
+  REQUIRE(Release(pool, "a", first) == "ok");
+  SessionResult second = one->future.get();
+  INFO(second.message);
+  REQUIRE(second.outcome == Outcome::kOk);
+  CHECK(second.session.container_id == "only");
+  // And a's next after it: a's turn again.
+  REQUIRE(Release(pool, "b", second) == "ok");
+  REQUIRE(Eventually([&] { return alloc.stats().waits_served.load() == 3; }));
+  CHECK(served_of_many().size() == 1);  // the first's answer was taken above
+  alloc.Stop();
+}
+
+// Issue: a claim that gave up after wait_ms was told Retry-After: 1 whatever
+// its pool's pace; now from the pace of the pool's recent serves and the
+// waiters ahead of it.
+TEST_CASE("wait: a claim that gives up is told Retry-After from its pool's pace and its place") {
+  Pool pool(EDGEALLOC_ENGINES);
+  SessionResult held = HoldOnly(pool);
+  allocator::Allocator alloc(&pool.seam(), RetryEvery(10));
+  alloc.Start();
+  std::vector<std::shared_ptr<Pending>> waiting;
+  for (int i = 0; i < 3; ++i) waiting.push_back(ClaimAsync(alloc, WaitingIn("a", "weur")));
+  REQUIRE(Eventually([&] { return alloc.stats().waiting.load() == 3; }));
+  // Two serves: the pool's pace is known from here on.
+  REQUIRE(Release(pool, "t0", held) == "ok");
+  SessionResult first = waiting[0]->future.get();
+  REQUIRE(first.outcome == Outcome::kOk);
+  REQUIRE(Release(pool, "a", first) == "ok");
+  REQUIRE(waiting[1]->future.get().outcome == Outcome::kOk);
+
+  // One waiter ahead of it (a's third), and the two serves at least 2 s
+  // before it gives up: at most 0.5 a second, so at least (1 + 1) / 0.5 s.
+  store::ClaimRequest req = WaitingIn("a", "weur");
+  req.wait_ms = 2000;
+  SessionResult gave_up = ClaimAsync(alloc, req)->future.get();
+  INFO(gave_up.message);
+  REQUIRE(gave_up.outcome == Outcome::kNoCapacity);
+  CHECK(gave_up.retry_after_s >= 4);
+  CHECK(gave_up.retry_after_s <= allocator::PoolTurns::kMaxRetryAfterS);
+  alloc.Stop();
 }

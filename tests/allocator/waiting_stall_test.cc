@@ -21,16 +21,20 @@
 #include "tests/support/eventually.h"
 #include "tests/support/forwarding_storage.h"
 #include "tests/support/pool_fixture.h"
+#include "tests/support/waiting_claims.h"
 
 namespace {
 
 using store::Outcome;
 using store::SessionResult;
+using testing::ClaimAsync;
 using testing::Eventually;
+using testing::HoldOnly;
+using testing::Pending;
 using testing::Pool;
-using testing::Req;
 using testing::Spec;
 using testing::Tenant;
+using testing::Waiting;
 
 // A storage whose pool probes and claims can be held, as a stalled database
 // holds them: a held probe blocks its caller, a held claim stays unanswered;
@@ -111,41 +115,12 @@ struct StalledPool {
   allocator::Allocator alloc;
 };
 
-struct Pending {
-  std::promise<SessionResult> promise;
-  std::future<SessionResult> future = promise.get_future();
-  int64_t answered_ms = 0;
-};
-
-std::shared_ptr<Pending> ClaimAsync(allocator::Allocator& alloc, store::ClaimRequest req) {
-  auto p = std::make_shared<Pending>();
-  alloc.Claim(std::move(req), [p](SessionResult r) {
-    p->answered_ms = base::NowMs();
-    p->promise.set_value(std::move(r));
-  });
-  return p;
-}
-
-store::ClaimRequest Waiting(int64_t wait_ms, const std::string& tenant = "t1") {
-  auto req = Req("weur", tenant, "chrome");
-  req.wait_ms = wait_ms;
-  return req;
-}
-
 // The claim's answer, if it comes within wait_ms, kWaitAnswerGraceMs and a
 // loaded machine's slack (the stall lasts until the test ends it, so an
 // answer that waits for the store never comes in time).
 bool AnsweredInTime(Pending& p, int64_t wait_ms) {
   const int64_t bound_ms = wait_ms + allocator::kWaitAnswerGraceMs + 3000;
   return p.future.wait_for(std::chrono::milliseconds(bound_ms)) == std::future_status::ready;
-}
-
-// Registers the pool's only container and has tenant t0 hold it.
-SessionResult HoldOnly(Pool& pool) {
-  pool.Add({Spec("only", "weur", "chrome")});
-  SessionResult held = pool.Claim(Req("weur", "t0", "chrome"));
-  REQUIRE(held.outcome == Outcome::kOk);
-  return held;
 }
 
 // Tenant t0 holds the pool's only container, a claim of wait_ms waits for

@@ -148,20 +148,27 @@ class Pool {
     REQUIRE(s.ok());
   }
 
-  // What the allocator's claim does to a row, as a direct UPDATE.
+  // What the allocator's claim does to a container of one slot, as direct
+  // statements: its slot taken, and the session's row.
   void Claim(const std::string& id, const std::string& session, int i = 0) {
     static constexpr char kClaimSql[] =
         "UPDATE containers SET status = 'picked', generation = generation + 1, "
-        "session_id = 's-' || ?1, tenant = 'acme', lease_expires_at_ms = 9999999999999, "
-        "claimed_at_ms = 1 WHERE id = ?1 AND status = 'available'";
+        "slots_used = 1, slot_map = '1' WHERE id = ?1 AND status = 'available'";
+    static constexpr char kSessionSql[] =
+        "INSERT INTO sessions (session_id, container_id, slot, generation, tenant, "
+        "lease_expires_at_ms, claimed_at_ms) "
+        "SELECT 's-' || id, id, 0, generation, 'acme', 9999999999999, 1 FROM containers "
+        "WHERE id = ?1";
     Exec(kClaimSql, id, i);
+    Exec(kSessionSql, id, i);
     REQUIRE(Get(id, i).session_id == "s-" + id);
     (void)session;
   }
 
   Row Get(const std::string& id, int i = 0) {
     static constexpr char kRowSql[] =
-        "SELECT status, last_heartbeat_ms, reported_ts_ms, load, session_id, "
+        "SELECT status, last_heartbeat_ms, reported_ts_ms, load, "
+        "(SELECT s.session_id FROM sessions s WHERE s.container_id = containers.id), "
         "CASE WHEN drain_requested THEN 1 ELSE 0 END, CASE WHEN dead_reported THEN 1 ELSE 0 END, "
         "CASE WHEN drain_reported THEN 1 ELSE 0 END "
         "FROM containers WHERE id = ?1";
@@ -653,7 +660,7 @@ TEST_CASE(
   REQUIRE(b.Submit({Beat("c-alive", std::nullopt, std::nullopt, State::kDraining)}).accepted());
   REQUIRE(WaitFor([&] { return pool.Get("c-alive").status == "draining"; }));
   pool.Exec(
-      "UPDATE containers SET status = 'picked', session_id = 's-x' "
+      "UPDATE containers SET status = 'picked', slots_used = 1, slot_map = '1' "
       "WHERE id = ?1 AND status = 'available'",
       "c-alive");
   CHECK(pool.Get("c-alive").status == "draining");
@@ -914,15 +921,19 @@ TEST_CASE(
 // accepted, also while its lane, idle before, waits to fill its first batch.
 TEST_CASE("batcher: a heartbeat waiting for its batch to fill keeps its container alive") {
   Pool pool(EDGEALLOC_ENGINES);
-  const int64_t t0 = base::NowMs();
-  // Alive now, silent for too long from t0 + 150 on unless its heartbeat counts.
-  pool.Add("c-1", t0 - 150);
   BatcherOptions options;
-  options.dead_after_ms = 300;
-  options.batch_wait_ms = 280;  // the lone heartbeat waits this long for company
+  options.dead_after_ms = 2000;
+  options.batch_wait_ms = 1000;  // the lone heartbeat waits this long for company
   options.reaper_interval_ms = 5;
   Batcher b(pool.storage(), options);
   b.Start();
+  // A start holds every judgement for dead_after_ms of hearing: past it, the
+  // reaper judges by the stamps and the lane's waiting heartbeats alone.
+  std::this_thread::sleep_for(std::chrono::milliseconds(options.dead_after_ms + 200));
+  // Silent too long from t0 + 200 on unless its waiting heartbeat counts;
+  // once written (t0 + 1000) it is alive until t0 + 2000.
+  const int64_t t0 = base::NowMs();
+  pool.Add("c-1", t0 - 1800);
   REQUIRE(b.Submit(Beats({"c-1"})).accepted());
   REQUIRE(WaitFor([&] { return b.stats().written.load() == 1; }));
   b.Stop();

@@ -18,6 +18,7 @@
 #include "batcher/batcher.h"
 #include "tests/batcher/reports.h"
 #include "tests/support/engines.h"
+#include "tests/support/eventually.h"
 #include "tests/support/forwarding_storage.h"
 
 namespace {
@@ -36,9 +37,12 @@ class SlowWrites : public testing::ForwardingStorage {
   using ForwardingStorage::ForwardingStorage;
   std::atomic<bool> slow{false};
   std::atomic<int64_t> delay_ms{0};
+  // While set, heartbeat writes wait until it is cleared (a stalled writer).
+  std::atomic<bool> held{false};
   store::Status WriteHeartbeats(int partition, const std::vector<store::HeartbeatRow>& rows,
                                 store::HeartbeatWriteResult* result) override {
     if (slow.load()) SleepMs(delay_ms.load());
+    while (held.load()) SleepMs(2);
     return ForwardingStorage::WriteHeartbeats(partition, rows, result);
   }
 };
@@ -93,6 +97,47 @@ TEST_CASE("write lag: a lane writing slower than dead-after kills no reporting c
   store.slow = false;
   b.Stop();
   CHECK(StatusOf(engine.storage.get(), "c-1") == "available");
+  engine->StopWriters();
+}
+
+// One lane carrying two regions (PostgreSQL with one writer: a node's lanes
+// carry every region; SQLite: regions of one shard). While the lane's writes
+// wait, a region lags by its own heartbeats only: those of its containers,
+// as the node's writes found them, and those whose container's region is
+// not learned yet, which count for every region of the lane.
+TEST_CASE("write lag: regions sharing a lane lag by their own heartbeats") {
+  testing::Engine engine(EDGEALLOC_ENGINES, {}, /*pg_writers=*/1);
+  SlowWrites store(engine.storage.get());
+  std::promise<store::ContainerResult> registered;
+  engine->Register({{"w-1", "weur", "chrome", 0, "{}"}, {"e-1", "eeur", "chrome", 0, "{}"},
+                    {"n-1", "wnam", "chrome", 0, "{}"}},
+                   [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
+  REQUIRE(registered.get_future().get().outcome == store::Outcome::kOk);
+  Batcher b(&store, BatcherOptions{});
+  REQUIRE(b.partitions() == 1);
+  b.Start();
+  // Written once: the node learns w-1's and e-1's regions.
+  REQUIRE(b.Submit(Beat("w-1")).accepted());
+  REQUIRE(b.Submit(Beat("e-1")).accepted());
+  REQUIRE(testing::Eventually([&] { return b.stats().written.load() >= 2; }));
+
+  store.held = true;
+  REQUIRE(b.Submit(Beat("w-1")).accepted());
+  REQUIRE(testing::Eventually([&] { return b.RegionLagMs("weur") > 100; }));
+  CHECK(b.LagMs(0) >= 100);            // the lane lags
+  CHECK(b.RegionLagMs("eeur") == 0);   // nothing of eeur waits in it
+  CHECK(b.RegionLagMs("wnam") == 0);
+  // n-1's region is not learned yet: its wait counts for every region.
+  REQUIRE(b.Submit(Beat("n-1")).accepted());
+  CHECK(testing::Eventually([&] { return b.RegionLagMs("eeur") > 0; }));
+  CHECK(b.RegionLagMs("wnam") > 0);
+  CHECK(b.RegionLagMs("weur") > 100);  // still its own oldest
+
+  store.held = false;
+  CHECK(testing::Eventually([&] {
+    return b.RegionLagMs("weur") == 0 && b.RegionLagMs("eeur") == 0 && b.RegionLagMs("wnam") == 0;
+  }));
+  b.Stop();
   engine->StopWriters();
 }
 

@@ -55,7 +55,8 @@ class Server:
         # Containers registered by a test stay alive for the whole run.
         self.proc = edgealloc_server.serve(
             BINARY, os.path.join(self.dir, "db"), self.port,
-            ["--keys", keys, "--dead-after-ms", "600000", "--threads", "4"],
+            ["--keys", keys, "--dead-after-ms", "600000", "--threads", "4",
+             "--backup-region", "py-home=py-backup"],
             stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=edgealloc_server.die_with_parent)
         if not edgealloc_server.wait_answers(self.port, "/readyz", self.proc, timeout=30):
             raise RuntimeError("server did not start:\n" + self.output())
@@ -167,6 +168,12 @@ class ErrorsFromReplies(unittest.TestCase):
             self.assertIs(type(errors.from_reply(400, {}, b'{"error":{"code":"%s","message":"m"}}' % code.encode())),
                           cls, code)
 
+    def test_events_expired_says_where_to_resume(self):
+        e = errors.from_reply(410, {}, b'{"error":{"code":"events_expired","message":"m",'
+                                       b'"resume_after":12,"oldest_seq":13}}')
+        self.assertIs(type(e), ec.EventsExpired)
+        self.assertEqual((e.resume_after, e.oldest_seq), (12, 13))
+
     def test_session_ended_carries_why_and_when(self):
         e = errors.from_reply(410, {}, b'{"error":{"code":"session_ended","message":"gone",'
                                        b'"end_reason":"container_dead","ended_at_ms":1790000000000}}')
@@ -251,6 +258,16 @@ class AgainstTheServer(unittest.TestCase):
         self.assertEqual(client().containers.get(ids[0])["status"], "available")
         self.assertEqual(c.limits()["tenant"], "acme")
 
+    def test_served_by_says_which_region_served(self):
+        c = client(ACME)
+        s = c.claim(fleet(1)[0], "p")
+        self.assertEqual(s.served_by, "home")
+        c.release(s["session_id"], s["token"])
+        # py-home has nothing: its designated backup (--backup-region) serves.
+        fleet(1, region="py-backup", pool="pb")
+        with c.session("py-home", "pb", lease_ms=5000) as held:
+            self.assertEqual((held.region, held.served_by), ("py-backup", "backup"))
+
     def test_session_renews_past_a_short_lease_and_releases_at_exit(self):
         region, ids = fleet(1)
         c = client(ACME)
@@ -316,11 +333,16 @@ class AgainstTheServer(unittest.TestCase):
     def test_typed_errors(self):
         region, ids = fleet(1)
         acme = client(ACME)
-        with self.assertRaises(ec.NoCapacity) as e:
+        with self.assertRaises(ec.UnknownPool) as e:
             acme.claim(unique("nowhere"), "p")
+        self.assertEqual((e.exception.status, e.exception.code), (404, "unknown_pool"))
+        self.assertTrue(e.exception.request_id)
+        held = acme.claim(region, "p", lease_ms=30000)
+        with self.assertRaises(ec.NoCapacity) as e:
+            acme.claim(region, "p")
         self.assertEqual((e.exception.status, e.exception.code), (503, "no_capacity"))
         self.assertGreaterEqual(e.exception.retry_after, 1)
-        self.assertTrue(e.exception.request_id)
+        acme.release(held["session_id"], held["token"])
 
         s = acme.claim(region, "p", lease_ms=30000)
         with self.assertRaises(ec.StaleToken) as e:
@@ -475,6 +497,100 @@ class AgainstTheServer(unittest.TestCase):
         # (A "ready" heartbeat would bring the drained container back.)
         beat = {"container_id": ids[0], "state": "draining", "load": 0.5, "ts_ms": int(time.time() * 1000)}
         self.assertEqual(admin.heartbeats([beat])["accepted"], 1)
+
+    def test_attributes_and_selectors(self):
+        region = unique("r")
+        admin = client()
+        admin.containers.register([
+            {"id": region + "-a100", "region": region, "pool": "p", "attributes": {"gpu": "a100", "chrome": "126"}},
+            {"id": region + "-t4", "region": region, "pool": "p", "attributes": {"gpu": "t4"}}])
+        self.assertEqual(admin.containers.get(region + "-a100")["attributes"], {"chrome": "126", "gpu": "a100"})
+        self.assertEqual([x["id"] for x in admin.containers.list(region=region, attribute="gpu:t4")],
+                         [region + "-t4"])
+        # Re-registered without attributes: kept.
+        admin.containers.register([{"id": region + "-t4", "region": region, "pool": "p", "latency_ms": 3}])
+        self.assertEqual(admin.containers.get(region + "-t4")["attributes"], {"gpu": "t4"})
+        acme = client(ACME)
+        s = acme.claim(region, "p", selector={"gpu": "a100", "chrome": ["125", "126"]})
+        self.assertEqual(s["container_id"], region + "-a100")
+        with self.assertRaises(ec.NoCapacity):  # the only match is held
+            acme.claim(region, "p", selector={"gpu": "a100"})
+        with self.assertRaises(ec.NoMatch) as e:  # at once, though it may wait
+            acme.claim(region, "p", selector={"gpu": "h100"}, wait_ms=20000)
+        self.assertEqual((e.exception.status, e.exception.code), (404, "no_match"))
+        self.assertIn('{"gpu":["h100"]}', str(e.exception))
+        self.assertIsInstance(e.exception, ec.NotFound)
+        acme.release(s["session_id"], s["token"])
+
+    def test_pressure(self):
+        region = unique("r")
+        client().containers.register([{"id": region + "-%d" % i, "region": region, "pool": "p", "slots": 3}
+                                      for i in range(2)])
+        acme = client(ACME)
+        s = acme.claim(region, "p", lease_ms=30000)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                got = acme.pressure(region, "p")
+                if got["slots_used"] == 1:
+                    break
+            except ec.UnknownPool:
+                pass  # the mirror has not read it yet
+            time.sleep(0.1)
+        self.assertEqual((got["region"], got["pool"], got["slots"], got["slots_used"], got["slots_free"]),
+                         (region, "p", 6, 1, 5))
+        self.assertEqual(got["waiting"], 0)
+        self.assertEqual(got["recommended_buffer"], 0)
+        with self.assertRaises(ec.UnknownPool):
+            acme.pressure(region, "q")
+        acme.release(s["session_id"], s["token"])
+
+
+class Events(unittest.TestCase):
+
+    def test_events_resume_through_a_dropped_connection(self):
+        region, ids = fleet(1)
+        c = client(ACME)
+        s = c.claim(region, "p", lease_ms=60000)
+        # The session's own events, the tenant's view: a proxy cut for a
+        # while between two of them, the iterator resumes after the first.
+        proxy = Proxy(SERVER.port)
+        try:
+            watcher = ec.Client(proxy.url, key=ACME)
+            seen = []
+            it = watcher.events(wait_ms=200, retry_s=0.05)
+            while not seen or seen[-1].get("session_id") != s["session_id"]:
+                seen.append(next(it))
+            # Cut while the iterator waits in another thread: its polls end,
+            # its reconnects are refused, then the release commits.
+            got = []
+            reader = threading.Thread(target=lambda: got.append(next(it)), daemon=True)
+            proxy.cut = True
+            cut_at = proxy.connections
+            reader.start()
+            time.sleep(0.8)
+            c.release(s["session_id"], s["token"])
+            time.sleep(0.3)
+            self.assertGreater(proxy.connections, cut_at)  # refused tries
+            proxy.cut = False
+            reader.join(30)
+            ended = got[0]
+            self.assertEqual((ended["type"], ended["session_id"], ended["end_reason"]),
+                             ("session.ended", s["session_id"], "released"))
+            self.assertTrue(all(e.get("tenant") == "acme" for e in seen + [ended]))
+            seqs = [e["seq"] for e in seen + [ended]]
+            self.assertEqual(seqs, sorted(set(seqs)))
+        finally:
+            proxy.close()
+
+    def test_renew_never_shortens_unless_asked(self):
+        region, _ = fleet(1)
+        c = client(ACME)
+        s = c.claim(region, "p", lease_ms=60000)
+        kept = c.renew(s["session_id"], s["token"], lease_ms=1000)
+        self.assertEqual(kept["lease_expires_at_ms"], s["lease_expires_at_ms"])
+        shorter = c.renew_shorter(s["session_id"], s["token"], lease_ms=1000)
+        self.assertLess(shorter["lease_expires_at_ms"], s["lease_expires_at_ms"] - 30000)
 
 
 class PipInstall(unittest.TestCase):

@@ -8,7 +8,10 @@
 // SQLite (the default VFS, not the store's), checks the invariants of
 // docs/design.md "What may fail, and what must still hold" against what was
 // acknowledged, brings its model in line with what is on disk, and forks the
-// next child on the same files. The parent never starts a thread, so every
+// next child on the same files. Containers have 1 to 8 slots: the checks
+// hold each to its slots (never more sessions than slots, never one slot to
+// two live sessions, tokens growing across its slots), as acknowledged and
+// as on disk. The parent never starts a thread, so every
 // fork is of a single-threaded process.
 //
 //   EDGEALLOC_CRASH_KILLS    kill points per layout (default 250)
@@ -69,7 +72,7 @@ constexpr int kRegions = 4;
 constexpr int kFleetPerRegion = 5;
 constexpr int kChurnPerRegion = 2;
 constexpr int kWorkers = 3;
-constexpr int kHeldMax = 3;  // sessions a worker holds before it must let one go
+constexpr int kHeldMax = 5;  // sessions a worker holds before it must let one go
 // Leases and liveness far longer than any run: nothing expires or dies, so
 // "still there after reopen" is exact.
 constexpr int64_t kLeaseMs = 3000000;
@@ -81,6 +84,15 @@ std::string ChurnId(int r, int j) { return "x-" + Region(r) + "-" + std::to_stri
 bool IsChurn(const std::string& id) { return id.rfind("x-", 0) == 0; }
 // "c-r2-3" -> "r2"
 std::string RegionOf(const std::string& id) { return id.substr(2, id.find('-', 2) - 2); }
+// The slots of a container, from its id alone (a re-registration keeps
+// them): the fleet's have 1, 2, 3, 8 and 2 slots, the churn ids 2 and 1, so
+// every region has containers that fill at once and ones that take many.
+int64_t SlotsOf(const std::string& id) {
+  const int j = std::stoi(id.substr(id.rfind('-') + 1));
+  if (IsChurn(id)) return j == 0 ? 2 : 1;
+  static constexpr int64_t kFleetSlots[] = {1, 2, 3, 8, 2};
+  return kFleetSlots[j % 5];
+}
 
 int EnvInt(const char* name, int def) {
   const char* v = std::getenv(name);
@@ -100,6 +112,7 @@ std::vector<std::string> Split(const std::string& line) {
 struct CarriedSession {
   std::string sid, cid, tenant, key;
   int64_t token = 0;
+  int64_t slot = 0;
 };
 struct KeyRetry {
   std::string tenant, key, region;
@@ -162,7 +175,7 @@ std::optional<CarriedSession> DoClaim(ChildWorld* w, int tid, const std::string&
         Emit("A " + std::to_string(tid) + " C " + s.session_id + " " + s.container_id + " " +
              std::to_string(s.token) + " " + std::to_string(s.lease_expires_at_ms) + " " +
              (r.outcome == store::Outcome::kReplayed ? "1" : "0") + " " + tenant + " " +
-             KeyOrDash(key));
+             KeyOrDash(key) + " " + std::to_string(s.slot));
       } else {
         Emit("F " + std::to_string(tid) + " C " + store::OutcomeName(r.outcome));
       }
@@ -173,7 +186,7 @@ std::optional<CarriedSession> DoClaim(ChildWorld* w, int tid, const std::string&
     return std::nullopt;
   }
   return CarriedSession{r.session.session_id, r.session.container_id, tenant, key,
-                        r.session.token};
+                        r.session.token, r.session.slot};
 }
 
 void Worker(ChildWorld* w, int tid, std::vector<CarriedSession> held) {
@@ -295,6 +308,7 @@ store::ContainerSpec Spec(const std::string& id, int region, int64_t latency) {
   s.region = Region(region);
   s.pool = "p";
   s.latency_ms = latency;
+  s.slots = SlotsOf(id);
   s.data = "{\"n\":" + std::to_string(latency) + "}";
   return s;
 }
@@ -436,11 +450,15 @@ struct Live {
   std::string cid, tenant, key;
   int64_t token = 0;
   int64_t expiry = 0;  // the last acknowledged lease_expires_at_ms
+  int64_t slot = 0;
 };
 
+// A container and one of its sessions (sid empty: none); a container with
+// several sessions is a row each.
 struct Row {
-  std::string id, status, sid, tenant, key;
+  std::string id, status, sid, tenant, key, slot_map;
   int64_t generation = 0, expiry = 0, drain_requested = 0, reported_ts = 0, last_hb = 0;
+  int64_t slots = 1, slots_used = 0, slot = 0, token = 0;  // token: the session's
   int shard = 0;
 };
 
@@ -490,6 +508,7 @@ class Harness {
       const int64_t token = std::stoll(f[5]), expiry = std::stoll(f[6]);
       const bool replayed = f[7] == "1";
       const std::string &tenant = f[8], key = f[9] == "-" ? "" : f[9];
+      const int64_t slot = std::stoll(f[10]);
       auto known = sid_container_.find(sid);
       if (known != sid_container_.end() && known->second != cid) {
         Violation("session answered for two containers: " + sid + " was " + known->second +
@@ -523,21 +542,18 @@ class Harness {
             }
           }
         }
-        if (live_by_cid_.count(cid) && live_.count(live_by_cid_[cid])) {
-          Violation("container has two live sessions: " + cid + " " + live_by_cid_[cid] +
-                    " and " + sid);
-        }
+        CheckSlotFree(cid, slot, sid);
         ++acks_claim_;
       }
       max_acked_[cid] = std::max(max_acked_[cid], token);
       sid_container_[sid] = cid;
-      live_[sid] = Live{cid, tenant, key, token, replayed ? live_[sid].expiry : expiry};
-      live_by_cid_[cid] = sid;
+      live_[sid] = Live{cid, tenant, key, token, replayed ? live_[sid].expiry : expiry, slot};
+      live_by_cid_[cid][slot] = sid;
     } else if (op == "L") {
       ++acks_release_;
       const std::string& sid = f[3];
       if (!live_.count(sid)) Violation("release acknowledged for a session not live: " + sid);
-      else live_by_cid_.erase(live_[sid].cid);
+      else live_by_cid_[live_[sid].cid].erase(live_[sid].slot);
       live_.erase(sid);
       released_.insert(sid);
     } else if (op == "N") {
@@ -575,6 +591,27 @@ class Harness {
     }
   }
 
+  // A new session acknowledged on `slot` of `cid`: the slot is one of the
+  // container's, no live session holds it, and the container is not full.
+  void CheckSlotFree(const std::string& cid, int64_t slot, const std::string& sid) {
+    const auto& held = live_by_cid_[cid];
+    if (!held.empty()) ++acks_shared_;
+    if (static_cast<int64_t>(held.size()) + 1 == SlotsOf(cid) && SlotsOf(cid) > 1) ++acks_filled_;
+    if (slot < 0 || slot >= SlotsOf(cid)) {
+      Violation("slot out of range: " + sid + " took slot " + std::to_string(slot) + " of " +
+                cid + ", which has " + std::to_string(SlotsOf(cid)));
+    }
+    auto other = held.find(slot);
+    if (other != held.end() && live_.count(other->second)) {
+      Violation("one slot to two live sessions: " + cid + " slot " + std::to_string(slot) +
+                " held by " + other->second + " and " + sid);
+    }
+    if (static_cast<int64_t>(held.size()) >= SlotsOf(cid)) {
+      Violation("container over its slots: " + cid + " holds " + std::to_string(held.size()) +
+                " of " + std::to_string(SlotsOf(cid)) + " and was given " + sid);
+    }
+  }
+
   // Reads every shard file with plain SQLite. Returns false if a file could
   // not be read at all (a violation already counted).
   bool ReadDisk(std::vector<Row>* rows) {
@@ -604,9 +641,12 @@ class Harness {
       sqlite3_finalize(st);
       if (integrity != "ok;") Violation("integrity_check: " + path + ": " + integrity);
       const char* q =
-          "SELECT id, status, generation, session_id, tenant, idempotency_key, "
-          "lease_expires_at_ms, drain_requested, reported_ts_ms, last_heartbeat_ms "
-          "FROM containers";
+          // A container and each of its sessions, from their tables
+          // (store/sqlite/schema.cc, version 12).
+          "SELECT c.id, c.status, c.generation, s.session_id, s.tenant, s.idempotency_key, "
+          "s.lease_expires_at_ms, c.drain_requested, c.reported_ts_ms, c.last_heartbeat_ms, "
+          "c.slots, c.slots_used, c.slot_map, s.slot, s.generation "
+          "FROM containers c LEFT JOIN sessions s ON s.container_id = c.id";
       if (sqlite3_prepare_v2(db, q, -1, &st, nullptr) != SQLITE_OK) {
         // Killed before the schema was committed: an empty file is no violation
         // unless something was acknowledged into it (checked below).
@@ -630,6 +670,11 @@ class Harness {
         r.drain_requested = sqlite3_column_int64(st, 7);
         r.reported_ts = sqlite3_column_int64(st, 8);
         r.last_hb = sqlite3_column_int64(st, 9);
+        r.slots = sqlite3_column_int64(st, 10);
+        r.slots_used = sqlite3_column_int64(st, 11);
+        r.slot_map = text(12);
+        r.slot = sqlite3_column_int64(st, 13);
+        r.token = sqlite3_column_int64(st, 14);
         r.shard = i;
         rows->push_back(std::move(r));
       }
@@ -640,6 +685,52 @@ class Harness {
     return true;
   }
 
+  // The slot rules on disk, a container at a time: its slots as registered,
+  // no more sessions than slots, each on a slot of its own that slot_map
+  // marks used, slots_used their count, no token twice, none above the
+  // container's generation, and a full container never available.
+  void CheckSlotsOnDisk(const std::vector<Row>& rows) {
+    std::map<std::string, std::vector<const Row*>> sessions_of;
+    std::map<std::string, const Row*> container;
+    for (const Row& r : rows) {
+      container.emplace(r.id, &r);
+      if (!r.sid.empty()) sessions_of[r.id].push_back(&r);
+    }
+    for (const auto& [id, c] : container) {
+      const auto& held = sessions_of[id];
+      const std::string where = id + " (" + std::to_string(c->slots) + " slots, map " +
+                                c->slot_map + ")";
+      if (c->slots != SlotsOf(id)) Violation("slots not as registered: " + where);
+      if (static_cast<int64_t>(held.size()) > c->slots) {
+        Violation("container over its slots on disk: " + where + " holds " +
+                  std::to_string(held.size()));
+      }
+      if (c->slots_used != static_cast<int64_t>(held.size())) {
+        Violation("slots_used is not its sessions: " + where + " slots_used " +
+                  std::to_string(c->slots_used) + ", sessions " + std::to_string(held.size()));
+      }
+      if (c->slots_used >= c->slots && c->status == "available") {
+        Violation("full container available on disk: " + where);
+      }
+      std::set<int64_t> slots, tokens;
+      for (const Row* s : held) {
+        if (s->slot < 0 || s->slot >= c->slots ||
+            s->slot >= static_cast<int64_t>(c->slot_map.size()) || c->slot_map[s->slot] != '1') {
+          Violation("session on a slot that is not its container's used slot: " + s->sid +
+                    " slot " + std::to_string(s->slot) + " of " + where);
+        }
+        if (!slots.insert(s->slot).second) {
+          Violation("one slot to two live sessions on disk: " + where + " slot " +
+                    std::to_string(s->slot));
+        }
+        if (!tokens.insert(s->token).second || s->token > c->generation) {
+          Violation("token repeated or above the container's generation on disk: " + where +
+                    " token " + std::to_string(s->token));
+        }
+      }
+    }
+  }
+
   // After a kill: checks the files against what was acknowledged, then makes
   // the model what is on disk, for the next child.
   void Check() {
@@ -648,15 +739,17 @@ class Harness {
     std::map<std::string, const Row*> by_id;
     std::map<std::string, const Row*> by_sid;
     for (const Row& r : rows) {
-      if (by_id.count(r.id)) {
+      auto seen = by_id.find(r.id);
+      if (seen != by_id.end() && seen->second->shard != r.shard) {
         Violation("one id in two shard files: " + r.id);
       }
-      by_id[r.id] = &r;
+      if (seen == by_id.end()) by_id[r.id] = &r;
       if (!r.sid.empty()) {
         if (by_sid.count(r.sid)) Violation("one session on two containers: " + r.sid);
         by_sid[r.sid] = &r;
       }
     }
+    CheckSlotsOnDisk(rows);
     // What was in flight may or may not have committed.
     std::set<std::string> releasing, renewing, deleting, registering, draining;
     int inflight_claims = 0;
@@ -679,10 +772,12 @@ class Harness {
         continue;
       }
       const Row& r = *it->second;
-      if (r.id != l.cid || r.generation != l.token || r.status != "picked") {
+      if (r.id != l.cid || r.token != l.token || r.slot != l.slot ||
+          (r.status != "picked" && r.status != "available" && r.status != "draining")) {
         Violation("acknowledged session changed: " + sid + " acked " + l.cid + "/" +
-                  std::to_string(l.token) + ", disk " + r.id + "/" +
-                  std::to_string(r.generation) + " " + r.status);
+                  std::to_string(l.token) + " slot " + std::to_string(l.slot) + ", disk " +
+                  r.id + "/" + std::to_string(r.token) + " slot " + std::to_string(r.slot) +
+                  " " + r.status);
       }
       if (!renewing.count(sid) && r.expiry < l.expiry) {
         Violation("acknowledged renew lost: " + sid + " expiry " + std::to_string(r.expiry) +
@@ -784,8 +879,8 @@ class Harness {
       max_seen_[r.id] = std::max(max_seen_[r.id], r.generation);
       if (IsChurn(r.id) && (r.status == "draining" || r.drain_requested)) drained_.insert(r.id);
       if (!r.sid.empty()) {
-        live_[r.sid] = Live{r.id, r.tenant, r.key, r.generation, r.expiry};
-        live_by_cid_[r.id] = r.sid;
+        live_[r.sid] = Live{r.id, r.tenant, r.key, r.token, r.expiry, r.slot};
+        live_by_cid_[r.id][r.slot] = r.sid;
         sid_container_[r.sid] = r.id;
       }
     }
@@ -805,7 +900,9 @@ class Harness {
     plan.shards = shards_;
     plan.seed = rng_();
     plan.run = kills_;
-    for (const auto& [sid, l] : live_) plan.sessions.push_back({sid, l.cid, l.tenant, l.key, l.token});
+    for (const auto& [sid, l] : live_) {
+      plan.sessions.push_back({sid, l.cid, l.tenant, l.key, l.token, l.slot});
+    }
     for (const std::string& id : present_) {
       if (IsChurn(id)) plan.churn_present.insert(id);
     }
@@ -900,11 +997,12 @@ class Harness {
         "crash[%d shard%s]: %d kill points (%d in the workload, %d with an operation in "
         "flight), %.1f s, acks: %ld claims "
         "(%ld replays), %ld releases, %ld renews, %ld registrations, %ld drains, %ld deletes, "
-        "%ld heartbeat batches\n",
+        "%ld heartbeat batches; %ld claims on a container holding sessions already, %ld "
+        "filling the last slot of one of several\n",
         shards_, shards_ > 1 ? "s" : "", kills_, kills_in_workload_, kills_mid_operation_,
         seconds_, acks_claim_,
         acks_replayed_, acks_release_, acks_renew_, acks_register_, acks_drain_, acks_delete_,
-        acks_heartbeat_);
+        acks_heartbeat_, acks_shared_, acks_filled_);
     for (const auto& [kind, n] : by_kind_) std::printf("  violations of \"%s\": %d\n", kind.c_str(), n);
     std::printf("crash: %d kill points, %d invariant violations\n", kills_, violations_);
     std::fflush(stdout);
@@ -920,13 +1018,15 @@ class Harness {
   int kills_ = 0, kills_in_workload_ = 0, kills_mid_operation_ = 0, violations_ = 0;
   double seconds_ = 0;
   long acks_ = 0, acks_claim_ = 0, acks_replayed_ = 0, acks_release_ = 0, acks_renew_ = 0,
-       acks_register_ = 0, acks_drain_ = 0, acks_delete_ = 0, acks_heartbeat_ = 0;
+       acks_register_ = 0, acks_drain_ = 0, acks_delete_ = 0, acks_heartbeat_ = 0,
+       acks_shared_ = 0, acks_filled_ = 0;
   bool ready_ = false;
   std::map<std::string, int> by_kind_;
 
   std::map<int, Intent> inflight_;                  // thread -> its operation not yet answered
   std::map<std::string, Live> live_;                // session id -> live session
-  std::map<std::string, std::string> live_by_cid_;  // container -> its live session
+  // container -> slot -> the live session on it
+  std::map<std::string, std::map<int64_t, std::string>> live_by_cid_;
   std::set<std::string> released_;                  // sessions known over, never to come back
   std::map<std::string, std::string> sid_container_;  // every session id ever answered
   std::map<std::string, int64_t> max_acked_;        // container -> largest token acknowledged

@@ -640,8 +640,10 @@ void RunAllocCase(const AllocCase& c, Findings* f, RunStats* out) {
     if (db == nullptr) return;
     store::Statement q;
     Status s = db->Prepare(
-        "SELECT id, status, generation, session_id, coalesce(lease_expires_at_ms, 0), "
-        "last_heartbeat_ms, load FROM containers",
+        // A container and its session (one slot each here: at most one).
+        "SELECT c.id, c.status, c.generation, s.session_id, "
+        "coalesce(s.lease_expires_at_ms, 0), c.last_heartbeat_ms, c.load "
+        "FROM containers c LEFT JOIN sessions s ON s.container_id = c.id",
         &q);
     if (!s.ok()) {
       // A file put back to before its migration has no table: no rows.

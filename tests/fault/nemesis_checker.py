@@ -7,6 +7,7 @@ import json
 
 import nemesis_faults
 import nemesis_limits
+import nemesis_slots
 from nemesis_common import DEAD_AFTER_MS, TOL_MS
 from nemesis_heard import HeardChecks
 
@@ -46,7 +47,7 @@ class Checker(HeardChecks):
         for op, r in self.granted():
             s = ses.setdefault(r["session_id"], {
                 "sid": r["session_id"], "cid": r["container_id"], "token": r["token"],
-                "tenant": op.get("tenant"), "key": op["req"].get("idempotency_key"),
+                "slot": r.get("slot", 0), "tenant": op.get("tenant"), "key": op["req"].get("idempotency_key"),
                 "start": op["t1"], "answers": [], "releases": [], "renews": [],
                 "gone": None, "gone_at": [], "first": op, "claims": []})
             s["claims"].append(op)
@@ -171,25 +172,14 @@ class Checker(HeardChecks):
                                "" if s["release_sent"] is None else " (one sent at %.2f)"
                                % (s["release_sent"] - self.h.mono0)))
 
-        # 1. Overlapping holds, per container.
-        by_cid = collections.defaultdict(list)
-        for s in holds:
-            if s["end"] > s["start"]:
-                by_cid[s["cid"]].append(s)
-        for cid, lst in by_cid.items():
-            lst.sort(key=lambda s: s["start"])
-            for i, x in enumerate(lst):
-                for y in lst[i + 1:]:
-                    if y["start"] >= x["end"] or y["sid"] == x["sid"]:
-                        continue
-                    if y["start"] < x["end"] - 0.05:
-                        self.v("overlapping holds",
-                               "%s: %s (token %d, held %.2f to %.2f, tenant %s) and %s (token %d, "
-                               "answered %.2f on node %s); the first's database end: %s" % (
-                                   cid, x["sid"], x["token"], x["start"] - self.h.mono0,
-                                   x["end"] - self.h.mono0, x["tenant"], y["sid"], y["token"],
-                                   y["start"] - self.h.mono0, y["first"]["node"],
-                                   self.describe_end(x)))
+        # 1. Overlapping holds, per slot of a container, and no container
+        # over its slots (nemesis_slots).
+        nemesis_slots.check_holds(self, holds, describe=lambda x, y: (
+            "%s slot %d: %s (token %d, held %.2f to %.2f, tenant %s) and %s (token %d, "
+            "answered %.2f on node %s); the first's database end: %s" % (
+                x["cid"], x.get("slot", 0), x["sid"], x["token"], x["start"] - self.h.mono0,
+                x["end"] - self.h.mono0, x["tenant"], y["sid"], y["token"],
+                y["start"] - self.h.mono0, y["first"]["node"], self.describe_end(x))))
 
         # 5. One idempotency key, two sessions live together.
         by_key = collections.defaultdict(list)
@@ -263,13 +253,14 @@ class Checker(HeardChecks):
             for cid, lst in claims.items():
                 row = next((r for r in final_ms["rows"] if r["id"] == cid), None)
                 top = max(op["resp"]["token"] for op in lst)
-                if row is not None and row["generation"] < top:
+                gen = row and row.get("container_generation", row["generation"])
+                if row is not None and gen < top:
                     self.v("token did not grow", "%s: generation %d at the end, a token %d was "
-                           "answered" % (cid, row["generation"], top))
+                           "answered" % (cid, gen, top))
 
         # 7 and 8. Deaths and claims against who was heard.
         got, sent, maybe = self.heard()
-        self.check_deaths(got, sent)
+        self.check_deaths(got, sent, maybe)
         self.check_claims(maybe)
         # 9 to 12. The tenants' limits, outcomes unknown, stale and foreign tokens.
         nemesis_limits.check(self, ses, began, ended, self.spawns)

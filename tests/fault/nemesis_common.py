@@ -11,6 +11,7 @@ from fleet_names import churn_id, fleet_id, region_of
 import nemesis_faults
 import nemesis_limits
 from nemesis_limits import WAIT_POOL
+from nemesis_slots import slots_of
 
 NODES = 3
 REGIONS = ["r0", "r1"]
@@ -112,7 +113,8 @@ def with_retries(fn, rng, nodes, tries=3):
 
 def container_body(cid):
     return {"id": cid, "region": region_of(cid), "pool": WAIT_POOL if cid == WAIT_ID else "p",
-            "latency_ms": int(cid.split("-")[2]) + 1, "data": {"n": cid}}
+            "latency_ms": int(cid.split("-")[2]) + 1, "slots": slots_of(cid),
+            "data": {"n": cid}}
 
 
 WAIT_ID = "w-%s-0" % REGIONS[0]  # delta's pool's one container

@@ -38,7 +38,7 @@ class HeardChecks:
                     got[cid].append(op)
         return got, sent, maybe
 
-    def check_deaths(self, got, sent):
+    def check_deaths(self, got, sent, maybe):
         """7. A container made dead while its agent was reporting within the
         last dead-after: heartbeats naming it sent after the death less
         dead-after and before the death (converted from the database's
@@ -47,7 +47,8 @@ class HeardChecks:
         or the database down is no silence of the container's). But a
         report sent to a node paused or down could be taken only when that
         spell ended: if that was after the death, no node could have heard
-        it (the others heard nothing, as from a silent container)."""
+        it (the others heard nothing, as from a silent container). And a
+        real silence may be judged late (judged_late)."""
         tol = TOL_MS / 1000.0
         for a in self.h.audit:
             if a["new_status"] != "dead" or a["old_dead_reported"]:
@@ -57,7 +58,7 @@ class HeardChecks:
             taken = [op for op in got.get(a["id"], []) if op["t0"] > since and op["t1"] < d - tol]
             tried = [op for op in sent.get(a["id"], []) if since < op["t0"] < d - tol and
                      self.first_take(op) < d - tol]
-            if tried:
+            if tried and not self.judged_late(maybe.get(a["id"], []), d):
                 last = max(tried, key=lambda o: o["t0"])
                 self.v("death of a reporting container",
                        "%s made dead at %.2f (session %s; its last heartbeat stamped %d ms "
@@ -68,6 +69,42 @@ class HeardChecks:
                            a["at_ms"] - (a["old_hb"] or 0), self.dead_after_ms / 1000.0,
                            len(tried), dict(collections.Counter(str(o["status"]) for o in tried)),
                            len(taken), last["t0"] - self.h.mono0, last["node"]))
+
+    # Faults that leave the whole fleet unable to write a heartbeat: time in
+    # them is no silence of anyone's.
+    FLEET_DEAF = ("outage", "failover", "pause_db_restart")
+
+    def judged_late(self, sends, d):
+        """True when a death at d judges a real silence that ended less than
+        dead-after before it: between two of the container's reports (every
+        heartbeat or registration naming it, at the earliest each could be
+        taken) a gap of at least dead-after less the time the fleet could
+        not write (FLEET_DEAF faults), and a node paused or down between
+        that gap's end and d. The sweep judges silence only up to every live
+        node's backlog, so a paused node holds every judgement back until it
+        leaves the live set; the judgement then made is of that silence,
+        though the container has spoken since (seen: silent 16 s through an
+        outage's end, reporting again 2.1 s before a node paused 9 s left
+        the live set and the sweep ran). Without the paused node, a report
+        taken within dead-after still makes the death a violation."""
+        dead_after = self.dead_after_ms / 1000.0
+        takes = sorted(t for t in (self.first_take(o) for o in sends) if t < d)
+        for a, b in reversed(list(zip(takes, takes[1:]))):
+            if d - b > dead_after:
+                return False
+            if b - a - self.fleet_deaf(a, b) >= dead_after and self.node_down_within(b, d):
+                return True
+        return False
+
+    def fleet_deaf(self, t0, t1):
+        """Seconds of t0..t1 inside a FLEET_DEAF fault."""
+        return sum(max(0.0, min(t1, x["end"]) - max(t0, x["start"]))
+                   for x in self.h.actions if x["kind"] in self.FLEET_DEAF)
+
+    def node_down_within(self, t0, t1):
+        """A node paused or down at some time of t0..t1."""
+        return any(s <= t1 and (e is None or e >= t0)
+                   for spells in self.nodes_down.values() for s, e in spells)
 
     def first_take(self, o):
         """The earliest a request may have been taken: its send, or, sent

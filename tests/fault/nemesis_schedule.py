@@ -21,34 +21,68 @@ AUDIT_SQL = r"""
 CREATE TABLE IF NOT EXISTS nemesis_audit (
   seq bigserial PRIMARY KEY, at_ms bigint, id text, old_session text, old_gen bigint,
   old_lease bigint, old_hb bigint, old_dead_reported boolean, new_session text, new_gen bigint,
-  new_status text, new_lease bigint, new_tenant text, new_key text);
+  new_status text, new_lease bigint, new_tenant text, new_key text, slot bigint);
+-- A session's row made (its claim) or deleted (its end), with its
+-- container as the statement left it (an AFTER trigger sees the whole
+-- statement's changes: a death ends the sessions and makes the container
+-- dead in one statement).
+CREATE OR REPLACE FUNCTION nemesis_audit_session() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  c containers%ROWTYPE;
+  at bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    SELECT * INTO c FROM containers WHERE id = NEW.container_id;
+    INSERT INTO nemesis_audit (at_ms, id, old_session, old_gen, old_lease, old_hb,
+                               old_dead_reported, new_session, new_gen, new_status, new_lease,
+                               new_tenant, new_key, slot)
+    VALUES (at, NEW.container_id, NULL, NULL, NULL, c.last_heartbeat_ms, c.dead_reported,
+            NEW.session_id, NEW.generation, c.status, NEW.lease_expires_at_ms, NEW.tenant,
+            NEW.idempotency_key, NEW.slot);
+  ELSE
+    SELECT * INTO c FROM containers WHERE id = OLD.container_id;
+    INSERT INTO nemesis_audit (at_ms, id, old_session, old_gen, old_lease, old_hb,
+                               old_dead_reported, new_session, new_gen, new_status, new_lease,
+                               new_tenant, new_key, slot)
+    VALUES (at, OLD.container_id, OLD.session_id, OLD.generation, OLD.lease_expires_at_ms,
+            c.last_heartbeat_ms, c.dead_reported, NULL, c.generation, c.status, NULL, NULL,
+            NULL, OLD.slot);
+  END IF;
+  RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS nemesis_audit_session ON sessions;
+CREATE TRIGGER nemesis_audit_session AFTER INSERT OR DELETE ON sessions FOR EACH ROW
+  EXECUTE FUNCTION nemesis_audit_session();
+-- A container made dead (with or without sessions: theirs are above).
 CREATE OR REPLACE FUNCTION nemesis_audit() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO nemesis_audit (at_ms, id, old_session, old_gen, old_lease, old_hb,
                              old_dead_reported, new_session, new_gen, new_status, new_lease,
                              new_tenant, new_key)
-  VALUES ((extract(epoch FROM clock_timestamp()) * 1000)::bigint, NEW.id, OLD.session_id,
-          OLD.generation, OLD.lease_expires_at_ms, OLD.last_heartbeat_ms, OLD.dead_reported,
-          NEW.session_id, NEW.generation, NEW.status, NEW.lease_expires_at_ms, NEW.tenant,
-          NEW.idempotency_key);
+  VALUES ((extract(epoch FROM clock_timestamp()) * 1000)::bigint, NEW.id, NULL,
+          OLD.generation, NULL, OLD.last_heartbeat_ms, OLD.dead_reported,
+          NULL, NEW.generation, NEW.status, NULL, NULL, NULL);
   RETURN NULL;
 END $$;
 DROP TRIGGER IF EXISTS nemesis_audit ON containers;
 CREATE TRIGGER nemesis_audit AFTER UPDATE ON containers FOR EACH ROW
-  WHEN (OLD.session_id IS DISTINCT FROM NEW.session_id OR
-        (NEW.status = 'dead' AND OLD.status IS DISTINCT FROM 'dead'))
+  WHEN (NEW.status = 'dead' AND OLD.status IS DISTINCT FROM 'dead')
   EXECUTE FUNCTION nemesis_audit();
 """
 
+# Each container with each of its sessions (a row a session; generation the
+# session's token, container_generation the container's).
 SAMPLE_SQL = r"""
 SELECT json_build_object(
   'now', (extract(epoch FROM clock_timestamp()) * 1000)::bigint,
   'rows', (SELECT coalesce(json_agg(c), '[]') FROM (
-     SELECT id, status, generation, session_id, tenant, idempotency_key, lease_expires_at_ms,
-            last_heartbeat_ms, drain_requested FROM containers) c),
+     SELECT c.id, c.status, coalesce(s.generation, c.generation) AS generation,
+            c.generation AS container_generation, s.session_id, s.slot, s.tenant,
+            s.idempotency_key, s.lease_expires_at_ms, c.last_heartbeat_ms, c.drain_requested
+     FROM containers c LEFT JOIN sessions s ON s.container_id = c.id) c),
   'quota', (SELECT coalesce(json_object_agg(tenant, n), '{}') FROM (
-     SELECT tenant, count(*) AS n FROM containers WHERE session_id IS NOT NULL
-       AND lease_expires_at_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+     SELECT tenant, count(*) AS n FROM sessions
+     WHERE lease_expires_at_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint
      GROUP BY tenant) q))
 """
 

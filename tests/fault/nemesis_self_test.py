@@ -1,6 +1,7 @@
 """The nemesis checker against hand-made histories, one per kind of violation
 (tests/fault/nemesis_test.py --self-test; ctest fault/nemesis_checker)."""
 
+import nemesis_events
 import nemesis_faults
 import nemesis_limits
 from nemesis_checker import Checker
@@ -20,14 +21,14 @@ def self_test():
         return h
 
     def claim(h, t0, t1, sid, cid, token, lease_s, tenant="acme", key=None, node=0,
-              replayed=False):
+              replayed=False, slot=0):
         req = {"region": "r0", "pool": "p"}
         if key:
             req["idempotency_key"] = key
         h.add_op({"kind": "claim", "thread": "t", "node": node, "method": "POST",
                   "path": "/v1/sessions", "req": req, "status": 201, "replayed": replayed,
                   "err": None, "timeout": BOUND_S, "tenant": tenant, "t0": t0, "t1": t1,
-                  "resp": {"session_id": sid, "container_id": cid, "token": token,
+                  "resp": {"session_id": sid, "container_id": cid, "token": token, "slot": slot,
                            "lease_expires_at_ms": base_ms + int(lease_s * 1000)}})
 
     def release(h, t0, t1, sid, status=204):
@@ -200,6 +201,26 @@ def self_test():
     cases["reports unanswered by a node up"] = (lost(1), "death of a reporting container", None,
                                                 {2: [(19.0, 30.0)]})
 
+    def silent_then_back(outage=None):
+        """c2 silent from 10 to 17 (7 s, more than dead-after), reporting
+        again at 17 and 18, made dead at 19 by its old stamp; with an
+        outage of the database over part of that silence."""
+        h = clean()
+        for t in (10.0, 17.0, 18.0):
+            hb(h, t, ["c2"])
+        if outage:
+            h.actions.append({"kind": "outage", "node": None, "start": outage[0],
+                              "end": outage[1], "detail": "database primary down"})
+        audit_dead(h, 19.0, "c2", hb_s=10.0)
+        return h
+
+    paused_then = {2: [(16.0, 25.0)]}  # holds the sweep's hearing back
+    cases["silence judged late, a node paused"] = (silent_then_back(), None, None, paused_then)
+    cases["silence judged late, no node paused"] = (silent_then_back(),
+                                                    "death of a reporting container")
+    cases["silence mostly an outage, judged late"] = (
+        silent_then_back((10.5, 16.5)), "death of a reporting container", None, paused_then)
+
     h = clean()  # c2 last heard at 10, claimed at 20
     hb(h, 10.0, ["c2"])
     claim(h, 20.0, 20.1, "s7", "c2", 3, 60)
@@ -235,6 +256,23 @@ def self_test():
     audit_claim(h, 18.05, "s5", "c1", 14, 60)
     sample(h, 19.0, [row("c1", "s5", 14, 60, tenant="bravo")], {"bravo": 1})
     cases["410 is gone"] = (h, None)
+
+    def on_two_slots(slots):
+        """After clean(): claims of c-r0-1 (2 slots), one a slot of `slots`,
+        none released."""
+        h = clean()
+        two = "c-r0-1"
+        hb(h, 16.8, [two])
+        for i, slot in enumerate(slots):
+            tenant = ("bravo", "corvus")[i % 2]
+            claim(h, 17.2 + i * 0.2, 17.3 + i * 0.2, "m%d" % i, two, 20 + i, 60, tenant=tenant,
+                  slot=slot)
+            audit_claim(h, 17.25 + i * 0.2, "m%d" % i, two, 20 + i, 60, tenant=tenant)
+        return h
+    cases["two slots, two holds"] = (on_two_slots([0, 1]), None)
+    cases["one slot, two holds"] = (on_two_slots([1, 1]), "overlapping holds")
+    cases["three on two slots"] = (on_two_slots([0, 1, 0]), "container over its slots")
+    cases["a slot it lacks"] = (on_two_slots([2]), "slot out of range")
     paused = {2: [(19.0, 30.0)]}
     helpers = dict(clean=clean, claim=claim, audit_claim=audit_claim, audit_end=audit_end, op=op,
                    hb=hb, sample=sample, row=row, base_ms=base_ms)
@@ -254,5 +292,11 @@ def self_test():
             failed += 1
         print("nemesis self-test: %-24s %s%s" % (name, "ok" if ok else "FAILED",
                                                   "" if ok else ": found %s" % found))
+    for name, read, db, want in nemesis_events.self_test_cases():
+        kinds = {k for k, _ in nemesis_events.check(read, db)}
+        ok = (not kinds) if want is None else (want in kinds)
+        passed, failed = passed + ok, failed + (not ok)
+        print("nemesis self-test: %-24s %s%s" % (name, "ok" if ok else "FAILED",
+                                                  "" if ok else ": found %s" % kinds))
     print("%d passed, %d failed" % (passed, failed))
     return 0 if failed == 0 else 1

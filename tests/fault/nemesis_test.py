@@ -41,14 +41,18 @@ failure (a sweep whose fault never fired proves nothing). A short run (up to
 take longer; a long one must fire them all.
 
 The database's own view is read with psql: every few seconds a sample of the
-containers table (with the database's clock), and a trigger (installed by the
-test) records every change of a container's session with clock_timestamp():
-when and how each session began and ended, on the database's clock.
+containers and their sessions (with the database's clock), and triggers
+(installed by the test) record every session's row made and deleted, and
+every container made dead, with clock_timestamp(): when and how each session
+began and ended, on the database's clock. Some containers have several slots
+(tests/fault/nemesis_slots.py).
 
 The checker (over the history, the samples and that audit) finds:
 
- 1. overlapping holds: two sessions on one container whose acknowledged holds
-    overlap. A hold runs from its claim's 201 answer to the earliest of: its
+ 1. overlapping holds: two sessions on one slot of a container whose
+    acknowledged holds overlap, or a session answered while the container's
+    other holds filled its slots (container over its slots), or on a slot it
+    does not have. A hold runs from its claim's 201 answer to the earliest of: its
     release being sent, its lease end as acknowledged (database clock,
     converted), a 404/409 answer about it, and its end in the database when
     that end was legitimate (the lease was over, a release had been sent, or
@@ -89,7 +93,10 @@ The checker (over the history, the samples and that audit) finds:
 11. a stale or foreign token honoured (2xx), or a lease sampled past any
     asked for honestly;
 12. a claim or renew acknowledged while the standby could not confirm it
-    (syncrep_cancel).
+    (syncrep_cancel);
+13. an event of the log read twice, out of order, unlike the database's,
+    or missed by a reader resuming after the last seq it read
+    (nemesis_events.py).
 
 Run it (as root it runs PostgreSQL as the `postgres` user, like
 tests/support/pg_server.cc):
@@ -136,6 +143,7 @@ from nemesis_common import (ADMIN_KEY, AGENT_KEY, KINDS, NODES, SHORT_KINDS, His
 from nemesis_schedule import AUDIT_SQL, Nemesis, Sampler, read_audit, take_sample  # noqa: E402
 from nemesis_servers import Node, Proxy  # noqa: E402
 from nemesis_workload import Workload  # noqa: E402
+import nemesis_events  # noqa: E402
 from nemesis_self_test import self_test  # noqa: E402
 from pg_server import DBNAME, PG_USER, PgServer, psql  # noqa: E402
 
@@ -307,6 +315,8 @@ def main():
         sampler.start()
         work = Workload(hist, nodes, args.seed, args.long_leases)
         work.start()
+        events = nemesis_events.EventReader(hist, nodes, args.seed)
+        events.start()
         nem.schedule(args.seconds)
         time.sleep(5)  # quiet: the last faults' requests finish, short leases expire
         work.join()
@@ -324,11 +334,14 @@ def main():
         down = {n.idx: [tuple(d) for d in n.down] for n in nodes}
         checker = Checker(hist, nodes_down=down, spawns={n.idx: n.spawns for n in nodes})
         violations = checker.check()
+        violations += nemesis_events.check(events.read, events.finish(nem.db_port))
         ends = checker.ends_by_cause()
         unknown, replayed = nemesis_limits.unknown_replayed(checker, checker.audit_timeline()[0])
         notes = ["kinds this run had to fire: " + ", ".join(nem.required + ["failover"]),
                  "claims answered outcome unknown (503 unavailable or none): %d; of them made, "
-                 "then replayed to a keyed retry: %d" % (unknown, replayed)]
+                 "then replayed to a keyed retry: %d" % (unknown, replayed),
+                 "events read by a resuming reader: %d in %d pages"
+                 % (len(events.read), events.pages)]
         fired = {a["kind"] for a in hist.actions}
         missing = [k for k in nem.required + ["failover"] if k not in fired]
         violations += [("fault not injected or not undone", p) for p in nem.problems]

@@ -242,8 +242,10 @@ def read_disk(model, db_files):
                 model.violation("integrity_check: %s: %s" % (path, res))
             try:
                 cur = con.execute(
-                    "SELECT id, status, generation, session_id, idempotency_key, "
-                    "lease_expires_at_ms, drain_requested FROM containers")
+                    # A container and its session (one slot each here).
+                    "SELECT c.id, c.status, c.generation, s.session_id, s.idempotency_key, "
+                    "s.lease_expires_at_ms, c.drain_requested "
+                    "FROM containers c LEFT JOIN sessions s ON s.container_id = c.id")
             except sqlite3.OperationalError:
                 continue  # killed before the schema was committed
             for r in cur:

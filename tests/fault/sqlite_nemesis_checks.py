@@ -8,9 +8,10 @@ which on SQLite would be stamped by the very clock the nemesis steps:
       latest lease granted as the client measures it (the acknowledged
       claim's or renew's send time plus its lease_ms; a renew unanswered
       after it may have shortened it), its release sent, or a 404/409/410
-      about it. Another session's 201 on that container inside it is a
-      violation, unless the container may have been silent for
-      --dead-after-ms meanwhile (the clients' record of what was sent);
+      about it. Another session's 201 on that container's slot inside it,
+      or one while the container's slots are all held, is a violation,
+      unless the container may have been silent for --dead-after-ms
+      meanwhile (the clients' record of what was sent);
   deaths seen: a container listed dead (GET /v1/containers, polled) while
       its agent kept sending heartbeats naming it for two dead-afters before,
       with no planned silence, is a reporting container made dead;
@@ -20,6 +21,7 @@ which on SQLite would be stamped by the very clock the nemesis steps:
 import collections
 
 import nemesis_limits
+import nemesis_slots
 from nemesis_checker import Checker
 
 
@@ -53,8 +55,8 @@ class SqliteChecker(Checker):
         ses = {}
         for op, r in self.granted():
             s = ses.setdefault(r["session_id"], {
-                "sid": r["session_id"], "cid": r["container_id"], "start": op["t1"],
-                "grants": [], "inflight": [], "ends": [], "first": op})
+                "sid": r["session_id"], "cid": r["container_id"], "slot": r.get("slot", 0),
+                "start": op["t1"], "grants": [], "inflight": [], "ends": [], "first": op})
             s["start"] = min(s["start"], op["t1"])
             sent = op["t0"]
             if op["replayed"]:
@@ -96,21 +98,12 @@ class SqliteChecker(Checker):
         return False
 
     def check_holds(self, ses):
+        """No slot held twice, no container over its slots (nemesis_slots),
+        unless the container may have been judged silent meanwhile."""
         _, _, maybe = self.heard()
-        by_cid = collections.defaultdict(list)
-        for s in ses.values():
-            by_cid[s["cid"]].append(s)
-        for cid, lst in by_cid.items():
-            lst.sort(key=lambda s: s["start"])
-            for i, x in enumerate(lst):
-                for y in lst[i + 1:]:
-                    if y["start"] >= x["end"] - 0.05 or self.maybe_silent(cid, x["start"],
-                                                                          y["start"], maybe):
-                        continue
-                    self.v("overlapping holds",
-                           "%s: %s held %.2f to %.2f by the client's clock, %s answered %.2f"
-                           % (cid, x["sid"], x["start"] - self.h.mono0, x["end"] - self.h.mono0,
-                              y["sid"], y["start"] - self.h.mono0))
+        nemesis_slots.check_holds(
+            self, ses.values(),
+            excused=lambda x, y: self.maybe_silent(x["cid"], x["start"], y["start"], maybe))
 
     def check_seen_dead(self):
         sent = collections.defaultdict(list)
@@ -163,11 +156,11 @@ class SqliteChecker(Checker):
 def self_test(history_class):
     """Hand-made histories: each check finds its violation, and the
     clean ones pass."""
-    def mk(hb_times, silences=()):
+    def mk(hb_times, silences=(), cid="c1"):
         h = history_class()
         h.mono0 = h.wall0 = 0.0
         for t in hb_times:
-            add(h, "heartbeat", t, 202, ids=["c1"], req={"heartbeats": []})
+            add(h, "heartbeat", t, 202, ids=[cid], req={"heartbeats": []})
         return h, list(silences)
 
     def add(h, kind, t, status, **kw):
@@ -177,9 +170,9 @@ def self_test(history_class):
         op.update(kw)
         h.add_op(op)
 
-    def claim(h, t, sid, lease_s):
+    def claim(h, t, sid, lease_s, cid="c1", slot=0):
         add(h, "claim", t, 201, tenant="acme", req={"lease_ms": int(lease_s * 1000)},
-            resp={"session_id": sid, "container_id": "c1", "token": 1})
+            resp={"session_id": sid, "container_id": cid, "token": 1, "slot": slot})
 
     every = [i * 0.5 for i in range(50)]
     cases = {}
@@ -195,6 +188,23 @@ def self_test(history_class):
     claim(h, 1.0, "x", 20.0)
     claim(h, 8.0, "y", 5.0)
     cases["overlap after a silence"] = (h, sil, None)
+    two = "c-r0-1"  # 2 slots (nemesis_slots.FLEET_SLOTS)
+    h, sil = mk(every, cid=two)
+    claim(h, 1.0, "x", 5.0, two, 0)
+    claim(h, 2.0, "y", 5.0, two, 1)
+    cases["two slots, two holds"] = (h, sil, None)
+    h, sil = mk(every, cid=two)
+    claim(h, 1.0, "x", 5.0, two, 1)
+    claim(h, 2.0, "y", 5.0, two, 1)
+    cases["one slot, two holds"] = (h, sil, "overlapping holds")
+    h, sil = mk(every, cid=two)
+    claim(h, 1.0, "x", 5.0, two, 0)
+    claim(h, 2.0, "y", 5.0, two, 1)
+    claim(h, 3.0, "z", 5.0, two, 2)
+    cases["three holds on two slots"] = (h, sil, "container over its slots")
+    h, sil = mk(every, cid=two)
+    claim(h, 1.0, "x", 5.0, two, 2)
+    cases["a slot it does not have"] = (h, sil, "slot out of range")
     h, sil = mk(every)
     add(h, "containers", 20.0, 200, resp={"containers": [{"id": "c1", "status": "dead"}]})
     cases["reporting, seen dead"] = (h, sil, "death of a reporting container")

@@ -41,7 +41,25 @@ TEST_CASE("history: one sample an interval, the first snapshot of each slot") {
   CHECK(h.Add(Snap(11'000, r)));
   CHECK(*h.Json() ==
         R"({"interval_ms":1000,"pools_omitted":0,"as_of_ms":[10100,11000],"regions":{)"
-        R"("weur":{"pools":{"chrome":{"available":[3,2],"picked":[5,6]}}}}})");
+        R"("weur":{"pools":{"chrome":{"available":[3,2],"picked":[5,6],)"
+        R"("slots":[0,0],"slots_used":[0,0],"slots_free":[0,0]}}}}})");
+}
+
+TEST_CASE("history: each sample has the pool's slots, used and free beside its containers") {
+  CapacityHistory h(1000);
+  Snapshot::Regions r;
+  r["weur"]["chrome"] = StatusCounts{
+      .available = 2, .picked = 1, .slots = 24, .slots_used = 9, .slots_free = 12};
+  REQUIRE(h.Add(Snap(1000, r)));
+  r["weur"]["chrome"].slots_used = 11;
+  r["weur"]["chrome"].slots_free = 10;
+  REQUIRE(h.Add(Snap(2000, r)));
+  REQUIRE(h.Add(OnePool(3000, "eeur", "firefox", Counts(1, 0))));
+  json chrome = Body(h)["regions"]["weur"]["pools"]["chrome"];
+  CHECK(chrome["slots"] == json::parse("[24,24,null]"));
+  CHECK(chrome["slots_used"] == json::parse("[9,11,null]"));
+  CHECK(chrome["slots_free"] == json::parse("[12,10,null]"));
+  CHECK(chrome["picked"] == json::parse("[1,1,null]"));
 }
 
 TEST_CASE("history: the empty snapshot is never a sample") {
@@ -78,7 +96,8 @@ TEST_CASE("history: a region whose pools all left the window is dropped too") {
   REQUIRE(h.Add(OnePool(1000, "apac", "chrome", Counts(1, 0))));
   REQUIRE(h.Add(OnePool(2000, "weur", "chrome", Counts(2, 0))));
   CHECK(*h.Json() == R"({"interval_ms":1000,"pools_omitted":0,"as_of_ms":[2000],"regions":{)"
-                     R"("weur":{"pools":{"chrome":{"available":[2],"picked":[0]}}}}})");
+                     R"("weur":{"pools":{"chrome":{"available":[2],"picked":[0],)"
+                     R"("slots":[0],"slots_used":[0],"slots_free":[0]}}}}})");
 }
 
 TEST_CASE("history: pools past its bound are left out and counted, the kept ones go on") {

@@ -18,7 +18,7 @@ TEST_CASE("snapshot: the empty snapshot has no data and says so with a null age"
   CHECK(s.regions().empty());
   CHECK(s.totals() == StatusCounts{});
   CHECK(s.AgeMs(1'700'000'000'000) == -1);
-  CHECK(s.ToCapacityJson(1'700'000'000'000) == R"({"as_of_ms":0,"age_ms":null,"regions":{}})");
+  CHECK(s.ToCapacityJson(1'700'000'000'000) == R"({"as_of_ms":0,"age_ms":null,"version":0,"regions":{}})");
 }
 
 TEST_CASE("snapshot: capacity JSON has docs/api.md's shape, names in sorted order") {
@@ -28,17 +28,17 @@ TEST_CASE("snapshot: capacity JSON has docs/api.md's shape, names in sorted orde
   regions["apac"]["chrome"] = Counts(7, 0, 0, 0);
   Snapshot s(1'700'000'000'000, regions);
   CHECK(s.ToCapacityJson(1'700'000'000'012) ==
-        R"({"as_of_ms":1700000000000,"age_ms":12,"regions":{)"
-        R"("apac":{"pools":{"chrome":{"available":7,"picked":0,"draining":0,"dead":0,"drained":0}}},)"
-        R"("weur":{"pools":{"android":{"available":1,"picked":0,"draining":2,"dead":0,"drained":0},)"
-        R"("chrome":{"available":3,"picked":5,"draining":0,"dead":1,"drained":0}}}}})");
+        R"({"as_of_ms":1700000000000,"age_ms":12,"version":0,"regions":{)"
+        R"("apac":{"pools":{"chrome":{"available":7,"picked":0,"draining":0,"dead":0,"drained":0,"slots":0,"slots_used":0,"slots_free":0}}},)"
+        R"("weur":{"pools":{"android":{"available":1,"picked":0,"draining":2,"dead":0,"drained":0,"slots":0,"slots_used":0,"slots_free":0},)"
+        R"("chrome":{"available":3,"picked":5,"draining":0,"dead":1,"drained":0,"slots":0,"slots_used":0,"slots_free":0}}}}})");
 }
 
 TEST_CASE("snapshot: a region without pools renders as an empty pools object") {
   Snapshot::Regions regions;
   regions["weur"];
   Snapshot s(5, regions);
-  CHECK(s.ToCapacityJson(5) == R"({"as_of_ms":5,"age_ms":0,"regions":{"weur":{"pools":{}}}})");
+  CHECK(s.ToCapacityJson(5) == R"({"as_of_ms":5,"age_ms":0,"version":0,"regions":{"weur":{"pools":{}}}})");
 }
 
 TEST_CASE("snapshot: age is now minus as_of, never negative when the clock steps back") {
@@ -46,7 +46,7 @@ TEST_CASE("snapshot: age is now minus as_of, never negative when the clock steps
   CHECK(s.AgeMs(1250) == 250);
   CHECK(s.AgeMs(1000) == 0);
   CHECK(s.AgeMs(900) == 0);
-  CHECK(s.ToCapacityJson(900) == R"({"as_of_ms":1000,"age_ms":0,"regions":{}})");
+  CHECK(s.ToCapacityJson(900) == R"({"as_of_ms":1000,"age_ms":0,"version":0,"regions":{}})");
 }
 
 TEST_CASE("snapshot: totals, region totals and lookups add up the counts") {
@@ -110,8 +110,8 @@ TEST_CASE("snapshot: names are escaped in the capacity JSON") {
   regions["we\"ur"]["a\\b\n"] = Counts(1, 0, 0, 0);
   Snapshot s(10, regions);
   CHECK(s.ToCapacityJson(10) ==
-        R"({"as_of_ms":10,"age_ms":0,"regions":{"we\"ur":{"pools":{"a\\b\u000a":)"
-        R"({"available":1,"picked":0,"draining":0,"dead":0,"drained":0}}}}})");
+        R"({"as_of_ms":10,"age_ms":0,"version":0,"regions":{"we\"ur":{"pools":{"a\\b\u000a":)"
+        R"({"available":1,"picked":0,"draining":0,"dead":0,"drained":0,"slots":0,"slots_used":0,"slots_free":0}}}}})");
 }
 
 TEST_CASE("snapshot: the drained ids of the parts are merged, and drained is counted apart") {

@@ -3,7 +3,8 @@
     python3 tests/server/agent_test.py --bin build/edgealloc --case alive
 
 - alive:     a container with an agent stays available past --dead-after-ms,
-             while one registered without an agent is dead by then;
+             while one registered without an agent is dead by then; the
+             agent registered it with its --slots and --attributes;
 - unhealthy: a container whose --health-cmd fails is reported draining and a
              claim answers 503 no_capacity; it is claimable once it passes;
 - restart:   the server stopped (SIGTERM) and started again on the same --db
@@ -129,7 +130,8 @@ def claim(fleet):
 
 
 def case_alive(fleet):
-    fleet.agent("w-1", "--register", "--region", "weur", "--pool", "chrome")
+    fleet.agent("w-1", "--register", "--region", "weur", "--pool", "chrome", "--slots", "2",
+                "--attributes", '{"gpu":"a100"}')
     register(fleet, "w-2")  # nobody reports for it
     time.sleep(3 * DEAD_AFTER_MS / 1000)
     if status_of(fleet.port, "w-2") != "dead":
@@ -140,6 +142,15 @@ def case_alive(fleet):
     code, session = claim(fleet)
     if code != 201 or session["container_id"] != "w-1":
         fail("claim: %d %r" % (code, session), fleet.logs())
+    # Registered with its --slots and --attributes: a second session, by a
+    # selector, on its other slot.
+    _, shown = request(fleet.port, "GET", "/v1/containers/w-1")
+    if shown.get("slots") != 2 or shown.get("attributes") != {"gpu": "a100"}:
+        fail("w-1 registered as %r" % shown, fleet.logs())
+    code, second = request(fleet.port, "POST", "/v1/sessions", json.dumps(
+        {"region": "weur", "pool": "chrome", "selector": {"gpu": "a100"}}))
+    if code != 201 or second["container_id"] != "w-1" or second["slot"] == session["slot"]:
+        fail("second claim: %d %r" % (code, second), fleet.logs())
 
 
 def case_unhealthy(fleet):

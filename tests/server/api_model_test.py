@@ -79,7 +79,7 @@ SERVE_FLAGS = [
 
 ERROR_CODES = {
     400: {"invalid_json", "invalid_field", "invalid_request", "bad_request"},
-    401: {"unauthorized"}, 403: {"forbidden"}, 404: {"not_found"},
+    401: {"unauthorized"}, 403: {"forbidden"}, 404: {"not_found", "unknown_pool"},
     405: {"method_not_allowed"}, 409: {"stale_token", "conflict"}, 410: {"session_ended"},
     413: {"body_too_large"}, 429: {"quota_exceeded"},
     503: {"no_capacity", "overloaded", "unavailable", "not_ready"},
@@ -270,6 +270,7 @@ class ApiModel(RuleBasedStateMachine):
         self.server = Server(self.tmp)
         self.server.start()
         self.containers = {}     # id -> Container, registered ones only
+        self.ever_registered = set()  # regions that had a container of POOL at some time
         self.sessions = {}       # session id -> Session, live ones only
         self.ended = []          # Sessions that are over
         self.seen_sids = set()   # every session id ever answered
@@ -417,6 +418,7 @@ class ApiModel(RuleBasedStateMachine):
         for s in specs:
             c = self.containers.get(s["id"])
             if c is None:
+                self.ever_registered.add(s["region"])
                 self.containers[s["id"]] = Container(s["id"], s["region"], s["latency_ms"],
                                                      s["data"])
                 continue
@@ -424,6 +426,7 @@ class ApiModel(RuleBasedStateMachine):
             c.reported_ts = 0                # a registration resets the report order (#12)
             if c.status != "picked":
                 c.region = s["region"]       # the holder's region never changes
+                self.ever_registered.add(c.region)  # a move makes the pool known there too
             if c.status == "dead":           # registration counts as a heartbeat
                 c.status = "draining" if self.drained(c) else "available"
 
@@ -503,7 +506,18 @@ class ApiModel(RuleBasedStateMachine):
             ids = self.claimable(r)
             if ids:
                 return ("claim", r, ids)
-        return ("none",)
+        return self.nothing_in([region] + fallbacks)
+
+    def nothing_in(self, regions):
+        """What a claim that found nothing in `regions` answers: no_capacity
+        if a container of the pool is registered in one of them; else
+        unknown_pool, or, where one was registered and all were deleted,
+        either (the capacity mirror may still know the pool for a refresh)."""
+        if any(c.region in regions for c in self.containers.values()):
+            return ("none",)
+        if any(r in self.ever_registered for r in regions):
+            return ("none_or_unknown",)
+        return ("unknown",)
 
     def do_claim(self, tenant, region, fallbacks, key, lease):
         body = {"region": region, "pool": POOL}
@@ -532,9 +546,11 @@ class ApiModel(RuleBasedStateMachine):
             assert status == 429 and reply["error"]["code"] == "quota_exceeded", \
                 f"{where}: {status} {reply}, want 429: {tenant} holds {self.live_count(tenant)}"
             return None
-        if exp[0] == "none":
-            assert status == 503 and reply["error"]["code"] == "no_capacity", \
-                f"{where}: {status} {reply}, want 503 no_capacity: nothing available"
+        if exp[0] in ("none", "unknown", "none_or_unknown"):
+            wanted = {"none": {(503, "no_capacity")}, "unknown": {(404, "unknown_pool")},
+                      "none_or_unknown": {(503, "no_capacity"), (404, "unknown_pool")}}[exp[0]]
+            assert (status, reply["error"]["code"]) in wanted, \
+                f"{where}: {status} {reply}, want {wanted}: nothing available"
             return None
         _, want_region, ids = exp
         assert status == 201, f"{where}: {status} {reply}, want 201 from {want_region} {ids}"
@@ -602,7 +618,9 @@ class ApiModel(RuleBasedStateMachine):
         room = QUOTA - self.live_count(tenant)
         wins = min(n, room, len(pool))
         # Who loses is told why: the quota when it is reached, else capacity.
-        lose = (429, "quota_exceeded") if room <= len(pool) else (503, "no_capacity")
+        nothing = {"none": {(503, "no_capacity")}, "unknown": {(404, "unknown_pool")},
+                   "none_or_unknown": {(503, "no_capacity"), (404, "unknown_pool")}}
+        lose = {(429, "quota_exceeded")} if room <= len(pool) else nothing[self.nothing_in([region])[0]]
         replies = [None] * n
         barrier = threading.Barrier(n)
 
@@ -627,7 +645,7 @@ class ApiModel(RuleBasedStateMachine):
             if status == 201:
                 got.append(body)
             else:
-                assert (status, body.get("error", {}).get("code")) == lose, \
+                assert (status, body.get("error", {}).get("code")) in lose, \
                     f"{where}: {status} {raw[:300]!r}, want {lose}"
         assert len(got) == wins, f"{where}: {len(got)} claims won, want {wins}"
         won = sorted(b["container_id"] for b in got)
@@ -679,8 +697,11 @@ class ApiModel(RuleBasedStateMachine):
             t_after = now_ms()
             lease_ms = lease if lease is not None else LEASE_MS
             exp_at = reply.get("lease_expires_at_ms")
-            assert t_before - 50 <= exp_at - lease_ms <= t_after + 50, \
-                f"renew: lease_expires_at_ms {exp_at} for {lease_ms} ms asked at {t_before}"
+            # A renew never shortens a lease (unless it says "shorten").
+            assert max(s.expires, t_before + lease_ms) - 50 <= exp_at <= \
+                max(s.expires, t_after + lease_ms) + 50, \
+                f"renew: lease_expires_at_ms {exp_at} for {lease_ms} ms asked at {t_before}, " \
+                f"the lease ending at {s.expires}"
             s.expires = exp_at
             self.session_body_ok("renew", reply, s)
 
@@ -712,11 +733,13 @@ class ApiModel(RuleBasedStateMachine):
     @precondition(lambda self: self.sessions)
     @rule(data=st.data())
     def renew_short_and_expire(self, data):
-        """A renew may shorten a lease; past it the session is over."""
+        """A renew that says "shorten" may shorten a lease; past it the
+        session is over."""
         s = self.pick_session(data)
-        self.step(f"renew {s.sid[:8]}.. ({s.cid}) to {SHORT_LEASE_MS} ms, expire")
+        self.step(f"renew {s.sid[:8]}.. ({s.cid}) to {SHORT_LEASE_MS} ms, shorten, expire")
         _, _, reply = self.call("POST", f"/v1/sessions/{s.sid}/renew", TENANT_KEY[s.tenant],
-                                {"token": s.token, "lease_ms": SHORT_LEASE_MS}, want=200)
+                                {"token": s.token, "lease_ms": SHORT_LEASE_MS, "shorten": True},
+                                want=200)
         s.expires = reply["lease_expires_at_ms"]
         self.session_body_ok("renew short", reply, s)
         self.expire(s)

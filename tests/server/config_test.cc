@@ -242,25 +242,6 @@ TEST_CASE("config: agent refuses what it could not act on") {
   }
 }
 
-TEST_CASE("config: loopback means localhost, 127.0.0.0/8 and ::1") {
-  CHECK(IsLoopbackHost("localhost"));
-  CHECK(IsLoopbackHost("127.0.0.1"));
-  CHECK(IsLoopbackHost("127.255.0.9"));
-  CHECK(IsLoopbackHost("::1"));
-  CHECK_FALSE(IsLoopbackHost("0.0.0.0"));
-  CHECK_FALSE(IsLoopbackHost("::"));
-  CHECK_FALSE(IsLoopbackHost("10.0.0.1"));
-  CHECK_FALSE(IsLoopbackHost("example.com"));
-  std::string host, error;
-  uint16_t port = 0;
-  CHECK(SplitHostPort("[::1]:80", &host, &port, &error));
-  CHECK(host == "::1");
-  CHECK(port == 80);
-  CHECK_FALSE(SplitHostPort("::1:80", &host, &port, &error));
-  CHECK_FALSE(SplitHostPort("h:70000", &host, &port, &error));
-  CHECK_FALSE(SplitHostPort(":80", &host, &port, &error));
-}
-
 TEST_CASE("config: --max-clock-skew-ms is taken from the flag or EDGEALLOC_MAX_CLOCK_SKEW_MS") {
   CHECK(Parse({"serve", "--max-clock-skew-ms", "5000"}).cmd.serve.max_clock_skew_ms == 5000);
   CHECK(Parse({"serve", "--max-clock-skew-ms", "0"}).cmd.serve.max_clock_skew_ms == 0);

@@ -64,7 +64,8 @@ def main():
         log = open(os.path.join(tmp, "server.log"), "w")
         proc = serve(args.bin, os.path.join(tmp, "x.db"), port,
                      ["--keys", keys, "--max-sessions-per-tenant", "2", "--max-body-bytes", "4096",
-                      "--mirror-refresh-ms", "50", "--history-interval-ms", "100"],
+                      "--mirror-refresh-ms", "50", "--history-interval-ms", "100",
+                      "--backup-region", "weur=eeur"],
                      stdout=log, stderr=log)
         try:
             wait_answers(port, "/healthz", timeout=5)
@@ -216,6 +217,14 @@ def run(c):
     c("GET", "/v1/capacity/history", BOX, want=403)
     c("GET", "/v1/capacity/deaths", ACME, want=200)
     c("GET", "/v1/capacity/deaths", BOX, want=403)
+    _, _, raw = c("GET", "/v1/capacity/regions", ACME, want=200)
+    regions = {r["region"]: r for r in json.loads(raw)["regions"]}
+    assert regions["weur"]["backup"] == "eeur" and regions["eeur"]["backup"] is None, raw
+    c("GET", "/v1/capacity/regions", BOX, want=403)
+    c("GET", "/v1/pressure?region=weur&pool=chrome", ACME, want=200)
+    c("GET", "/v1/pressure?region=weur&pool=chorme", ACME, want=404)
+    c("GET", "/v1/pressure?pool=chrome", ACME, want=400)
+    c("GET", "/v1/pressure?region=weur&pool=chrome", BOX, want=403)
     # Unknown paths and methods, malformed targets.
     c("GET", "/v1/nowhere", ACME, want=404)
     c("PUT", "/v1/sessions", ACME, want=405)

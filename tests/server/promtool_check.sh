@@ -39,8 +39,9 @@ base="http://127.0.0.1:$port"
 # them) are exported only for the tenants a keys file names.
 printf 'promtool-admin admin\npromtool-acme tenant acme max_sessions=5\n' >"$tmp/keys"
 chmod 600 "$tmp/keys"
+# A region with a backup, so that edgealloc_region_on_backup (an alert's) has a series.
 "$bin" serve --demo --db "$tmp/pool.db" --listen "127.0.0.1:$port" --mirror-refresh-ms 100 \
-  --keys "$tmp/keys" >"$tmp/server.log" 2>&1 &
+  --keys "$tmp/keys" --backup-region weur=eeur >"$tmp/server.log" 2>&1 &
 server_pid=$!
 
 # GET or POST with python3 (curl may be absent); prints the body, fails on a

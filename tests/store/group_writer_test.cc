@@ -17,21 +17,21 @@
 #include <string>
 #include <thread>
 
-// The core's members, for its instantiation on the plain GroupJob here.
+// The core's members, for its instantiation on a job of no connection here.
 #include "store/group_writer_impl.h"
 
 namespace {
 
-using store::GroupJob;
+// Jobs of an engine with no connection.
+using Job = store::JobOn<void>;
 using store::Status;
 
 // An engine whose hooks named in `throwing` each throw once.
-class ThrowingWriter final : public store::GroupWriter<GroupJob> {
+class ThrowingWriter final : public store::GroupWriter<Job> {
  public:
   explicit ThrowingWriter(std::set<std::string> throwing)
       : GroupWriter("throwing writer", {}), throwing_(std::move(throwing)) {}
   ~ThrowingWriter() override { Stop(); }
-  bool Submit(GroupJob* job) { return Enqueue(job); }
 
   std::atomic<int> probes{0};
   std::atomic<int> after_throw{0};
@@ -41,7 +41,7 @@ class ThrowingWriter final : public store::GroupWriter<GroupJob> {
   void MaybeThrow(const std::string& hook) {
     if (throwing_.erase(hook) > 0) throw std::out_of_range(hook + " went wrong");
   }
-  Status Begin(std::span<GroupJob*>*, Run, bool* again) override {
+  Status Begin(std::span<Job*>*, Run, bool* again) override {
     *again = false;
     MaybeThrow("Begin");
     return Status::Ok();
@@ -52,7 +52,7 @@ class ThrowingWriter final : public store::GroupWriter<GroupJob> {
     return Status::Ok();
   }
   Status EndSavepoint(bool) override { return Status::Ok(); }
-  Status Apply(GroupJob*, size_t) override { return Status::Ok(); }
+  Status Apply(Job*, size_t) override { return Status::Ok(); }
   bool TransactionLost(const Status&) override { return false; }
   Status Commit() override {
     MaybeThrow("Commit");
@@ -72,9 +72,10 @@ class ThrowingWriter final : public store::GroupWriter<GroupJob> {
   std::set<std::string> throwing_;
 };
 
-class ReplyJob final : public GroupJob {
+class ReplyJob final : public Job {
  public:
   explicit ReplyJob(std::promise<Status>* done) : done_(done) {}
+  Status Apply(void*) override { return Status::Ok(); }
   void Done(Status status) override { done_->set_value(std::move(status)); }
 
  private:
@@ -86,7 +87,7 @@ class ReplyJob final : public GroupJob {
 Status RunOne(ThrowingWriter* writer) {
   std::promise<Status> done;
   std::future<Status> answer = done.get_future();
-  REQUIRE(writer->Submit(new ReplyJob(&done)));
+  REQUIRE(writer->Submit(std::make_unique<ReplyJob>(&done)));
   REQUIRE(answer.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
   return answer.get();
 }

@@ -60,21 +60,46 @@ inline std::vector<std::string> ListAt(std::string_view sql, size_t open) {
 
 }  // namespace history_columns_internal
 
+// The items of the select list that starts at `from` (after SELECT) and
+// ends at the first " FROM " outside parentheses, split at its own commas.
+inline std::vector<std::string> SelectListAt(std::string_view sql, size_t from) {
+  std::vector<std::string> items;
+  int depth = 0;
+  size_t start = from;
+  for (size_t i = from; i < sql.size(); ++i) {
+    if (sql[i] == '(') ++depth;
+    if (sql[i] == ')') --depth;
+    const bool end = depth == 0 && sql.substr(i, 6) == " FROM " ;
+    if (end || (sql[i] == ',' && depth == 0)) {
+      items.push_back(history_columns_internal::Trimmed(sql.substr(start, i - start)));
+      start = i + 1;
+      if (end) return items;
+    }
+  }
+  return {};
+}
+
 // What is wrong with the insert into session_history in `sql` (a trigger's
 // text, or its function's): each described session column must be in its
-// column list, with OLD.<column> at the same place of its VALUES. Empty
+// column list, copied at the same place of its VALUES or SELECT list from
+// the row of that name (OLD.<column> of the container, or s.<column> of the
+// session, in a trigger that copies the sessions of a container). Empty
 // when nothing is.
 inline std::vector<std::string> HistoryInsertProblems(std::string_view sql) {
   using history_columns_internal::ListAt;
   const size_t insert = sql.find("INTO session_history");
   if (insert == std::string_view::npos) return {"no INSERT INTO session_history"};
   const size_t columns_open = sql.find('(', insert);
-  const size_t values = sql.find("VALUES", columns_open);
-  if (columns_open == std::string_view::npos || values == std::string_view::npos) {
-    return {"no column list or VALUES"};
+  if (columns_open == std::string_view::npos) return {"no column list"};
+  const size_t list_end = sql.find(')', columns_open);
+  const size_t values = sql.find("VALUES", list_end);
+  const size_t select = sql.find("SELECT", list_end);
+  if (values == std::string_view::npos && select == std::string_view::npos) {
+    return {"no VALUES or SELECT"};
   }
   const std::vector<std::string> columns = ListAt(sql, columns_open);
-  const std::vector<std::string> copied = ListAt(sql, sql.find('(', values));
+  const std::vector<std::string> copied =
+      values < select ? ListAt(sql, sql.find('(', values)) : SelectListAt(sql, select + 6);
   std::vector<std::string> problems;
   if (columns.size() != copied.size()) problems.push_back("columns and VALUES differ in length");
   for (const auto& c : store::kSessionColumns) {
@@ -82,8 +107,10 @@ inline std::vector<std::string> HistoryInsertProblems(std::string_view sql) {
     while (at < columns.size() && columns[at] != c.name) ++at;
     if (at == columns.size()) {
       problems.push_back(std::string(c.name) + " is not in the insert's columns");
-    } else if (at >= copied.size() || copied[at] != "OLD." + std::string(c.name)) {
-      problems.push_back(std::string(c.name) + " is not copied from OLD." + c.name);
+    } else if (at >= copied.size() || (copied[at] != "OLD." + std::string(c.name) &&
+                                       copied[at] != "s." + std::string(c.name))) {
+      problems.push_back(std::string(c.name) + " is not copied from OLD." + c.name + " or s." +
+                         c.name);
     }
   }
   return problems;

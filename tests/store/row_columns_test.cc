@@ -64,8 +64,8 @@ TEST_CASE("row columns: the statements' column lists are the descriptions' names
   CHECK(std::string(store::kContainerColumns[store::kContainerKeyColumn].name) == "id");
   constexpr auto statement = store::Sql("SELECT ", store::kCapacityColumnList, " FROM t");
   CHECK(std::string(statement) ==
-        "SELECT region, pool, status, count(*), count(CASE WHEN drain_requested THEN 1 END) "
-        "FROM t");
+        "SELECT region, pool, status, count(*), count(CASE WHEN drain_requested THEN 1 END), "
+        "sum(slots), sum(slots_used) FROM t");
   CHECK(std::string(statement.c_str()).size() == statement.size());
 }
 

@@ -459,8 +459,8 @@ TEST_CASE("storage: a silence sweep returns whom it marked dead, where, and why"
   for (int p = 0; p < e->partitions(); ++p) {
     store::SilenceSweep sweep;
     REQUIRE(e->SweepSilentContainers(p, [cutoff] { return cutoff; }, store::HeldPools{}, 100, &sweep).ok());
-    CHECK(static_cast<int64_t>(sweep.dead.size()) == sweep.sessions_ended + sweep.marked_dead);
-    for (int64_t i = 0; i < sweep.sessions_ended; ++i) {
+    CHECK(static_cast<int64_t>(sweep.dead.size()) == sweep.held_dead + sweep.marked_dead);
+    for (int64_t i = 0; i < sweep.held_dead; ++i) {
       CHECK((sweep.dead[i].id == "held" || sweep.dead[i].id == "said-dead"));
     }
     sessions_ended += sweep.sessions_ended;

@@ -13,12 +13,13 @@ TEST_CASE("types: every outcome has its own snake_case name, as docs/api.md's er
   CHECK(std::string(store::OutcomeName(Outcome::kForbidden)) == "forbidden");
   CHECK(std::string(store::OutcomeName(Outcome::kConflict)) == "conflict");
   CHECK(std::string(store::OutcomeName(Outcome::kOverloaded)) == "overloaded");
+  CHECK(std::string(store::OutcomeName(Outcome::kNoMatch)) == "no_match");
   std::set<std::string> names;
   for (Outcome o : {Outcome::kOk, Outcome::kReplayed, Outcome::kNoCapacity,
                     Outcome::kQuotaExceeded, Outcome::kStaleToken, Outcome::kNotFound,
                     Outcome::kForbidden, Outcome::kConflict, Outcome::kOverloaded,
-                    Outcome::kError}) {
+                    Outcome::kError, Outcome::kNoMatch}) {
     names.insert(store::OutcomeName(o));
   }
-  CHECK(names.size() == 10);
+  CHECK(names.size() == 11);
 }

@@ -27,9 +27,10 @@ class ForwardingStorage : public store::Storage {
                store::SessionCallback done) override {
     real_->Release(caller, std::move(session_id), token, std::move(done));
   }
+  using store::Storage::Renew;
   void Renew(const store::Caller& caller, std::string session_id, int64_t token,
-             int64_t lease_ms, store::SessionCallback done) override {
-    real_->Renew(caller, std::move(session_id), token, lease_ms, std::move(done));
+             int64_t lease_ms, bool shorten, store::SessionCallback done) override {
+    real_->Renew(caller, std::move(session_id), token, lease_ms, shorten, std::move(done));
   }
   store::SessionResult GetSession(const store::Caller& caller,
                                   std::string_view session_id) override {
@@ -72,6 +73,9 @@ class ForwardingStorage : public store::Storage {
     real_->Remove(std::move(id), std::move(done));
   }
   int partitions() const override { return real_->partitions(); }
+  std::vector<int> PartitionsOfRegion(const std::string& region) const override {
+    return real_->PartitionsOfRegion(region);
+  }
   store::Status PartitionOf(const std::string& container_id, int* partition) override {
     return real_->PartitionOf(container_id, partition);
   }
@@ -85,6 +89,24 @@ class ForwardingStorage : public store::Storage {
   store::Status PruneSessionHistory(int partition, int64_t history_ms, int64_t max_history_rows,
                                     int max_rows, int64_t* pruned) override {
     return real_->PruneSessionHistory(partition, history_ms, max_history_rows, max_rows, pruned);
+  }
+  int event_streams() const override { return real_->event_streams(); }
+  store::Status ReadEvents(const store::EventQuery& query, const store::EventCursor& after,
+                           store::EventPage* page) override {
+    return real_->ReadEvents(query, after, page);
+  }
+  store::Status PruneEvents(int partition, int64_t retention_ms, int max_rows,
+                            int64_t* pruned) override {
+    return real_->PruneEvents(partition, retention_ms, max_rows, pruned);
+  }
+  store::CommitSignal* commit_signal() override { return real_->commit_signal(); }
+  store::Status LeaseWebhook(const std::string& tenant, const std::string& owner,
+                             int64_t lease_ms, bool* held, std::string* cursor) override {
+    return real_->LeaseWebhook(tenant, owner, lease_ms, held, cursor);
+  }
+  store::Status AckWebhook(const std::string& tenant, const std::string& owner,
+                           const std::string& cursor, int64_t lease_ms, bool* held) override {
+    return real_->AckWebhook(tenant, owner, cursor, lease_ms, held);
   }
   store::Status CountSilent(int64_t cutoff_ms, std::vector<store::PoolSilence>* silent) override {
     return real_->CountSilent(cutoff_ms, silent);

@@ -8,18 +8,19 @@ repository). Standard library only.
 """
 
 from .client import DEFAULT_SERVER, Client, Containers
-from .errors import (BodyTooLarge, Conflict, ConnectionFailed, EdgeallocError, Forbidden, HeadersTooLarge,
-                     InternalError, InvalidRequest, MethodNotAllowed, NoCapacity, NotFound, NotReady, Overloaded,
+from .errors import (BodyTooLarge, Conflict, ConnectionFailed, EdgeallocError, EventsExpired, Forbidden, HeadersTooLarge,
+                     InternalError, InvalidRequest, MethodNotAllowed, NoCapacity, NoMatch, NotFound, NotReady, Overloaded,
                      QuotaExceeded, RateLimited, ServerNotImplemented, SessionEnded, SessionLost, StaleToken,
-                     Unauthorized, Unavailable)
+                     Unauthorized, Unavailable, UnknownPool)
 from .session import Session
 from .transport import Reply
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BodyTooLarge", "Client", "Conflict", "ConnectionFailed", "Containers", "DEFAULT_SERVER", "EdgeallocError",
+    "BodyTooLarge", "Client", "Conflict", "ConnectionFailed", "Containers", "DEFAULT_SERVER", "EdgeallocError", "EventsExpired",
     "Forbidden", "HeadersTooLarge", "InternalError", "InvalidRequest", "MethodNotAllowed", "NoCapacity",
-    "NotFound", "NotReady", "Overloaded", "QuotaExceeded", "RateLimited", "Reply", "ServerNotImplemented",
-    "Session", "SessionEnded", "SessionLost", "StaleToken", "Unauthorized", "Unavailable", "__version__",
+    "NoMatch", "NotFound", "NotReady", "Overloaded", "QuotaExceeded", "RateLimited", "Reply",
+    "ServerNotImplemented", "Session", "SessionEnded", "SessionLost", "StaleToken", "Unauthorized",
+    "Unavailable", "UnknownPool", "__version__",
 ]

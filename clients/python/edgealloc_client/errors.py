@@ -65,6 +65,19 @@ class NotFound(EdgeallocError):
     is unknown too)."""
 
 
+class UnknownPool(NotFound):
+    """404 unknown_pool: no container of the claim's pool was ever registered
+    in any region it names (or all were deleted): a retry cannot succeed until
+    one registers. The message names the pools the region has."""
+
+
+class NoMatch(NotFound):
+    """404 no_match: the claim's selector matches no container registered in
+    its pool (in its region or any fallback region), whatever their state;
+    answered at once, never after wait_ms. Retrying will not help until a
+    matching container is registered."""
+
+
 class MethodNotAllowed(EdgeallocError):
     """405."""
 
@@ -87,6 +100,17 @@ class SessionEnded(EdgeallocError):
         error = self.body.get("error", {}) if isinstance(self.body, dict) else {}
         self.end_reason = error.get("end_reason")
         self.ended_at_ms = error.get("ended_at_ms")
+
+
+class EventsExpired(EdgeallocError):
+    """410: the events after the cursor were pruned (--event-retention-ms);
+    resume_after is the cursor to resume after, oldest_seq the oldest kept."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        error = self.body.get("error", {}) if isinstance(self.body, dict) else {}
+        self.resume_after = error.get("resume_after")
+        self.oldest_seq = error.get("oldest_seq")
 
 
 class QuotaExceeded(EdgeallocError):
@@ -147,10 +171,13 @@ BY_CODE = {
     "unauthorized": Unauthorized,
     "forbidden": Forbidden,
     "not_found": NotFound,
+    "unknown_pool": UnknownPool,
+    "no_match": NoMatch,
     "method_not_allowed": MethodNotAllowed,
     "stale_token": StaleToken,
     "conflict": Conflict,
     "session_ended": SessionEnded,
+    "events_expired": EventsExpired,
     "quota_exceeded": QuotaExceeded,
     "rate_limited": RateLimited,
     "internal": InternalError,

@@ -16,7 +16,8 @@ DEFAULT_LEASE_MS = 60000
 class Session:
     """What `client.session(...)` returns. Inside the block: id, token,
     container_id, data, labels, region, pool, tenant, lease_expires_at_ms (the
-    latest reply's), reply (that reply whole), lost and lost_error, check().
+    latest reply's), served_by (the claim's: "home", "fallback" or "backup"),
+    reply (that reply whole), lost and lost_error, check().
 
     A renew refused for good (any 4xx but 429: stale_token, not_found,
     session_ended, forbidden, ...), or no renew succeeding before the lease
@@ -41,6 +42,7 @@ class Session:
         self._thread = None
         self._released = False
         self.reply = None
+        self._served_by = None
         self.lost = False
         self.lost_error = None
 
@@ -60,6 +62,7 @@ class Session:
     pool = property(lambda self: self._field("pool"))
     tenant = property(lambda self: self._field("tenant"))
     lease_expires_at_ms = property(lambda self: self._field("lease_expires_at_ms"))
+    served_by = property(lambda self: self._served_by)
 
     def check(self):
         """Raises SessionLost once the session is no longer held."""
@@ -72,6 +75,7 @@ class Session:
     def __enter__(self):
         sent = time.monotonic()
         self.reply = self._client.claim(**self._claim)
+        self._served_by = self.reply.get("served_by")  # a renew's reply has none
         self._expires = sent + self._lease_s  # measured from before the claim: never late
         self._thread = threading.Thread(target=self._renew_loop, name="edgealloc-renew %s" % self.id,
                                         daemon=True)

@@ -23,6 +23,14 @@ class Reply(dict):
         return self.headers.get("X-Request-Id")
 
     @property
+    def served_by(self):
+        """Of a claim: which of its regions served it, "home" (its own),
+        "fallback" (one of its fallback_regions) or "backup" (the server's
+        designated backup of its region, --backup-region); reply["region"]
+        names it. None for any other reply."""
+        return self.get("served_by")
+
+    @property
     def replayed(self):
         """True when a claim was answered from its idempotency key (the
         session of an earlier claim, nothing new claimed)."""

@@ -112,7 +112,8 @@ std::string LargestClaim() {
                 {"pool", text(kMaxNameChars, U'\U0001F601')},
                 {"idempotency_key", text(kMaxNameChars, U'\U0001F601')},
                 {"lease_ms", 600000},
-                {"wait_ms", 0}};
+                {"wait_ms", 0},
+                {"placement", "distributed"}};
   for (size_t i = 0; i < kMaxFallbackRegions; ++i) {
     const auto first = static_cast<char32_t>(U'\U0001F610' + i);
     claim["fallback_regions"].push_back(text(kMaxNameChars, first));
@@ -122,6 +123,12 @@ std::string LargestClaim() {
     claim["labels"][text(kMaxLabelKeyChars, first)] =
         text(kMaxLabelValueChars, U'\U0001F601');
   }
+  // Every key an array, the values spread over them up to the bound in all.
+  for (size_t i = 0; i < kMaxSelectorValues; ++i) {
+    const auto key = static_cast<char32_t>(U'\U0001F610' + i % kMaxLabels);
+    const auto value = static_cast<char32_t>(U'\U0001F620' + i);
+    claim["selector"][text(kMaxLabelKeyChars, key)].push_back(text(kMaxLabelValueChars, value));
+  }
   return claim.dump(4, ' ', /*ensure_ascii=*/true);
 }
 
@@ -129,8 +136,8 @@ std::string LargestClaim() {
 // parsed whole; a valid one is far smaller.
 TEST_CASE("edge: claim and renew bodies are bounded by what a valid one can be") {
   // docs/api.md, docs/openapi.json and README state these two figures.
-  CHECK(kMaxClaimBodyBytes == 120866);
-  CHECK(kMaxRenewBodyBytes == 161);
+  CHECK(kMaxClaimBodyBytes == 331385);
+  CHECK(kMaxRenewBodyBytes == 223);
   fixture::LiveService t;
   HttpClient c = t.Client();
   REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
@@ -139,8 +146,8 @@ TEST_CASE("edge: claim and renew bodies are bounded by what a valid one can be")
   CHECK(largest.size() <= kMaxClaimBodyBytes);
   HttpReply r = c.Post("/v1/sessions", largest);
   INFO(r.body);
-  CHECK(r.status == 503);  // valid, and nothing serves its region
-  CHECK(r.ErrorCode() == "no_capacity");
+  CHECK(r.status == 404);  // valid, and nothing registered matches its selector
+  CHECK(r.ErrorCode() == "no_match");
   // A claim padded past the bound: refused on its length, before its
   // unknown field is seen.
   std::string padded = R"({"region":"weur","pool":"chrome","pad":")";

@@ -132,7 +132,7 @@ TEST_CASE("errors: every error code is in the table once, and every outcome has 
   using store::Outcome;
   for (Outcome o : {Outcome::kNoCapacity, Outcome::kQuotaExceeded, Outcome::kStaleToken,
                     Outcome::kNotFound, Outcome::kForbidden, Outcome::kConflict,
-                    Outcome::kOverloaded, Outcome::kError}) {
+                    Outcome::kOverloaded, Outcome::kError, Outcome::kNoMatch}) {
     const HttpStatus st = HttpStatusOf(o);
     INFO(st.code);
     REQUIRE(RowOfCode(st.code) != nullptr);

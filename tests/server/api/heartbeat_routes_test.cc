@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "server/demo.h"
 #include "tests/server/service_fixture.h"
 #include "tests/server/storage_double.h"
 
@@ -228,7 +229,8 @@ TEST_CASE("heartbeats: the demo fleet stays alive through the batcher alone") {
     c->dead_after_ms = 1500;
   });
   HttpClient c = t.Client();
-  CHECK(Eventually([&] { return t.service->batcher()->stats().written.load() >= 2 * 48; }));
+  const int64_t fleet = static_cast<int64_t>(Demo::Fleet().size());
+  CHECK(Eventually([&] { return t.service->batcher()->stats().written.load() >= 2 * fleet; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));
   json cap = json::parse(c.Get("/v1/capacity").body);
   int64_t available = 0, dead = 0;
@@ -238,7 +240,7 @@ TEST_CASE("heartbeats: the demo fleet stays alive through the batcher alone") {
       dead += p["dead"].get<int64_t>();
     }
   }
-  CHECK(available == 48);
+  CHECK(available == fleet);
   CHECK(dead == 0);
 }
 

@@ -46,15 +46,13 @@ TEST_CASE("unknown fields: POST /v1/sessions refuses them and claims nothing") {
   RegisterFleet(c, "u", 1);
   CheckUnknown(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","lease_msec":5000})"),
                "lease_msec", "; did you mean \"lease_ms\"?");
-  CheckUnknown(
-      c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","selector":{"gpu":"a100"}})"),
-      "selector",
-      "; known fields: region, pool, lease_ms, idempotency_key, fallback_regions, "
-      "wait_ms, labels");
-  CheckUnknown(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","placement":"packed"})"),
-               "placement",
+  CheckUnknown(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","selectr":{}})"),
+               "selectr", "; did you mean \"selector\"?");
+  CheckUnknown(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","placment":"packed"})"),
+               "placment", "; did you mean \"placement\"?");
+  CheckUnknown(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","shard":1})"), "shard",
                "; known fields: region, pool, lease_ms, idempotency_key, fallback_regions, "
-               "wait_ms, labels");
+               "wait_ms, labels, placement, selector");
   CheckUnknown(c.Post("/v1/sessions", R"({"regoin":"weur"})"), "regoin",
                "; did you mean \"region\"?");
   CHECK(ContainerStatus(c, "u-0") == "available");
@@ -73,8 +71,8 @@ TEST_CASE("unknown fields: renew and release refuse them and change nothing") {
   const std::string path = "/v1/sessions/" + s["session_id"].get<std::string>();
   const std::string token = std::to_string(s["token"].get<int64_t>());
   const int64_t expires = s["lease_expires_at_ms"].get<int64_t>();
-  CheckUnknown(c.Post(path + "/renew", R"({"token":)" + token + R"(,"shorten":true})"), "shorten",
-               "; known fields: token, lease_ms");
+  CheckUnknown(c.Post(path + "/renew", R"({"token":)" + token + R"(,"forever":true})"), "forever",
+               "; known fields: token, lease_ms, shorten");
   CheckUnknown(c.Post(path + "/renew", R"({"token":)" + token + R"(,"leese_ms":600000})"),
                "leese_ms", "; did you mean \"lease_ms\"?");
   CHECK(json::parse(c.Get(path).body)["lease_expires_at_ms"].get<int64_t>() == expires);
@@ -93,11 +91,15 @@ TEST_CASE("unknown fields: POST /v1/containers refuses them in the body and in e
       "dry_run", "; known fields: containers");
   CheckUnknown(
       c.Post("/v1/containers",
-             R"({"containers":[{"id":"a","region":"weur"},{"id":"b","region":"weur","slots":4}]})"),
-      "containers[1].slots", "; known fields: id, region, pool, latency_ms, data");
+             R"({"containers":[{"id":"a","region":"weur"},{"id":"b","region":"weur","slot":4}]})"),
+      "containers[1].slot", "; did you mean \"slots\"?");
   CheckUnknown(c.Post("/v1/containers",
-                      R"({"containers":[{"id":"a","region":"weur","attributes":{"gpu":"a100"}}]})"),
-               "containers[0].attributes", "; known fields: id, region, pool, latency_ms, data");
+                      R"({"containers":[{"id":"a","region":"weur","atributes":{"gpu":"a100"}}]})"),
+               "containers[0].atributes", "; did you mean \"attributes\"?");
+  CheckUnknown(c.Post("/v1/containers",
+                      R"({"containers":[{"id":"a","region":"weur","owner":"x"}]})"),
+               "containers[0].owner",
+               "; known fields: id, region, pool, latency_ms, data, slots, attributes");
   CheckUnknown(
       c.Post("/v1/containers", R"({"containers":[{"id":"a","region":"weur","latncy_ms":3}]})"),
       "containers[0].latncy_ms", "; did you mean \"latency_ms\"?");
@@ -157,13 +159,13 @@ TEST_CASE("unknown fields: the first is named, null or not, a long name cut shor
   BodyError e;
   CHECK(ParseJsonObject(R"({"b":1,"a":2})", FieldNames(kRenewFields), &j, &e) == false);
   CHECK(e.code == "invalid_request");
-  CHECK(e.message == "unknown field \"a\"; known fields: token, lease_ms");  // in name order
+  CHECK(e.message == "unknown field \"a\"; known fields: token, lease_ms, shorten");  // in name order
   CHECK_FALSE(ParseJsonObject(R"({"token":1,"selector":null})", kRenewFields, &j, &e));
   CHECK(e.message.rfind("unknown field \"selector\"", 0) == 0);
   const std::string long_name(100000, 'q');
   CHECK_FALSE(ParseJsonObject("{\"" + long_name + "\":1}", kRenewFields, &j, &e));
   CHECK(e.message ==
-        "unknown field \"" + long_name.substr(0, 64) + "...\"; known fields: token, lease_ms");
+        "unknown field \"" + long_name.substr(0, 64) + "...\"; known fields: token, lease_ms, shorten");
   // Known fields pass and are left to the parser; bad JSON is still invalid_json.
   CHECK(ParseJsonObject(R"({"token":1,"lease_ms":"x"})", kRenewFields, &j, &e));
   CHECK_FALSE(ParseJsonObject("{", kRenewFields, &j, &e));

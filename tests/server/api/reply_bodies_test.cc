@@ -23,7 +23,7 @@ TEST_CASE("json_io: the session reply splices data in without re-parsing it") {
   s.data = R"({"a":[1,2]})";
   CHECK(SessionJson(s) ==
         R"({"session_id":"s_1","container_id":"c\"1","region":"weur","pool":"chrome",)"
-        R"("tenant":"acme","token":42,"lease_expires_at_ms":7,"data":{"a":[1,2]},"labels":{}})");
+        R"("tenant":"acme","token":42,"slot":0,"lease_expires_at_ms":7,"data":{"a":[1,2]},"labels":{}})");
   s.labels = R"({"owner":"ci-42"})";
   CHECK(SessionJson(s).find(R"("labels":{"owner":"ci-42"}})") != std::string::npos);
 }
@@ -131,7 +131,7 @@ TEST_CASE("reply bodies: docs/openapi.json's schemas name each described column'
       if (*c.json != '\0' && c.maybe == nullptr) CHECK(required.count(c.json) == 1);
     }
   };
-  check(store::kSessionColumns, "Session", {});
+  check(store::kSessionColumns, "Session", {"served_by"});  // a 201's alone
   check(store::kSessionColumns, "EndedSession", {"end_reason", "ended_at_ms"});
   check(store::kContainerColumns, "Container", {});
 }

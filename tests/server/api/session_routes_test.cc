@@ -162,7 +162,7 @@ TEST_CASE("routes: an idempotent retry replays the session with Idempotent-Repla
   CHECK(Json(a)["session_id"] == Json(b)["session_id"]);
 }
 
-TEST_CASE("routes: an exhausted pool is 503 no_capacity with Retry-After") {
+TEST_CASE("routes: an exhausted pool is 503 no_capacity with Retry-After, after a wait its estimate") {
   TestService t;
   HttpClient c = t.Client();
   REQUIRE(c.Post("/v1/containers", kFleet).status == 200);
@@ -172,6 +172,12 @@ TEST_CASE("routes: an exhausted pool is 503 no_capacity with Retry-After") {
   CHECK(r.status == 503);
   CHECK(r.ErrorCode() == "no_capacity");
   CHECK(r.Header("retry-after") == "1");
+  // A claim that waited 2 s with nothing freed meanwhile (no pace known) is
+  // told to wait as long again, not always 1 s.
+  HttpReply waited = c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","wait_ms":2000})");
+  CHECK(waited.status == 503);
+  CHECK(waited.ErrorCode() == "no_capacity");
+  CHECK(waited.Header("retry-after") == "2");
 }
 
 TEST_CASE("routes: a tenant at its quota gets 429 quota_exceeded") {
@@ -406,6 +412,20 @@ TEST_CASE("routes: the demo fleet can be claimed from at once") {
   HttpReply r = c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
   REQUIRE(r.status == 201);
   CHECK(Json(r)["data"]["endpoint"].get<std::string>().rfind("ws://demo-weur-chrome-", 0) == 0);
+  // README's packed claim with a selector: the fastest arm container of
+  // the workers pool, and the next such claim fills its next slot.
+  const std::string packed = R"({"region":"weur","pool":"workers","placement":"packed",)"
+                             R"("selector":{"arch":"arm"}})";
+  HttpReply first = c.Post("/v1/sessions", packed);
+  REQUIRE(first.status == 201);
+  CHECK(Json(first)["container_id"] == "demo-weur-workers-1");
+  HttpReply second = c.Post("/v1/sessions", packed);
+  REQUIRE(second.status == 201);
+  CHECK(Json(second)["container_id"] == "demo-weur-workers-1");
+  CHECK(Json(second)["slot"] != Json(first)["slot"]);
+  json container = Json(c.Get("/v1/containers/demo-weur-workers-1"));
+  CHECK(container["slots"] == 4);
+  CHECK(container["attributes"] == json{{"arch", "arm"}});
   service.Stop();
 }
 
@@ -1133,8 +1153,8 @@ TEST_CASE("routes: a waiting claim whose client half-closed still gets its answe
   CHECK(answer.find(held["container_id"].get<std::string>()) != std::string::npos);
 }
 
-// A claim for a region and pool nobody registered never waits: 503 at once,
-// whatever its wait_ms.
+// A claim for a region and pool nobody registered never waits: 404
+// unknown_pool at once, whatever its wait_ms, naming the region's pools.
 TEST_CASE("routes: a waiting claim for a pool nobody registered is answered at once") {
   TestService t;
   HttpClient c = t.Client();
@@ -1143,9 +1163,10 @@ TEST_CASE("routes: a waiting claim for a pool nobody registered is answered at o
   HttpReply r = c.Post("/v1/sessions",
                        R"({"region":"made-up","pool":"chrome","wait_ms":20000,)"
                        R"("fallback_regions":["made-up-2"]})");
-  CHECK(r.status == 503);
-  CHECK(r.ErrorCode() == "no_capacity");
+  CHECK(r.status == 404);
+  CHECK(r.ErrorCode() == "unknown_pool");
   CHECK_THAT(r.body, Catch::Contains("registered"));
+  CHECK(r.Header("retry-after").empty());
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
   CHECK(MetricValue(c, "edgealloc_claim_waits_total{result=\"unregistered\"}") == 1);
 }

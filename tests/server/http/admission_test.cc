@@ -1,5 +1,5 @@
-// HttpServer's admission of a request on its header (HttpServerOptions::
-// admit) and the Host field every request must carry (RFC 9112 3.2).
+// HttpServer's admission of a request on its header (its Admitter) and the
+// Host field every request must carry (RFC 9112 3.2).
 #include "server/http/server.h"
 
 #include <catch2/catch.hpp>
@@ -16,33 +16,30 @@ namespace {
 
 // A server that refuses /refused 401 on its header, lets /small in with a
 // body of at most 10 bytes, and echoes the body's size.
-struct AdmittingServer {
+struct AdmittingServer final : Admitter {
   AdmittingServer() {
     HttpServerOptions options;
     options.port = 0;
     options.threads = 2;
     options.max_body_bytes = 1 << 20;
-    options.admit = [this](const Request& header) {
-      admitted.fetch_add(1);
-      Admission admission;
-      if (header.target() == "/refused") {
-        admission.refusal = ErrorResponse(ApiError::kUnauthorized, "no");
-        return admission;
-      }
-      if (header.target() == "/small") admission.max_body_bytes = 10;
-      admission.handler = [this](Request req, Reply reply, ClientGoneWatch, ExtendDeadline) {
-        handled.fetch_add(1);
-        reply(JsonResponse(200, "{\"len\":" + std::to_string(req.body().size()) + "}"));
-      };
-      return admission;
-    };
-    server = std::make_unique<HttpServer>(options, [](Request, Reply reply, ClientGoneWatch,
-                                                      ExtendDeadline) {
-      reply(JsonResponse(500, "{}"));  // never: admit hands every request its handler
-    });
+    server = std::make_unique<HttpServer>(options, this);
     REQUIRE(server->Start().ok());
   }
-  std::atomic<int> admitted{0}, handled{0};
+  Admission Admit(const Request& header) const override {
+    admitted.fetch_add(1);
+    Admission admission;
+    if (header.target() == "/refused") {
+      admission.refusal = ErrorResponse(ApiError::kUnauthorized, "no");
+      return admission;
+    }
+    if (header.target() == "/small") admission.max_body_bytes = 10;
+    admission.handler = [this](Request req, Reply reply, ClientGoneWatch, ExtendDeadline) {
+      handled.fetch_add(1);
+      reply(JsonResponse(200, "{\"len\":" + std::to_string(req.body().size()) + "}"));
+    };
+    return admission;
+  }
+  mutable std::atomic<int> admitted{0}, handled{0};
   std::unique_ptr<HttpServer> server;
 };
 

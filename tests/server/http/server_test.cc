@@ -20,6 +20,20 @@ bool WaitFor(const std::function<bool()>& done) {
   return testing::Eventually(done, std::chrono::seconds(5));
 }
 
+// Lets every request in, to one handler.
+class AdmitAll final : public Admitter {
+ public:
+  explicit AdmitAll(Handler handler) : handler_(std::move(handler)) {}
+  Admission Admit(const Request&) const override {
+    Admission admission;
+    admission.handler = handler_;
+    return admission;
+  }
+
+ private:
+  Handler handler_;
+};
+
 // A server whose handler echoes the body, answers from another thread on
 // /later, and throws on /throw.
 struct EchoServer {
@@ -29,8 +43,8 @@ struct EchoServer {
     options.threads = 2;
     options.max_body_bytes = max_body;
     options.max_connections = max_connections;
-    server = std::make_unique<HttpServer>(options, [](Request req, Reply reply, ClientGoneWatch,
-                                                      ExtendDeadline) {
+    admit = std::make_unique<AdmitAll>([](Request req, Reply reply, ClientGoneWatch,
+                                          ExtendDeadline) {
       if (req.target() == "/throw") throw std::runtime_error("boom");
       if (req.target() == "/slow") {
         std::thread([reply] {
@@ -45,8 +59,10 @@ struct EchoServer {
       }
       reply(JsonResponse(200, "{\"len\":" + std::to_string(req.body().size()) + "}"));
     });
+    server = std::make_unique<HttpServer>(options, admit.get());
     REQUIRE(server->Start().ok());
   }
+  std::unique_ptr<AdmitAll> admit;
   std::unique_ptr<HttpServer> server;
 };
 
@@ -266,13 +282,14 @@ struct ForgetfulServer {
     options.port = 0;
     options.threads = 2;
     options.request_deadline = std::chrono::milliseconds(300);
-    server = std::make_unique<HttpServer>(
-        options, [this](Request req, Reply reply, ClientGoneWatch, ExtendDeadline extend) {
+    admit = std::make_unique<AdmitAll>(
+        [this](Request req, Reply reply, ClientGoneWatch, ExtendDeadline extend) {
           if (req.target() == "/echo") return reply(JsonResponse(200, "{\"echo\":true}"));
           if (req.target() == "/wait") extend(std::chrono::seconds(1));
           std::lock_guard<std::mutex> lock(mu);
           kept.push_back(std::move(reply));
         });
+    server = std::make_unique<HttpServer>(options, admit.get());
     REQUIRE(server->Start().ok());
   }
   // A kept Reply holds its connection, which needs the server: they go first.
@@ -289,6 +306,7 @@ struct ForgetfulServer {
     }
     for (Reply& reply : late) reply(JsonResponse(200, "{\"late\":true}"));
   }
+  std::unique_ptr<AdmitAll> admit;
   std::unique_ptr<HttpServer> server;
   std::mutex mu;
   std::vector<Reply> kept;

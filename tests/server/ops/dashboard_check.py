@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The dashboard in headless Chromium.
 
-Five scenes, each a page rendered by Debian's `chromium`:
+Six scenes, each a page rendered by Debian's `chromium`:
 
 1. A 300-pool fleet on a live `edgealloc serve` (60 regions x 5 pools, 2,400
    containers, utilisation from 0 to 100%, some dead), built in waves so the
@@ -39,6 +39,12 @@ Five scenes, each a page rendered by Debian's `chromium`:
 5. README's demo fleet (`serve --demo`, default settings), one pool full and
    refusing, one with few free, one opened: the screenshot (docs/dashboard.png
    is one).
+6. The scripted server with pools that take no claim: 8 drained and 3 dead
+   is 'drained', 3 dead is 'dead', neither full nor with a utilisation (0
+   of 0), while 8 sessions on 8 single-slot containers is full at 100%;
+   utilisation is by slots (7 of 12 used is 58%, where containers would say
+   33%); the grid and the tiles tell them apart. Scene 4 also sees each
+   container's used slots.
 
     tests/server/ops/dashboard_check.py --bin build/edgealloc [--screenshot out.png] [--window 1280,1300] [--keep]
 
@@ -76,7 +82,7 @@ REGIONS = tuple(f"{a}-{i}" for a in AREAS for i in range(1, 6))
 POOLS = ("chrome", "firefox", "webkit", "gpu", "sandbox")
 HISTORY_INTERVAL_MS = 250
 RISK_FREE_SHARE = 0.1           # the page's RISK_FREE_SHARE
-RISK_RANK = {"refusing": 0, "out": 1, "high": 2, "ok": 3}
+RISK_RANK = {"refusing": 0, "out": 1, "drained": 1, "dead": 1, "high": 2, "ok": 3}
 HEALTH_TIMEOUT_S = 30
 CHROMIUM_TIMEOUT_S = 120
 # The only absolute URL the page may hold: SVG's namespace name, never fetched.
@@ -169,12 +175,19 @@ class Page:
                     for c in tr.find(lambda n: "data-col" in n.attrs)}
             self.rows.append({"key": tr.attrs["data-key"], "risk": tr.attrs.get("data-risk"),
                               "hidden": "hidden" in tr.attrs,
-                              "history": int(tr.attrs.get("data-history-points", "0")), **cols})
+                              "history": int(tr.attrs.get("data-history-points", "0")),
+                              "spark": next((n.attrs.get("aria-label") for n in tr.find(
+                                  lambda n: n.tag == "svg")), None), **cols})
         self.deaths = []
         for tr in root.find(lambda n: n.tag == "tr" and "data-death" in n.attrs):
             cols = {c.attrs["data-col"]: c.text().strip()
                     for c in tr.find(lambda n: "data-col" in n.attrs)}
             self.deaths.append({"key": tr.attrs["data-death"], **cols})
+        self.backups = []
+        for tr in root.find(lambda n: n.tag == "tr" and "data-backup-region" in n.attrs):
+            cols = {c.attrs["data-col"]: c.text().strip()
+                    for c in tr.find(lambda n: "data-col" in n.attrs)}
+            self.backups.append({"region": tr.attrs["data-backup-region"], **cols})
         self.cells = [{"key": td.attrs["data-cell"], "class": td.attrs.get("class", "").split(),
                        "util": td.attrs.get("data-util"), "text": td.text().strip()}
                       for td in root.find(lambda n: n.tag == "td" and "data-cell" in n.attrs)]
@@ -188,16 +201,34 @@ class Page:
 
 # ---- what the page should show, worked out here from /v1/capacity ----
 
+def slots_of(c):
+    """(used, free) slots of a pool; a body without them counts a container a slot."""
+    if "slots_free" in c:
+        return c["slots_used"], c["slots_free"]
+    return c["picked"], c["available"]
+
+
 def utilisation(c):
-    usable = c["available"] + c["picked"]
-    return c["picked"] / usable if usable > 0 else 1.0
+    """Used slots of those used or free; None for 0 of 0."""
+    used, free = slots_of(c)
+    return used / (used + free) if used + free > 0 else None
 
 
 def few_free(c):
-    return c["available"] <= max(1, math.floor(RISK_FREE_SHARE * (c["available"] + c["picked"])))
+    used, free = slots_of(c)
+    return free <= max(1, math.floor(RISK_FREE_SHARE * (used + free)))
+
+
+def unusable(c):
+    """'drained' or 'dead' for a pool with no container available or picked."""
+    if c["available"] + c["picked"] > 0:
+        return None
+    return "drained" if c["draining"] > 0 else "dead"
 
 
 def risk_of(c, refused=0.0):
+    if unusable(c):
+        return unusable(c)
     if refused > 0:
         return "refusing"
     if c["available"] == 0:
@@ -214,6 +245,7 @@ def expected_order(capacity, sort, descending=False):
     def key(item):
         r, p, c = item
         u = utilisation(c)
+        u = -1 if u is None else u
         if sort == "risk":
             return (RISK_RANK[risk_of(c)], -u, c["available"])
         if sort == "available":
@@ -233,6 +265,8 @@ def capacity_counts(body):
 
 
 def cell_class(c):
+    if unusable(c):
+        return unusable(c)
     if c["available"] == 0:
         return "out"
     u = utilisation(c)
@@ -712,6 +746,7 @@ def drill_state(browser):
               containers: [...document.querySelectorAll("#drill tr[data-container]")].map((tr) => ({
                 id: tr.dataset.container, drained: tr.dataset.drainRequested,
                 status: tr.querySelector("[data-col=status]").textContent,
+                slots: tr.querySelector("[data-col=slots]").textContent,
                 action: (tr.querySelector("button[data-action]") || {dataset: {}}).dataset.action || null})),
               sessions: [...document.querySelectorAll("#drill tr[data-session]")].map((tr) => tr.dataset.session)};
     })()""") or {}
@@ -759,6 +794,10 @@ def scene_drill(checks, args, chromium, tmp):
                      str(d)[:300])
         checks.check(all(c["action"] == "drain" for c in d.get("containers", [])),
                      "drill: each container has a Drain button", str(d.get("containers"))[:300])
+        checks.check({c["id"]: c["slots"] for c in d.get("containers", [])}
+                     == {f"r1.p.{i}": ("1/1" if f"r1.p.{i}" == held else "0/1") for i in range(3)},
+                     "drill: each container shows its used slots (its session's 1/1)",
+                     str(d.get("containers"))[:300])
 
         # Drain a free container from the page, then undrain it (each look at
         # the server on a new connection: an idle one may have been closed).
@@ -858,13 +897,30 @@ def fleet_claims(k, now):
             "earlier": fleet_sums(k - 1, now)}
 
 
-def scripted_server(page_html, fleet=False):
+# Region r2 of scripted_server(states=True): pools that take no claim, a
+# full one, and one of several slots a container.
+STATE_POOLS = {
+    # The issue a newcomer met: 8 drained and 3 dead showed as "full, 100%".
+    "drained-8": {"available": 0, "picked": 0, "draining": 8, "dead": 3, "drained": 8,
+                  "slots": 11, "slots_used": 0, "slots_free": 0},
+    "dead-3": {"available": 0, "picked": 0, "draining": 0, "dead": 3, "drained": 0,
+               "slots": 3, "slots_used": 0, "slots_free": 0},
+    "live-8": {"available": 0, "picked": 8, "draining": 0, "dead": 0, "drained": 0,
+               "slots": 8, "slots_used": 8, "slots_free": 0},
+    # 3 containers of 4 slots, 7 sessions: 58% by slots (33% by containers).
+    "slots": {"available": 2, "picked": 1, "draining": 0, "dead": 0, "drained": 0,
+              "slots": 12, "slots_used": 7, "slots_free": 5},
+}
+
+
+def scripted_server(page_html, fleet=False, states=False):
     """A server of the page and of scripted data: each /metrics answer has the
     counters one step further (claims ok +3 and no_capacity +2 in r1/a, +4 in
     the weird pool, ok +3 in r1/b, a step). Region r0 has 25 full pools
     nobody asks of; r1 has small, big and mid pools of few free containers.
     With `fleet`, GET /v1/capacity/claims answers too (fleet_claims);
-    without, it is a 404, as on a server that has none."""
+    without, it is a 404, as on a server that has none. With `states`,
+    region r2 has STATE_POOLS."""
     state = {"metrics": 0, "claims": 0, "paths": [], "t0": int(time.time() * 1000)}
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -887,10 +943,13 @@ def scripted_server(page_html, fleet=False):
             if path == "/dashboard":
                 self.reply("text/html; charset=utf-8", page_html)
             elif path == "/v1/capacity":
-                self.reply("application/json", json.dumps({"as_of_ms": now, "age_ms": 5, "regions": {
+                regions = {
                     "r0": {"pools": {f"full-{i:02d}": counts(0, 2) for i in range(IDLE_FULL_POOLS)}},
                     "r1": {"pools": {"a": counts(3, 1), "b": counts(5, 0), WEIRD_POOL: counts(0, 2, 1),
-                                     "small": counts(1, 4), "big": counts(2, 18), "mid": counts(2, 10)}}}}))
+                                     "small": counts(1, 4), "big": counts(2, 18), "mid": counts(2, 10)}}}
+                if states:
+                    regions["r2"] = {"pools": STATE_POOLS}
+                self.reply("application/json", json.dumps({"as_of_ms": now, "age_ms": 5, "regions": regions}))
             elif path == "/v1/capacity/claims" and fleet:
                 k = state["claims"] = state["claims"] + 1
                 self.reply("application/json", json.dumps(fleet_claims(k, state["t0"])))
@@ -914,7 +973,16 @@ def scripted_server(page_html, fleet=False):
                     "interval_ms": 1000, "pools_omitted": 0, "as_of_ms": [now - 2000, now - 1000, now],
                     "regions": {"r1": {"pools": {
                         "a": {"available": [4, None, 3], "picked": [0, None, 1]},
-                        "b": {"available": [5, 5, 5], "picked": [0, 0, 0]}}}}}))
+                        "b": {"available": [5, 5, 5], "picked": [0, 0, 0],
+                              "slots": [40, 40, 40], "slots_used": [0, 10, 30],
+                              "slots_free": [40, 30, 10]}}}}}))
+            elif path == "/v1/capacity/regions":
+                self.reply("application/json", json.dumps({"max_heartbeat_lag_ms": 2000, "regions": [
+                    {"region": "r1", "lag_ms": 0, "backup": None, "on_backup": False, "on_backup_ms": 0},
+                    {"region": "r2", "lag_ms": 3500, "backup": "r1", "on_backup": True,
+                     "on_backup_ms": 125000, "switches": 1},
+                    {"region": "r3", "lag_ms": 0, "backup": "r1", "on_backup": False,
+                     "on_backup_ms": 0, "switches": 0}]}))
             elif path == "/v1/capacity/deaths":
                 self.reply("application/json", json.dumps({"window_ms": 600000, "pools": [
                     {"region": "r1", "pool": "a", "silent": 3, "reported": 1, "last_ms": now},
@@ -927,9 +995,9 @@ def scripted_server(page_html, fleet=False):
     return server, state
 
 
-def render_scripted(checks, chromium, tmp, page_html, label, fleet=False, budget_ms=6000):
-    """The page over scripted_server(fleet), rendered: (Page or None, the server's state)."""
-    server, state = scripted_server(page_html, fleet)
+def render_scripted(checks, chromium, tmp, page_html, label, fleet=False, budget_ms=6000, states=False):
+    """The page over scripted_server(fleet, states), rendered: (Page or None, the server's state)."""
+    server, state = scripted_server(page_html, fleet, states)
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         rc, dom, err = dump_dom(chromium, tmp, base + "/dashboard", budget_ms=budget_ms)
@@ -1003,6 +1071,12 @@ def scene_scripted(checks, chromium, tmp, page_html):
     checks.check(a.get("history") == 2 and b.get("history") == 3 and weird.get("history") == 0,
                  "scripted: lines leave out the samples a pool was not in",
                  f"{a.get('history')} {b.get('history')} {weird.get('history')}")
+    # b's containers are all available, its slots from none to 3 of 4 used:
+    # its line is by slots (0% to 75%), a's by containers (no slot counts).
+    checks.check(b.get("spark") == "utilisation from 0% to 75%"
+                 and a.get("spark") == "utilisation from 0% to 25%",
+                 "scripted: a pool's line is its slot utilisation where the history has slots",
+                 f"b: {b.get('spark')}, a: {a.get('spark')}")
     # Refusing (the highest rate first, full or not), then full, then few
     # free, then the rest, each by utilisation: 1 free of 5 (80%) is at risk,
     # 2 free of 20 (90%) too, 2 free of 12 (83%) is not.
@@ -1024,14 +1098,52 @@ def scene_scripted(checks, chromium, tmp, page_html):
                  and page.ids.get("deaths-total") == "5",
                  "scripted: the recent deaths by pool, the most first, and their sum",
                  f"{page.deaths} {page.ids.get('deaths-total')}")
+    checks.check([(b["region"], b["backup"], b["to"].split(",")[0]) for b in page.backups]
+                 == [("r2", "r1", "backup r1"), ("r3", "r1", "home")]
+                 and page.ids.get("backup-total") == "1"
+                 and "s" in page.backups[0]["lag"],
+                 "scripted: the regions with a backup, the one on it shown so, and their count",
+                 f"{page.backups} {page.ids.get('backup-total')}")
     source, text = page.id_attrs.get("rate-source", {}), page.ids.get("rate-source", "")
     checks.check(source.get("data-source") == "metrics" and "this node" in text,
                  "scripted: without the fleet's claim counts (404) the rates are this node's /metrics",
                  f"{source} {text}")
     asked = set(state["paths"]) - {"/favicon.ico"}
     checks.check(asked == {"/dashboard", "/v1/capacity", "/v1/capacity/claims", "/metrics",
-                           "/v1/capacity/history", "/v1/capacity/deaths"},
+                           "/v1/capacity/history", "/v1/capacity/deaths", "/v1/capacity/regions"},
                  "scripted: the page asks for nothing else", str(sorted(asked)))
+
+
+def scene_states(checks, chromium, tmp, page_html):
+    """Pools that take no claim are drained or dead, not full; utilisation
+    is by slots, and none is shown for 0 of 0."""
+    page, _ = render_scripted(checks, chromium, tmp, page_html, "states", states=True)
+    if page is None:
+        return
+    rows = {k: page.row("r2/" + k) or {} for k in STATE_POOLS}
+    cells = {c["key"]: c for c in page.cells}
+    got = {k: (r.get("risk"), r.get("util")) for k, r in rows.items()}
+    checks.check(got["drained-8"] == ("drained", "–") and got["dead-3"] == ("dead", "–"),
+                 "states: 8 drained and 3 dead is 'drained', 3 dead is 'dead', neither with a utilisation",
+                 str(got))
+    checks.check(got["live-8"] == ("out", "100%"), "states: 8 live sessions of 8 is full, 100%",
+                 str(got["live-8"]))
+    checks.check(got["slots"] == ("ok", "58%"),
+                 "states: 7 of 12 slots used (5 free) is 58%, by slots not containers", str(got["slots"]))
+    want_cells = {"drained-8": ("drained", ""), "dead-3": ("dead", ""), "live-8": ("out", "100"),
+                  "slots": ("u1", "58")}
+    got_cells = {k: (next((c for c in cells.get("r2/" + k, {}).get("class", []) if c in
+                           ("u0", "u1", "u2", "u3", "out", "drained", "dead")), None),
+                     cells.get("r2/" + k, {}).get("util")) for k in STATE_POOLS}
+    checks.check(got_cells == want_cells, "states: the grid colours drained and dead apart from full",
+                 str(got_cells))
+    tiles = [page.ids.get(k) for k in ("risk-out", "risk-unusable")]
+    checks.check(tiles == [str(IDLE_FULL_POOLS + 2), "2"],
+                 "states: the tile counts the full pools apart from the 2 drained or dead", str(tiles))
+    order = [r["key"] for r in page.rows]
+    checks.check(all(order.index("r2/" + k) < order.index("r1/big") for k in ("drained-8", "dead-3"))
+                 and all(order.index("r2/" + k) > order.index("r1/a") for k in ("drained-8", "dead-3")),
+                 "states: drained and dead pools rank with the full ones, after the refusing", str(order[:8]))
 
 
 def scene_scripted_fleet(checks, chromium, tmp, page_html):
@@ -1108,6 +1220,7 @@ def main():
             scene_load(checks, args, chromium, tmp, base, port, capacity)
         scene_scripted(checks, chromium, tmp, page_html.decode("utf-8"))
         scene_scripted_fleet(checks, chromium, tmp, page_html.decode("utf-8"))
+        scene_states(checks, chromium, tmp, page_html.decode("utf-8"))
         scene_drill(checks, args, chromium, tmp)
         scene_demo(checks, args, chromium, tmp)
         checks.check(server.poll() is None, "server still running after the checks",

@@ -110,7 +110,7 @@ TEST_CASE("metrics: counters move after a claim and a release") {
   REQUIRE(s.status == 201);
   REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome","idempotency_key":"k"})")
               .status == 201);
-  REQUIRE(c.Post("/v1/sessions", R"({"region":"nowhere"})").status == 503);
+  REQUIRE(c.Post("/v1/sessions", R"({"region":"nowhere"})").status == 404);
   nlohmann::json session = nlohmann::json::parse(s.body);
   REQUIRE(c.Delete("/v1/sessions/" + session["session_id"].get<std::string>() +
                    "?token=" + std::to_string(session["token"].get<int64_t>()))
@@ -119,7 +119,8 @@ TEST_CASE("metrics: counters move after a claim and a release") {
   std::string after = c.Get("/metrics").body;
   CHECK(ValueOf(after, "edgealloc_claims_total{result=\"ok\"}") == 1);
   CHECK(ValueOf(after, "edgealloc_claims_total{result=\"replayed\"}") == 1);
-  CHECK(ValueOf(after, "edgealloc_claims_total{result=\"no_capacity\"}") == 1);
+  CHECK(ValueOf(after, "edgealloc_claims_total{result=\"no_capacity\"}") == 0);
+  CHECK(ValueOf(after, "edgealloc_claims_total{result=\"unknown_pool\"}") == 1);
   CHECK(ValueOf(after, "edgealloc_releases_total") == 1);
   CHECK(ValueOf(after, "edgealloc_pool_claims_total{region=\"weur\",pool=\"chrome\",result=\"ok\"}") ==
         1);
@@ -133,7 +134,7 @@ TEST_CASE("metrics: counters move after a claim and a release") {
   CHECK(ValueOf(after, "edgealloc_claim_duration_seconds_bucket{le=\"+Inf\"}") == 3);
   CHECK(ValueOf(after, "edgealloc_claim_duration_seconds_sum") > 0);
   CHECK(ValueOf(after, "edgealloc_http_requests_total{route=\"/v1/sessions\",status=\"201\"}") == 2);
-  CHECK(ValueOf(after, "edgealloc_http_requests_total{route=\"/v1/sessions\",status=\"503\"}") == 1);
+  CHECK(ValueOf(after, "edgealloc_http_requests_total{route=\"/v1/sessions\",status=\"404\"}") == 1);
   CHECK(ValueOf(after,
                 "edgealloc_http_requests_total{route=\"/v1/sessions/{id}\",status=\"204\"}") == 1);
   CHECK(ValueOf(after, "edgealloc_store_transactions_total{shard=\"0\"}") >

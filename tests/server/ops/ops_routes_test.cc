@@ -56,7 +56,8 @@ TEST_CASE("capacity: the body has as_of_ms and age_ms and counts by region pool 
   CHECK(body["age_ms"].get<int64_t>() >= 0);
   CHECK(body["age_ms"].get<int64_t>() < 60000);
   CHECK(PoolOf(body, "weur", "chrome") ==
-        json{{"available", 3}, {"picked", 0}, {"draining", 0}, {"dead", 0}, {"drained", 0}});
+        json{{"available", 3}, {"picked", 0}, {"draining", 0}, {"dead", 0}, {"drained", 0},
+             {"slots", 3}, {"slots_used", 0}, {"slots_free", 3}});
 }
 
 TEST_CASE("capacity: it answers from the mirror so a claim shows only after a refresh") {
@@ -86,7 +87,8 @@ TEST_CASE("capacity: drained counts the operator's drains apart from the contain
   REQUIRE(c.Post("/v1/heartbeats",
                  R"({"heartbeats":[{"container_id":"dr-1","state":"draining"}]})")
               .status == 202);
-  const json want{{"available", 2}, {"picked", 0}, {"draining", 2}, {"dead", 0}, {"drained", 1}};
+  const json want{{"available", 2}, {"picked", 0}, {"draining", 2}, {"dead", 0}, {"drained", 1},
+                  {"slots", 4},     {"slots_used", 0}, {"slots_free", 2}};
   CHECK(Eventually([&] { return PoolOf(json::parse(c.Get("/v1/capacity").body), "weur", "chrome") == want; }));
 }
 
@@ -101,7 +103,8 @@ TEST_CASE("capacity: it converges after a claim within a few refresh periods") {
     last = json::parse(r.body);
     return r.Header("cache-control") == "max-age=1" &&
            PoolOf(last, "weur", "chrome") ==
-               json{{"available", 3}, {"picked", 1}, {"draining", 0}, {"dead", 0}, {"drained", 0}};
+               json{{"available", 3}, {"picked", 1}, {"draining", 0}, {"dead", 0}, {"drained", 0},
+                    {"slots", 4}, {"slots_used", 1}, {"slots_free", 3}};
   }));
   INFO(last.dump());
   CHECK(last["age_ms"].get<int64_t>() < 5000);
@@ -138,6 +141,12 @@ TEST_CASE("capacity history: samples of every pool a history interval apart, old
   CHECK(chrome["picked"][n - 2] == 0);
   CHECK(chrome["available"][n - 1] == 2);
   CHECK(chrome["picked"][n - 1] == 1);
+  // The slots beside them (a slot a container here): one taken by the claim.
+  CHECK(chrome["slots"][n - 2] == 3);
+  CHECK(chrome["slots_used"][n - 2] == 0);
+  CHECK(chrome["slots_free"][n - 2] == 3);
+  CHECK(chrome["slots_used"][n - 1] == 1);
+  CHECK(chrome["slots_free"][n - 1] == 2);
 }
 
 // Every node publishes its claim counts to the database; any node's

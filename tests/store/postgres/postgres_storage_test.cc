@@ -13,6 +13,7 @@
 #include "store/postgres/schema_sql.h"
 #include "store/postgres/session_sql.h"
 #include "tests/support/await.h"
+#include "tests/store/postgres/pg_query_plan.h"
 #include "tests/support/pg_server.h"
 #include "tests/support/pg_storage.h"
 #include "tests/support/requests.h"
@@ -107,11 +108,16 @@ TEST_CASE("postgres_storage: migrating from schema version 1 hashes the existing
 TEST_CASE("postgres_storage: version 3 adds labels to a version 2 database, and an older node refuses a newer one") {
   testing::PgServer server;
   const std::string uri = DatabaseWith(server, {"v2-1"}, 1);
-  // As a version 2 node left it: no labels column.
-  testing::PgServer::Query(uri, "ALTER TABLE containers DROP COLUMN labels");
+  // As a version 2 node left it: no labels column (a session's, since
+  // version 13 in the sessions table).
+  testing::PgServer::Query(uri, "DROP VIEW session_rows");
+  testing::PgServer::Query(uri, "ALTER TABLE sessions DROP COLUMN labels");
+  testing::PgServer::Query(uri, "DROP TABLE sessions CASCADE");
   {
     auto storage = OpenUpgraded(uri, 2);
-    CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM containers WHERE labels IS NULL") == "1");
+    CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM information_schema.columns WHERE "
+                                        "table_name = 'sessions' AND column_name = 'labels'") ==
+          "1");
   }
   SetSchemaVersion(uri, store::pgsql::kSchemaVersion + 1);
   store::StorageOptions options;
@@ -123,27 +129,22 @@ TEST_CASE("postgres_storage: version 3 adds labels to a version 2 database, and 
 }
 
 // Version 4: a tenant's list walks (tenant, session_id COLLATE "C"), which
-// replaces (tenant); the lists' byte order has indexes of its own.
+// replaces (tenant); the lists' byte order has indexes of its own. (Since
+// version 13 the sessions' are on the sessions table: its primary key is
+// in that order.)
 TEST_CASE("postgres_storage: version 4 adds the lists' indexes to a version 3 database, rows kept") {
   testing::PgServer server;
   const std::string uri = DatabaseWith(server, {"v3-1"}, 1);
   // As a version 3 node left it.
-  testing::PgServer::Query(uri, "DROP INDEX IF EXISTS containers_tenant_session");
-  testing::PgServer::Query(uri, "DROP INDEX IF EXISTS containers_session_c");
+  testing::PgServer::Query(uri, "DROP INDEX IF EXISTS sessions_tenant_session");
   testing::PgServer::Query(uri, "DROP INDEX IF EXISTS containers_id_c");
-  testing::PgServer::Query(uri, "CREATE INDEX IF NOT EXISTS containers_tenant ON containers (tenant) "
-                                "WHERE session_id IS NOT NULL");
   auto storage = OpenUpgraded(uri, 3);
   const std::string tenant_index = testing::PgServer::Query(
-      uri, "SELECT indexdef FROM pg_indexes WHERE indexname = 'containers_tenant_session'");
+      uri, "SELECT indexdef FROM pg_indexes WHERE indexname = 'sessions_tenant_session'");
   INFO(tenant_index);
-  CHECK(tenant_index.find(R"((tenant, session_id COLLATE "C") WHERE (session_id IS NOT NULL))") !=
-        std::string::npos);
+  CHECK(tenant_index.find("(tenant, session_id)") != std::string::npos);
   CHECK(testing::PgServer::Query(
-            uri, "SELECT count(*) FROM pg_indexes WHERE indexname IN ('containers_session_c', "
-                 "'containers_id_c')") == "2");
-  CHECK(testing::PgServer::Query(
-            uri, "SELECT count(*) FROM pg_indexes WHERE indexname = 'containers_tenant'") == "0");
+            uri, "SELECT count(*) FROM pg_indexes WHERE indexname = 'containers_id_c'") == "1");
   CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM containers") == "1");
 }
 
@@ -156,11 +157,14 @@ TEST_CASE("postgres_storage: version 5 makes a version 4 database's drains the c
   // As a version 4 node left it: no drain_reported, v4-1 draining, v4-2
   // picked and asked to drain.
   testing::PgServer::Query(uri, "DROP INDEX containers_drain_requested");
+  testing::PgServer::Query(uri, "DROP VIEW container_rows");
+  testing::PgServer::Query(uri, "DROP TRIGGER events_container_draining ON containers");
   testing::PgServer::Query(uri, "ALTER TABLE containers DROP COLUMN drain_reported");
   testing::PgServer::Query(uri, "UPDATE containers SET status = 'draining' WHERE id = 'v4-1'");
-  testing::PgServer::Query(uri, "UPDATE containers SET status = 'picked', session_id = 's_1', "
-                                "tenant = 't1', lease_expires_at_ms = 1, drain_requested = true "
-                                "WHERE id = 'v4-2'");
+  testing::PgServer::Query(uri, "INSERT INTO sessions (session_id, container_id, slot, generation, "
+                                "tenant, lease_expires_at_ms) VALUES ('s_1', 'v4-2', 0, 1, 't1', 1)");
+  testing::PgServer::Query(uri, "UPDATE containers SET status = 'picked', slots_used = 1, "
+                                "slot_map = '1', drain_requested = true WHERE id = 'v4-2'");
   auto storage = OpenUpgraded(uri, 4);
   CHECK(testing::PgServer::Query(
             uri, "SELECT string_agg(id || ':' || status || ':' || drain_requested || ':' || "
@@ -187,7 +191,8 @@ TEST_CASE("postgres_storage: version 6 adds the session history to a version 5 d
   const std::string uri = DatabaseWith(server, {"v5-1"}, 1);
   // As a version 5 node left it.
   testing::PgServer::Query(uri, "DROP TABLE session_history");
-  testing::PgServer::Query(uri, "DROP FUNCTION edgealloc_keep_ended_session CASCADE");
+  testing::PgServer::Query(uri, "DROP FUNCTION edgealloc_keep_ended_sessions CASCADE");
+  testing::PgServer::Query(uri, "DROP VIEW container_rows");
   testing::PgServer::Query(uri, "ALTER TABLE containers DROP COLUMN end_reason");
   auto storage = OpenUpgraded(uri, 5);
   CHECK(testing::PgServer::Query(uri, "SELECT count(*) FROM containers") == "1");
@@ -216,26 +221,6 @@ TEST_CASE("postgres_storage: version 7 adds node_claim_counts to a version 6 dat
   CHECK(storage->GetContainer("v6-1").outcome == store::Outcome::kOk);
 }
 
-namespace {
-
-// The plan PostgreSQL makes for `sql` with its $N replaced by `params` (SQL
-// literals), one line a node.
-std::string PlanOf(const std::string& uri, std::string sql, const std::vector<std::string>& params) {
-  for (size_t i = params.size(); i >= 1; --i) {  // $8 before $1
-    const std::string at = "$" + std::to_string(i);
-    for (size_t pos = sql.find(at); pos != std::string::npos; pos = sql.find(at, pos)) {
-      sql.replace(pos, at.size(), params[i - 1]);
-    }
-  }
-  return testing::PgServer::Query(
-      uri, "CREATE OR REPLACE FUNCTION pg_temp.plan_of() RETURNS text AS $f$ DECLARE line text; "
-           "out text := ''; BEGIN FOR line IN EXECUTE $q$ EXPLAIN (COSTS OFF) " + sql +
-           " $q$ LOOP out := out || line || E'\n'; END LOOP; RETURN out; END $f$ LANGUAGE plpgsql; "
-           "SELECT pg_temp.plan_of()");
-}
-
-}  // namespace
-
 // A tenant's page must not read other tenants' sessions, nor sort them all:
 // the statement walks containers_tenant_session in the list's order.
 TEST_CASE("postgres_storage: a tenant's session list walks its tenant's index in list order, "
@@ -260,7 +245,7 @@ TEST_CASE("postgres_storage: a tenant's session list walks its tenant's index in
     storage->Claim(req, [&claims, i](store::SessionResult r) { claims[i].set_value(std::move(r)); });
   }
   for (auto& c : claims) REQUIRE(c.get_future().get().outcome == store::Outcome::kOk);
-  testing::PgServer::Query(uri, "ANALYZE containers");
+  testing::PgServer::Query(uri, "ANALYZE containers; ANALYZE sessions");
 
   // At most 100 examined (a bound well below the rows, as in a fleet). What
   // the page examines (CTE examined) is an index's walk, in order; the walk
@@ -271,20 +256,20 @@ TEST_CASE("postgres_storage: a tenant's session list walks its tenant's index in
   };
   const std::vector<std::string> params = {"''",  "NULL", "NULL",    "'k'", "'v'",
                                            "11",  "100",  "1048576", "'b'"};
-  const std::string tenant = PlanOf(uri, store::pgsql::kListTenantSessions, params);
+  const std::string tenant = testing::PgPlanOf(uri, store::pgsql::kListTenantSessions, params);
   INFO(tenant);
-  CHECK(examined(tenant).find("Index Scan using containers_tenant_session on containers") !=
+  CHECK(examined(tenant).find("Index Scan using sessions_tenant_session on sessions") !=
         std::string::npos);
   CHECK(examined(tenant).find("Sort") == std::string::npos);
   CHECK(tenant.find("Seq Scan") == std::string::npos);
-  const std::string all = PlanOf(uri, store::pgsql::kListSessions, params);
+  const std::string all = testing::PgPlanOf(uri, store::pgsql::kListSessions, params);
   INFO(all);
-  CHECK(examined(all).find("Index Scan using containers_session") != std::string::npos);
+  CHECK(examined(all).find("Index Scan using sessions_pkey") != std::string::npos);
   CHECK(examined(all).find("Sort") == std::string::npos);
   CHECK(all.find("Seq Scan") == std::string::npos);
   const std::string containers =
-      PlanOf(uri, store::pgsql::kListContainers,
-             {"''", "NULL", "NULL", "'dead'", "11", "100", "1048576"});
+      testing::PgPlanOf(uri, store::pgsql::kListContainers,
+             {"''", "NULL", "NULL", "'dead'", "11", "100", "1048576", "NULL", "NULL"});
   INFO(containers);
   CHECK(examined(containers).find("Index Scan using containers_id_c") != std::string::npos);
   CHECK(examined(containers).find("Sort") == std::string::npos);
@@ -408,7 +393,7 @@ TEST_CASE("postgres_storage: a claim in flight locks the one container it picks,
   REQUIRE(node->Exec("BEGIN").ok());
   store::PgResult claimed;
   // The product's claim statement, as the writer sends it (K = 5).
-  REQUIRE(node->Run(store::pgsql::kClaim,
+  REQUIRE(node->Run(store::pgsql::kClaimFittest.c_str(),
                     {store::P("weur"), store::P("chrome"), store::P(int64_t{30000}),
                      store::P(int64_t{5}), store::P("s-1"), store::P("t"), store::Null(),
                      store::P(int64_t{60000}), store::P(int64_t{-1}), store::Null()},

@@ -32,7 +32,7 @@ TEST_CASE("history sql: the history table and both its triggers carry every sess
       db.get(), "SELECT group_concat(name, ' ') FROM pragma_table_info('session_history')");
   INFO("session_history: " << table);
   CHECK(testing::SessionColumnsNotIn(table) == std::vector<std::string>{});
-  for (const char* trigger : {"containers_session_ended", "containers_session_deleted"}) {
+  for (const char* trigger : {"containers_sessions_ended", "containers_sessions_deleted"}) {
     const std::string sql = testing::QueryText(
         db.get(), std::string("SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = '") +
                       trigger + "'");

@@ -24,18 +24,18 @@ TEST_CASE("list sql: a tenant's session list walks that tenant's index in list o
   INFO(tenant);
   // (tenant, session_id): the tenant's sessions only, already in session id
   // order, so stepping it stops after a page (no sort of every row first).
-  CheckSearchesUnsorted(tenant, "SEARCH containers USING INDEX containers_tenant_session "
+  CheckSearchesUnsorted(tenant, "SEARCH s USING INDEX sessions_tenant_session "
                                 "(tenant=? AND session_id>?)");
   CHECK_FALSE(ScansTheFleet(tenant));
-  CHECK(tenant.find("USING INDEX containers_session ") == std::string::npos);
+  CHECK(tenant.find("USING INDEX sqlite_autoindex_sessions_1 ") == std::string::npos);
 }
 
 TEST_CASE("list sql: every tenant's session list and the container list walk an index in "
           "list order, with no sort") {
   CheckSearchesUnsorted(PlanOf(store::sql::kListSessions),
-                        "SEARCH containers USING INDEX containers_session (session_id>?)");
+                        "SEARCH s USING INDEX sqlite_autoindex_sessions_1 (session_id>?)");
   CheckSearchesUnsorted(PlanOf(store::sql::kListContainers),
-                        "SEARCH containers USING INDEX sqlite_autoindex_containers_1 (id>?)");
+                        "SEARCH c USING INDEX sqlite_autoindex_containers_1 (id>?)");
 }
 
 TEST_CASE("list sql: the ended sessions' list walks the history's one index from the newest, "

@@ -77,11 +77,17 @@ TEST_CASE("schema: an empty file migrates to kSchemaVersion with every table and
         std::to_string(store::kCompatibleVersion));
   const auto cols = Columns(db.get(), "containers");
   for (const char* c : {"id", "region", "pool", "status", "latency_ms", "data",
-                        "last_heartbeat_ms", "generation", "drain_requested", "session_id",
-                        "tenant", "idempotency_key", "lease_expires_at_ms", "claimed_at_ms",
-                        "reported_ts_ms", "load", "dead_reported", "died_at_ms"}) {
+                        "last_heartbeat_ms", "generation", "drain_requested", "reported_ts_ms",
+                        "load", "dead_reported", "died_at_ms", "slots", "slots_used",
+                        "slot_map"}) {
     INFO(c);
     CHECK(cols.count(c) == 1);
+  }
+  const auto session_cols = Columns(db.get(), "sessions");
+  for (const char* c : {"session_id", "container_id", "slot", "generation", "tenant",
+                        "idempotency_key", "lease_expires_at_ms", "claimed_at_ms", "labels"}) {
+    INFO(c);
+    CHECK(session_cols.count(c) == 1);
   }
   CHECK_FALSE(db->write_lock()->held());
 }
@@ -293,6 +299,42 @@ TEST_CASE("schema: version 10 adds died_at_ms to a version 9 file, every row kep
   CHECK(Columns(db.get(), "containers").count("died_at_ms") == 1);
   CHECK(QueryText(db.get(), kRows) == before);
   CHECK(QueryInt(db.get(), "SELECT count(*) FROM containers WHERE died_at_ms IS NULL") == 3);
+  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "8");
+}
+
+TEST_CASE("schema: version 11 adds attributes and their table to a version 10 file, every row, "
+          "session, history row and idempotency key kept") {
+  testing::TempDir dir;
+  auto db = FileAtVersion(dir, 10);
+  AddAvailable(db.get(), "c-0", 3);
+  REQUIRE(db->Exec(kHeldContainer).ok());
+  REQUIRE(db->Exec("UPDATE containers SET idempotency_key = 'k-1', labels = '{\"a\":\"b\"}' "
+                   "WHERE id = 'c-1'")
+              .ok());
+  REQUIRE(db->Exec("INSERT INTO session_history (session_id, id, region, pool, generation, "
+                   "tenant, end_reason, ended_at_ms) VALUES ('s_0', 'c-0', 'weur', 'chrome', 2, "
+                   "'t1', 'released', 900)")
+              .ok());
+  const std::string kRows =
+      "SELECT group_concat(id || status || generation || COALESCE(session_id, '-') || "
+      "COALESCE(idempotency_key, '-') || COALESCE(labels, '-'), ',') "
+      "FROM (SELECT * FROM containers ORDER BY id)";
+  const std::string before = QueryText(db.get(), kRows);
+  REQUIRE(store::MigrateTo(db.get(), 11).ok());
+  CHECK(Version(db.get()) == 11);
+  CHECK(QueryText(db.get(), kRows) == before);
+  CHECK(QueryText(db.get(), "SELECT session_id || end_reason FROM session_history") ==
+        "s_0released");
+  CHECK(Columns(db.get(), "containers").count("attributes") == 1);
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM containers WHERE attributes IS NULL") == 2);
+  CHECK(Columns(db.get(), "container_attributes") ==
+        std::set<std::string>{"container_id", "key", "value", "region", "pool", "latency_ms"});
+  // Its rows go with their container, whoever deletes it.
+  REQUIRE(db->Exec("INSERT INTO container_attributes VALUES ('c-0', 'gpu', 't4', 'weur', "
+                   "'chrome', 0)")
+              .ok());
+  REQUIRE(db->Exec("DELETE FROM containers WHERE id = 'c-0'").ok());
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM container_attributes") == 0);
   CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "8");
 }
 

@@ -1,0 +1,156 @@
+#ifndef EDGEALLOC_STORE_SQLITE_EVENTS_SQL_H_
+#define EDGEALLOC_STORE_SQLITE_EVENTS_SQL_H_
+
+// The event log of a SQLite file (store/events.h): the table, the triggers
+// that write it, and its read and prune. A step of store/sqlite/schema.cc's
+// migration (version 14), in a file of its own for its length.
+
+// This node's now in ms, as the history's trigger writes it.
+#define EDGEALLOC_SQLITE_NOW_MS "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+// One event row: the columns every trigger below fills.
+#define EDGEALLOC_SQLITE_EVENT_INSERT                                                       \
+  "INSERT INTO events (at_ms, type, container_id, session_id, tenant, token, slot, region, " \
+  "pool, end_reason) "
+
+namespace store {
+
+// Version 13: events. Triggers write them, so every statement of every
+// path (claims, releases, sweeps, heartbeats, an operator's CLI) writes its
+// events in its own transaction, and a statement or transaction undone
+// takes them with it. One writer a file, so seq (AUTOINCREMENT: never
+// reused, even once pruned to nothing) grows in commit order. event_floor
+// is the highest seq pruned: a reader after a seq below it was too slow
+// (410 events_expired). Which change is which event:
+//   session.claimed     a row inserted into sessions
+//   session.renewed     a session's lease moved alone (a clock step's shift
+//                       moves claimed_at_ms with it, and is no renew)
+//   session.ended       a row inserted into session_history, every end
+//   container.registered a row inserted into containers
+//   container.available status became available from draining or dead
+//                       (a slot freed is its session.ended)
+//   container.draining  the container reported itself draining
+//   container.drained   an operator drained it; .undrained, ended that
+//   container.dead      status became dead
+//   container.deleted   the row deleted
+// A container's death or deletion ends its sessions first: the triggers
+// that keep them in the history are made again last (kSessionsEndedTriggers,
+// after this text), and SQLite fires the
+// newest trigger first (PostgreSQL fires by name: containers_ before
+// events_), so session.ended comes before container.dead or .deleted.
+// Each status test is written with OR, never IN (version 3 says why).
+inline constexpr char kSchemaV14[] = R"sql(
+CREATE TABLE events (
+  seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+  at_ms        INTEGER NOT NULL,
+  type         TEXT NOT NULL,
+  container_id TEXT,
+  session_id   TEXT,
+  tenant       TEXT,
+  token        INTEGER,
+  slot         INTEGER,
+  region       TEXT,
+  pool         TEXT,
+  end_reason   TEXT
+);
+CREATE INDEX events_tenant ON events (tenant, seq) WHERE tenant IS NOT NULL;
+CREATE TABLE event_floor (only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
+                          seq INTEGER NOT NULL);
+INSERT INTO event_floor (only_row, seq) VALUES (1, 0);
+CREATE TRIGGER events_session_claimed AFTER INSERT ON sessions
+BEGIN
+  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
+  SELECT )sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'session.claimed', NEW.container_id,
+         NEW.session_id, NEW.tenant, NEW.generation, NEW.slot, c.region, c.pool, NULL
+  FROM containers c WHERE c.id = NEW.container_id;
+END;
+CREATE TRIGGER events_session_renewed AFTER UPDATE OF lease_expires_at_ms ON sessions
+WHEN NEW.lease_expires_at_ms <> OLD.lease_expires_at_ms
+ AND NEW.claimed_at_ms IS OLD.claimed_at_ms
+BEGIN
+  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
+  SELECT )sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'session.renewed', NEW.container_id,
+         NEW.session_id, NEW.tenant, NEW.generation, NEW.slot, c.region, c.pool, NULL
+  FROM containers c WHERE c.id = NEW.container_id;
+END;
+CREATE TRIGGER events_session_ended AFTER INSERT ON session_history
+BEGIN
+  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
+  VALUES ()sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'session.ended', NEW.id, NEW.session_id,
+          NEW.tenant, NEW.generation, NEW.slot, NEW.region, NEW.pool, NEW.end_reason);
+END;
+CREATE TRIGGER events_container_registered AFTER INSERT ON containers
+BEGIN
+  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
+  VALUES ()sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'container.registered', NEW.id, NULL, NULL,
+          NULL, NULL, NEW.region, NEW.pool, NULL);
+END;
+CREATE TRIGGER events_container_deleted AFTER DELETE ON containers
+BEGIN
+  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
+  VALUES ()sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'container.deleted', OLD.id, NULL, NULL,
+          NULL, NULL, OLD.region, OLD.pool, NULL);
+END;
+CREATE TRIGGER events_container_status AFTER UPDATE OF status ON containers
+WHEN (NEW.status = 'dead' AND OLD.status <> 'dead')
+  OR (NEW.status = 'available' AND (OLD.status = 'draining' OR OLD.status = 'dead'))
+BEGIN
+  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
+  VALUES ()sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'container.' || NEW.status, NEW.id, NULL, NULL,
+          NULL, NULL, NEW.region, NEW.pool, NULL);
+END;
+CREATE TRIGGER events_container_draining AFTER UPDATE OF drain_reported ON containers
+WHEN NEW.drain_reported AND NOT OLD.drain_reported
+BEGIN
+  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
+  VALUES ()sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'container.draining', NEW.id, NULL, NULL,
+          NULL, NULL, NEW.region, NEW.pool, NULL);
+END;
+CREATE TRIGGER events_container_drain AFTER UPDATE OF drain_requested ON containers
+WHEN NEW.drain_requested <> OLD.drain_requested
+BEGIN
+  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
+  VALUES ()sql" EDGEALLOC_SQLITE_NOW_MS R"sql(,
+          CASE WHEN NEW.drain_requested THEN 'container.drained' ELSE 'container.undrained' END,
+          NEW.id, NULL, NULL, NULL, NULL, NEW.region, NEW.pool, NULL);
+END;
+DROP TRIGGER containers_sessions_ended;
+DROP TRIGGER containers_sessions_deleted;
+)sql";
+
+namespace sql {
+
+// The columns a read returns, Event's order (sqlite_storage_events.cc).
+#define EDGEALLOC_SQLITE_EVENT_COLUMNS \
+  "seq, at_ms, type, container_id, session_id, tenant, token, slot, region, pool, end_reason"
+
+// The pruned end, read in the same read transaction as the page.
+inline constexpr char kEventFloor[] = "SELECT seq FROM event_floor WHERE only_row = 1";
+// At most ?2 events after ?1 (all tenants: the primary key's range).
+inline constexpr char kReadEvents[] = "SELECT " EDGEALLOC_SQLITE_EVENT_COLUMNS
+                                      " FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2";
+// A tenant's (?3): events_tenant's range.
+inline constexpr char kReadTenantEvents[] =
+    "SELECT " EDGEALLOC_SQLITE_EVENT_COLUMNS
+    " FROM events WHERE tenant = ?3 AND seq > ?1 ORDER BY seq LIMIT ?2";
+
+// Anything older than ?1 to prune? The first row of the primary key.
+inline constexpr char kAnyEventsToPrune[] =
+    "SELECT 1 WHERE (SELECT at_ms FROM events ORDER BY seq LIMIT 1) < ?1";
+// Of the ?2 oldest events, those up to the newest older than ?1: a prefix,
+// so the floor says exactly what is gone (a row out of time order, after a
+// clock step, goes with its neighbours).
+inline constexpr char kPruneEvents[] = R"sql(
+DELETE FROM events
+WHERE seq <= (SELECT max(seq) FROM (SELECT seq, at_ms FROM events ORDER BY seq LIMIT ?2)
+              WHERE at_ms < ?1)
+RETURNING seq
+)sql";
+inline constexpr char kRaiseEventFloor[] =
+    "UPDATE event_floor SET seq = MAX(seq, ?1) WHERE only_row = 1";
+
+}  // namespace sql
+}  // namespace store
+
+#undef EDGEALLOC_SQLITE_EVENT_INSERT
+
+#endif  // EDGEALLOC_STORE_SQLITE_EVENTS_SQL_H_

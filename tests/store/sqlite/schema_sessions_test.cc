@@ -1,0 +1,192 @@
+// Version 12 of the SQLite schema (store/sqlite/schema.cc): sessions move out
+// of the containers row into a table of their own, and containers gain
+// slots. A file written by version 10 (the release before) with live
+// sessions, idempotency keys and ended sessions is migrated and then used
+// through the storage seam: nothing is lost, every session works on.
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "base/clock.h"
+#include "store/session_id.h"
+#include "store/sqlite/db.h"
+#include "store/sqlite/schema.h"
+#include "store/storage.h"
+#include "tests/support/await.h"
+#include "tests/support/db_queries.h"
+#include "tests/support/requests.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+using store::Outcome;
+using testing::Await;
+using testing::QueryInt;
+using testing::QueryText;
+using testing::Tenant;
+
+std::string NewId() {
+  std::string id;
+  REQUIRE(store::NewSessionId(0, &id).ok());
+  return id;
+}
+
+// A held container as version 10 writes it: the session in the row.
+void AddHeld(store::Db* db, const std::string& id, int64_t generation, const std::string& session,
+             const std::string& tenant, const std::string& key, const std::string& labels,
+             int64_t lease_end) {
+  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
+                   "generation, session_id, tenant, idempotency_key, lease_expires_at_ms, "
+                   "claimed_at_ms, labels) VALUES ('" + id + "', 'weur', 'p', 'picked', " +
+                   std::to_string(base::NowMs()) + ", " + std::to_string(generation) + ", '" +
+                   session + "', '" + tenant + "', " + (key.empty() ? "NULL" : "'" + key + "'") +
+                   ", " + std::to_string(lease_end) + ", 1000, " +
+                   (labels.empty() ? "NULL" : "'" + labels + "'") + ")")
+              .ok());
+}
+
+std::unique_ptr<store::Storage> OpenStorage(const std::string& path) {
+  store::StorageOptions options;
+  options.db = path;
+  options.sync = store::Sync::kNormal;
+  options.program = "edgealloc test";
+  std::unique_ptr<store::Storage> s;
+  const store::Status st = store::OpenStorage(options, &s);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("schema: version 12 moves a version 10 file's live sessions, keys and history into "
+          "sessions, and every one works on") {
+  testing::TempDir dir;
+  const std::string path = dir.File("pool.db");
+  const int64_t lease_end = base::NowMs() + 3600000;
+  const std::string keyed = NewId(), plain = NewId(), ended = NewId();
+  {
+    auto db = testing::OpenOrDie(path);
+    REQUIRE(store::MigrateTo(db.get(), 10).ok());
+    AddHeld(db.get(), "c-1", 7, keyed, "t1", "k1", R"({"job":"a"})", lease_end);
+    AddHeld(db.get(), "c-2", 3, plain, "t2", "", "", lease_end);
+    AddHeld(db.get(), "c-5", 9, ended, "t1", "", "", lease_end);
+    REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
+                     "generation) VALUES ('c-3', 'weur', 'p', 'available', " +
+                     std::to_string(base::NowMs()) + ", 5)")
+                .ok());
+    // Ended as version 10 ends a session: end_reason set, the trigger keeps it.
+    REQUIRE(db->Exec("UPDATE containers SET end_reason = 'released', status = 'available', "
+                     "session_id = NULL, tenant = NULL, lease_expires_at_ms = NULL, "
+                     "claimed_at_ms = NULL WHERE id = 'c-5'")
+                .ok());
+    REQUIRE(QueryInt(db.get(), "SELECT count(*) FROM session_history") == 1);
+  }
+
+  auto s = OpenStorage(path);
+  {
+    auto db = testing::OpenOrDie(path);
+    CHECK(QueryInt(db.get(), "PRAGMA user_version") == store::kSchemaVersion);
+    CHECK(QueryInt(db.get(), "SELECT count(*) FROM sessions") == 2);
+    CHECK(QueryText(db.get(), "SELECT group_concat(id || ':' || status || ':' || slots || ':' || "
+                              "slots_used || ':' || slot_map, ',') FROM (SELECT * FROM "
+                              "containers ORDER BY id)") ==
+          "c-1:picked:1:1:1,c-2:picked:1:1:1,c-3:available:1:0:0,c-5:available:1:0:0");
+  }
+
+  auto live = s->GetSession(Tenant("t1"), keyed);
+  REQUIRE(live.outcome == Outcome::kOk);
+  CHECK(live.session.container_id == "c-1");
+  CHECK(live.session.token == 7);
+  CHECK(live.session.slot == 0);
+  CHECK(live.session.labels == R"({"job":"a"})");
+  CHECK(live.session.lease_expires_at_ms == lease_end);
+  const auto held = s->GetContainer("c-1").container;
+  CHECK(held.session_id == keyed);
+  CHECK(held.slots_used == 1);
+
+  // The key still names its session.
+  store::ClaimRequest retry = testing::Req("weur", "t1", "p");
+  retry.idempotency_key = "k1";
+  retry.lease_ms = 60000;
+  auto replay = Await<store::SessionResult>([&](auto cb) { s->Claim(retry, cb); });
+  CHECK(replay.outcome == Outcome::kReplayed);
+  CHECK(replay.session.session_id == keyed);
+
+  // The history is kept, with its reason.
+  auto gone = s->GetSession(Tenant("t1"), ended);
+  CHECK(gone.outcome == Outcome::kSessionEnded);
+  CHECK(gone.end.reason == "released");
+
+  // A migrated session is released with its token, and its slot is free again.
+  auto released = Await<store::SessionResult>(
+      [&](auto cb) { s->Release(Tenant("t2"), plain, 3, cb); });
+  CHECK(released.outcome == Outcome::kOk);
+  CHECK(s->GetContainer("c-2").container.status == "available");
+  store::ClaimRequest fresh = testing::Req("weur", "t3", "p");
+  fresh.lease_ms = 60000;
+  auto claim = Await<store::SessionResult>([&](auto cb) { s->Claim(fresh, cb); });
+  REQUIRE(claim.outcome == Outcome::kOk);
+  CHECK(claim.session.container_id != "c-1");
+  CHECK(claim.session.token > 3);
+}
+
+// A version 11 file (attributes, the step before) keeps its attributes
+// through the rebuild of containers: the column, the selector's index rows
+// and the trigger that drops them with their container.
+TEST_CASE("schema: version 12 keeps a version 11 file's attributes, and selectors match them") {
+  testing::TempDir dir;
+  const std::string path = dir.File("pool.db");
+  const int64_t lease_end = base::NowMs() + 3600000;
+  const std::string held = NewId();
+  {
+    auto db = testing::OpenOrDie(path);
+    REQUIRE(store::MigrateTo(db.get(), 11).ok());
+    AddHeld(db.get(), "c-1", 7, held, "t1", "", "", lease_end);
+    for (const char* id : {"c-3", "c-4"}) {
+      REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
+                       "generation) VALUES ('" + std::string(id) + "', 'weur', 'p', "
+                       "'available', " + std::to_string(base::NowMs()) + ", 5)")
+                  .ok());
+    }
+    const std::pair<const char*, const char*> gpus[] = {
+        {"c-1", "a100"}, {"c-3", "a100"}, {"c-4", "h100"}};
+    for (const auto& gpu : gpus) {
+      const std::string id = gpu.first, value = gpu.second;
+      REQUIRE(db->Exec("UPDATE containers SET attributes = '{\"gpu\":\"" + value +
+                       "\"}' WHERE id = '" + id + "'")
+                  .ok());
+      REQUIRE(db->Exec("INSERT INTO container_attributes VALUES ('" + id + "', 'gpu', '" + value +
+                       "', 'weur', 'p', 0)")
+                  .ok());
+    }
+  }
+
+  auto s = OpenStorage(path);
+  CHECK(s->GetContainer("c-1").container.attributes == R"({"gpu":"a100"})");
+  CHECK(s->GetContainer("c-1").container.session_id == held);
+  CHECK(s->GetContainer("c-4").container.attributes == R"({"gpu":"h100"})");
+
+  // c-1 is held: the selector's only free match is c-3.
+  store::ClaimRequest a100 = testing::Req("weur", "t2", "p");
+  a100.lease_ms = 60000;
+  a100.selector = {{"gpu", {"a100"}}};
+  auto claim = Await<store::SessionResult>([&](auto cb) { s->Claim(a100, cb); });
+  REQUIRE(claim.outcome == Outcome::kOk);
+  CHECK(claim.session.container_id == "c-3");
+  store::ClaimRequest tpu = a100;
+  tpu.selector = {{"gpu", {"tpu"}}};
+  auto none = Await<store::SessionResult>([&](auto cb) { s->Claim(tpu, cb); });
+  CHECK(none.outcome == Outcome::kNoMatch);
+
+  // The trigger came through the rebuild: a deleted container's rows go.
+  auto removed = Await<store::ContainerResult>([&](auto cb) { s->Remove("c-4", cb); });
+  REQUIRE(removed.outcome == Outcome::kOk);
+  {
+    auto db = testing::OpenOrDie(path);
+    CHECK(QueryInt(db.get(), "SELECT count(*) FROM container_attributes WHERE container_id = "
+                             "'c-4'") == 0);
+    CHECK(QueryInt(db.get(), "SELECT count(*) FROM container_attributes") == 2);
+  }
+}
