@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -209,7 +210,8 @@ TEST_CASE("pressure: waiting counts the claims waiting for the pool, recommended
 TEST_CASE("pressure: no figure disagrees with /v1/capacity of the same snapshot, under load") {
   const std::string engine = EDGEALLOC_ENGINES_AND_SHARDS;
   INFO(engine);
-  LiveService t(ServeOn(engine, 5));
+  // A snapshot each 50 ms: often within one pair of requests, even sanitized.
+  LiveService t(ServeOn(engine, 50));
   HttpClient admin = t.Client();
   RegisterSlotted(admin, "c", "chrome", 6, 3);
   REQUIRE(Eventually(
@@ -233,15 +235,23 @@ TEST_CASE("pressure: no figure disagrees with /v1/capacity of the same snapshot,
   }
   // By version: the pool's counts each route showed, and their as_of_ms.
   std::map<uint64_t, json> capacity_of, pressure_of;
+  // Versions both routes showed: a slow build (sanitizers) sees the
+  // snapshot move between the two requests of a pair more often, so the
+  // loop runs until enough versions were seen by both, not a pair count.
+  std::set<uint64_t> both;
   int pairs = 0;
   const auto deadline = std::chrono::steady_clock::now() + kPressurePatience;
-  while ((pairs < 200 || cycles < 200) && std::chrono::steady_clock::now() < deadline) {
+  while ((pairs < 200 || cycles < 200 || both.size() < 20) &&
+         std::chrono::steady_clock::now() < deadline) {
     const json cap = GetBody(admin, "/v1/capacity");
     const json p = GetBody(admin, "/v1/pressure?region=weur&pool=chrome");
-    capacity_of.emplace(cap["version"].get<uint64_t>(),
+    const uint64_t cap_version = cap["version"].get<uint64_t>();
+    const uint64_t p_version = p["version"].get<uint64_t>();
+    capacity_of.emplace(cap_version,
                         json{{"counts", CapacityPoolOf(cap, "chrome")}, {"as_of_ms", cap["as_of_ms"]}});
-    pressure_of.emplace(p["version"].get<uint64_t>(),
-                        json{{"counts", PressureCounts(p)}, {"as_of_ms", p["as_of_ms"]}});
+    pressure_of.emplace(p_version, json{{"counts", PressureCounts(p)}, {"as_of_ms", p["as_of_ms"]}});
+    if (pressure_of.count(cap_version)) both.insert(cap_version);
+    if (capacity_of.count(p_version)) both.insert(p_version);
     ++pairs;
   }
   stop = true;
