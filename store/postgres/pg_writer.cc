@@ -82,7 +82,9 @@ void PgWriter::NoteClockReading(const DbClockReading& reading) {
                   std::to_string(options_.max_clock_offset_ms) +
                   " ms). Leases, idempotency and silence use the database's clock, so nothing "
                   "is decided wrongly; fix the node's time (NTP) so that its logs agree.");
-  } else if (options_.warn && clock_warned_ && size <= options_.max_clock_offset_ms / 2) {
+  } else if (options_.warn && clock_warned_ && 2 * size <= options_.max_clock_offset_ms) {
+    // Back within half the bound (2 * size: a bound of -1, beyond which
+    // every offset is, never comes back; -1 / 2 would be 0).
     clock_warned_ = false;
     options_.warn(application_name_ + ": this node's wall clock is back within " +
                   std::to_string(size) + " ms of the database's");
