@@ -108,6 +108,17 @@ void AddSessionFlags(CLI::App* serve, ServeConfig* s) {
             "how long the event log keeps an event (GET /v1/events); a cursor older is 410 "
             "events_expired",
             0, kBig, "event retention in ms");
+  AddNumber(serve, "--webhook-lease-ms", &s->webhook_lease_ms,
+            "a node delivering a tenant's webhooks holds that tenant for this long, renewed as "
+            "it delivers: another node takes a dead one's tenants after it",
+            1000, kBig, "webhook lease in ms");
+  AddNumber(serve, "--webhook-timeout-ms", &s->webhook_timeout_ms,
+            "a webhook receiver that has not answered a batch this long after it was sent has "
+            "failed it (retried)",
+            100, 600000, "webhook answer timeout in ms");
+  AddNumber(serve, "--webhook-backoff-cap-ms", &s->webhook_backoff_cap_ms,
+            "a failed webhook batch is retried after 250 ms, doubling up to this", 250, kBig,
+            "webhook retry backoff cap in ms");
   AddNumber(serve, "--session-history-max-rows", &s->session_history_max_rows,
             "ended sessions kept at most (the oldest are pruned first)", 0, kBig,
             "ended sessions kept");

@@ -37,7 +37,10 @@ struct ServeConfig {
   int64_t max_claim_waiters_per_tenant = 1000;  // one tenant's, unless its keys line says
   int64_t max_claim_waiters_total = 10000;      // every tenant's together
   int64_t session_history_ms = 86400000;
-  int64_t event_retention_ms = 3600000;          // GET /v1/events reads back this far         // an ended session says why this long
+  int64_t event_retention_ms = 3600000;          // GET /v1/events reads back this far
+  int64_t webhook_lease_ms = 30000;         // a dead node's webhook deliveries move after this
+  int64_t webhook_timeout_ms = 10000;       // a receiver's answer to a batch, at most
+  int64_t webhook_backoff_cap_ms = 30000;   // retries of a failed batch, at most this apart
   int64_t session_history_max_rows = 1000000;    // ended sessions kept at most
   int64_t history_prune_rows_per_s = 100000;     // ended sessions pruned a second at most
   int64_t dead_after_ms = store::kDefaultDeadAfterMs;

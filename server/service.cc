@@ -155,7 +155,7 @@ std::vector<store::TenantLimitsDigest> Service::MyTenantLimits() const {
 }
 
 void Service::StartWebhooks() {
-  WebhookDelivererOptions options;
+  WebhookDelivererOptions options = WebhookOptionsOf(config_);
   options.node_id = allocator_->options().node_id;
   options.targets = [keys = &keys_] { return keys->webhooks(); };
   options.warn = [](const std::string& message) { LogWarn("edgealloc: " + message); };

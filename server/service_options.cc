@@ -93,6 +93,14 @@ allocator::AllocatorOptions AllocatorOptionsOf(const ServeConfig& config) {
   return options;
 }
 
+WebhookDelivererOptions WebhookOptionsOf(const ServeConfig& config) {
+  WebhookDelivererOptions options;
+  options.lease_ms = config.webhook_lease_ms;
+  options.backoff_cap_ms = config.webhook_backoff_cap_ms;
+  options.post.response_timeout_ms = config.webhook_timeout_ms;
+  return options;
+}
+
 store::Status RequireKernelRandom() {
   unsigned char probe[16];
   std::string error;

@@ -7,6 +7,7 @@
 #include "allocator/allocator.h"
 #include "batcher/batcher.h"
 #include "server/config.h"
+#include "server/webhooks/webhook_deliverer.h"
 #include "store/status.h"
 #include "store/storage.h"
 
@@ -20,6 +21,9 @@ store::StorageOptions StorageOptionsOf(const ServeConfig& config);
 batcher::BatcherOptions BatcherOptionsOf(const ServeConfig& config);
 // With a new node id each call (NewNodeId).
 allocator::AllocatorOptions AllocatorOptionsOf(const ServeConfig& config);
+// The lease, timeout and backoff; the Service adds the node, the targets and
+// the warnings.
+WebhookDelivererOptions WebhookOptionsOf(const ServeConfig& config);
 
 // One line a span of deafness, e.g. "edgealloc: hearing: could not hear for
 // 5.2 s (pause: the watch beat 5.2 s late); no container is judged silent

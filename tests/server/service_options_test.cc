@@ -18,6 +18,9 @@ TEST_CASE("service options: each part is told the flags that are its own") {
   config.mass_silence_percent = 30;
   config.max_claim_waiters = 12;
   config.default_lease_ms = 45000;
+  config.webhook_lease_ms = 4000;
+  config.webhook_timeout_ms = 700;
+  config.webhook_backoff_cap_ms = 9000;
 
   const store::StorageOptions storage = StorageOptionsOf(config);
   CHECK(storage.db == "/var/lib/edgealloc/e.db");
@@ -38,6 +41,11 @@ TEST_CASE("service options: each part is told the flags that are its own") {
   CHECK(allocator.max_waiters_per_pool == 12);
   CHECK(allocator.default_lease_ms == 45000);
   CHECK_FALSE(allocator.node_id.empty());
+
+  const WebhookDelivererOptions webhooks = WebhookOptionsOf(config);
+  CHECK(webhooks.lease_ms == 4000);
+  CHECK(webhooks.post.response_timeout_ms == 700);
+  CHECK(webhooks.backoff_cap_ms == 9000);
 }
 
 TEST_CASE("service options: every node id is new, the host and random bits") {

@@ -123,7 +123,10 @@ class Setup:
     def start(self, name="a"):
         port = free_port()
         log = open(os.path.join(self.tmp, name + ".log"), "ab")
-        proc = serve(self.binary, self.db, port, ["--keys", self.keys], stdout=log, stderr=log,
+        # A dead node's lease lapses after 5 s here (30 s by default), so the
+        # crash cases wait 5 s for the survivor, not 30.
+        proc = serve(self.binary, self.db, port, ["--keys", self.keys, "--webhook-lease-ms", "5000"],
+                     stdout=log, stderr=log,
                      stdin=subprocess.DEVNULL, preexec_fn=die_with_parent, env=self.env)
         if not wait_answers(port, "/readyz", proc, 60):
             fail("node %s not ready:\n%s" % (name, open(os.path.join(self.tmp, name + ".log")).read()))

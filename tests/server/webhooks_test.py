@@ -16,7 +16,7 @@ Cases (engine sqlite or postgres):
 - tls: an https:// receiver with a certificate of a CA made here, given to
   the server by SSL_CERT_FILE; without it the receiver is refused;
 - crash: the delivering node is killed while the receiver fails; another
-  node takes over once its lease lapses (30 s) and resumes after the last
+  node takes over once its lease lapses (5 s here) and resumes after the last
   batch answered 200;
 - two_nodes (postgres): two nodes with the same keys file deliver each
   event once (one deliverer a tenant).
@@ -175,9 +175,9 @@ def case_crash(setup, engine):
     survivor = [n for n in nodes if n is not holder[0]][0][1]
     before = len(setup.receiver.posts)
     setup.receiver.mode = "ok"
-    # The dead node's lease lapses within 30 s of its last renewal.
+    # The dead node's lease lapses within 5 s (--webhook-lease-ms) of its last renewal.
     await_true("acme's events delivered by another node",
-               lambda: all_delivered(setup, survivor), timeout=90)
+               lambda: all_delivered(setup, survivor), timeout=60)
     check_delivery(setup, survivor)
     ok_after = [p for p in setup.receiver.posts[before:] if p[0] == 200]
     seqs = [e["seq"] for e in setup.receiver.delivered()]
