@@ -34,17 +34,17 @@ using testing::Tenant;
 
 constexpr int64_t kMaxLagMs = 200;
 
-// Heartbeat writes of the held partitions wait until Release (a shard whose
+// Heartbeat writes of the held partitions wait until Unhold (a shard whose
 // writer stalled); every other call goes straight through.
 class HeldWrites : public testing::ForwardingStorage {
  public:
   using ForwardingStorage::ForwardingStorage;
-  ~HeldWrites() override { Release(); }
+  ~HeldWrites() override { Unhold(); }
   void Hold(std::set<int> partitions) {
     std::lock_guard<std::mutex> lock(mu_);
     held_ = std::move(partitions);
   }
-  void Release() {
+  void Unhold() {
     std::lock_guard<std::mutex> lock(mu_);
     held_.clear();
     cv_.notify_all();
@@ -86,7 +86,7 @@ struct LagRig {
   ~LagRig() {
     pool->alloc().backups().Stop();
     pool->alloc().backups().SetLag({});  // the batcher goes first
-    held.Release();
+    held.Unhold();
     batcher->Stop();
   }
   // Queues a report of `id` saying it drains (once written, it is not
@@ -151,7 +151,7 @@ void GoesToBackupAndBack(Pool& pool, LagRig& rig, const std::string& home,
   CHECK(Eventually([&] { return rig.OnBackup(home); }));
   if (while_held) while_held();
 
-  rig.held.Release();
+  rig.held.Unhold();
   REQUIRE(Eventually([&] { return rig.batcher->RegionLagMs(home) == 0; }));
   // Home again once the lag stayed at most half the bound for the bound's time.
   CHECK(Eventually([&] { return !rig.OnBackup(home); }));
@@ -290,7 +290,7 @@ TEST_CASE("backup region: on PostgreSQL, one node's regions lag apart: one regio
   CHECK(Eventually([&] { return rig.OnBackup("a"); }));
   CHECK_FALSE(rig.OnBackup("b"));
 
-  rig.held.Release();
+  rig.held.Unhold();
   REQUIRE(Eventually([&] { return rig.batcher->RegionLagMs("a") == 0; }));
   CHECK(Eventually([&] { return !rig.OnBackup("a"); }));
   const store::SessionResult r = ClaimAndRelease(pool, "a");

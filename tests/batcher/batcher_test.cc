@@ -101,7 +101,7 @@ class Pool {
   void Add(const std::vector<std::string>& ids, int64_t last_heartbeat_ms, int i = 0) {
     if (engine_ != nullptr) {
       std::vector<store::ContainerSpec> specs;
-      for (const std::string& id : ids) specs.push_back({id, "weur", "chrome", 0, "{}"});
+      for (const std::string& id : ids) specs.push_back({id, "weur", "chrome", 0, "{}", 1, {}});
       std::promise<store::ContainerResult> done;
       storage_->Register(specs, [&](store::ContainerResult r) { done.set_value(std::move(r)); });
       REQUIRE(done.get_future().get().outcome == store::Outcome::kOk);

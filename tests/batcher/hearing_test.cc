@@ -116,8 +116,9 @@ using testing::StatusOf;
 // c-1 and c-2, available in weur/chrome.
 void RegisterTwo(store::Storage* storage) {
   std::promise<store::ContainerResult> registered;
-  storage->Register({{"c-1", "weur", "chrome", 0, "{}"}, {"c-2", "weur", "chrome", 0, "{}"}},
-                    [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
+  storage->Register(
+      {{"c-1", "weur", "chrome", 0, "{}", 1, {}}, {"c-2", "weur", "chrome", 0, "{}", 1, {}}},
+      [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
   REQUIRE(registered.get_future().get().outcome == store::Outcome::kOk);
 }
 

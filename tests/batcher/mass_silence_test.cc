@@ -70,7 +70,8 @@ bool WaitFor(const std::function<bool()>& done, milliseconds limit) {
 TEST_CASE("mass silence: a pool silent at once keeps its sessions for the grace, then ends them") {
   testing::Engine engine(EDGEALLOC_ENGINES, store::ClaimPolicy{}, 1);
   std::vector<store::ContainerSpec> specs;
-  for (int i = 0; i < 6; ++i) specs.push_back({"c-" + std::to_string(i), "weur", "chrome", 0, "{}"});
+  for (int i = 0; i < 6; ++i)
+    specs.push_back({"c-" + std::to_string(i), "weur", "chrome", 0, "{}", 1, {}});
   auto reg = testing::Await<store::ContainerResult>([&](auto cb) { engine->Register(specs, cb); });
   REQUIRE(reg.outcome == store::Outcome::kOk);
   const store::Session a = Claim(engine.storage.get());

@@ -92,7 +92,7 @@ TEST_CASE("batcher: an unknown id is named from its second request on, and no lo
   CHECK(submit("nope") == Ids{"nope"});
 
   std::promise<store::ContainerResult> registered;
-  e->Register({{"nope", "weur", "chrome", 0, "{}"}},
+  e->Register({{"nope", "weur", "chrome", 0, "{}", 1, {}}},
               [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
   REQUIRE(registered.get_future().get().outcome == store::Outcome::kOk);
   // The request whose write finds it may still name it (the reply comes

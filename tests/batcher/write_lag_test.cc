@@ -62,8 +62,9 @@ TEST_CASE("write lag: a lane writing slower than dead-after kills no reporting c
   testing::Engine engine(EDGEALLOC_ENGINES, {}, /*pg_writers=*/1);
   SlowWrites store(engine.storage.get());
   std::promise<store::ContainerResult> registered;
-  engine->Register({{"c-1", "weur", "chrome", 0, "{}"}, {"c-2", "weur", "chrome", 0, "{}"}},
-                   [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
+  engine->Register(
+      {{"c-1", "weur", "chrome", 0, "{}", 1, {}}, {"c-2", "weur", "chrome", 0, "{}", 1, {}}},
+      [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
   REQUIRE(registered.get_future().get().outcome == store::Outcome::kOk);
 
   BatcherOptions options;
@@ -109,8 +110,9 @@ TEST_CASE("write lag: regions sharing a lane lag by their own heartbeats") {
   testing::Engine engine(EDGEALLOC_ENGINES, {}, /*pg_writers=*/1);
   SlowWrites store(engine.storage.get());
   std::promise<store::ContainerResult> registered;
-  engine->Register({{"w-1", "weur", "chrome", 0, "{}"}, {"e-1", "eeur", "chrome", 0, "{}"},
-                    {"n-1", "wnam", "chrome", 0, "{}"}},
+  engine->Register({{"w-1", "weur", "chrome", 0, "{}", 1, {}},
+                    {"e-1", "eeur", "chrome", 0, "{}", 1, {}},
+                    {"n-1", "wnam", "chrome", 0, "{}", 1, {}}},
                    [&](store::ContainerResult r) { registered.set_value(std::move(r)); });
   REQUIRE(registered.get_future().get().outcome == store::Outcome::kOk);
   Batcher b(&store, BatcherOptions{});

@@ -33,7 +33,7 @@ constexpr auto kMargin = std::chrono::milliseconds(300);
 
 void Register(store::Storage* s, const std::vector<std::string>& ids) {
   std::vector<store::ContainerSpec> specs;
-  for (const auto& id : ids) specs.push_back({id, "weur", "p", 0, "{}"});
+  for (const auto& id : ids) specs.push_back({id, "weur", "p", 0, "{}", 1, {}});
   auto r = testing::Await<store::ContainerResult>([&](auto cb) { s->Register(specs, cb); });
   INFO(r.message);
   REQUIRE(r.outcome == Outcome::kOk);

@@ -43,7 +43,7 @@ store::SessionResult Claim(store::Storage* s, const std::string& region,
 void Register(store::Storage* s, const std::vector<std::string>& ids,
               const std::string& region = "weur") {
   std::vector<store::ContainerSpec> specs;
-  for (const auto& id : ids) specs.push_back({id, region, "p", 0, "{}"});
+  for (const auto& id : ids) specs.push_back({id, region, "p", 0, "{}", 1, {}});
   auto r = Await<store::ContainerResult>([&](auto cb) { s->Register(specs, cb); });
   INFO(r.message);
   REQUIRE(r.outcome == Outcome::kOk);
@@ -919,7 +919,8 @@ std::vector<std::string> ClaimMany(store::Storage* s, const std::string& region,
 void RegisterMany(store::Storage* s, const std::string& prefix, int n, const std::string& region) {
   std::vector<store::ContainerSpec> specs;
   for (int i = 0; i < n; ++i) {
-    specs.push_back({prefix + std::to_string(i), region, ManyPool(static_cast<size_t>(i)), 0, "{}"});
+    specs.push_back(
+        {prefix + std::to_string(i), region, ManyPool(static_cast<size_t>(i)), 0, "{}", 1, {}});
     if (specs.size() == 1000 || i == n - 1) {
       auto r = Await<store::ContainerResult>([&](auto cb) { s->Register(specs, cb); });
       INFO(r.message);

@@ -230,7 +230,9 @@ TEST_CASE("heartbeats: the demo fleet stays alive through the batcher alone") {
   });
   HttpClient c = t.Client();
   const int64_t fleet = static_cast<int64_t>(Demo::Fleet().size());
-  CHECK(Eventually([&] { return t.service->batcher()->stats().written.load() >= 2 * fleet; }));
+  CHECK(Eventually([&] {
+    return t.service->batcher()->stats().written.load() >= static_cast<uint64_t>(2 * fleet);
+  }));
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));
   json cap = json::parse(c.Get("/v1/capacity").body);
   int64_t available = 0, dead = 0;
