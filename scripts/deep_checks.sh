@@ -44,11 +44,14 @@ tsan_tests='^(writer:|batcher|stats:|mirror:|snapshot:|server/)'
 # the dashboard's check in a headless browser (72 s in the plain run, about
 # as long as the rest of the python server tests together), which tests the
 # page's script; the server routes it calls run sanitized in their own tests.
+# Nor the Python server tests on PostgreSQL (the events history over three
+# nodes, the webhooks' PostgreSQL cases: 105 s of test time sanitized), as
+# the C++ suites of PostgreSQL alone are not.
 # Nor the tests of the Python side (the client library, the example agent
 # and fleet loop) and of the metrics' text format (promtool): 111 s of
 # a core sanitized, and what they call of the server runs sanitized in the
 # route tests and the API model.
-asan_exclude='^(server/dashboard_check$|server/promtool_check_metrics$|clients/python$|agent/.*|examples/.*|fault/nemesis$|fault/sqlite_nemesis$|fault/deafness_outage$|fault/clock_step$|fault/db_clock_step$|server/cursor_nodes$|server/tenant_limits_mismatch$|scripts/try_postgres$|docs/(words|files)$|packaging/(prometheus_rules|grafana_dashboard_json)$|openapi/(lint|api_md)$|layering$|fault/(sqlite_)?nemesis_checker$)'
+asan_exclude='^(server/dashboard_check$|server/events_history_postgres$|webhooks/postgres_.*|server/promtool_check_metrics$|clients/python$|agent/.*|examples/.*|fault/nemesis$|fault/sqlite_nemesis$|fault/deafness_outage$|fault/clock_step$|fault/db_clock_step$|server/cursor_nodes$|server/tenant_limits_mismatch$|scripts/try_postgres$|docs/(words|files)$|packaging/(prometheus_rules|grafana_dashboard_json)$|openapi/(lint|api_md)$|layering$|fault/(sqlite_)?nemesis_checker$)'
 tsan_exclude='^server/(api_model|promtool_check_metrics|fd_exhaustion|logging|dashboard_check|client_commands|deaths_logged|keys_reload|refusal_log|cursor_nodes|tenant_limits_mismatch)$|_NOT_BUILT'
 
 passed=0
