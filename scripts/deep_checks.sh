@@ -52,7 +52,7 @@ tsan_tests='^(writer:|batcher|stats:|mirror:|snapshot:|server/)'
 # a core sanitized, and what they call of the server runs sanitized in the
 # route tests and the API model.
 asan_exclude='^(server/dashboard_check$|server/events_history_postgres$|webhooks/postgres_.*|server/promtool_check_metrics$|clients/python$|agent/.*|examples/.*|fault/nemesis$|fault/sqlite_nemesis$|fault/deafness_outage$|fault/clock_step$|fault/db_clock_step$|server/cursor_nodes$|server/tenant_limits_mismatch$|scripts/try_postgres$|docs/(words|files)$|packaging/(prometheus_rules|grafana_dashboard_json)$|openapi/(lint|api_md)$|layering$|fault/(sqlite_)?nemesis_checker$)'
-tsan_exclude='^server/(api_model|promtool_check_metrics|fd_exhaustion|logging|dashboard_check|client_commands|deaths_logged|keys_reload|refusal_log|cursor_nodes|tenant_limits_mismatch)$|_NOT_BUILT'
+tsan_exclude='^server/(events_history_sqlite|events_history_postgres|api_model|promtool_check_metrics|fd_exhaustion|logging|dashboard_check|client_commands|deaths_logged|keys_reload|refusal_log|cursor_nodes|tenant_limits_mismatch)$|_NOT_BUILT'
 
 passed=0
 failed=0

@@ -1,5 +1,6 @@
 #include "server/service.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -31,7 +32,9 @@ store::Status Service::Start() {
     batcher::LiveByPool live;
     kvmirror::Mirror* mirror = mirror_for_reaper_.load();
     if (mirror == nullptr) return live;
-    for (const auto& [region, pools] : mirror->Current()->regions()) {
+    // Held by name: in a range-for the temporary would die first.
+    const std::shared_ptr<const kvmirror::Snapshot> snapshot = mirror->Current();
+    for (const auto& [region, pools] : snapshot->regions()) {
       for (const auto& [pool, c] : pools) live[{region, pool}] = c.available + c.picked + c.draining;
     }
     return live;

@@ -48,7 +48,10 @@ store::TenantLimits KeyStore::LimitsOf(const std::string& tenant) const {
 
 size_t KeyStore::unscoped_container_keys() const {
   size_t n = 0;
-  for (const Entry& e : table_.Load()->keys) {
+  // Held by name: in a range-for the temporary would die first, and a
+  // reload could free the table under the loop.
+  const std::shared_ptr<const Table> table = table_.Load();
+  for (const Entry& e : table->keys) {
     n += e.who.role == Role::kContainer && e.who.report_ids.empty();
   }
   return n;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,7 +16,10 @@ namespace {
 std::set<std::string> KnownRegions(const MetricsSources& src) {
   std::set<std::string> regions;
   if (src.mirror != nullptr) {
-    for (const auto& [region, pools] : src.mirror->Current()->regions()) regions.insert(region);
+    // Held by name: a range-for over Current()->regions() drops the snapshot
+    // before the loop runs (the temporary dies), and a refresh frees it.
+    const std::shared_ptr<const kvmirror::Snapshot> snapshot = src.mirror->Current();
+    for (const auto& [region, pools] : snapshot->regions()) regions.insert(region);
   }
   if (src.pool_claims != nullptr) {
     for (const auto& s : src.pool_claims->backups().States()) {
