@@ -39,38 +39,9 @@ void RunUntil(boost::asio::io_context& io, beast::tcp_stream& stream,
 }  // namespace
 
 bool ParseHttpUrl(std::string_view text, HttpUrl* url, std::string* error) {
-  constexpr std::string_view kScheme = "http://";
-  if (text.substr(0, kScheme.size()) != kScheme) {
-    *error = "'" + std::string(text) + "' is not an http:// URL";
-    return false;
-  }
-  std::string_view rest = text.substr(kScheme.size());
-  const size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  url->target = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
-  std::string_view host = authority, port = "80";
-  if (!authority.empty() && authority[0] == '[') {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) {
-      *error = "'" + std::string(text) + "': unclosed [ in the host";
-      return false;
-    }
-    host = authority.substr(1, close - 1);
-    if (close + 1 < authority.size() && authority[close + 1] == ':') port = authority.substr(close + 2);
-  } else if (const size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
-    host = authority.substr(0, colon);
-    port = authority.substr(colon + 1);
-  }
-  int p = 0;
-  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-  if (host.empty() || ec != std::errc() || end != port.data() + port.size() || p < 1 ||
-      p > 65535) {
-    *error = "'" + std::string(text) + "' is not http://HOST[:PORT][/PATH]";
-    return false;
-  }
-  url->host = std::string(host);
-  url->port = std::string(port);
-  return true;
+  if (base::ParseHttpUrl(text, /*https=*/false, url, error)) return true;
+  *error = "'" + std::string(text) + "' is not http://HOST[:PORT][/PATH]: " + *error;
+  return false;
 }
 
 HttpReply SendHttp(const HttpUrl& url, const HttpCall& call) {

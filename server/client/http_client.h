@@ -6,17 +6,16 @@
 #include <string>
 #include <string_view>
 
+#include "base/http_url.h"
+
 namespace server {
 
 // A plain-HTTP address, `http://HOST[:PORT][/PATH]` (no TLS: the server
 // speaks plain HTTP, and a sidecar talks to it on a private network).
-struct HttpUrl {
-  std::string host;
-  std::string port = "80";
-  std::string target = "/";  // the path and query; "/" when none
-};
+using HttpUrl = base::HttpUrl;
 
-// Parses `text`; false with *error saying why if it is not an http:// URL.
+// Parses `text` (base::ParseHttpUrl, http:// only); false with *error
+// naming the text and saying why if it is not an http:// URL.
 bool ParseHttpUrl(std::string_view text, HttpUrl* url, std::string* error);
 
 // What came back: a status, or none and why (connection refused, timeout).

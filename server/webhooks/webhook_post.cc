@@ -9,7 +9,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <charconv>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -80,39 +79,9 @@ WebhookAnswer Exchange(boost::asio::io_context& io, Stream& stream,
 }  // namespace
 
 bool ParseWebhookUrl(std::string_view text, WebhookUrl* url, std::string* error) {
-  url->tls = text.substr(0, 8) == "https://";
-  if (!url->tls && text.substr(0, 7) != "http://") {
-    *error = "a webhook URL is http:// or https://";
-    return false;
-  }
-  std::string_view rest = text.substr(url->tls ? 8 : 7);
-  const size_t slash = rest.find('/');
-  const std::string_view authority = rest.substr(0, slash);
-  url->target = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
-  std::string_view host = authority, port = url->tls ? "443" : "80";
-  const size_t close = authority.find(']');
-  const size_t colon = authority.rfind(':');
-  if (!authority.empty() && authority[0] == '[') {
-    if (close == std::string_view::npos) {
-      *error = "a webhook URL's host has an unclosed [";
-      return false;
-    }
-    host = authority.substr(1, close - 1);
-    if (colon != std::string_view::npos && colon > close) port = authority.substr(colon + 1);
-  } else if (colon != std::string_view::npos) {
-    host = authority.substr(0, colon);
-    port = authority.substr(colon + 1);
-  }
-  int p = 0;
-  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-  if (host.empty() || ec != std::errc() || end != port.data() + port.size() || p < 1 ||
-      p > 65535) {
-    *error = "a webhook URL is http[s]://HOST[:PORT][/PATH]";
-    return false;
-  }
-  url->host = std::string(host);
-  url->port = std::string(port);
-  return true;
+  if (base::ParseHttpUrl(text, /*https=*/true, url, error)) return true;
+  *error = "a webhook URL is http[s]://HOST[:PORT][/PATH]: " + *error;
+  return false;
 }
 
 WebhookAnswer PostWebhook(const WebhookUrl& url,

@@ -8,17 +8,16 @@
 #include <utility>
 #include <vector>
 
+#include "base/http_url.h"
+
 namespace server {
 
 // A webhook's URL: http:// or https:// (TLS, the peer verified against the
 // system's CA store, which OpenSSL's SSL_CERT_FILE and SSL_CERT_DIR
 // override), host, port (80 or 443 unless given) and target.
-struct WebhookUrl {
-  bool tls = false;
-  std::string host;
-  std::string port;
-  std::string target = "/";
-};
+using WebhookUrl = base::HttpUrl;
+// base::ParseHttpUrl with https:// allowed; the error never quotes the URL
+// (its query may carry a token).
 bool ParseWebhookUrl(std::string_view text, WebhookUrl* url, std::string* error);
 
 struct WebhookPostOptions {
