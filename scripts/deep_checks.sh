@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The deep checks of issue #12, one after another, each a step that passes or
-# fails; the last line says `N passed, M failed` and the exit status is 1 if
-# any failed. Timings on 2 shared cores are in docs/fuzzing.md.
+# The deep checks, one after another, each a step that passes or fails; the
+# last line says `N passed, M failed` and the exit status is 1 if any failed.
+# Timings on 2 shared cores are in docs/fuzzing.md.
+#
+#   scripts/deep_checks.sh                 every step below, in order
+#   scripts/deep_checks.sh --builds        steps 1 and 4's builds only
+#   scripts/deep_checks.sh --after-builds  the rest, the trees being built
 #
 #   1. build-fuzz/ (clang-14, ASan + UBSan, UB aborts, libFuzzer coverage):
 #      every fuzz target and every test binary, one tree for both;
@@ -141,17 +145,35 @@ tsan_ctest() {
   no_reports "$logs" && return $status
 }
 
+# Every step by default; --builds only the two trees' builds (.ci/run runs
+# them at the lowest priority while the ordinary tests run), --after-builds
+# every step but those (then, once they are built).
+mode=${1:-all}
+case $mode in
+  all | --builds | --after-builds) ;;
+  *)
+    echo "deep_checks: unknown argument $mode (scripts/deep_checks.sh [--builds|--after-builds])" >&2
+    exit 2
+    ;;
+esac
+
 start=$SECONDS
-step "deps (clang-14, libfuzzer-14-dev)" deps
-step "asan+ubsan build (build-fuzz/)" asan_build
-# Two fuzzers at a time, one a core: each is a single process.
-for ((i = 0; i < ${#fuzz_targets[@]}; i += 2)); do
-  pair=("${fuzz_targets[@]:i:2}")
-  step "fuzz ${pair[*]} ${fuzz_seconds}s" fuzz_together "${pair[@]}"
-done
-step "asan+ubsan ctest (all tests, SQLite; PostgreSQL: the writer)" asan_ctest
-step "tsan build (build-tsan/)" tsan_build
-step "tsan ctest (writer, batcher, mirror, server)" tsan_ctest
+if [[ $mode != --after-builds ]]; then
+  step "deps (clang-14, libfuzzer-14-dev)" deps
+  step "asan+ubsan build (build-fuzz/)" asan_build
+fi
+if [[ $mode == --builds ]]; then
+  step "tsan build (build-tsan/)" tsan_build
+else
+  # Two fuzzers at a time, one a core: each is a single process.
+  for ((i = 0; i < ${#fuzz_targets[@]}; i += 2)); do
+    pair=("${fuzz_targets[@]:i:2}")
+    step "fuzz ${pair[*]} ${fuzz_seconds}s" fuzz_together "${pair[@]}"
+  done
+  step "asan+ubsan ctest (all tests, SQLite; PostgreSQL: the writer)" asan_ctest
+  [[ $mode == all ]] && step "tsan build (build-tsan/)" tsan_build
+  step "tsan ctest (writer, batcher, mirror, server)" tsan_ctest
+fi
 
 echo "deep checks took $((SECONDS - start)) s"
 ((failed)) && echo "failed: ${failures[*]}"
