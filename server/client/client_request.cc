@@ -42,14 +42,17 @@ void NoteServedBy(const std::string& body, std::ostream& err) {
 
 }  // namespace
 
+bool ServerUrlOf(const ClientOptions& options, HttpUrl* url, std::ostream& err) {
+  std::string error;
+  if (ParseHttpUrl(options.server, url, &error)) return true;
+  err << "edgealloc: --server: " << error << "\n";
+  return false;
+}
+
 int RunClientRequest(const ClientOptions& options, const ClientRequest& request, std::ostream& out,
                      std::ostream& err) {
   HttpUrl url;
-  std::string error;
-  if (!ParseHttpUrl(options.server, &url, &error)) {
-    err << "edgealloc: --server: " << error << "\n";
-    return 2;
-  }
+  if (!ServerUrlOf(options, &url, err)) return 2;
   HttpCall call;
   call.method = request.method;
   call.target = request.target;

@@ -5,6 +5,8 @@
 #include <iosfwd>
 #include <string>
 
+#include "server/client/http_client.h"
+
 namespace server {
 
 // Where a client subcommand (`edgealloc sessions ...`, `edgealloc containers
@@ -27,6 +29,10 @@ struct ClientRequest {
 // (the request is wrong, or not allowed); 5 for 5xx and for no answer at all
 // (retry later).
 int ExitCodeOf(int status);
+
+// `options.server` as a URL; false, saying so on `err` (the caller exits
+// 2, a usage error), if it is not http://HOST[:PORT][/PATH].
+bool ServerUrlOf(const ClientOptions& options, HttpUrl* url, std::ostream& err);
 
 // Sends `request` to `options.server`, prints the reply's body on `out` (a
 // 204 prints nothing; a claim's 201 served by a fallback or backup region

@@ -33,11 +33,7 @@ std::string CursorText(const nlohmann::json& cursor) {
 int RunEventsWatch(const ClientOptions& options, const EventsWatch& watch, std::ostream& out,
                    std::ostream& err) {
   HttpUrl url;
-  std::string error;
-  if (!ParseHttpUrl(options.server, &url, &error)) {
-    err << "edgealloc: --server: " << error << "\n";
-    return 2;
-  }
+  if (!ServerUrlOf(options, &url, err)) return 2;
   std::string after = watch.after;
   int64_t printed = 0;
   for (;;) {

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/http_url.h"
 #include "base/read_file.h"
 
 // Reading a keys file into a KeyStore (KeyStore::Load, KeyStore::Parse), and
@@ -66,8 +67,10 @@ std::string ParseWebhookField(std::string_view name, std::string_view value,
   if (value.empty() || value.size() > kMaxWebhookTextBytes) {
     return where + std::string(name) + " must be 1 to 2048 bytes";
   }
-  if (url && value.substr(0, 7) != "http://" && value.substr(0, 8) != "https://") {
-    return where + "webhook must be an http:// or https:// URL";
+  base::HttpUrl parsed;
+  std::string error;
+  if (url && !base::ParseHttpUrl(value, /*https=*/true, &parsed, &error)) {
+    return where + "webhook must be an http:// or https:// URL: " + error;
   }
   slot = std::string(value);
   return "";
