@@ -127,25 +127,39 @@ def case_retry(setup):
     print("ok a failed batch comes again with its webhook-id until answered 200")
 
 
-def case_restart(setup):
-    proc, port = setup.start("a")
-    expect(port, "POST", "/v1/containers", ADMIN, 200, FLEET)
+def delivered_then_failing(setup, port):
+    """10 claims and releases delivered, then 10 more while the receiver
+    fails, until one delivery failed; the count of events delivered before."""
     churn(port, ACME, 10)
     check_delivery(setup, port)
     first = len(setup.receiver.delivered())
     setup.receiver.mode = "fail"
     churn(port, ACME, 10)
     await_true("a failed delivery", lambda: any(p[0] == 500 for p in setup.receiver.posts))
+    return first
+
+
+def check_resumed(setup, before, first, after_what):
+    """The first batch answered 200 among the posts from `before` on starts
+    with the event after the `first` delivered before the failures."""
+    ok_after = [p for p in setup.receiver.posts[before:] if p[0] == 200]
+    seqs = [e["seq"] for e in setup.receiver.delivered()]
+    if not ok_after or ok_after[0][2][0]["seq"] != seqs[first]:
+        fail("after %s delivery did not resume after the last batch answered 200 "
+             "(first event %r, wanted seq %d)" % (after_what, ok_after and ok_after[0][2][0],
+                                                  seqs[first]))
+
+
+def case_restart(setup):
+    proc, port = setup.start("a")
+    expect(port, "POST", "/v1/containers", ADMIN, 200, FLEET)
+    first = delivered_then_failing(setup, port)
     stop(proc)
     proc, port = setup.start("b")
     before = len(setup.receiver.posts)
     setup.receiver.mode = "ok"
     check_delivery(setup, port)
-    ok_after = [p for p in setup.receiver.posts[before:] if p[0] == 200]
-    seqs = [e["seq"] for e in setup.receiver.delivered()]
-    if not ok_after or ok_after[0][2][0]["seq"] != seqs[first]:
-        fail("after the restart delivery did not resume after the last batch answered 200 "
-             "(first event %r, wanted seq %d)" % (ok_after and ok_after[0][2][0], seqs[first]))
+    check_resumed(setup, before, first, "the restart")
     print("ok a restarted node resumes after the last acknowledged batch, nothing lost")
 
 
@@ -159,12 +173,7 @@ def case_crash(setup, engine):
         nodes.append(setup.start("b"))
     port = nodes[0][1]
     expect(port, "POST", "/v1/containers", ADMIN, 200, FLEET)
-    churn(port, ACME, 10)
-    check_delivery(setup, port)
-    first = len(setup.receiver.delivered())
-    setup.receiver.mode = "fail"
-    churn(port, ACME, 10)
-    await_true("a failed delivery", lambda: any(p[0] == 500 for p in setup.receiver.posts))
+    first = delivered_then_failing(setup, port)
     delivered = 'edgealloc_webhook_deliveries_total{result="delivered"}'
     holder = [n for n in nodes if metric(n[1], delivered) > 0]
     if len(holder) != 1:
@@ -179,11 +188,7 @@ def case_crash(setup, engine):
     await_true("acme's events delivered by another node",
                lambda: all_delivered(setup, survivor), timeout=60)
     check_delivery(setup, survivor)
-    ok_after = [p for p in setup.receiver.posts[before:] if p[0] == 200]
-    seqs = [e["seq"] for e in setup.receiver.delivered()]
-    if not ok_after or ok_after[0][2][0]["seq"] != seqs[first]:
-        fail("after the holder died delivery did not resume after the last batch answered "
-             "200 (first event %r, wanted seq %d)" % (ok_after and ok_after[0][2][0], seqs[first]))
+    check_resumed(setup, before, first, "the holder died")
     print("ok the holder killed, another node took acme over and resumed after its last "
           "acknowledged batch")
 
