@@ -5,7 +5,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "server/client/http_client.h"
+#include "base/http_url.h"
 
 namespace server {
 
@@ -32,7 +32,7 @@ int ExitCodeOf(int status);
 
 // `options.server` as a URL; false, saying so on `err` (the caller exits
 // 2, a usage error), if it is not http://HOST[:PORT][/PATH].
-bool ServerUrlOf(const ClientOptions& options, HttpUrl* url, std::ostream& err);
+bool ServerUrlOf(const ClientOptions& options, base::HttpUrl* url, std::ostream& err);
 
 // Sends `request` to `options.server`, prints the reply's body on `out` (a
 // 204 prints nothing; a claim's 201 served by a fallback or backup region
