@@ -192,7 +192,7 @@ struct ContainerSpec {
   int64_t slots = 1;         // sessions it holds at once (kMinSlots to kMaxSlots)
   // Its attributes, a JSON object of strings (validated; keys sorted);
   // nullopt keeps what is stored (a new container: none).
-  std::optional<std::string> attributes;
+  std::optional<std::string> attributes = std::nullopt;
 };
 
 // A container as GET /v1/containers/{id} shows it.
