@@ -36,6 +36,9 @@ class SqliteCells {
 void ReadSessionRow(const Statement& q, Session* s);
 // Reads the container row (kContainerColumnList) that starts it into *c.
 void ReadContainerRow(const Statement& q, ContainerInfo* c);
+// Reads a history row (store/sqlite/history_sql.h, list_sql.h
+// kListEndedSessions): the session row, then its end reason and end time.
+EndedSession ReadEndedSessionRow(const Statement& q);
 // Binds `value`, or NULL when it is empty (a filter that matches anything).
 void BindOrNull(Statement* q, int index, const std::string& value);
 

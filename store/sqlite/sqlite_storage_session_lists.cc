@@ -9,18 +9,6 @@
 #include "store/sqlite/sqlite_storage.h"
 
 namespace store {
-namespace {
-
-// A history row of the list (store/sqlite/list_sql.h kListEndedSessions):
-// the session, its end reason and end time.
-EndedSession ReadListedEnd(const Statement& q) {
-  EndedSession e;
-  ReadSessionRow(q, &e.session);
-  e.end = {q.ColumnString(kSessionColumnCount), q.ColumnInt64(kSessionColumnCount + 1)};
-  return e;
-}
-
-}  // namespace
 
 Status SqliteStorage::ListSessions(const SessionFilter& filter, const std::string& after,
                                   int limit, std::vector<Session>* page,
@@ -74,7 +62,7 @@ Status SqliteStorage::ListEndedSessions(const SessionFilter& filter, const std::
         (*q)->Bind(6, filter.label_value);
         return Status::Ok();
       },
-      ReadListedEnd, page, next_after);
+      ReadEndedSessionRow, page, next_after);
 }
 
 }  // namespace store

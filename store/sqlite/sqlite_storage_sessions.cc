@@ -22,15 +22,6 @@
 namespace store {
 namespace {
 
-// A history row (store/sqlite/history_sql.h): the session, its end reason
-// and end time.
-EndedSession ReadEndedSession(const Statement& q) {
-  EndedSession e;
-  ReadSessionRow(q, &e.session);
-  e.end = {q.ColumnString(kSessionColumnCount), q.ColumnInt64(kSessionColumnCount + 1)};
-  return e;
-}
-
 // The session as stored (*found) or, when it is not live, its history
 // (*ended), if any.
 Status ReadSessionOrEnd(Db* db, const std::string& session_id, std::optional<Session>* found,
@@ -42,7 +33,7 @@ Status ReadSessionOrEnd(Db* db, const std::string& session_id, std::optional<Ses
   q->Bind(1, session_id);
   bool row = false;
   RETURN_IF_ERROR(q->Step(&row));
-  if (row) *ended = ReadEndedSession(*q);
+  if (row) *ended = ReadEndedSessionRow(*q);
   return Status::Ok();
 }
 
