@@ -181,6 +181,11 @@ class PostgresStorage : public Storage {
   // (pgsql::kDrain, kUndrain) on `id`, answered with the container as it
   // left it.
   void ChangeDrain(std::string id, const char* statement, ContainerCallback done);
+  // postgres_storage_sweeps.cc: PruneEvents and PruneSessionHistory, which
+  // are not partitioned: on partition 0, writer 0 runs `statement` (a DELETE
+  // that answers its count) alone; other partitions prune nothing.
+  Status PruneOnFirstWriter(int partition, const char* statement,
+                            const std::vector<PgParam>& params, int64_t* pruned);
 
   const std::string uri_;
   const std::string program_;

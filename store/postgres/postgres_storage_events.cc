@@ -71,21 +71,8 @@ Status PostgresStorage::ReadEvents(const EventQuery& query, const EventCursor& a
 
 Status PostgresStorage::PruneEvents(int partition, int64_t retention_ms, int max_rows,
                                     int64_t* pruned) {
-  *pruned = 0;
-  // The log is not partitioned: writer 0 prunes it.
-  if (partition != 0) return Status::Ok();
-  int64_t deleted = 0;
-  Status s = writers_[0]->RunSync(
-      [&](PgConn* conn) {
-        PgResult r;
-        RETURN_IF_ERROR(
-            conn->Run(pgsql::kPruneEvents, {P(retention_ms), P(int64_t{max_rows})}, &r));
-        deleted = r.rows() > 0 ? r.Int64(0, 0) : 0;
-        return Status::Ok();
-      },
-      /*solo=*/true);
-  if (s.ok()) *pruned = deleted;
-  return s;
+  return PruneOnFirstWriter(partition, pgsql::kPruneEvents,
+                            {P(retention_ms), P(int64_t{max_rows})}, pruned);
 }
 
 }  // namespace store

@@ -148,15 +148,19 @@ Status PostgresStorage::CountSilent(int64_t cutoff_ms, std::vector<PoolSilence>*
 Status PostgresStorage::PruneSessionHistory(int partition, int64_t history_ms,
                                             int64_t max_history_rows, int max_rows,
                                             int64_t* pruned) {
+  return PruneOnFirstWriter(partition, pgsql::kPruneHistory,
+                            {P(history_ms), P(max_history_rows), P(int64_t{max_rows})}, pruned);
+}
+
+Status PostgresStorage::PruneOnFirstWriter(int partition, const char* statement,
+                                           const std::vector<PgParam>& params, int64_t* pruned) {
   *pruned = 0;
-  // The history is the sessions' and not partitioned: writer 0 prunes it.
   if (partition != 0) return Status::Ok();
   int64_t deleted = 0;
   Status s = writers_[0]->RunSync(
       [&](PgConn* conn) {
         PgResult r;
-        RETURN_IF_ERROR(conn->Run(pgsql::kPruneHistory,
-                                  {P(history_ms), P(max_history_rows), P(int64_t{max_rows})}, &r));
+        RETURN_IF_ERROR(conn->Run(statement, params, &r));
         deleted = r.rows() > 0 ? r.Int64(0, 0) : 0;
         return Status::Ok();
       },
