@@ -17,13 +17,9 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 STORE_CYCLES="${STORE_CYCLES:-$ROOT/build/bench/store_cycles}"
+ParseQuickFlag "$@"
 ROUNDS=5 SECONDS_A_RUN=4
-for arg in "$@"; do
-  case $arg in
-    --quick) ROUNDS=2 SECONDS_A_RUN=1 ;;
-    -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  esac
-done
+((QUICK)) && ROUNDS=2 SECONDS_A_RUN=1
 
 # Rate ARGS...: one run's durable cycles a second; its double allocations
 # are added to $WORK/doubles.

@@ -21,6 +21,20 @@ Cleanup() {
 trap Cleanup EXIT
 trap 'exit 130' INT TERM
 
+# A bench script's arguments: --quick sets QUICK=1, --help prints the
+# script's opening comment (its usage), anything else is refused (exit 2).
+ParseQuickFlag() {
+  local script=${BASH_SOURCE[1]} arg
+  QUICK=0
+  for arg in "$@"; do
+    case $arg in
+      --quick) QUICK=1 ;;
+      -h|--help) sed -n '2,/^[^#]/p' "$script" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+      *) echo "bench/$(basename "$script"): unknown argument $arg (try --help)" >&2; exit 2 ;;
+    esac
+  done
+}
+
 # A port the kernel says is free now. Another process could take it before the
 # server binds; StartServer then fails loudly instead of measuring someone
 # else's server.

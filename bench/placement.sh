@@ -33,14 +33,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 LOAD_FLEET="${LOAD_FLEET:-$ROOT/build/bench/load_fleet}"
 PLACEMENT_CYCLES="${PLACEMENT_CYCLES:-$ROOT/build/bench/placement_cycles}"
-QUICK=0
-for arg in "$@"; do
-  case $arg in
-    --quick) QUICK=1 ;;
-    -h|--help) sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/placement.sh: unknown argument $arg (try --help)" >&2; exit 2 ;;
-  esac
-done
+ParseQuickFlag "$@"
 SECONDS_A_MODE=5
 ((QUICK)) && SECONDS_A_MODE=1
 MODES=(fittest1 packed8 selector2)

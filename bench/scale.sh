@@ -48,14 +48,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 LOAD_FLEET="${LOAD_FLEET:-$ROOT/build/bench/load_fleet}"
-QUICK=0
-for arg in "$@"; do
-  case $arg in
-    --quick) QUICK=1 ;;
-    -h|--help) sed -n '2,46p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/scale.sh: unknown argument $arg (try --help)" >&2; exit 2 ;;
-  esac
-done
+ParseQuickFlag "$@"
 
 CLAIM_POOL=1000
 DURATION=10
