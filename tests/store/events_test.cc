@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "store/storage.h"
+#include "tests/store/report_now.h"
 #include "tests/support/await.h"
 #include "tests/support/engines.h"
 #include "tests/support/requests.h"
@@ -17,6 +18,7 @@ namespace {
 using store::Outcome;
 using testing::Await;
 using testing::Engine;
+using testing::ReportNow;
 using testing::Tenant;
 
 void Register(store::Storage* s, const std::string& id, const std::string& region = "weur") {
@@ -32,15 +34,6 @@ store::Session Claim(store::Storage* s, const std::string& tenant,
   auto r = Await<store::SessionResult>([&](auto cb) { s->Claim(std::move(req), cb); });
   REQUIRE(r.outcome == Outcome::kOk);
   return r.session;
-}
-
-void Report(store::Storage* s, const std::string& id, store::ReportedState state) {
-  int partition = -1;
-  REQUIRE(s->PartitionOf(id, &partition).ok());
-  store::HeartbeatWriteResult result;
-  const std::vector<store::HeartbeatRow> rows = {
-      {id, base::NowMs(), std::nullopt, std::nullopt, state}};
-  REQUIRE(s->WriteHeartbeats(partition, rows, &result).ok());
 }
 
 store::EventCursor Start(store::Storage* s) {
@@ -95,8 +88,8 @@ TEST_CASE("events: each change of a container and its session writes its event, 
           Outcome::kOk);
   REQUIRE(Await<store::ContainerResult>([&](auto cb) { s->Undrain("c1", cb); }).outcome ==
           Outcome::kOk);
-  Report(s, "c1", store::ReportedState::kDraining);
-  Report(s, "c1", store::ReportedState::kReady);
+  ReportNow(s, "c1", store::ReportedState::kDraining);
+  ReportNow(s, "c1", store::ReportedState::kReady);
   REQUIRE(Await<store::ContainerResult>([&](auto cb) { s->Remove("c1", cb); }).outcome ==
           Outcome::kOk);
 

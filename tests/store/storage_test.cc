@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "tests/store/report_now.h"
 #include "tests/support/await.h"
 #include "tests/support/engines.h"
 #include "tests/support/requests.h"
@@ -27,6 +28,7 @@ namespace {
 
 using store::Outcome;
 using testing::Engine;
+using testing::ReportNow;
 
 using testing::Await;
 using testing::Tenant;
@@ -195,17 +197,6 @@ TEST_CASE("storage: drain, remove, and tokens that only grow across delete and r
 
 namespace {
 
-// One heartbeat row reporting `state` for `id`, written and durable.
-void Report(store::Storage* s, const std::string& id, store::ReportedState state) {
-  int partition = -1;
-  REQUIRE(s->PartitionOf(id, &partition).ok());
-  store::HeartbeatWriteResult result;
-  const std::vector<store::HeartbeatRow> rows = {
-      {id, base::NowMs(), std::nullopt, std::nullopt, state}};
-  REQUIRE(s->WriteHeartbeats(partition, rows, &result).ok());
-  REQUIRE(result.written == 1);
-}
-
 store::ContainerResult Drain(store::Storage* s, const std::string& id) {
   return Await<store::ContainerResult>([&](auto cb) { s->Drain(id, cb); });
 }
@@ -241,14 +232,14 @@ TEST_CASE("storage: an operator's drain holds through ready reports, registratio
   CHECK(drained.container.id == "d1");  // the container as the drain left it
   CHECK(drained.container.status == "draining");
   CHECK(drained.container.drain_requested);
-  Report(s, "d1", store::ReportedState::kReady);
+  ReportNow(s, "d1", store::ReportedState::kReady);
   CHECK(StateOf(s, "d1") == "draining drain_requested");
   Register(s, {"d1"});
   CHECK(StateOf(s, "d1") == "draining drain_requested");
   CHECK(Name(Claim(s, "weur").outcome) == "no_capacity");
   SweepAllSilent(s);
   CHECK(StateOf(s, "d1") == "dead drain_requested");
-  Report(s, "d1", store::ReportedState::kReady);  // back, and still drained
+  ReportNow(s, "d1", store::ReportedState::kReady);  // back, and still drained
   CHECK(StateOf(s, "d1") == "draining drain_requested");
   SweepAllSilent(s);
   Register(s, {"d1"});  // a registration brings it back drained too
@@ -267,26 +258,26 @@ TEST_CASE("storage: a container's own drain ends at its own ready, an undrain le
   Engine e(EDGEALLOC_ENGINES);
   store::Storage* s = e.storage.get();
   Register(s, {"c1"});
-  Report(s, "c1", store::ReportedState::kDraining);
+  ReportNow(s, "c1", store::ReportedState::kDraining);
   CHECK(StateOf(s, "c1") == "draining drain_reported");
-  Report(s, "c1", store::ReportedState::kDraining);  // again: nothing changes
+  ReportNow(s, "c1", store::ReportedState::kDraining);  // again: nothing changes
   CHECK(StateOf(s, "c1") == "draining drain_reported");
   CHECK(Undrain(s, "c1").container.status == "draining");  // not the operator's to end
-  Report(s, "c1", store::ReportedState::kReady);
+  ReportNow(s, "c1", store::ReportedState::kReady);
   CHECK(StateOf(s, "c1") == "available");
 
   // Both: its ready ends its own drain only; the undrain then frees it.
-  Report(s, "c1", store::ReportedState::kDraining);
+  ReportNow(s, "c1", store::ReportedState::kDraining);
   REQUIRE(Drain(s, "c1").outcome == Outcome::kOk);
   CHECK(StateOf(s, "c1") == "draining drain_requested drain_reported");
-  Report(s, "c1", store::ReportedState::kReady);
+  ReportNow(s, "c1", store::ReportedState::kReady);
   CHECK(StateOf(s, "c1") == "draining drain_requested");
   CHECK(Undrain(s, "c1").container.status == "available");
   // And the other way round: undrain first, then its ready.
-  Report(s, "c1", store::ReportedState::kDraining);
+  ReportNow(s, "c1", store::ReportedState::kDraining);
   REQUIRE(Drain(s, "c1").outcome == Outcome::kOk);
   CHECK(Undrain(s, "c1").container.status == "draining");
-  Report(s, "c1", store::ReportedState::kReady);
+  ReportNow(s, "c1", store::ReportedState::kReady);
   CHECK(StateOf(s, "c1") == "available");
 }
 
@@ -299,13 +290,13 @@ TEST_CASE("storage: a picked container finishes its session, then drains, and a 
   const store::ContainerResult drained = Drain(s, held);
   CHECK(drained.container.status == "picked");
   CHECK(drained.container.drain_requested);
-  Report(s, held, store::ReportedState::kReady);
+  ReportNow(s, held, store::ReportedState::kReady);
   CHECK(StateOf(s, held) == "picked drain_requested");
   REQUIRE(Await<store::SessionResult>([&](auto cb) {
             s->Release(Tenant("t1"), c.session.session_id, c.session.token, cb);
           }).outcome == Outcome::kOk);
   CHECK(StateOf(s, held) == "draining drain_requested");
-  Report(s, held, store::ReportedState::kReady);
+  ReportNow(s, held, store::ReportedState::kReady);
   CHECK(StateOf(s, held) == "draining drain_requested");
 
   // Its own draining report while picked: draining after the lease's end,
@@ -313,14 +304,14 @@ TEST_CASE("storage: a picked container finishes its session, then drains, and a 
   auto next = Claim(s, "weur", "t1", "", /*lease_ms=*/1);
   REQUIRE(next.outcome == Outcome::kOk);
   CHECK(next.session.container_id == free);
-  Report(s, free, store::ReportedState::kDraining);
+  ReportNow(s, free, store::ReportedState::kDraining);
   CHECK(StateOf(s, free) == "picked drain_reported");
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   int64_t ended = 0;
   REQUIRE(s->SweepExpiredLeases(0, 100, &ended).ok());
   CHECK(ended == 1);
   CHECK(StateOf(s, free) == "draining drain_reported");
-  Report(s, free, store::ReportedState::kReady);
+  ReportNow(s, free, store::ReportedState::kReady);
   CHECK(StateOf(s, free) == "available");
 
   // Delete ends the drain: registered again, it is available.
@@ -341,7 +332,7 @@ TEST_CASE("storage: the capacity readers count drained containers and read their
   REQUIRE(Drain(s, picked).outcome == Outcome::kOk);  // held: drained, not yet draining
   REQUIRE(Drain(s, "n1").outcome == Outcome::kOk);
   const std::string self = picked == "w1" ? "w2" : "w1";
-  Report(s, self, store::ReportedState::kDraining);  // draining, not drained
+  ReportNow(s, self, store::ReportedState::kDraining);  // draining, not drained
   std::map<std::string, std::pair<int64_t, int64_t>> draining;  // region: count, drained
   std::set<std::string> ids;
   for (int p = 0; p < s->partitions(); ++p) {

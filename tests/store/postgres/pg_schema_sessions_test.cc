@@ -13,6 +13,7 @@
 #include "store/postgres/schema_sql.h"
 #include "store/postgres/selector_sql.h"
 #include "store/session_id.h"
+#include "tests/store/migrated_sessions.h"
 #include "tests/support/await.h"
 #include "tests/support/pg_server.h"
 #include "tests/support/pg_storage.h"
@@ -68,7 +69,8 @@ TEST_CASE("pg schema: version 13 moves a version 11 database's live sessions, ke
   const std::string uri = server.NewDatabaseUri();
   const std::string keyed = NewId(), plain = NewId(), ended = NewId();
   const std::string now = std::to_string(base::NowMs());
-  const std::string lease_end = std::to_string(base::NowMs() + 3600000);
+  const int64_t lease_end_ms = base::NowMs() + 3600000;
+  const std::string lease_end = std::to_string(lease_end_ms);
   PgServer::Query(uri, kVersion11Sessions);
   PgServer::Query(uri,
                   "INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, generation, "
@@ -91,40 +93,9 @@ TEST_CASE("pg schema: version 13 moves a version 11 database's live sessions, ke
                              "slots_used || ':' || slot_map, ',' ORDER BY id) FROM containers") ==
         "c-1:picked:1:1:1,c-2:picked:1:1:1,c-3:available:1:0:0");
 
-  auto live = s->GetSession(Tenant("t1"), keyed);
-  REQUIRE(live.outcome == Outcome::kOk);
-  CHECK(live.session.container_id == "c-1");
-  CHECK(live.session.token == 7);
-  CHECK(live.session.slot == 0);
-  CHECK(live.session.labels == R"({"job":"a"})");
-  CHECK(std::to_string(live.session.lease_expires_at_ms) == lease_end);
-  CHECK(s->GetContainer("c-1").container.session_id == keyed);
-
-  // The key still names its session.
-  store::ClaimRequest retry = testing::Req("weur", "t1", "p");
-  retry.idempotency_key = "k1";
-  retry.lease_ms = 60000;
-  auto replay = Await<store::SessionResult>([&](auto cb) { s->Claim(retry, cb); });
-  CHECK(replay.outcome == Outcome::kReplayed);
-  CHECK(replay.session.session_id == keyed);
-
-  // The history is kept, with its reason, and reads slot 0.
-  auto gone = s->GetSession(Tenant("t1"), ended);
-  CHECK(gone.outcome == Outcome::kSessionEnded);
-  CHECK(gone.end.reason == "released");
-
-  // A migrated session is released with its token; its slot is free again,
-  // and a new claim's token is above every one before.
-  auto released =
-      Await<store::SessionResult>([&](auto cb) { s->Release(Tenant("t2"), plain, 3, cb); });
-  CHECK(released.outcome == Outcome::kOk);
-  CHECK(s->GetContainer("c-2").container.status == "available");
-  store::ClaimRequest fresh = testing::Req("weur", "t3", "p");
-  fresh.lease_ms = 60000;
-  auto claim = Await<store::SessionResult>([&](auto cb) { s->Claim(fresh, cb); });
-  REQUIRE(claim.outcome == Outcome::kOk);
-  CHECK(claim.session.container_id != "c-1");
-  CHECK(claim.session.token >= 100);
+  testing::CheckMigratedSessionsWork(
+      s.get(), {.keyed = keyed, .plain = plain, .ended = ended, .lease_expires_at_ms = lease_end_ms,
+                .min_new_token = 100});
 }
 
 // A version 12 database (attributes, the step before) keeps its attributes

@@ -13,6 +13,7 @@
 #include "store/sqlite/db.h"
 #include "store/sqlite/schema.h"
 #include "store/storage.h"
+#include "tests/store/migrated_sessions.h"
 #include "tests/support/await.h"
 #include "tests/support/db_queries.h"
 #include "tests/support/requests.h"
@@ -95,41 +96,9 @@ TEST_CASE("schema: version 12 moves a version 10 file's live sessions, keys and 
           "c-1:picked:1:1:1,c-2:picked:1:1:1,c-3:available:1:0:0,c-5:available:1:0:0");
   }
 
-  auto live = s->GetSession(Tenant("t1"), keyed);
-  REQUIRE(live.outcome == Outcome::kOk);
-  CHECK(live.session.container_id == "c-1");
-  CHECK(live.session.token == 7);
-  CHECK(live.session.slot == 0);
-  CHECK(live.session.labels == R"({"job":"a"})");
-  CHECK(live.session.lease_expires_at_ms == lease_end);
-  const auto held = s->GetContainer("c-1").container;
-  CHECK(held.session_id == keyed);
-  CHECK(held.slots_used == 1);
-
-  // The key still names its session.
-  store::ClaimRequest retry = testing::Req("weur", "t1", "p");
-  retry.idempotency_key = "k1";
-  retry.lease_ms = 60000;
-  auto replay = Await<store::SessionResult>([&](auto cb) { s->Claim(retry, cb); });
-  CHECK(replay.outcome == Outcome::kReplayed);
-  CHECK(replay.session.session_id == keyed);
-
-  // The history is kept, with its reason.
-  auto gone = s->GetSession(Tenant("t1"), ended);
-  CHECK(gone.outcome == Outcome::kSessionEnded);
-  CHECK(gone.end.reason == "released");
-
-  // A migrated session is released with its token, and its slot is free again.
-  auto released = Await<store::SessionResult>(
-      [&](auto cb) { s->Release(Tenant("t2"), plain, 3, cb); });
-  CHECK(released.outcome == Outcome::kOk);
-  CHECK(s->GetContainer("c-2").container.status == "available");
-  store::ClaimRequest fresh = testing::Req("weur", "t3", "p");
-  fresh.lease_ms = 60000;
-  auto claim = Await<store::SessionResult>([&](auto cb) { s->Claim(fresh, cb); });
-  REQUIRE(claim.outcome == Outcome::kOk);
-  CHECK(claim.session.container_id != "c-1");
-  CHECK(claim.session.token > 3);
+  testing::CheckMigratedSessionsWork(
+      s.get(), {.keyed = keyed, .plain = plain, .ended = ended, .lease_expires_at_ms = lease_end,
+                .min_new_token = 4});
 }
 
 // A version 11 file (attributes, the step before) keeps its attributes
