@@ -21,6 +21,27 @@ Cleanup() {
 trap Cleanup EXIT
 trap 'exit 130' INT TERM
 
+# Where servers and load generators run. Empty (anywhere) unless PinApart
+# was called: StartServer runs a server through ON_SERVER, and a script runs
+# its load generator through ON_LOAD.
+ON_SERVER=()
+ON_LOAD=()
+PINNING="none: the server and the load generator share every core"
+
+# PinApart: with two cores or more, servers on all but the last (taskset) and
+# load generators on the last, so that a server's figure is its own and not
+# the generator's too; with one core, nothing (PINNING says which).
+PinApart() {
+  local n
+  n=$(nproc)
+  ((n >= 2)) && command -v taskset >/dev/null 2>&1 || return 0
+  local server_cpus="0"
+  ((n > 2)) && server_cpus="0-$((n - 2))"
+  ON_SERVER=(taskset -c "$server_cpus")
+  ON_LOAD=(taskset -c "$((n - 1))")
+  PINNING="servers on core(s) $server_cpus, load generators on core $((n - 1)) (taskset)"
+}
+
 # A bench script's arguments: --quick sets QUICK=1, --help prints the
 # script's opening comment (its usage), anything else is refused (exit 2).
 ParseQuickFlag() {
@@ -59,12 +80,13 @@ StopServer() {
   wait "$pid" 2>/dev/null || true
 }
 
-# StartServer DB LOGNAME ARGS...: sets PORT and PID, waits for /readyz.
+# StartServer DB LOGNAME ARGS...: starts a server (through ON_SERVER), sets
+# PORT and PID, waits for /readyz.
 StartServer() {
   local db=$1 log=$2
   shift 2
   PORT=$(FreePort)
-  "$BIN" serve --db "$db" --listen "127.0.0.1:$PORT" "$@" >"$WORK/$log.log" 2>&1 &
+  "${ON_SERVER[@]}" "$BIN" serve --db "$db" --listen "127.0.0.1:$PORT" "$@" >"$WORK/$log.log" 2>&1 &
   PID=$!
   SERVER_PIDS+=("$PID")
   for _ in $(seq 1 100); do

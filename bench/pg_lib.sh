@@ -70,7 +70,8 @@ synchronous_commit = on
 track_wal_io_timing = on
 EOF
   PG_STARTED=1
-  PgAs "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$PGDIR/server.log" -w -t 30 start >/dev/null 2>&1 ||
+  PgAs "${ON_SERVER[@]}" "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$PGDIR/server.log" -w -t 30 start \
+    >/dev/null 2>&1 ||
     { echo "PostgreSQL did not start:" >&2; tail -20 "$PGDIR/server.log" >&2; exit 1; }
   PG_URI_BASE="postgresql://edgealloc@127.0.0.1:$PG_PORT"
 }

@@ -28,6 +28,13 @@
 #    throwaway PostgreSQL 15 (bench/pg_lib.sh: fsync and synchronous_commit
 #    on, every commit flushed as edgealloc's --sync full). A cycle a script.
 #
+# Pinned as bench/run pins edgealloc and http_load (PinApart in bench/lib.sh,
+# with two cores or more): redis-server and PostgreSQL on the servers'
+# cores, BullMQ's node process (its producers and Worker) and pgbench on the
+# load generators' core. plainjob has no server: its producer and workers
+# are the queue, and run on every core, as edgealloc's server and its load
+# generator do together.
+#
 # The Node packages are pinned in bench/peers/package-lock.json; `npm ci`
 # installs them into bench/peers/node_modules when that is missing or older
 # than the lock (the first time it builds better-sqlite3: about a minute).
@@ -75,7 +82,9 @@ PeersCleanup() {
 }
 trap PeersCleanup EXIT
 
+PinApart
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -n); cores $(nproc), shared by the peer, its clients and any other work"
+echo "# pinning: $PINNING"
 echo "# load average $(cut -d' ' -f1-3 /proc/loadavg) before the peers"
 NodePkg() { node -p "require('$PEERS/node_modules/$1/package.json').version"; }
 echo "# node $(node --version), bullmq $(NodePkg bullmq), ioredis $(NodePkg ioredis)," \
@@ -84,7 +93,7 @@ echo "# node $(node --version), bullmq $(NodePkg bullmq), ioredis $(NodePkg iore
 # 1. BullMQ on Redis. ---------------------------------------------------------
 mkdir -p "$WORK/redis"
 REDIS_PORT=$(FreePort)
-redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$WORK/redis" --save '' --appendonly no \
+"${ON_SERVER[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$WORK/redis" --save '' --appendonly no \
   --daemonize no >"$WORK/redis/server.log" 2>&1 &
 REDIS_PID=$!
 for _ in $(seq 1 50); do
@@ -95,7 +104,7 @@ done
   { echo "redis-server did not start:" >&2; cat "$WORK/redis/server.log" >&2; exit 1; }
 echo "# redis $(redis-server --version | awk '{ print $3 }' | sed 's/^v=//'): save '' and appendonly no:" \
   "no durability, a job lives in Redis's memory only"
-node "$PEERS/bullmq.mjs" --port "$REDIS_PORT" --clients "$CLIENTS" --seconds "$SECONDS_MEASURED" \
+"${ON_LOAD[@]}" node "$PEERS/bullmq.mjs" --port "$REDIS_PORT" --clients "$CLIENTS" --seconds "$SECONDS_MEASURED" \
   --warmup "$WARMUP"
 StopRedis
 
@@ -124,7 +133,7 @@ EOF
 echo "# PostgreSQL $("$PG_BIN/postgres" --version | awk '{ print $3 }'): fsync on, synchronous_commit on:" \
   "each claim and each release flushed to disk before it is answered"
 cpu0=$(PgCpu); t0=$(Now)
-"$PGBENCH" -n -M prepared -c "$CLIENTS" -j 2 -T "$SECONDS_MEASURED" -f "$WORK/skip_locked.sql" \
+"${ON_LOAD[@]}" "$PGBENCH" -n -M prepared -c "$CLIENTS" -j 2 -T "$SECONDS_MEASURED" -f "$WORK/skip_locked.sql" \
   "$PG_URI_BASE/peer" >"$WORK/pgbench.out" 2>&1 ||
   { echo "pgbench failed:" >&2; tail -5 "$WORK/pgbench.out" >&2; exit 1; }
 cpu1=$(PgCpu); t1=$(Now)
