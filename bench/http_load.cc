@@ -60,6 +60,7 @@ struct Config {
   int items = 100;  // heartbeats a request (--mode heartbeats)
   int containers = 10000;  // ids <id_prefix>0 .. <id_prefix>(containers-1)
   std::string id_prefix = "hb-";
+  std::string key;  // sent as the bearer (a server with a keys file), when set
 };
 
 // Everything runs on one io thread, so the shared bookkeeping needs no lock.
@@ -133,6 +134,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     req_ = {};
     req_.version(11);
     req_.set(http::field::host, sh_->cfg.host);
+    if (!sh_->cfg.key.empty()) req_.set(http::field::authorization, "Bearer " + sh_->cfg.key);
     req_.keep_alive(true);
     if (sh_->cfg.mode == "healthz") {
       req_.method(http::verb::get);
@@ -276,6 +278,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     req_.method(http::verb::delete_);
     req_.target("/v1/sessions/" + session_ + "?token=" + token_);
     req_.set(http::field::host, sh_->cfg.host);
+    if (!sh_->cfg.key.empty()) req_.set(http::field::authorization, "Bearer " + sh_->cfg.key);
     req_.keep_alive(true);
     req_.prepare_payload();
     Write([self = shared_from_this()] { self->OnRelease(); });
@@ -348,6 +351,7 @@ int main(int argc, char** argv) {
   app.add_option("--containers", cfg.containers, "container ids the heartbeats cycle over")
       ->check(CLI::Range(1, 100000000));
   app.add_option("--id-prefix", cfg.id_prefix, "heartbeat container ids are <id-prefix><i>");
+  app.add_option("--key", cfg.key, "bearer key of every request (a server with a keys file)");
   CLI11_PARSE(app, argc, argv);
   if (cfg.ports.empty()) {
     if (port_option->count() == 0) {
