@@ -49,6 +49,10 @@ void WebhookFamilies(const WebhookStats& w, Exposition* out) {
     out->Sample("edgealloc_webhook_deliveries_total", {{"result", result}},
                 n->load(std::memory_order_relaxed));
   }
+  out->Family("edgealloc_webhook_gaps_total", "counter",
+              "Times a tenant's events were pruned (--event-retention-ms) before this node "
+              "delivered them: its delivery went on from the oldest event kept.");
+  out->Sample("edgealloc_webhook_gaps_total", w.gaps.load(std::memory_order_relaxed));
   out->Family("edgealloc_webhook_delivery_lag_seconds", "gauge",
               "Age of the oldest event not yet delivered of the tenants whose webhook this "
               "node delivers (0: all delivered).");

@@ -213,6 +213,7 @@ void WebhookDeliverer::Deliver(Worker* w) {
       continue;
     }
     if (page.expired) {
+      stats_.gaps.fetch_add(1);
       Warn("tenant " + w->tenant + ": events were pruned before they were delivered "
            "(--event-retention-ms); delivering from the oldest kept");
       d.cursor = page.oldest;

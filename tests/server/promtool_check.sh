@@ -37,7 +37,13 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 base="http://127.0.0.1:$port"
 # A keys file naming a tenant: the per-tenant families (and the alerts on
 # them) are exported only for the tenants a keys file names.
-printf 'promtool-admin admin\npromtool-acme tenant acme max_sessions=5\n' >"$tmp/keys"
+# Its webhook (to a port nothing listens on: deliveries go unanswered) has
+# the webhook families exported.
+python3 -c 'import base64, os; print("whsec_" + base64.b64encode(os.urandom(32)).decode())' \
+  >"$tmp/acme.whsec"
+chmod 600 "$tmp/acme.whsec"
+printf 'promtool-admin admin\npromtool-acme tenant acme max_sessions=5 webhook=http://127.0.0.1:9/h webhook_secret_file=%s\n' \
+  "$tmp/acme.whsec" >"$tmp/keys"
 chmod 600 "$tmp/keys"
 # A region with a backup, so that edgealloc_region_on_backup (an alert's) has a series.
 "$bin" serve --demo --db "$tmp/pool.db" --listen "127.0.0.1:$port" --mirror-refresh-ms 100 \

@@ -119,13 +119,14 @@ class Setup:
         self.keys = keys_file(tmp, "%s admin\n%s tenant acme webhook=%s webhook_secret_file=%s\n"
                               "%s tenant bolt\n" % (ADMIN, ACME, url, secret, BOLT), 0o600)
         self.nodes = []
+        self.extra = []  # flags every node of this setup is started with
 
-    def start(self, name="a"):
+    def start(self, name="a", extra=()):
         port = free_port()
         log = open(os.path.join(self.tmp, name + ".log"), "ab")
         # A dead node's lease lapses after 5 s here (30 s by default), so the
         # crash cases wait 5 s for the survivor, not 30.
-        proc = serve(self.binary, self.db, port, ["--keys", self.keys, "--webhook-lease-ms", "5000"],
+        proc = serve(self.binary, self.db, port, ["--keys", self.keys, "--webhook-lease-ms", "5000"] + self.extra + list(extra),
                      stdout=log, stderr=log,
                      stdin=subprocess.DEVNULL, preexec_fn=die_with_parent, env=self.env)
         if not wait_answers(port, "/readyz", proc, 60):

@@ -18,6 +18,11 @@ Cases (engine sqlite or postgres):
 - crash: the delivering node is killed while the receiver fails; another
   node takes over once its lease lapses (5 s here) and resumes after the last
   batch answered 200;
+- gap: events pruned (--event-retention-ms 1000) while the receiver
+  failed are counted in edgealloc_webhook_gaps_total and warned of, and
+  delivery goes on from the oldest kept;
+- restart_sharded, crash_sharded (sqlite): restart and crash with
+  --shards 2 and sessions in both files (the cursor names a seq a file);
 - two_nodes (postgres): two nodes with the same keys file deliver each
   event once (one deliverer a tenant).
 """
@@ -34,9 +39,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from edgealloc_server import call, free_port, keys_file, kill, stop  # noqa: E402
 from webhook_receiver import ACME, ADMIN, BOLT, Setup, fail  # noqa: E402
 
-FLEET = json.dumps({"containers": [{"id": "c-%d" % i, "region": "weur", "pool": "chrome"}
-                                   for i in range(8)]})
-CLAIM = '{"region":"weur","pool":"chrome","lease_ms":60000}'
+# The regions claims go to, in turn. The _sharded cases use two that
+# --shards 2 puts in different files (weur in the first, neur the second).
+REGIONS = ["weur"]
+
+
+def fleet():
+    return json.dumps({"containers": [{"id": "c-%d" % i, "region": REGIONS[i % len(REGIONS)],
+                                       "pool": "chrome"} for i in range(8)]})
+
+
+FLEET = fleet()
 
 
 def await_true(what, fn, timeout=60.0):
@@ -57,8 +70,9 @@ def expect(port, method, path, key, status, body=None):
 
 def churn(port, tenant_key, n):
     """n claims of the tenant, each released: 2n session events."""
-    for _ in range(n):
-        s = expect(port, "POST", "/v1/sessions", tenant_key, 201, CLAIM)
+    for i in range(n):
+        claim = {"region": REGIONS[i % len(REGIONS)], "pool": "chrome", "lease_ms": 60000}
+        s = expect(port, "POST", "/v1/sessions", tenant_key, 201, json.dumps(claim))
         expect(port, "DELETE", "/v1/sessions/%s?token=%d" % (s["session_id"], s["token"]),
                tenant_key, 204)
 
@@ -214,6 +228,37 @@ def case_hung(setup):
     print("ok once the receiver answers, every event arrives and the lag is 0")
 
 
+def case_gap(setup):
+    _, port = setup.start(extra=["--event-retention-ms", "1000"])
+    expect(port, "POST", "/v1/containers", ADMIN, 200, FLEET)
+    setup.receiver.mode = "fail"
+    churn(port, ACME, 1)
+    await_true("a failed delivery", lambda: any(p[0] == 500 for p in setup.receiver.posts))
+    # The failed batch is sent again as it was; what came after it is read
+    # only once it is delivered, and by then it is pruned.
+    first = [e["seq"] for e in setup.receiver.posts[0][2]]
+    churn(port, ACME, 3)
+    missed = [e["seq"] for e in acme_events(port) if e["seq"] > first[-1]]
+    time.sleep(2.5)  # past the retention: the reaper prunes every 100 ms
+    if metric(port, "edgealloc_webhook_gaps_total") != 0:
+        fail("a gap counted before delivery could go on")
+    setup.receiver.mode = "ok"
+    await_true("a gap counted", lambda: metric(port, "edgealloc_webhook_gaps_total") == 1)
+    churn(port, ACME, 1)
+    await_true("the events after the gap delivered",
+               lambda: len(setup.receiver.delivered()) >= len(first) + 2)
+    got = [e["seq"] for e in setup.receiver.delivered()]
+    if got[:len(first)] != first or len(got) != len(first) + 2 or set(got) & set(missed) \
+            or got != sorted(got):
+        fail("wanted the failed batch %r and the last churn's 2 events, none of %r: %r"
+             % (first, missed, got))
+    log = open(os.path.join(setup.tmp, "a.log")).read()
+    if "events were pruned before they were delivered" not in log:
+        fail("no warning of the gap in the log")
+    print("ok %d events pruned before delivery: the gap counted and warned of, delivery "
+          "went on" % len(missed))
+
+
 def make_ca(tmp):
     """A CA and a certificate for localhost and 127.0.0.1 that it signed."""
     def run(*argv):
@@ -254,6 +299,7 @@ def case_keys(binary, tmp, db):
 
 
 def run_case(binary, tmp, case, db, env=None, engine="sqlite"):
+    global FLEET
     if case == "keys":
         case_keys(binary, tmp, db)
         return
@@ -283,6 +329,11 @@ def run_case(binary, tmp, case, db, env=None, engine="sqlite"):
         print("ok HTTPS delivery to a receiver whose CA SSL_CERT_FILE names")
         return
     setup = Setup(binary, tmp, db, env=env)
+    if case.endswith("_sharded"):
+        case = case[:-len("_sharded")]
+        REGIONS[:] = ["weur", "neur"]
+        FLEET = fleet()
+        setup.extra = ["--shards", "2"]
     try:
         if case == "two_nodes":
             _, a = setup.start("a")
@@ -301,7 +352,8 @@ def run_case(binary, tmp, case, db, env=None, engine="sqlite"):
             print("ok two nodes deliver each of acme's %d events once" % len(seqs))
         else:
             {"order": case_order, "retry": case_retry, "restart": case_restart,
-             "hung": case_hung, "crash": lambda s: case_crash(s, engine)}[case](setup)
+             "hung": case_hung, "gap": case_gap,
+             "crash": lambda s: case_crash(s, engine)}[case](setup)
     finally:
         setup.close()
 
