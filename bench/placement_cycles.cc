@@ -24,6 +24,7 @@
 
 #include "allocator/allocator.h"
 #include "bench/bench_support.h"
+#include "bench/cycle_chains.h"
 #include "store/sqlite/shard.h"
 #include "store/sqlite/sqlite_storage.h"
 
@@ -110,41 +111,22 @@ int main(int argc, char** argv) {
   allocator::Allocator alloc(&storage, ao);
 
   Latencies latencies;
-  std::atomic<uint64_t> cycles{0}, misses{0}, bad_releases{0};
-  std::atomic<bool> stop{false};
-  std::atomic<int> running{o.clients};
-  std::function<void()> cycle = [&] {
-    if (stop.load(std::memory_order_relaxed)) {
-      running.fetch_sub(1);
-      return;
-    }
-    const auto t0 = Clock::now();
-    alloc.Claim(Request(o, placement), [&, t0](store::SessionResult c) {
-      if (c.outcome != store::Outcome::kOk) {
-        ++misses;  // every slot held by the other clients: again
-        return cycle();
-      }
-      latencies.Add(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0)
-                        .count());
-      alloc.Release({}, c.session.session_id, c.session.token, [&](store::SessionResult r) {
-        if (r.outcome != store::Outcome::kOk) ++bad_releases;  // a slot given twice shows here
-        cycles.fetch_add(1, std::memory_order_relaxed);
-        cycle();
-      });
-    });
-  };
-  for (int t = 0; t < o.clients; ++t) cycle();
+  bench::CycleChains chains(&alloc, [&] { return Request(o, placement); },
+                            [&](bench::Clock::duration d) {
+                              latencies.Add(
+                                  std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+                            });
+  chains.Start(o.clients);
   std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.warmup * 1000)));
   latencies.Start();
   const auto t0 = Clock::now();
   const double cpu0 = bench::ProcessCpuSeconds();
-  const uint64_t c0 = cycles.load();
+  const uint64_t c0 = chains.cycles();
   std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.seconds * 1000)));
-  const uint64_t n = cycles.load() - c0;
+  const uint64_t n = chains.cycles() - c0;
   const double cpu = bench::ProcessCpuSeconds() - cpu0;
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  stop = true;
-  while (running.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  chains.Stop();
 
   std::printf("# sqlite %s, cores %u, clients %d, pool %s, placement %s%s\n", sqlite3_libversion(),
               std::thread::hardware_concurrency(), o.clients, o.pool.c_str(),
@@ -154,8 +136,8 @@ int main(int argc, char** argv) {
   std::printf("claim_p99_ms %.3f ms\n", latencies.QuantileMs(0.99));
   std::printf("cpu_us_per_cycle %.1f us\n", n ? cpu * 1e6 / n : 0.0);
   std::printf("claims_without_a_free_slot %llu count\n",
-              static_cast<unsigned long long>(misses.load()));
+              static_cast<unsigned long long>(chains.misses()));
   std::printf("double_allocations %llu count\n",
-              static_cast<unsigned long long>(bad_releases.load()));
-  return bad_releases.load() ? 1 : 0;
+              static_cast<unsigned long long>(chains.bad_releases()));
+  return chains.bad_releases() ? 1 : 0;
 }

@@ -22,6 +22,7 @@
 
 #include "allocator/allocator.h"
 #include "bench/bench_support.h"
+#include "bench/cycle_chains.h"
 #include "base/clock.h"
 #include "store/sqlite/claim_sql.h"
 #include "store/sqlite/lifecycle_sql.h"
@@ -85,46 +86,29 @@ double GroupCommitCycles(const Options& o, const std::string& path, uint64_t* do
   }
   bench::Await<store::ContainerResult>([&](auto cb) { storage.Register(specs, cb); });
   allocator::Allocator alloc(&storage, {});
-  // Each client is a chain of callbacks, not a thread: a release's callback
-  // starts the next claim. The figure is then the store's, not the cost of
-  // waking 64 threads on two cores.
-  std::atomic<uint64_t> cycles{0};
-  std::atomic<bool> stop{false};
-  std::atomic<int> running{o.clients};
-  std::function<void()> cycle = [&] {
-    if (stop.load(std::memory_order_relaxed)) {
-      running.fetch_sub(1);
-      return;
-    }
+  CycleChains chains(&alloc, [] {
     store::ClaimRequest req;
     req.region = "bench";
-    alloc.Claim(std::move(req), [&](store::SessionResult c) {
-      if (c.outcome != store::Outcome::kOk) return cycle();
-      alloc.Release({}, c.session.session_id, c.session.token, [&](store::SessionResult r) {
-        if (r.outcome != store::Outcome::kOk) ++*doubles;  // a stolen container shows here
-        cycles.fetch_add(1, std::memory_order_relaxed);
-        cycle();
-      });
-    });
-  };
-  for (int t = 0; t < o.clients; ++t) cycle();
+    return req;
+  });
+  chains.Start(o.clients);
   auto t0 = Clock::now();
   const double cpu0 = ProcessCpuSeconds();
-  uint64_t c0 = cycles.load();
+  uint64_t c0 = chains.cycles();
   if (o.cycles > 0) {
-    while (cycles.load() - c0 < static_cast<uint64_t>(o.cycles)) {
+    while (chains.cycles() - c0 < static_cast<uint64_t>(o.cycles)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   } else {
     std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.seconds * 1000)));
   }
-  uint64_t n = cycles.load() - c0;
+  uint64_t n = chains.cycles() - c0;
   const double cpu = ProcessCpuSeconds() - cpu0;
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   // CPU a cycle is steadier than cycles a second on a shared machine.
   std::printf("store_cpu_us_per_cycle %.1f us\n", n ? cpu * 1e6 / n : 0.0);
-  stop = true;
-  while (running.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  chains.Stop();
+  *doubles += chains.bad_releases();  // a stolen container shows here
   std::printf("store_group_transactions %llu count\n",
               (unsigned long long)shards[0]->writer->stats().transactions.load());
   return n / secs;
