@@ -52,7 +52,8 @@ Batcher::Batcher(store::Storage* storage, BatcherOptions options)
         // this node could not hear, as its own sweeps do.
         std::vector<int64_t> heard;
         for (auto& lane : lanes_) {
-          heard.push_back(BackByHearing(HeardUntil(lane.get())) + options_.dead_after_ms);
+          heard.push_back(BackByHearing(HeardUntil(lane.get()), options_.dead_after_ms) +
+                          options_.dead_after_ms);
         }
         return heard;
       });
@@ -327,15 +328,15 @@ int64_t Batcher::SilenceCutoff(Lane* lane) const {
   // Asked at write time too (Storage::SweepSilentContainers), so a pause that
   // ends between the reaper's look and its write still holds the sweep.
   if (hearing_->HearingForMs() < options_.dead_after_ms) return store::kNothingSilent;
-  return BackByHearing(HeardUntil(lane));
+  return BackByHearing(HeardUntil(lane), options_.dead_after_ms);
 }
 
-int64_t Batcher::BackByHearing(int64_t wall_ms) const {
+int64_t Batcher::BackByHearing(int64_t wall_ms, int64_t hearing_ms) const {
   // wall_ms is now or before (a watermark): onto the steady clock by its
   // distance from now, so that a step of the wall clock moves nothing.
   const int64_t wall_now = base::NowMs();
   const int64_t end = base::SteadyNowMs() - std::max<int64_t>(0, wall_now - wall_ms);
-  return wall_ms - (end - hearing_->StartOfHearing(end, options_.dead_after_ms));
+  return wall_ms - (end - hearing_->StartOfHearing(end, hearing_ms));
 }
 
 int64_t Batcher::HeardUntil(Lane* lane) const {
@@ -370,7 +371,11 @@ store::HeldPools Batcher::HeldPoolsNow() {
     }
   }
   held.pools = held_pools_;
-  held.cutoff_ms = base::NowMs() - options_.mass_silence_grace_ms;
+  // The grace is silence heard, as dead_after_ms is: the time this server
+  // could not hear is passed over, from the lanes' least watermark.
+  int64_t heard_until = base::NowMs();
+  for (auto& lane : lanes_) heard_until = std::min(heard_until, HeardUntil(lane.get()));
+  held.cutoff_ms = BackByHearing(heard_until, options_.mass_silence_grace_ms);
   return held;
 }
 

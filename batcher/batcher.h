@@ -198,12 +198,13 @@ class Batcher {
   // dead_after_ms without a break, nothing is silent (kNothingSilent); after,
   // the time it could not hear is passed over (BackByHearing).
   int64_t SilenceCutoff(Lane* lane) const;
-  // The wall instant dead_after_ms of this server's hearing before wall_ms
-  // (<= now): wall_ms - dead_after_ms, earlier by the spans of deafness in
+  // The wall instant hearing_ms of this server's hearing before wall_ms
+  // (<= now): wall_ms - hearing_ms, earlier by the spans of deafness in
   // between (Hearing::StartOfHearing). A container that reported just before
   // a pause of the server, and whose next reports were refused or never
-  // read during it, is not silent for the pause.
-  int64_t BackByHearing(int64_t wall_ms) const;
+  // read during it, is not silent for the pause: neither for dead_after_ms
+  // nor for a mass silence's grace.
+  int64_t BackByHearing(int64_t wall_ms, int64_t hearing_ms) const;
   // The lane's watermark: every heartbeat it accepted before it is stored
   // (queued ones, the batch being written, and those the storage held back
   // for a lock are not), on this node's clock.

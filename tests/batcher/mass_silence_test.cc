@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "batcher/batcher.h"
+#include "tests/store/report_now.h"
 #include "tests/support/await.h"
 #include "tests/support/engines.h"
 #include "tests/support/eventually.h"
@@ -65,26 +66,37 @@ bool WaitFor(const std::function<bool()>& done, milliseconds limit) {
   return testing::Eventually(done, limit);
 }
 
+// Six containers of weur/chrome, two of them holding a session (returned),
+// every one heard from just now: the silence starts here, however long the
+// set-up took on a loaded machine.
+std::vector<store::Session> HeldPool(store::Storage* s) {
+  std::vector<store::ContainerSpec> specs;
+  for (int i = 0; i < 6; ++i)
+    specs.push_back({"c-" + std::to_string(i), "weur", "chrome", 0, "{}", 1, {}});
+  auto reg = testing::Await<store::ContainerResult>([&](auto cb) { s->Register(specs, cb); });
+  REQUIRE(reg.outcome == store::Outcome::kOk);
+  std::vector<store::Session> held = {Claim(s), Claim(s)};
+  for (const auto& spec : specs) testing::ReportNow(s, spec.id, store::ReportedState::kReady);
+  return held;
+}
+
+batcher::BatcherOptions HeldPoolOptions(int64_t grace_ms) {
+  batcher::BatcherOptions options;
+  options.dead_after_ms = 300;
+  options.reaper_interval_ms = 10;
+  options.mass_silence_grace_ms = grace_ms;
+  options.live_by_pool = [] { return LiveByPool{{{"weur", "chrome"}, 6}}; };
+  return options;
+}
+
 // The whole pool goes silent at once: its free containers are dead as ever
 // (not handed out), but the sessions it holds end only after the grace.
 TEST_CASE("mass silence: a pool silent at once keeps its sessions for the grace, then ends them") {
   testing::Engine engine(EDGEALLOC_ENGINES, store::ClaimPolicy{}, 1);
-  std::vector<store::ContainerSpec> specs;
-  for (int i = 0; i < 6; ++i)
-    specs.push_back({"c-" + std::to_string(i), "weur", "chrome", 0, "{}", 1, {}});
-  auto reg = testing::Await<store::ContainerResult>([&](auto cb) { engine->Register(specs, cb); });
-  REQUIRE(reg.outcome == store::Outcome::kOk);
-  const store::Session a = Claim(engine.storage.get());
-  const store::Session b = Claim(engine.storage.get());
-
-  batcher::BatcherOptions options;
-  options.dead_after_ms = 300;
-  options.reaper_interval_ms = 10;
-  options.mass_silence_grace_ms = 2500;
-  options.live_by_pool = [] { return LiveByPool{{{"weur", "chrome"}, 6}}; };
-  batcher::Batcher batcher(engine.storage.get(), options);
-  batcher.Start();
+  const std::vector<store::Session> held = HeldPool(engine.storage.get());
   const auto t0 = std::chrono::steady_clock::now();
+  batcher::Batcher batcher(engine.storage.get(), HeldPoolOptions(2500));
+  batcher.Start();
   // Nobody reports: the four free containers die once silent...
   const auto status = [&](const std::string& id) {
     return engine->GetContainer(id).container.status;
@@ -92,14 +104,33 @@ TEST_CASE("mass silence: a pool silent at once keeps its sessions for the grace,
   REQUIRE(WaitFor([&] { return batcher.stats().dead_marked.load() == 4; }, milliseconds(10000)));
   // ...while the two held ones keep their sessions.
   CHECK(batcher.mass_silence().held_pools() == 1);
-  CHECK(status(a.container_id) == "picked");
-  CHECK(status(b.container_id) == "picked");
+  CHECK(status(held[0].container_id) == "picked");
+  CHECK(status(held[1].container_id) == "picked");
   CHECK(batcher.stats().sessions_ended.load() == 0);
   // Past the grace, they end.
   REQUIRE(WaitFor([&] { return batcher.stats().sessions_ended.load() == 2; }, milliseconds(10000)));
-  CHECK(std::chrono::steady_clock::now() - t0 >= milliseconds(2000));
-  CHECK(status(a.container_id) == "dead");
+  CHECK(std::chrono::steady_clock::now() - t0 >= milliseconds(2400));  // heard just before t0
+  CHECK(status(held[0].container_id) == "dead");
   REQUIRE(WaitFor([&] { return batcher.mass_silence().held_pools() == 0; }, milliseconds(5000)));
+  batcher.Stop();
+  engine->StopWriters();
+}
+
+// Deafness is not death, in a mass silence too: time this server could not
+// hear during the grace does not count toward it.
+TEST_CASE("mass silence: time the server could not hear does not count toward the grace") {
+  testing::Engine engine(EDGEALLOC_ENGINES, store::ClaimPolicy{}, 1);
+  HeldPool(engine.storage.get());
+  const auto t0 = std::chrono::steady_clock::now();
+  batcher::Batcher batcher(engine.storage.get(), HeldPoolOptions(2000));
+  batcher.Start();
+  REQUIRE(WaitFor([&] { return batcher.stats().dead_marked.load() == 4; }, milliseconds(10000)));
+  std::this_thread::sleep_until(t0 + milliseconds(1000));
+  // As a pause would: the server heard nothing in [now - 800 ms, now].
+  batcher.hearing().NoteDeaf(batcher::Hearing::Cause::kPause, "test", 800);
+  REQUIRE(WaitFor([&] { return batcher.stats().sessions_ended.load() == 2; }, milliseconds(10000)));
+  // 2 s of silence heard: 2.8 s after the last report, just before t0.
+  CHECK(std::chrono::steady_clock::now() - t0 >= milliseconds(2700));
   batcher.Stop();
   engine->StopWriters();
 }
