@@ -319,8 +319,9 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
 void Batcher::ReaperLoop() {
   const auto interval = std::chrono::milliseconds(options_.reaper_interval_ms);
   while (!reaper_stop_.WaitFor(interval)) {
-    const store::HeldPools held = HeldPoolsNow();
-    for (auto& lane : lanes_) ReapPartition(lane.get(), held);
+    const std::optional<store::HeldPools> held = HeldPoolsNow();
+    if (!held) continue;
+    for (auto& lane : lanes_) ReapPartition(lane.get(), *held);
   }
 }
 
@@ -356,20 +357,18 @@ void Batcher::NoteDeaths(const std::vector<store::DeadContainer>& dead) {
   if (options_.on_deaths) options_.on_deaths(DescribeDeaths(dead));
 }
 
-store::HeldPools Batcher::HeldPoolsNow() {
+std::optional<store::HeldPools> Batcher::HeldPoolsNow() {
   store::HeldPools held;
   if (!options_.live_by_pool) return held;
   // The least cutoff of the lanes: a lane still writing its backlog counts
   // fewer silent, never more.
   int64_t cutoff = base::NowMs();
   for (auto& lane : lanes_) cutoff = std::min(cutoff, SilenceCutoff(lane.get()));
-  if (cutoff != store::kNothingSilent) {
-    std::vector<store::PoolSilence> silent;
-    // A failed count keeps the pools held as they were.
-    if (storage_->CountSilent(cutoff, &silent).ok()) {
-      held_pools_ = mass_silence_->Update(silent, options_.live_by_pool());
-    }
-  }
+  if (cutoff == store::kNothingSilent) return std::nullopt;
+  std::vector<store::PoolSilence> silent;
+  // A failed count keeps the pools held as they were, and sweeps nothing.
+  if (!storage_->CountSilent(cutoff, &silent).ok()) return std::nullopt;
+  held_pools_ = mass_silence_->Update(silent, options_.live_by_pool());
   held.pools = held_pools_;
   // The grace is silence heard, as dead_after_ms is: the time this server
   // could not hear is passed over, from the lanes' least watermark.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -214,8 +215,12 @@ class Batcher {
   void AddHearingHolds();
   void ReapPartition(Lane* lane, const store::HeldPools& held);
   // The pools in a mass silence now, and their longer grace's cutoff; none
-  // without options_.live_by_pool, or while nothing can be silent.
-  store::HeldPools HeldPoolsNow();
+  // without options_.live_by_pool. Nullopt when they are not known now (with
+  // live_by_pool, nothing can be silent yet or the count failed): the tick
+  // then sweeps nothing, since its sweep could find the silence the count
+  // did not (hearing that reaches dead_after_ms in between, a count refused
+  // for a database clock step) and end held sessions without their grace.
+  std::optional<store::HeldPools> HeldPoolsNow();
   // Counts a sweep's deaths by reason, keeps them for recent_deaths() and
   // hands their line to options_.on_deaths.
   void NoteDeaths(const std::vector<store::DeadContainer>& dead);

@@ -1,6 +1,7 @@
 #include "batcher/mass_silence.h"
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -13,6 +14,7 @@
 #include "tests/support/await.h"
 #include "tests/support/engines.h"
 #include "tests/support/eventually.h"
+#include "tests/support/forwarding_storage.h"
 
 namespace {
 
@@ -131,6 +133,44 @@ TEST_CASE("mass silence: time the server could not hear does not count toward th
   REQUIRE(WaitFor([&] { return batcher.stats().sessions_ended.load() == 2; }, milliseconds(10000)));
   // 2 s of silence heard: 2.8 s after the last report, just before t0.
   CHECK(std::chrono::steady_clock::now() - t0 >= milliseconds(2700));
+  batcher.Stop();
+  engine->StopWriters();
+}
+
+// A storage whose silent count fails (as a count refused for a database
+// clock step does) until let go.
+class FailingCount : public testing::ForwardingStorage {
+ public:
+  using ForwardingStorage::ForwardingStorage;
+  std::atomic<bool> failing{true};
+  std::atomic<int> refused{0};
+  store::Status CountSilent(int64_t cutoff_ms, std::vector<store::PoolSilence>* silent) override {
+    if (failing.load()) {
+      ++refused;
+      return store::Status::Busy("the test refuses the count");
+    }
+    return ForwardingStorage::CountSilent(cutoff_ms, silent);
+  }
+};
+
+// Whether a pool is in a mass silence is not known while the count fails:
+// the reaper then sweeps nothing, rather than end held sessions without
+// their grace.
+TEST_CASE("mass silence: while the silent count fails nothing is swept, held sessions included") {
+  testing::Engine engine(EDGEALLOC_ENGINES, store::ClaimPolicy{}, 1);
+  FailingCount storage(engine.storage.get());
+  HeldPool(engine.storage.get());
+  batcher::Batcher batcher(&storage, HeldPoolOptions(2500));
+  batcher.Start();
+  // Past dead-after, with counts refused: nobody dies.
+  REQUIRE(WaitFor([&] { return storage.refused.load() >= 20; }, milliseconds(10000)));
+  CHECK(batcher.stats().dead_marked.load() == 0);
+  CHECK(batcher.stats().sessions_ended.load() == 0);
+  // Counted: the free four die, the held two keep their sessions.
+  storage.failing = false;
+  REQUIRE(WaitFor([&] { return batcher.stats().dead_marked.load() == 4; }, milliseconds(10000)));
+  CHECK(batcher.stats().sessions_ended.load() == 0);
+  CHECK(batcher.mass_silence().held_pools() == 1);
   batcher.Stop();
   engine->StopWriters();
 }
