@@ -32,6 +32,7 @@
 namespace {
 
 using bench::Clock;
+using bench::CycleChains;
 using bench::ProcessCpuSeconds;
 
 struct Options : bench::StoreOptions {
