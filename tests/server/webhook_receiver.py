@@ -24,6 +24,12 @@ def fail(msg):
     sys.exit(1)
 
 
+def event_key(e):
+    """What names an event: its seq, or with --shards its cursor (one seq a
+    shard file, so two files' events can share a seq)."""
+    return e.get("cursor", e["seq"])
+
+
 class Receiver:
     """An HTTP(S) server that records each POST, checks its signature, and
     answers as `mode` says: "ok" (200), "fail" (500) or "hang" (never, until
@@ -93,8 +99,8 @@ class Receiver:
         with self.lock:
             for status, _, events in self.posts:
                 for e in events if status == 200 else []:
-                    if e["seq"] not in seen:
-                        seen.add(e["seq"])
+                    if event_key(e) not in seen:
+                        seen.add(event_key(e))
                         out.append(e)
         return out
 

@@ -37,7 +37,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from edgealloc_server import call, free_port, keys_file, kill, stop  # noqa: E402
-from webhook_receiver import ACME, ADMIN, BOLT, Setup, fail  # noqa: E402
+from webhook_receiver import ACME, ADMIN, BOLT, Setup, event_key, fail  # noqa: E402
 
 # The regions claims go to, in turn. The _sharded cases use two that
 # --shards 2 puts in different files (weur in the first, neur the second).
@@ -89,8 +89,8 @@ def acme_events(port):
 
 
 def all_delivered(setup, port):
-    want = [e["seq"] for e in acme_events(port)]
-    return want and [e["seq"] for e in setup.receiver.delivered()] == want
+    want = [event_key(e) for e in acme_events(port)]
+    return want and [event_key(e) for e in setup.receiver.delivered()] == want
 
 
 def check_delivery(setup, port):
@@ -157,10 +157,10 @@ def check_resumed(setup, before, first, after_what):
     """The first batch answered 200 among the posts from `before` on starts
     with the event after the `first` delivered before the failures."""
     ok_after = [p for p in setup.receiver.posts[before:] if p[0] == 200]
-    seqs = [e["seq"] for e in setup.receiver.delivered()]
-    if not ok_after or ok_after[0][2][0]["seq"] != seqs[first]:
+    seqs = [event_key(e) for e in setup.receiver.delivered()]
+    if not ok_after or event_key(ok_after[0][2][0]) != seqs[first]:
         fail("after %s delivery did not resume after the last batch answered 200 "
-             "(first event %r, wanted seq %d)" % (after_what, ok_after and ok_after[0][2][0],
+             "(first event %r, wanted %r)" % (after_what, ok_after and ok_after[0][2][0],
                                                   seqs[first]))
 
 
@@ -342,7 +342,7 @@ def run_case(binary, tmp, case, db, env=None, engine="sqlite"):
             churn(a, ACME, 10)
             churn(b, ACME, 10)
             check_delivery(setup, a)
-            seqs = [e["seq"] for p in setup.receiver.posts if p[0] == 200 for e in p[2]]
+            seqs = [event_key(e) for p in setup.receiver.posts if p[0] == 200 for e in p[2]]
             if len(seqs) != len(set(seqs)):
                 fail("an event was delivered twice by the two nodes")
             sent = sorted(metric(p, 'edgealloc_webhook_deliveries_total{result="delivered"}')
