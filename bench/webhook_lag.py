@@ -45,7 +45,7 @@ class Receiver:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.arrived = {}  # seq (a cursor with --shards) -> (at_ms, arrival ms)
+        self.arrived = {}  # (region, seq) -> (at_ms, arrival ms)
         self.batches = 0
         receiver = self
 
@@ -59,7 +59,7 @@ class Receiver:
                 with receiver.lock:
                     receiver.batches += 1
                     for e in events:
-                        receiver.arrived.setdefault(e.get("cursor", e["seq"]), (e["at_ms"], now_ms))
+                        receiver.arrived.setdefault((e["region"], e["seq"]), (e["at_ms"], now_ms))
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -88,7 +88,7 @@ def acme_seqs(client):
         status, page = client.call("GET", "/v1/events?limit=1000&after=%s" % after)
         if status != 200:
             sys.exit("GET /v1/events: %d %r" % (status, page))
-        seqs.update(e.get("cursor", e["seq"]) for e in page["events"])
+        seqs.update((e["region"], e["seq"]) for e in page["events"])
         if not page["events"]:
             return seqs
         after = page["next"]

@@ -25,9 +25,11 @@ def fail(msg):
 
 
 def event_key(e):
-    """What names an event: its seq, or with --shards its cursor (one seq a
-    shard file, so two files' events can share a seq)."""
-    return e.get("cursor", e["seq"])
+    """What names an event: its seq, and with --shards its region too (one
+    log a shard file, the region's, so two files' events can share a seq;
+    the event's cursor names the reader's place in every file, and differs
+    between readers that started at different times)."""
+    return (e["region"], e["seq"]) if "cursor" in e else e["seq"]
 
 
 class Receiver:
