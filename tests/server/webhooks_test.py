@@ -95,8 +95,10 @@ def all_delivered(setup, port):
 
 def check_delivery(setup, port):
     await_true("every acme event delivered", lambda: all_delivered(setup, port))
+    def but_cursor(events):  # a reader's place, not the event's (event_key)
+        return [{k: v for k, v in e.items() if k != "cursor"} for e in events]
     got = setup.receiver.delivered()
-    if got != acme_events(port):
+    if but_cursor(got) != but_cursor(acme_events(port)):
         fail("delivered events differ from GET /v1/events'")
     if any(e.get("tenant") != "acme" for e in got):
         fail("another tenant's event was delivered: %r" % [e for e in got if e.get("tenant") != "acme"])
