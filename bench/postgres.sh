@@ -43,6 +43,11 @@
 # the PostgreSQL server's processes used. Double allocations and reused
 # tokens are http_load's (pg1_, pg2_); the script exits 1 if any.
 #
+# Not pinned to cores (bench/run pins its HTTP runs and the peers, PinApart
+# in bench/lib.sh): PostgreSQL, edgealloc, http_load and pgbench all run
+# here, and on two cores the servers' one core would hold both PostgreSQL
+# and edgealloc while pgbench's PostgreSQL had it alone.
+#
 # Prints `name value unit` lines; the generator's own lines carry a prefix.
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
