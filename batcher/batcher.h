@@ -213,11 +213,13 @@ class Batcher {
   // The hearing's holds: each lane's failing writes, the store's writers
   // that cannot reach their database, requests refused for want of room.
   void AddHearingHolds();
-  void ReapPartition(Lane* lane, const store::HeldPools& held);
+  // One lane's sweeps; with !judge_silence only of the containers that
+  // reported themselves dead.
+  void ReapPartition(Lane* lane, const store::HeldPools& held, bool judge_silence);
   // The pools in a mass silence now, and their longer grace's cutoff; none
   // without options_.live_by_pool. Nullopt when they are not known now (with
   // live_by_pool, nothing can be silent yet or the count failed): the tick
-  // then sweeps nothing, since its sweep could find the silence the count
+  // then judges no silence, since its sweep could find the silence the count
   // did not (hearing that reaches dead_after_ms in between, a count refused
   // for a database clock step) and end held sessions without their grace.
   std::optional<store::HeldPools> HeldPoolsNow();

@@ -154,19 +154,25 @@ class FailingCount : public testing::ForwardingStorage {
 };
 
 // Whether a pool is in a mass silence is not known while the count fails:
-// the reaper then sweeps nothing, rather than end held sessions without
-// their grace.
-TEST_CASE("mass silence: while the silent count fails nothing is swept, held sessions included") {
+// the reaper then judges no silence, rather than end held sessions without
+// their grace; a container that reports itself dead still dies.
+TEST_CASE("mass silence: while the silent count fails no silence is judged, held sessions kept") {
   testing::Engine engine(EDGEALLOC_ENGINES, store::ClaimPolicy{}, 1);
   FailingCount storage(engine.storage.get());
-  HeldPool(engine.storage.get());
+  const std::vector<store::Session> held = HeldPool(engine.storage.get());
   batcher::Batcher batcher(&storage, HeldPoolOptions(2500));
   batcher.Start();
-  // Past dead-after, with counts refused: nobody dies.
+  // Past dead-after, with counts refused: nobody dies of silence...
   REQUIRE(WaitFor([&] { return storage.refused.load() >= 20; }, milliseconds(10000)));
   CHECK(batcher.stats().dead_marked.load() == 0);
   CHECK(batcher.stats().sessions_ended.load() == 0);
-  // Counted: the free four die, the held two keep their sessions.
+  // ...but one that says it is dead does.
+  std::string free_one = "c-0";
+  while (free_one == held[0].container_id || free_one == held[1].container_id) free_one[2]++;
+  testing::ReportNow(engine.storage.get(), free_one, store::ReportedState::kDead);
+  REQUIRE(WaitFor([&] { return batcher.stats().dead_marked.load() == 1; }, milliseconds(10000)));
+  CHECK(batcher.stats().sessions_ended.load() == 0);
+  // Counted: the other free three die, the held two keep their sessions.
   storage.failing = false;
   REQUIRE(WaitFor([&] { return batcher.stats().dead_marked.load() == 4; }, milliseconds(10000)));
   CHECK(batcher.stats().sessions_ended.load() == 0);
