@@ -319,8 +319,7 @@ void Batcher::WriteBatch(Lane* lane, Heartbeat* items, size_t n) {
 void Batcher::ReaperLoop() {
   const auto interval = std::chrono::milliseconds(options_.reaper_interval_ms);
   while (!reaper_stop_.WaitFor(interval)) {
-    // Pools not known to be held or not: no silence judged this tick (the
-    // containers that reported themselves dead are still swept).
+    // Held pools not known: no silence judged, dead reports still swept.
     const std::optional<store::HeldPools> held = HeldPoolsNow();
     for (auto& lane : lanes_) ReapPartition(lane.get(), held.value_or(store::HeldPools{}), !!held);
   }
@@ -383,12 +382,11 @@ void Batcher::ReapPartition(Lane* lane, const store::HeldPools& held, bool judge
   // Bounded sweeps, one after another, until one finds less than a full one.
   for (;;) {
     store::SilenceSweep sweep;
-    store::Status s = storage_->SweepSilentContainers(
-        lane->partition(),
-        [this, lane, judge_silence] {
-          return judge_silence ? SilenceCutoff(lane) : store::kNothingSilent;
-        },
-        held, kReapBatchRows, &sweep);
+    const auto cutoff = [this, lane, judge_silence] {
+      return judge_silence ? SilenceCutoff(lane) : store::kNothingSilent;
+    };
+    store::Status s =
+        storage_->SweepSilentContainers(lane->partition(), cutoff, held, kReapBatchRows, &sweep);
     if (!s.ok()) return;  // Busy or an error: nothing written; the next tick retries
     const int64_t dead = sweep.held_dead + sweep.marked_dead;
     stats_.sessions_ended.fetch_add(static_cast<uint64_t>(sweep.sessions_ended),
