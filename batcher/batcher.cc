@@ -360,20 +360,18 @@ void Batcher::NoteDeaths(const std::vector<store::DeadContainer>& dead) {
 std::optional<store::HeldPools> Batcher::HeldPoolsNow() {
   store::HeldPools held;
   if (!options_.live_by_pool) return held;
-  // The least cutoff of the lanes: a lane still writing its backlog counts
-  // fewer silent, never more.
-  int64_t cutoff = base::NowMs();
-  for (auto& lane : lanes_) cutoff = std::min(cutoff, SilenceCutoff(lane.get()));
-  if (cutoff == store::kNothingSilent) return std::nullopt;
+  if (hearing_->HearingForMs() < options_.dead_after_ms) return std::nullopt;
+  // From the lanes' least watermark (BackByHearing grows with it): a lane
+  // still writing its backlog counts fewer silent, never more.
+  int64_t heard_until = base::NowMs();
+  for (auto& lane : lanes_) heard_until = std::min(heard_until, HeardUntil(lane.get()));
   std::vector<store::PoolSilence> silent;
-  // A failed count keeps the pools held as they were, and sweeps nothing.
+  // A failed count keeps the pools held as they were, and judges no silence.
+  const int64_t cutoff = BackByHearing(heard_until, options_.dead_after_ms);
   if (!storage_->CountSilent(cutoff, &silent).ok()) return std::nullopt;
   held_pools_ = mass_silence_->Update(silent, options_.live_by_pool());
   held.pools = held_pools_;
-  // The grace is silence heard, as dead_after_ms is: the time this server
-  // could not hear is passed over, from the lanes' least watermark.
-  int64_t heard_until = base::NowMs();
-  for (auto& lane : lanes_) heard_until = std::min(heard_until, HeardUntil(lane.get()));
+  // The grace is silence heard, as dead_after_ms is.
   held.cutoff_ms = BackByHearing(heard_until, options_.mass_silence_grace_ms);
   return held;
 }

@@ -10,7 +10,6 @@
 #include <thread>
 #include <vector>
 
-#include "base/clock.h"
 #include "batcher/batcher.h"
 #include "tests/store/report_now.h"
 #include "tests/support/await.h"
@@ -82,16 +81,9 @@ std::vector<store::Session> HeldPool(store::Storage* s) {
   auto reg = testing::Await<store::ContainerResult>([&](auto cb) { s->Register(specs, cb); });
   REQUIRE(reg.outcome == store::Outcome::kOk);
   std::vector<store::Session> held = {Claim(s), Claim(s)};
-  const int64_t now = base::NowMs();
-  std::vector<store::HeartbeatRow> rows;
-  for (const auto& spec : specs) {
-    rows.push_back({spec.id, now, std::nullopt, std::nullopt, store::ReportedState::kReady});
-  }
-  int partition = -1;
-  REQUIRE(s->PartitionOf(specs[0].id, &partition).ok());
-  store::HeartbeatWriteResult written;
-  REQUIRE(s->WriteHeartbeats(partition, rows, &written).ok());
-  REQUIRE(written.written == 6);
+  std::vector<std::string> ids;
+  for (const auto& spec : specs) ids.push_back(spec.id);
+  testing::ReportAllNow(s, ids, store::ReportedState::kReady);
   return held;
 }
 

@@ -15,16 +15,24 @@
 
 namespace testing {
 
-// One heartbeat row reporting `state` for `id`, stamped now, written and
-// durable (the write answered ok and wrote that one row).
-inline void ReportNow(store::Storage* s, const std::string& id, store::ReportedState state) {
+// A heartbeat row reporting `state` for each of `ids` (all of one
+// partition), all stamped with one now, written in one write and durable
+// (the write answered ok and wrote every row).
+inline void ReportAllNow(store::Storage* s, const std::vector<std::string>& ids,
+                         store::ReportedState state) {
   int partition = -1;
-  REQUIRE(s->PartitionOf(id, &partition).ok());
+  REQUIRE(s->PartitionOf(ids.at(0), &partition).ok());
+  const int64_t now = base::NowMs();
+  std::vector<store::HeartbeatRow> rows;
+  for (const std::string& id : ids) rows.push_back({id, now, std::nullopt, std::nullopt, state});
   store::HeartbeatWriteResult result;
-  const std::vector<store::HeartbeatRow> rows = {
-      {id, base::NowMs(), std::nullopt, std::nullopt, state}};
   REQUIRE(s->WriteHeartbeats(partition, rows, &result).ok());
-  REQUIRE(result.written == 1);
+  REQUIRE(result.written == ids.size());
+}
+
+// One heartbeat row reporting `state` for `id`, as ReportAllNow.
+inline void ReportNow(store::Storage* s, const std::string& id, store::ReportedState state) {
+  ReportAllNow(s, {id}, state);
 }
 
 }  // namespace testing
