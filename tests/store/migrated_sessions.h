@@ -68,6 +68,25 @@ inline void CheckMigratedSessionsWork(store::Storage* s, const MigratedSessions&
   CHECK(claim.session.token >= m.min_new_token);
 }
 
+// The attributes an older database gave c-1 (held by `held`, gpu a100), c-3
+// (free, a100) and c-4 (free, h100) are kept, and a selector matches them:
+// c-3 is the only free a100; nothing is a tpu.
+inline void CheckMigratedAttributesWork(store::Storage* s, const std::string& held) {
+  CHECK(s->GetContainer("c-1").container.attributes == R"({"gpu":"a100"})");
+  CHECK(s->GetContainer("c-1").container.session_id == held);
+  CHECK(s->GetContainer("c-4").container.attributes == R"({"gpu":"h100"})");
+  store::ClaimRequest a100 = Req("weur", "t2", "p");
+  a100.lease_ms = 60000;
+  a100.selector = {{"gpu", {"a100"}}};
+  auto claim = Await<store::SessionResult>([&](auto cb) { s->Claim(a100, cb); });
+  REQUIRE(claim.outcome == store::Outcome::kOk);
+  CHECK(claim.session.container_id == "c-3");
+  store::ClaimRequest tpu = a100;
+  tpu.selector = {{"gpu", {"tpu"}}};
+  auto none = Await<store::SessionResult>([&](auto cb) { s->Claim(tpu, cb); });
+  CHECK(none.outcome == store::Outcome::kNoMatch);
+}
+
 }  // namespace testing
 
 #endif  // EDGEALLOC_TESTS_STORE_MIGRATED_SESSIONS_H_

@@ -124,20 +124,6 @@ TEST_CASE("pg schema: version 13 keeps a version 12 database's attributes, and s
                        "'weur', 'p', 0)");
 
   auto s = testing::OpenPgOrDie(uri, 1, "pg_schema_sessions_test");
-  CHECK(s->GetContainer("c-1").container.attributes == R"({"gpu":"a100"})");
-  CHECK(s->GetContainer("c-1").container.session_id == held);
-  CHECK(s->GetContainer("c-4").container.attributes == R"({"gpu":"h100"})");
   CHECK(PgServer::Query(uri, "SELECT count(*) FROM container_attributes") == "3");
-
-  // c-1 is held: the selector's only free match is c-3.
-  store::ClaimRequest a100 = testing::Req("weur", "t2", "p");
-  a100.lease_ms = 60000;
-  a100.selector = {{"gpu", {"a100"}}};
-  auto claim = Await<store::SessionResult>([&](auto cb) { s->Claim(a100, cb); });
-  REQUIRE(claim.outcome == Outcome::kOk);
-  CHECK(claim.session.container_id == "c-3");
-  store::ClaimRequest tpu = a100;
-  tpu.selector = {{"gpu", {"tpu"}}};
-  auto none = Await<store::SessionResult>([&](auto cb) { s->Claim(tpu, cb); });
-  CHECK(none.outcome == Outcome::kNoMatch);
+  testing::CheckMigratedAttributesWork(s.get(), held);
 }

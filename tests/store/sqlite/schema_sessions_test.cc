@@ -133,21 +133,7 @@ TEST_CASE("schema: version 12 keeps a version 11 file's attributes, and selector
   }
 
   auto s = OpenStorage(path);
-  CHECK(s->GetContainer("c-1").container.attributes == R"({"gpu":"a100"})");
-  CHECK(s->GetContainer("c-1").container.session_id == held);
-  CHECK(s->GetContainer("c-4").container.attributes == R"({"gpu":"h100"})");
-
-  // c-1 is held: the selector's only free match is c-3.
-  store::ClaimRequest a100 = testing::Req("weur", "t2", "p");
-  a100.lease_ms = 60000;
-  a100.selector = {{"gpu", {"a100"}}};
-  auto claim = Await<store::SessionResult>([&](auto cb) { s->Claim(a100, cb); });
-  REQUIRE(claim.outcome == Outcome::kOk);
-  CHECK(claim.session.container_id == "c-3");
-  store::ClaimRequest tpu = a100;
-  tpu.selector = {{"gpu", {"tpu"}}};
-  auto none = Await<store::SessionResult>([&](auto cb) { s->Claim(tpu, cb); });
-  CHECK(none.outcome == Outcome::kNoMatch);
+  testing::CheckMigratedAttributesWork(s.get(), held);
 
   // The trigger came through the rebuild: a deleted container's rows go.
   auto removed = Await<store::ContainerResult>([&](auto cb) { s->Remove("c-4", cb); });
