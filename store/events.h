@@ -61,6 +61,14 @@ struct EventQuery {
   std::optional<std::string> tenant;  // a tenant's own sessions' events; unset: all (admin)
   std::string type;                   // one type, or "" for all
   int limit = 100;
+
+  // Whether an event of `event_tenant` (none: a container's) and
+  // `event_type` is one this reader reads. Both engines read a page's seq
+  // range whole (at most EventExamineBound rows) and keep these: no index
+  // by tenant for every event to write.
+  bool Keeps(std::optional<std::string_view> event_tenant, std::string_view event_type) const {
+    return (!tenant || event_tenant == *tenant) && (type.empty() || event_type == type);
+  }
 };
 
 // A page of events after a cursor.

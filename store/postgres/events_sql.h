@@ -16,7 +16,10 @@ namespace store::pgsql {
 
 // Schema version 14. The same triggers as store/sqlite/events_sql.h (its
 // comment says which change is which event), written by one function that
-// the trigger's argument steers.
+// the trigger's argument steers. Since version 16 a session's claim and end
+// take at_ms from the row (claimed_at_ms; ended_at_ms, an expiry's lease
+// end), and the index events_tenant is gone (a tenant's read keeps its own
+// rows of the seq range), as on SQLite (why there: its version 16).
 //
 // Commit order. A sequence's values are drawn when a row is inserted, long
 // before its transaction commits, so with several writers (a node's, and
@@ -45,7 +48,7 @@ CREATE TABLE IF NOT EXISTS events (
   region text,
   pool text,
   end_reason text);
-CREATE INDEX IF NOT EXISTS events_tenant ON events (tenant, seq) WHERE tenant IS NOT NULL;
+DROP INDEX IF EXISTS events_tenant;
 CREATE TABLE IF NOT EXISTS event_floor (only_row boolean PRIMARY KEY CHECK (only_row),
                                         seq bigint NOT NULL);
 INSERT INTO event_floor (only_row, seq) VALUES (true, 0) ON CONFLICT DO NOTHING;
@@ -56,13 +59,15 @@ DECLARE
 BEGIN
   IF TG_TABLE_NAME = 'sessions' THEN
     INSERT INTO events (at_ms, type, container_id, session_id, tenant, token, slot, region, pool)
-    SELECT )sql" EDGEALLOC_PG_NOW_MS R"sql(, kind, NEW.container_id, NEW.session_id, NEW.tenant,
+    SELECT CASE kind WHEN 'session.claimed' THEN COALESCE(NEW.claimed_at_ms, )sql" EDGEALLOC_PG_NOW_MS R"sql()
+                     ELSE )sql" EDGEALLOC_PG_NOW_MS R"sql( END,
+           kind, NEW.container_id, NEW.session_id, NEW.tenant,
            NEW.generation, NEW.slot, c.region, c.pool
     FROM containers c WHERE c.id = NEW.container_id;
   ELSIF TG_TABLE_NAME = 'session_history' THEN
     INSERT INTO events (at_ms, type, container_id, session_id, tenant, token, slot, region, pool,
                         end_reason)
-    VALUES ()sql" EDGEALLOC_PG_NOW_MS R"sql(, kind, NEW.id, NEW.session_id, NEW.tenant,
+    VALUES (NEW.ended_at_ms, kind, NEW.id, NEW.session_id, NEW.tenant,
             NEW.generation, NEW.slot, NEW.region, NEW.pool, NEW.end_reason);
   ELSIF TG_OP = 'DELETE' THEN
     INSERT INTO events (at_ms, type, container_id, region, pool)
@@ -127,14 +132,12 @@ CREATE CONSTRAINT TRIGGER events_commit_order AFTER INSERT ON events
 #define EDGEALLOC_PG_EVENT_COLUMNS \
   "seq, at_ms, type, container_id, session_id, tenant, token, slot, region, pool, end_reason"
 
-// A page: the pruned end, then at most $2 events after $1, of tenant $3
-// (NULL: all), in one snapshot (PostgresStorage::ReadEvents).
+// A page: the pruned end, then at most $2 events after $1 (a tenant's and
+// a type's kept from them: EventQuery::Keeps), in one snapshot
+// (PostgresStorage::ReadEvents).
 inline constexpr char kEventFloor[] = "SELECT seq FROM event_floor";
 inline constexpr char kReadEvents[] =
     "SELECT " EDGEALLOC_PG_EVENT_COLUMNS " FROM events WHERE seq > $1 ORDER BY seq LIMIT $2";
-inline constexpr char kReadTenantEvents[] =
-    "SELECT " EDGEALLOC_PG_EVENT_COLUMNS
-    " FROM events WHERE tenant = $3 AND seq > $1 ORDER BY seq LIMIT $2";
 
 // Of the $2 oldest events, those up to the newest older than $1 ms (a
 // prefix, as SQLite's kPruneEvents), and the floor raised past them, in

@@ -1,5 +1,6 @@
 // PostgresStorage's event log (store/events.h): one stream, read in one
 // snapshot with its pruned end; pruned by writer 0.
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -36,9 +37,7 @@ Status ReadInSnapshot(PgConn* conn, const EventQuery& query, int64_t after, int6
     RETURN_IF_ERROR(conn->Run(pgsql::kEventFloor, {}, &f));
     *floor = f.rows() > 0 ? f.Int64(0, 0) : 0;
     if (after < *floor) return Status::Ok();
-    std::vector<PgParam> params = {P(after), P(EventExamineBound(query.limit))};
-    if (query.tenant) params.push_back(P(*query.tenant));
-    return conn->Run(query.tenant ? pgsql::kReadTenantEvents : pgsql::kReadEvents, params, rows);
+    return conn->Run(pgsql::kReadEvents, {P(after), P(EventExamineBound(query.limit))}, rows);
   }();
   const Status end = conn->Exec(s.ok() ? "COMMIT" : "ROLLBACK");
   return s.ok() ? end : s;
@@ -62,7 +61,8 @@ Status PostgresStorage::ReadEvents(const EventQuery& query, const EventCursor& a
   }
   for (int i = 0; i < rows.rows(); ++i) {
     page->next.seqs[0] = rows.Int64(i, 0);
-    if (!query.type.empty() && rows.Text(i, 2) != query.type) continue;
+    const auto tenant = rows.IsNull(i, 5) ? std::nullopt : std::optional(rows.Text(i, 5));
+    if (!query.Keeps(tenant, rows.Text(i, 2))) continue;
     page->events.push_back(ReadEventRow(rows, i));
     if (static_cast<int>(page->events.size()) >= query.limit) break;
   }

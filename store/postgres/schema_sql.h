@@ -71,8 +71,11 @@ namespace store::pgsql {
 // kMoveSessionsOut moves an older schema's sessions there, before this text
 // runs. Version 14 added the event log and its triggers (events_sql.h,
 // kEvents), version 15 webhook delivery cursors (webhook_sql.h,
-// kWebhookCursors). A node of an older version refuses a newer schema.
-inline constexpr int kSchemaVersion = 15;
+// kWebhookCursors), version 16 a session event's at_ms from its row, and
+// died_at_ms when the last session of a container that reported itself
+// dead ends (as SQLite's version 16). A node of an older version refuses a
+// newer schema.
+inline constexpr int kSchemaVersion = 16;
 inline constexpr auto kSchema = Sql(R"sql(
 CREATE TABLE IF NOT EXISTS edgealloc_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE SEQUENCE IF NOT EXISTS edgealloc_tokens;

@@ -147,8 +147,12 @@ WHERE tenant = $1 AND idempotency_key = $2
 // Release: the compare-and-swap deletes the session's row; in the same
 // statement its history row is kept (the end reason as store/sqlite/
 // release.cc says) and its slot given back, from the container row's own
-// columns (a claim or release of another slot meanwhile is kept). Success:
-// one container row changed.
+// columns (a claim or release of another slot meanwhile is kept); the
+// last session of a container that reported itself dead leaves it dead from
+// now (died_at_ms, as the reaper's sweep of one). The history row is
+// written first (the count of kept, read before any row is updated), so
+// session.ended comes before the container.dead that the freed slot may
+// bring, as on SQLite. Success: one container row changed.
 //   $1 session_id $2 token $3 tenant (NULL for an admin) $4 abandoning
 //   $5 the caller's tenant
 inline constexpr auto kRelease = Sql(R"sql(
@@ -167,14 +171,17 @@ kept AS (
               ELSE 'released' END,
          )sql" EDGEALLOC_PG_NOW_MS R"sql(
   FROM ended e JOIN containers c ON c.id = e.container_id
-  ON CONFLICT (session_id) DO NOTHING)
+  ON CONFLICT (session_id) DO NOTHING
+  RETURNING session_id)
 UPDATE containers c
 SET status = )sql" EDGEALLOC_PG_STATUS_HOLDING("c.", "c.slots_used - 1", "c.slots") R"sql(,
     dead_reported = c.dead_reported AND c.slots_used > 1,
+    died_at_ms = CASE WHEN c.dead_reported AND c.slots_used = 1 THEN )sql" EDGEALLOC_PG_NOW_MS R"sql(
+                      ELSE c.died_at_ms END,
     slots_used = c.slots_used - 1,
     slot_map = overlay(c.slot_map placing '0' from e.slot + 1 for 1)
 FROM ended e
-WHERE c.id = e.container_id
+WHERE c.id = e.container_id AND (SELECT count(*) FROM kept) >= 0
 )sql");
 
 //   $1 .. $3 as kRelease, $4 lease_ms (the new lease runs from now), $5 1 to

@@ -13,7 +13,8 @@ namespace store::pgsql {
 // The lease reaper: at most $1 expired sessions, oldest first (never one
 // another node is sweeping), deleted, kept in session_history (reason
 // expired, ended at the lease's end) and their slots given back, in one
-// statement: each container's row is written once, from its own columns,
+// statement (the history first, as kRelease's: its session.ended before a
+// container.dead): each container's row is written once, from its own columns,
 // so a claim or release of another of its slots meanwhile is kept. Returns
 // how many sessions it ended.
 //   $1 limit
@@ -30,19 +31,22 @@ kept AS (
   SELECT c.id, c.region, c.pool, e.generation, e.lease_expires_at_ms, c.data, e.labels, e.tenant,
          e.session_id, e.slot, 'expired', e.lease_expires_at_ms
   FROM expired e JOIN containers c ON c.id = e.container_id
-  ON CONFLICT (session_id) DO NOTHING),
+  ON CONFLICT (session_id) DO NOTHING
+  RETURNING session_id),
 freed AS (
   SELECT container_id, count(*) AS n, array_agg(slot) AS slots FROM expired GROUP BY container_id),
 given_back AS (
 UPDATE containers c
 SET status = )sql" EDGEALLOC_PG_STATUS_HOLDING("c.", "c.slots_used - f.n", "c.slots") R"sql(,
     dead_reported = c.dead_reported AND c.slots_used > f.n,
+    died_at_ms = CASE WHEN c.dead_reported AND c.slots_used = f.n THEN )sql" EDGEALLOC_PG_NOW_MS R"sql(
+                      ELSE c.died_at_ms END,
     slots_used = c.slots_used - f.n,
     slot_map = (SELECT string_agg(CASE WHEN i - 1 = ANY(f.slots) THEN '0'
                                        ELSE substr(c.slot_map, i, 1) END, '' ORDER BY i)
                 FROM generate_series(1, length(c.slot_map)) AS i)
 FROM freed f
-WHERE c.id = f.container_id
+WHERE c.id = f.container_id AND (SELECT count(*) FROM kept) >= 0
 RETURNING c.id)
 SELECT count(*) FROM expired
 )sql");

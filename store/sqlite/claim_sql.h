@@ -108,11 +108,15 @@ inline constexpr char kClaimDistributedSelectedValues[] =
     EDGEALLOC_SQL_SELECTED_CANDIDATES(EDGEALLOC_SQL_VALUES, EDGEALLOC_SQL_SPREAD_ORDER_C)
         EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_SPREAD_ORDER);
 
-// The claimed session's row, after the claim took its slot.
+// The claimed session's row, after the claim took its slot. OR FAIL, not
+// the default ABORT: with the event trigger the statement writes two tables,
+// and one that may abort halfway gets a statement journal each run
+// (store/sqlite/events_sql.h, version 16); a failed insert fails the whole
+// group anyway (ClaimJob::ClaimIn).
 //   ?1 session_id ?2 container id ?3 slot ?4 token ?5 tenant ?6 idempotency_key
 //   (or NULL) ?7 lease_expires_at_ms ?8 now_ms ?9 labels (JSON text, or NULL)
 inline constexpr char kInsertSession[] = R"sql(
-INSERT INTO sessions (session_id, container_id, slot, generation, tenant, idempotency_key,
+INSERT OR FAIL INTO sessions (session_id, container_id, slot, generation, tenant, idempotency_key,
                       lease_expires_at_ms, claimed_at_ms, labels)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 )sql";

@@ -12,6 +12,25 @@
   "INSERT INTO events (at_ms, type, container_id, session_id, tenant, token, slot, region, " \
   "pool, end_reason) "
 
+// The two drain events, made after the status trigger (SQLite fires the
+// newest first: drained and undrained come before the available or draining
+// status they bring); version 16 makes them again after its status trigger.
+#define EDGEALLOC_SQLITE_DRAIN_TRIGGERS                                                      \
+  "CREATE TRIGGER events_container_draining AFTER UPDATE OF drain_reported ON containers\n" \
+  "WHEN NEW.drain_reported AND NOT OLD.drain_reported\n"                                   \
+  "BEGIN\n" EDGEALLOC_SQLITE_EVENT_INSERT                                                   \
+  "VALUES (" EDGEALLOC_SQLITE_NOW_MS ", 'container.draining', NEW.id, NULL, NULL,\n"        \
+  "        NULL, NULL, NEW.region, NEW.pool, NULL);\n"                                      \
+  "END;\n"                                                                                  \
+  "CREATE TRIGGER events_container_drain AFTER UPDATE OF drain_requested ON containers\n"  \
+  "WHEN NEW.drain_requested <> OLD.drain_requested\n"                                      \
+  "BEGIN\n" EDGEALLOC_SQLITE_EVENT_INSERT                                                   \
+  "VALUES (" EDGEALLOC_SQLITE_NOW_MS ",\n"                                                  \
+  "        CASE WHEN NEW.drain_requested THEN 'container.drained' "                         \
+  "ELSE 'container.undrained' END,\n"                                                      \
+  "        NEW.id, NULL, NULL, NULL, NULL, NEW.region, NEW.pool, NULL);\n"                  \
+  "END;\n"
+
 namespace store {
 
 // Version 13: events. Triggers write them, so every statement of every
@@ -98,21 +117,61 @@ BEGIN
   VALUES ()sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'container.' || NEW.status, NEW.id, NULL, NULL,
           NULL, NULL, NEW.region, NEW.pool, NULL);
 END;
-CREATE TRIGGER events_container_draining AFTER UPDATE OF drain_reported ON containers
-WHEN NEW.drain_reported AND NOT OLD.drain_reported
+)sql" EDGEALLOC_SQLITE_DRAIN_TRIGGERS R"sql(
+DROP TRIGGER containers_sessions_ended;
+DROP TRIGGER containers_sessions_deleted;
+)sql";
+
+// Version 16: the event triggers out of the cycle's way. SQLite gives a
+// statement a statement journal (a copy of every page it touches, each run)
+// when it writes through a trigger and may abort halfway: a constraint
+// checked with ABORT, or any SQL function call (julianday, substr, instr,
+// RANDOM: a function may fail). Under version 14 every claim and release
+// paid four of them, the event log's whole cost (docs/performance.md):
+//  - session.claimed and session.ended take at_ms from their row
+//    (claimed_at_ms; ended_at_ms, the lease's end for an expiry) instead of
+//    julianday('now'), and their statements insert OR FAIL and OR IGNORE;
+//  - container.dead and .available fire on the columns that every statement
+//    making such a change writes (a report's drain_reported, an operator's
+//    drain_requested, a death's died_at_ms, a registration's slots), not on
+//    status, which a claim and a freed slot write with functions. A freed
+//    slot never makes either change: the last slot of a container that
+//    reported itself dead is kFreeLastSlotOfDead's, which sets died_at_ms.
+// The drain triggers, then the triggers that keep ended sessions, are made
+// again after it, so that every trigger fires in version 14's order.
+// events_tenant goes: a tenant's read walks seq and keeps its own rows
+// (EventQuery::Keeps, at most EventExamineBound rows a page), instead of
+// every session event writing an index entry.
+inline constexpr char kSchemaV16[] = R"sql(
+DROP INDEX events_tenant;
+DROP TRIGGER events_session_claimed;
+CREATE TRIGGER events_session_claimed AFTER INSERT ON sessions
 BEGIN
   )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
-  VALUES ()sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'container.draining', NEW.id, NULL, NULL,
+  SELECT NEW.claimed_at_ms, 'session.claimed', NEW.container_id, NEW.session_id, NEW.tenant,
+         NEW.generation, NEW.slot, c.region, c.pool, NULL
+  FROM containers c WHERE c.id = NEW.container_id;
+END;
+DROP TRIGGER events_session_ended;
+CREATE TRIGGER events_session_ended AFTER INSERT ON session_history
+BEGIN
+  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
+  VALUES (NEW.ended_at_ms, 'session.ended', NEW.id, NEW.session_id, NEW.tenant, NEW.generation,
+          NEW.slot, NEW.region, NEW.pool, NEW.end_reason);
+END;
+DROP TRIGGER events_container_status;
+CREATE TRIGGER events_container_status
+AFTER UPDATE OF drain_reported, drain_requested, died_at_ms, slots ON containers
+WHEN (NEW.status = 'dead' AND OLD.status <> 'dead')
+  OR (NEW.status = 'available' AND (OLD.status = 'draining' OR OLD.status = 'dead'))
+BEGIN
+  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
+  VALUES ()sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'container.' || NEW.status, NEW.id, NULL, NULL,
           NULL, NULL, NEW.region, NEW.pool, NULL);
 END;
-CREATE TRIGGER events_container_drain AFTER UPDATE OF drain_requested ON containers
-WHEN NEW.drain_requested <> OLD.drain_requested
-BEGIN
-  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
-  VALUES ()sql" EDGEALLOC_SQLITE_NOW_MS R"sql(,
-          CASE WHEN NEW.drain_requested THEN 'container.drained' ELSE 'container.undrained' END,
-          NEW.id, NULL, NULL, NULL, NULL, NEW.region, NEW.pool, NULL);
-END;
+DROP TRIGGER events_container_draining;
+DROP TRIGGER events_container_drain;
+)sql" EDGEALLOC_SQLITE_DRAIN_TRIGGERS R"sql(
 DROP TRIGGER containers_sessions_ended;
 DROP TRIGGER containers_sessions_deleted;
 )sql";
@@ -125,13 +184,10 @@ namespace sql {
 
 // The pruned end, read in the same read transaction as the page.
 inline constexpr char kEventFloor[] = "SELECT seq FROM event_floor WHERE only_row = 1";
-// At most ?2 events after ?1 (all tenants: the primary key's range).
+// At most ?2 events after ?1, the primary key's range (a tenant's and a
+// type's are kept from them: EventQuery::Keeps).
 inline constexpr char kReadEvents[] = "SELECT " EDGEALLOC_SQLITE_EVENT_COLUMNS
                                       " FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2";
-// A tenant's (?3): events_tenant's range.
-inline constexpr char kReadTenantEvents[] =
-    "SELECT " EDGEALLOC_SQLITE_EVENT_COLUMNS
-    " FROM events WHERE tenant = ?3 AND seq > ?1 ORDER BY seq LIMIT ?2";
 
 // Anything older than ?1 to prune? The first row of the primary key.
 inline constexpr char kAnyEventsToPrune[] =
@@ -151,6 +207,7 @@ inline constexpr char kRaiseEventFloor[] =
 }  // namespace sql
 }  // namespace store
 
+#undef EDGEALLOC_SQLITE_DRAIN_TRIGGERS
 #undef EDGEALLOC_SQLITE_EVENT_INSERT
 
 #endif  // EDGEALLOC_STORE_SQLITE_EVENTS_SQL_H_

@@ -94,17 +94,29 @@ WHERE session_id = ?1 AND generation = ?2 AND (?3 IS NULL OR tenant = ?3)
 
 // A session ended alone (released, expired) gives its slot back. The
 // container goes back to available; to draining if it is drained (by an
-// operator, or by its own report); to dead if it reported itself dead
-// meanwhile and this was its last session (EDGEALLOC_SQL_STATUS_HOLDING).
-// Never on a dead row: a dead container holds no session.
+// operator, or by its own report) (EDGEALLOC_SQL_STATUS_HOLDING). Never on
+// a dead row: a dead container holds no session. Not the last session of a
+// container that reported itself dead, which kFreeLastSlotOfDead frees: so
+// this statement, one of every release, writes no column an event trigger
+// watches (store/sqlite/events_sql.h, version 16).
 //   ?1 container id ?2 slot
 inline constexpr char kFreeSlot[] = R"sql(
 UPDATE containers
 SET status = )sql" EDGEALLOC_SQL_STATUS_HOLDING("slots_used - 1", "slots") R"sql(,
-    dead_reported = CASE WHEN slots_used = 1 THEN 0 ELSE dead_reported END,
     slots_used = slots_used - 1,
     slot_map = substr(slot_map, 1, ?2) || '0' || substr(slot_map, ?2 + 2)
-WHERE id = ?1 AND substr(slot_map, ?2 + 1, 1) = '1'
+WHERE id = ?1 AND substr(slot_map, ?2 + 1, 1) = '1' AND NOT (dead_reported AND slots_used = 1)
+)sql";
+
+// The last session of a container that reported itself dead ended: the
+// container is dead from now (died_at_ms, as kReapUnpicked judges one that
+// holds none), which the event log sees as container.dead.
+//   ?1 container id ?2 slot ?3 now_ms
+inline constexpr char kFreeLastSlotOfDead[] = R"sql(
+UPDATE containers
+SET status = 'dead', dead_reported = 0, died_at_ms = ?3, slots_used = 0,
+    slot_map = substr(slot_map, 1, ?2) || '0' || substr(slot_map, ?2 + 2)
+WHERE id = ?1 AND substr(slot_map, ?2 + 1, 1) = '1' AND dead_reported AND slots_used = 1
 )sql";
 
 // Renew: compare-and-swap on (session_id, token), only while the lease runs.

@@ -24,29 +24,38 @@ static_assert(kTenantColumn >= 0 && kContainerColumn >= 0 && kSlotColumn >= 0 &&
 struct EndingSession {
   StatementRef keep;       // its history row (kKeepEndedSession)
   StatementRef free_slot;  // its slot back to its container (kFreeSlot)
+  StatementRef free_last;  // or, the last of one that reported itself dead (kFreeLastSlotOfDead)
   std::string session_id;
 
-  Status Bind(Db* db, const Statement& session, const std::string& reason, int64_t ended_at_ms) {
+  Status Bind(Db* db, const Statement& session, const std::string& reason, int64_t ended_at_ms,
+              int64_t now_ms) {
     RETURN_IF_ERROR(db->Cached(sql::kKeepEndedSession, &keep));
     RETURN_IF_ERROR(db->Cached(sql::kFreeSlot, &free_slot));
+    RETURN_IF_ERROR(db->Cached(sql::kFreeLastSlotOfDead, &free_last));
     for (int i = 0; i < kSessionColumnCount; ++i) keep->BindColumnOf(i + 1, session, i);
     keep->Bind(kSessionColumnCount + 1, reason);
     keep->Bind(kSessionColumnCount + 2, ended_at_ms);
-    free_slot->BindColumnOf(1, session, kContainerColumn);
-    free_slot->BindColumnOf(2, session, kSlotColumn);
+    for (Statement* stmt : {&*free_slot, &*free_last}) {
+      stmt->BindColumnOf(1, session, kContainerColumn);
+      stmt->BindColumnOf(2, session, kSlotColumn);
+    }
+    free_last->Bind(3, now_ms);
     session_id = session.ColumnString(kSessionKeyColumn);
     return Status::Ok();
   }
 
-  // After the session's row is deleted: its slot freed, its history kept. A
-  // failure leaves the session deleted without them: HalfWritten, which
-  // fails the whole group, so that none of the three is committed alone.
+  // After the session's row is deleted: its history kept, then its slot
+  // freed (in that order, so session.ended comes before a container.dead
+  // the freed slot makes). A failure leaves the session deleted without
+  // them: HalfWritten, which fails the whole group, so that none of the
+  // three is committed alone.
   Status Write(Db* db) {
-    Status s = free_slot->Run();
+    Status s = keep->Run();
+    if (s.ok()) s = free_slot->Run();
+    if (s.ok() && db->Changes() == 0) s = free_last->Run();
     if (s.ok() && db->Changes() != 1) {
       s = Status::Corruption("its container had the slot free already");
     }
-    if (s.ok()) s = keep->Run();
     if (s.ok()) return s;
     return HalfWritten(Status::IOError("session " + session_id +
                                        " ended but its slot or history not written: " +
@@ -83,7 +92,7 @@ Status ReleaseInTransaction(Db* db, const Caller& caller, const std::string& ses
     // between this read and the compare-and-swap, so it is the row the
     // release ends.
     RETURN_IF_ERROR(end.Bind(db, *row, ReleaseEndReason(caller, row->ColumnText(kTenantColumn)),
-                             now_ms));
+                             now_ms, now_ms));
   }
   StatementRef cas;
   RETURN_IF_ERROR(db->Cached(sql::kRelease, &cas));
@@ -120,7 +129,7 @@ Status EndExpiredSessions(Db* db, int64_t now_ms, int64_t limit, int64_t* ended)
       bool found = false;
       RETURN_IF_ERROR(row->Step(&found));
       if (!found) continue;
-      RETURN_IF_ERROR(end.Bind(db, *row, "expired", row->ColumnInt64(kLeaseColumn)));
+      RETURN_IF_ERROR(end.Bind(db, *row, "expired", row->ColumnInt64(kLeaseColumn), now_ms));
     }
     StatementRef gone;
     RETURN_IF_ERROR(db->Cached(sql::kDeleteSession, &gone));

@@ -314,16 +314,18 @@ Status RunStep(Db* db, int to_version) {
     case 14: return RunThen(db, kSchemaV14, kSessionsEndedTriggers);
     // Webhook delivery cursors (store/sqlite/webhook_sql.h).
     case 15: return db->Exec(sql::kWebhookCursorsSchema);
+    case 16: return RunThen(db, kSchemaV16, kSessionsEndedTriggers);
   }
   return Status::InvalidArgument("no migration step to version " + std::to_string(to_version));
 }
-static_assert(kSchemaVersion == 15, "add the new version's case to RunStep");
+static_assert(kSchemaVersion == 16, "add the new version's case to RunStep");
 
 
 // The compatible_version a file of `version` records (schema.h says why
-// each): its own version up to 8, 8 until 12, then 12.
+// each): its own version up to 8, 8 until 12, 12 until 16, then 16.
 int CompatibleAt(int version) {
-  static_assert(kCompatibleVersion == 12, "say from which version the new one holds");
+  static_assert(kCompatibleVersion == 16, "say from which version the new one holds");
+  if (version >= 16) return 16;
   if (version >= 12) return 12;
   return version < 8 ? version : 8;
 }

@@ -9,7 +9,7 @@ namespace store {
 // The schema version this binary writes (PRAGMA user_version), and the oldest
 // version of the binary that can still use a file written by this one (kept in
 // the `meta` table as compatible_version, as in Chromium's MetaTable).
-inline constexpr int kSchemaVersion = 15;
+inline constexpr int kSchemaVersion = 16;
 // 4: a binary before version 4 would insert rows below the token floor, so a
 // re-registered id could repeat a fencing token. 5: a binary before version 5
 // would claim without setting labels and end sessions without clearing them,
@@ -33,7 +33,11 @@ inline constexpr int kSchemaVersion = 15;
 // log, whose triggers are the file's: an older binary's writes write their
 // events too. 15 only adds webhook_cursors, which older binaries never
 // read.)
-inline constexpr int kCompatibleVersion = 12;
+// 16: the event log's container.dead and .available fire on the columns a
+// change of status writes beside it (store/sqlite/events_sql.h, version
+// 16); a binary before it frees the last slot of a container that reported
+// itself dead without died_at_ms, and that container.dead would be missing.
+inline constexpr int kCompatibleVersion = 16;
 
 // Brings the database up to kSchemaVersion, one version a step, each step in
 // its own write transaction together with its user_version bump, so a crash

@@ -2,6 +2,7 @@
 // stream, and the prune.
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -45,15 +46,15 @@ Status ReadShardEvents(Db* db, const EventQuery& query, int stream, int64_t afte
     *examined = after;
     if (after < *floor) return Status::Ok();
     StatementRef q;
-    RETURN_IF_ERROR(db->Cached(query.tenant ? sql::kReadTenantEvents : sql::kReadEvents, &q));
+    RETURN_IF_ERROR(db->Cached(sql::kReadEvents, &q));
     q->Bind(1, after);
     q->Bind(2, EventExamineBound(query.limit));
-    if (query.tenant) q->Bind(3, *query.tenant);
     for (;;) {
       RETURN_IF_ERROR(q->Step(&row));
       if (!row) return Status::Ok();
       *examined = q->ColumnInt64(0);
-      if (!query.type.empty() && q->ColumnText(2) != query.type) continue;
+      const auto tenant = q->ColumnIsNull(5) ? std::nullopt : std::optional(q->ColumnText(5));
+      if (!query.Keeps(tenant, q->ColumnText(2))) continue;
       events->push_back(ReadEventRow(*q, stream));
       if (static_cast<int>(events->size()) >= query.limit) return Status::Ok();
     }

@@ -2,8 +2,10 @@
 // shard files and PostgreSQL. Each change writes its event in its own
 // transaction; a reader resumes after the last seq it saw.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/clock.h"
@@ -131,6 +133,46 @@ TEST_CASE("events: deaths, expiries and deletions end sessions with their reason
                                                               "session.claimed", "session.ended",
                                                               "container.dead"});
   CHECK(events[2].end_reason == "container_dead");
+}
+
+// A release that frees the last slot of a container that reported itself
+// dead makes it dead: container.dead after the session's end (version 16
+// moved that event's trigger off the freed slot's statement).
+TEST_CASE("events: the last session of a container that reported itself dead ends, then it dies") {
+  Engine e(EDGEALLOC_ENGINES_AND_SHARDS);
+  store::Storage* s = e.storage.get();
+  Register(s, "said-dead");
+  const store::Session held = Claim(s, "t1");
+  ReportNow(s, "said-dead", store::ReportedState::kDead);
+  REQUIRE(s->GetContainer("said-dead").container.status != "dead");
+  auto released = Await<store::SessionResult>(
+      [&](auto cb) { s->Release(Tenant("t1"), held.session_id, held.token, cb); });
+  REQUIRE(released.outcome == Outcome::kOk);
+  CHECK(s->GetContainer("said-dead").container.status == "dead");
+  const std::vector<store::Event> events = ReadAll(s, {}, Start(s));
+  CHECK(TypesOf(events, "said-dead") ==
+        std::vector<std::string>{"container.registered", "session.claimed", "session.ended",
+                                 "container.dead"});
+}
+
+// A session's events carry its own instants: an expiry's end is its lease's
+// end, as the history's ended_at_ms (not the sweep's now).
+TEST_CASE("events: an expired session's end is at its lease's end") {
+  Engine e(EDGEALLOC_ENGINES_AND_SHARDS);
+  store::Storage* s = e.storage.get();
+  Register(s, "short");
+  store::ClaimRequest req = testing::Req("weur", "t1", "p");
+  req.lease_ms = 1;
+  auto claimed = Await<store::SessionResult>([&](auto cb) { s->Claim(std::move(req), cb); });
+  REQUIRE(claimed.outcome == Outcome::kOk);
+  const int64_t lease_end = claimed.session.lease_expires_at_ms;
+  while (base::NowMs() <= lease_end + 50) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  int64_t ended = 0;
+  for (int p = 0; p < s->partitions(); ++p) REQUIRE(s->SweepExpiredLeases(p, 100, &ended).ok());
+  const std::vector<store::Event> events = ReadAll(s, {"t1", "session.ended", 100}, Start(s));
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].end_reason == "expired");
+  CHECK(events[0].at_ms == lease_end);
 }
 
 TEST_CASE("events: a tenant reads its own sessions' events, type and limit page them") {

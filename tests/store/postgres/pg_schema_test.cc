@@ -115,7 +115,7 @@ TEST_CASE("pg schema: a version 9 or 10 database is brought to the current versi
       uri, from,
       "SELECT string_agg(id || status || last_heartbeat_ms || lane_hash, ',' ORDER BY id) "
       "FROM containers");
-  CHECK(store::pgsql::kSchemaVersion == 15);
+  CHECK(store::pgsql::kSchemaVersion == 16);
   CHECK(PgServer::Query(uri, "SELECT shifts || '/' || shifted_ms FROM db_clock_shifts") ==
         "2/1500");
   CHECK(PgServer::Query(uri, "SELECT count(*) FROM node_tenant_limits") == "0");
