@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the dashboard's reads cost at 300 pools (issue #15), over HTTP in one run.
+"""What the dashboard's reads cost at 300 pools, over HTTP in one run.
 
     bench/dashboard_reads.py --bin build/edgealloc [--seconds 5]
 

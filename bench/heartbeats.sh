@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Heartbeat ingestion (issue #3): what batching buys, and what a heartbeat
+# Heartbeat ingestion: what batching buys, and what a heartbeat
 # flood costs the claim path.
 #
 #   bench/heartbeats.sh          (about 1.5 minutes; needs build/edgealloc and

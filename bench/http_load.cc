@@ -1,8 +1,8 @@
 // http_load: an HTTP load generator for edgealloc's claim path.
 //
 // N keep-alive connections run claim -> release cycles (or GET /healthz, the
-// HTTP ceiling; POST /v1/heartbeats, the ingestion path of issue #3; GET
-// /v1/capacity, the mirror of issue #4) against a running server, closed loop (each connection sends
+// HTTP ceiling; POST /v1/heartbeats, the heartbeat ingestion path; GET
+// /v1/capacity, the capacity mirror) against a running server, closed loop (each connection sends
 // when its last reply is in) or open loop at a fixed offered rate (latency is
 // measured from when a request was due, not when it was sent, so queueing is
 // not hidden: no coordinated omission). It checks exclusivity as it goes: a

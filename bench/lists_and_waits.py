@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Lists and waiting claims (issue #15), measured over HTTP in one run.
+"""Lists and waiting claims, measured over HTTP in one run.
 
     bench/lists_and_waits.py --bin build/edgealloc [--sessions 5000] [--rounds 200] [--sync full]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Capacity mirror (issue #4): do capacity reads and mirror refreshes stay off
+# Capacity mirror: do capacity reads and mirror refreshes stay off
 # the claim path?
 #
 #   bench/mirror.sh              (about 1.5 minutes; needs build/edgealloc and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The PostgreSQL engine (issue #14, "Performance"): edgealloc on PostgreSQL
+# The PostgreSQL engine: edgealloc on PostgreSQL
 # beside the raw claim statement through pgbench, in one run, on one
 # throwaway server.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where a claim's time goes (issue #5): perf of the server under the same load
+# Where a claim's time goes: perf of the server under the same load
 # as http_durable_cycles_per_s, sorted by part of the request path (parse,
 # route, JSON, claim and release SQL, commit, response write) by
 # bench/perf_breakdown.py.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cost as the pool grows (issue #5 goal 4): claims a second over HTTP with
+# Cost as the pool grows: claims a second over HTTP with
 # 1,000, 100,000 and 1,000,000 registered containers, and the server's memory
 # at 1,000,000.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Shards (issue #5, goal 5): does --shards 4 take more durable claims than
+# Shards: does --shards 4 take more durable claims than
 # --shards 1, and what is the limit on this machine?
 #
 #   bench/shards.sh [--quick]    (about 40 s; 10 s with --quick; BIN and LOAD

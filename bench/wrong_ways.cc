@@ -1,5 +1,5 @@
 // wrong_ways: the two claims the seeds warn about, beside ours, under the same
-// load (issue #5): C client threads, each claim -> hold -> release in a closed
+// load: C client threads, each claim -> hold -> release in a closed
 // loop, over the same P containers of one WAL database, synchronous=FULL.
 //
 //   naive   each thread on its own SQLite connection: SELECT the K cheapest

@@ -130,7 +130,7 @@ DROP TRIGGER containers_sessions_deleted;
 // paid four of them, the event log's whole cost (docs/performance.md):
 //  - session.claimed and session.ended take at_ms from their row
 //    (claimed_at_ms; ended_at_ms, the lease's end for an expiry) instead of
-//    julianday('now'), and their statements insert OR FAIL and OR IGNORE;
+//    julianday('now'), and their statements insert OR FAIL;
 //  - container.dead and .available fire on the columns that every statement
 //    making such a change writes (a report's drain_reported, an operator's
 //    drain_requested, a death's died_at_ms, a registration's slots), not on

@@ -1,4 +1,4 @@
-// The in-process crash harness (issue #11): a forked child opens the shards,
+// The in-process crash harness: a forked child opens the shards,
 // starts the storage engine, the Allocator and the Batcher, and runs a mixed workload from
 // several threads (claims with and without idempotency keys, replays,
 // releases, renews, heartbeat batches, registrations, drains, deletes and

@@ -1,4 +1,4 @@
-// Fault injection (issue #11): every operation of a small workload fails in
+// Fault injection: every operation of a small workload fails in
 // turn, and power is lost at every point of it; after a reopen without faults
 // the invariants of docs/design.md "What may fail, and what must still hold" must
 // hold. The workloads run the real store::Writer, store::SqliteStorage,
@@ -19,7 +19,7 @@
 //
 // Run: ctest --test-dir build -L fault --output-on-failure -j2
 //      (or build/tests/fault/fault_injection_test, FAULT_SHOW_ALL=1 for
-//      every violation). The "defect:" cases are issue #11's failing-first
+//      every violation). The "defect:" cases are the failing-first
 //      tests and fail until the product is fixed.
 
 #include "base/clock.h"
@@ -1006,7 +1006,7 @@ TEST_CASE("fault: the power-loss sweep sees lost acknowledgements under synchron
           "[fault]") {
   // The control that shows the sweep can fail: with synchronous=NORMAL a
   // commit is not synced (only checkpoints are), so power lost after an
-  // acknowledged commit takes it away (issue #11 item 10).
+  // acknowledged commit takes it away.
   Vfs();
   Findings f("writer power-loss sweep under synchronous=NORMAL (control)");
   WriterCase base;
@@ -1099,7 +1099,7 @@ TEST_CASE("fault_vfs: power loss takes away what was not synced, and only that",
 }
 
 // ======================================================================
-// Known defects of issue #11 (items 2, 3, 4). EXPECTED TO FAIL until the
+// Known defects. EXPECTED TO FAIL until the
 // coalescing WAL VFS and the Writer are fixed; kept as the failing-first tests.
 // ======================================================================
 

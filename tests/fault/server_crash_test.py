@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The crash harness through the server (issue #11).
+"""The crash harness through the server.
 
 Starts `edgealloc serve` on a database file (open mode, 127.0.0.1 only),
 registers a fleet, and runs client threads doing claims (some with

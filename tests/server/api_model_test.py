@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Model-checked HTTP test of edgealloc (issue #11).
+"""Model-checked HTTP test of edgealloc.
 
 A Hypothesis stateful test whose model is the state machine of docs/design.md "Container states": register,
 claim (idempotency keys, tenant quota, fallback regions, concurrent claims),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Out of file descriptors, new clients are still answered (issue #12, 2).
+"""Out of file descriptors, new clients are still answered.
 
 Runs `edgealloc serve` with RLIMIT_NOFILE 128:128 (as `prlimit --nofile=128:128`:
 the soft limit cannot be raised past the hard one), opens 150 idle connections, then checks that

@@ -157,7 +157,7 @@ TEST_CASE("schema: version 3 writes the status CHECK without IN, allowing the sa
   CHECK(again->Exec("UPDATE containers SET status = 'bogus' WHERE id = 'c-1'").IsConflict());
 }
 
-// Version 4 (issue #11, defect 1): a deleted row's generation raises the
+// Version 4: a deleted row's generation raises the
 // file's token floor, whoever deletes it.
 TEST_CASE("schema: version 4 keeps the highest generation of deleted rows as the token floor") {
   testing::TempDir dir;
