@@ -59,13 +59,13 @@ void EventWaiters::Loop() {
       std::lock_guard<std::mutex> lock(mu_);
       stopping = stopping_;
     }
-    Pass(stopping);
+    const bool moved = Pass(stopping);
     if (stopping) return;
-    signal->WaitAfter(seen, std::chrono::steady_clock::now() + kMaxIdleWait);
+    if (!moved) signal->WaitAfter(seen, std::chrono::steady_clock::now() + kMaxIdleWait);
   }
 }
 
-void EventWaiters::Pass(bool stopping) {
+bool EventWaiters::Pass(bool stopping) {
   // Take every waiter out, tenants interleaved (one of each a turn).
   std::vector<Waiter> turns;
   {
@@ -83,17 +83,19 @@ void EventWaiters::Pass(bool stopping) {
     total_ = 0;
   }
   std::vector<Waiter> still;
+  bool moved = false;
   for (Waiter& w : turns) {
-    if (!Serve(w, stopping)) still.push_back(std::move(w));
+    if (!Serve(w, stopping, &moved)) still.push_back(std::move(w));
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (Waiter& w : still) {
     by_tenant_[w.tenant].push_back(std::move(w));
     ++total_;
   }
+  return moved;
 }
 
-bool EventWaiters::Serve(Waiter& w, bool stopping) {
+bool EventWaiters::Serve(Waiter& w, bool stopping, bool* moved) {
   if (w.gone && w.gone()) return true;
   store::EventPage page;
   const store::Status s = storage_->ReadEvents(w.query, w.after, &page);
@@ -103,6 +105,7 @@ bool EventWaiters::Serve(Waiter& w, bool stopping) {
   }
   const bool timed_out = std::chrono::steady_clock::now() >= w.deadline;
   if (page.events.empty() && !page.expired && !timed_out && !stopping) {
+    if (page.next.seqs != w.after.seqs) *moved = true;
     w.after = page.next;  // past what the filters skipped
     return false;
   }

@@ -55,10 +55,12 @@ class EventWaiters {
  private:
   void Loop();
   // One pass: each waiter read once, tenants in turns; the finished ones
-  // answered and dropped.
-  void Pass(bool stopping);
+  // answered and dropped. True if a waiter's page found none of its events
+  // but moved its cursor (the next pass then comes at once, not at a commit).
+  bool Pass(bool stopping);
   // Reads for `w`; true if it is answered (events, time up, gone, error).
-  bool Serve(Waiter& w, bool stopping);
+  // *moved: unanswered, its cursor moved past rows that were not its own.
+  bool Serve(Waiter& w, bool stopping, bool* moved);
 
   store::Storage* const storage_;
   const size_t max_total_;
