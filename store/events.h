@@ -79,6 +79,14 @@ struct EventPage {
   // pruned. `oldest` is where to resume (the pruned end of every stream).
   bool expired = false;
   EventCursor oldest;
+
+  // Whether this page, read after `after`, holds none of the reader's
+  // events yet moved past rows that were not its own (a page examines a
+  // bounded run of the log): read on from `next` at once, the log's end is
+  // further on.
+  bool SkippedAhead(const EventCursor& after) const {
+    return events.empty() && !expired && next.seqs != after.seqs;
+  }
 };
 
 // Wakes readers waiting for events: every writer commit of the storage

@@ -105,7 +105,7 @@ bool EventWaiters::Serve(Waiter& w, bool stopping, bool* moved) {
   }
   const bool timed_out = std::chrono::steady_clock::now() >= w.deadline;
   if (page.events.empty() && !page.expired && !timed_out && !stopping) {
-    if (page.next.seqs != w.after.seqs) *moved = true;
+    if (page.SkippedAhead(w.after)) *moved = true;
     w.after = page.next;  // past what the filters skipped
     return false;
   }

@@ -220,12 +220,11 @@ void WebhookDeliverer::Deliver(Worker* w) {
       continue;
     }
     if (page.events.empty()) {
-      // A page examines a bounded run of the log and may hold none of this
-      // tenant's events yet end past them: go on from there (stored with
-      // the next batch's cursor), and wait only at the log's end.
-      const bool moved = page.next.seqs != d.cursor.seqs;
+      // Go on past other tenants' rows at once (the cursor is stored with
+      // the next batch's), and wait only at the log's end.
+      const bool skipped_ahead = page.SkippedAhead(d.cursor);
       d.cursor = page.next;
-      if (moved) continue;
+      if (skipped_ahead) continue;
       w->oldest_pending_at_ms.store(0);
       signal->WaitAfter(seen, std::chrono::steady_clock::now() + std::chrono::seconds(1));
       continue;
