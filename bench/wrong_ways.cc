@@ -67,31 +67,29 @@ SELECT id FROM containers
 WHERE region = ?1 AND pool = ?2 AND status = 'available'
 ORDER BY latency_ms
 )sql";
-// The flaw: nothing here says the row is still available.
+// The flaw: nothing here says the row is still available. It takes the
+// container's one slot (the bench's containers have one, as the schema's
+// CHECK between status and slots_used wants) and returns the generation it
+// wrote, which stands for the session: the wrong ways keep no sessions rows,
+// and their release is guarded by that generation.
 constexpr char kBlindPick[] = R"sql(
 UPDATE containers
-SET status = 'picked', generation = generation + 1, session_id = ?1, tenant = 'default',
-    lease_expires_at_ms = ?2, claimed_at_ms = ?3
-WHERE id = ?4
+SET status = 'picked', slots_used = slots, generation = generation + 1
+WHERE id = ?1
+RETURNING generation
 )sql";
 constexpr char kRelease[] = R"sql(
 UPDATE containers
-SET status = 'available', session_id = NULL, tenant = NULL, lease_expires_at_ms = NULL,
-    claimed_at_ms = NULL
-WHERE id = ?1 AND session_id = ?2
+SET status = 'available', slots_used = 0
+WHERE id = ?1 AND generation = ?2
 )sql";
+// Every container free again, and no sessions left over from a run of ours.
 constexpr char kResetAll[] = R"sql(
+DELETE FROM sessions;
 UPDATE containers
-SET status = 'available', session_id = NULL, tenant = NULL, idempotency_key = NULL,
-    lease_expires_at_ms = NULL, claimed_at_ms = NULL
+SET status = 'available', slots_used = 0, slot_map = '0'
 WHERE status = 'picked'
 )sql";
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Holders is the clients' own book of live sessions a container: a second
 // live holder is a double allocation. A holder is entered after its claim
@@ -216,35 +214,35 @@ struct PlainClient {
     sqlite3_close(db);
   }
 
-  // The blind UPDATE. False if SQLite said no (busy past the timeout).
-  bool Pick(const std::string& id, const std::string& session) {
-    sqlite3_bind_text(pick, 1, session.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(pick, 2, NowMs() + 60000);
-    sqlite3_bind_int64(pick, 3, NowMs());
-    sqlite3_bind_text(pick, 4, id.c_str(), -1, SQLITE_TRANSIENT);
-    bool ok = sqlite3_step(pick) == SQLITE_DONE && sqlite3_changes(db) == 1;
+  // The blind UPDATE: the generation it wrote, or -1 if SQLite said no (busy
+  // past the timeout).
+  int64_t Pick(const std::string& id) {
+    sqlite3_bind_text(pick, 1, id.c_str(), -1, SQLITE_TRANSIENT);
+    int64_t generation = -1;
+    if (sqlite3_step(pick) == SQLITE_ROW) generation = sqlite3_column_int64(pick, 0);
     sqlite3_reset(pick);
-    return ok;
+    return generation;
   }
-  void Release(const std::string& id, const std::string& session) {
+  void Release(const std::string& id, int64_t generation) {
     sqlite3_bind_text(release, 1, id.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(release, 2, session.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(release, 2, generation);
     sqlite3_step(release);
     sqlite3_reset(release);
   }
 };
 
 // One claim -> hold -> release cycle of a wrong way, given the picked id.
-void PlainCycle(const Options& o, PlainClient* c, const std::string& id,
-                const std::string& session, Holders* holders, Tally* tally) {
-  if (!c->Pick(id, session)) {
+void PlainCycle(const Options& o, PlainClient* c, const std::string& id, Holders* holders,
+                Tally* tally) {
+  const int64_t generation = c->Pick(id);
+  if (generation < 0) {
     ++tally->errors;
     return;
   }
   holders->Take(id);
   Hold(o);
   holders->Drop(id);
-  c->Release(id, session);
+  c->Release(id, generation);
   ++tally->cycles;
 }
 
@@ -257,14 +255,13 @@ Result Naive(const Options& o, const std::string& path) {
     sqlite3_bind_text(c.select, 2, kPool, -1, SQLITE_STATIC);
     sqlite3_bind_int(c.select, 3, o.candidates);
     std::mt19937_64 rng(t + 1);
-    for (uint64_t n = 0; !stop.load(std::memory_order_relaxed); ++n) {
+    while (!stop.load(std::memory_order_relaxed)) {
       std::vector<std::string> ids = Ids(c.select);
       if (ids.empty()) {
         ++tally.no_capacity;
         continue;
       }
-      PlainCycle(o, &c, ids[rng() % ids.size()],
-                 "naive_" + std::to_string(t) + "_" + std::to_string(n), &holders, &tally);
+      PlainCycle(o, &c, ids[rng() % ids.size()], &holders, &tally);
     }
   });
   return Measured(rate, &holders, tally);
@@ -330,7 +327,7 @@ Result Mirror(const Options& o, const std::string& path, uint64_t* refreshes) {
   const double rate = RunClients(o, &tally, [&](int t, const std::atomic<bool>& stop) {
     PlainClient c(path);
     std::mt19937_64 rng(1000 + t);
-    for (uint64_t n = 0; !stop.load(std::memory_order_relaxed); ++n) {
+    while (!stop.load(std::memory_order_relaxed)) {
       auto ids = snapshot.Get();
       if (ids->empty()) {
         ++tally.no_capacity;
@@ -338,8 +335,7 @@ Result Mirror(const Options& o, const std::string& path, uint64_t* refreshes) {
         continue;
       }
       size_t k = std::min<size_t>(ids->size(), o.candidates);
-      PlainCycle(o, &c, (*ids)[rng() % k],
-                 "mirror_" + std::to_string(t) + "_" + std::to_string(n), &holders, &tally);
+      PlainCycle(o, &c, (*ids)[rng() % k], &holders, &tally);
     }
   });
   *refreshes = snapshot.refreshes();
