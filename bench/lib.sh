@@ -81,7 +81,8 @@ StopServer() {
 }
 
 # StartServer DB LOGNAME ARGS...: starts a server (through ON_SERVER), sets
-# PORT and PID, waits for /readyz.
+# PORT and PID, waits for /readyz (READY_WAIT_S seconds, 10 unless set: a
+# server under valgrind needs more).
 StartServer() {
   local db=$1 log=$2
   shift 2
@@ -89,7 +90,7 @@ StartServer() {
   "${ON_SERVER[@]}" "$BIN" serve --db "$db" --listen "127.0.0.1:$PORT" "$@" >"$WORK/$log.log" 2>&1 &
   PID=$!
   SERVER_PIDS+=("$PID")
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 $((${READY_WAIT_S:-10} * 10))); do
     if curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then return 0; fi
     kill -0 "$PID" 2>/dev/null || break
     sleep 0.1
