@@ -32,10 +32,13 @@ inline constexpr auto kGetEndedSession =
 // Is there anything to prune? A cheap read (the first and last rows of the
 // primary key) before a prune is queued: the oldest row ended before ?1, or
 // more rows than ?2 (seq grows with every row inserted, so max - min bounds
-// the count from above).
+// the count from above). max and min in subqueries of their own: SQLite
+// reads one end of the key for a lone min() or max(), but `max(seq) -
+// min(seq)` in one SELECT read the whole table, every reaper tick.
 inline constexpr char kAnyHistoryToPrune[] = R"sql(
 SELECT 1 WHERE (SELECT ended_at_ms FROM session_history ORDER BY seq LIMIT 1) < ?1
-            OR (SELECT max(seq) - min(seq) + 1 FROM session_history) > ?2
+            OR (SELECT max(seq) FROM session_history) -
+               (SELECT min(seq) FROM session_history) + 1 > ?2
 )sql";
 
 // Of the ?3 oldest rows by insertion (a range of the primary key: never a
