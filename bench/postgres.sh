@@ -249,7 +249,7 @@ if ((!QUICK)); then
   echo "pgbench_cycle_1tx_per_s_16c $(Get "$WORK/pgbench1tx.txt" pgbench_cycle_1tx_per_s) 1/s"
 fi
 # The claims pgbench made: every one a fresh token, none left held.
-echo "pgbench_sessions_left $(Sql "SELECT count(*) FROM containers WHERE session_id IS NOT NULL" pgb) count"
+echo "pgbench_sessions_left $(Sql "SELECT count(*) FROM sessions" pgb) count"
 
 ONE=$(Get "$WORK/pg1_.txt" pg1_cycles_per_s)
 TWO=$(Get "$WORK/pg2_.txt" pg2_cycles_per_s)
