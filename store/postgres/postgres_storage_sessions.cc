@@ -57,14 +57,26 @@ std::string PoolLockKey(const std::string& region, const std::string& pool) {
 // (selector_sql.h).
 PgStatement ClaimStatement(const ClaimRequest& req, const std::string& region,
                            const ClaimPolicy& policy, const std::string& session_id) {
+  // Rows: fittest, packed, distributed; columns: no selector, a driving term
+  // of one value, of several (as store/sqlite/claim_selector.cc).
+  static constexpr const char* kStatements[3][3] = {
+      {pgsql::kClaimFittest, pgsql::kClaimSelectedOneValue, pgsql::kClaimSelectedValues},
+      {pgsql::kClaimPacked, pgsql::kClaimPackedSelectedOneValue,
+       pgsql::kClaimPackedSelectedValues},
+      {pgsql::kClaimDistributed, pgsql::kClaimDistributedSelectedOneValue,
+       pgsql::kClaimDistributedSelectedValues},
+  };
   const bool selected = !req.selector.empty();
-  const char* sql = selected ? pgsql::kClaimSelected : pgsql::kClaimFittest;
-  if (PlacementOf(req, policy) == Placement::kPacked) {
-    sql = selected ? pgsql::kClaimPackedSelected : pgsql::kClaimPacked;
+  int placement = 0;
+  switch (PlacementOf(req, policy)) {
+    case Placement::kPacked: placement = 1; break;
+    case Placement::kDistributed: placement = 2; break;
+    case Placement::kDefault:
+    case Placement::kFittest: break;
   }
-  if (PlacementOf(req, policy) == Placement::kDistributed) {
-    sql = selected ? pgsql::kClaimDistributedSelected : pgsql::kClaimDistributed;
-  }
+  int candidates = 0;
+  if (selected) candidates = req.selector[DrivingTerm(req.selector)].values.size() == 1 ? 1 : 2;
+  const char* sql = kStatements[placement][candidates];
   PgStatement claim{sql,
                     {P(region), P(req.pool), P(policy.dead_after_ms),
                      P(int64_t{policy.candidates}), P(session_id), P(req.caller.tenant),

@@ -105,18 +105,25 @@ inline constexpr auto kClaimPacked = Sql(
 inline constexpr auto kClaimDistributed = Sql(
     kClaimQuota, EDGEALLOC_PG_CLAIM_ORDERED(EDGEALLOC_PG_PLAIN_CANDIDATES, EDGEALLOC_PG_SPREAD_ORDER),
     kClaimTake);
-// With a selector.
-inline constexpr auto kClaimSelected = Sql(
-    kClaimQuota, EDGEALLOC_PG_CLAIM(EDGEALLOC_PG_SELECTED_CANDIDATES, EDGEALLOC_PG_SELECTED_ORDER),
-    kClaimTake);
-inline constexpr auto kClaimPackedSelected = Sql(
-    kClaimQuota,
-    EDGEALLOC_PG_CLAIM_ORDERED(EDGEALLOC_PG_SELECTED_CANDIDATES, EDGEALLOC_PG_PACKED_ORDER),
-    kClaimTake);
-inline constexpr auto kClaimDistributedSelected = Sql(
-    kClaimQuota,
-    EDGEALLOC_PG_CLAIM_ORDERED(EDGEALLOC_PG_SELECTED_CANDIDATES, EDGEALLOC_PG_SPREAD_ORDER),
-    kClaimTake);
+// With a selector: its terms read once (selector_sql.h), after the quota; a
+// driving term of one value, or of several.
+inline constexpr char kClaimOtherTerms[] = EDGEALLOC_PG_OTHER_TERMS("$13", "$11") ",\n";
+#define EDGEALLOC_PG_SELECTED_CLAIM(CLAIM, VALUE_MATCH, ORDER) \
+  Sql(kClaimQuota, kClaimOtherTerms, CLAIM(EDGEALLOC_PG_SELECTED_CANDIDATES(VALUE_MATCH), ORDER), \
+      kClaimTake)
+inline constexpr auto kClaimSelectedOneValue = EDGEALLOC_PG_SELECTED_CLAIM(
+    EDGEALLOC_PG_CLAIM, EDGEALLOC_PG_ONE_VALUE, EDGEALLOC_PG_SELECTED_ORDER);
+inline constexpr auto kClaimSelectedValues = EDGEALLOC_PG_SELECTED_CLAIM(
+    EDGEALLOC_PG_CLAIM, EDGEALLOC_PG_VALUES, EDGEALLOC_PG_SELECTED_ORDER);
+inline constexpr auto kClaimPackedSelectedOneValue = EDGEALLOC_PG_SELECTED_CLAIM(
+    EDGEALLOC_PG_CLAIM_ORDERED, EDGEALLOC_PG_ONE_VALUE, EDGEALLOC_PG_PACKED_ORDER);
+inline constexpr auto kClaimPackedSelectedValues = EDGEALLOC_PG_SELECTED_CLAIM(
+    EDGEALLOC_PG_CLAIM_ORDERED, EDGEALLOC_PG_VALUES, EDGEALLOC_PG_PACKED_ORDER);
+inline constexpr auto kClaimDistributedSelectedOneValue = EDGEALLOC_PG_SELECTED_CLAIM(
+    EDGEALLOC_PG_CLAIM_ORDERED, EDGEALLOC_PG_ONE_VALUE, EDGEALLOC_PG_SPREAD_ORDER);
+inline constexpr auto kClaimDistributedSelectedValues = EDGEALLOC_PG_SELECTED_CLAIM(
+    EDGEALLOC_PG_CLAIM_ORDERED, EDGEALLOC_PG_VALUES, EDGEALLOC_PG_SPREAD_ORDER);
+#undef EDGEALLOC_PG_SELECTED_CLAIM
 #undef EDGEALLOC_PG_CLAIM
 #undef EDGEALLOC_PG_CLAIM_ORDERED
 #undef EDGEALLOC_PG_PACKED_ORDER
