@@ -15,10 +15,14 @@
 // distributed the one with the fewest (containers_packing;
 // lowest latency then id among equals: one order every claim agrees on).
 // The container's generation (the fencing token) is bumped, its first free
-// slot (the first '0' of slot_map) taken and returned as slot_taken, and it
-// is picked when that was its last free slot. The tenant quota, and a
+// slot (the first '0' of slot_map) taken, and it is picked when that was its
+// last free slot. What it took (the container, its new generation, the slot,
+// its data) comes back through edgealloc_took (store/sqlite/db.h, Took), the last
+// term of the WHERE, called for the one row the statement changes, and
+// valid only if it changed one: not RETURNING, which built a temporary
+// table and opened a statement journal every claim (docs/performance.md). The tenant quota, and a
 // session holding the idempotency key, are checked in the same statement, so
-// no claim can slip past either. No row returned: nothing fitted, the quota
+// no claim can slip past either. No row changed: nothing fitted, the quota
 // was reached or the key is held. kInsertSession then writes the session's
 // row, in the same transaction.
 //   ?1 region ?2 pool ?3 healthy_since_ms ?4 K ?5 tenant
@@ -63,7 +67,7 @@
   "  AND (?7 < 0 OR (SELECT COUNT(*) FROM sessions WHERE tenant = ?5) < ?7)\n"         \
   "  AND (?6 IS NULL OR NOT EXISTS (SELECT 1 FROM sessions\n"                          \
   "                                 WHERE tenant = ?5 AND idempotency_key = ?6))\n"    \
-  "RETURNING id, generation, slot_taken\n"
+  "  AND edgealloc_took(id, generation + 1, instr(slot_map, '0') - 1, data)\n"
 
 // The placements' orders: of the candidates (a plain walk, a selector's walk
 // with the attribute row `a` and the container `c`), and of the pick.

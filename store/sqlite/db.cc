@@ -148,6 +148,22 @@ std::string WhyNotWritable(const std::string& path) {
   return "";
 }
 
+// edgealloc_took(container_id, generation, slot, data): records its arguments in
+// the connection's Took (its user data) and is true. Not deterministic, so
+// SQLite calls it for each row it is reached for; DIRECTONLY, so no schema
+// object (a trigger, a view) can call it.
+void TookFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
+  auto* took = static_cast<Took*>(sqlite3_user_data(ctx));
+  took->any = true;
+  const auto* id = reinterpret_cast<const char*>(sqlite3_value_text(argv[0]));
+  took->container_id.assign(id ? id : "", static_cast<size_t>(sqlite3_value_bytes(argv[0])));
+  took->generation = sqlite3_value_int64(argv[1]);
+  took->slot = sqlite3_value_int64(argv[2]);
+  const auto* data = reinterpret_cast<const char*>(sqlite3_value_text(argv[3]));
+  took->data.assign(data ? data : "", static_cast<size_t>(sqlite3_value_bytes(argv[3])));
+  sqlite3_result_int(ctx, 1);
+}
+
 }  // namespace
 
 Status Db::Open(const std::string& path, const DbOptions& options, std::unique_ptr<Db>* out) {
@@ -207,6 +223,9 @@ Status Db::OpenAsAsked(const std::string& path, const DbOptions& options,
     }
     RETURN_IF_ERROR(db->Exec(options.sync == Sync::kFull ? "PRAGMA synchronous=FULL"
                                                          : "PRAGMA synchronous=NORMAL"));
+    rc = sqlite3_create_function_v2(db->db_, "edgealloc_took", 4, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+                                    &db->took_, TookFunction, nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) return StatusFromSqlite(rc, "register edgealloc_took", db->db_);
     // Every job of a group commit runs under a SAVEPOINT; its sub-journal
     // spills to a temp file past 64 KiB unless temp storage is memory, and
     // that file I/O made large groups slower than autocommit.

@@ -33,6 +33,19 @@ struct DbOptions {
   bool coalesce_wal_writes = true;
 };
 
+// What the last claim statement took (store/sqlite/claim_sql.h): SQLite
+// writes it through the SQL function edgealloc_took while the statement
+// runs, on the Db's thread, in place of a RETURNING clause (which costs the
+// statement a temporary table and a statement journal each run). Valid only
+// if that statement changed a row.
+struct Took {
+  bool any = false;
+  std::string container_id;
+  int64_t generation = 0;
+  int64_t slot = 0;
+  std::string data;  // the container's
+};
+
 // A Statement is one prepared SQLite statement. It is owned by one thread at a
 // time, like the Db it came from. Bind indexes are 1-based, columns 0-based.
 // Narrowing or surprising binds (bool, a char pointer taken as bool) are
@@ -141,6 +154,8 @@ class Db {
   // The cross-process write lock; null for a read-only Db.
   WriteLock* write_lock() { return write_lock_.get(); }
   sqlite3* raw() { return db_; }
+  // Cleared by the claim before its statement runs, read after (Took).
+  Took& took() { return took_; }
 
  private:
   // Open without explaining a failure.
@@ -152,6 +167,7 @@ class Db {
   sqlite3* db_ = nullptr;
   std::unique_ptr<WriteLock> write_lock_;
   std::unordered_map<const char*, std::unique_ptr<Statement>> cache_;
+  Took took_;
 };
 
 // A Transaction is one write transaction: the cross-process write lock, then

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "store/row_columns.h"
 #include "store/storage.h"
 #include "tests/support/await.h"
 #include "tests/support/engines.h"
@@ -107,6 +108,44 @@ TEST_CASE("slots: each claim takes a free slot of the container, tokens grow acr
   CHECK(again.session.slot == 1);
   CHECK(again.session.token > held[2].token);
   CHECK(e->GetSession(Tenant("t1"), again.session.session_id).session.slot == 1);
+}
+
+// The columns of kSessionColumns where two sessions differ (empty: none).
+std::vector<std::string> Differences(const store::Session& a, const store::Session& b) {
+  std::vector<std::string> out;
+  for (const auto& column : store::kSessionColumns) {
+    const bool same = column.text ? a.*column.text == b.*column.text
+                      : column.number ? a.*column.number == b.*column.number
+                      : column.flag ? a.*column.flag == b.*column.flag
+                                    : a.*column.maybe == b.*column.maybe;
+    if (!same) out.push_back(column.name);
+  }
+  return out;
+}
+
+// A claim's reply is made from what its statement took, not read back
+// (SQLite: store/sqlite/sqlite_storage_sessions.cc): it must be the session
+// a read of it returns, column for column, with and without labels, on a
+// slot past the first, after a fallback to another region.
+TEST_CASE("slots: a claim answers its session as a read of it returns it, every column") {
+  Engine e(EDGEALLOC_ENGINES_AND_SHARDS);
+  store::ContainerSpec spec = testing::Spec("c", "weur", "p", 3, R"({"endpoint":"ws://c:9222"})");
+  spec.slots = 2;
+  store::ContainerSpec other = testing::Spec("n", "wnam", "p", 1, R"({"endpoint":"ws://n"})");
+  auto r = Await<store::ContainerResult>([&](auto cb) { e->Register({spec, other}, cb); });
+  REQUIRE(r.outcome == Outcome::kOk);
+  std::vector<store::ClaimRequest> claims(3, testing::Req("weur", "t1", "p"));
+  claims[0].labels = R"({"job":"a"})";
+  claims[2].fallback_regions = {"wnam"};  // weur is full by then
+  for (store::ClaimRequest& req : claims) {
+    req.lease_ms = 60000;
+    auto c = Await<store::SessionResult>([&](auto cb) { e->Claim(req, cb); });
+    INFO(c.message);
+    REQUIRE(c.outcome == Outcome::kOk);
+    auto read = e->GetSession(Tenant("t1"), c.session.session_id);
+    REQUIRE(read.outcome == Outcome::kOk);
+    CHECK(Differences(c.session, read.session) == std::vector<std::string>{});
+  }
 }
 
 TEST_CASE("slots: expiry, drain, death and re-registration act per session") {
