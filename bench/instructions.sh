@@ -71,10 +71,16 @@ Phase() {
   callgrind_control -z "$CG_PID" >/dev/null 2>&1
   local n0 n1
   n0=$(MetricSum "$PORT" "$counter")
+  local rounds=0
   while :; do
     "$LOAD" --port "$PORT" -c 16 --duration 3 --warmup 0 --prefix run_ "$@" >/dev/null
     n1=$(MetricSum "$PORT" "$counter")
     ((n1 - n0 >= target)) && break
+    # A server that stopped answering would keep this loop going for ever.
+    if ((++rounds >= 40)); then
+      echo "bench/instructions.sh: $name counted $((n1 - n0)) of $target in $rounds runs" >&2
+      exit 1
+    fi
   done
   callgrind_control -d "$name" "$CG_PID" >/dev/null 2>&1
   local file
