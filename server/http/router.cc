@@ -93,8 +93,8 @@ std::optional<Response> Router::Resolve(const Request& req, const Route** found,
     if (!allow.empty()) allow += ", ";
     allow += name;
   };
+  std::vector<std::string> p;  // one for every route tried: Match clears it first
   for (const Route& route : routes_) {
-    std::vector<std::string> p;
     if (!Match(route, target.segments, &p)) continue;
     if (!path_match) path_match = &route;
     if (Serves(route.method, req.method())) {
@@ -109,11 +109,11 @@ std::optional<Response> Router::Resolve(const Request& req, const Route** found,
   }
   *metrics_route = *found ? (*found)->metrics_route
                           : path_match ? path_match->metrics_route : RequestMetrics::kUnmatched;
-  std::string path = "/";
-  for (size_t i = 0; i < target.segments.size(); ++i) {
-    path += (i ? "/" : "") + target.segments[i];
-  }
   if (!*found) {
+    std::string path = "/";  // for the message only
+    for (size_t i = 0; i < target.segments.size(); ++i) {
+      path += (i ? "/" : "") + target.segments[i];
+    }
     if (allow.empty()) return ErrorResponse(ApiError::kNotFound, "no such path: " + path);
     Response res = ErrorResponse(ApiError::kMethodNotAllowed,
                                  std::string(req.method_string()) + " is not allowed on " + path +
