@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -25,6 +26,7 @@
 #include "bench/cycle_chains.h"
 #include "base/clock.h"
 #include "store/sqlite/claim_sql.h"
+#include "store/sqlite/db.h"
 #include "store/sqlite/lifecycle_sql.h"
 #include "store/sqlite/shard.h"
 #include "store/sqlite/sqlite_storage.h"
@@ -117,27 +119,21 @@ double GroupCommitCycles(const Options& o, const std::string& path, uint64_t* do
 
 // The baseline: the same statements (the claim and its session's row, the
 // release and its slot freed), one transaction a claim and one a release,
-// each its own commit, on one connection.
+// each its own commit, on one connection (a store::Db, as the writer's: the
+// claim hands back what it took through the connection's Took).
 double AutocommitCycles(const Options& o, const std::string& path) {
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  sqlite3_exec(db, o.sync == "full" ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
-               nullptr, nullptr, nullptr);
-  sqlite3_busy_timeout(db, 5000);
-  sqlite3_stmt *claim = nullptr, *insert = nullptr, *release = nullptr, *free_slot = nullptr;
-  for (auto [text, st] : {std::pair{store::sql::kClaimFittest, &claim},
-                          std::pair{store::sql::kInsertSession, &insert},
-                          std::pair{store::sql::kRelease, &release},
-                          std::pair{store::sql::kFreeSlot, &free_slot}}) {
-    if (sqlite3_prepare_v2(db, text, -1, st, nullptr) != SQLITE_OK) {
-      std::fprintf(stderr, "store_cycles: %s\n", sqlite3_errmsg(db));
+  store::DbOptions options;
+  options.sync = o.sync == "full" ? store::Sync::kFull : store::Sync::kNormal;
+  std::unique_ptr<store::Db> db;
+  if (store::Status s = store::Db::Open(path, options, &db); !s.ok()) {
+    std::fprintf(stderr, "store_cycles: %s\n", s.ToString().c_str());
+    std::exit(1);
+  }
+  auto run = [](store::Status s) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "store_cycles: %s\n", s.ToString().c_str());
       std::exit(1);
     }
-  }
-  auto step = [](sqlite3_stmt* st) {
-    while (sqlite3_step(st) == SQLITE_ROW) {
-    }
-    sqlite3_reset(st);
   };
   uint64_t n = 0;
   auto t0 = Clock::now();
@@ -145,49 +141,59 @@ double AutocommitCycles(const Options& o, const std::string& path) {
   while (Clock::now() < end) {
     const std::string sid = "s_auto_" + std::to_string(n);
     const int64_t now = base::NowMs();
-    sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
-    sqlite3_bind_text(claim, 1, "bench", -1, SQLITE_STATIC);
-    sqlite3_bind_text(claim, 2, "default", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(claim, 3, 0);
-    sqlite3_bind_int64(claim, 4, 5);
-    sqlite3_bind_text(claim, 5, "default", -1, SQLITE_STATIC);
-    sqlite3_bind_null(claim, 6);
-    sqlite3_bind_int64(claim, 7, -1);
-    std::string cid;
-    int64_t gen = -1, slot = 0;
-    if (sqlite3_step(claim) == SQLITE_ROW) {
-      cid = reinterpret_cast<const char*>(sqlite3_column_text(claim, 0));
-      gen = sqlite3_column_int64(claim, 1);
-      slot = sqlite3_column_int64(claim, 2);
+    run(db->Exec("BEGIN IMMEDIATE"));
+    {
+      store::StatementRef claim;
+      run(db->Cached(store::sql::kClaimFittest, &claim));
+      claim->Bind(1, "bench");
+      claim->Bind(2, "default");
+      claim->Bind(3, int64_t{0});
+      claim->Bind(4, int64_t{5});
+      claim->Bind(5, "default");
+      claim->BindNull(6);
+      claim->Bind(7, int64_t{-1});
+      db->took().any = false;
+      run(claim->Run());
     }
-    sqlite3_reset(claim);
-    if (gen < 0) break;
-    sqlite3_bind_text(insert, 1, sid.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(insert, 2, cid.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(insert, 3, slot);
-    sqlite3_bind_int64(insert, 4, gen);
-    sqlite3_bind_text(insert, 5, "default", -1, SQLITE_STATIC);
-    sqlite3_bind_null(insert, 6);
-    sqlite3_bind_int64(insert, 7, 1LL << 50);
-    sqlite3_bind_int64(insert, 8, now);
-    sqlite3_bind_null(insert, 9);
-    step(insert);
-    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
-    sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
-    sqlite3_bind_text(release, 1, sid.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(release, 2, gen);
-    sqlite3_bind_null(release, 3);
-    sqlite3_bind_int64(release, 4, now);
-    step(release);
-    sqlite3_bind_text(free_slot, 1, cid.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(free_slot, 2, slot);
-    step(free_slot);
-    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+    if (db->Changes() != 1 || !db->took().any) {
+      run(db->Exec("ROLLBACK"));
+      break;
+    }
+    const store::Took took = db->took();
+    {
+      store::StatementRef insert;
+      run(db->Cached(store::sql::kInsertSession, &insert));
+      insert->Bind(1, sid);
+      insert->Bind(2, took.container_id);
+      insert->Bind(3, took.slot);
+      insert->Bind(4, took.generation);
+      insert->Bind(5, "default");
+      insert->BindNull(6);
+      insert->Bind(7, int64_t{1} << 50);
+      insert->Bind(8, now);
+      insert->BindNull(9);
+      run(insert->Run());
+    }
+    run(db->Exec("COMMIT"));
+    run(db->Exec("BEGIN IMMEDIATE"));
+    {
+      store::StatementRef release;
+      run(db->Cached(store::sql::kRelease, &release));
+      release->Bind(1, sid);
+      release->Bind(2, took.generation);
+      release->BindNull(3);
+      release->Bind(4, now);
+      run(release->Run());
+      store::StatementRef free_slot;
+      run(db->Cached(store::sql::kFreeSlot, &free_slot));
+      free_slot->Bind(1, took.container_id);
+      free_slot->Bind(2, took.slot);
+      run(free_slot->Run());
+    }
+    run(db->Exec("COMMIT"));
     ++n;
   }
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  for (sqlite3_stmt* st : {claim, insert, release, free_slot}) sqlite3_finalize(st);
-  sqlite3_close(db);
   return n / secs;
 }
 
