@@ -17,10 +17,11 @@
 // The container's generation (the fencing token) is bumped, its first free
 // slot (the first '0' of slot_map) taken, and it is picked when that was its
 // last free slot. What it took (the container, its new generation, the slot,
-// its data) comes back through edgealloc_took (store/sqlite/db.h, Took), the last
-// term of the WHERE, called for the one row the statement changes, and
-// valid only if it changed one: not RETURNING, which built a temporary
-// table and opened a statement journal every claim (docs/performance.md). The tenant quota, and a
+// its data) comes back through edgealloc_took (store/sqlite/db.h, Took), the
+// last term of the WHERE, called for the one row the statement changes, and
+// valid only if it changed one: not RETURNING, which built a temporary table
+// and opened a statement journal every claim (docs/performance.md). The
+// tenant quota, and a
 // session holding the idempotency key, are checked in the same statement, so
 // no claim can slip past either. No row changed: nothing fitted, the quota
 // was reached or the key is held. kInsertSession then writes the session's

@@ -194,8 +194,9 @@ class SqliteStorage::ClaimJob : public WriteJob {
                                          s.ToString()));
     }
     // The session as kGetSession would read it back (a claim's reply equals
-    // a read of its session: storage_test, every column of kSessionColumns),
-    // from what the claim took and wrote; the read cost a claim two lookups.
+    // a read of its session, every column of kSessionColumns:
+    // tests/store/slots_test.cc), from what the claim took and wrote; the
+    // read cost a claim two lookups.
     Session& session = out->session;
     session.session_id = session_id_;
     session.container_id = std::move(took.container_id);

@@ -49,7 +49,8 @@ TEST_CASE("pg selector: a selector's claim and its no_match read walk the attrib
     const std::string one =
         testing::PgPlanOf(uri, store::pgsql::kClaimSelectedOneValue,
                           {"'weur'", pool, "30000", "5", "'s'", "'t'", "NULL", "60000", "-1",
-                           "NULL", "'gpu'", "ARRAY['a100']", R"('{"gpu":["a100"],"zone":["z1","z2"]}')"});
+                           "NULL", "'gpu'", "ARRAY['a100']",
+                           R"('{"gpu":["a100"],"zone":["z1","z2"]}')"});
     INFO(pool << ", one value:\n" << one);
     CHECK(one.find("container_attributes_claim") != std::string::npos);
     CHECK(one.find("containers_claimable") == std::string::npos);
@@ -63,7 +64,8 @@ TEST_CASE("pg selector: a selector's claim and its no_match read walk the attrib
     const std::string many =
         testing::PgPlanOf(uri, store::pgsql::kClaimSelectedValues,
                           {"'weur'", pool, "30000", "5", "'s'", "'t'", "NULL", "60000", "-1",
-                           "NULL", "'gpu'", "ARRAY['a100','t4']", R"('{"gpu":["a100","t4"],"zone":["z1"]}')"});
+                           "NULL", "'gpu'", "ARRAY['a100','t4']",
+                           R"('{"gpu":["a100","t4"],"zone":["z1"]}')"});
     INFO(pool << ", several values:\n" << many);
     // Every attribute row of the values, sorted (here all the pool: the
     // planner may read them by index or, the table being small, in full),
