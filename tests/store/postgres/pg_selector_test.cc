@@ -46,11 +46,13 @@ TEST_CASE("pg selector: a selector's claim and its no_match read walk the attrib
   testing::PgServer::Query(uri, "ANALYZE container_attributes");
 
   for (const char* pool : {"'p1'", "'big'"}) {
-    const std::string one =
-        testing::PgPlanOf(uri, store::pgsql::kClaimSelectedOneValue,
-                          {"'weur'", pool, "30000", "5", "'s'", "'t'", "NULL", "60000", "-1",
-                           "NULL", "'gpu'", "ARRAY['a100']",
-                           R"('{"gpu":["a100"],"zone":["z1","z2"]}')"});
+    // The plan of a claim of the pool with the driving values and selector.
+    auto claim_plan = [&](const char* sql, const char* values, const char* selector) {
+      return testing::PgPlanOf(uri, sql, {"'weur'", pool, "30000", "5", "'s'", "'t'", "NULL",
+                                          "60000", "-1", "NULL", "'gpu'", values, selector});
+    };
+    const std::string one = claim_plan(store::pgsql::kClaimSelectedOneValue, "ARRAY['a100']",
+                                       R"('{"gpu":["a100"],"zone":["z1","z2"]}')");
     INFO(pool << ", one value:\n" << one);
     CHECK(one.find("container_attributes_claim") != std::string::npos);
     CHECK(one.find("containers_claimable") == std::string::npos);
@@ -61,11 +63,8 @@ TEST_CASE("pg selector: a selector's claim and its no_match read walk the attrib
     // each of the claim's two candidate reads.
     CHECK(Occurrences(one, "Function Scan on jsonb_each") == 1);
     CHECK(one.find("CTE other_terms") != std::string::npos);
-    const std::string many =
-        testing::PgPlanOf(uri, store::pgsql::kClaimSelectedValues,
-                          {"'weur'", pool, "30000", "5", "'s'", "'t'", "NULL", "60000", "-1",
-                           "NULL", "'gpu'", "ARRAY['a100','t4']",
-                           R"('{"gpu":["a100","t4"],"zone":["z1"]}')"});
+    const std::string many = claim_plan(store::pgsql::kClaimSelectedValues, "ARRAY['a100','t4']",
+                                        R"('{"gpu":["a100","t4"],"zone":["z1"]}')");
     INFO(pool << ", several values:\n" << many);
     // Every attribute row of the values, sorted (here all the pool: the
     // planner may read them by index or, the table being small, in full),
