@@ -15,6 +15,20 @@ size_t DrivingTerm(const std::vector<SelectorTerm>& selector) {
   return best;
 }
 
+ClaimForm ClaimFormOf(const ClaimRequest& req, Placement server) {
+  ClaimForm form;
+  switch (req.placement == Placement::kDefault ? server : req.placement) {
+    case Placement::kPacked: form.placement = 1; break;
+    case Placement::kDistributed: form.placement = 2; break;
+    case Placement::kDefault:
+    case Placement::kFittest: break;
+  }
+  if (!req.selector.empty()) {
+    form.candidates = req.selector[DrivingTerm(req.selector)].values.size() == 1 ? 1 : 2;
+  }
+  return form;
+}
+
 std::string ValuesJson(const std::vector<std::string>& values) {
   std::string out = "[";
   for (size_t i = 0; i < values.size(); ++i) {

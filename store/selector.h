@@ -21,6 +21,16 @@ namespace store {
 // REQUIRES: !selector.empty().
 size_t DrivingTerm(const std::vector<SelectorTerm>& selector);
 
+// Which of an engine's nine claim statements a claim runs: the row its
+// placement (its own, else the server's; 0 fittest, 1 packed, 2
+// distributed), the column its candidates (0 no selector, 1 a driving term
+// of one value, 2 of several). Both engines index their tables by it.
+struct ClaimForm {
+  int placement = 0;
+  int candidates = 0;
+};
+ClaimForm ClaimFormOf(const ClaimRequest& req, Placement server);
+
 // The selector as a JSON object of arrays, {"chrome":["125","126"],"gpu":["a100"]}:
 // what the statements check every term against, and what a no_match
 // message names.

@@ -67,16 +67,8 @@ PgStatement ClaimStatement(const ClaimRequest& req, const std::string& region,
        pgsql::kClaimDistributedSelectedValues},
   };
   const bool selected = !req.selector.empty();
-  int placement = 0;
-  switch (PlacementOf(req, policy)) {
-    case Placement::kPacked: placement = 1; break;
-    case Placement::kDistributed: placement = 2; break;
-    case Placement::kDefault:
-    case Placement::kFittest: break;
-  }
-  int candidates = 0;
-  if (selected) candidates = req.selector[DrivingTerm(req.selector)].values.size() == 1 ? 1 : 2;
-  const char* sql = kStatements[placement][candidates];
+  const ClaimForm form = ClaimFormOf(req, policy.placement);
+  const char* sql = kStatements[form.placement][form.candidates];
   PgStatement claim{sql,
                     {P(region), P(req.pool), P(policy.dead_after_ms),
                      P(int64_t{policy.candidates}), P(session_id), P(req.caller.tenant),

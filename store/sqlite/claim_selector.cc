@@ -15,18 +15,8 @@ const char* ClaimStatement(const ClaimRequest& req, Placement server) {
       {sql::kClaimDistributed, sql::kClaimDistributedSelectedOneValue,
        sql::kClaimDistributedSelectedValues},
   };
-  int placement = 0;
-  switch (req.placement == Placement::kDefault ? server : req.placement) {
-    case Placement::kPacked: placement = 1; break;
-    case Placement::kDistributed: placement = 2; break;
-    case Placement::kDefault:
-    case Placement::kFittest: break;
-  }
-  int candidates = 0;
-  if (!req.selector.empty()) {
-    candidates = req.selector[DrivingTerm(req.selector)].values.size() == 1 ? 1 : 2;
-  }
-  return kStatements[placement][candidates];
+  const ClaimForm form = ClaimFormOf(req, server);
+  return kStatements[form.placement][form.candidates];
 }
 
 void BindSelector(Statement* q, const std::vector<SelectorTerm>& selector) {
