@@ -36,8 +36,8 @@ namespace store {
 // Version 13: events. Triggers write them, so every statement of every
 // path (claims, releases, sweeps, heartbeats, an operator's CLI) writes its
 // events in its own transaction, and a statement or transaction undone
-// takes them with it. One writer a file, so seq (AUTOINCREMENT: never
-// reused, even once pruned to nothing) grows in commit order. event_floor
+// takes them with it. One writer a file, so seq grows in commit order, and
+// is never reused (version 17: the newest row is never pruned). event_floor
 // is the highest seq pruned: a reader after a seq below it was too slow
 // (410 events_expired). Which change is which event:
 //   session.claimed     a row inserted into sessions
@@ -176,6 +176,13 @@ DROP TRIGGER containers_sessions_ended;
 DROP TRIGGER containers_sessions_deleted;
 )sql";
 
+// Version 17 (store/sqlite/schema.cc, DropEventsAutoincrement): seq a
+// plain rowid. AUTOINCREMENT kept the highest seq ever given in
+// sqlite_sequence, which every statement whose triggers insert an event
+// read and rewrote: one more page in every commit of a claim or a release,
+// about a tenth of a durable cycle's cost with the event log on
+// (bench/events.sh). The prune keeps the newest row instead (kPruneEvents).
+
 namespace sql {
 
 // The columns a read returns, Event's order (sqlite_storage_events.cc).
@@ -189,16 +196,22 @@ inline constexpr char kEventFloor[] = "SELECT seq FROM event_floor WHERE only_ro
 inline constexpr char kReadEvents[] = "SELECT " EDGEALLOC_SQLITE_EVENT_COLUMNS
                                       " FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2";
 
-// Anything older than ?1 to prune? The first row of the primary key.
+// Anything older than ?1 to prune? The first row of the primary key, if it
+// is not also the last (the newest is kept, below). Each end read alone.
 inline constexpr char kAnyEventsToPrune[] =
-    "SELECT 1 WHERE (SELECT at_ms FROM events ORDER BY seq LIMIT 1) < ?1";
+    "SELECT 1 WHERE (SELECT at_ms FROM events ORDER BY seq LIMIT 1) < ?1 "
+    "AND (SELECT seq FROM events ORDER BY seq LIMIT 1) < "
+    "(SELECT seq FROM events ORDER BY seq DESC LIMIT 1)";
 // Of the ?2 oldest events, those up to the newest older than ?1: a prefix,
 // so the floor says exactly what is gone (a row out of time order, after a
-// clock step, goes with its neighbours).
+// clock step, goes with its neighbours). Never the newest row: seq is the
+// rowid, one above the highest row's (version 17), so a log pruned to
+// nothing would give its next event a seq that readers have already passed.
 inline constexpr char kPruneEvents[] = R"sql(
 DELETE FROM events
 WHERE seq <= (SELECT max(seq) FROM (SELECT seq, at_ms FROM events ORDER BY seq LIMIT ?2)
               WHERE at_ms < ?1)
+  AND seq < (SELECT seq FROM events ORDER BY seq DESC LIMIT 1)
 RETURNING seq
 )sql";
 inline constexpr char kRaiseEventFloor[] =

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "store/sqlite/events_sql.h"
+#include "store/sqlite/rows.h"
 #include "store/sqlite/webhook_sql.h"
 #include "store/sqlite/sessions_schema_sql.h"
 
@@ -82,7 +83,13 @@ constexpr char kStatusCheckOr[] =
     "CHECK (status = 'available' OR status = 'picked' OR status = 'draining' OR "
     "status = 'dead')";
 
-Status RewriteStatusCheck(Db* db) {
+// Replaces `from` by `to` in the CREATE text of `table`, SQLite's documented
+// procedure for a change that leaves the rows' format as it is (ALTER
+// TABLE, "Making Other Kinds Of Table Schema Changes"): sqlite_schema edited
+// with writable_schema on and schema_version bumped, in the migration's
+// transaction, so the connection reads the new text.
+Status RewriteTableSql(Db* db, std::string_view table, std::string_view from,
+                       std::string_view to) {
   Status s;
   int64_t schema_version = 0;
   {
@@ -98,17 +105,22 @@ Status RewriteStatusCheck(Db* db) {
     Statement update;
     s = db->Prepare(
         "UPDATE sqlite_schema SET sql = replace(sql, ?1, ?2) "
-        "WHERE type = 'table' AND name = 'containers' AND instr(sql, ?1) > 0",
+        "WHERE type = 'table' AND name = ?3 AND instr(sql, ?1) > 0",
         &update);
     if (s.ok()) {
-      update.Bind(1, std::string_view(kStatusCheckIn));
-      update.Bind(2, std::string_view(kStatusCheckOr));
+      update.Bind(1, from);
+      update.Bind(2, to);
+      update.Bind(3, table);
       s = update.Run();
     }
   }
   if (s.ok()) s = db->Exec("PRAGMA schema_version = " + std::to_string(schema_version + 1));
   Status off = db->Exec("PRAGMA writable_schema = OFF");
   return s.ok() ? off : s;
+}
+
+Status RewriteStatusCheck(Db* db) {
+  return RewriteTableSql(db, "containers", kStatusCheckIn, kStatusCheckOr);
 }
 
 // Version 4: fencing tokens never repeat for an id (docs/api.md "Version 1.1 additions"). A row's
@@ -296,6 +308,32 @@ CREATE INDEX containers_counts
   ON containers (region, pool, status, drain_requested, slots, slots_used);
 )sql";
 
+// Version 17: events.seq without AUTOINCREMENT (store/sqlite/events_sql.h
+// says why). The rows' format is the same, so the table's text is edited
+// (RewriteTableSql) and its sqlite_sequence row goes, no row is copied. A
+// log pruned to nothing keeps its high-water mark as one row at the floor,
+// which no reader is served (a read is of the seqs after a cursor at or
+// above the floor), so that the next event's seq still comes after it.
+Status DropEventsAutoincrement(Db* db) {
+  RETURN_IF_ERROR(RewriteTableSql(db, "events", "seq          INTEGER PRIMARY KEY AUTOINCREMENT",
+                                  "seq          INTEGER PRIMARY KEY"));
+  bool kept = false;
+  RETURN_IF_ERROR(AnyRow(db,
+                         "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'events' "
+                         "AND instr(sql, 'AUTOINCREMENT') > 0",
+                         &kept));
+  if (kept) return Status::Corruption("the events table's text is not version 14's");
+  return db->Exec(R"sql(
+UPDATE event_floor
+   SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0))
+ WHERE only_row = 1 AND NOT EXISTS (SELECT 1 FROM events);
+INSERT INTO events (seq, at_ms, type)
+  SELECT seq, )sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'log.floor' FROM event_floor
+  WHERE only_row = 1 AND seq > 0 AND NOT EXISTS (SELECT 1 FROM events);
+DELETE FROM sqlite_sequence WHERE name = 'events';
+)sql");
+}
+
 Status RunStep(Db* db, int to_version) {
   switch (to_version) {
     case 1: return db->Exec(kSchemaV1);
@@ -315,17 +353,18 @@ Status RunStep(Db* db, int to_version) {
     // Webhook delivery cursors (store/sqlite/webhook_sql.h).
     case 15: return db->Exec(sql::kWebhookCursorsSchema);
     case 16: return RunThen(db, kSchemaV16, kSessionsEndedTriggers);
+    case 17: return DropEventsAutoincrement(db);
   }
   return Status::InvalidArgument("no migration step to version " + std::to_string(to_version));
 }
-static_assert(kSchemaVersion == 16, "add the new version's case to RunStep");
+static_assert(kSchemaVersion == 17, "add the new version's case to RunStep");
 
 
 // The compatible_version a file of `version` records (schema.h says why
-// each): its own version up to 8, 8 until 12, 12 until 16, then 16.
+// each): its own version up to 8, 8 until 12, 12 until 16, then each its own.
 int CompatibleAt(int version) {
-  static_assert(kCompatibleVersion == 16, "say from which version the new one holds");
-  if (version >= 16) return 16;
+  static_assert(kCompatibleVersion == 17, "say from which version the new one holds");
+  if (version >= 16) return version;
   if (version >= 12) return 12;
   return version < 8 ? version : 8;
 }

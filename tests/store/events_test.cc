@@ -214,7 +214,9 @@ TEST_CASE("events: past the retention a cursor is expired and told where to resu
     REQUIRE(s->PruneEvents(p, -1000, 1000, &n).ok());
     pruned += n;
   }
-  CHECK(pruned == 3);
+  // SQLite keeps a file's newest event, so that seq, its rowid, never goes
+  // back (store/sqlite/events_sql.h, version 17); one region is one file.
+  CHECK(pruned == (e.engine == "postgres" ? 3 : 2));
   store::EventPage page;
   REQUIRE(s->ReadEvents({}, Start(s), &page).ok());
   CHECK(page.expired);

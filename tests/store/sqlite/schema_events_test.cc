@@ -9,8 +9,10 @@
 
 #include "store/sqlite/claim_sql.h"
 #include "store/sqlite/db.h"
+#include "store/sqlite/events_sql.h"
 #include "store/sqlite/history_sql.h"
 #include "store/sqlite/lifecycle_sql.h"
+#include "store/sqlite/rows.h"
 #include "store/sqlite/schema.h"
 #include "store/sqlite/webhook_sql.h"
 #include "tests/support/db_queries.h"
@@ -132,4 +134,75 @@ TEST_CASE("schema: version 15 adds webhook cursors to a version 14 file, one own
   CHECK(LeaseAt(db.get(), "node-b", 6001, &cursor));        // lapsed
   CHECK(cursor == "41");
   CHECK_FALSE(LeaseAt(db.get(), "node-a", 6500, &cursor));
+}
+
+namespace {
+
+void RegisterRow(store::Db* db, const std::string& id) {
+  REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms) "
+                   "VALUES ('" + id + "', 'weur', 'chrome', 'available', 1000)")
+              .ok());
+}
+
+}  // namespace
+
+// Version 17: events.seq a plain rowid (store/sqlite/events_sql.h).
+TEST_CASE("schema: version 17 takes AUTOINCREMENT off events: a log a version 16 prune left "
+          "empty keeps its high-water mark, so the next event's seq comes after every seq given") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::MigrateTo(db.get(), 16).ok());
+  for (const char* id : {"c-1", "c-2", "c-3"}) RegisterRow(db.get(), id);
+  // What version 16's prune did to a log older than the retention: every row.
+  REQUIRE(db->Exec("DELETE FROM events; UPDATE event_floor SET seq = 3").ok());
+  REQUIRE(store::Migrate(db.get()).ok());
+  CHECK(QueryInt(db.get(), "SELECT instr(sql, 'AUTOINCREMENT') FROM sqlite_schema "
+                           "WHERE name = 'events'") == 0);
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM sqlite_sequence") == 0);
+  CHECK(QueryText(db.get(), "PRAGMA integrity_check") == "ok");
+  // The mark is at the floor, so no reader is served it.
+  CHECK(QueryInt(db.get(), "SELECT seq FROM event_floor") == 3);
+  CHECK(QueryInt(db.get(), "SELECT max(seq) FROM events") == 3);
+  RegisterRow(db.get(), "c-4");
+  CHECK(QueryText(db.get(), "SELECT group_concat(seq || ':' || container_id) FROM events "
+                            "WHERE seq > 3") == "4:c-4");
+}
+
+TEST_CASE("schema: version 17 keeps a version 16 log's rows and seqs, and its inserts no longer "
+          "write sqlite_sequence") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::MigrateTo(db.get(), 16).ok());
+  for (const char* id : {"c-1", "c-2"}) RegisterRow(db.get(), id);
+  REQUIRE(store::Migrate(db.get()).ok());
+  CHECK(QueryText(db.get(), "SELECT group_concat(seq || ':' || container_id) FROM "
+                            "(SELECT * FROM events ORDER BY seq)") == "1:c-1,2:c-2");
+  RegisterRow(db.get(), "c-3");
+  CHECK(QueryInt(db.get(), "SELECT max(seq) FROM events") == 3);
+  CHECK(QueryInt(db.get(), "SELECT count(*) FROM sqlite_sequence") == 0);
+}
+
+TEST_CASE("events sql: the prune never takes the newest event, and says so when it is all "
+          "that is left") {
+  testing::TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  REQUIRE(store::Migrate(db.get()).ok());
+  for (const char* id : {"c-1", "c-2", "c-3"}) RegisterRow(db.get(), id);
+  const int64_t later = int64_t{1} << 60;  // every event is older
+  bool any = false;
+  REQUIRE(store::AnyRow(db.get(), store::sql::kAnyEventsToPrune, &any, later).ok());
+  CHECK(any);
+  store::StatementRef prune;
+  REQUIRE(db->Cached(store::sql::kPruneEvents, &prune).ok());
+  prune->Bind(1, later);
+  prune->Bind(2, int64_t{1000});
+  int pruned = 0;
+  for (bool row = true; row;) {
+    REQUIRE(prune->Step(&row).ok());
+    pruned += row ? 1 : 0;
+  }
+  CHECK(pruned == 2);
+  CHECK(QueryInt(db.get(), "SELECT seq FROM events") == 3);
+  REQUIRE(store::AnyRow(db.get(), store::sql::kAnyEventsToPrune, &any, later).ok());
+  CHECK_FALSE(any);  // no write transaction a tick for a row that stays
 }
