@@ -176,12 +176,12 @@ DROP TRIGGER containers_sessions_ended;
 DROP TRIGGER containers_sessions_deleted;
 )sql";
 
-// Version 17 (store/sqlite/schema.cc, DropEventsAutoincrement): seq a
-// plain rowid. AUTOINCREMENT kept the highest seq ever given in
+// Version 17 (store/sqlite/schema_rewrites.cc, DropEventsAutoincrement):
+// seq a plain rowid. AUTOINCREMENT kept the highest seq ever given in
 // sqlite_sequence, which every statement whose triggers insert an event
-// read and rewrote: one more page in every commit of a claim or a release,
-// about a tenth of a durable cycle's cost with the event log on
-// (bench/events.sh). The prune keeps the newest row instead (kPruneEvents).
+// read and rewrote: one more table in every claim and release, one more
+// page in their commits (docs/performance.md has what dropping it bought).
+// The prune keeps the newest row instead (kPruneEvents).
 
 namespace sql {
 
