@@ -21,9 +21,8 @@
 // last term of the WHERE, called for the one row the statement changes, and
 // valid only if it changed one: not RETURNING, which built a temporary table
 // and opened a statement journal every claim (docs/performance.md). The
-// tenant quota, and a
-// session holding the idempotency key, are checked in the same statement, so
-// no claim can slip past either. No row changed: nothing fitted, the quota
+// tenant quota, and a session holding the idempotency key, are checked in
+// the same statement, so no claim can slip past either. No row changed: nothing fitted, the quota
 // was reached or the key is held. kInsertSession then writes the session's
 // row, in the same transaction.
 //   ?1 region ?2 pool ?3 healthy_since_ms ?4 K ?5 tenant

@@ -5,6 +5,9 @@
 // that write it, and its read and prune. A step of store/sqlite/schema.cc's
 // migration (version 14), in a file of its own for its length.
 
+// events.seq's column as version 14 wrote it, without its AUTOINCREMENT
+// (version 17 rewrites the one into the other: schema_rewrites.cc).
+#define EDGEALLOC_SQLITE_EVENTS_SEQ "seq          INTEGER PRIMARY KEY"
 // This node's now in ms, as the history's trigger writes it.
 #define EDGEALLOC_SQLITE_NOW_MS "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
 // One event row: the columns every trigger below fills.
@@ -59,7 +62,7 @@ namespace store {
 // Each status test is written with OR, never IN (version 3 says why).
 inline constexpr char kSchemaV14[] = R"sql(
 CREATE TABLE events (
-  seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+  )sql" EDGEALLOC_SQLITE_EVENTS_SEQ R"sql( AUTOINCREMENT,
   at_ms        INTEGER NOT NULL,
   type         TEXT NOT NULL,
   container_id TEXT,

@@ -5,7 +5,6 @@
 #include <string_view>
 
 #include "store/sqlite/events_sql.h"
-#include "store/sqlite/rows.h"
 
 namespace store {
 namespace {
@@ -14,9 +13,11 @@ namespace {
 // procedure for a change that leaves the rows' format as it is (ALTER
 // TABLE, "Making Other Kinds Of Table Schema Changes"): sqlite_schema edited
 // with writable_schema on and schema_version bumped, in the migration's
-// transaction, so the connection reads the new text.
+// transaction, so the connection reads the new text. *rewritten: whether
+// the table's text held `from`.
 Status RewriteTableSql(Db* db, std::string_view table, std::string_view from,
-                       std::string_view to) {
+                       std::string_view to, bool* rewritten) {
+  *rewritten = false;
   Status s;
   int64_t schema_version = 0;
   {
@@ -39,6 +40,7 @@ Status RewriteTableSql(Db* db, std::string_view table, std::string_view from,
       update.Bind(2, to);
       update.Bind(3, table);
       s = update.Run();
+      *rewritten = s.ok() && db->Changes() == 1;
     }
   }
   if (s.ok()) s = db->Exec("PRAGMA schema_version = " + std::to_string(schema_version + 1));
@@ -62,7 +64,8 @@ constexpr char kStatusCheckOr[] =
 }  // namespace
 
 Status RewriteStatusCheck(Db* db) {
-  return RewriteTableSql(db, "containers", kStatusCheckIn, kStatusCheckOr);
+  bool rewritten = false;  // a file without the IN form has nothing to rewrite
+  return RewriteTableSql(db, "containers", kStatusCheckIn, kStatusCheckOr, &rewritten);
 }
 
 // Version 17: events.seq without AUTOINCREMENT (store/sqlite/events_sql.h
@@ -72,14 +75,10 @@ Status RewriteStatusCheck(Db* db) {
 // which no reader is served (a read is of the seqs after a cursor at or
 // above the floor), so that the next event's seq still comes after it.
 Status DropEventsAutoincrement(Db* db) {
-  RETURN_IF_ERROR(RewriteTableSql(db, "events", "seq          INTEGER PRIMARY KEY AUTOINCREMENT",
-                                  "seq          INTEGER PRIMARY KEY"));
-  bool kept = false;
-  RETURN_IF_ERROR(AnyRow(db,
-                         "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'events' "
-                         "AND instr(sql, 'AUTOINCREMENT') > 0",
-                         &kept));
-  if (kept) return Status::Corruption("the events table's text is not version 14's");
+  bool rewritten = false;
+  RETURN_IF_ERROR(RewriteTableSql(db, "events", EDGEALLOC_SQLITE_EVENTS_SEQ " AUTOINCREMENT",
+                                  EDGEALLOC_SQLITE_EVENTS_SEQ, &rewritten));
+  if (!rewritten) return Status::Corruption("the events table's text is not version 14's");
   return db->Exec(R"sql(
 UPDATE event_floor
    SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0))
