@@ -1,6 +1,8 @@
 #ifndef EDGEALLOC_STORE_SQLITE_CLAIM_SELECTOR_H_
 #define EDGEALLOC_STORE_SQLITE_CLAIM_SELECTOR_H_
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,16 +17,54 @@ namespace store {
 // tells no_match from no_capacity.
 
 // The claim statement (store/sqlite/claim_sql.h) of the request's placement
-// (`server`'s when it names none), for its selector's driving term if any.
-const char* ClaimStatement(const ClaimRequest& req, Placement server);
+// (`server`'s when it names none), and of its selector's shape if any (how
+// many terms, which of them have one value, with the term at `driving`
+// driving the walk): a text kept for the process, the same address for the
+// same shape.
+const char* ClaimStatement(const ClaimRequest& req, Placement server, size_t driving);
 
-// Binds ?12 to ?14 of a claim statement to `selector`; nothing when empty.
-void BindSelector(Statement* q, const std::vector<SelectorTerm>& selector);
+// Binds a claim statement's selector parameters (?12, ?13: the term at
+// `driving`; two a term from ?15: the others in order) to `selector`;
+// nothing when empty.
+void BindSelector(Statement* q, const std::vector<SelectorTerm>& selector, size_t driving);
+
+// Which term of a selector drives a claim's walk in one shard file: the one
+// whose values have the fewest open attribute rows (a walk of fewer rows to
+// find K that match every term: in the bench's pool, 20% more claims a
+// second than the term store::DrivingTerm picks, docs/performance.md), else
+// DrivingTerm's. Counts are read from the file capped (kCountCap) and kept
+// for a second: a stale count only costs speed. One a shard, used on its
+// writer thread only; a claim reads at most kReadsAClaim counts, so a
+// selector of many made-up values costs the writer a bounded time.
+class DrivingCounts {
+ public:
+  static constexpr int64_t kCountCap = 1024;
+  static constexpr int64_t kKeptMs = 1000;
+  static constexpr int kReadsAClaim = 4;
+  static constexpr size_t kMaxKept = 4096;
+
+  // *driving: the index in `selector` of the term that drives a claim in
+  // `region` and `pool` of `db`'s file at `now_ms`. REQUIRES: !selector.empty().
+  Status Choose(Db* db, const std::string& region, const std::string& pool,
+                const std::vector<SelectorTerm>& selector, int64_t now_ms, size_t* driving);
+
+ private:
+  struct Count {
+    int64_t rows = 0;
+    int64_t read_at_ms = 0;
+  };
+  std::map<std::string, Count> counts_;  // region, pool, key, value: each ended by '\0'
+};
 
 // *any: some container of the region and pool, whatever its status,
 // matches `selector`. REQUIRES: !selector.empty().
 Status AnySelectorMatch(Db* db, const std::string& region, const std::string& pool,
                         const std::vector<SelectorTerm>& selector, bool* any);
+
+// After a statement that may have changed container `id`'s status (a
+// report, a drain or undrain, a death): its attribute rows' `open` made
+// right (selector_sql.h, kSyncAttributesOpen), in the same transaction.
+Status SyncAttributesOpen(Db* db, const std::string& id);
 
 // After a claim's job in one shard ended in *outcome: whether the next
 // shard's regions are tried (no_capacity or no_match there, and more_shards).

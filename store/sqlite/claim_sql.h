@@ -17,7 +17,9 @@
 // The container's generation (the fencing token) is bumped, its first free
 // slot (the first '0' of slot_map) taken, and it is picked when that was its
 // last free slot. What it took (the container, its new generation, the slot,
-// its data) comes back through edgealloc_took (store/sqlite/db.h, Took), the
+// its data, and whether it took the last free slot of a container with
+// attributes, whose attribute rows the job then closes: selector_sql.h,
+// kCloseAttributes) comes back through edgealloc_took (store/sqlite/db.h, Took), the
 // last term of the WHERE, called for the one row the statement changes, and
 // valid only if it changed one: not RETURNING, which built a temporary table
 // and opened a statement journal every claim (docs/performance.md). The
@@ -27,7 +29,7 @@
 // row, in the same transaction.
 //   ?1 region ?2 pool ?3 healthy_since_ms ?4 K ?5 tenant
 //   ?6 idempotency_key (or NULL) ?7 quota (-1: none)
-//   and with a selector: ?12 driving key ?13 its value(s) ?14 the selector's JSON
+//   and with a selector: ?12 driving key ?13 its value(s), ?15 on its other terms
 
 #define EDGEALLOC_SQL_PLAIN_CANDIDATES(ORDER)                                          \
   "WITH candidate_pool AS (\n"                                                         \
@@ -56,7 +58,7 @@
   "  ORDER BY latency_ms, id\n"                                                       \
   "  LIMIT ?4)\n"
 
-#define EDGEALLOC_SQL_TAKE_CANDIDATE(PICK)                                             \
+#define EDGEALLOC_SQL_TAKE_CANDIDATE(PICK, CLOSES)                                     \
   "UPDATE containers\n"                                                                \
   "SET status = CASE WHEN slots_used + 1 >= slots THEN 'picked' ELSE status END,\n"    \
   "    generation = generation + 1, slots_used = slots_used + 1,\n"                    \
@@ -67,7 +69,8 @@
   "  AND (?7 < 0 OR (SELECT COUNT(*) FROM sessions WHERE tenant = ?5) < ?7)\n"         \
   "  AND (?6 IS NULL OR NOT EXISTS (SELECT 1 FROM sessions\n"                          \
   "                                 WHERE tenant = ?5 AND idempotency_key = ?6))\n"    \
-  "  AND edgealloc_took(id, generation + 1, instr(slot_map, '0') - 1, data)\n"
+  "  AND edgealloc_took(id, generation + 1, instr(slot_map, '0') - 1, data,\n"          \
+  "                      " CLOSES ")\n"
 
 // The placements' orders: of the candidates (a plain walk, a selector's walk
 // with the attribute row `a` and the container `c`), and of the pick.
@@ -75,42 +78,29 @@
 #define EDGEALLOC_SQL_PACKED_ORDER_C "c.slots_used DESC, c.latency_ms, c.id"
 #define EDGEALLOC_SQL_SPREAD_ORDER "slots_used, latency_ms, id"
 #define EDGEALLOC_SQL_SPREAD_ORDER_C "c.slots_used, c.latency_ms, c.id"
-#define EDGEALLOC_SQL_ONE_VALUE "a.value = ?13"
-#define EDGEALLOC_SQL_VALUES "a.value IN (SELECT value FROM json_each(?13))"
 
 namespace store::sql {
 
 // Without a selector.
 inline constexpr char kClaimFittest[] =
-    EDGEALLOC_SQL_PLAIN_CANDIDATES("latency_ms") EDGEALLOC_SQL_TAKE_CANDIDATE("RANDOM()");
+    EDGEALLOC_SQL_PLAIN_CANDIDATES("latency_ms") EDGEALLOC_SQL_TAKE_CANDIDATE("RANDOM()", "0");
 inline constexpr char kClaimPacked[] =
-    EDGEALLOC_SQL_FULLEST_CANDIDATES EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_PACKED_ORDER);
+    EDGEALLOC_SQL_FULLEST_CANDIDATES EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_PACKED_ORDER, "0");
 inline constexpr char kClaimDistributed[] = EDGEALLOC_SQL_PLAIN_CANDIDATES(
-    EDGEALLOC_SQL_SPREAD_ORDER) EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_SPREAD_ORDER);
+    EDGEALLOC_SQL_SPREAD_ORDER) EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_SPREAD_ORDER, "0");
 
-// With a selector whose driving term has one value (?13 the value): for
-// fittest the attribute index walk is in latency order and stops after K.
-inline constexpr char kClaimSelectedOneValue[] =
-    EDGEALLOC_SQL_SELECTED_CANDIDATES(EDGEALLOC_SQL_ONE_VALUE, "a.latency_ms")
-        EDGEALLOC_SQL_TAKE_CANDIDATE("RANDOM()");
-inline constexpr char kClaimPackedSelectedOneValue[] =
-    EDGEALLOC_SQL_SELECTED_CANDIDATES(EDGEALLOC_SQL_ONE_VALUE, EDGEALLOC_SQL_PACKED_ORDER_C)
-        EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_PACKED_ORDER);
-inline constexpr char kClaimDistributedSelectedOneValue[] =
-    EDGEALLOC_SQL_SELECTED_CANDIDATES(EDGEALLOC_SQL_ONE_VALUE, EDGEALLOC_SQL_SPREAD_ORDER_C)
-        EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_SPREAD_ORDER);
-
-// With a driving term of several values (?13 a JSON array of them): one
-// index range a value, merged and sorted.
-inline constexpr char kClaimSelectedValues[] =
-    EDGEALLOC_SQL_SELECTED_CANDIDATES(EDGEALLOC_SQL_VALUES, "a.latency_ms")
-        EDGEALLOC_SQL_TAKE_CANDIDATE("RANDOM()");
-inline constexpr char kClaimPackedSelectedValues[] =
-    EDGEALLOC_SQL_SELECTED_CANDIDATES(EDGEALLOC_SQL_VALUES, EDGEALLOC_SQL_PACKED_ORDER_C)
-        EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_PACKED_ORDER);
-inline constexpr char kClaimDistributedSelectedValues[] =
-    EDGEALLOC_SQL_SELECTED_CANDIDATES(EDGEALLOC_SQL_VALUES, EDGEALLOC_SQL_SPREAD_ORDER_C)
-        EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_SPREAD_ORDER);
+// With a selector: the candidates' CTE is a selector's shape, put together
+// by store/sqlite/claim_selector.cc (SelectedClaimSql) from selector_sql.h's
+// pieces, then the placement's order of the walk (a row of the attribute
+// walk `a` and its container `c`) and the take below: [placement] (fittest,
+// packed, distributed).
+inline constexpr const char* kSelectedOrder[3] = {"a.latency_ms", EDGEALLOC_SQL_PACKED_ORDER_C,
+                                                  EDGEALLOC_SQL_SPREAD_ORDER_C};
+#define EDGEALLOC_SQL_CLOSES "slots_used + 1 >= slots"
+inline constexpr const char* kTakeSelected[3] = {
+    EDGEALLOC_SQL_TAKE_CANDIDATE("RANDOM()", EDGEALLOC_SQL_CLOSES),
+    EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_PACKED_ORDER, EDGEALLOC_SQL_CLOSES),
+    EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_SPREAD_ORDER, EDGEALLOC_SQL_CLOSES)};
 
 // The claimed session's row, after the claim took its slot. OR FAIL, not
 // the default ABORT: with the event trigger the statement writes two tables,
@@ -138,13 +128,9 @@ SELECT 1 FROM sessions WHERE tenant = ?1 AND idempotency_key = ?2
 #undef EDGEALLOC_SQL_TAKE_CANDIDATE
 #undef EDGEALLOC_SQL_FULLEST_CANDIDATES
 #undef EDGEALLOC_SQL_PACKED_ORDER
+#undef EDGEALLOC_SQL_CLOSES
 #undef EDGEALLOC_SQL_PACKED_ORDER_C
 #undef EDGEALLOC_SQL_SPREAD_ORDER
 #undef EDGEALLOC_SQL_SPREAD_ORDER_C
-#undef EDGEALLOC_SQL_ONE_VALUE
-#undef EDGEALLOC_SQL_VALUES
-#undef EDGEALLOC_SQL_SELECTED_CANDIDATES
-#undef EDGEALLOC_SQL_EVERY_TERM_MATCHES
-#undef EDGEALLOC_SQL_OTHER_TERMS
 
 #endif  // EDGEALLOC_STORE_SQLITE_CLAIM_SQL_H_

@@ -148,7 +148,7 @@ std::string WhyNotWritable(const std::string& path) {
   return "";
 }
 
-// edgealloc_took(container_id, generation, slot, data): records its arguments in
+// edgealloc_took(container_id, generation, slot, data, closed): records its arguments in
 // the connection's Took (its user data) and is true. Not deterministic, so
 // SQLite calls it for each row it is reached for; DIRECTONLY, so no schema
 // object (a trigger, a view) can call it.
@@ -161,7 +161,18 @@ void TookFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
   took->slot = sqlite3_value_int64(argv[2]);
   const auto* data = reinterpret_cast<const char*>(sqlite3_value_text(argv[3]));
   took->data.assign(data ? data : "", static_cast<size_t>(sqlite3_value_bytes(argv[3])));
+  took->closed = sqlite3_value_int(argv[4]) != 0;
   sqlite3_result_int(ctx, 1);
+}
+
+// edgealloc_passed(container_id): records that a selector's walk passed
+// the container's open attribute rows while it was not available
+// (Took::passed), and is false. Not deterministic, DIRECTONLY, as above.
+void PassedFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
+  auto* took = static_cast<Took*>(sqlite3_user_data(ctx));
+  const auto* id = reinterpret_cast<const char*>(sqlite3_value_text(argv[0]));
+  took->passed.emplace_back(id ? id : "", static_cast<size_t>(sqlite3_value_bytes(argv[0])));
+  sqlite3_result_int(ctx, 0);
 }
 
 }  // namespace
@@ -223,9 +234,21 @@ Status Db::OpenAsAsked(const std::string& path, const DbOptions& options,
     }
     RETURN_IF_ERROR(db->Exec(options.sync == Sync::kFull ? "PRAGMA synchronous=FULL"
                                                          : "PRAGMA synchronous=NORMAL"));
-    rc = sqlite3_create_function_v2(db->db_, "edgealloc_took", 4, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+    // The writer's page cache: 64 MiB, where SQLite's default is 2 MiB. With
+    // a million containers the claim's indexes and the attribute rows a
+    // selector's claim and its release flip did not stay in 2 MiB, and every
+    // miss was a read from the OS (bench/placement.sh: a two-key selector's
+    // claims at 1,000,000 containers rose from 0.63 to 0.76 of 1-slot
+    // fittest's, docs/performance.md). Pages are taken as they are used, so
+    // a small file costs what it holds.
+    RETURN_IF_ERROR(db->Exec("PRAGMA cache_size=-65536"));
+    rc = sqlite3_create_function_v2(db->db_, "edgealloc_took", 5, SQLITE_UTF8 | SQLITE_DIRECTONLY,
                                     &db->took_, TookFunction, nullptr, nullptr, nullptr);
     if (rc != SQLITE_OK) return StatusFromSqlite(rc, "register edgealloc_took", db->db_);
+    rc = sqlite3_create_function_v2(db->db_, "edgealloc_passed", 1,
+                                    SQLITE_UTF8 | SQLITE_DIRECTONLY, &db->took_, PassedFunction,
+                                    nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) return StatusFromSqlite(rc, "register edgealloc_passed", db->db_);
     // Every job of a group commit runs under a SAVEPOINT; its sub-journal
     // spills to a temp file past 64 KiB unless temp storage is memory, and
     // that file I/O made large groups slower than autocommit.

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "store/sqlite/write_lock.h"
 #include "store/status.h"
@@ -44,6 +45,15 @@ struct Took {
   int64_t generation = 0;
   int64_t slot = 0;
   std::string data;  // the container's
+  // A selector's claim took the last free slot of its container: its
+  // attribute rows are open no more (store/sqlite/selector_sql.h,
+  // kCloseAttributes).
+  bool closed = false;
+  // Containers a selector's walk passed whose attribute rows said open
+  // while they were not available (edgealloc_passed): the job makes their
+  // rows right after the claim (kSyncAttributesOpen), so that no walk
+  // passes them again. Cleared with `any` before each claim.
+  std::vector<std::string> passed;
 };
 
 // A Statement is one prepared SQLite statement. It is owned by one thread at a

@@ -25,6 +25,7 @@ struct EndingSession {
   StatementRef keep;       // its history row (kKeepEndedSession)
   StatementRef free_slot;  // its slot back to its container (kFreeSlot)
   StatementRef free_last;  // or, the last of one that reported itself dead (kFreeLastSlotOfDead)
+  StatementRef open;       // then its attribute rows open to selectors (kOpenAttributes)
   std::string session_id;
 
   Status Bind(Db* db, const Statement& session, const std::string& reason, int64_t ended_at_ms,
@@ -32,6 +33,7 @@ struct EndingSession {
     RETURN_IF_ERROR(db->Cached(sql::kKeepEndedSession, &keep));
     RETURN_IF_ERROR(db->Cached(sql::kFreeSlot, &free_slot));
     RETURN_IF_ERROR(db->Cached(sql::kFreeLastSlotOfDead, &free_last));
+    RETURN_IF_ERROR(db->Cached(sql::kOpenAttributes, &open));
     for (int i = 0; i < kSessionColumnCount; ++i) keep->BindColumnOf(i + 1, session, i);
     keep->Bind(kSessionColumnCount + 1, reason);
     keep->Bind(kSessionColumnCount + 2, ended_at_ms);
@@ -40,15 +42,17 @@ struct EndingSession {
       stmt->BindColumnOf(2, session, kSlotColumn);
     }
     free_last->Bind(3, now_ms);
+    open->BindColumnOf(1, session, kContainerColumn);
     session_id = session.ColumnString(kSessionKeyColumn);
     return Status::Ok();
   }
 
   // After the session's row is deleted: its history kept, then its slot
   // freed (in that order, so session.ended comes before a container.dead
-  // the freed slot makes). A failure leaves the session deleted without
-  // them: HalfWritten, which fails the whole group, so that none of the
-  // three is committed alone.
+  // the freed slot makes), then its container's attribute rows open to
+  // selectors. A failure leaves the session deleted without them:
+  // HalfWritten, which fails the whole group, so that none of them is
+  // committed alone.
   Status Write(Db* db) {
     Status s = keep->Run();
     if (s.ok()) s = free_slot->Run();
@@ -56,6 +60,7 @@ struct EndingSession {
     if (s.ok() && db->Changes() != 1) {
       s = Status::Corruption("its container had the slot free already");
     }
+    if (s.ok()) s = open->Run();
     if (s.ok()) return s;
     return HalfWritten(Status::IOError("session " + session_id +
                                        " ended but its slot or history not written: " +

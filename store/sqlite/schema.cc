@@ -254,6 +254,31 @@ CREATE INDEX containers_counts
   ON containers (region, pool, status, drain_requested, slots, slots_used);
 )sql";
 
+// Version 18: `open` on every attribute row, 1 whenever its container is
+// available (a claim could take a slot of it now), and
+// container_attributes_open, the claim index of the open rows only: a
+// selector's walk passes only open containers, where it passed every held
+// and drained one of the driving term first (docs/performance.md,
+// "Selectors"). A partial index, so that a row's flip is one index write and
+// container_attributes_claim (the no_match read's) is untouched; `open` is
+// its last column only so that the walk reads the index alone (SQLite
+// reads a partial index's WHERE column from the table otherwise). A trigger
+// cannot keep it: the claim and the freed slot write status in statements
+// that call functions, and a trigger would give each a statement journal
+// (version 16). So every statement that may make a container available, or
+// that drains or kills one, is followed by kSyncAttributesOpen
+// (store/sqlite/selector_sql.h); a selector's claim closes the container
+// whose last slot it took (kCloseAttributes). A claim without a selector
+// leaves its container's rows open, which costs it nothing: the next
+// selector walk to pass them closes them.
+constexpr char kSchemaV18[] = R"sql(
+ALTER TABLE container_attributes ADD COLUMN open INTEGER NOT NULL DEFAULT 0;
+UPDATE container_attributes SET open = 1
+WHERE (SELECT status FROM containers c WHERE c.id = container_id) = 'available';
+CREATE INDEX container_attributes_open
+  ON container_attributes (region, pool, key, value, latency_ms, open) WHERE open = 1;
+)sql";
+
 Status RunStep(Db* db, int to_version) {
   switch (to_version) {
     case 1: return db->Exec(kSchemaV1);
@@ -274,16 +299,17 @@ Status RunStep(Db* db, int to_version) {
     case 15: return db->Exec(sql::kWebhookCursorsSchema);
     case 16: return RunThen(db, kSchemaV16, kSessionsEndedTriggers);
     case 17: return DropEventsAutoincrement(db);
+    case 18: return db->Exec(kSchemaV18);
   }
   return Status::InvalidArgument("no migration step to version " + std::to_string(to_version));
 }
-static_assert(kSchemaVersion == 17, "add the new version's case to RunStep");
+static_assert(kSchemaVersion == 18, "add the new version's case to RunStep");
 
 
 // The compatible_version a file of `version` records (schema.h says why
 // each): its own version up to 8, 8 until 12, 12 until 16, then each its own.
 int CompatibleAt(int version) {
-  static_assert(kCompatibleVersion == 17, "say from which version the new one holds");
+  static_assert(kCompatibleVersion == 18, "say from which version the new one holds");
   if (version >= 16) return version;
   if (version >= 12) return 12;
   return version < 8 ? version : 8;

@@ -9,7 +9,7 @@ namespace store {
 // The schema version this binary writes (PRAGMA user_version), and the oldest
 // version of the binary that can still use a file written by this one (kept in
 // the `meta` table as compatible_version, as in Chromium's MetaTable).
-inline constexpr int kSchemaVersion = 17;
+inline constexpr int kSchemaVersion = 18;
 // 4: a binary before version 4 would insert rows below the token floor, so a
 // re-registered id could repeat a fencing token. 5: a binary before version 5
 // would claim without setting labels and end sessions without clearing them,
@@ -40,7 +40,11 @@ inline constexpr int kSchemaVersion = 17;
 // 17: events.seq is the rowid, no longer AUTOINCREMENT, and the prune keeps
 // the newest event (store/sqlite/events_sql.h, version 17); a binary before
 // it could prune the log to nothing, and the next event would reuse a seq.
-inline constexpr int kCompatibleVersion = 17;
+// 18: a selector walks only attribute rows marked open (store/sqlite/
+// schema.cc, version 18), which every change of a container's status keeps;
+// a binary before it would free a slot without marking its container open,
+// and hide it from selectors.
+inline constexpr int kCompatibleVersion = 18;
 
 // Brings the database up to kSchemaVersion, one version a step, each step in
 // its own write transaction together with its user_version bump, so a crash

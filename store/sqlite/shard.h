@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/idle_stack.h"
+#include "store/sqlite/claim_selector.h"
 #include "store/sqlite/db.h"
 #include "store/sqlite/shard_map.h"
 #include "store/status.h"
@@ -37,6 +38,8 @@ struct Shard {
   std::string path;
   std::unique_ptr<Writer> writer;
   std::unique_ptr<ReadPool> reads;
+  // Which selector term drives a claim's walk here (its writer's only).
+  DrivingCounts driving_counts;
 };
 
 // Opens every shard of `map`: creates and migrates each file, checks that it

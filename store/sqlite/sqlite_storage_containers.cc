@@ -10,6 +10,7 @@
 #include "store/container_results.h"
 #include "store/list_page.h"
 #include "store/sqlite/callback_job.h"
+#include "store/sqlite/claim_selector.h"
 #include "store/sqlite/lifecycle_sql.h"
 #include "store/sqlite/list_sql.h"
 #include "store/sqlite/rows.h"
@@ -238,6 +239,7 @@ void SqliteStorage::ChangeDrain(std::string id, const char* statement, Container
       change->Bind(1, id);
       RETURN_IF_ERROR(change->Run());
     }
+    RETURN_IF_ERROR(SyncAttributesOpen(db, id));
     std::optional<ContainerInfo> now;
     RETURN_IF_ERROR(ReadOneRow(db, sql::kGetContainer, id, kContainerColumns, &now));
     *out = AnswerContainerRead(id, Status::Ok(), std::move(now));

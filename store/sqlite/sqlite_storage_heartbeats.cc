@@ -9,6 +9,7 @@
 
 #include "store/clock_steps.h"
 #include "store/heartbeat_job.h"
+#include "store/sqlite/claim_selector.h"
 #include "store/sqlite/heartbeat_sql.h"
 #include "store/sqlite/sqlite_storage.h"
 
@@ -80,6 +81,10 @@ class SqliteHeartbeatJob : public HeartbeatJob<WriteJob> {
         }
         RETURN_IF_ERROR(stmt->Run());
         *changed = db->Changes() > 0;
+        // A report may change the status (the others never write it).
+        if (which == HeartbeatStatement::kReport && *changed) {
+          return SyncAttributesOpen(db, row.container_id);
+        }
         return Status::Ok();
       }));
       if (row.learn_region && named.insert(row.container_id).second) {

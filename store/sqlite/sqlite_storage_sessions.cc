@@ -159,7 +159,13 @@ class SqliteStorage::ClaimJob : public WriteJob {
     const ClaimRequest& req = attempt_->req;
     const ClaimPolicy& policy = storage_->policy_;
     StatementRef claim;
-    RETURN_IF_ERROR(db->Cached(ClaimStatement(req, policy.placement), &claim));
+    size_t driving = 0;
+    if (!req.selector.empty()) {
+      Shard* shard = storage_->shards_[static_cast<size_t>(storage_->map_.ShardOf(region))];
+      RETURN_IF_ERROR(
+          shard->driving_counts.Choose(db, region, req.pool, req.selector, now, &driving));
+    }
+    RETURN_IF_ERROR(db->Cached(ClaimStatement(req, policy.placement, driving), &claim));
     claim->Bind(1, region);
     claim->Bind(2, req.pool);
     claim->Bind(3, now - policy.dead_after_ms);
@@ -167,11 +173,18 @@ class SqliteStorage::ClaimJob : public WriteJob {
     claim->Bind(5, req.caller.tenant);
     BindOrNull(&*claim, 6, req.idempotency_key);
     claim->Bind(7, quota_);
-    BindSelector(&*claim, req.selector);
+    BindSelector(&*claim, req.selector, driving);
     Took& took = db->took();
     took.any = false;
+    took.passed.clear();
     RETURN_IF_ERROR(claim->Run());
     *claimed = db->Changes() == 1;
+    // Rows a selector's walk found open on a container that was not: made
+    // right, so that no walk passes them again (a claim without a selector
+    // leaves its container's rows open: store/sqlite/schema.cc, version 18).
+    for (const std::string& id : took.passed) {
+      if (Status s = SyncAttributesOpen(db, id); !s.ok()) return HalfWritten(s);
+    }
     if (!*claimed) return Status::Ok();
     if (!took.any) {
       return HalfWritten(Status::Corruption("a claim took a slot and did not say which"));
@@ -192,6 +205,12 @@ class SqliteStorage::ClaimJob : public WriteJob {
       // that neither is committed.
       return HalfWritten(Status::IOError("a claim took a slot but its session was not written: " +
                                          s.ToString()));
+    }
+    if (took.closed) {  // its last free slot: its attribute rows leave the selectors' walk
+      StatementRef close;
+      RETURN_IF_ERROR(db->Cached(sql::kCloseAttributes, &close));
+      close->Bind(1, took.container_id);
+      if (Status s = close->Run(); !s.ok()) return HalfWritten(s);
     }
     // The session as kGetSession would read it back (a claim's reply equals
     // a read of its session, every column of kSessionColumns:

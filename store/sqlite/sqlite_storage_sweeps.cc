@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "base/json_string.h"
+#include "store/sqlite/claim_selector.h"
 #include "store/sqlite/history_sql.h"
 #include "store/sqlite/lifecycle_sql.h"
 #include "store/sqlite/release.h"
@@ -41,14 +42,20 @@ Status Reap(Db* db, const char* statement, int64_t cutoff, int64_t limit, const 
     q->Bind(4, held->cutoff_ms);
     q->Bind(5, pools);
   }
+  const size_t first = dead->size();
   for (;;) {
     bool row = false;
     RETURN_IF_ERROR(q->Step(&row));
-    if (!row) return Status::Ok();
+    if (!row) break;
     dead->push_back({q->ColumnString(0), q->ColumnString(1), q->ColumnString(2),
                      now - q->ColumnInt64(3), q->ColumnInt64(4) == 0});
     if (sessions != nullptr) *sessions += q->ColumnInt64(5);  // kReapPicked: sessions it held
   }
+  // Dead, so their attribute rows leave the selectors' walk.
+  for (size_t i = first; i < dead->size(); ++i) {
+    RETURN_IF_ERROR(SyncAttributesOpen(db, (*dead)[i].id));
+  }
+  return Status::Ok();
 }
 
 }  // namespace

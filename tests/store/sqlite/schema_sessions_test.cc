@@ -145,3 +145,42 @@ TEST_CASE("schema: version 12 keeps a version 11 file's attributes, and selector
     CHECK(QueryInt(db.get(), "SELECT count(*) FROM container_attributes") == 2);
   }
 }
+
+// Version 18 marks open the attribute rows of available containers, and
+// only theirs: a selector then walks them alone. A version 17 file with a
+// container of each status and attributes on each is migrated, and claims
+// with a selector take the available one, then find nothing.
+TEST_CASE("schema: version 18 marks open the attribute rows of the available containers only") {
+  testing::TempDir dir;
+  const std::string path = dir.File("pool.db");
+  {
+    auto db = testing::OpenOrDie(path);
+    REQUIRE(store::MigrateTo(db.get(), 17).ok());
+    for (const char* status : {"available", "picked", "draining", "dead"}) {
+      const std::string id = std::string("c-") + status;
+      const std::string used = std::string(status) == "picked" ? "1" : "0";
+      REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
+                       "generation, slots, slots_used, slot_map, attributes) VALUES ('" + id +
+                       "', 'weur', 'p', '" + status + "', " + std::to_string(base::NowMs()) +
+                       ", 5, 1, " + used + ", '" + used + "', '{\"gpu\":\"a100\"}')")
+                  .ok());
+      REQUIRE(db->Exec("INSERT INTO container_attributes VALUES ('" + id +
+                       "', 'gpu', 'a100', 'weur', 'p', 0)")
+                  .ok());
+    }
+  }
+  auto s = OpenStorage(path);
+  {
+    auto db = testing::OpenOrDie(path);
+    CHECK(QueryText(db.get(), "SELECT group_concat(container_id || ':' || open) FROM (SELECT * "
+                              "FROM container_attributes ORDER BY container_id)") ==
+          "c-available:1,c-dead:0,c-draining:0,c-picked:0");
+  }
+  store::ClaimRequest req = testing::Req("weur", "t1", "p");
+  req.selector = {{"gpu", {"a100"}}};
+  auto first = Await<store::SessionResult>([&](auto cb) { s->Claim(req, cb); });
+  REQUIRE(first.outcome == Outcome::kOk);
+  CHECK(first.session.container_id == "c-available");
+  CHECK(Await<store::SessionResult>([&](auto cb) { s->Claim(req, cb); }).outcome ==
+        Outcome::kNoCapacity);
+}
