@@ -44,37 +44,36 @@
 // again (see the schema's version 11). Then one EXISTS a term other than the
 // driving one, each a primary key lookup of the candidate's attribute row
 // with the term's key and value bound (?15, ?16 the first such term, ?17,
-// ?18 the next...): parsing the selector's JSON in the statement cost the
-// candidate read 3 x as much (docs/performance.md, "Selectors"). The text
-// is a selector's shape, put together by store/sqlite/claim_selector.cc from
-// these pieces; the claim statements of store/sqlite/claim_sql.h take from
-// it.
+// ?18 the next...): the selector's terms materialized from its JSON cost the
+// candidate read about 1.5 x as much (docs/performance.md, "Placement,
+// slots and selectors"). The text is a selector's shape, put together by
+// store/sqlite/claim_selector.cc from these pieces; the claim statements of
+// store/sqlite/claim_sql.h take from it.
 //   ?1 region ?2 pool ?3 healthy_since_ms ?4 K ?12 driving key ?13 its value(s)
-#define EDGEALLOC_SQL_SELECTED_HEAD                                                   \
-  "WITH candidate_pool AS (\n"                                                        \
-  "  SELECT a.container_id AS id, c.slots_used AS slots_used,\n"                      \
-  "         c.latency_ms AS latency_ms\n"                                             \
-  "  FROM container_attributes a CROSS JOIN containers c ON c.id = a.container_id\n"  \
-  "  WHERE a.region = ?1 AND a.pool = ?2 AND a.key = ?12 AND "
-#define EDGEALLOC_SQL_SELECTED_OPEN                                                   \
-  " AND a.open = 1\n"                                                                 \
-  "    AND c.region = ?1 AND c.pool = ?2\n"                                          \
-  "    AND (c.status = 'available' OR edgealloc_passed(c.id))\n"                      \
-  "    AND c.last_heartbeat_ms >= ?3\n"
 
 namespace store::sql {
 
-// The pieces of a claim's candidates under a selector (above), in order:
-// kSelectedHead, the driving term's match (kDrivingOneValue or
-// kDrivingValues), kSelectedOpen, one kTermCheck a term other than the
-// driving one (its key's and values' parameters and its value match put in
-// by claim_selector.cc), then `  ORDER BY <the placement's>\n  LIMIT ?4)\n`.
-inline constexpr char kSelectedHead[] = EDGEALLOC_SQL_SELECTED_HEAD;
+// Its pieces, in order: kSelectedHead, the driving term's match
+// (kDrivingOneValue or kDrivingValues), kSelectedOpen, then a check a term
+// other than the driving one (kTermCheckHead, its key's parameter number,
+// kTermCheckValue, then `= ?V` for one value or `IN (SELECT value FROM
+// json_each(?V))` for a JSON array of several, and `)`), then
+// `  ORDER BY <the placement's>\n  LIMIT ?4)\n`.
+inline constexpr char kSelectedHead[] =
+    "WITH candidate_pool AS (\n"
+    "  SELECT a.container_id AS id, c.slots_used AS slots_used,\n"
+    "         c.latency_ms AS latency_ms\n"
+    "  FROM container_attributes a CROSS JOIN containers c ON c.id = a.container_id\n"
+    "  WHERE a.region = ?1 AND a.pool = ?2 AND a.key = ?12 AND ";
 inline constexpr char kDrivingOneValue[] = "a.value = ?13";
 inline constexpr char kDrivingValues[] = "a.value IN (SELECT value FROM json_each(?13))";
-inline constexpr char kSelectedOpen[] = EDGEALLOC_SQL_SELECTED_OPEN;
-// A term's check: ?K its key, then `= ?V` (one value) or
-// `IN (SELECT value FROM json_each(?V))` (a JSON array of several).
+// A row found open on a container that is not available is passed, and
+// named to the claim's job (edgealloc_passed, store/sqlite/db.h Took).
+inline constexpr char kSelectedOpen[] =
+    " AND a.open = 1\n"
+    "    AND c.region = ?1 AND c.pool = ?2\n"
+    "    AND (c.status = 'available' OR edgealloc_passed(c.id))\n"
+    "    AND c.last_heartbeat_ms >= ?3\n";
 inline constexpr char kTermCheckHead[] =
     "    AND EXISTS (SELECT 1 FROM container_attributes m\n"
     "                WHERE m.container_id = a.container_id AND m.key = ?";
@@ -121,7 +120,9 @@ WHERE c.id = ?1
 // attribute rows' `open` made its status = 'available' again (schema.cc,
 // version 18). Rows already right are not rewritten (their index entries
 // stay); a container without attributes costs one empty primary key seek.
-// No function call, so no statement journal.
+// OR FAIL, and no function call: this and the two below change several rows,
+// and a statement that may abort halfway would open a statement journal
+// (store/sqlite/events_sql.h, version 16).
 //   ?1 id
 inline constexpr char kSyncAttributesOpen[] = R"sql(
 UPDATE OR FAIL container_attributes
@@ -147,8 +148,6 @@ UPDATE OR FAIL container_attributes SET open = 0 WHERE container_id = ?1 AND ope
 
 }  // namespace store::sql
 
-#undef EDGEALLOC_SQL_SELECTED_HEAD
-#undef EDGEALLOC_SQL_SELECTED_OPEN
 #undef EDGEALLOC_SQL_OTHER_TERMS
 #undef EDGEALLOC_SQL_EVERY_TERM_MATCHES
 
