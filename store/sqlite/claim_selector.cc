@@ -15,8 +15,9 @@ namespace {
 
 // Up to this many terms beside the driving one, each term's check binds one
 // value as such; past it, every term's values as a JSON list: so at most 3
-// placements x 2 driving forms x (15 + 2 + 4 + 8) texts exist, whatever the
-// selectors asked (16 keys at most, docs/api.md).
+// placements x 2 driving forms x (1 + 2 + 4 + 8 shapes of 0 to 3 other
+// terms, + 12 of 4 to 15) = 162 texts exist, whatever the selectors asked
+// (16 keys at most, docs/api.md).
 constexpr size_t kTermsByForm = 3;
 
 // Whether the term at `i` of the other terms is checked against a JSON list
