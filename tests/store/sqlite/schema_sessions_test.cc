@@ -177,6 +177,7 @@ TEST_CASE("schema: version 18 marks open the attribute rows of the available con
           "c-available:1,c-dead:0,c-draining:0,c-picked:0");
   }
   store::ClaimRequest req = testing::Req("weur", "t1", "p");
+  req.lease_ms = 60000;
   req.selector = {{"gpu", {"a100"}}};
   auto first = Await<store::SessionResult>([&](auto cb) { s->Claim(req, cb); });
   REQUIRE(first.outcome == Outcome::kOk);
