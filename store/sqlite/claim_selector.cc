@@ -74,21 +74,20 @@ const char* ClaimStatement(const ClaimRequest& req, Placement server, size_t dri
 void BindSelector(Statement* q, const std::vector<SelectorTerm>& selector, size_t driving) {
   if (selector.empty()) return;
   const size_t others = selector.size() - 1;
-  q->Bind(12, selector[driving].key);
-  if (selector[driving].values.size() == 1) {
-    q->Bind(13, selector[driving].values[0]);
-  } else {
-    q->Bind(13, ValuesJson(selector[driving].values));
-  }
+  // A term's key at `param`, its values at the next: one as such, or a list.
+  auto bind_term = [q](int param, const SelectorTerm& term, bool as_list) {
+    q->Bind(param, term.key);
+    if (as_list) {
+      q->Bind(param + 1, ValuesJson(term.values));
+    } else {
+      q->Bind(param + 1, term.values[0]);
+    }
+  };
+  bind_term(12, selector[driving], selector[driving].values.size() > 1);
   int param = 15;
   for (size_t i = 0; i < selector.size(); ++i) {
     if (i == driving) continue;
-    q->Bind(param, selector[i].key);
-    if (CheckedAsList(selector, others, i)) {
-      q->Bind(param + 1, ValuesJson(selector[i].values));
-    } else {
-      q->Bind(param + 1, selector[i].values[0]);
-    }
+    bind_term(param, selector[i], CheckedAsList(selector, others, i));
     param += 2;
   }
 }
