@@ -23,6 +23,12 @@ class EdgeallocError(Exception):
         self.retry_after = retry_after
         self.body = body if body is not None else {}
 
+    def detail(self, field):
+        """A field of the body's error object beside code and message (an
+        ended session's end_reason, ...); None when the body lacks it."""
+        error = self.body.get("error") if isinstance(self.body, dict) else None
+        return error.get(field) if isinstance(error, dict) else None
+
     def __str__(self):
         parts = [str(self.status) if self.status is not None else "no answer"]
         if self.code:
@@ -97,9 +103,8 @@ class SessionEnded(EdgeallocError):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        error = self.body.get("error", {}) if isinstance(self.body, dict) else {}
-        self.end_reason = error.get("end_reason")
-        self.ended_at_ms = error.get("ended_at_ms")
+        self.end_reason = self.detail("end_reason")
+        self.ended_at_ms = self.detail("ended_at_ms")
 
 
 class EventsExpired(EdgeallocError):
@@ -108,9 +113,8 @@ class EventsExpired(EdgeallocError):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        error = self.body.get("error", {}) if isinstance(self.body, dict) else {}
-        self.resume_after = error.get("resume_after")
-        self.oldest_seq = error.get("oldest_seq")
+        self.resume_after = self.detail("resume_after")
+        self.oldest_seq = self.detail("oldest_seq")
 
 
 class QuotaExceeded(EdgeallocError):
