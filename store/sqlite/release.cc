@@ -1,6 +1,7 @@
 #include "store/sqlite/release.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "store/row_columns.h"
@@ -47,6 +48,21 @@ struct EndingSession {
     return Status::Ok();
   }
 
+  // Reads the session `id` (kGetSession) and binds its end as Bind does,
+  // with the reason and end time `end_of(row)` gives; *found is false when
+  // there is no such session. One writer a file, inside its transaction: no
+  // other write comes between this read and the write that ends the row.
+  template <typename EndOf>
+  Status BindSession(Db* db, const std::string& id, int64_t now_ms, EndOf end_of, bool* found) {
+    StatementRef row;
+    RETURN_IF_ERROR(db->Cached(sql::kGetSession, &row));
+    row->Bind(1, id);
+    RETURN_IF_ERROR(row->Step(found));
+    if (!*found) return Status::Ok();
+    const auto [reason, ended_at_ms] = end_of(*row);
+    return Bind(db, *row, reason, ended_at_ms, now_ms);
+  }
+
   // After the session's row is deleted: its history kept, then its slot
   // freed (in that order, so session.ended comes before a container.dead
   // the freed slot makes), then its container's attribute rows open to
@@ -86,19 +102,15 @@ Status ReleaseInTransaction(Db* db, const Caller& caller, const std::string& ses
                             int64_t token, int64_t now_ms, bool* released) {
   *released = false;
   EndingSession end;
-  {
-    StatementRef row;
-    RETURN_IF_ERROR(db->Cached(sql::kGetSession, &row));
-    row->Bind(1, session_id);
-    bool found = false;
-    RETURN_IF_ERROR(row->Step(&found));
-    if (!found) return Status::Ok();
-    // One writer a file, inside its transaction: no other write comes
-    // between this read and the compare-and-swap, so it is the row the
-    // release ends.
-    RETURN_IF_ERROR(end.Bind(db, *row, ReleaseEndReason(caller, row->ColumnText(kTenantColumn)),
-                             now_ms, now_ms));
-  }
+  bool found = false;
+  RETURN_IF_ERROR(end.BindSession(
+      db, session_id, now_ms,
+      [&](const Statement& row) {
+        return std::pair<std::string, int64_t>(
+            ReleaseEndReason(caller, row.ColumnText(kTenantColumn)), now_ms);
+      },
+      &found));
+  if (!found) return Status::Ok();
   StatementRef cas;
   RETURN_IF_ERROR(db->Cached(sql::kRelease, &cas));
   BindSessionCas(&*cas, session_id, token, caller, now_ms);
@@ -127,15 +139,15 @@ Status EndExpiredSessions(Db* db, int64_t now_ms, int64_t limit, int64_t* ended)
   }
   for (const std::string& id : ids) {
     EndingSession end;
-    {
-      StatementRef row;
-      RETURN_IF_ERROR(db->Cached(sql::kGetSession, &row));
-      row->Bind(1, id);
-      bool found = false;
-      RETURN_IF_ERROR(row->Step(&found));
-      if (!found) continue;
-      RETURN_IF_ERROR(end.Bind(db, *row, "expired", row->ColumnInt64(kLeaseColumn), now_ms));
-    }
+    bool found = false;
+    RETURN_IF_ERROR(end.BindSession(
+        db, id, now_ms,
+        [](const Statement& row) {
+          // Ended when its lease ran out, not when the sweep saw it.
+          return std::pair<std::string, int64_t>("expired", row.ColumnInt64(kLeaseColumn));
+        },
+        &found));
+    if (!found) continue;
     StatementRef gone;
     RETURN_IF_ERROR(db->Cached(sql::kDeleteSession, &gone));
     gone->Bind(1, id);
