@@ -15,6 +15,18 @@
   "INSERT INTO events (at_ms, type, container_id, session_id, tenant, token, slot, region, " \
   "pool, end_reason) "
 
+// A container's event, from the row ROW (NEW or OLD): no session's columns.
+#define EDGEALLOC_SQLITE_CONTAINER_EVENT(TYPE, ROW)                                    \
+  EDGEALLOC_SQLITE_EVENT_INSERT "\n  VALUES (" EDGEALLOC_SQLITE_NOW_MS ", " TYPE ", " ROW \
+  ".id, NULL, NULL,\n          NULL, NULL, " ROW ".region, " ROW ".pool, NULL);"
+
+// A session's event from its row in sessions (NEW), its region and pool
+// from its container's.
+#define EDGEALLOC_SQLITE_SESSION_EVENT(TYPE)                                              \
+  EDGEALLOC_SQLITE_EVENT_INSERT "\n  SELECT " EDGEALLOC_SQLITE_NOW_MS ", " TYPE            \
+  ", NEW.container_id,\n         NEW.session_id, NEW.tenant, NEW.generation, NEW.slot, " \
+  "c.region, c.pool, NULL\n  FROM containers c WHERE c.id = NEW.container_id;"
+
 // The two drain events, made after the status trigger (SQLite fires the
 // newest first: drained and undrained come before the available or draining
 // status they bring); version 16 makes them again after its status trigger.
@@ -80,19 +92,13 @@ CREATE TABLE event_floor (only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
 INSERT INTO event_floor (only_row, seq) VALUES (1, 0);
 CREATE TRIGGER events_session_claimed AFTER INSERT ON sessions
 BEGIN
-  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
-  SELECT )sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'session.claimed', NEW.container_id,
-         NEW.session_id, NEW.tenant, NEW.generation, NEW.slot, c.region, c.pool, NULL
-  FROM containers c WHERE c.id = NEW.container_id;
+  )sql" EDGEALLOC_SQLITE_SESSION_EVENT("'session.claimed'") R"sql(
 END;
 CREATE TRIGGER events_session_renewed AFTER UPDATE OF lease_expires_at_ms ON sessions
 WHEN NEW.lease_expires_at_ms <> OLD.lease_expires_at_ms
  AND NEW.claimed_at_ms IS OLD.claimed_at_ms
 BEGIN
-  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
-  SELECT )sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'session.renewed', NEW.container_id,
-         NEW.session_id, NEW.tenant, NEW.generation, NEW.slot, c.region, c.pool, NULL
-  FROM containers c WHERE c.id = NEW.container_id;
+  )sql" EDGEALLOC_SQLITE_SESSION_EVENT("'session.renewed'") R"sql(
 END;
 CREATE TRIGGER events_session_ended AFTER INSERT ON session_history
 BEGIN
@@ -102,23 +108,17 @@ BEGIN
 END;
 CREATE TRIGGER events_container_registered AFTER INSERT ON containers
 BEGIN
-  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
-  VALUES ()sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'container.registered', NEW.id, NULL, NULL,
-          NULL, NULL, NEW.region, NEW.pool, NULL);
+  )sql" EDGEALLOC_SQLITE_CONTAINER_EVENT("'container.registered'", "NEW") R"sql(
 END;
 CREATE TRIGGER events_container_deleted AFTER DELETE ON containers
 BEGIN
-  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
-  VALUES ()sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'container.deleted', OLD.id, NULL, NULL,
-          NULL, NULL, OLD.region, OLD.pool, NULL);
+  )sql" EDGEALLOC_SQLITE_CONTAINER_EVENT("'container.deleted'", "OLD") R"sql(
 END;
 CREATE TRIGGER events_container_status AFTER UPDATE OF status ON containers
 WHEN (NEW.status = 'dead' AND OLD.status <> 'dead')
   OR (NEW.status = 'available' AND (OLD.status = 'draining' OR OLD.status = 'dead'))
 BEGIN
-  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
-  VALUES ()sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'container.' || NEW.status, NEW.id, NULL, NULL,
-          NULL, NULL, NEW.region, NEW.pool, NULL);
+  )sql" EDGEALLOC_SQLITE_CONTAINER_EVENT("'container.' || NEW.status", "NEW") R"sql(
 END;
 )sql" EDGEALLOC_SQLITE_DRAIN_TRIGGERS R"sql(
 DROP TRIGGER containers_sessions_ended;
@@ -168,9 +168,7 @@ AFTER UPDATE OF drain_reported, drain_requested, died_at_ms, slots ON containers
 WHEN (NEW.status = 'dead' AND OLD.status <> 'dead')
   OR (NEW.status = 'available' AND (OLD.status = 'draining' OR OLD.status = 'dead'))
 BEGIN
-  )sql" EDGEALLOC_SQLITE_EVENT_INSERT R"sql(
-  VALUES ()sql" EDGEALLOC_SQLITE_NOW_MS R"sql(, 'container.' || NEW.status, NEW.id, NULL, NULL,
-          NULL, NULL, NEW.region, NEW.pool, NULL);
+  )sql" EDGEALLOC_SQLITE_CONTAINER_EVENT("'container.' || NEW.status", "NEW") R"sql(
 END;
 DROP TRIGGER events_container_draining;
 DROP TRIGGER events_container_drain;
@@ -224,6 +222,8 @@ inline constexpr char kRaiseEventFloor[] =
 }  // namespace store
 
 #undef EDGEALLOC_SQLITE_DRAIN_TRIGGERS
+#undef EDGEALLOC_SQLITE_CONTAINER_EVENT
+#undef EDGEALLOC_SQLITE_SESSION_EVENT
 #undef EDGEALLOC_SQLITE_EVENT_INSERT
 
 #endif  // EDGEALLOC_STORE_SQLITE_EVENTS_SQL_H_
