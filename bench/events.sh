@@ -32,8 +32,6 @@ Rate() {
   mv "$WORK/doubles.new" "$WORK/doubles"
   awk '$1 == "store_durable_cycles_per_s" { print $2 }' "$WORK/run.txt"
 }
-# Median: the middle of the numbers on stdin.
-Median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 on=() off=()
 for ((i = 1; i <= ROUNDS; i++)); do

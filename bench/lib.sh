@@ -123,6 +123,10 @@ Ratio() {
     if (a !~ num || b !~ num || b == 0) print "nan"; else printf "%.3f\n", a / b }'
 }
 
+# Median: the middle of the numbers on stdin (the mean of the two middle
+# ones for an even count).
+Median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
 # Get FILE NAME: the value of `NAME value unit` in a file of http_load output.
 Get() { awk -v n="$2" '$1 == n { print $2; exit }' "$1"; }
 
