@@ -16,12 +16,7 @@ ContainerResult AnswerContainerRead(const std::string& id, const Status& read,
 }
 
 ContainerResult RemoveAnswer(const std::string& id, bool removed, bool exists) {
-  if (removed) {
-    ContainerResult out;
-    out.outcome = Outcome::kOk;
-    out.count = 1;
-    return out;
-  }
+  if (removed) return ContainerResult{Outcome::kOk, {}, 1, ""};
   if (exists) {
     return Failed<ContainerResult>(Outcome::kConflict,
                                    "container " + id + " is picked; release it first");
