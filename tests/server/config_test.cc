@@ -10,28 +10,17 @@
 
 #include "base/build_info.h"
 #include "store/storage.h"
+#include "tests/server/parsed_command.h"
 #include "tests/support/temp_dir.h"
 
 namespace server {
 namespace {
 
-struct Parsed {
-  Command cmd;
-  std::string out, err;
-};
-
-Parsed Parse(std::vector<const char*> args) {
-  args.insert(args.begin(), "edgealloc");
-  std::ostringstream out, err;
-  Parsed p;
-  p.cmd = ParseCommandLine(static_cast<int>(args.size()), args.data(), out, err);
-  p.out = out.str();
-  p.err = err.str();
-  return p;
-}
+using testing::ParseArgs;
+using testing::Parsed;
 
 TEST_CASE("config: --version prints the version, the commit and the libraries, and exits 0") {
-  Parsed p = Parse({"--version"});
+  Parsed p = ParseArgs({"--version"});
   REQUIRE(p.cmd.kind == Command::Kind::kExit);
   CHECK(p.cmd.exit_code == 0);
   CHECK_THAT(p.out, Catch::StartsWith(std::string("edgealloc ") + base::kVersion + " (commit " +
@@ -42,7 +31,7 @@ TEST_CASE("config: --version prints the version, the commit and the libraries, a
 }
 
 TEST_CASE("config: serve without options takes the defaults of docs/api.md") {
-  Parsed p = Parse({"serve"});
+  Parsed p = ParseArgs({"serve"});
   REQUIRE(p.cmd.kind == Command::Kind::kServe);
   const ServeConfig& s = p.cmd.serve;
   CHECK(s.db == "edgealloc.db");
@@ -69,7 +58,7 @@ TEST_CASE("config: serve without options takes the defaults of docs/api.md") {
 }
 
 TEST_CASE("config: every flag of docs/api.md is taken") {
-  Parsed p = Parse({"serve", "--db", "x.db", "--listen", "[::1]:9000", "--threads", "3",
+  Parsed p = ParseArgs({"serve", "--db", "x.db", "--listen", "[::1]:9000", "--threads", "3",
                     "--shards", "4", "--sync", "normal", "--lease-ms", "1000", "--max-lease-ms",
                     "2000", "--dead-after-ms", "500", "--batch-max", "7", "--batch-wait-ms", "3",
                     "--queue-capacity", "99", "--heartbeat-items-per-key-per-s", "0",
@@ -105,7 +94,7 @@ TEST_CASE("config: the environment sets options and a flag overrides it") {
   setenv("EDGEALLOC_SHARDS", "8", 1);
   setenv("EDGEALLOC_DB", "env.db", 1);
   setenv("EDGEALLOC_SYNC", "normal", 1);
-  Parsed p = Parse({"serve", "--db", "flag.db"});
+  Parsed p = ParseArgs({"serve", "--db", "flag.db"});
   unsetenv("EDGEALLOC_SHARDS");
   unsetenv("EDGEALLOC_DB");
   unsetenv("EDGEALLOC_SYNC");
@@ -129,34 +118,34 @@ TEST_CASE("config: values out of range are usage errors that say what the flag i
            {"serve", "--lease-ms", "5000", "--max-lease-ms", "1000"},
            {"serve", "--no-such-flag"},
            {}}) {
-    Parsed p = Parse(args);
+    Parsed p = ParseArgs(args);
     INFO(p.err);
     CHECK(p.cmd.kind == Command::Kind::kExit);
     CHECK(p.cmd.exit_code == 2);
     CHECK_FALSE(p.err.empty());
   }
-  Parsed p = Parse({"serve", "--shards", "0"});
+  Parsed p = ParseArgs({"serve", "--shards", "0"});
   CHECK(p.err.find("between 1 and 256") != std::string::npos);
 }
 
 TEST_CASE("config: without keys the server refuses a non-loopback address, and says how") {
-  Parsed p = Parse({"serve", "--listen", "0.0.0.0:8080"});
+  Parsed p = ParseArgs({"serve", "--listen", "0.0.0.0:8080"});
   CHECK(p.cmd.kind == Command::Kind::kExit);
   CHECK(p.cmd.exit_code == 2);
   CHECK(p.err.find("--keys FILE") != std::string::npos);
-  CHECK(Parse({"serve", "--listen", "localhost:1"}).cmd.kind == Command::Kind::kServe);
-  CHECK(Parse({"serve", "--listen", "127.1.2.3:1"}).cmd.kind == Command::Kind::kServe);
+  CHECK(ParseArgs({"serve", "--listen", "localhost:1"}).cmd.kind == Command::Kind::kServe);
+  CHECK(ParseArgs({"serve", "--listen", "127.1.2.3:1"}).cmd.kind == Command::Kind::kServe);
 
   testing::TempDir dir;
   std::ofstream(dir.File("keys")) << "k admin\n";
   std::string keys = dir.File("keys");
-  Parsed with_keys = Parse({"serve", "--listen", "0.0.0.0:8080", "--keys", keys.c_str()});
+  Parsed with_keys = ParseArgs({"serve", "--listen", "0.0.0.0:8080", "--keys", keys.c_str()});
   CHECK(with_keys.cmd.kind == Command::Kind::kServe);
   CHECK(with_keys.cmd.serve.keys_file == keys);
 }
 
 TEST_CASE("config: --help lists every flag with its default and exits 0") {
-  Parsed p = Parse({"serve", "--help"});
+  Parsed p = ParseArgs({"serve", "--help"});
   CHECK(p.cmd.kind == Command::Kind::kExit);
   CHECK(p.cmd.exit_code == 0);
   for (const char* flag :
@@ -172,17 +161,17 @@ TEST_CASE("config: --help lists every flag with its default and exits 0") {
 }
 
 TEST_CASE("config: waiting claims are bounded per tenant (1000) and in all (10000), by flag or env") {
-  Parsed p = Parse({"serve"});
+  Parsed p = ParseArgs({"serve"});
   REQUIRE(p.cmd.kind == Command::Kind::kServe);
   CHECK(p.cmd.serve.max_claim_waiters_per_tenant == 1000);
   CHECK(p.cmd.serve.max_claim_waiters_total == 10000);
-  p = Parse({"serve", "--max-claim-waiters-per-tenant", "5", "--max-claim-waiters-total", "7"});
+  p = ParseArgs({"serve", "--max-claim-waiters-per-tenant", "5", "--max-claim-waiters-total", "7"});
   REQUIRE(p.cmd.kind == Command::Kind::kServe);
   CHECK(p.cmd.serve.max_claim_waiters_per_tenant == 5);
   CHECK(p.cmd.serve.max_claim_waiters_total == 7);
-  p = Parse({"serve", "--max-claim-waiters-total", "-1"});
+  p = ParseArgs({"serve", "--max-claim-waiters-total", "-1"});
   CHECK(p.cmd.exit_code == 2);
-  p = Parse({"serve", "--help"});
+  p = ParseArgs({"serve", "--help"});
   for (const char* flag : {"--max-claim-waiters-per-tenant", "EDGEALLOC_MAX_CLAIM_WAITERS_PER_TENANT",
                            "--max-claim-waiters-total", "EDGEALLOC_MAX_CLAIM_WAITERS_TOTAL"}) {
     INFO(flag);
@@ -191,16 +180,16 @@ TEST_CASE("config: waiting claims are bounded per tenant (1000) and in all (1000
 }
 
 TEST_CASE("config: register takes a db, shards and a file") {
-  Parsed p = Parse({"register", "--db", "a.db", "--shards", "2", "-"});
+  Parsed p = ParseArgs({"register", "--db", "a.db", "--shards", "2", "-"});
   REQUIRE(p.cmd.kind == Command::Kind::kRegister);
   CHECK(p.cmd.reg.db == "a.db");
   CHECK(p.cmd.reg.shards == 2);
   CHECK(p.cmd.reg.file == "-");
-  CHECK(Parse({"register", "--db", "a.db"}).cmd.exit_code == 2);
+  CHECK(ParseArgs({"register", "--db", "a.db"}).cmd.exit_code == 2);
 }
 
 TEST_CASE("config: agent takes the defaults of docs/agent.md") {
-  Parsed p = Parse({"agent", "--id", "weur-1"});
+  Parsed p = ParseArgs({"agent", "--id", "weur-1"});
   REQUIRE(p.cmd.kind == Command::Kind::kAgent);
   const AgentConfig& a = p.cmd.agent;
   CHECK(a.id == "weur-1");
@@ -215,7 +204,7 @@ TEST_CASE("config: agent takes the defaults of docs/agent.md") {
 
 TEST_CASE("config: agent reads its key from EDGEALLOC_KEY and its registration from flags") {
   setenv("EDGEALLOC_KEY", "k-from-env", 1);
-  Parsed p = Parse({"agent", "--id", "weur-1", "--register", "--region", "weur", "--pool",
+  Parsed p = ParseArgs({"agent", "--id", "weur-1", "--register", "--region", "weur", "--pool",
                     "chrome", "--latency-ms", "12", "--data", "{\"endpoint\":\"ws://x\"}"});
   unsetenv("EDGEALLOC_KEY");
   REQUIRE(p.cmd.kind == Command::Kind::kAgent);
@@ -226,7 +215,7 @@ TEST_CASE("config: agent reads its key from EDGEALLOC_KEY and its registration f
 }
 
 TEST_CASE("config: agent refuses what it could not act on") {
-  CHECK(Parse({"agent"}).cmd.exit_code == 2);  // no --id
+  CHECK(ParseArgs({"agent"}).cmd.exit_code == 2);  // no --id
   for (std::vector<const char*> args : std::vector<std::vector<const char*>>{
            {"agent", "--id", "x", "--register"},
            {"agent", "--id", "x", "--server", "https://x"},
@@ -234,7 +223,7 @@ TEST_CASE("config: agent refuses what it could not act on") {
            {"agent", "--id", "x", "--health-url", "http://x/", "--health-cmd", "true"},
            {"agent", "--id", "x", "--data", "[1]"},
            {"agent", "--id", "x", "--interval-ms", "0"}}) {
-    Parsed p = Parse(args);
+    Parsed p = ParseArgs(args);
     INFO(p.err);
     CHECK(p.cmd.kind == Command::Kind::kExit);
     CHECK(p.cmd.exit_code == 2);
@@ -243,13 +232,13 @@ TEST_CASE("config: agent refuses what it could not act on") {
 }
 
 TEST_CASE("config: --max-clock-skew-ms is taken from the flag or EDGEALLOC_MAX_CLOCK_SKEW_MS") {
-  CHECK(Parse({"serve", "--max-clock-skew-ms", "5000"}).cmd.serve.max_clock_skew_ms == 5000);
-  CHECK(Parse({"serve", "--max-clock-skew-ms", "0"}).cmd.serve.max_clock_skew_ms == 0);
+  CHECK(ParseArgs({"serve", "--max-clock-skew-ms", "5000"}).cmd.serve.max_clock_skew_ms == 5000);
+  CHECK(ParseArgs({"serve", "--max-clock-skew-ms", "0"}).cmd.serve.max_clock_skew_ms == 0);
   setenv("EDGEALLOC_MAX_CLOCK_SKEW_MS", "7000", 1);
-  CHECK(Parse({"serve"}).cmd.serve.max_clock_skew_ms == 7000);
-  CHECK(Parse({"serve", "--max-clock-skew-ms", "9"}).cmd.serve.max_clock_skew_ms == 9);
+  CHECK(ParseArgs({"serve"}).cmd.serve.max_clock_skew_ms == 7000);
+  CHECK(ParseArgs({"serve", "--max-clock-skew-ms", "9"}).cmd.serve.max_clock_skew_ms == 9);
   unsetenv("EDGEALLOC_MAX_CLOCK_SKEW_MS");
-  Parsed p = Parse({"serve", "--max-clock-skew-ms", "-1"});
+  Parsed p = ParseArgs({"serve", "--max-clock-skew-ms", "-1"});
   CHECK(p.cmd.kind == Command::Kind::kExit);
   CHECK(p.cmd.exit_code == 2);
   CHECK(p.err.find("clock skew") != std::string::npos);
@@ -272,7 +261,7 @@ sync = "normal"
 max-sessions-per-tenant = 3
 demo = true
 )");
-  Parsed p = Parse({"serve", "--config", file.c_str()});
+  Parsed p = ParseArgs({"serve", "--config", file.c_str()});
   INFO(p.err);
   REQUIRE(p.cmd.kind == Command::Kind::kServe);
   CHECK(p.cmd.serve.db == "from-file.db");
@@ -290,7 +279,7 @@ TEST_CASE("config: a flag wins over the environment, which wins over --config, t
   setenv("EDGEALLOC_DB", "env.db", 1);
   setenv("EDGEALLOC_BATCH_MAX", "60", 1);
   setenv("EDGEALLOC_CANDIDATES", "7", 1);
-  Parsed p = Parse({"serve", "--config", file.c_str(), "--batch-max", "70"});
+  Parsed p = ParseArgs({"serve", "--config", file.c_str(), "--batch-max", "70"});
   unsetenv("EDGEALLOC_DB");
   unsetenv("EDGEALLOC_BATCH_MAX");
   unsetenv("EDGEALLOC_CANDIDATES");
@@ -307,16 +296,16 @@ TEST_CASE("config: a file that is not TOML is refused naming its line, an unknow
   testing::TempDir dir;
   // CLI11's INI-like reader took this unquoted value; TOML does not.
   const std::string unquoted = WriteToml(dir, "[serve]\n\nlisten = 127.0.0.1:18483\n");
-  Parsed p = Parse({"serve", "--config", unquoted.c_str()});
+  Parsed p = ParseArgs({"serve", "--config", unquoted.c_str()});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains(unquoted + ":3:") && Catch::Contains("not TOML") &&
                         Catch::Contains("quoted"));
   const std::string typo = WriteToml(dir, "[serve]\ndb = \"x.db\"\nlisten = \"127.0.0.1:1\"\nlese-ms = 5\n");
-  p = Parse({"serve", "--config", typo.c_str()});
+  p = ParseArgs({"serve", "--config", typo.c_str()});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains(typo + ":4: lese-ms") && Catch::Contains("did you mean lease-ms?"));
   const std::string list = WriteToml(dir, "[serve]\nshards = [1, 2]\n");
-  p = Parse({"serve", "--config", list.c_str()});
+  p = ParseArgs({"serve", "--config", list.c_str()});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains(list + ":2: shards"));
 }
@@ -325,21 +314,21 @@ TEST_CASE("config: what a file gets wrong is named at its line, once, whatever i
   testing::TempDir dir;
   // A key above [serve] would be read by nobody.
   const std::string above = WriteToml(dir, "db = \"lost.db\"\n[serve]\nbatch-max = 40\n");
-  Parsed p = Parse({"serve", "--config", above.c_str()});
+  Parsed p = ParseArgs({"serve", "--config", above.c_str()});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains(above + ":1: db is outside [serve]"));
   // A value a flag's own check refuses (a set of names, a range) names its line.
   const std::string format = WriteToml(dir, "[serve]\n\nlog-format = \"yaml\"\n");
-  p = Parse({"serve", "--config", format.c_str()});
+  p = ParseArgs({"serve", "--config", format.c_str()});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains(format + ":3: log-format = yaml"));
   const std::string range = WriteToml(dir, "[serve]\nbatch-max = 0\n");
-  p = Parse({"serve", "--config", range.c_str()});
+  p = ParseArgs({"serve", "--config", range.c_str()});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains(range + ":2: batch-max = 0"));
   // A wrong section: the hint is given once.
   const std::string section = WriteToml(dir, "[server]\ndb = \"x.db\"\n");
-  p = Parse({"serve", "--config", section.c_str()});
+  p = ParseArgs({"serve", "--config", section.c_str()});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains("[server] is not a section edgealloc reads"));
   const std::string hint = "settings go under [serve]";
@@ -347,7 +336,7 @@ TEST_CASE("config: what a file gets wrong is named at its line, once, whatever i
   CHECK(p.err.find(hint) == p.err.rfind(hint));
   // A missing file named by the environment is named as the environment's.
   setenv("EDGEALLOC_CONFIG", dir.File("gone.toml").c_str(), 1);
-  p = Parse({"serve"});
+  p = ParseArgs({"serve"});
   unsetenv("EDGEALLOC_CONFIG");
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains("EDGEALLOC_CONFIG=" + dir.File("gone.toml")) &&
@@ -355,26 +344,26 @@ TEST_CASE("config: what a file gets wrong is named at its line, once, whatever i
 }
 
 TEST_CASE("config: a mistyped flag is a usage error that names the flag it was near") {
-  Parsed p = Parse({"serve", "--lisen", "127.0.0.1:1"});
+  Parsed p = ParseArgs({"serve", "--lisen", "127.0.0.1:1"});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains("did you mean --listen"));
-  p = Parse({"serve", "--max-lease=5"});
+  p = ParseArgs({"serve", "--max-lease=5"});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains("did you mean --max-lease-ms"));
-  p = Parse({"serve", "--zzzzzzzz"});
+  p = ParseArgs({"serve", "--zzzzzzzz"});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, !Catch::Contains("did you mean"));  // nothing near: no guess
   // A mistyped subcommand is named too, and a missing one listed.
-  p = Parse({"session", "list"});
+  p = ParseArgs({"session", "list"});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains("did you mean edgealloc sessions?"));
-  p = Parse({"sessions"});
+  p = ParseArgs({"sessions"});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains("edgealloc sessions takes one of: claim, get, renew, release, list"));
 }
 
 TEST_CASE("config: serve --help shows --config and its variable") {
-  Parsed p = Parse({"serve", "--help"});
+  Parsed p = ParseArgs({"serve", "--help"});
   CHECK(p.cmd.exit_code == 0);
   CHECK_THAT(p.out, Catch::Contains("--config FILE") && Catch::Contains("EDGEALLOC_CONFIG"));
 }
@@ -382,16 +371,16 @@ TEST_CASE("config: serve --help shows --config and its variable") {
 TEST_CASE("config: an unknown key or a missing --config file is a usage error that says so") {
   testing::TempDir dir;
   const std::string file = WriteToml(dir, "[serve]\ndb = \"x.db\"\nbatch-maxx = 5\n");
-  Parsed p = Parse({"serve", "--config", file.c_str()});
+  Parsed p = ParseArgs({"serve", "--config", file.c_str()});
   CHECK(p.cmd.kind == Command::Kind::kExit);
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains("--config") && Catch::Contains("batch-maxx"));
-  p = Parse({"serve", "--config", dir.File("missing.toml").c_str()});
+  p = ParseArgs({"serve", "--config", dir.File("missing.toml").c_str()});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains("--config") && Catch::Contains("missing.toml"));
   // A value out of range in the file is refused as the flag's would be.
   const std::string bad = WriteToml(dir, "[serve]\nshards = 0\n");
-  p = Parse({"serve", "--config", bad.c_str()});
+  p = ParseArgs({"serve", "--config", bad.c_str()});
   CHECK(p.cmd.exit_code == 2);
 }
 
@@ -401,10 +390,10 @@ TEST_CASE("config: EDGEALLOC_CONFIG names the file when --config does not, and m
   const std::string other = dir.File("other.toml");
   std::ofstream(other) << "[serve]\ndb = \"flag-file.db\"\n";
   setenv("EDGEALLOC_CONFIG", file.c_str(), 1);
-  Parsed from_env = Parse({"serve"});
-  Parsed flag_wins = Parse({"serve", "--config", other.c_str()});
+  Parsed from_env = ParseArgs({"serve"});
+  Parsed flag_wins = ParseArgs({"serve", "--config", other.c_str()});
   setenv("EDGEALLOC_CONFIG", dir.File("missing.toml").c_str(), 1);
-  Parsed missing = Parse({"serve"});
+  Parsed missing = ParseArgs({"serve"});
   unsetenv("EDGEALLOC_CONFIG");
   INFO(from_env.err);
   REQUIRE(from_env.cmd.kind == Command::Kind::kServe);
@@ -426,7 +415,7 @@ TEST_CASE("config: packaging/edgealloc.toml names every serve flag and holds the
   std::stringstream text;
   text << in.rdbuf();
   const std::string toml = "\n" + text.str();
-  Parsed help = Parse({"serve", "--help"});
+  Parsed help = ParseArgs({"serve", "--help"});
   REQUIRE(help.cmd.exit_code == 0);
   std::regex flag(R"(\n  --([a-z][a-z-]*))");
   int flags = 0;
@@ -455,8 +444,8 @@ TEST_CASE("config: packaging/edgealloc.toml names every serve flag and holds the
     uncommented += line + "\n";
   }
   const std::string example = WriteToml(dir, uncommented);
-  Parsed with = Parse({"serve", "--config", example.c_str()});
-  Parsed without = Parse({"serve"});
+  Parsed with = ParseArgs({"serve", "--config", example.c_str()});
+  Parsed without = ParseArgs({"serve"});
   INFO(with.err);
   REQUIRE(with.cmd.kind == Command::Kind::kServe);
   const ServeConfig& a = with.cmd.serve;
@@ -486,17 +475,17 @@ TEST_CASE("config: packaging/edgealloc.toml names every serve flag and holds the
 }
 
 TEST_CASE("config: --log-level, --log-format and --access-log, and their refusals") {
-  Parsed p = Parse({"serve"});
+  Parsed p = ParseArgs({"serve"});
   CHECK(p.cmd.serve.log.level == LogLevel::kInfo);
   CHECK(p.cmd.serve.log.format == LogFormat::kText);
   CHECK_FALSE(p.cmd.serve.log.access_log);
-  p = Parse({"serve", "--log-level", "warn", "--log-format", "json", "--access-log"});
+  p = ParseArgs({"serve", "--log-level", "warn", "--log-format", "json", "--access-log"});
   REQUIRE(p.cmd.kind == Command::Kind::kServe);
   CHECK(p.cmd.serve.log.level == LogLevel::kWarn);
   CHECK(p.cmd.serve.log.format == LogFormat::kJson);
   CHECK(p.cmd.serve.log.access_log);
-  CHECK(Parse({"serve", "--log-level", "loud"}).cmd.exit_code == 2);
-  CHECK(Parse({"serve", "--log-format", "xml"}).cmd.exit_code == 2);
+  CHECK(ParseArgs({"serve", "--log-level", "loud"}).cmd.exit_code == 2);
+  CHECK(ParseArgs({"serve", "--log-format", "xml"}).cmd.exit_code == 2);
 }
 
 }  // namespace

@@ -12,26 +12,16 @@
 
 #include "kvmirror/warm_buffer.h"
 #include "server/config.h"
+#include "tests/server/parsed_command.h"
 #include "tests/support/temp_dir.h"
 
 namespace server {
 namespace {
 
-struct ServeParse {
-  Command cmd;
-  std::string err;
-};
+using testing::Parsed;
+using testing::ParseArgs;
 
-ServeParse ParseServe(std::vector<const char*> args) {
-  args.insert(args.begin(), "edgealloc");
-  std::ostringstream out, err;
-  ServeParse p;
-  p.cmd = ParseCommandLine(static_cast<int>(args.size()), args.data(), out, err);
-  p.err = err.str();
-  return p;
-}
-
-kvmirror::WarmBuffers BuffersOf(const ServeParse& p) {
+kvmirror::WarmBuffers BuffersOf(const Parsed& p) {
   kvmirror::WarmBuffers buffers;
   std::string error;
   INFO(error);
@@ -40,7 +30,7 @@ kvmirror::WarmBuffers BuffersOf(const ServeParse& p) {
 }
 
 TEST_CASE("warm buffer flag: repeated or comma-separated, for every pool or one") {
-  ServeParse p = ParseServe({"serve", "--warm-buffer", "10%", "--warm-buffer", "weur/chrome=4,gpu=2"});
+  Parsed p = ParseArgs({"serve", "--warm-buffer", "10%", "--warm-buffer", "weur/chrome=4,gpu=2"});
   INFO(p.err);
   REQUIRE(p.cmd.kind == Command::Kind::kServe);
   const kvmirror::WarmBuffers b = BuffersOf(p);
@@ -48,16 +38,16 @@ TEST_CASE("warm buffer flag: repeated or comma-separated, for every pool or one"
   CHECK(b.For("weur", "chrome").ToString() == "4");
   CHECK(b.For("eeur", "gpu").ToString() == "2");
   // None given: no buffer.
-  ServeParse none = ParseServe({"serve"});
+  Parsed none = ParseArgs({"serve"});
   CHECK(none.cmd.serve.warm_buffer.empty());
 }
 
 TEST_CASE("warm buffer flag: a wrong value is a usage error that says what a buffer is") {
-  ServeParse p = ParseServe({"serve", "--warm-buffer", "weur/chrome=120%"});
+  Parsed p = ParseArgs({"serve", "--warm-buffer", "weur/chrome=120%"});
   CHECK(p.cmd.kind == Command::Kind::kExit);
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains("1% to 99%"));
-  p = ParseServe({"serve", "--warm-buffer", "lots"});
+  p = ParseArgs({"serve", "--warm-buffer", "lots"});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains("a count of slots (4) or a percentage (10%)"));
 }
@@ -66,7 +56,7 @@ TEST_CASE("warm buffer flag: the environment, and a list in the config file") {
   testing::TempDir dir;
   const std::string file = dir.File("edgealloc.toml");
   std::ofstream(file) << "[serve]\nwarm-buffer = [\"5\", \"weur/chrome=20%\", 3]\n";
-  ServeParse p = ParseServe({"serve", "--config", file.c_str()});
+  Parsed p = ParseArgs({"serve", "--config", file.c_str()});
   INFO(p.err);
   REQUIRE(p.cmd.kind == Command::Kind::kServe);
   kvmirror::WarmBuffers b = BuffersOf(p);
@@ -74,12 +64,12 @@ TEST_CASE("warm buffer flag: the environment, and a list in the config file") {
   CHECK(b.For("eeur", "chrome").ToString() == "3");  // the later default wins
   // A bad item is named at its line.
   std::ofstream(file) << "[serve]\n\nwarm-buffer = [\"5\", \"x=\"]\n";
-  p = ParseServe({"serve", "--config", file.c_str()});
+  p = ParseArgs({"serve", "--config", file.c_str()});
   CHECK(p.cmd.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains(":3: warm-buffer"));
   // The environment, a comma-separated list.
   setenv("EDGEALLOC_WARM_BUFFER", "7,firefox=50%", 1);
-  p = ParseServe({"serve"});
+  p = ParseArgs({"serve"});
   unsetenv("EDGEALLOC_WARM_BUFFER");
   INFO(p.err);
   REQUIRE(p.cmd.kind == Command::Kind::kServe);
