@@ -30,6 +30,17 @@ json PoolOf(const json& capacity, const std::string& region, const std::string& 
   return capacity.contains(at) ? capacity.at(at) : json();
 }
 
+// The JSON body of GET `target`, after checking that it is a 200 of JSON that
+// caches may keep for `max_age` (the capacity routes' shared headers).
+json CachedJson(HttpClient& c, const std::string& target, const std::string& max_age) {
+  HttpReply r = c.Get(target);
+  INFO(target << ": " << r.body);
+  REQUIRE(r.status == 200);
+  CHECK(r.Header("content-type") == "application/json");
+  CHECK(r.Header("cache-control") == "max-age=" + max_age);
+  return json::parse(r.body);
+}
+
 TEST_CASE("capacity: max-age is the refresh period in whole seconds rounded up and at least 1") {
   CHECK(OpsRoutes::CapacityMaxAgeSeconds(1) == 1);
   CHECK(OpsRoutes::CapacityMaxAgeSeconds(999) == 1);
@@ -45,11 +56,7 @@ TEST_CASE("capacity: the body has as_of_ms and age_ms and counts by region pool 
   RegisterFleet(c, "cap", 3);
   REQUIRE(t.service->mirror()->RefreshNow().ok());
   const int64_t before = base::NowMs();
-  HttpReply r = c.Get("/v1/capacity");
-  REQUIRE(r.status == 200);
-  CHECK(r.Header("content-type") == "application/json");
-  CHECK(r.Header("cache-control") == "max-age=3");
-  json body = json::parse(r.body);
+  json body = CachedJson(c, "/v1/capacity", "3");
   REQUIRE(body["as_of_ms"].is_number_integer());
   REQUIRE(body["age_ms"].is_number_integer());
   CHECK(body["as_of_ms"].get<int64_t>() <= before);
@@ -123,11 +130,7 @@ TEST_CASE("capacity history: samples of every pool a history interval apart, old
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   REQUIRE(c.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
   REQUIRE(t.service->mirror()->RefreshNow().ok());
-  HttpReply r = c.Get("/v1/capacity/history");
-  REQUIRE(r.status == 200);
-  CHECK(r.Header("content-type") == "application/json");
-  CHECK(r.Header("cache-control") == "max-age=1");
-  json body = json::parse(r.body);
+  json body = CachedJson(c, "/v1/capacity/history", "1");
   CHECK(body["interval_ms"] == 100);
   CHECK(body["pools_omitted"] == 0);
   // The first sample is Start()'s read of the empty pool, before the fleet.
@@ -167,11 +170,7 @@ TEST_CASE("capacity claims: the sums of every node's published claim counts, and
               .ok());
   REQUIRE(t.service->allocator()->RefreshFleetClaims().ok());
   REQUIRE(t.service->allocator()->RefreshFleetClaims().ok());
-  HttpReply r = c.Get("/v1/capacity/claims");
-  REQUIRE(r.status == 200);
-  CHECK(r.Header("content-type") == "application/json");
-  CHECK(r.Header("cache-control") == "max-age=3");
-  json body = json::parse(r.body);
+  json body = CachedJson(c, "/v1/capacity/claims", "3");
   CHECK(body["nodes"] == 2);
   CHECK(body["window_ms"] == allocator::kFleetClaimWindowMs);
   CHECK(body["claims"] == json{{"ok", 11}, {"no_capacity", 5}});
@@ -187,30 +186,32 @@ TEST_CASE("capacity claims: the sums of every node's published claim counts, and
   other->StopWriters();
 }
 
+// The capacity routes' readers: tenant and admin keys (and a metrics key,
+// where the keys file has one) read `path`, a container key is 403 and no
+// key 401. One helper, so that each route's case says only which it is.
+void CheckReaders(LiveService& t, const std::string& path, bool with_metrics_key) {
+  INFO(path);
+  CHECK(t.Client("tenant-key").Get(path).status == 200);
+  CHECK(t.Client("admin-key").Get(path).status == 200);
+  if (with_metrics_key) CHECK(t.Client("metrics-key").Get(path).status == 200);
+  CHECK(t.Client("container-key").Get(path).status == 403);
+  CHECK(t.Client().Get(path).status == 401);
+}
+
 TEST_CASE("capacity claims: tenant, admin and metrics keys may read them, container keys are 403") {
   LiveService t({}, std::string(fixture::kKeys) + "metrics-key metrics\n");
   REQUIRE(t.service->allocator()->RefreshFleetClaims().ok());
-  CHECK(t.Client("tenant-key").Get("/v1/capacity/claims").status == 200);
-  CHECK(t.Client("admin-key").Get("/v1/capacity/claims").status == 200);
-  CHECK(t.Client("metrics-key").Get("/v1/capacity/claims").status == 200);
-  CHECK(t.Client("container-key").Get("/v1/capacity/claims").status == 403);
-  CHECK(t.Client().Get("/v1/capacity/claims").status == 401);
+  CheckReaders(t, "/v1/capacity/claims", true);
 }
 
 TEST_CASE("capacity history: tenant and admin keys may read it and container keys are 403") {
   LiveService t({}, fixture::kKeys);
-  CHECK(t.Client("tenant-key").Get("/v1/capacity/history").status == 200);
-  CHECK(t.Client("admin-key").Get("/v1/capacity/history").status == 200);
-  CHECK(t.Client("container-key").Get("/v1/capacity/history").status == 403);
-  CHECK(t.Client().Get("/v1/capacity/history").status == 401);
+  CheckReaders(t, "/v1/capacity/history", false);
 }
 
 TEST_CASE("capacity: tenant and admin keys may read it and container keys are 403") {
   LiveService t({}, fixture::kKeys);
-  CHECK(t.Client("tenant-key").Get("/v1/capacity").status == 200);
-  CHECK(t.Client("admin-key").Get("/v1/capacity").status == 200);
-  CHECK(t.Client("container-key").Get("/v1/capacity").status == 403);
-  CHECK(t.Client().Get("/v1/capacity").status == 401);
+  CheckReaders(t, "/v1/capacity", false);
   HttpReply r = t.Client().Post("/v1/capacity", "{}");
   CHECK(r.status == 405);
   CHECK(r.Header("allow") == "GET, HEAD");
