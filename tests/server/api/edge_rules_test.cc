@@ -35,6 +35,17 @@ bool MetricBecomes(HttpClient& c, const std::string& series, double want) {
                              std::chrono::seconds(10));
 }
 
+// What the server writes back for a POST of `path` with `key` whose header
+// promises a JSON body of `length` bytes that is never sent: an answer given
+// on the header alone, or the transcript's end after ten seconds.
+std::string AnswerToHeaderOnly(HttpClient& c, const std::string& path, const std::string& key,
+                               size_t length) {
+  return c.RawTranscript("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
+                             key + "\r\nContent-Type: application/json\r\nContent-Length: " +
+                             std::to_string(length) + "\r\n\r\n",
+                         std::chrono::seconds(10));
+}
+
 // Issue: without a keys file a web page could re-register a container with
 // a "simple" cross-site request (text/plain, another Origin and Host): 200.
 TEST_CASE("edge: open mode refuses foreign Hosts and other origins, bodies must be JSON") {
@@ -69,10 +80,7 @@ TEST_CASE("edge: open mode refuses foreign Hosts and other origins, bodies must 
 TEST_CASE("edge: a bad key's 401 comes on the header, before a large body") {
   fixture::LiveService t({}, fixture::kKeys);
   HttpClient c = t.Client();
-  const std::string wire = c.RawTranscript(
-      "POST /v1/containers HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer wrong\r\n"
-      "Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n",
-      std::chrono::seconds(10));
+  const std::string wire = AnswerToHeaderOnly(c, "/v1/containers", "wrong", 1000000);
   INFO(wire);
   CHECK(wire.rfind("HTTP/1.1 401 ", 0) == 0);
   CHECK(wire.find("Connection: close") != std::string::npos);
@@ -85,10 +93,7 @@ TEST_CASE("edge: past its claims_per_s a claim is 429 on its header, its body ne
   HttpClient admin = t.Client("adm"), slow = t.Client("slow");
   REQUIRE(admin.Post("/v1/containers", kFleet).status == 200);
   REQUIRE(slow.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})").status == 201);
-  const std::string wire = slow.RawTranscript(
-      "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer slow\r\n"
-      "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n",
-      std::chrono::seconds(10));
+  const std::string wire = AnswerToHeaderOnly(slow, "/v1/sessions", "slow", 100000);
   INFO(wire);
   CHECK(wire.rfind("HTTP/1.1 429 ", 0) == 0);
   CHECK(wire.find("rate_limited") != std::string::npos);
