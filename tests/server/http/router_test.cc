@@ -21,6 +21,29 @@ Response Route(const Router& router, Request req) {
   return out;
 }
 
+// The cases with keys: a keys file of `text` ("t" is a key of tenant acme).
+KeyStore Keys(const std::string& text = "t tenant acme\n") {
+  KeyStore keys;
+  REQUIRE(KeyStore::Parse(text, "k", &keys).ok());
+  return keys;
+}
+
+// A handler that answers 200 and counts its calls, to show whether a
+// refusal came before it.
+RouteHandler CountingOk(int* calls) {
+  return [calls](RouteRequest, Reply reply) {
+    ++*calls;
+    reply(JsonResponse(200, "{}"));
+  };
+}
+
+// `method` `target` with `key` as its bearer key.
+Request WithKey(http::verb method, const std::string& target, const std::string& key) {
+  Request req = Make(method, target);
+  req.set(http::field::authorization, "Bearer " + key);
+  return req;
+}
+
 TEST_CASE("router: an unknown path is 404 and a wrong method is 405 with Allow") {
   KeyStore open;
   Router router(&open);
@@ -58,40 +81,27 @@ TEST_CASE("router: path parameters are decoded and the query is kept") {
 }
 
 TEST_CASE("router: with keys, a route checks the caller before its handler runs") {
-  KeyStore keys;
-  REQUIRE(KeyStore::Parse("t tenant acme\nc container\n", "k", &keys).ok());
+  const KeyStore keys = Keys("t tenant acme\nc container\n");
   Router router(&keys);
   int calls = 0;
-  router.Add(http::verb::get, "/s", Access::kTenant, [&calls](RouteRequest req, Reply reply) {
-    ++calls;
-    reply(JsonResponse(200, "{}"));
-  });
+  router.Add(http::verb::get, "/s", Access::kTenant, CountingOk(&calls));
   CHECK(Route(router, Make(http::verb::get, "/s")).result_int() == 401);
-  Request req = Make(http::verb::get, "/s");
-  req.set(http::field::authorization, "Bearer c");
-  Response forbidden = Route(router, std::move(req));
+  Response forbidden = Route(router, WithKey(http::verb::get, "/s", "c"));
   CHECK(forbidden.result_int() == 403);
   // The refusal names the key's role and the roles the route takes.
   CHECK_THAT(forbidden.body(), Catch::Contains("a container key may not do this; it needs a "
                                                "tenant or admin key"));
-  req = Make(http::verb::get, "/s");
-  req.set(http::field::authorization, "Bearer t");
-  CHECK(Route(router, std::move(req)).result_int() == 200);
+  CHECK(Route(router, WithKey(http::verb::get, "/s", "t")).result_int() == 200);
   CHECK(calls == 1);
 }
 
 TEST_CASE("router: Admit refuses what Handle would refuse, before any handler") {
-  KeyStore keys;
-  REQUIRE(KeyStore::Parse("t tenant acme\n", "k", &keys).ok());
+  const KeyStore keys = Keys();
   Router router(&keys);
   int calls = 0;
-  router.Add(http::verb::post, "/v1/things", Access::kTenant, [&calls](RouteRequest, Reply reply) {
-    ++calls;
-    reply(JsonResponse(200, "{}"));
-  });
-  Request req = Make(http::verb::post, "/v1/things");
-  CHECK(router.Admit(req).refusal->result_int() == 401);
-  req.set(http::field::authorization, "Bearer t");
+  router.Add(http::verb::post, "/v1/things", Access::kTenant, CountingOk(&calls));
+  CHECK(router.Admit(Make(http::verb::post, "/v1/things")).refusal->result_int() == 401);
+  const Request req = WithKey(http::verb::post, "/v1/things", "t");
   CHECK_FALSE(router.Admit(req).refusal.has_value());
   CHECK(router.Admit(Make(http::verb::post, "/v1/%zz")).refusal->result_int() == 400);
   CHECK(router.Admit(Make(http::verb::get, "/v1/things")).refusal->result_int() == 405);
@@ -108,8 +118,7 @@ TEST_CASE("router: Admit refuses what Handle would refuse, before any handler") 
 // A route's bound and its before_body hook run on the header alone, after the
 // key and the Content-Type, so that a refused request's body is never read.
 TEST_CASE("router: a route's body bound and before_body refuse on the header, in order") {
-  KeyStore keys;
-  REQUIRE(KeyStore::Parse("t tenant acme\n", "k", &keys).ok());
+  const KeyStore keys = Keys();
   Router router(&keys);
   int hooks = 0;
   RouteOptions options;
@@ -192,8 +201,7 @@ TEST_CASE("router: in open mode a foreign Host or another origin is 403, with ke
   CHECK(Route(router, with({{"Host", "[::1]:80"}, {"Sec-Fetch-Site", "same-origin"}}))
             .result_int() == 200);
   // With keys a key decides, and the server may be served under any name.
-  KeyStore keys;
-  REQUIRE(KeyStore::Parse("t tenant acme\n", "k", &keys).ok());
+  const KeyStore keys = Keys();
   Router keyed(&keys);
   keyed.Add(http::verb::get, "/v1/things", Access::kTenant,
             [](RouteRequest, Reply reply) { reply(JsonResponse(200, "{}")); });
