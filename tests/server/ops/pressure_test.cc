@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -69,6 +70,24 @@ json GetBody(HttpClient& c, const std::string& target) {
 json MaybeBody(HttpClient& c, const std::string& target) {
   HttpReply r = c.Get(target);
   return r.status == 200 ? json::parse(r.body) : json();
+}
+
+// Waits until /v1/pressure knows weur/chrome: a pool is unknown (404) until
+// the mirror's next refresh after its containers' registration reads it.
+void AwaitChromeKnown(HttpClient& c) {
+  REQUIRE(Eventually([&] { return MaybeBody(c, "/v1/pressure?region=weur&pool=chrome").is_object(); },
+                     kPressurePatience));
+}
+
+// A live server on `engine`, its mirror refreshed every 50 ms, with `n`
+// containers of `slots` slots in weur/chrome that /v1/pressure knows: where
+// the cases of one known pool start.
+std::unique_ptr<LiveService> KnownChromeOn(const std::string& engine, int n, int slots) {
+  auto t = std::make_unique<LiveService>(ServeOn(engine, 50));
+  HttpClient c = t->Client();
+  RegisterSlotted(c, "c", "chrome", n, slots);
+  AwaitChromeKnown(c);
+  return t;
 }
 
 // The counts of weur/`pool` in a /v1/capacity body.
@@ -147,11 +166,8 @@ TEST_CASE("pressure: a pool's slots, states and recommended buffer, on every eng
 TEST_CASE("pressure: an unknown pool is 404 unknown_pool naming the region's pools") {
   const std::string engine = EDGEALLOC_ENGINES_AND_SHARDS;
   INFO(engine);
-  LiveService t(ServeOn(engine, 50));
-  HttpClient c = t.Client();
-  RegisterSlotted(c, "c", "chrome", 1, 2);
-  REQUIRE(Eventually([&] { return c.Get("/v1/pressure?region=weur&pool=chrome").status == 200; },
-                     kPressurePatience));
+  const auto t = KnownChromeOn(engine, 1, 2);
+  HttpClient c = t->Client();
   HttpReply r = c.Get("/v1/pressure?region=weur&pool=chorme");
   CHECK(r.status == 404);
   CHECK(r.ErrorCode() == "unknown_pool");
@@ -170,8 +186,7 @@ TEST_CASE("pressure: waiting counts the claims waiting for the pool, recommended
   RegisterSlotted(c, "c", "chrome", 1, 2);
   ClaimIn(c, "chrome");
   ClaimIn(c, "chrome");
-  REQUIRE(Eventually([&] { return MaybeBody(c, "/v1/pressure?region=weur&pool=chrome").is_object(); },
-                     kPressurePatience));
+  AwaitChromeKnown(c);
   std::atomic<int> answered{0};
   std::vector<std::thread> waiters;
   for (int i = 0; i < 2; ++i) {
@@ -211,18 +226,14 @@ TEST_CASE("pressure: no figure disagrees with /v1/capacity of the same snapshot,
   const std::string engine = EDGEALLOC_ENGINES_AND_SHARDS;
   INFO(engine);
   // A snapshot each 50 ms: often within one pair of requests, even sanitized.
-  LiveService t(ServeOn(engine, 50));
-  HttpClient admin = t.Client();
-  RegisterSlotted(admin, "c", "chrome", 6, 3);
-  REQUIRE(Eventually(
-      [&] { return MaybeBody(admin, "/v1/pressure?region=weur&pool=chrome").is_object(); },
-      kPressurePatience));
+  const auto t = KnownChromeOn(engine, 6, 3);
+  HttpClient admin = t->Client();
   std::atomic<bool> stop{false};
   std::atomic<int64_t> cycles{0};
   std::vector<std::thread> load;
   for (int i = 0; i < 3; ++i) {
     load.emplace_back([&t, &stop, &cycles] {
-      HttpClient w = t.Client();
+      HttpClient w = t->Client();
       while (!stop) {
         HttpReply r = w.Post("/v1/sessions", R"({"region":"weur","pool":"chrome"})");
         if (r.status != 201) continue;
