@@ -12,21 +12,30 @@ namespace {
 
 const CursorKey kKey("a secret of this test, 32 bytes or more");
 
+// ParseListPage's out-parameters for the cases that page by a cursor alone
+// (no limit given), kept across reads as a handler keeps them.
+struct CursorRead {
+  int limit = 0;
+  std::string after;
+  BodyError e;
+  // Whether `key` takes `cursor` as one of its own, for the query `fp`.
+  bool Read(const std::string& cursor, const CursorKey& key, uint64_t fp) {
+    return ParseListPage(nullptr, &cursor, key, fp, &limit, &after, &e);
+  }
+};
+
 TEST_CASE("list_query: a cursor gives back its key for its own query only") {
   const uint64_t fp = ListFingerprint({"sessions", "acme", "", ""});
   const std::string key("s_\x01\xff key", 9);
   const std::string cursor = MakeCursor(kKey, fp, key);
   CHECK(cursor.rfind("c2.", 0) == 0);
-  int limit = 0;
-  std::string after;
-  BodyError e;
-  REQUIRE(ParseListPage(nullptr, &cursor, kKey, fp, &limit, &after, &e));
-  CHECK(after == key);
-  CHECK(limit == kDefaultListLimit);
-  CHECK_FALSE(ParseListPage(nullptr, &cursor, kKey, ListFingerprint({"sessions", "bolt", "", ""}),
-                            &limit, &after, &e));
-  CHECK(e.code == "invalid_field");
-  CHECK(e.message.find("another query") != std::string::npos);
+  CursorRead r;
+  REQUIRE(r.Read(cursor, kKey, fp));
+  CHECK(r.after == key);
+  CHECK(r.limit == kDefaultListLimit);
+  CHECK_FALSE(r.Read(cursor, kKey, ListFingerprint({"sessions", "bolt", "", ""})));
+  CHECK(r.e.code == "invalid_field");
+  CHECK(r.e.message.find("another query") != std::string::npos);
 }
 
 TEST_CASE("list_query: fingerprints tell apart filters that concatenate alike") {
@@ -56,17 +65,15 @@ TEST_CASE("list_query: limits from 1 to 1000, anything else invalid_field naming
 TEST_CASE("list_query: a cursor that is not ours is refused, whatever its shape") {
   const uint64_t fp = ListFingerprint({"containers"});
   const std::string good = MakeCursor(kKey, fp, "w-1");
-  int limit = 0;
-  std::string after;
-  BodyError e;
+  CursorRead r;
   for (const std::string& bad :
        {std::string(""), std::string("c2."), good.substr(0, good.size() - 1),
         std::string("c1") + good.substr(2), good.substr(0, 19) + "x" + good.substr(20),
         good.substr(0, 5) + "g" + good.substr(6), good + "zz", good.substr(0, 20)}) {
     INFO(bad);
-    CHECK_FALSE(ParseListPage(nullptr, &bad, kKey, fp, &limit, &after, &e));
-    CHECK(e.code == "invalid_field");
-    CHECK(e.message.rfind("cursor", 0) == 0);
+    CHECK_FALSE(r.Read(bad, kKey, fp));
+    CHECK(r.e.code == "invalid_field");
+    CHECK(r.e.message.rfind("cursor", 0) == 0);
   }
 }
 
@@ -83,22 +90,20 @@ std::string WithKeyHex(const std::string& cursor, const std::string& key_hex) {
 TEST_CASE("list_query: a cursor altered or made by hand is refused, not paged from") {
   const uint64_t fp = ListFingerprint({"containers"});
   const std::string good = MakeCursor(kKey, fp, "w-1");
-  int limit = 0;
-  std::string after;
-  BodyError e;
-  REQUIRE(ParseListPage(nullptr, &good, kKey, fp, &limit, &after, &e));
+  CursorRead r;
+  REQUIRE(r.Read(good, kKey, fp));
   // The same cursor with another start ("w-2", hex 772d32): a client paging
   // from where it likes. Refused, with the key's hex as well formed as ours.
   const std::string moved = WithKeyHex(good, "772d32");
   REQUIRE(moved != good);
-  CHECK_FALSE(ParseListPage(nullptr, &moved, kKey, fp, &limit, &after, &e));
-  CHECK(e.code == "invalid_field");
-  CHECK(e.message.find("not a cursor this server made") != std::string::npos);
+  CHECK_FALSE(r.Read(moved, kKey, fp));
+  CHECK(r.e.code == "invalid_field");
+  CHECK(r.e.message.find("not a cursor this server made") != std::string::npos);
   // Made by hand from the parts a client can see (prefix, fingerprint, key),
   // with a made-up signature.
   const std::string forged = good.substr(0, good.rfind('.') + 1) + std::string(32, '0');
-  CHECK_FALSE(ParseListPage(nullptr, &forged, kKey, fp, &limit, &after, &e));
-  CHECK(after.empty());
+  CHECK_FALSE(r.Read(forged, kKey, fp));
+  CHECK(r.after.empty());
 }
 
 TEST_CASE("list_query: keys of one secret accept each other's cursors, another secret does not") {
@@ -106,20 +111,18 @@ TEST_CASE("list_query: keys of one secret accept each other's cursors, another s
   const std::string secret = "shared by the nodes of one database, 32+ bytes";
   const CursorKey node_a(secret), node_b(secret), elsewhere("another secret, also 32 bytes long");
   const std::string cursor = MakeCursor(node_a, fp, "s_42");
-  int limit = 0;
-  std::string after;
-  BodyError e;
-  REQUIRE(ParseListPage(nullptr, &cursor, node_b, fp, &limit, &after, &e));
-  CHECK(after == "s_42");
-  CHECK_FALSE(ParseListPage(nullptr, &cursor, elsewhere, fp, &limit, &after, &e));
-  CHECK(e.message.find("not a cursor this server made") != std::string::npos);
+  CursorRead r;
+  REQUIRE(r.Read(cursor, node_b, fp));
+  CHECK(r.after == "s_42");
+  CHECK_FALSE(r.Read(cursor, elsewhere, fp));
+  CHECK(r.e.message.find("not a cursor this server made") != std::string::npos);
   // Two random keys (two processes without a secret file) differ.
   CursorKey random_a, random_b;
   REQUIRE(CursorKey::Random(&random_a).ok());
   REQUIRE(CursorKey::Random(&random_b).ok());
   const std::string own = MakeCursor(random_a, fp, "s_42");
-  CHECK(ParseListPage(nullptr, &own, random_a, fp, &limit, &after, &e));
-  CHECK_FALSE(ParseListPage(nullptr, &own, random_b, fp, &limit, &after, &e));
+  CHECK(r.Read(own, random_a, fp));
+  CHECK_FALSE(r.Read(own, random_b, fp));
 }
 
 TEST_CASE("list_query: a cursor secret file needs 32 bytes, trailing newline aside") {
@@ -135,10 +138,7 @@ TEST_CASE("list_query: a cursor secret file needs 32 bytes, trailing newline asi
   // The newline is not part of the secret: the same key as without it.
   const uint64_t fp = ListFingerprint({"containers"});
   const std::string cursor = MakeCursor(CursorKey(std::string(32, 'x')), fp, "w-1");
-  int limit = 0;
-  std::string after;
-  BodyError e;
-  CHECK(ParseListPage(nullptr, &cursor, key, fp, &limit, &after, &e));
+  CHECK(CursorRead().Read(cursor, key, fp));
   CHECK(CursorKey::FromFile(dir.File("missing"), &key).IsIOError());
 }
 
