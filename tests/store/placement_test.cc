@@ -77,16 +77,22 @@ void Release(store::Storage* s, const store::Session& session) {
   REQUIRE(r.outcome == Outcome::kOk);
 }
 
-// The nodes a test claims from: the engine's, and on PostgreSQL a second
-// node on the same database (`second` owns it).
-std::vector<store::Storage*> Nodes(Engine& e, std::unique_ptr<store::Storage>* second) {
-  std::vector<store::Storage*> nodes{e.storage.get()};
-  if (e.engine == "postgres") {
-    *second = e.Open();
-    nodes.push_back(second->get());
+// Where each case starts: `engine` with `n` containers of `slots` slots
+// registered (RegisterPool), and the nodes a case claims from: the
+// engine's, and on PostgreSQL a second node on the same database.
+struct PoolNodes {
+  PoolNodes(const std::string& engine, int n, int64_t slots) : e(engine) {
+    RegisterPool(e.storage.get(), n, slots);
+    nodes.push_back(e.storage.get());
+    if (e.engine == "postgres") {
+      second = e.Open();
+      nodes.push_back(second.get());
+    }
   }
-  return nodes;
-}
+  Engine e;
+  std::unique_ptr<store::Storage> second;
+  std::vector<store::Storage*> nodes;
+};
 
 }  // namespace
 
@@ -95,11 +101,9 @@ std::vector<store::Storage*> Nodes(Engine& e, std::unique_ptr<store::Storage>* s
 // before it opens an empty one, and opens exactly ceil(left over / C).
 TEST_CASE("placement: packed bursts with releases between them fill every hole before opening "
           "an empty container, and open exactly ceil(left over / slots)") {
-  Engine e(EDGEALLOC_ENGINES_AND_SHARDS);
   constexpr int kSlots = 4, kContainers = 12;
-  RegisterPool(e.storage.get(), kContainers, kSlots);
-  std::unique_ptr<store::Storage> second;
-  const auto nodes = Nodes(e, &second);
+  const PoolNodes pool(EDGEALLOC_ENGINES_AND_SHARDS, kContainers, kSlots);
+  const auto& nodes = pool.nodes;
   std::mt19937 rng(7);
   std::map<std::string, std::vector<store::Session>> held;  // container -> its sessions
   for (int round = 0; round < 6; ++round) {
@@ -111,7 +115,7 @@ TEST_CASE("placement: packed bursts with releases between them fill every hole b
     }
     const int claims = 3 + static_cast<int>(rng() % 8);
     INFO("round " << round << ": " << claims << " claims, " << holes << " holes in "
-                  << used_before << " used containers (" << e.engine << ")");
+                  << used_before << " used containers (" << pool.e.engine << ")");
     for (const auto& s : Burst(nodes, claims, Placement::kPacked)) {
       held[s.container_id].push_back(s);
     }
@@ -149,11 +153,9 @@ TEST_CASE("placement: packed bursts with releases between them fill every hole b
 // slot before any second, the next every second slot, and so on.
 TEST_CASE("placement: distributed bursts give no container a second session while another has "
           "none") {
-  Engine e(EDGEALLOC_ENGINES_AND_SHARDS);
   constexpr int kSlots = 3, kContainers = 6;
-  RegisterPool(e.storage.get(), kContainers, kSlots);
-  std::unique_ptr<store::Storage> second;
-  const auto nodes = Nodes(e, &second);
+  const PoolNodes pool(EDGEALLOC_ENGINES_AND_SHARDS, kContainers, kSlots);
+  const auto& nodes = pool.nodes;
   std::map<std::string, int> per_container;
   int claimed = 0;
   for (int burst : {4, 2, 5, 3, 4}) {
@@ -167,7 +169,7 @@ TEST_CASE("placement: distributed bursts give no container a second session whil
       least = std::min(least, n);
       most = std::max(most, n);
     }
-    INFO(claimed << " claimed (" << e.engine << ")");
+    INFO(claimed << " claimed (" << pool.e.engine << ")");
     CHECK(most - least <= 1);
     CHECK(most == (claimed + kContainers - 1) / kContainers);
   }
