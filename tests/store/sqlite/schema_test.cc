@@ -45,6 +45,15 @@ std::unique_ptr<Db> HeldAtVersion(const testing::TempDir& dir, int version) {
   return db;
 }
 
+// A file at `version` with c-0 available (generation 3) and c-1 held
+// (kHeldContainer): the rows the later steps must keep as they are.
+std::unique_ptr<Db> AvailableAndHeldAtVersion(const testing::TempDir& dir, int version) {
+  auto db = FileAtVersion(dir, version);
+  AddAvailable(db.get(), "c-0", 3);
+  REQUIRE(db->Exec(kHeldContainer).ok());
+  return db;
+}
+
 int Version(Db* db) {
   int v = -1;
   REQUIRE(store::SchemaVersion(db, &v).ok());
@@ -53,6 +62,16 @@ int Version(Db* db) {
 
 using testing::QueryInt;
 using testing::QueryText;
+
+// Migrates `db` one step, to `version`, and checks what the file then says
+// of itself: its version, and the oldest binary that may open it
+// (compatible_version: a step that leaves the file readable to older
+// binaries keeps theirs).
+void MigrateStep(Db* db, int version, const std::string& compatible) {
+  REQUIRE(store::MigrateTo(db, version).ok());
+  CHECK(Version(db) == version);
+  CHECK(QueryText(db, "SELECT value FROM meta WHERE key = 'compatible_version'") == compatible);
+}
 
 std::set<std::string> Columns(Db* db, const std::string& table) {
   Statement q;
@@ -176,12 +195,10 @@ TEST_CASE("schema: version 4 keeps the highest generation of deleted rows as the
 TEST_CASE("schema: version 5 adds a session's labels to a version 4 file, rows kept") {
   testing::TempDir dir;
   auto db = HeldAtVersion(dir, 4);
-  REQUIRE(store::MigrateTo(db.get(), 5).ok());
-  CHECK(Version(db.get()) == 5);
+  // A version 4 binary would leave labels behind: it may not open the file.
+  MigrateStep(db.get(), 5, "5");
   // The session of the older binary lives on, with no labels.
   CHECK(QueryText(db.get(), "SELECT session_id FROM containers WHERE labels IS NULL") == "s_1");
-  // A version 4 binary would leave labels behind: it may not open the file.
-  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "5");
 }
 
 TEST_CASE("schema: version 6 adds the (tenant, session_id) index a tenant's list walks, in place "
@@ -193,8 +210,10 @@ TEST_CASE("schema: version 6 adds the (tenant, session_id) index a tenant's list
       "'containers_tenant_session'";
   CHECK(QueryInt(db.get(), "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = "
                            "'containers_tenant_session'") == 0);
-  REQUIRE(store::MigrateTo(db.get(), 6).ok());
-  CHECK(Version(db.get()) == 6);
+  // Only an index changed: a version 5 binary could still open the file, but
+  // a step of a migration to a later version records at most its own
+  // version (MigrateTo), and version 7 needs a version 7 binary.
+  MigrateStep(db.get(), 6, "6");
   const std::string sql = QueryText(db.get(), kIndexSql);
   CHECK(sql.find("(tenant, session_id)") != std::string::npos);
   CHECK(sql.find("WHERE session_id IS NOT NULL") != std::string::npos);
@@ -204,10 +223,6 @@ TEST_CASE("schema: version 6 adds the (tenant, session_id) index a tenant's list
   CHECK(QueryText(db.get(), "SELECT session_id FROM containers INDEXED BY "
                             "containers_tenant_session WHERE tenant = 't1' AND session_id IS NOT "
                             "NULL") == "s_1");
-  // Only an index changed: a version 5 binary could still open the file, but
-  // a step of a migration to a later version records at most its own
-  // version (MigrateTo), and version 7 needs a version 7 binary.
-  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "6");
 }
 
 // Version 7: drain_requested is an operator's drain alone, drain_reported
@@ -225,8 +240,8 @@ TEST_CASE("schema: version 7 adds drain_reported to a version 6 file and makes i
                    "; UPDATE containers SET drain_requested = 1 WHERE id = 'c-1'"
                    "; UPDATE containers SET status = 'draining' WHERE id = 'c-2'")
               .ok());
-  REQUIRE(store::MigrateTo(db.get(), 7).ok());
-  CHECK(Version(db.get()) == 7);
+  // An older binary would end an operator's drain: it may not open the file.
+  MigrateStep(db.get(), 7, "7");
   CHECK(QueryText(db.get(), "SELECT group_concat(id || ':' || status || ':' || drain_requested "
                             "|| drain_reported, ' ') FROM (SELECT * FROM containers ORDER BY "
                             "id)") == "c-1:picked:01 c-2:draining:01 c-3:available:00");
@@ -234,16 +249,14 @@ TEST_CASE("schema: version 7 adds drain_reported to a version 6 file and makes i
             .find("(region, pool, status, drain_requested)") != std::string::npos);
   CHECK(QueryInt(db.get(), "SELECT count(*) FROM containers INDEXED BY "
                            "containers_drain_requested WHERE drain_requested = 1") == 0);
-  // An older binary would end an operator's drain: it may not open the file.
-  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "7");
 }
 
 TEST_CASE("schema: version 8 keeps every session ended from then on, with its reason, in "
           "session_history, a live session of version 7 included") {
   testing::TempDir dir;
   auto db = HeldAtVersion(dir, 7);
-  REQUIRE(store::MigrateTo(db.get(), 8).ok());
-  CHECK(Version(db.get()) == 8);
+  // A binary before version 8 would end sessions without a reason.
+  MigrateStep(db.get(), 8, "8");
   CHECK(Columns(db.get(), "containers").count("end_reason") == 1);
   CHECK(QueryInt(db.get(), "SELECT count(*) FROM session_history") == 0);
   // A statement that does not set end_reason keeps nothing (a claim, a renew).
@@ -256,8 +269,6 @@ TEST_CASE("schema: version 8 keeps every session ended from then on, with its re
   CHECK(QueryText(db.get(), "SELECT session_id || ' ' || id || ' ' || tenant || ' ' || "
                             "generation || ' ' || end_reason || ' ' || ended_at_ms "
                             "FROM session_history") == "s_1 c-1 t1 7 expired 100");
-  // A binary before version 8 would end sessions without a reason.
-  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "8");
 }
 
 // Version 9: the nodes' published claim counts, in a table of their own;
@@ -266,8 +277,7 @@ TEST_CASE("schema: version 9 adds node_claim_counts to a version 8 file, rows ke
   testing::TempDir dir;
   auto db = FileAtVersion(dir, 8);
   AddAvailable(db.get(), "c-1", 3);
-  REQUIRE(store::MigrateTo(db.get(), 9).ok());
-  CHECK(Version(db.get()) == 9);
+  MigrateStep(db.get(), 9, "8");
   CHECK(Columns(db.get(), "node_claim_counts") ==
         std::set<std::string>{"node_id", "region", "pool", "ok", "no_capacity", "updated_ms"});
   REQUIRE(db->Exec("INSERT INTO node_claim_counts VALUES ('n1', 'weur', 'chrome', 3, 1, 1000)")
@@ -276,7 +286,6 @@ TEST_CASE("schema: version 9 adds node_claim_counts to a version 8 file, rows ke
   CHECK_FALSE(db->Exec("INSERT INTO node_claim_counts VALUES ('n1', 'weur', 'chrome', 4, 1, 2000)")
                   .ok());
   CHECK(QueryInt(db.get(), "SELECT count(*) FROM containers") == 1);
-  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "8");
 }
 
 // Version 10: when the reaper judged a container dead. Every row is kept as
@@ -284,9 +293,7 @@ TEST_CASE("schema: version 9 adds node_claim_counts to a version 8 file, rows ke
 // before); a version 8 binary may still open the file.
 TEST_CASE("schema: version 10 adds died_at_ms to a version 9 file, every row kept") {
   testing::TempDir dir;
-  auto db = FileAtVersion(dir, 9);
-  AddAvailable(db.get(), "c-0", 3);
-  REQUIRE(db->Exec(kHeldContainer).ok());
+  auto db = AvailableAndHeldAtVersion(dir, 9);
   REQUIRE(db->Exec("INSERT INTO containers (id, region, pool, status, last_heartbeat_ms, "
                    "generation, reported_ts_ms) VALUES ('c-2', 'weur', 'chrome', 'dead', 500, 4, 9)")
               .ok());
@@ -294,20 +301,16 @@ TEST_CASE("schema: version 10 adds died_at_ms to a version 9 file, every row kep
       "SELECT group_concat(id || status || last_heartbeat_ms || generation || reported_ts_ms || "
       "COALESCE(session_id, '-'), ',') FROM (SELECT * FROM containers ORDER BY id)";
   const std::string before = QueryText(db.get(), kRows);
-  REQUIRE(store::MigrateTo(db.get(), 10).ok());
-  CHECK(Version(db.get()) == 10);
+  MigrateStep(db.get(), 10, "8");
   CHECK(Columns(db.get(), "containers").count("died_at_ms") == 1);
   CHECK(QueryText(db.get(), kRows) == before);
   CHECK(QueryInt(db.get(), "SELECT count(*) FROM containers WHERE died_at_ms IS NULL") == 3);
-  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "8");
 }
 
 TEST_CASE("schema: version 11 adds attributes and their table to a version 10 file, every row, "
           "session, history row and idempotency key kept") {
   testing::TempDir dir;
-  auto db = FileAtVersion(dir, 10);
-  AddAvailable(db.get(), "c-0", 3);
-  REQUIRE(db->Exec(kHeldContainer).ok());
+  auto db = AvailableAndHeldAtVersion(dir, 10);
   REQUIRE(db->Exec("UPDATE containers SET idempotency_key = 'k-1', labels = '{\"a\":\"b\"}' "
                    "WHERE id = 'c-1'")
               .ok());
@@ -320,8 +323,7 @@ TEST_CASE("schema: version 11 adds attributes and their table to a version 10 fi
       "COALESCE(idempotency_key, '-') || COALESCE(labels, '-'), ',') "
       "FROM (SELECT * FROM containers ORDER BY id)";
   const std::string before = QueryText(db.get(), kRows);
-  REQUIRE(store::MigrateTo(db.get(), 11).ok());
-  CHECK(Version(db.get()) == 11);
+  MigrateStep(db.get(), 11, "8");
   CHECK(QueryText(db.get(), kRows) == before);
   CHECK(QueryText(db.get(), "SELECT session_id || end_reason FROM session_history") ==
         "s_0released");
@@ -335,7 +337,6 @@ TEST_CASE("schema: version 11 adds attributes and their table to a version 10 fi
               .ok());
   REQUIRE(db->Exec("DELETE FROM containers WHERE id = 'c-0'").ok());
   CHECK(QueryInt(db.get(), "SELECT count(*) FROM container_attributes") == 0);
-  CHECK(QueryText(db.get(), "SELECT value FROM meta WHERE key = 'compatible_version'") == "8");
 }
 
 TEST_CASE("schema: migrating a current file again changes nothing") {
