@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
 #include <vector>
@@ -30,64 +31,80 @@ TEST_CASE("config: --version prints the version, the commit and the libraries, a
   CHECK(p.err.empty());
 }
 
+// A ServeConfig field as text, so that one table can hold options of every
+// type.
+template <typename T>
+std::function<std::string(const ServeConfig&)> Number(T ServeConfig::*field) {
+  return [field](const ServeConfig& s) { return std::to_string(s.*field); };
+}
+
+// The serve options of docs/api.md that the two cases below read back: the
+// flag, the value the every-flag case gives it (none: a switch), what that
+// reads back as, and the default. One row an option, so that the defaults
+// and the flags are checked field by field from one list.
+struct ServeOption {
+  const char* flag;
+  const char* given;
+  std::string read_given;
+  std::string read_default;
+  std::function<std::string(const ServeConfig&)> read;
+};
+
+const std::vector<ServeOption>& ServeOptions() {
+  static const std::vector<ServeOption> options = {
+      {"--db", "x.db", "x.db", "edgealloc.db", [](const ServeConfig& s) { return s.db; }},
+      {"--listen", "[::1]:9000", "::1 9000", "127.0.0.1 8080",
+       [](const ServeConfig& s) { return s.host + " " + std::to_string(s.port); }},
+      {"--shards", "4", "4", "1", Number(&ServeConfig::shards)},
+      {"--sync", "normal", "normal", "full",
+       [](const ServeConfig& s) {
+         return std::string(s.sync == store::Sync::kFull ? "full" : "normal");
+       }},
+      {"--lease-ms", "1000", "1000", "60000", Number(&ServeConfig::default_lease_ms)},
+      {"--max-lease-ms", "2000", "2000", "3600000", Number(&ServeConfig::max_lease_ms)},
+      {"--dead-after-ms", "500", "500", "30000", Number(&ServeConfig::dead_after_ms)},
+      {"--batch-max", "7", "7", "100", Number(&ServeConfig::batch_max)},
+      {"--batch-wait-ms", "3", "3", "10", Number(&ServeConfig::batch_wait_ms)},
+      {"--queue-capacity", "99", "99", "100000", Number(&ServeConfig::queue_capacity)},
+      {"--heartbeat-items-per-key-per-s", "0", "0", "20000",
+       Number(&ServeConfig::heartbeat_items_per_key_per_s)},
+      {"--mirror-refresh-ms", "50", "50", "1000", Number(&ServeConfig::mirror_refresh_ms)},
+      {"--history-interval-ms", "250", "250", "10000", Number(&ServeConfig::history_interval_ms)},
+      {"--max-sessions-per-tenant", "2", "2", std::to_string(store::kUnlimited),
+       Number(&ServeConfig::max_sessions_per_tenant)},
+      {"--max-body-bytes", "4096", "4096", "1048576", Number(&ServeConfig::max_body_bytes)},
+      {"--candidates", "9", "9", "5", Number(&ServeConfig::candidates)},
+      {"--max-clock-skew-ms", "7000", "7000", "60000", Number(&ServeConfig::max_clock_skew_ms)},
+      {"--reader-threads", "6", "6", "4", Number(&ServeConfig::reader_threads)},
+      {"--demo", nullptr, "1", "0", Number(&ServeConfig::demo)},
+  };
+  return options;
+}
+
 TEST_CASE("config: serve without options takes the defaults of docs/api.md") {
   Parsed p = ParseArgs({"serve"});
   REQUIRE(p.cmd.kind == Command::Kind::kServe);
-  const ServeConfig& s = p.cmd.serve;
-  CHECK(s.db == "edgealloc.db");
-  CHECK(s.host == "127.0.0.1");
-  CHECK(s.port == 8080);
-  CHECK(s.threads >= 1);
-  CHECK(s.shards == 1);
-  CHECK(s.sync == store::Sync::kFull);
-  CHECK(s.default_lease_ms == 60000);
-  CHECK(s.max_lease_ms == 3600000);
-  CHECK(s.dead_after_ms == 30000);
-  CHECK(s.batch_max == 100);
-  CHECK(s.batch_wait_ms == 10);
-  CHECK(s.queue_capacity == 100000);
-  CHECK(s.heartbeat_items_per_key_per_s == 20000);
-  CHECK(s.mirror_refresh_ms == 1000);
-  CHECK(s.history_interval_ms == 10000);
-  CHECK(s.max_sessions_per_tenant == store::kUnlimited);
-  CHECK(s.max_body_bytes == 1048576);
-  CHECK(s.candidates == 5);
-  CHECK(s.max_clock_skew_ms == 60000);
-  CHECK(s.reader_threads == 4);
-  CHECK_FALSE(s.demo);
+  for (const ServeOption& o : ServeOptions()) {
+    INFO(o.flag);
+    CHECK(o.read(p.cmd.serve) == o.read_default);
+  }
+  CHECK(p.cmd.serve.threads >= 1);  // the machine's cores less one
 }
 
 TEST_CASE("config: every flag of docs/api.md is taken") {
-  Parsed p = ParseArgs({"serve", "--db", "x.db", "--listen", "[::1]:9000", "--threads", "3",
-                    "--shards", "4", "--sync", "normal", "--lease-ms", "1000", "--max-lease-ms",
-                    "2000", "--dead-after-ms", "500", "--batch-max", "7", "--batch-wait-ms", "3",
-                    "--queue-capacity", "99", "--heartbeat-items-per-key-per-s", "0",
-                    "--mirror-refresh-ms", "50",
-                    "--history-interval-ms", "250",
-                    "--max-sessions-per-tenant", "2", "--max-body-bytes", "4096",
-                    "--candidates", "9", "--reader-threads", "6", "--demo"});
+  std::vector<const char*> args = {"serve", "--threads", "3"};
+  for (const ServeOption& o : ServeOptions()) {
+    args.push_back(o.flag);
+    if (o.given != nullptr) args.push_back(o.given);
+  }
+  Parsed p = ParseArgs(args);
+  INFO(p.err);
   REQUIRE(p.cmd.kind == Command::Kind::kServe);
-  const ServeConfig& s = p.cmd.serve;
-  CHECK(s.db == "x.db");
-  CHECK(s.host == "::1");
-  CHECK(s.port == 9000);
-  CHECK(s.threads == 3);
-  CHECK(s.shards == 4);
-  CHECK(s.sync == store::Sync::kNormal);
-  CHECK(s.default_lease_ms == 1000);
-  CHECK(s.max_lease_ms == 2000);
-  CHECK(s.dead_after_ms == 500);
-  CHECK(s.batch_max == 7);
-  CHECK(s.batch_wait_ms == 3);
-  CHECK(s.queue_capacity == 99);
-  CHECK(s.heartbeat_items_per_key_per_s == 0);
-  CHECK(s.mirror_refresh_ms == 50);
-  CHECK(s.history_interval_ms == 250);
-  CHECK(s.max_sessions_per_tenant == 2);
-  CHECK(s.max_body_bytes == 4096);
-  CHECK(s.candidates == 9);
-  CHECK(s.reader_threads == 6);
-  CHECK(s.demo);
+  for (const ServeOption& o : ServeOptions()) {
+    INFO(o.flag);
+    CHECK(o.read(p.cmd.serve) == o.read_given);
+  }
+  CHECK(p.cmd.serve.threads == 3);
 }
 
 TEST_CASE("config: the environment sets options and a flag overrides it") {
