@@ -18,88 +18,95 @@ std::map<std::string, store::TenantLimits> Rates(std::map<std::string, double> r
   return tenants;
 }
 
-TEST_CASE("claim rate: a burst of the rate, then refused with Retry-After, then refilled") {
-  ClaimRateLimiter limiter(Rates({{"acme", 5}, {"bolt", 2}, {"calm", 0}}));
+// What each case starts from: a limiter of `rates` (claims a second by
+// tenant), the instant t0 its buckets are read at, and where a refusal's
+// Retry-After goes.
+struct Limited {
+  explicit Limited(std::map<std::string, double> rates) : limiter(Rates(std::move(rates))) {}
+  // Whether `tenant` may claim `after` t0 (TryTake).
+  bool Take(const std::string& tenant, Clock::duration after = {}) {
+    return limiter.TryTake(tenant, t0 + after, &retry);
+  }
+  ClaimRateLimiter limiter;
   const Clock::time_point t0 = Clock::now();
   int64_t retry = 0;
+};
+
+TEST_CASE("claim rate: a burst of the rate, then refused with Retry-After, then refilled") {
+  Limited l({{"acme", 5}, {"bolt", 2}, {"calm", 0}});
   for (int i = 0; i < 5; ++i) {
     INFO(i);
-    CHECK(limiter.TryTake("acme", t0, &retry));
+    CHECK(l.Take("acme"));
   }
-  CHECK_FALSE(limiter.TryTake("acme", t0, &retry));
-  CHECK(retry == 1);  // 0.2 s to the next token: whole seconds, at least 1
-  CHECK(limiter.RateLimited("acme") == 1);
+  CHECK_FALSE(l.Take("acme"));
+  CHECK(l.retry == 1);  // 0.2 s to the next token: whole seconds, at least 1
+  CHECK(l.limiter.RateLimited("acme") == 1);
   // Another tenant's bucket is its own; a tenant without a rate is never refused.
-  CHECK(limiter.TryTake("bolt", t0, &retry));
-  CHECK(limiter.TryTake("bolt", t0, &retry));
-  CHECK_FALSE(limiter.TryTake("bolt", t0, &retry));
+  CHECK(l.Take("bolt"));
+  CHECK(l.Take("bolt"));
+  CHECK_FALSE(l.Take("bolt"));
   for (const char* free : {"calm", "default", "made-up"}) {
-    for (int i = 0; i < 100; ++i) CHECK(limiter.TryTake(free, t0, &retry));
-    CHECK(limiter.RateLimited(free) == 0);
-    CHECK_FALSE(limiter.LevelOf(free, t0).has_value());
+    for (int i = 0; i < 100; ++i) CHECK(l.Take(free));
+    CHECK(l.limiter.RateLimited(free) == 0);
+    CHECK_FALSE(l.limiter.LevelOf(free, l.t0).has_value());
   }
   // 200 ms later one token is back, and only one.
-  CHECK(limiter.TryTake("acme", t0 + milliseconds(200), &retry));
-  CHECK_FALSE(limiter.TryTake("acme", t0 + milliseconds(200), &retry));
+  CHECK(l.Take("acme", milliseconds(200)));
+  CHECK_FALSE(l.Take("acme", milliseconds(200)));
   // Refill stops at the burst: after a minute, 5 again, not 300.
-  const Clock::time_point later = t0 + std::chrono::seconds(60);
-  REQUIRE(limiter.LevelOf("acme", later).has_value());
-  CHECK(limiter.LevelOf("acme", later)->tokens == Approx(5));
-  CHECK(limiter.LevelOf("acme", later)->rate == 5);
-  for (int i = 0; i < 5; ++i) CHECK(limiter.TryTake("acme", later, &retry));
-  CHECK_FALSE(limiter.TryTake("acme", later, &retry));
-  CHECK(limiter.RateLimited("acme") == 3);
+  const auto minute = std::chrono::seconds(60);
+  const Clock::time_point later = l.t0 + minute;
+  REQUIRE(l.limiter.LevelOf("acme", later).has_value());
+  CHECK(l.limiter.LevelOf("acme", later)->tokens == Approx(5));
+  CHECK(l.limiter.LevelOf("acme", later)->rate == 5);
+  for (int i = 0; i < 5; ++i) CHECK(l.Take("acme", minute));
+  CHECK_FALSE(l.Take("acme", minute));
+  CHECK(l.limiter.RateLimited("acme") == 3);
 }
 
 TEST_CASE("claim rate: a rate under one a second lets one through, then says how long to wait") {
-  ClaimRateLimiter limiter(Rates({{"slow", 0.25}}));
-  const Clock::time_point t0 = Clock::now();
-  int64_t retry = 0;
-  CHECK(limiter.TryTake("slow", t0, &retry));
-  CHECK_FALSE(limiter.TryTake("slow", t0, &retry));
-  CHECK(retry == 4);
-  CHECK_FALSE(limiter.TryTake("slow", t0 + milliseconds(3900), &retry));
-  CHECK(retry == 1);
-  CHECK(limiter.TryTake("slow", t0 + milliseconds(4000), &retry));
+  Limited l({{"slow", 0.25}});
+  CHECK(l.Take("slow"));
+  CHECK_FALSE(l.Take("slow"));
+  CHECK(l.retry == 4);
+  CHECK_FALSE(l.Take("slow", milliseconds(3900)));
+  CHECK(l.retry == 1);
+  CHECK(l.Take("slow", milliseconds(4000)));
 }
 
 TEST_CASE("claim rate: a refund gives a token back, never past the burst") {
-  ClaimRateLimiter limiter(Rates({{"acme", 2}}));
-  const Clock::time_point t0 = Clock::now();
-  int64_t retry = 0;
-  CHECK(limiter.TryTake("acme", t0, &retry));
-  CHECK(limiter.TryTake("acme", t0, &retry));
-  limiter.Refund("acme", t0);
-  CHECK(limiter.TryTake("acme", t0, &retry));
-  CHECK_FALSE(limiter.TryTake("acme", t0, &retry));
-  for (int i = 0; i < 10; ++i) limiter.Refund("acme", t0);
-  CHECK(limiter.LevelOf("acme", t0)->tokens == Approx(2));
-  limiter.Refund("nobody", t0);  // no bucket: nothing
+  Limited l({{"acme", 2}});
+  CHECK(l.Take("acme"));
+  CHECK(l.Take("acme"));
+  l.limiter.Refund("acme", l.t0);
+  CHECK(l.Take("acme"));
+  CHECK_FALSE(l.Take("acme"));
+  for (int i = 0; i < 10; ++i) l.limiter.Refund("acme", l.t0);
+  CHECK(l.limiter.LevelOf("acme", l.t0)->tokens == Approx(2));
+  l.limiter.Refund("nobody", l.t0);  // no bucket: nothing
 }
 
 TEST_CASE("claim rate: new limits keep what is unchanged, and add, change and drop buckets") {
-  ClaimRateLimiter limiter(Rates({{"acme", 5}, {"bolt", 2}, {"gone", 1}}));
-  const Clock::time_point t0 = Clock::now();
-  int64_t retry = 0;
-  for (int i = 0; i < 5; ++i) CHECK(limiter.TryTake("acme", t0, &retry));
-  CHECK_FALSE(limiter.TryTake("acme", t0, &retry));
-  CHECK(limiter.TryTake("bolt", t0, &retry));
-  limiter.SetLimits(Rates({{"acme", 5}, {"bolt", 1}, {"new", 3}}), t0);
+  Limited l({{"acme", 5}, {"bolt", 2}, {"gone", 1}});
+  for (int i = 0; i < 5; ++i) CHECK(l.Take("acme"));
+  CHECK_FALSE(l.Take("acme"));
+  CHECK(l.Take("bolt"));
+  l.limiter.SetLimits(Rates({{"acme", 5}, {"bolt", 1}, {"new", 3}}), l.t0);
   // acme's rate is unchanged: its bucket is as empty as before, its refusal kept.
-  CHECK_FALSE(limiter.TryTake("acme", t0, &retry));
-  CHECK(limiter.RateLimited("acme") == 2);
+  CHECK_FALSE(l.Take("acme"));
+  CHECK(l.limiter.RateLimited("acme") == 2);
   // bolt's changed: the token it had left is kept (at most the new burst of 1).
-  REQUIRE(limiter.LevelOf("bolt", t0).has_value());
-  CHECK(limiter.LevelOf("bolt", t0)->rate == 1);
-  CHECK(limiter.LevelOf("bolt", t0)->tokens == 1);
-  CHECK(limiter.TryTake("bolt", t0, &retry));
-  CHECK_FALSE(limiter.TryTake("bolt", t0, &retry));
-  CHECK(retry == 1);
+  REQUIRE(l.limiter.LevelOf("bolt", l.t0).has_value());
+  CHECK(l.limiter.LevelOf("bolt", l.t0)->rate == 1);
+  CHECK(l.limiter.LevelOf("bolt", l.t0)->tokens == 1);
+  CHECK(l.Take("bolt"));
+  CHECK_FALSE(l.Take("bolt"));
+  CHECK(l.retry == 1);
   // A new tenant starts full; one no longer given a rate is never refused.
-  for (int i = 0; i < 3; ++i) CHECK(limiter.TryTake("new", t0, &retry));
-  CHECK_FALSE(limiter.TryTake("new", t0, &retry));
-  CHECK_FALSE(limiter.LevelOf("gone", t0).has_value());
-  for (int i = 0; i < 10; ++i) CHECK(limiter.TryTake("gone", t0, &retry));
+  for (int i = 0; i < 3; ++i) CHECK(l.Take("new"));
+  CHECK_FALSE(l.Take("new"));
+  CHECK_FALSE(l.limiter.LevelOf("gone", l.t0).has_value());
+  for (int i = 0; i < 10; ++i) CHECK(l.Take("gone"));
 }
 
 }  // namespace
