@@ -24,7 +24,6 @@ dead-after plus one sweep and a margin for a loaded machine.
 Prints one line a run and exits 1 on the first failed run.
 """
 
-import argparse
 import http.client
 import json
 import os
@@ -220,11 +219,8 @@ def one_run(args, tmp, run):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--fault", choices=["pause", "outage"], required=True)
-    ap.add_argument("--runs", type=int, default=1)
-    args = ap.parse_args()
+    args = edgealloc_server.bin_args(("--fault", dict(choices=["pause", "outage"], required=True)),
+                                     ("--runs", dict(type=int, default=1)))
     with tempfile.TemporaryDirectory(prefix="edgealloc-deafness-") as tmp:
         os.chmod(tmp, 0o755)
         for run in range(args.runs):

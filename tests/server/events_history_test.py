@@ -19,7 +19,6 @@ last whole event it read. Then:
 
     python3 tests/server/events_history_test.py --bin build/edgealloc --engine sqlite|postgres
 """
-import argparse
 import json
 import os
 import random
@@ -32,7 +31,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from edgealloc_server import call, die_with_parent, free_port, serve, stop, wait_answers  # noqa: E402
+from edgealloc_server import (bin_args, call, die_with_parent, free_port, serve, stop,  # noqa: E402
+                              wait_answers)
 from pg_server import DBNAME, PG_USER, PgServer, psql  # noqa: E402
 
 IDS = ["c-%d" % i for i in range(16)]
@@ -338,10 +338,7 @@ def run(binary, engine, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--engine", choices=["sqlite", "postgres"], required=True)
-    a = ap.parse_args()
+    a = bin_args(("--engine", dict(choices=["sqlite", "postgres"], required=True)))
     with tempfile.TemporaryDirectory() as tmp:
         run(a.bin, a.engine, tmp)
 

@@ -8,7 +8,6 @@ an "accept failed" line per accept (the old server logged 20 a second).
 
     fd_exhaustion_test.py --bin build/edgealloc
 """
-import argparse
 import os
 import re
 import resource
@@ -19,7 +18,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from edgealloc_server import serve  # noqa: E402
+from edgealloc_server import bin_args, serve  # noqa: E402
 
 IDLE_CONNECTIONS = 150
 NOFILE = 128
@@ -48,9 +47,7 @@ def healthz(port, timeout):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    args = ap.parse_args()
+    args = bin_args()
     failures = []
     with tempfile.TemporaryDirectory() as workdir:
         log = os.path.join(workdir, "server.log")

@@ -120,12 +120,21 @@ def kill(proc):
     return proc.wait()
 
 
+def bin_args(*flags):
+    """A test script's command line, parsed: --bin (the edgealloc binary,
+    required) and the script's own flags, each a (flag, keyword arguments
+    of ArgumentParser.add_argument) pair."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    for flag, options in flags:
+        ap.add_argument(flag, **options)
+    return ap.parse_args()
+
+
 def main_with_bin(*steps):
     """A test script's main: parses --bin (the edgealloc binary) and calls
     each step(binary, tmp) in turn, with one temporary folder removed after."""
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    args = ap.parse_args()
+    args = bin_args()
     with tempfile.TemporaryDirectory() as tmp:
         for step in steps:
             step(args.bin, tmp)
