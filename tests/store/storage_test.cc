@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <algorithm>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -52,6 +53,32 @@ void Register(store::Storage* s, const std::vector<std::string>& ids,
 }
 
 std::string Name(Outcome o) { return store::OutcomeName(o); }
+
+// One page of a listing: `list(after, &items, &next)`.
+template <typename Item>
+using ListFn = std::function<store::Status(const std::string& after, std::vector<Item>* items,
+                                           std::string* next)>;
+
+// Pages through a listing whose filter matches none of more rows than a
+// page examines: the first page stops at the bound, empty but with a cursor
+// (not at the end), every later page is empty too, and the cursors end
+// within `most` pages. Returns how many pages it took.
+template <typename Item>
+int PagesOfNothing(const ListFn<Item>& list, int most) {
+  std::vector<Item> items;
+  std::string next;
+  REQUIRE(list("", &items, &next).ok());
+  CHECK(items.empty());
+  CHECK_FALSE(next.empty());
+  int pages = 1;
+  while (!next.empty()) {
+    const std::string after = next;
+    REQUIRE(list(after, &items, &next).ok());
+    CHECK(items.empty());
+    REQUIRE(++pages <= most);
+  }
+  return pages;
+}
 
 }  // namespace
 
@@ -1020,18 +1047,11 @@ TEST_CASE("storage: a list page examines a bounded number of sessions: a filter 
   // Containers: a status no container has, 3,150 of them.
   store::ContainerFilter dead;
   dead.status = "dead";
-  std::vector<store::ContainerInfo> containers;
-  std::string next;
-  REQUIRE(e->ListContainers(dead, "", 10, &containers, &next).ok());
-  CHECK(containers.empty());
-  CHECK_FALSE(next.empty());
-  int container_pages = 1;
-  while (!next.empty()) {
-    const std::string after = next;
-    REQUIRE(e->ListContainers(dead, after, 10, &containers, &next).ok());
-    CHECK(containers.empty());
-    REQUIRE(++container_pages <= 3150 / bound * 3 + 3);
-  }
+  const int container_pages = PagesOfNothing<store::ContainerInfo>(
+      [&](const std::string& after, std::vector<store::ContainerInfo>* items, std::string* next) {
+        return e->ListContainers(dead, after, 10, items, next);
+      },
+      3150 / bound * 3 + 3);
   CHECK(container_pages >= 3150 / page_bound);
 }
 
@@ -1442,14 +1462,10 @@ TEST_CASE("storage: a page of ended sessions examines a bounded number: a filter
   }
   store::SessionFilter nobody;
   nobody.tenant = "t-none";
-  std::vector<store::EndedSession> page;
-  std::string next;
-  REQUIRE(s->ListEndedSessions(nobody, "", 1, &page, &next).ok());
-  CHECK(page.empty());
-  CHECK_FALSE(next.empty());  // stopped at the bound, not at the end
-  int pages = 0;
-  CHECK(ListEnded(s, nobody, 1, &pages).empty());
-  CHECK(pages == 2);
+  CHECK(PagesOfNothing<store::EndedSession>(
+            [&](const std::string& after, std::vector<store::EndedSession>* items,
+                std::string* next) { return s->ListEndedSessions(nobody, after, 1, items, next); },
+            1000) == 2);
   CHECK(static_cast<int64_t>(ListEnded(s, {}, 1000).size()) == n);
 }
 
