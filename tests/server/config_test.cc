@@ -222,7 +222,7 @@ TEST_CASE("config: agent takes the defaults of docs/agent.md") {
 TEST_CASE("config: agent reads its key from EDGEALLOC_KEY and its registration from flags") {
   setenv("EDGEALLOC_KEY", "k-from-env", 1);
   Parsed p = ParseArgs({"agent", "--id", "weur-1", "--register", "--region", "weur", "--pool",
-                    "chrome", "--latency-ms", "12", "--data", "{\"endpoint\":\"ws://x\"}"});
+                        "chrome", "--latency-ms", "12", "--data", "{\"endpoint\":\"ws://x\"}"});
   unsetenv("EDGEALLOC_KEY");
   REQUIRE(p.cmd.kind == Command::Kind::kAgent);
   CHECK(p.cmd.agent.key == "k-from-env");

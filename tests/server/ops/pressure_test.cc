@@ -75,8 +75,9 @@ json MaybeBody(HttpClient& c, const std::string& target) {
 // Waits until /v1/pressure knows weur/chrome: a pool is unknown (404) until
 // the mirror's next refresh after its containers' registration reads it.
 void AwaitChromeKnown(HttpClient& c) {
-  REQUIRE(Eventually([&] { return MaybeBody(c, "/v1/pressure?region=weur&pool=chrome").is_object(); },
-                     kPressurePatience));
+  REQUIRE(
+      Eventually([&] { return MaybeBody(c, "/v1/pressure?region=weur&pool=chrome").is_object(); },
+                 kPressurePatience));
 }
 
 // A live server on `engine`, its mirror refreshed every 50 ms, with `n`
