@@ -69,19 +69,20 @@ Measure() {
   DOUBLES=$((DOUBLES + ${doubles:-0}))
 }
 
-# MedianOf SIZE NAME EXPR: the median over the rounds of EXPR, an awk
-# expression of `v` (the round's NAME of the mode $MODE) and `b` (the same
-# round's NAME of fittest1); nan if a round lacks either.
+# MedianOf SIZE NAME [ratio]: the median over the rounds of the mode
+# $MODE's NAME, or with `ratio` of its Ratio to the same round's fittest1;
+# nan if a round lacks it.
 MedianOf() {
-  local size=$1 name=$2 expr=$3 r v b values=()
+  local size=$1 name=$2 ratio=${3:-} r v values=()
   for ((r = 1; r <= ROUNDS; r++)); do
     v=$(Get "$WORK/${MODE}_${size}_r$r.txt" "$name")
-    b=$(Get "$WORK/fittest1_${size}_r$r.txt" "$name")
-    values+=("$(awk -v v="$v" -v b="$b" 'BEGIN {
-      num = "^-?[0-9]+([.][0-9]*)?$"
-      if (v !~ num || b !~ num || b == 0) print "nan"; else print ('"$expr"') + 0 }')")
+    [[ -n $ratio ]] && v=$(Ratio "$v" "$(Get "$WORK/fittest1_${size}_r$r.txt" "$name")")
+    if ! [[ $v =~ ^-?[0-9]+([.][0-9]*)?$ ]]; then
+      echo nan
+      return
+    fi
+    values+=("$v")
   done
-  if printf '%s\n' "${values[@]}" | grep -q nan; then echo nan; return; fi
   printf '%s\n' "${values[@]}" | Median
 }
 
@@ -97,12 +98,12 @@ Rounds() {
     done
   done
   for MODE in "${MODES[@]}"; do
-    Emit "placement_${MODE}_${size}_claims_per_s" "$(MedianOf "$size" claims_per_s v)" 1/s
-    Emit "placement_${MODE}_${size}_claim_p99_ms" "$(MedianOf "$size" claim_p99_ms v)" ms
+    Emit "placement_${MODE}_${size}_claims_per_s" "$(MedianOf "$size" claims_per_s)" 1/s
+    Emit "placement_${MODE}_${size}_claim_p99_ms" "$(MedianOf "$size" claim_p99_ms)" ms
   done
   for MODE in "${MODES[@]}"; do
     Emit "placement_${MODE}_${size}_vs_fittest1_ratio" \
-      "$(MedianOf "$size" claims_per_s 'v / b' | awk '$1 == "nan" { print; next } { printf "%.3f\n", $1 }')" x
+      "$(MedianOf "$size" claims_per_s ratio)" x
   done
 }
 
