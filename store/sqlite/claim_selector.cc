@@ -1,6 +1,7 @@
 #include "store/sqlite/claim_selector.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,12 +28,12 @@ bool CheckedAsList(const std::vector<SelectorTerm>& selector, size_t others, siz
 }
 
 // The claim statement of a selector's shape (selector_sql.h's pieces, in
-// their order), put together once a process and kept: Db::Cached keys
-// statements by their text's address.
+// their order), in its open-rows form or not, put together once a process
+// and kept: Db::Cached keys statements by their text's address.
 const char* SelectedClaimSql(int placement, const std::vector<SelectorTerm>& selector,
-                             size_t driving) {
+                             size_t driving, bool open_rows) {
   const size_t others = selector.size() - 1;
-  std::string shape = std::to_string(placement) +
+  std::string shape = (open_rows ? "o" : "") + std::to_string(placement) +
                       (selector[driving].values.size() > 1 ? "n" : "1") + std::to_string(others);
   for (size_t i = 0; i < selector.size(); ++i) {
     if (i != driving) shape += CheckedAsList(selector, others, i) ? 'n' : '1';
@@ -42,9 +43,9 @@ const char* SelectedClaimSql(int placement, const std::vector<SelectorTerm>& sel
   std::lock_guard<std::mutex> lock(mu);
   auto& text = texts[shape];
   if (text) return text->c_str();
-  std::string sql = sql::kSelectedHead;
+  std::string sql = open_rows ? sql::kOpenRowsHead : sql::kSelectedHead;
   sql += selector[driving].values.size() > 1 ? sql::kDrivingValues : sql::kDrivingOneValue;
-  sql += sql::kSelectedOpen;
+  sql += open_rows ? sql::kOpenRowsOpen : sql::kSelectedOpen;
   int param = 15;
   for (size_t i = 0; i < selector.size(); ++i) {
     if (i == driving) continue;
@@ -56,7 +57,7 @@ const char* SelectedClaimSql(int placement, const std::vector<SelectorTerm>& sel
     param += 2;
   }
   sql += std::string("  ORDER BY ") + sql::kSelectedOrder[placement] + "\n  LIMIT ?4)\n";
-  sql += sql::kTakeSelected[placement];
+  sql += open_rows ? sql::kTakeOpenRow : sql::kTakeSelected[placement];
   text = std::make_unique<const std::string>(std::move(sql));
   return text->c_str();
 }
@@ -68,7 +69,32 @@ const char* ClaimStatement(const ClaimRequest& req, Placement server, size_t dri
                                             sql::kClaimDistributed};
   const ClaimForm form = ClaimFormOf(req, server);
   if (req.selector.empty()) return kPlain[form.placement];
-  return SelectedClaimSql(form.placement, req.selector, driving);
+  return SelectedClaimSql(form.placement, req.selector, driving, false);
+}
+
+const char* OpenRowsClaimStatement(const ClaimRequest& req, Placement server, size_t driving) {
+  if (req.selector.empty() || ClaimFormOf(req, server).placement != 0) return nullptr;
+  return SelectedClaimSql(0, req.selector, driving, true);
+}
+
+Status RunClaimStatements(Db* db, const ClaimRequest& req, Placement server, size_t driving,
+                          const std::function<void(Statement*)>& bind, bool* claimed) {
+  *claimed = false;
+  for (const char* sql :
+       {OpenRowsClaimStatement(req, server, driving), ClaimStatement(req, server, driving)}) {
+    if (sql == nullptr) continue;
+    StatementRef claim;
+    RETURN_IF_ERROR(db->Cached(sql, &claim));
+    bind(&*claim);
+    BindSelector(&*claim, req.selector, driving);
+    Took& took = db->took();
+    took.any = false;
+    took.passed.clear();
+    RETURN_IF_ERROR(claim->Run());
+    *claimed = db->Changes() == 1;
+    if (*claimed) break;
+  }
+  return Status::Ok();
 }
 
 void BindSelector(Statement* q, const std::vector<SelectorTerm>& selector, size_t driving) {

@@ -2,6 +2,7 @@
 #define EDGEALLOC_STORE_SQLITE_CLAIM_SELECTOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,6 +23,28 @@ namespace store {
 // driving the walk): a text kept for the process, the same address for the
 // same shape.
 const char* ClaimStatement(const ClaimRequest& req, Placement server, size_t driving);
+
+// The open-rows form of a selector's fittest claim: the K fittest of the
+// driving term's open attribute rows that match every other term are its
+// candidates on their word, and only the one it picks is checked against
+// its container (region, pool, available, heard from), where
+// ClaimStatement's checks each of the K, two lookups each. An open row may
+// be wrong for a while: a claim without a selector leaves its container's
+// rows open (store/sqlite/schema.cc, version 18), and a container unheard
+// of stays available. nullptr where there is none: no selector, or a
+// placement that orders by the container's own columns.
+const char* OpenRowsClaimStatement(const ClaimRequest& req, Placement server, size_t driving);
+
+// Runs a claim in one region: OpenRowsClaimStatement's where there is one,
+// then, if that took nothing (its pick was not claimable, or nothing was:
+// no candidate, the quota, the key), ClaimStatement's, which checks every
+// candidate and names the open rows it passed (Took::passed). The first
+// never takes what the second would refuse; the second is what a claim
+// that finds nothing costs, and what keeps a wrong open row from failing
+// a claim. `bind` binds ?1 to ?7 (claim_sql.h); *claimed: a slot was taken,
+// db->took() says which.
+Status RunClaimStatements(Db* db, const ClaimRequest& req, Placement server, size_t driving,
+                          const std::function<void(Statement*)>& bind, bool* claimed);
 
 // Binds a claim statement's selector parameters (?12, ?13: the term at
 // `driving`; two a term from ?15: the others in order) to `selector`;

@@ -10,7 +10,8 @@
 // the one place each says which containers fit a claim), then
 // EDGEALLOC_SQL_TAKE_CANDIDATE, which takes one of them. Fittest walks the K
 // lowest-latency candidates (containers_claimable, or the attribute index
-// under a selector) and takes one at random; packed takes the one with the
+// under a selector: there first in the open-rows form, kTakeOpenRow) and
+// takes one at random; packed takes the one with the
 // most used slots (among the fullest: EDGEALLOC_SQL_FULLEST_CANDIDATES),
 // distributed the one with the fewest (containers_packing;
 // lowest latency then id among equals: one order every claim agrees on).
@@ -31,11 +32,16 @@
 //   ?6 idempotency_key (or NULL) ?7 quota (-1: none)
 //   and with a selector: ?12 driving key ?13 its value(s), ?15 on its other terms
 
-#define EDGEALLOC_SQL_PLAIN_CANDIDATES(ORDER)                                          \
-  "WITH candidate_pool AS (\n"                                                         \
-  "  SELECT id, slots_used, latency_ms FROM containers\n"                              \
-  "  WHERE region = ?1 AND pool = ?2 AND status = 'available' AND last_heartbeat_ms >= ?3\n" \
-  "  ORDER BY " ORDER "\n"                                                             \
+// A container a claim may take a slot of: of the region and pool, available
+// (a free slot, not drained, not dead), heard from lately.
+#define EDGEALLOC_SQL_CLAIMABLE \
+  "region = ?1 AND pool = ?2 AND status = 'available' AND last_heartbeat_ms >= ?3"
+
+#define EDGEALLOC_SQL_PLAIN_CANDIDATES(ORDER)              \
+  "WITH candidate_pool AS (\n"                             \
+  "  SELECT id, slots_used, latency_ms FROM containers\n"  \
+  "  WHERE " EDGEALLOC_SQL_CLAIMABLE "\n"                   \
+  "  ORDER BY " ORDER "\n"                                 \
   "  LIMIT ?4)\n"
 
 // packed's candidates: those of the fullest healthy available containers
@@ -49,23 +55,25 @@
 #define EDGEALLOC_SQL_FULLEST_CANDIDATES                                               \
   "WITH fullest AS (\n"                                                               \
   "  SELECT slots_used AS used FROM containers\n"                                     \
-  "  WHERE region = ?1 AND pool = ?2 AND status = 'available' AND last_heartbeat_ms >= ?3\n" \
+  "  WHERE " EDGEALLOC_SQL_CLAIMABLE "\n"                                              \
   "  ORDER BY slots_used DESC LIMIT 1),\n"                                            \
   "candidate_pool AS (\n"                                                             \
   "  SELECT id, slots_used, latency_ms FROM containers\n"                             \
-  "  WHERE region = ?1 AND pool = ?2 AND status = 'available' AND last_heartbeat_ms >= ?3\n" \
+  "  WHERE " EDGEALLOC_SQL_CLAIMABLE "\n"                                              \
   "    AND slots_used = (SELECT used FROM fullest)\n"                                 \
   "  ORDER BY latency_ms, id\n"                                                       \
   "  LIMIT ?4)\n"
 
-#define EDGEALLOC_SQL_TAKE_CANDIDATE(PICK, CLOSES)                                     \
+// CHECK: what the picked container must be besides, "" or `  AND ...\n`
+// (a candidate checked already needs nothing more).
+#define EDGEALLOC_SQL_TAKE_CANDIDATE(PICK, CHECK, CLOSES)                              \
   "UPDATE containers\n"                                                                \
   "SET status = CASE WHEN slots_used + 1 >= slots THEN 'picked' ELSE status END,\n"    \
   "    generation = generation + 1, slots_used = slots_used + 1,\n"                    \
   "    slot_taken = instr(slot_map, '0') - 1,\n"                                       \
   "    slot_map = substr(slot_map, 1, instr(slot_map, '0') - 1) || '1' ||\n"           \
   "               substr(slot_map, instr(slot_map, '0') + 1)\n"                        \
-  "WHERE id = (SELECT id FROM candidate_pool ORDER BY " PICK " LIMIT 1)\n"             \
+  "WHERE id = (SELECT id FROM candidate_pool ORDER BY " PICK " LIMIT 1)\n" CHECK       \
   "  AND (?7 < 0 OR (SELECT COUNT(*) FROM sessions WHERE tenant = ?5) < ?7)\n"         \
   "  AND (?6 IS NULL OR NOT EXISTS (SELECT 1 FROM sessions\n"                          \
   "                                 WHERE tenant = ?5 AND idempotency_key = ?6))\n"    \
@@ -82,12 +90,12 @@
 namespace store::sql {
 
 // Without a selector.
-inline constexpr char kClaimFittest[] =
-    EDGEALLOC_SQL_PLAIN_CANDIDATES("latency_ms") EDGEALLOC_SQL_TAKE_CANDIDATE("RANDOM()", "0");
-inline constexpr char kClaimPacked[] =
-    EDGEALLOC_SQL_FULLEST_CANDIDATES EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_PACKED_ORDER, "0");
+inline constexpr char kClaimFittest[] = EDGEALLOC_SQL_PLAIN_CANDIDATES("latency_ms")
+    EDGEALLOC_SQL_TAKE_CANDIDATE("RANDOM()", "", "0");
+inline constexpr char kClaimPacked[] = EDGEALLOC_SQL_FULLEST_CANDIDATES
+    EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_PACKED_ORDER, "", "0");
 inline constexpr char kClaimDistributed[] = EDGEALLOC_SQL_PLAIN_CANDIDATES(
-    EDGEALLOC_SQL_SPREAD_ORDER) EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_SPREAD_ORDER, "0");
+    EDGEALLOC_SQL_SPREAD_ORDER) EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_SPREAD_ORDER, "", "0");
 
 // With a selector: the candidates' CTE is a selector's shape, put together
 // by store/sqlite/claim_selector.cc (SelectedClaimSql) from selector_sql.h's
@@ -98,9 +106,15 @@ inline constexpr const char* kSelectedOrder[3] = {"a.latency_ms", EDGEALLOC_SQL_
                                                   EDGEALLOC_SQL_SPREAD_ORDER_C};
 #define EDGEALLOC_SQL_CLOSES "slots_used + 1 >= slots"
 inline constexpr const char* kTakeSelected[3] = {
-    EDGEALLOC_SQL_TAKE_CANDIDATE("RANDOM()", EDGEALLOC_SQL_CLOSES),
-    EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_PACKED_ORDER, EDGEALLOC_SQL_CLOSES),
-    EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_SPREAD_ORDER, EDGEALLOC_SQL_CLOSES)};
+    EDGEALLOC_SQL_TAKE_CANDIDATE("RANDOM()", "", EDGEALLOC_SQL_CLOSES),
+    EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_PACKED_ORDER, "", EDGEALLOC_SQL_CLOSES),
+    EDGEALLOC_SQL_TAKE_CANDIDATE(EDGEALLOC_SQL_SPREAD_ORDER, "", EDGEALLOC_SQL_CLOSES)};
+// The take of a selector's fittest claim whose candidates are its open
+// attribute rows alone (selector_sql.h, kOpenRowsHead): the one it picks is
+// checked against its container here, once, instead of each of the K in
+// the walk.
+inline constexpr char kTakeOpenRow[] = EDGEALLOC_SQL_TAKE_CANDIDATE(
+    "RANDOM()", "  AND " EDGEALLOC_SQL_CLAIMABLE "\n", EDGEALLOC_SQL_CLOSES);
 
 // The claimed session's row, after the claim took its slot. OR FAIL, not
 // the default ABORT: with the event trigger the statement writes two tables,
@@ -124,6 +138,7 @@ SELECT 1 FROM sessions WHERE tenant = ?1 AND idempotency_key = ?2
 
 }  // namespace store::sql
 
+#undef EDGEALLOC_SQL_CLAIMABLE
 #undef EDGEALLOC_SQL_PLAIN_CANDIDATES
 #undef EDGEALLOC_SQL_TAKE_CANDIDATE
 #undef EDGEALLOC_SQL_FULLEST_CANDIDATES

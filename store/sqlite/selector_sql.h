@@ -54,7 +54,8 @@
 namespace store::sql {
 
 // Its pieces, in order: kSelectedHead, the driving term's match
-// (kDrivingOneValue or kDrivingValues), kSelectedOpen, then a check a term
+// (kDrivingOneValue or kDrivingValues), kSelectedOpen (kOpenRowsHead and
+// kOpenRowsOpen in the open-rows form, below), then a check a term
 // other than the driving one (kTermCheckHead, its key's parameter number,
 // kTermCheckValue, then `= ?V` for one value or `IN (SELECT value FROM
 // json_each(?V))` for a JSON array of several, and `)`), then
@@ -74,6 +75,17 @@ inline constexpr char kSelectedOpen[] =
     "    AND c.region = ?1 AND c.pool = ?2\n"
     "    AND (c.status = 'available' OR edgealloc_passed(c.id))\n"
     "    AND c.last_heartbeat_ms >= ?3\n";
+// The open-rows form of a fittest claim (store/sqlite/claim_selector.h,
+// OpenRowsClaimStatement): the same walk and term checks, without the
+// container of each candidate (two lookups: its key, then its row): the
+// K fittest open rows are taken on their word, and the one picked is
+// checked against its container in the take (claim_sql.h, kTakeOpenRow).
+// In its place after the driving term's match: kOpenRowsOpen.
+inline constexpr char kOpenRowsHead[] =
+    "WITH candidate_pool AS (\n"
+    "  SELECT a.container_id AS id FROM container_attributes a\n"
+    "  WHERE a.region = ?1 AND a.pool = ?2 AND a.key = ?12 AND ";
+inline constexpr char kOpenRowsOpen[] = " AND a.open = 1\n";
 inline constexpr char kTermCheckHead[] =
     "    AND EXISTS (SELECT 1 FROM container_attributes m\n"
     "                WHERE m.container_id = a.container_id AND m.key = ?";

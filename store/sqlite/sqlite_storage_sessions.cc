@@ -158,27 +158,23 @@ class SqliteStorage::ClaimJob : public WriteJob {
                  SessionResult* out) {
     const ClaimRequest& req = attempt_->req;
     const ClaimPolicy& policy = storage_->policy_;
-    StatementRef claim;
     size_t driving = 0;
     if (!req.selector.empty()) {
       Shard* shard = storage_->shards_[static_cast<size_t>(storage_->map_.ShardOf(region))];
       RETURN_IF_ERROR(
           shard->driving_counts.Choose(db, region, req.pool, req.selector, now, &driving));
     }
-    RETURN_IF_ERROR(db->Cached(ClaimStatement(req, policy.placement, driving), &claim));
-    claim->Bind(1, region);
-    claim->Bind(2, req.pool);
-    claim->Bind(3, now - policy.dead_after_ms);
-    claim->Bind(4, static_cast<int64_t>(policy.candidates));
-    claim->Bind(5, req.caller.tenant);
-    BindOrNull(&*claim, 6, req.idempotency_key);
-    claim->Bind(7, quota_);
-    BindSelector(&*claim, req.selector, driving);
+    auto bind = [&](Statement* claim) {
+      claim->Bind(1, region);
+      claim->Bind(2, req.pool);
+      claim->Bind(3, now - policy.dead_after_ms);
+      claim->Bind(4, static_cast<int64_t>(policy.candidates));
+      claim->Bind(5, req.caller.tenant);
+      BindOrNull(claim, 6, req.idempotency_key);
+      claim->Bind(7, quota_);
+    };
+    RETURN_IF_ERROR(RunClaimStatements(db, req, policy.placement, driving, bind, claimed));
     Took& took = db->took();
-    took.any = false;
-    took.passed.clear();
-    RETURN_IF_ERROR(claim->Run());
-    *claimed = db->Changes() == 1;
     // Rows a selector's walk found open on a container that was not: made
     // right, so that no walk passes them again (a claim without a selector
     // leaves its container's rows open: store/sqlite/schema.cc, version 18).

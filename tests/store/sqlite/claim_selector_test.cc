@@ -18,6 +18,7 @@
 #include "tests/store/sqlite/query_plan.h"
 #include "tests/support/await.h"
 #include "tests/support/engines.h"
+#include "tests/support/pool_fixture.h"
 #include "tests/support/db_queries.h"
 #include "tests/support/requests.h"
 #include "tests/support/temp_dir.h"
@@ -117,6 +118,39 @@ TEST_CASE("claim_selector: a selector's claim finds its candidates through the a
   CHECK(one.find("SEARCH m USING PRIMARY KEY (container_id=? AND key=?)") != std::string::npos);
   CHECK(several.find("SEARCH m USING PRIMARY KEY (container_id=? AND key=?)") !=
         std::string::npos);
+}
+
+TEST_CASE("claim_selector: a fittest claim with a selector has an open-rows form, whose "
+          "candidates are the open rows alone, and only its pick is looked up") {
+  store::ClaimRequest req;
+  req.selector = kOneValue;
+  const char* open_rows = store::OpenRowsClaimStatement(req, Placement::kFittest, 0);
+  REQUIRE(open_rows != nullptr);
+  CHECK(open_rows == store::OpenRowsClaimStatement(req, Placement::kFittest, 0));  // kept
+  CHECK(open_rows != store::ClaimStatement(req, Placement::kFittest, 0));
+  const std::string plan = PlanOf(open_rows);
+  INFO(plan);
+  CHECK(CandidatesOf(plan).find(kOpenSearch) != std::string::npos);
+  CHECK(CandidatesOf(plan).find("SEARCH m USING PRIMARY KEY (container_id=? AND key=?)") !=
+        std::string::npos);
+  CHECK(CandidatesOf(plan).find("containers") == std::string::npos);  // no lookup a candidate
+  CHECK(CandidatesOf(plan).find("TEMP B-TREE FOR ORDER BY") == std::string::npos);
+  CHECK(plan.find("SEARCH containers USING INDEX sqlite_autoindex_containers_1 (id=?)") !=
+        std::string::npos);  // the pick, once
+  CHECK_FALSE(ScansATable(plan));
+  CHECK(JsonReadPerCandidate(plan).empty());
+  const std::string text = open_rows;
+  INFO(text);
+  CHECK(text.find("AND region = ?1 AND pool = ?2 AND status = 'available' AND "
+                  "last_heartbeat_ms >= ?3") != std::string::npos);
+  req.selector = kValues;
+  CHECK_FALSE(ScansATable(PlanOf(store::OpenRowsClaimStatement(req, Placement::kFittest, 0))));
+  // None where the order is the container's own, or there is no selector.
+  CHECK(store::OpenRowsClaimStatement(req, Placement::kPacked, 0) == nullptr);
+  CHECK(store::OpenRowsClaimStatement(req, Placement::kDistributed, 0) == nullptr);
+  req.placement = Placement::kPacked;
+  CHECK(store::OpenRowsClaimStatement(req, Placement::kFittest, 0) == nullptr);
+  CHECK(store::OpenRowsClaimStatement(store::ClaimRequest{}, Placement::kFittest, 0) == nullptr);
 }
 
 TEST_CASE("claim_selector: the selector's JSON is read once a claim, never once a candidate") {
@@ -500,4 +534,106 @@ TEST_CASE("claim_selector: the count of open rows walks the open index and stops
   INFO(plan);
   CHECK(plan.find("SEARCH container_attributes USING COVERING INDEX container_attributes_open "
                   "(region=? AND pool=? AND key=? AND value=?)") != std::string::npos);
+}
+
+namespace {
+
+const std::vector<store::SelectorTerm> kGpuLinux = {{"gpu", {"yes"}}, {"os", {"linux"}}};
+
+store::ContainerSpec WithGpuLinux(const std::string& id, int64_t latency_ms) {
+  store::ContainerSpec spec = testing::Spec(id, "weur", "p", latency_ms);
+  spec.attributes = R"({"gpu":"yes","os":"linux"})";
+  return spec;
+}
+
+// RunClaimStatements on shard 0's writer for a fittest claim of kGpuLinux
+// in weur/p among the K fittest: *statements, how many it ran (each is
+// bound once); *took, what the last one took and passed.
+store::Status ClaimWithStatements(testing::Pool* pool, int64_t k, int* statements,
+                                  bool* claimed, store::Took* took) {
+  store::ClaimRequest req = testing::Req("weur", "t1", "p");
+  req.selector = kGpuLinux;
+  *statements = 0;
+  return pool->shard(0)->writer->RunSync([&](store::Db* db) {
+    auto bind = [&](store::Statement* q) {
+      ++*statements;
+      q->Bind(1, "weur");
+      q->Bind(2, "p");
+      q->Bind(3, int64_t{0});
+      q->Bind(4, k);
+      q->Bind(5, "t1");
+      q->BindNull(6);
+      q->Bind(7, int64_t{-1});
+    };
+    store::Status s = store::RunClaimStatements(db, req, Placement::kFittest,
+                                                store::DrivingTerm(req.selector), bind, claimed);
+    *took = db->took();
+    return s;
+  });
+}
+
+}  // namespace
+
+// The open-rows form runs first and, when its pick is claimable, alone;
+// when it is not (here the only candidate, K = 1: a container held by a
+// claim without a selector, its rows left open), the form that checks
+// every candidate runs after it, passes that container (its rows then
+// closed by the job) and takes the next.
+TEST_CASE("claim_selector: a claim runs the open-rows form alone when its pick is claimable, "
+          "and the checking form after it when not") {
+  {
+    testing::Pool pool({}, 1, {}, testing::Policy(1));
+    pool.Add({WithGpuLinux("good", 1), WithGpuLinux("next", 2)});
+    int statements = 0;
+    bool claimed = false;
+    store::Took took;
+    REQUIRE(ClaimWithStatements(&pool, 1, &statements, &claimed, &took).ok());
+    CHECK(claimed);
+    CHECK(statements == 1);
+    CHECK(took.container_id == "good");
+    CHECK(took.closed);  // its one slot: the job closes its rows
+  }
+  testing::Pool pool({}, 1, {}, testing::Policy(1));
+  pool.Add({WithGpuLinux("held", 1), WithGpuLinux("good", 2)});
+  const store::SessionResult plain = pool.Claim(testing::Req("weur", "t1", "p"));
+  REQUIRE(plain.outcome == Outcome::kOk);
+  REQUIRE(plain.session.container_id == "held");
+  int statements = 0;
+  bool claimed = false;
+  store::Took took;
+  REQUIRE(ClaimWithStatements(&pool, 1, &statements, &claimed, &took).ok());
+  CHECK(claimed);
+  CHECK(statements == 2);
+  CHECK(took.container_id == "good");
+  CHECK(took.passed == std::vector<std::string>{"held"});
+}
+
+// Every kind of row open on a container a claim may not take sits among
+// the K fittest, below the one container it may: held by a claim without
+// a selector, drained, unheard of, moved to another region by a binary that
+// left its copies (all rows are made open again before each claim, as
+// they may be for a while). Each claim takes that one: with the open-rows
+// form's take unchecked, claims took the others; without the checking form
+// after a pick that failed, most answered no_capacity.
+TEST_CASE("claim_selector: a claim never takes a container its open rows are wrong about, and "
+          "never fails for them") {
+  testing::Pool pool({}, 1, {}, testing::Policy(5));
+  pool.Add({WithGpuLinux("held", 1)});
+  REQUIRE(pool.Claim(testing::Req("weur", "t1", "p")).outcome == Outcome::kOk);
+  pool.Add({WithGpuLinux("drained", 2), WithGpuLinux("unheard", 3), WithGpuLinux("moved", 4),
+            WithGpuLinux("good", 9)});
+  REQUIRE(pool.Drain("drained").outcome == Outcome::kOk);
+  pool.Exec("weur", "UPDATE containers SET last_heartbeat_ms = 1 WHERE id = 'unheard'");
+  pool.Exec("weur", "UPDATE containers SET region = 'eeur' WHERE id = 'moved'");
+  for (int i = 0; i < 40; ++i) {
+    pool.Exec("weur", "UPDATE container_attributes SET open = 1");
+    store::ClaimRequest req = testing::Req("weur", "t1", "p");
+    req.selector = kGpuLinux;
+    const store::SessionResult r = pool.Claim(req);
+    INFO("claim " << i << ": " << r.message);
+    REQUIRE(r.outcome == Outcome::kOk);
+    CHECK(r.session.container_id == "good");
+    REQUIRE(pool.Release(testing::Tenant("t1"), r.session.session_id, r.session.token).outcome ==
+            Outcome::kOk);
+  }
 }
