@@ -80,9 +80,10 @@ const char* OpenRowsClaimStatement(const ClaimRequest& req, Placement server, si
 Status RunClaimStatements(Db* db, const ClaimRequest& req, Placement server, size_t driving,
                           const std::function<void(Statement*)>& bind, bool* claimed) {
   *claimed = false;
-  for (const char* sql :
-       {OpenRowsClaimStatement(req, server, driving), ClaimStatement(req, server, driving)}) {
-    if (sql == nullptr) continue;
+  const char* open_rows = OpenRowsClaimStatement(req, server, driving);
+  for (int form = open_rows != nullptr ? 0 : 1; form < 2; ++form) {
+    // (the checking form's text only when it runs: a shape's text is found under a lock)
+    const char* sql = form == 0 ? open_rows : ClaimStatement(req, server, driving);
     StatementRef claim;
     RETURN_IF_ERROR(db->Cached(sql, &claim));
     bind(&*claim);
