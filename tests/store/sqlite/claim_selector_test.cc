@@ -546,17 +546,23 @@ store::ContainerSpec WithGpuLinux(const std::string& id, int64_t latency_ms) {
   return spec;
 }
 
+// What RunClaimStatements did: how many statements it ran (each is bound
+// once), whether one took a slot, and what the last one took and passed.
+struct Ran {
+  int statements = 0;
+  bool claimed = false;
+  store::Took took;
+};
+
 // RunClaimStatements on shard 0's writer for a fittest claim of kGpuLinux
-// in weur/p among the K fittest: *statements, how many it ran (each is
-// bound once); *took, what the last one took and passed.
-store::Status ClaimWithStatements(testing::Pool* pool, int64_t k, int* statements,
-                                  bool* claimed, store::Took* took) {
+// in weur/p among the K fittest.
+Ran ClaimWithStatements(testing::Pool* pool, int64_t k) {
   store::ClaimRequest req = testing::Req("weur", "t1", "p");
   req.selector = kGpuLinux;
-  *statements = 0;
-  return pool->shard(0)->writer->RunSync([&](store::Db* db) {
+  Ran ran;
+  const store::Status s = pool->shard(0)->writer->RunSync([&](store::Db* db) {
     auto bind = [&](store::Statement* q) {
-      ++*statements;
+      ++ran.statements;
       q->Bind(1, "weur");
       q->Bind(2, "p");
       q->Bind(3, int64_t{0});
@@ -565,11 +571,15 @@ store::Status ClaimWithStatements(testing::Pool* pool, int64_t k, int* statement
       q->BindNull(6);
       q->Bind(7, int64_t{-1});
     };
-    store::Status s = store::RunClaimStatements(db, req, Placement::kFittest,
-                                                store::DrivingTerm(req.selector), bind, claimed);
-    *took = db->took();
-    return s;
+    store::Status st = store::RunClaimStatements(db, req, Placement::kFittest,
+                                                 store::DrivingTerm(req.selector), bind,
+                                                 &ran.claimed);
+    ran.took = db->took();
+    return st;
   });
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  return ran;
 }
 
 }  // namespace
@@ -584,28 +594,22 @@ TEST_CASE("claim_selector: a claim runs the open-rows form alone when its pick i
   {
     testing::Pool pool({}, 1, {}, testing::Policy(1));
     pool.Add({WithGpuLinux("good", 1), WithGpuLinux("next", 2)});
-    int statements = 0;
-    bool claimed = false;
-    store::Took took;
-    REQUIRE(ClaimWithStatements(&pool, 1, &statements, &claimed, &took).ok());
-    CHECK(claimed);
-    CHECK(statements == 1);
-    CHECK(took.container_id == "good");
-    CHECK(took.closed);  // its one slot: the job closes its rows
+    const Ran ran = ClaimWithStatements(&pool, 1);
+    CHECK(ran.claimed);
+    CHECK(ran.statements == 1);
+    CHECK(ran.took.container_id == "good");
+    CHECK(ran.took.closed);  // its one slot: the job closes its rows
   }
   testing::Pool pool({}, 1, {}, testing::Policy(1));
   pool.Add({WithGpuLinux("held", 1), WithGpuLinux("good", 2)});
   const store::SessionResult plain = pool.Claim(testing::Req("weur", "t1", "p"));
   REQUIRE(plain.outcome == Outcome::kOk);
   REQUIRE(plain.session.container_id == "held");
-  int statements = 0;
-  bool claimed = false;
-  store::Took took;
-  REQUIRE(ClaimWithStatements(&pool, 1, &statements, &claimed, &took).ok());
-  CHECK(claimed);
-  CHECK(statements == 2);
-  CHECK(took.container_id == "good");
-  CHECK(took.passed == std::vector<std::string>{"held"});
+  const Ran ran = ClaimWithStatements(&pool, 1);
+  CHECK(ran.claimed);
+  CHECK(ran.statements == 2);
+  CHECK(ran.took.container_id == "good");
+  CHECK(ran.took.passed == std::vector<std::string>{"held"});
 }
 
 // Every kind of row open on a container a claim may not take sits among
