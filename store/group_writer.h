@@ -106,6 +106,8 @@ class GroupWriterBase {
   // waiting a connect timeout each.
   bool down() const { return down_.load(std::memory_order_relaxed); }
   const WriterStats& stats() const { return stats_; }
+  // For a job's own counters (an engine's), from the writer thread.
+  WriterStats& mutable_stats() { return stats_; }
   // Where each successful commit is signalled (readers waiting for events);
   // null: nowhere. May be set while the writer runs.
   void set_commit_signal(CommitSignal* signal) {

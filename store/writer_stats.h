@@ -73,6 +73,11 @@ struct WriterStats {
   // failed on the fast path (PostgreSQL; SQLite gives each job a savepoint
   // at once).
   std::atomic<uint64_t> groups_rerun{0};
+  // SQLite: claims under a selector whose open-rows form took nothing, so
+  // that the checking form ran after it (store/sqlite/claim_selector.h,
+  // RunClaimStatements): its pick was not claimable, or nothing was (no
+  // capacity, the quota, the key). PostgreSQL: always 0.
+  std::atomic<uint64_t> selector_claims_rechecked{0};
 };
 
 }  // namespace store

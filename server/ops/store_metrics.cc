@@ -91,6 +91,10 @@ void WriterHealthFamilies(const store::Storage& storage, Exposition* out) {
   PerWriter(storage, out, "edgealloc_store_heartbeat_rows_deferred", "gauge",
             "Heartbeat rows skipped for a lock and kept for a later write, now.",
             [](const WriterStats& s) { return Gauge(s.heartbeat_rows_deferred); });
+  PerWriter(storage, out, "edgealloc_store_selector_claims_rechecked_total", "counter",
+            "Claims under a selector whose first, open-rows statement took nothing, so that the "
+            "statement checking every candidate ran after it (SQLite).",
+            [](const WriterStats& s) { return Count(s.selector_claims_rechecked); });
 }
 
 }  // namespace

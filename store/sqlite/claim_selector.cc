@@ -78,10 +78,13 @@ const char* OpenRowsClaimStatement(const ClaimRequest& req, Placement server, si
 }
 
 Status RunClaimStatements(Db* db, const ClaimRequest& req, Placement server, size_t driving,
-                          const std::function<void(Statement*)>& bind, bool* claimed) {
+                          const std::function<void(Statement*)>& bind, bool* claimed,
+                          bool* rechecked) {
   *claimed = false;
   const char* open_rows = OpenRowsClaimStatement(req, server, driving);
+  *rechecked = false;
   for (int form = open_rows != nullptr ? 0 : 1; form < 2; ++form) {
+    *rechecked = form == 1 && open_rows != nullptr;
     // (the checking form's text only when it runs: a shape's text is found under a lock)
     const char* sql = form == 0 ? open_rows : ClaimStatement(req, server, driving);
     StatementRef claim;

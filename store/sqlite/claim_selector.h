@@ -42,9 +42,10 @@ const char* OpenRowsClaimStatement(const ClaimRequest& req, Placement server, si
 // never takes what the second would refuse; the second is what a claim
 // that finds nothing costs, and what keeps a wrong open row from failing
 // a claim. `bind` binds ?1 to ?7 (claim_sql.h); *claimed: a slot was taken,
-// db->took() says which.
+// db->took() says which; *rechecked: the second ran after the first.
 Status RunClaimStatements(Db* db, const ClaimRequest& req, Placement server, size_t driving,
-                          const std::function<void(Statement*)>& bind, bool* claimed);
+                          const std::function<void(Statement*)>& bind, bool* claimed,
+                          bool* rechecked);
 
 // Binds a claim statement's selector parameters (?12, ?13: the term at
 // `driving`; two a term from ?15: the others in order) to `selector`;

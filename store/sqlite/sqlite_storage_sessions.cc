@@ -159,8 +159,8 @@ class SqliteStorage::ClaimJob : public WriteJob {
     const ClaimRequest& req = attempt_->req;
     const ClaimPolicy& policy = storage_->policy_;
     size_t driving = 0;
+    Shard* shard = storage_->shards_[static_cast<size_t>(storage_->map_.ShardOf(region))];
     if (!req.selector.empty()) {
-      Shard* shard = storage_->shards_[static_cast<size_t>(storage_->map_.ShardOf(region))];
       RETURN_IF_ERROR(
           shard->driving_counts.Choose(db, region, req.pool, req.selector, now, &driving));
     }
@@ -173,7 +173,10 @@ class SqliteStorage::ClaimJob : public WriteJob {
       BindOrNull(claim, 6, req.idempotency_key);
       claim->Bind(7, quota_);
     };
-    RETURN_IF_ERROR(RunClaimStatements(db, req, policy.placement, driving, bind, claimed));
+    bool rechecked = false;
+    RETURN_IF_ERROR(
+        RunClaimStatements(db, req, policy.placement, driving, bind, claimed, &rechecked));
+    if (rechecked) ++shard->writer->mutable_stats().selector_claims_rechecked;
     Took& took = db->took();
     // Rows a selector's walk found open on a container that was not: made
     // right, so that no walk passes them again (a claim without a selector

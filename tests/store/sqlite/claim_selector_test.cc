@@ -1,5 +1,6 @@
 #include "store/sqlite/claim_selector.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <map>
 #include <memory>
@@ -551,6 +552,7 @@ store::ContainerSpec WithGpuLinux(const std::string& id, int64_t latency_ms) {
 struct Ran {
   int statements = 0;
   bool claimed = false;
+  bool rechecked = false;
   store::Took took;
 };
 
@@ -573,7 +575,7 @@ Ran ClaimWithStatements(testing::Pool* pool, int64_t k) {
     };
     store::Status st = store::RunClaimStatements(db, req, Placement::kFittest,
                                                  store::DrivingTerm(req.selector), bind,
-                                                 &ran.claimed);
+                                                 &ran.claimed, &ran.rechecked);
     ran.took = db->took();
     return st;
   });
@@ -597,6 +599,7 @@ TEST_CASE("claim_selector: a claim runs the open-rows form alone when its pick i
     const Ran ran = ClaimWithStatements(&pool, 1);
     CHECK(ran.claimed);
     CHECK(ran.statements == 1);
+    CHECK_FALSE(ran.rechecked);
     CHECK(ran.took.container_id == "good");
     CHECK(ran.took.closed);  // its one slot: the job closes its rows
   }
@@ -608,6 +611,7 @@ TEST_CASE("claim_selector: a claim runs the open-rows form alone when its pick i
   const Ran ran = ClaimWithStatements(&pool, 1);
   CHECK(ran.claimed);
   CHECK(ran.statements == 2);
+  CHECK(ran.rechecked);
   CHECK(ran.took.container_id == "good");
   CHECK(ran.took.passed == std::vector<std::string>{"held"});
 }
@@ -618,26 +622,41 @@ TEST_CASE("claim_selector: a claim runs the open-rows form alone when its pick i
 // left its copies (all rows are made open again before each claim, as
 // they may be for a while). Each claim takes that one: with the open-rows
 // form's take unchecked, claims took the others; without the checking form
-// after a pick that failed, most answered no_capacity.
+// after a pick that failed, most answered no_capacity. Each claim whose
+// first pick failed is counted (edgealloc_store_selector_claims_rechecked_total);
+// claims on rows that are right count nothing.
 TEST_CASE("claim_selector: a claim never takes a container its open rows are wrong about, and "
           "never fails for them") {
   testing::Pool pool({}, 1, {}, testing::Policy(5));
   pool.Add({WithGpuLinux("held", 1)});
   REQUIRE(pool.Claim(testing::Req("weur", "t1", "p")).outcome == Outcome::kOk);
+  const std::atomic<uint64_t>& rechecked =
+      pool.storage().writer_stats(0).selector_claims_rechecked;
   pool.Add({WithGpuLinux("drained", 2), WithGpuLinux("unheard", 3), WithGpuLinux("moved", 4),
             WithGpuLinux("good", 9)});
   REQUIRE(pool.Drain("drained").outcome == Outcome::kOk);
   pool.Exec("weur", "UPDATE containers SET last_heartbeat_ms = 1 WHERE id = 'unheard'");
   pool.Exec("weur", "UPDATE containers SET region = 'eeur' WHERE id = 'moved'");
-  for (int i = 0; i < 40; ++i) {
-    pool.Exec("weur", "UPDATE container_attributes SET open = 1");
+  auto claim_good = [&](const std::string& what) {
     store::ClaimRequest req = testing::Req("weur", "t1", "p");
     req.selector = kGpuLinux;
     const store::SessionResult r = pool.Claim(req);
-    INFO("claim " << i << ": " << r.message);
+    INFO(what << ": " << r.message);
     REQUIRE(r.outcome == Outcome::kOk);
     CHECK(r.session.container_id == "good");
     REQUIRE(pool.Release(testing::Tenant("t1"), r.session.session_id, r.session.token).outcome ==
             Outcome::kOk);
+  };
+  for (int i = 0; i < 40; ++i) {
+    pool.Exec("weur", "UPDATE container_attributes SET open = 1");
+    claim_good("claim " + std::to_string(i));
   }
+  // Four picks of five are wrong: nearly every claim ran the second statement.
+  CHECK(rechecked.load() >= 20);
+  CHECK(rechecked.load() <= 40);
+  // The wrong rows closed: the open-rows form alone, nothing counted.
+  pool.Exec("weur", "UPDATE container_attributes SET open = 0 WHERE container_id <> 'good'");
+  const uint64_t before = rechecked.load();
+  for (int i = 0; i < 10; ++i) claim_good("right rows, claim " + std::to_string(i));
+  CHECK(rechecked.load() == before);
 }
