@@ -21,6 +21,10 @@ namespace {
 // (16 keys at most, docs/api.md).
 constexpr size_t kTermsByForm = 3;
 
+// ClaimForm::placement of fittest: the index of its statements (kPlain,
+// sql::kSelectedOrder) and the one placement with an open-rows form.
+constexpr int kFittestForm = 0;
+
 // Whether the term at `i` of the other terms is checked against a JSON list
 // of its values (else one value).
 bool CheckedAsList(const std::vector<SelectorTerm>& selector, size_t others, size_t term) {
@@ -73,8 +77,8 @@ const char* ClaimStatement(const ClaimRequest& req, Placement server, size_t dri
 }
 
 const char* OpenRowsClaimStatement(const ClaimRequest& req, Placement server, size_t driving) {
-  if (req.selector.empty() || ClaimFormOf(req, server).placement != 0) return nullptr;
-  return SelectedClaimSql(0, req.selector, driving, true);
+  if (req.selector.empty() || ClaimFormOf(req, server).placement != kFittestForm) return nullptr;
+  return SelectedClaimSql(kFittestForm, req.selector, driving, true);
 }
 
 Status RunClaimStatements(Db* db, const ClaimRequest& req, Placement server, size_t driving,

@@ -159,8 +159,9 @@ class SqliteStorage::ClaimJob : public WriteJob {
     const ClaimRequest& req = attempt_->req;
     const ClaimPolicy& policy = storage_->policy_;
     size_t driving = 0;
-    Shard* shard = storage_->shards_[static_cast<size_t>(storage_->map_.ShardOf(region))];
+    Shard* shard = nullptr;  // a selector's only: its counts, and its second statement's count
     if (!req.selector.empty()) {
+      shard = storage_->shards_[static_cast<size_t>(storage_->map_.ShardOf(region))];
       RETURN_IF_ERROR(
           shard->driving_counts.Choose(db, region, req.pool, req.selector, now, &driving));
     }
